@@ -1,0 +1,23 @@
+import type { TokenUsage } from './token-usage.ts';
+
+/** A model price in USD per million tokens. */
+export interface ModelPrice {
+  input_per_mtok: number;
+  output_per_mtok: number;
+  /** Price of cached input; uncached input price when absent. */
+  cached_input_per_mtok?: number;
+}
+
+const PER_TOKEN = 1 / 1_000_000;
+
+/** Cost in USD; 0 when the model has no price. Rounded to 1e-10 USD to drop float noise. */
+export function computeCost(usage: TokenUsage, price: ModelPrice | undefined): number {
+  if (price === undefined) return 0;
+  const cached = Math.min(usage.cached_tokens, usage.input_tokens);
+  const uncached = usage.input_tokens - cached;
+  const cachedPrice = price.cached_input_per_mtok ?? price.input_per_mtok;
+  const usd =
+    (uncached * price.input_per_mtok + cached * cachedPrice + usage.output_tokens * price.output_per_mtok) *
+    PER_TOKEN;
+  return Math.round(usd * 1e10) / 1e10;
+}

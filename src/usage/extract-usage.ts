@@ -1,0 +1,23 @@
+import type { TokenUsage, UsageStyle } from './token-usage.ts';
+import { usageFieldTables } from './usage-field-tables.ts';
+import { readPath } from './read-path.ts';
+import { readRawCounters, unifyCounters } from './map-raw-usage.ts';
+
+/** Usage from a parsed non-streaming response body; undefined when the body reports none. */
+export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | undefined {
+  const table = usageFieldTables[style];
+  const usageObject = readPath(body, table.bodyUsagePath);
+  if (usageObject === null || typeof usageObject !== 'object') return undefined;
+  return unifyCounters(table, readRawCounters(table, usageObject));
+}
+
+/** Same, from the body text; a body that is not JSON reports no usage. */
+export function extractUsageFromText(style: UsageStyle, text: string): TokenUsage | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return extractUsage(style, body);
+}

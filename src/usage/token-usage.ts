@@ -1,0 +1,20 @@
+/** Wire styles whose responses carry token usage. */
+export type UsageStyle = 'completions' | 'responses' | 'messages' | 'generate' | 'embeddings';
+
+/**
+ * Unified token usage. `input_tokens` counts every prompt token (cached ones included),
+ * `cached_tokens` is the part of it read from a cache; `output_tokens` counts every generated
+ * token (reasoning included), `reasoning_tokens` is the part of it spent on reasoning.
+ */
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  reasoning_tokens: number;
+}
+
+export type UnifiedUsageField = keyof TokenUsage;
+
+export function emptyUsage(): TokenUsage {
+  return { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+}

@@ -1,0 +1,31 @@
+import type { UnifiedUsageField, UsageStyle } from './token-usage.ts';
+
+/** One raw upstream counter (dotted path inside the usage object) feeding one unified field. */
+export interface UsageFieldRow {
+  raw: string;
+  unified: UnifiedUsageField;
+}
+
+/** Where a stream event carries a usage object. */
+export interface StreamUsageSource {
+  /** Value of the event data's `type` field; absent means any event. */
+  eventType?: string;
+  /** Dotted path of the usage object inside the event data. */
+  usagePath: string;
+  /**
+   * `replace`: the object holds all counters so far (later objects win whole);
+   * `overlay`: counters present override earlier ones, absent ones are kept.
+   */
+  merge: 'replace' | 'overlay';
+}
+
+export interface UsageFieldTable {
+  style: UsageStyle;
+  /** Dotted path of the usage object in a non-streaming JSON body. */
+  bodyUsagePath: string;
+  /** Rows sharing a unified field are summed. */
+  fields: readonly UsageFieldRow[];
+  stream: readonly StreamUsageSource[];
+  /** Cheap test on an event's raw data text; only matching events are JSON-parsed. */
+  streamHint: RegExp;
+}

@@ -1,0 +1,23 @@
+import type { UsageFieldTable } from './usage-field-table.ts';
+
+/**
+ * Messages: upstream `input_tokens` excludes cache reads and cache writes, so the unified
+ * input is their sum. In streams message_start carries the input side and message_delta
+ * the cumulative output (and, on newer upstreams, cumulative input counters too).
+ */
+export const messagesUsageFields: UsageFieldTable = {
+  style: 'messages',
+  bodyUsagePath: 'usage',
+  fields: [
+    { raw: 'input_tokens', unified: 'input_tokens' },
+    { raw: 'cache_read_input_tokens', unified: 'input_tokens' },
+    { raw: 'cache_creation_input_tokens', unified: 'input_tokens' },
+    { raw: 'output_tokens', unified: 'output_tokens' },
+    { raw: 'cache_read_input_tokens', unified: 'cached_tokens' },
+  ],
+  stream: [
+    { eventType: 'message_start', usagePath: 'message.usage', merge: 'overlay' },
+    { eventType: 'message_delta', usagePath: 'usage', merge: 'overlay' },
+  ],
+  streamHint: /"type"\s*:\s*"message_(?:start|delta)"/,
+};

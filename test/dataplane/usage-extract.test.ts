@@ -1,0 +1,105 @@
+import t from 'tap';
+import { extractUsage, extractUsageFromText } from '../../src/usage/index.ts';
+
+t.test('completions body', async (t) => {
+  const body = {
+    id: 'chatcmpl-abc',
+    object: 'chat.completion',
+    created: 1741569952,
+    model: 'gpt-4.1-2025-04-14',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+    usage: {
+      prompt_tokens: 1200,
+      completion_tokens: 300,
+      total_tokens: 1500,
+      prompt_tokens_details: { cached_tokens: 1024, audio_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 128, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+    },
+  };
+  t.same(extractUsage('completions', body), { input_tokens: 1200, output_tokens: 300, cached_tokens: 1024, reasoning_tokens: 128 });
+});
+
+t.test('completions body without details, and without usage', async (t) => {
+  t.same(extractUsage('completions', { usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 } }), {
+    input_tokens: 9, output_tokens: 2, cached_tokens: 0, reasoning_tokens: 0,
+  });
+  t.equal(extractUsage('completions', { choices: [] }), undefined);
+  t.equal(extractUsage('completions', { usage: null }), undefined);
+  t.equal(extractUsage('completions', 'not an object'), undefined);
+});
+
+t.test('responses body', async (t) => {
+  const body = {
+    id: 'resp_67ccd2bed1ec8190b14f964abc054267',
+    object: 'response',
+    status: 'completed',
+    model: 'o4-mini-2025-04-16',
+    output: [],
+    usage: {
+      input_tokens: 328,
+      input_tokens_details: { cached_tokens: 256 },
+      output_tokens: 52,
+      output_tokens_details: { reasoning_tokens: 40 },
+      total_tokens: 380,
+    },
+  };
+  t.same(extractUsage('responses', body), { input_tokens: 328, output_tokens: 52, cached_tokens: 256, reasoning_tokens: 40 });
+});
+
+t.test('messages body sums cache reads and writes into input', async (t) => {
+  const body = {
+    id: 'msg_013Zva2CMHLNnXjNJJKqJ2EF',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-20250514',
+    content: [{ type: 'text', text: 'Hello' }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: {
+      input_tokens: 21,
+      cache_creation_input_tokens: 188,
+      cache_read_input_tokens: 1000,
+      output_tokens: 393,
+      service_tier: 'standard',
+    },
+  };
+  t.same(extractUsage('messages', body), { input_tokens: 1209, output_tokens: 393, cached_tokens: 1000, reasoning_tokens: 0 });
+});
+
+t.test('generate body adds thoughts to output', async (t) => {
+  const body = {
+    candidates: [{ content: { parts: [{ text: 'Hi' }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+    usageMetadata: {
+      promptTokenCount: 4000,
+      candidatesTokenCount: 120,
+      totalTokenCount: 4520,
+      cachedContentTokenCount: 3500,
+      thoughtsTokenCount: 400,
+      promptTokensDetails: [{ modality: 'TEXT', tokenCount: 4000 }],
+    },
+    modelVersion: 'gemini-2.5-flash',
+    responseId: 'abc',
+  };
+  t.same(extractUsage('generate', body), { input_tokens: 4000, output_tokens: 520, cached_tokens: 3500, reasoning_tokens: 400 });
+});
+
+t.test('embeddings body', async (t) => {
+  const body = {
+    object: 'list',
+    data: [{ object: 'embedding', index: 0, embedding: [0.1, -0.2] }],
+    model: 'text-embedding-3-small',
+    usage: { prompt_tokens: 8, total_tokens: 8 },
+  };
+  t.same(extractUsage('embeddings', body), { input_tokens: 8, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 });
+});
+
+t.test('ignores counters that are not non-negative numbers', async (t) => {
+  t.same(extractUsage('completions', { usage: { prompt_tokens: '12', completion_tokens: -1 } }), {
+    input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0,
+  });
+});
+
+t.test('from text', async (t) => {
+  t.same(extractUsageFromText('embeddings', '{"usage":{"prompt_tokens":3,"total_tokens":3}}')?.input_tokens, 3);
+  t.equal(extractUsageFromText('embeddings', '<html>bad gateway</html>'), undefined);
+});

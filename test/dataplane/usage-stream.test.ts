@@ -1,0 +1,123 @@
+import t from 'tap';
+import { StreamUsageAccumulator, isUsageOnlyChunk, requestStreamUsage } from '../../src/usage/index.ts';
+
+function feed(style: ConstructorParameters<typeof StreamUsageAccumulator>[0], events: unknown[]) {
+  const acc = new StreamUsageAccumulator(style);
+  for (const e of events) acc.push(typeof e === 'string' ? e : JSON.stringify(e));
+  return acc.result();
+}
+
+t.test('completions stream: final usage chunk', async (t) => {
+  const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini' };
+  const events = [
+    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }], usage: null },
+    { ...base, choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }], usage: null },
+    { ...base, choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }], usage: null },
+    {
+      ...base,
+      choices: [],
+      usage: {
+        prompt_tokens: 19, completion_tokens: 10, total_tokens: 29,
+        prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 },
+      },
+    },
+    '[DONE]',
+  ];
+  t.same(feed('completions', events), { input_tokens: 19, output_tokens: 10, cached_tokens: 0, reasoning_tokens: 0 });
+});
+
+t.test('completions stream without usage reports none', async (t) => {
+  t.equal(feed('completions', [{ choices: [{ index: 0, delta: { content: 'x' } }] }, '[DONE]']), undefined);
+});
+
+t.test('completions: push returns the parsed usage chunk once, isUsageOnlyChunk spots it', async (t) => {
+  const acc = new StreamUsageAccumulator('completions');
+  t.equal(acc.push('{"choices":[{"index":0,"delta":{"content":"a"}}],"usage":null}'), undefined);
+  const parsed = acc.push('{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
+  t.ok(isUsageOnlyChunk(parsed));
+  t.notOk(isUsageOnlyChunk({ choices: [{ index: 0 }], usage: { prompt_tokens: 1 } }));
+  t.notOk(isUsageOnlyChunk({ choices: [], usage: null }));
+  t.equal(acc.result()?.output_tokens, 2);
+});
+
+t.test('responses stream: response.completed', async (t) => {
+  const events = [
+    { type: 'response.created', sequence_number: 0, response: { id: 'resp_1', status: 'in_progress', usage: null } },
+    { type: 'response.output_text.delta', sequence_number: 4, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'Hi' },
+    {
+      type: 'response.completed',
+      sequence_number: 9,
+      response: {
+        id: 'resp_1', status: 'completed',
+        usage: {
+          input_tokens: 37, input_tokens_details: { cached_tokens: 12 },
+          output_tokens: 11, output_tokens_details: { reasoning_tokens: 4 }, total_tokens: 48,
+        },
+      },
+    },
+  ];
+  t.same(feed('responses', events), { input_tokens: 37, output_tokens: 11, cached_tokens: 12, reasoning_tokens: 4 });
+});
+
+t.test('responses stream: text mentioning usage does not confuse it', async (t) => {
+  t.equal(feed('responses', [{ type: 'response.output_text.delta', delta: '"type":"response.completed"' }]), undefined);
+});
+
+t.test('messages stream: message_start + cumulative message_delta', async (t) => {
+  const events = [
+    {
+      type: 'message_start',
+      message: {
+        id: 'msg_1', type: 'message', role: 'assistant', content: [], model: 'claude-sonnet-4-20250514',
+        stop_reason: null, stop_sequence: null,
+        usage: { input_tokens: 25, cache_creation_input_tokens: 0, cache_read_input_tokens: 2048, output_tokens: 1 },
+      },
+    },
+    { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+    { type: 'ping' },
+    { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } },
+    { type: 'content_block_stop', index: 0 },
+    { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 15 } },
+    { type: 'message_stop' },
+  ];
+  t.same(feed('messages', events), { input_tokens: 2073, output_tokens: 15, cached_tokens: 2048, reasoning_tokens: 0 });
+});
+
+t.test('messages stream: message_delta with cumulative input counters overrides', async (t) => {
+  const events = [
+    { type: 'message_start', message: { usage: { input_tokens: 10, cache_read_input_tokens: 0, output_tokens: 1 } } },
+    { type: 'message_delta', delta: { stop_reason: 'tool_use' }, usage: { input_tokens: 12, cache_read_input_tokens: 5, output_tokens: 40 } },
+  ];
+  t.same(feed('messages', events), { input_tokens: 17, output_tokens: 40, cached_tokens: 5, reasoning_tokens: 0 });
+});
+
+t.test('generate stream: last usageMetadata wins', async (t) => {
+  const chunk = (text: string, usage: Record<string, number>) => ({
+    candidates: [{ content: { parts: [{ text }], role: 'model' }, index: 0 }],
+    usageMetadata: usage,
+    modelVersion: 'gemini-2.5-pro',
+  });
+  const events = [
+    chunk('The', { promptTokenCount: 8, totalTokenCount: 8 }),
+    chunk(' sky', { promptTokenCount: 8, candidatesTokenCount: 2, totalTokenCount: 10 }),
+    chunk(' is blue', { promptTokenCount: 8, candidatesTokenCount: 5, thoughtsTokenCount: 30, cachedContentTokenCount: 4, totalTokenCount: 43 }),
+  ];
+  t.same(feed('generate', events), { input_tokens: 8, output_tokens: 35, cached_tokens: 4, reasoning_tokens: 30 });
+});
+
+t.test('malformed data is ignored', async (t) => {
+  t.equal(feed('generate', ['{"usageMetadata": {broken']), undefined);
+});
+
+t.test('requestStreamUsage', async (t) => {
+  const body: Record<string, unknown> = { model: 'm', stream: true, messages: [] };
+  t.equal(requestStreamUsage(body), true);
+  t.same(body['stream_options'], { include_usage: true });
+  t.equal(requestStreamUsage(body), false, 'already asked');
+  const keep: Record<string, unknown> = { stream: true, stream_options: { include_obfuscation: false } };
+  t.equal(requestStreamUsage(keep), true);
+  t.same(keep['stream_options'], { include_obfuscation: false, include_usage: true });
+  const nonStream: Record<string, unknown> = { stream: false };
+  t.equal(requestStreamUsage(nonStream), false);
+  t.notOk('stream_options' in nonStream);
+});
