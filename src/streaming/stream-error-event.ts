@@ -1,0 +1,54 @@
+import { serializeSse } from './serialize-sse.ts';
+import { failureVocabulary, type StreamFailure } from './stream-failure.ts';
+
+export type StreamErrorStyle = 'completions' | 'responses' | 'messages' | 'generate';
+
+export interface StreamErrorOptions {
+  /** responses style: the next `sequence_number` of the stream (default 0). */
+  sequenceNumber?: number;
+}
+
+/**
+ * The SSE text that ends a client stream cleanly in the client's own protocol, shaped so the
+ * official SDKs raise their typed error. Write it, then end the response.
+ */
+export function streamErrorEvent(style: StreamErrorStyle, failure: StreamFailure, options: StreamErrorOptions = {}): string {
+  const words = failureVocabulary[failure.kind];
+  switch (style) {
+    case 'completions':
+      return serializeSse({ data: { error: { message: failure.message, type: words.openaiType, code: failure.code, param: null } } });
+    case 'responses':
+      return serializeSse({
+        event: 'error',
+        data: { type: 'error', code: failure.code, message: failure.message, param: null, sequence_number: options.sequenceNumber ?? 0 },
+      });
+    case 'messages':
+      return serializeSse({
+        event: 'error',
+        data: { type: 'error', error: { type: words.messagesType, message: failure.message, code: failure.code } },
+      });
+    case 'generate':
+      return serializeSse({ data: generateErrorBody(failure) });
+  }
+}
+
+/**
+ * Closing text for a generate stream framed as one JSON array (no `alt=sse`): an error
+ * element, then the closing bracket. `elementsSent` counts elements already written after '['.
+ */
+export function jsonArrayStreamErrorTail(failure: StreamFailure, elementsSent: number): string {
+  return `${elementsSent > 0 ? ',\r\n' : ''}${JSON.stringify(generateErrorBody(failure))}]`;
+}
+
+function generateErrorBody(failure: StreamFailure): object {
+  const words = failureVocabulary[failure.kind];
+  return {
+    error: {
+      code: words.googleCode,
+      message: failure.message,
+      status: words.googleStatus,
+      // ErrorInfo is where Google-style errors carry a machine-readable reason.
+      details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: failure.code, domain: 'switchyard' }],
+    },
+  };
+}

@@ -1,0 +1,94 @@
+import t from 'tap';
+import { JsonArrayStreamSplitter, watchIdle, type IdleClock } from '../../src/streaming/index.ts';
+
+t.test('JSON array splitter: elements at any split point', async (t) => {
+  const elements = [
+    { candidates: [{ content: { parts: [{ text: 'a ] , } [ { "quoted" \\ ' }] } }] },
+    { usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1 } },
+  ];
+  const text = '[' + elements.map((e) => JSON.stringify(e, null, 1)).join('\r\n,\r\n') + ']';
+  const bytes = Buffer.from(text);
+  for (let cut = 0; cut <= bytes.length; cut++) {
+    const splitter = new JsonArrayStreamSplitter();
+    const got = [...splitter.push(bytes.subarray(0, cut)), ...splitter.push(bytes.subarray(cut)), ...splitter.end()];
+    t.same(got.map((g) => JSON.parse(g)), elements, `cut at ${cut}`);
+  }
+});
+
+t.test('JSON array splitter: element delivered when complete; unterminated tail at end()', async (t) => {
+  const splitter = new JsonArrayStreamSplitter();
+  t.same(splitter.push('[{"a":1}'), []);
+  t.same(splitter.push(',{"b":'), ['{"a":1}']);
+  t.same(splitter.end(), ['{"b":']);
+  t.same(new JsonArrayStreamSplitter().push('[]'), []);
+});
+
+function fakeClock() {
+  let now = 0;
+  const timers: Array<{ at: number; fn: () => void; live: boolean }> = [];
+  const clock: IdleClock = {
+    now: () => now,
+    setTimeout: (fn, ms) => {
+      const timer = { at: now + ms, fn, live: true };
+      timers.push(timer);
+      return timer;
+    },
+    clearTimeout: (handle) => {
+      (handle as { live: boolean }).live = false;
+    },
+  };
+  const advance = (ms: number) => {
+    const target = now + ms;
+    for (;;) {
+      const due = timers.filter((x) => x.live && x.at <= target).sort((a, b) => a.at - b.at)[0];
+      if (due === undefined) break;
+      now = due.at;
+      due.live = false;
+      due.fn();
+    }
+    now = target;
+  };
+  return { clock, advance, liveTimers: () => timers.filter((x) => x.live).length };
+}
+
+t.test('idle watcher fires after the timeout without activity', async (t) => {
+  const { clock, advance } = fakeClock();
+  let calls = 0;
+  const watcher = watchIdle(1000, () => calls++, clock);
+  advance(999);
+  t.equal(calls, 0);
+  advance(1);
+  t.equal(calls, 1);
+  t.ok(watcher.fired);
+  advance(5000);
+  t.equal(calls, 1, 'fires once');
+});
+
+t.test('idle watcher: touches postpone, stop cancels', async (t) => {
+  const { clock, advance, liveTimers } = fakeClock();
+  let calls = 0;
+  const watcher = watchIdle(1000, () => calls++, clock);
+  for (let i = 0; i < 20; i++) {
+    advance(600);
+    watcher.touch();
+  }
+  t.equal(calls, 0, 'a stream with activity every 600 ms never idles at 1000 ms');
+  advance(1000);
+  t.equal(calls, 1);
+
+  const other = watchIdle(1000, () => calls++, clock);
+  advance(500);
+  other.stop();
+  t.equal(liveTimers(), 0);
+  advance(5000);
+  t.equal(calls, 1);
+  t.notOk(other.fired);
+});
+
+t.test('idle watcher with the system clock fires', async (t) => {
+  // The watcher's timer is unref'd (an open socket keeps a real server alive); hold the loop here.
+  const keepAlive = setInterval(() => {}, 1000);
+  t.teardown(() => clearInterval(keepAlive));
+  await new Promise<void>((resolve) => watchIdle(5, resolve));
+  t.pass('fired');
+});
