@@ -1,0 +1,19 @@
+/** One thing wrong with a manifest, located so an editor can jump to it. */
+export interface ManifestProblem {
+  file: string;
+  line: number;
+  column: number;
+  field: string;
+  message: string;
+}
+
+export function formatProblem(p: ManifestProblem): string {
+  return `${p.file}:${p.line}:${p.column}: ${p.field}: ${p.message}`;
+}
+
+/** Thrown when manifests do not validate; carries every problem, not only the first. */
+export class ManifestError extends Error {
+  constructor(readonly problems: ManifestProblem[]) {
+    super(`${problems.length} manifest problem(s):\n${problems.map(formatProblem).join('\n')}`);
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * Every reason a route can be refused, with the HTTP status the data plane answers and the
+ * message in each supported language. Route inspection shows the same codes.
+ */
+export const REFUSAL_REASONS = {
+  unknown_protocol: { status: 400, en: 'Unknown protocol.', zh: '未知的协议。' },
+  unknown_operation: { status: 404, en: 'Unknown operation for this protocol.', zh: '该协议没有此操作。' },
+  unknown_channel: { status: 400, en: 'Unknown channel.', zh: '未知的渠道。' },
+  route_not_declared: { status: 400, en: 'The channel declares no route for this operation.', zh: '该渠道没有为此操作声明路由。' },
+  not_a_conversation_channel: { status: 400, en: 'The channel is not a conversation channel.', zh: '该渠道不是对话渠道。' },
+  restricted_by_channel_note: { status: 400, en: 'The request is outside what a note of the channel matrix allows.', zh: '请求超出了渠道矩阵注释允许的范围。' },
+  operation_outside_native_subset: { status: 400, en: 'The channel supports only a subset of these operations natively.', zh: '该渠道只原生支持这些操作的一个子集。' },
+  model_required: { status: 400, en: 'This route depends on the model; a model is required.', zh: '此路由取决于模型，需要提供模型。' },
+  conversion_not_available: { status: 400, en: 'Protocol conversion for this route is not available in this version.', zh: '此版本尚未提供该路由的协议转换。' },
+  protocol_not_allowed: { status: 403, en: 'The access key does not allow this protocol.', zh: '访问密钥不允许此协议。' },
+  model_not_visible: { status: 404, en: 'The model does not exist or is not visible to this access key.', zh: '模型不存在或对此访问密钥不可见。' },
+  access_key_invalid: { status: 401, en: 'Missing or invalid access key.', zh: '缺少访问密钥或访问密钥无效。' },
+  access_key_disabled: { status: 403, en: 'The access key is disabled.', zh: '访问密钥已被停用。' },
+  access_key_expired: { status: 403, en: 'The access key has expired.', zh: '访问密钥已过期。' },
+  quota_exceeded: { status: 429, en: 'The access key has used up its quota.', zh: '访问密钥的配额已用尽。' },
+  no_available_credential: { status: 503, en: 'No upstream credential is available for this route right now.', zh: '当前没有可用于此路由的上游凭据。' },
+} as const satisfies Record<string, { status: number; en: string; zh: string }>;
+
+export type RefusalReason = keyof typeof REFUSAL_REASONS;
