@@ -1,0 +1,32 @@
+import { parseArgs } from 'node:util';
+import { resolve, type Resolution } from '../../engine/index.ts';
+import { CliError } from '../cli-error.ts';
+
+export function runResolve(argv: string[]): number {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      protocol: { type: 'string' },
+      operation: { type: 'string' },
+      channel: { type: 'string' },
+      model: { type: 'string' },
+      stream: { type: 'boolean' },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const { protocol, operation, channel } = values;
+  if (!protocol || !operation || !channel) throw new CliError('usage: switchyard resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]');
+  const answer = resolve({ protocol, operation, channel, ...(values.model ? { model: values.model } : {}), ...(values.stream ? { features: { stream: true } } : {}) });
+  process.stdout.write(values.json ? `${JSON.stringify(answer, null, 2)}\n` : `${describe(answer)}\n`);
+  return answer.ok ? 0 : 1;
+}
+
+function describe(r: Resolution): string {
+  if (!r.ok) return `refused: ${r.reason_code}${r.note !== undefined ? ` (note ${r.note})` : ''}: ${r.detail}`;
+  const parts = [`${r.declared} -> ${r.effective}`];
+  if (r.wire) parts.push(`wire ${r.wire}`);
+  if (r.restrictions.length) parts.push(`restrictions: ${r.restrictions.join(', ')}`);
+  if (r.notes.length) parts.push(`notes: ${r.notes.join(', ')}`);
+  return parts.join('; ');
+}
