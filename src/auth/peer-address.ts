@@ -1,0 +1,45 @@
+import { BlockList, isIP } from 'node:net';
+
+/**
+ * The address lockout counts against: the socket's peer, unless that peer is a configured
+ * trusted proxy, in which case X-Forwarded-For is walked from the right past trusted hops.
+ */
+export function peerAddress(socketAddress: string | undefined, forwardedFor: string | undefined, trustedProxies: readonly string[]): string {
+  const direct = normalize(socketAddress ?? 'unknown');
+  if (trustedProxies.length === 0 || !forwardedFor) return direct;
+  const trusted = buildBlockList(trustedProxies);
+  if (!isTrusted(trusted, direct)) return direct;
+  const hops = forwardedFor
+    .split(',')
+    .map((s) => normalize(s.trim()))
+    .filter((s) => s !== '');
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = hops[i] as string;
+    if (isIP(hop) === 0) return direct;
+    if (!isTrusted(trusted, hop)) return hop;
+  }
+  return hops[0] ?? direct;
+}
+
+function normalize(address: string): string {
+  return address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+}
+
+function isTrusted(list: BlockList, address: string): boolean {
+  const family = isIP(address);
+  if (family === 0) return false;
+  return list.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+function buildBlockList(entries: readonly string[]): BlockList {
+  const list = new BlockList();
+  for (const entry of entries) {
+    const [address, prefix] = entry.split('/');
+    const family = isIP(address ?? '');
+    if (family === 0 || address === undefined) continue;
+    const type = family === 4 ? 'ipv4' : 'ipv6';
+    if (prefix === undefined) list.addAddress(address, type);
+    else list.addSubnet(address, Number(prefix), type);
+  }
+  return list;
+}

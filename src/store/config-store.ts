@@ -1,0 +1,177 @@
+import type {
+  AccessKeyQuota,
+  AccessKeyRecord,
+  AuditRecord,
+  CredentialRecord,
+  CredentialStageRecord,
+  CredentialStageState,
+  CredentialView,
+  GroupModel,
+  GroupRecord,
+  IdempotencyRecord,
+  ModelPriceRecord,
+  PriceSource,
+  Settings,
+} from './records.ts';
+import type { ModelPrice } from '../usage/compute-cost.ts';
+
+// Storage interfaces of the configuration. The embedded implementation is lowdb
+// (src/store/lowdb); a shared database can implement the same interfaces later.
+
+export interface NewGroup {
+  name: string;
+  description?: string;
+  channel: string;
+  base_url?: string | null;
+  proxy_url?: string | null;
+  priority?: number;
+  weight?: number;
+  enabled?: boolean;
+  models?: GroupModel[];
+}
+
+export type GroupPatch = Partial<Pick<GroupRecord, 'name' | 'description' | 'base_url' | 'proxy_url' | 'priority' | 'weight' | 'enabled'>>;
+
+export interface GroupStore {
+  list(): Promise<GroupRecord[]>;
+  get(id: number): Promise<GroupRecord | undefined>;
+  create(input: NewGroup): Promise<GroupRecord>;
+  update(id: number, patch: GroupPatch): Promise<GroupRecord | undefined>;
+  setModels(id: number, models: GroupModel[]): Promise<GroupRecord | undefined>;
+  /** Removes the Group, its credentials and stages, and its id from AccessKey visibility lists. */
+  delete(id: number): Promise<boolean>;
+  /** Groups (enabled or not) that map this external model name. */
+  listExposingModel(external: string): Promise<GroupRecord[]>;
+}
+
+export interface NewCredential {
+  kind: string;
+  name?: string | null;
+  /** All fields of the credential kind, secret and not; the store encrypts the secret ones. */
+  values: Record<string, string>;
+  secretFields: readonly string[];
+  proxy_url?: string | null;
+}
+
+export type CredentialCreateOutcome = { created: CredentialView } | { duplicate_of: number };
+
+export type CredentialStateChange =
+  | { to: 'active' }
+  | { to: 'disabled'; reason: string }
+  | { to: 'cooldown'; until: string };
+
+export interface CredentialPatch {
+  name?: string | null;
+  proxy_url?: string | null;
+  /** Replaces the values of the kind's fields; secret ones are re-encrypted. */
+  values?: Record<string, string>;
+  secretFields?: readonly string[];
+}
+
+export interface CredentialStore {
+  list(groupId: number): Promise<CredentialView[]>;
+  get(groupId: number, id: number): Promise<CredentialView | undefined>;
+  /** Creates several in one write; a credential equal to an existing one of the Group is reported, not stored. */
+  createMany(groupId: number, items: NewCredential[]): Promise<CredentialCreateOutcome[]>;
+  update(groupId: number, id: number, patch: CredentialPatch): Promise<CredentialView | undefined>;
+  setState(groupId: number, id: number, change: CredentialStateChange): Promise<CredentialView | undefined>;
+  consumeResetCredit(groupId: number, id: number): Promise<CredentialView | undefined>;
+  delete(groupId: number, id: number): Promise<boolean>;
+  /** Secret and public values of one credential. Callers audit this. */
+  reveal(groupId: number, id: number): Promise<Record<string, string> | undefined>;
+}
+
+export interface NewAccessKey {
+  name: string;
+  protocols: string[];
+  groups?: number[] | null;
+  models?: string[] | null;
+  record_request_body?: boolean;
+  quota?: AccessKeyQuota | null;
+  expires_at?: string | null;
+  enabled?: boolean;
+}
+
+export type AccessKeyPatch = Partial<Omit<NewAccessKey, never>>;
+
+export interface AccessKeyWithValue {
+  record: AccessKeyRecord;
+  /** The plain value; returned only at creation and rotation. */
+  value: string;
+}
+
+export interface AccessKeyStore {
+  list(): Promise<AccessKeyRecord[]>;
+  get(id: number): Promise<AccessKeyRecord | undefined>;
+  create(input: NewAccessKey): Promise<AccessKeyWithValue>;
+  update(id: number, patch: AccessKeyPatch): Promise<AccessKeyRecord | undefined>;
+  rotate(id: number): Promise<AccessKeyWithValue | undefined>;
+  reveal(id: number): Promise<string | undefined>;
+  delete(id: number): Promise<boolean>;
+  /** By a keyed hash of the value: no timing oracle on the value, O(1) per request. */
+  findByValue(value: string): Promise<AccessKeyRecord | undefined>;
+}
+
+export interface SettingsStore {
+  get(): Promise<Settings>;
+  /** Saves exactly the submitted items; for one item the last save wins. */
+  save(items: Partial<Settings>): Promise<Settings>;
+}
+
+export interface ModelPriceStore {
+  list(): Promise<ModelPriceRecord[]>;
+  get(model: string): Promise<ModelPriceRecord | undefined>;
+  put(model: string, price: ModelPrice, source: PriceSource): Promise<ModelPriceRecord>;
+  /** Upserts many in one write; returns how many were new and how many changed. */
+  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number }>;
+  delete(model: string): Promise<boolean>;
+}
+
+export interface NewCredentialStage {
+  group_id: number;
+  kind: string;
+  flow: string;
+  expires_at: string;
+  authorization: Record<string, string> | null;
+}
+
+export interface CredentialStagePatch {
+  state?: CredentialStageState;
+  authorization?: Record<string, string> | null;
+  error?: string | null;
+  credential_id?: number | null;
+}
+
+export interface CredentialStageStore {
+  list(): Promise<CredentialStageRecord[]>;
+  get(id: number): Promise<CredentialStageRecord | undefined>;
+  create(input: NewCredentialStage): Promise<CredentialStageRecord>;
+  update(id: number, patch: CredentialStagePatch): Promise<CredentialStageRecord | undefined>;
+  delete(id: number): Promise<boolean>;
+}
+
+export interface IdempotencyStore {
+  get(key: string): Promise<IdempotencyRecord | undefined>;
+  /** Durable before it resolves: a restart after this still replays. */
+  put(record: IdempotencyRecord): Promise<void>;
+  /** Drops results older than `resultTtlMs` and records older than `recordTtlMs`. */
+  prune(now: number, resultTtlMs: number, recordTtlMs: number): Promise<void>;
+}
+
+export interface AuditStore {
+  append(entry: Omit<AuditRecord, 'id'>): Promise<AuditRecord>;
+  list(limit: number): Promise<AuditRecord[]>;
+}
+
+export interface ConfigStore {
+  readonly groups: GroupStore;
+  readonly credentials: CredentialStore;
+  readonly accessKeys: AccessKeyStore;
+  readonly settings: SettingsStore;
+  readonly modelPrices: ModelPriceStore;
+  readonly credentialStages: CredentialStageStore;
+  readonly idempotency: IdempotencyStore;
+  readonly audit: AuditStore;
+  /** Waits for every pending write; the store is unusable afterwards. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,12 @@
+import type { Settings } from './records.ts';
+
+export const DEFAULT_SETTINGS: Readonly<Settings> = {
+  trusted_proxies: [],
+  proxy_url: null,
+  update_feed_url: null,
+  model_price_sync_url: null,
+  log_retention_days: 30,
+  request_timeout_seconds: 300,
+  credential_cooldown_seconds: 60,
+  max_attempts_per_request: 3,
+};

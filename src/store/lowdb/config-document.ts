@@ -1,0 +1,53 @@
+import type { AccessKeyRecord, CredentialRecord, CredentialStageRecord, GroupRecord, ModelPriceRecord, Settings } from '../records.ts';
+
+export interface StoredCredential extends CredentialRecord {
+  /** Encrypted JSON of the secret fields. */
+  sealed: string;
+  /** Keyed hash of kind and all values, to recognize a duplicate without decrypting. */
+  fingerprint: string;
+}
+
+export interface StoredAccessKey extends AccessKeyRecord {
+  sealed: string;
+  value_index: string;
+}
+
+export interface ConfigData {
+  version: 1;
+  next_id: { group: number; credential: number; access_key: number; credential_stage: number };
+  groups: GroupRecord[];
+  credentials: StoredCredential[];
+  access_keys: StoredAccessKey[];
+  settings: Partial<Settings>;
+  model_prices: ModelPriceRecord[];
+  credential_stages: CredentialStageRecord[];
+}
+
+export function emptyConfig(): ConfigData {
+  return {
+    version: 1,
+    next_id: { group: 1, credential: 1, access_key: 1, credential_stage: 1 },
+    groups: [],
+    credentials: [],
+    access_keys: [],
+    settings: {},
+    model_prices: [],
+    credential_stages: [],
+  };
+}
+
+export function checkConfigShape(data: unknown): string | undefined {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'the top level is not an object';
+  const d = data as Record<string, unknown>;
+  if (d.version !== 1) return `unsupported version ${JSON.stringify(d.version)}`;
+  const ids = d.next_id as Record<string, unknown> | undefined;
+  if (typeof ids !== 'object' || ids === null) return 'next_id is missing';
+  for (const name of ['group', 'credential', 'access_key', 'credential_stage']) {
+    if (!Number.isInteger(ids[name])) return `next_id.${name} is not an integer`;
+  }
+  for (const name of ['groups', 'credentials', 'access_keys', 'model_prices', 'credential_stages']) {
+    if (!Array.isArray(d[name])) return `${name} is not a list`;
+  }
+  if (typeof d.settings !== 'object' || d.settings === null || Array.isArray(d.settings)) return 'settings is not an object';
+  return undefined;
+}

@@ -1,0 +1,155 @@
+import type { Clock } from '../clock.ts';
+import type { CredentialCreateOutcome, CredentialPatch, CredentialStateChange, CredentialStore, NewCredential } from '../config-store.ts';
+import { maskSecret } from '../mask.ts';
+import type { CredentialView } from '../records.ts';
+import type { ConfigData, StoredCredential } from './config-document.ts';
+import type { JsonDocument } from './json-document.ts';
+import type { SecretBox } from './secret-box.ts';
+
+export class LowdbCredentialStore implements CredentialStore {
+  readonly #doc: JsonDocument<ConfigData>;
+  readonly #box: SecretBox;
+  readonly #clock: Clock;
+
+  constructor(doc: JsonDocument<ConfigData>, box: SecretBox, clock: Clock) {
+    this.#doc = doc;
+    this.#box = box;
+    this.#clock = clock;
+  }
+
+  async list(groupId: number): Promise<CredentialView[]> {
+    const now = this.#clock();
+    return this.#doc.data.credentials.filter((c) => c.group_id === groupId).map((c) => toView(c, now));
+  }
+
+  async get(groupId: number, id: number): Promise<CredentialView | undefined> {
+    const c = this.#find(this.#doc.data.credentials, groupId, id);
+    return c && toView(c, this.#clock());
+  }
+
+  createMany(groupId: number, items: NewCredential[]): Promise<CredentialCreateOutcome[]> {
+    return this.#doc.mutate((d) => {
+      const nowMs = this.#clock();
+      const now = new Date(nowMs).toISOString();
+      const byFingerprint = new Map(d.credentials.filter((c) => c.group_id === groupId).map((c) => [c.fingerprint, c.id]));
+      return items.map((item): CredentialCreateOutcome => {
+        const fingerprint = this.#fingerprint(item.kind, item.values);
+        const existing = byFingerprint.get(fingerprint);
+        if (existing !== undefined) return { duplicate_of: existing };
+        const id = d.next_id.credential++;
+        const split = splitValues(item.values, item.secretFields);
+        const stored: StoredCredential = {
+          id,
+          group_id: groupId,
+          kind: item.kind,
+          name: item.name ?? null,
+          fields: split.public,
+          masked: mapValues(split.secret, maskSecret),
+          enabled: true,
+          disabled_reason: null,
+          cooldown_until: null,
+          reset_credits_consumed: 0,
+          proxy_url: item.proxy_url ?? null,
+          created_at: now,
+          updated_at: now,
+          sealed: this.#box.encrypt(JSON.stringify(split.secret), sealContext(id)),
+          fingerprint,
+        };
+        d.credentials.push(stored);
+        byFingerprint.set(fingerprint, id);
+        return { created: toView(stored, nowMs) };
+      });
+    });
+  }
+
+  update(groupId: number, id: number, patch: CredentialPatch): Promise<CredentialView | undefined> {
+    return this.#edit(groupId, id, (c) => {
+      if (patch.name !== undefined) c.name = patch.name;
+      if (patch.proxy_url !== undefined) c.proxy_url = patch.proxy_url;
+      if (patch.values !== undefined) {
+        const split = splitValues(patch.values, patch.secretFields ?? []);
+        c.fields = split.public;
+        c.masked = mapValues(split.secret, maskSecret);
+        c.sealed = this.#box.encrypt(JSON.stringify(split.secret), sealContext(c.id));
+        c.fingerprint = this.#fingerprint(c.kind, patch.values);
+      }
+    });
+  }
+
+  setState(groupId: number, id: number, change: CredentialStateChange): Promise<CredentialView | undefined> {
+    return this.#edit(groupId, id, (c) => {
+      if (change.to === 'active') {
+        c.enabled = true;
+        c.disabled_reason = null;
+        c.cooldown_until = null;
+      } else if (change.to === 'disabled') {
+        c.enabled = false;
+        c.disabled_reason = change.reason;
+      } else {
+        c.cooldown_until = change.until;
+      }
+    });
+  }
+
+  consumeResetCredit(groupId: number, id: number): Promise<CredentialView | undefined> {
+    return this.#edit(groupId, id, (c) => {
+      c.reset_credits_consumed += 1;
+      c.cooldown_until = null;
+    });
+  }
+
+  delete(groupId: number, id: number): Promise<boolean> {
+    return this.#doc.mutate((d) => {
+      const before = d.credentials.length;
+      d.credentials = d.credentials.filter((c) => !(c.group_id === groupId && c.id === id));
+      return d.credentials.length !== before;
+    });
+  }
+
+  async reveal(groupId: number, id: number): Promise<Record<string, string> | undefined> {
+    const c = this.#find(this.#doc.data.credentials, groupId, id);
+    if (!c) return undefined;
+    const secret = JSON.parse(this.#box.decrypt(c.sealed, sealContext(c.id))) as Record<string, string>;
+    return { ...c.fields, ...secret };
+  }
+
+  #find(list: readonly StoredCredential[], groupId: number, id: number): StoredCredential | undefined {
+    return list.find((c) => c.group_id === groupId && c.id === id);
+  }
+
+  #edit(groupId: number, id: number, change: (c: StoredCredential) => void): Promise<CredentialView | undefined> {
+    return this.#doc.mutate((d) => {
+      const c = this.#find(d.credentials, groupId, id);
+      if (!c) return undefined;
+      change(c);
+      const now = this.#clock();
+      c.updated_at = new Date(now).toISOString();
+      return toView(c, now);
+    });
+  }
+
+  #fingerprint(kind: string, values: Record<string, string>): string {
+    const canonical = JSON.stringify(Object.keys(values).sort().map((k) => [k, values[k]]));
+    return this.#box.index('credential', `${kind}\0${canonical}`);
+  }
+}
+
+function sealContext(id: number): string {
+  return `credential:${id}`;
+}
+
+function toView(c: StoredCredential, now: number): CredentialView {
+  const { sealed: _sealed, fingerprint: _fingerprint, ...record } = c;
+  const state = !c.enabled ? 'disabled' : c.cooldown_until !== null && Date.parse(c.cooldown_until) > now ? 'cooldown' : 'active';
+  return { ...structuredClone(record), state };
+}
+
+function splitValues(values: Record<string, string>, secretFields: readonly string[]): { public: Record<string, string>; secret: Record<string, string> } {
+  const out = { public: {} as Record<string, string>, secret: {} as Record<string, string> };
+  for (const [k, v] of Object.entries(values)) (secretFields.includes(k) ? out.secret : out.public)[k] = v;
+  return out;
+}
+
+function mapValues(values: Record<string, string>, fn: (v: string) => string): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, fn(v)]));
+}

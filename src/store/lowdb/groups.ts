@@ -1,0 +1,88 @@
+import type { Clock } from '../clock.ts';
+import type { GroupPatch, GroupStore, NewGroup } from '../config-store.ts';
+import type { GroupModel, GroupRecord } from '../records.ts';
+import type { ConfigData } from './config-document.ts';
+import type { JsonDocument } from './json-document.ts';
+
+export class LowdbGroupStore implements GroupStore {
+  readonly #doc: JsonDocument<ConfigData>;
+  readonly #clock: Clock;
+
+  constructor(doc: JsonDocument<ConfigData>, clock: Clock) {
+    this.#doc = doc;
+    this.#clock = clock;
+  }
+
+  async list(): Promise<GroupRecord[]> {
+    return structuredClone(this.#doc.data.groups);
+  }
+
+  async get(id: number): Promise<GroupRecord | undefined> {
+    const found = this.#doc.data.groups.find((g) => g.id === id);
+    return found && structuredClone(found);
+  }
+
+  async listExposingModel(external: string): Promise<GroupRecord[]> {
+    return structuredClone(this.#doc.data.groups.filter((g) => g.models.some((m) => m.external === external)));
+  }
+
+  create(input: NewGroup): Promise<GroupRecord> {
+    return this.#doc.mutate((d) => {
+      const now = new Date(this.#clock()).toISOString();
+      const group: GroupRecord = {
+        id: d.next_id.group++,
+        name: input.name,
+        description: input.description ?? '',
+        channel: input.channel,
+        base_url: input.base_url ?? null,
+        proxy_url: input.proxy_url ?? null,
+        priority: input.priority ?? 0,
+        weight: input.weight ?? 1,
+        enabled: input.enabled ?? true,
+        models: input.models ?? [],
+        created_at: now,
+        updated_at: now,
+      };
+      d.groups.push(group);
+      return structuredClone(group);
+    });
+  }
+
+  update(id: number, patch: GroupPatch): Promise<GroupRecord | undefined> {
+    return this.#edit(id, (g) => Object.assign(g, definedOnly(patch)));
+  }
+
+  setModels(id: number, models: GroupModel[]): Promise<GroupRecord | undefined> {
+    return this.#edit(id, (g) => {
+      g.models = models.map((m) => ({ external: m.external, upstream: m.upstream }));
+    });
+  }
+
+  delete(id: number): Promise<boolean> {
+    return this.#doc.mutate((d) => {
+      const before = d.groups.length;
+      d.groups = d.groups.filter((g) => g.id !== id);
+      if (d.groups.length === before) return false;
+      d.credentials = d.credentials.filter((c) => c.group_id !== id);
+      d.credential_stages = d.credential_stages.filter((s) => s.group_id !== id);
+      for (const key of d.access_keys) {
+        if (key.groups !== null) key.groups = key.groups.filter((g) => g !== id);
+      }
+      return true;
+    });
+  }
+
+  #edit(id: number, change: (g: GroupRecord) => void): Promise<GroupRecord | undefined> {
+    return this.#doc.mutate((d) => {
+      const g = d.groups.find((x) => x.id === id);
+      if (!g) return undefined;
+      change(g);
+      g.updated_at = new Date(this.#clock()).toISOString();
+      return structuredClone(g);
+    });
+  }
+}
+
+export function definedOnly<T extends object>(patch: T): Partial<T> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

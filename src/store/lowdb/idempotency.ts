@@ -1,0 +1,50 @@
+import type { IdempotencyStore } from '../config-store.ts';
+import type { IdempotencyRecord } from '../records.ts';
+import type { JsonDocument } from './json-document.ts';
+
+export interface IdempotencyData {
+  version: 1;
+  records: Record<string, IdempotencyRecord>;
+}
+
+export function emptyIdempotency(): IdempotencyData {
+  return { version: 1, records: {} };
+}
+
+export function checkIdempotencyShape(data: unknown): string | undefined {
+  const d = data as Partial<IdempotencyData> | null;
+  if (typeof d !== 'object' || d === null || Array.isArray(d)) return 'the top level is not an object';
+  if (d.version !== 1) return `unsupported version ${JSON.stringify(d.version)}`;
+  if (typeof d.records !== 'object' || d.records === null || Array.isArray(d.records)) return 'records is not an object';
+  return undefined;
+}
+
+export class LowdbIdempotencyStore implements IdempotencyStore {
+  readonly #doc: JsonDocument<IdempotencyData>;
+
+  constructor(doc: JsonDocument<IdempotencyData>) {
+    this.#doc = doc;
+  }
+
+  async get(key: string): Promise<IdempotencyRecord | undefined> {
+    const r = Object.hasOwn(this.#doc.data.records, key) ? this.#doc.data.records[key] : undefined;
+    return r && structuredClone(r);
+  }
+
+  async put(record: IdempotencyRecord): Promise<void> {
+    await this.#doc.mutate((d) => {
+      d.records[record.key] = structuredClone(record);
+    });
+  }
+
+  async prune(now: number, resultTtlMs: number, recordTtlMs: number): Promise<void> {
+    const stale = Object.values(this.#doc.data.records).some((r) => now - r.created_at >= recordTtlMs || (r.result !== null && now - r.created_at >= resultTtlMs));
+    if (!stale) return;
+    await this.#doc.mutate((d) => {
+      for (const [key, r] of Object.entries(d.records)) {
+        if (now - r.created_at >= recordTtlMs) delete d.records[key];
+        else if (now - r.created_at >= resultTtlMs) r.result = null;
+      }
+    });
+  }
+}

@@ -1,0 +1,69 @@
+import { Low } from 'lowdb';
+import { DataFile } from 'lowdb/node';
+import { StoreFileError } from './store-file-error.ts';
+
+/** Returns a description of what is wrong with the parsed content, or undefined when it is usable. */
+export type ShapeCheck = (data: unknown) => string | undefined;
+
+/**
+ * One lowdb JSON file. Writes go through steno (temporary file + rename, so a crash never
+ * leaves a half-written file in place) and are serialized here: each mutation works on a
+ * copy that replaces the live data only once it is on disk.
+ */
+export class JsonDocument<T extends object> {
+  readonly file: string;
+  readonly #db: Low<T>;
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(file: string, db: Low<T>) {
+    this.file = file;
+    this.#db = db;
+  }
+
+  static async open<T extends object>(file: string, defaults: () => T, check: ShapeCheck): Promise<JsonDocument<T>> {
+    const adapter = new DataFile<T>(file, {
+      parse: (text) => {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch (err) {
+          const detail = text.trim() === '' ? 'the file is empty' : `not valid JSON (${(err as Error).message})`;
+          throw new StoreFileError(file, `${detail}; it may have been cut short by a crash or edited by hand`);
+        }
+        const problem = check(parsed);
+        if (problem !== undefined) throw new StoreFileError(file, `unexpected content: ${problem}`);
+        return parsed as T;
+      },
+      stringify: (data) => `${JSON.stringify(data, null, 2)}\n`,
+    });
+    const db = new Low<T>(adapter, defaults());
+    const existing = await adapter.read();
+    const doc = new JsonDocument(file, db);
+    if (existing === null) await db.write();
+    else db.data = existing;
+    return doc;
+  }
+
+  get data(): Readonly<T> {
+    return this.#db.data;
+  }
+
+  mutate<R>(fn: (draft: T) => R): Promise<R> {
+    if (this.#closed) return Promise.reject(new Error(`${this.file} is closed`));
+    const run = this.#queue.then(async () => {
+      const draft = structuredClone(this.#db.data);
+      const result = fn(draft);
+      await this.#db.adapter.write(draft);
+      this.#db.data = draft;
+      return result;
+    });
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#queue;
+  }
+}

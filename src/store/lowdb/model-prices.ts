@@ -1,0 +1,60 @@
+import type { Clock } from '../clock.ts';
+import type { ModelPriceStore } from '../config-store.ts';
+import type { ModelPrice } from '../../usage/compute-cost.ts';
+import type { ModelPriceRecord, PriceSource } from '../records.ts';
+import type { ConfigData } from './config-document.ts';
+import type { JsonDocument } from './json-document.ts';
+
+export class LowdbModelPriceStore implements ModelPriceStore {
+  readonly #doc: JsonDocument<ConfigData>;
+  readonly #clock: Clock;
+
+  constructor(doc: JsonDocument<ConfigData>, clock: Clock) {
+    this.#doc = doc;
+    this.#clock = clock;
+  }
+
+  async list(): Promise<ModelPriceRecord[]> {
+    return structuredClone(this.#doc.data.model_prices);
+  }
+
+  async get(model: string): Promise<ModelPriceRecord | undefined> {
+    const p = this.#doc.data.model_prices.find((x) => x.model === model);
+    return p && structuredClone(p);
+  }
+
+  async put(model: string, price: ModelPrice, source: PriceSource): Promise<ModelPriceRecord> {
+    await this.putMany([{ model, price }], source);
+    return (await this.get(model)) as ModelPriceRecord;
+  }
+
+  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number }> {
+    return this.#doc.mutate((d) => {
+      const now = new Date(this.#clock()).toISOString();
+      let added = 0;
+      let updated = 0;
+      for (const { model, price } of entries) {
+        const record: ModelPriceRecord = { model, input_per_mtok: price.input_per_mtok, output_per_mtok: price.output_per_mtok, source, updated_at: now };
+        if (price.cached_input_per_mtok !== undefined) record.cached_input_per_mtok = price.cached_input_per_mtok;
+        const i = d.model_prices.findIndex((x) => x.model === model);
+        if (i < 0) {
+          d.model_prices.push(record);
+          added++;
+        } else {
+          d.model_prices[i] = record;
+          updated++;
+        }
+      }
+      d.model_prices.sort((a, b) => a.model.localeCompare(b.model));
+      return { added, updated };
+    });
+  }
+
+  delete(model: string): Promise<boolean> {
+    return this.#doc.mutate((d) => {
+      const before = d.model_prices.length;
+      d.model_prices = d.model_prices.filter((x) => x.model !== model);
+      return d.model_prices.length !== before;
+    });
+  }
+}

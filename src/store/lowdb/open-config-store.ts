@@ -1,0 +1,50 @@
+import { chmod, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { systemClock, type Clock } from '../clock.ts';
+import type { ConfigStore } from '../config-store.ts';
+import { LowdbAccessKeyStore } from './access-keys.ts';
+import { checkAuditShape, emptyAudit, LowdbAuditStore } from './audit.ts';
+import { checkConfigShape, emptyConfig } from './config-document.ts';
+import { LowdbCredentialStageStore } from './credential-stages.ts';
+import { LowdbCredentialStore } from './credentials.ts';
+import { LowdbGroupStore } from './groups.ts';
+import { checkIdempotencyShape, emptyIdempotency, LowdbIdempotencyStore } from './idempotency.ts';
+import { JsonDocument } from './json-document.ts';
+import { LowdbModelPriceStore } from './model-prices.ts';
+import { SecretBox } from './secret-box.ts';
+import { LowdbSettingsStore } from './settings.ts';
+
+export const DATA_FILES = {
+  config: 'config.json',
+  idempotency: 'idempotency.json',
+  audit: 'audit.json',
+  secretKey: 'secret.key',
+} as const;
+
+/**
+ * Opens (or creates) the configuration in `dataDir`. Any unusable file stops the start with
+ * a StoreFileError naming it; opening never rewrites an existing file.
+ */
+export async function openLowdbConfigStore(dataDir: string, clock: Clock = systemClock): Promise<ConfigStore> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await chmod(dataDir, 0o700);
+  const file = (name: string) => path.join(dataDir, name);
+  const config = await JsonDocument.open(file(DATA_FILES.config), emptyConfig, checkConfigShape);
+  const idempotency = await JsonDocument.open(file(DATA_FILES.idempotency), emptyIdempotency, checkIdempotencyShape);
+  const audit = await JsonDocument.open(file(DATA_FILES.audit), emptyAudit, checkAuditShape);
+  const holdsSecrets = config.data.credentials.length > 0 || config.data.access_keys.length > 0;
+  const box = await SecretBox.open(file(DATA_FILES.secretKey), !holdsSecrets);
+  return {
+    groups: new LowdbGroupStore(config, clock),
+    credentials: new LowdbCredentialStore(config, box, clock),
+    accessKeys: new LowdbAccessKeyStore(config, box, clock),
+    settings: new LowdbSettingsStore(config),
+    modelPrices: new LowdbModelPriceStore(config, clock),
+    credentialStages: new LowdbCredentialStageStore(config, clock),
+    idempotency: new LowdbIdempotencyStore(idempotency),
+    audit: new LowdbAuditStore(audit),
+    async close() {
+      await Promise.all([config.close(), idempotency.close(), audit.close()]);
+    },
+  };
+}

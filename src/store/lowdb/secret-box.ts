@@ -1,0 +1,62 @@
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { StoreFileError } from './store-file-error.ts';
+
+const FORMAT = 'v1';
+
+/**
+ * AES-256-GCM for secrets at rest, with a 32-byte key kept in a file of the data directory
+ * readable by the owner only. Also derives keyed hashes used as lookup indexes, so that a
+ * secret can be found by value without decrypting every record or comparing plaintexts.
+ */
+export class SecretBox {
+  readonly #key: Buffer;
+  readonly #indexKey: Buffer;
+
+  private constructor(key: Buffer) {
+    this.#key = key;
+    this.#indexKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'switchyard lookup index', 32));
+  }
+
+  /** Loads the key file, creating it when absent and `mayCreate` (no encrypted data exists yet). */
+  static async open(file: string, mayCreate: boolean): Promise<SecretBox> {
+    let text: string | undefined;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    if (text === undefined) {
+      if (!mayCreate) throw new StoreFileError(file, 'the encryption key file is missing but stored secrets need it');
+      const key = randomBytes(32);
+      await writeFile(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+      await chmod(file, 0o600);
+      return new SecretBox(key);
+    }
+    const key = Buffer.from(text.trim(), 'base64');
+    if (key.length !== 32) throw new StoreFileError(file, 'the encryption key file does not hold a 32-byte base64 key');
+    return new SecretBox(key);
+  }
+
+  /** `context` is bound as additional data, so a ciphertext moved to another record fails to open. */
+  encrypt(plain: string, context: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.#key, iv);
+    cipher.setAAD(Buffer.from(context, 'utf8'));
+    const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+    return [FORMAT, iv.toString('base64'), cipher.getAuthTag().toString('base64'), body.toString('base64')].join(':');
+  }
+
+  decrypt(sealed: string, context: string): string {
+    const [format, iv, tag, body] = sealed.split(':');
+    if (format !== FORMAT || iv === undefined || tag === undefined || body === undefined) throw new Error('unknown secret format');
+    const decipher = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64'));
+    decipher.setAAD(Buffer.from(context, 'utf8'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64'));
+    return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
+  }
+
+  index(purpose: string, value: string): string {
+    return createHmac('sha256', this.#indexKey).update(purpose).update('\0').update(value).digest('base64url');
+  }
+}

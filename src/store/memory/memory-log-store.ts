@@ -1,0 +1,142 @@
+import type { LogListItem, LogRecord } from '../logs/log-record.ts';
+import type { LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
+
+const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
+
+/**
+ * The log store interface kept in memory: for a gateway run without persistence of logs,
+ * and as a real second implementation to exercise the management routes with.
+ */
+export class MemoryLogStore implements LogStore {
+  #records: LogRecord[] = [];
+
+  append(record: LogRecord): void {
+    this.#records.push(structuredClone(record));
+  }
+
+  async get(requestId: string): Promise<LogRecord | undefined> {
+    const r = this.#records.find((x) => x.request_id === requestId);
+    return r && structuredClone(r);
+  }
+
+  async list(filter: LogFilter, page: LogPage): Promise<LogPageResult> {
+    const limit = Math.min(500, Math.max(1, Math.trunc(page.limit)));
+    const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor);
+    const sorted = this.#matching(filter).sort(newestFirst);
+    const start = after === undefined ? 0 : sorted.findIndex((r) => newestFirst(r, after) > 0);
+    const slice = start < 0 ? [] : sorted.slice(start, start + limit + 1);
+    const items = slice.slice(0, limit).map(toListItem);
+    const last = items[items.length - 1];
+    return { items, next_cursor: slice.length > limit && last ? encodeCursor(last) : null };
+  }
+
+  async usage(query: UsageQuery): Promise<UsageRow[]> {
+    const width = BUCKET_MS[query.bucket];
+    const offset = (query.utc_offset_minutes ?? 0) * 60_000;
+    const rows = new Map<string, UsageRow>();
+    const filter: LogFilter = { from: query.from, to: query.to, access_key_id: query.access_key_id, group_id: query.group_id, model: query.model };
+    for (const r of this.#matching(filter)) {
+      const bucket_start = Math.floor((r.created_at + offset) / width) * width - offset;
+      const row: UsageRow = { bucket_start, ...emptyTotals() };
+      if (query.group_by.includes('key')) row.access_key_id = r.access_key_id;
+      if (query.group_by.includes('group')) row.group_id = r.group_id;
+      if (query.group_by.includes('model')) row.model = r.external_model;
+      const id = JSON.stringify([bucket_start, row.access_key_id, row.group_id, row.model]);
+      addTo(rows.get(id) ?? rows.set(id, row).get(id)!, r);
+    }
+    return [...rows.values()].sort((a, b) => a.bucket_start - b.bucket_start);
+  }
+
+  async statistics(query: StatisticsQuery): Promise<Statistics> {
+    const records = this.#matching({ from: query.from, to: query.to, access_key_id: query.access_key_id });
+    const totals = emptyTotals();
+    const byModel = new Map<string | null, UsageTotals>();
+    const by_status_class = { '1xx': 0, '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 };
+    let duration = 0;
+    let ttfb = 0;
+    let ttfbCount = 0;
+    let client_aborted = 0;
+    for (const r of records) {
+      addTo(totals, r);
+      addTo(byModel.get(r.external_model) ?? byModel.set(r.external_model, emptyTotals()).get(r.external_model)!, r);
+      const cls = `${Math.min(5, Math.max(1, Math.floor(r.status / 100)))}xx` as keyof typeof by_status_class;
+      by_status_class[cls]++;
+      duration += r.timings.duration_ms;
+      if (r.timings.ttfb_ms !== null) {
+        ttfb += r.timings.ttfb_ms;
+        ttfbCount++;
+      }
+      if (r.client_aborted) client_aborted++;
+    }
+    const top_models = [...byModel.entries()]
+      .map(([model, t]) => ({ model, ...t }))
+      .sort((a, b) => b.requests - a.requests || String(a.model).localeCompare(String(b.model)))
+      .slice(0, query.top ?? 5);
+    return {
+      ...totals,
+      error_rate: totals.requests === 0 ? 0 : totals.errors / totals.requests,
+      client_aborted,
+      avg_duration_ms: records.length === 0 ? 0 : duration / records.length,
+      avg_ttfb_ms: ttfbCount === 0 ? 0 : ttfb / ttfbCount,
+      by_status_class,
+      top_models,
+    };
+  }
+
+  async flush(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  #matching(f: LogFilter): LogRecord[] {
+    return this.#records.filter(
+      (r) =>
+        (f.from === undefined || r.created_at >= f.from) &&
+        (f.to === undefined || r.created_at < f.to) &&
+        (f.access_key_id === undefined || r.access_key_id === f.access_key_id) &&
+        (f.group_id === undefined || r.group_id === f.group_id) &&
+        (f.model === undefined || r.external_model === f.model) &&
+        (f.status === undefined || r.status === f.status) &&
+        (f.status_class === undefined || matchesClass(r.status, f.status_class)),
+    );
+  }
+}
+
+function matchesClass(status: number, cls: NonNullable<LogFilter['status_class']>): boolean {
+  return cls === 'error' ? status >= 400 : Math.floor(status / 100) === Number(cls[0]);
+}
+
+function newestFirst(a: Pick<LogRecord, 'created_at' | 'request_id'>, b: Pick<LogRecord, 'created_at' | 'request_id'>): number {
+  return b.created_at - a.created_at || (a.request_id < b.request_id ? 1 : a.request_id > b.request_id ? -1 : 0);
+}
+
+function toListItem(r: LogRecord): LogListItem {
+  const { request_body, ...rest } = structuredClone(r);
+  return { ...rest, has_request_body: request_body !== undefined };
+}
+
+function encodeCursor(r: LogListItem): string {
+  return Buffer.from(JSON.stringify([r.created_at, r.request_id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): Pick<LogRecord, 'created_at' | 'request_id'> | undefined {
+  try {
+    const [created_at, request_id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [number, string];
+    return typeof created_at === 'number' && typeof request_id === 'string' ? { created_at, request_id } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function emptyTotals(): UsageTotals {
+  return { requests: 0, errors: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0, cost: 0 };
+}
+
+function addTo(t: UsageTotals, r: LogRecord): void {
+  t.requests++;
+  if (r.status >= 400) t.errors++;
+  t.input_tokens += r.usage.input_tokens;
+  t.output_tokens += r.usage.output_tokens;
+  t.cached_tokens += r.usage.cached_tokens;
+  t.reasoning_tokens += r.usage.reasoning_tokens;
+  t.cost += r.cost;
+}
