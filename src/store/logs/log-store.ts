@@ -1,0 +1,101 @@
+import type { LogListItem, LogRecord } from './log-record.ts';
+
+export type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'error';
+
+/** Time bounds are epoch ms: `from` inclusive, `to` exclusive. */
+export interface LogFilter {
+  from?: number;
+  to?: number;
+  access_key_id?: number;
+  group_id?: string;
+  /** Matches the external (client-facing) model name. */
+  model?: string;
+  status?: number;
+  /** `error` means status >= 400. */
+  status_class?: StatusClass;
+}
+
+export interface LogPage {
+  /** Clamped to 1..500. */
+  limit: number;
+  /** Opaque value from a previous page's `next_cursor`. */
+  cursor?: string;
+}
+
+export interface LogPageResult {
+  items: LogListItem[];
+  /** null on the last page. */
+  next_cursor: string | null;
+}
+
+export type UsageDimension = 'key' | 'group' | 'model';
+
+export interface UsageQuery {
+  from?: number;
+  to?: number;
+  bucket: 'hour' | 'day';
+  group_by: UsageDimension[];
+  access_key_id?: number;
+  group_id?: string;
+  model?: string;
+  /** Shifts day buckets to a local day (e.g. 480 for UTC+8); default 0. */
+  utc_offset_minutes?: number;
+}
+
+export interface UsageTotals {
+  requests: number;
+  errors: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  reasoning_tokens: number;
+  cost: number;
+}
+
+export interface UsageRow extends UsageTotals {
+  /** Epoch ms of the bucket's start. */
+  bucket_start: number;
+  /** Present when grouped by key. */
+  access_key_id?: number | null;
+  /** Present when grouped by group. */
+  group_id?: string | null;
+  /** Present when grouped by model (external model). */
+  model?: string | null;
+}
+
+export interface StatisticsQuery {
+  from?: number;
+  to?: number;
+  access_key_id?: number;
+  /** How many top models to return; default 5. */
+  top?: number;
+}
+
+export interface ModelStatistics extends UsageTotals {
+  model: string | null;
+}
+
+export interface Statistics extends UsageTotals {
+  error_rate: number;
+  client_aborted: number;
+  avg_duration_ms: number;
+  avg_ttfb_ms: number;
+  by_status_class: Record<'1xx' | '2xx' | '3xx' | '4xx' | '5xx', number>;
+  top_models: ModelStatistics[];
+}
+
+/**
+ * Request logs and usage. `append` is synchronous and cheap (records are buffered and written
+ * in batches); reads see every appended record; `close` writes everything still buffered.
+ * Reads are async so that an implementation on a shared database server fits the same shape.
+ */
+export interface LogStore {
+  append(record: LogRecord): void;
+  get(requestId: string): Promise<LogRecord | undefined>;
+  list(filter: LogFilter, page: LogPage): Promise<LogPageResult>;
+  usage(query: UsageQuery): Promise<UsageRow[]>;
+  statistics(query: StatisticsQuery): Promise<Statistics>;
+  /** Writes buffered records now. */
+  flush(): Promise<void>;
+  close(): Promise<void>;
+}
