@@ -3,6 +3,7 @@ import path from 'node:path';
 import { banner } from './banner.ts';
 import { emitTypes } from './emit-types.ts';
 import { emitChannelTable, emitDigest, emitProtocolTable } from './emit-tables.ts';
+import { generateManagementTypes } from './management-types.ts';
 import { ManifestError } from './manifest-problem.ts';
 import { loadSchema } from './validate-schema.ts';
 import { validateManifests } from './validate-manifests.ts';
@@ -23,6 +24,7 @@ export async function generateAll(root: string): Promise<Map<string, string>> {
     [`${GENERATED_DIR}/manifest-digest.ts`, emitDigest(manifests)],
   ]);
   files.set(`${GENERATED_DIR}/index.ts`, emitIndex([...files.keys()]));
+  for (const [rel, content] of await generateManagementTypes(root)) files.set(rel, content);
   return files;
 }
 
