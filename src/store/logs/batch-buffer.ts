@@ -1,5 +1,5 @@
 export interface BatchBufferOptions {
-  /** Records per write (one transaction, ~10 us each); reaching it triggers a write on the next turn. Default 256. */
+  /** Records per write (one transaction, roughly 10 us per record here); reaching it triggers a write on the next turn. Default 256. */
   batchSize?: number;
   /** Longest a record waits in memory. Default 100 ms. */
   flushIntervalMs?: number;

@@ -1,0 +1,50 @@
+import { Agent, Pool, ProxyAgent, type Dispatcher } from 'undici';
+import type { ResolvedUpstreamOptions } from './upstream-options.ts';
+import { socksConnector } from './socks-connector.ts';
+import { redactUrl } from './redact-url.ts';
+
+/** A keep-alive pool for one origin, no proxy. */
+export function createOriginPool(origin: string, options: ResolvedUpstreamOptions): Dispatcher {
+  return new Pool(origin, {
+    connections: options.connections,
+    keepAliveTimeout: options.keepAliveTimeoutMs,
+    connect: { ...options.tls, timeout: options.connectTimeoutMs },
+  });
+}
+
+/**
+ * One dispatcher per proxy URL, serving every origin through it: HTTP(S) proxies tunnel
+ * with CONNECT (undici ProxyAgent), SOCKS5 proxies through the `socks` package.
+ */
+export function createProxyDispatcher(proxy: string, options: ResolvedUpstreamOptions): Dispatcher {
+  let url: URL;
+  try {
+    url = new URL(proxy);
+  } catch {
+    throw new TypeError(`invalid proxy URL ${redactUrl(proxy)}`);
+  }
+  switch (url.protocol) {
+    case 'http:':
+    case 'https:':
+      return new ProxyAgent({
+        uri: url.href,
+        connections: options.connections,
+        keepAliveTimeout: options.keepAliveTimeoutMs,
+        proxyTls: { timeout: options.connectTimeoutMs },
+        requestTls: { ...options.tls, timeout: options.connectTimeoutMs },
+      });
+    case 'socks5:':
+    case 'socks5h:':
+    case 'socks:':
+      return new Agent({
+        connections: options.connections,
+        keepAliveTimeout: options.keepAliveTimeoutMs,
+        connect: socksConnector(url, {
+          connectTimeoutMs: options.connectTimeoutMs,
+          ...(options.tls !== undefined ? { tls: options.tls } : {}),
+        }),
+      });
+    default:
+      throw new TypeError(`unsupported proxy scheme ${url.protocol} (use http, https, socks5 or socks5h)`);
+  }
+}

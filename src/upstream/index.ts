@@ -1,0 +1,18 @@
+export type { HeaderMap, OutgoingHeaders } from './header-map.ts';
+export { HOP_BY_HOP_HEADERS, stripHopByHop } from './hop-by-hop-headers.ts';
+export {
+  CLIENT_CREDENTIAL_HEADERS,
+  CLIENT_CREDENTIAL_QUERY_PARAMS,
+  stripClientCredentialHeaders,
+  stripCredentialQuery,
+} from './strip-client-credentials.ts';
+export { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.ts';
+export { redactUrl } from './redact-url.ts';
+export type { UpstreamClientOptions } from './upstream-options.ts';
+export { UpstreamClient } from './upstream-client.ts';
+export type { UpstreamRequest, UpstreamResponse } from './upstream-client.ts';
+export { createOriginPool, createProxyDispatcher } from './create-dispatcher.ts';
+export { socksConnector } from './socks-connector.ts';
+export type { SocksConnectorOptions } from './socks-connector.ts';
+export { classifyUpstreamError } from './classify-upstream-error.ts';
+export type { UpstreamFailure, UpstreamFailureKind } from './classify-upstream-error.ts';

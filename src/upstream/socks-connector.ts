@@ -1,0 +1,77 @@
+import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
+import type { Socket } from 'node:net';
+import { SocksClient } from 'socks';
+import type { buildConnector } from 'undici';
+
+export const SOCKS_CONNECT_FAILED = 'SOCKS_CONNECT_FAILED';
+
+export interface SocksConnectorOptions {
+  connectTimeoutMs: number;
+  /** TLS options for https origins reached through the proxy (e.g. an extra CA). */
+  tls?: ConnectionOptions;
+}
+
+/**
+ * An undici `connect` function that opens each upstream connection through a SOCKS5 proxy,
+ * then TLS on top for https origins. The destination host name is sent to the proxy, so
+ * `socks5://` and `socks5h://` both resolve names at the proxy.
+ */
+export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): buildConnector.connector {
+  const proxy = {
+    host: unbracket(proxyUrl.hostname),
+    port: Number(proxyUrl.port) || 1080,
+    type: 5 as const,
+    ...(proxyUrl.username !== '' ? { userId: decodeURIComponent(proxyUrl.username) } : {}),
+    ...(proxyUrl.password !== '' ? { password: decodeURIComponent(proxyUrl.password) } : {}),
+  };
+  return (target, callback) => {
+    const secure = target.protocol === 'https:';
+    const host = unbracket(target.hostname);
+    SocksClient.createConnection({
+      proxy,
+      command: 'connect',
+      destination: { host, port: Number(target.port) || (secure ? 443 : 80) },
+      timeout: options.connectTimeoutMs,
+    }).then(
+      ({ socket }) => {
+        socket.setNoDelay(true);
+        socket.setKeepAlive(true, 60_000);
+        if (!secure) {
+          callback(null, socket);
+          return;
+        }
+        upgradeToTls(socket, target.servername ?? host, options.tls, callback);
+      },
+      // Tagged so that failover can tell the upstream never saw the request.
+      (error: Error) => callback(Object.assign(new Error(`SOCKS5 proxy: ${error.message}`), { code: SOCKS_CONNECT_FAILED, cause: error }), null),
+    );
+  };
+}
+
+function upgradeToTls(
+  socket: Socket,
+  servername: string,
+  tls: ConnectionOptions | undefined,
+  callback: buildConnector.Callback,
+): void {
+  const secured: TLSSocket = tlsConnect({
+    ...tls,
+    socket,
+    // SNI must be a host name, never an IP address.
+    ...(/^[\d.]+$|:/.test(servername) ? {} : { servername }),
+    ALPNProtocols: ['http/1.1'],
+  });
+  const onError = (error: Error): void => {
+    secured.destroy();
+    callback(error, null);
+  };
+  secured.once('error', onError);
+  secured.once('secureConnect', () => {
+    secured.off('error', onError);
+    callback(null, secured);
+  });
+}
+
+function unbracket(host: string): string {
+  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+}

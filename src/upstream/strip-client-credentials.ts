@@ -1,0 +1,42 @@
+import type { OutgoingHeaders } from './header-map.ts';
+
+/**
+ * Where clients put their AccessKey. `api-key` is the deployment-style SDKs' header; whatever
+ * a client sends there is its own secret, never something to forward.
+ */
+export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key'];
+export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key'];
+
+/** Copy of the headers without any client credential. */
+export function stripClientCredentialHeaders(headers: OutgoingHeaders): OutgoingHeaders {
+  const out: OutgoingHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (!CLIENT_CREDENTIAL_HEADERS.includes(name.toLowerCase())) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Path and query without credential query parameters. Other parameters keep their exact
+ * encoding, so signatures or odd escapes upstream relies on survive.
+ */
+export function stripCredentialQuery(pathAndQuery: string): string {
+  const q = pathAndQuery.indexOf('?');
+  if (q === -1) return pathAndQuery;
+  const kept = pathAndQuery
+    .slice(q + 1)
+    .split('&')
+    .filter((part) => part.length > 0 && !CLIENT_CREDENTIAL_QUERY_PARAMS.includes(queryName(part)));
+  const path = pathAndQuery.slice(0, q);
+  return kept.length > 0 ? `${path}?${kept.join('&')}` : path;
+}
+
+function queryName(part: string): string {
+  const eq = part.indexOf('=');
+  const raw = eq === -1 ? part : part.slice(0, eq);
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return raw;
+  }
+}

@@ -1,0 +1,29 @@
+import type { ConnectionOptions } from 'node:tls';
+
+export interface UpstreamClientOptions {
+  /** TCP (and TLS) connect timeout. Default 10 s. */
+  connectTimeoutMs?: number;
+  /** Time to the response headers. Default 300 s: a long prompt can take minutes to start. */
+  headersTimeoutMs?: number;
+  /** Longest silence between response body chunks. Default 300 s. */
+  bodyIdleTimeoutMs?: number;
+  /** How long an idle keep-alive connection stays open. Default 30 s. */
+  keepAliveTimeoutMs?: number;
+  /** Connections per origin (and per proxy). Default 256. */
+  connections?: number;
+  /** Extra TLS settings for upstream connections, e.g. a private CA. */
+  tls?: ConnectionOptions;
+}
+
+export type ResolvedUpstreamOptions = Required<Omit<UpstreamClientOptions, 'tls'>> & Pick<UpstreamClientOptions, 'tls'>;
+
+export function resolveUpstreamOptions(options: UpstreamClientOptions): ResolvedUpstreamOptions {
+  return {
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    headersTimeoutMs: options.headersTimeoutMs ?? 300_000,
+    bodyIdleTimeoutMs: options.bodyIdleTimeoutMs ?? 300_000,
+    keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? 30_000,
+    connections: options.connections ?? 256,
+    tls: options.tls,
+  };
+}

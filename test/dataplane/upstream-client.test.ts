@@ -1,0 +1,225 @@
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { Readable } from 'node:stream';
+import { createServer, type AddressInfo } from 'node:net';
+import { UpstreamClient, classifyUpstreamError } from '../../src/upstream/index.ts';
+import { loopbackCert, readAll, startLoopbackServer } from './helpers/loopback-server.ts';
+
+t.test('forwards method, path, headers and body; any status resolves', async (t) => {
+  const server = await startLoopbackServer(async (req, res) => {
+    const body = await readAll(req);
+    res.writeHead(418, { 'content-type': 'application/json', 'x-request-id': 'up-1' });
+    res.end(JSON.stringify({ method: req.method, url: req.url, auth: req.headers['authorization'], body: body.toString() }));
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.close();
+    await server.close();
+  });
+  const response = await client.request({
+    url: `${server.url}/v1/chat/completions?x=1`,
+    method: 'POST',
+    headers: { authorization: 'Bearer upstream-secret', 'content-type': 'application/json' },
+    body: '{"model":"m"}',
+  });
+  t.equal(response.status, 418);
+  t.equal(response.headers['x-request-id'], 'up-1');
+  t.same(JSON.parse((await readAll(response.body)).toString()), {
+    method: 'POST',
+    url: '/v1/chat/completions?x=1',
+    auth: 'Bearer upstream-secret',
+    body: '{"model":"m"}',
+  });
+});
+
+t.test('streams a large request body from a Readable', async (t) => {
+  const server = await startLoopbackServer(async (req, res) => {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    for await (const chunk of req) {
+      hash.update(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+    }
+    res.end(JSON.stringify({ bytes, sha256: hash.digest('hex'), te: req.headers['transfer-encoding'] ?? null }));
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.close();
+    await server.close();
+  });
+  const chunkSize = 64 * 1024;
+  const count = 160; // 10 MiB, produced lazily
+  const expected = createHash('sha256');
+  let produced = 0;
+  const source = new Readable({
+    read() {
+      if (produced === count) return void this.push(null);
+      const chunk = Buffer.alloc(chunkSize, produced % 251);
+      expected.update(chunk);
+      produced++;
+      this.push(chunk);
+    },
+  });
+  const response = await client.request({ url: `${server.url}/v1/images/edits`, method: 'POST', headers: {}, body: source });
+  const echoed = JSON.parse((await readAll(response.body)).toString());
+  t.equal(echoed.bytes, chunkSize * count);
+  t.equal(echoed.sha256, expected.digest('hex'));
+  t.equal(echoed.te, 'chunked', 'sent as it was read, without a length');
+});
+
+t.test('response body streams before the upstream finishes', async (t) => {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const server = await startLoopbackServer(async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: first\n\n');
+    await released;
+    res.end('data: second\n\n');
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    release();
+    await client.close();
+    await server.close();
+  });
+  const response = await client.request({ url: `${server.url}/s`, method: 'POST', headers: {}, body: '{}' });
+  const [first] = (await once(response.body, 'data')) as [Buffer];
+  t.equal(first.toString(), 'data: first\n\n', 'first event arrived while the upstream is still open');
+  release();
+  t.equal((await readAll(response.body)).toString(), 'data: second\n\n');
+});
+
+t.test('keep-alive: sequential requests reuse connections', async (t) => {
+  const server = await startLoopbackServer((_req, res) => res.end('ok'));
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.close();
+    await server.close();
+  });
+  for (let i = 0; i < 20; i++) {
+    const response = await client.request({ url: `${server.url}/r${i}`, method: 'GET', headers: {} });
+    await readAll(response.body);
+  }
+  // undici may open a second socket while the first is still finishing its response.
+  t.ok(server.connections() <= 2, `20 requests over ${server.connections()} connection(s)`);
+});
+
+t.test('abort before headers rejects as aborted and closes the upstream request', async (t) => {
+  let upstreamClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+  const server = await startLoopbackServer((req) => {
+    req.socket.once('close', upstreamClosed);
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.destroy();
+    await server.close();
+  });
+  const controller = new AbortController();
+  const pending = client.request({ url: `${server.url}/hang`, method: 'POST', headers: {}, body: '{}', signal: controller.signal });
+  setImmediate(() => controller.abort());
+  const error = await pending.then(() => undefined, (e: unknown) => e);
+  t.equal(classifyUpstreamError(error).kind, 'aborted');
+  await closed;
+  t.pass('upstream saw the connection close');
+});
+
+t.test('abort mid-body ends the body with an error and closes the upstream side', async (t) => {
+  let upstreamClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+  const server = await startLoopbackServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: one\n\n');
+    req.socket.once('close', upstreamClosed);
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.destroy();
+    await server.close();
+  });
+  const controller = new AbortController();
+  const response = await client.request({ url: `${server.url}/s`, method: 'POST', headers: {}, body: '{}', signal: controller.signal });
+  await once(response.body, 'data');
+  controller.abort();
+  const error = await readAll(response.body).then(() => undefined, (e: unknown) => e);
+  t.equal(classifyUpstreamError(error).kind, 'aborted');
+  await closed;
+  t.pass('upstream saw the connection close');
+});
+
+t.test('headers timeout and body idle timeout', async (t) => {
+  const server = await startLoopbackServer((req, res) => {
+    if (req.url === '/stall-body') {
+      res.writeHead(200);
+      res.write('partial');
+    }
+  });
+  const client = new UpstreamClient({ headersTimeoutMs: 50, bodyIdleTimeoutMs: 50 });
+  t.teardown(async () => {
+    await client.destroy();
+    await server.close();
+  });
+  const headersError = await client.request({ url: `${server.url}/stall-headers`, method: 'GET', headers: {} }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.same(classifyUpstreamError(headersError), { kind: 'headers_timeout', notDelivered: false, code: 'upstream_timeout' });
+  const response = await client.request({ url: `${server.url}/stall-body`, method: 'GET', headers: {} });
+  const bodyError = await readAll(response.body).then(() => undefined, (e: unknown) => e);
+  t.same(classifyUpstreamError(bodyError), { kind: 'body_timeout', notDelivered: false, code: 'upstream_idle_timeout' });
+});
+
+t.test('a refused connection is a connect failure that never reached the upstream', async (t) => {
+  const probe = createServer().listen(0, '127.0.0.1');
+  await once(probe, 'listening');
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  const client = new UpstreamClient();
+  t.teardown(() => client.destroy());
+  const error = await client.request({ url: `http://127.0.0.1:${port}/`, method: 'GET', headers: {} }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.same(classifyUpstreamError(error), { kind: 'connect_failed', notDelivered: true, code: 'upstream_connect_failed' });
+});
+
+t.test('a connection dropped mid-response is connection_lost', async (t) => {
+  const server = await startLoopbackServer((req, res) => {
+    res.writeHead(200, { 'content-length': '100' });
+    res.write('short');
+    setImmediate(() => req.socket.destroy());
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.destroy();
+    await server.close();
+  });
+  const response = await client.request({ url: `${server.url}/`, method: 'GET', headers: {} });
+  const error = await readAll(response.body).then(() => undefined, (e: unknown) => e);
+  t.equal(classifyUpstreamError(error).kind, 'connection_lost');
+});
+
+t.test('https upstream with a private CA; untrusted certificate is a connect failure', async (t) => {
+  const server = await startLoopbackServer((_req, res) => res.end('secure'), { tls: true });
+  const trusting = new UpstreamClient({ tls: { ca: loopbackCert.cert } });
+  const strict = new UpstreamClient();
+  t.teardown(async () => {
+    await trusting.close();
+    await strict.destroy();
+    await server.close();
+  });
+  const ok = await trusting.request({ url: `${server.url}/`, method: 'GET', headers: {} });
+  t.equal((await readAll(ok.body)).toString(), 'secure');
+  const error = await strict.request({ url: `${server.url}/`, method: 'GET', headers: {} }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.equal(classifyUpstreamError(error).kind, 'connect_failed');
+});
+
+t.test('classifies odd values without throwing', async (t) => {
+  t.equal(classifyUpstreamError(undefined).kind, 'unknown');
+  t.equal(classifyUpstreamError('boom').kind, 'unknown');
+  t.equal(classifyUpstreamError(Object.assign(new Error('x'), { cause: { code: 'ECONNREFUSED' } })).kind, 'connect_failed');
+});
