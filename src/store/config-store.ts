@@ -137,6 +137,7 @@ export interface NewCredentialStage {
 
 export interface CredentialStagePatch {
   state?: CredentialStageState;
+  expires_at?: string;
   authorization?: Record<string, string> | null;
   error?: string | null;
   credential_id?: number | null;

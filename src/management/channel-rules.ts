@@ -1,0 +1,82 @@
+import { validationFailed } from '../http/api-error.ts';
+import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindDecl, type CredentialKindId } from '../generated/index.ts';
+import type { GroupRecord } from '../store/records.ts';
+
+// Fields of a credential kind that say where the upstream is; a Group's base_url fills them.
+const LOCATION_FIELDS = ['base_url', 'endpoint'];
+
+export function channelOf(id: string) {
+  const channel = Object.hasOwn(CHANNELS, id) ? CHANNELS[id as ChannelId] : undefined;
+  if (!channel) throw validationFailed('channel', 'unknown_channel');
+  return channel;
+}
+
+export function kindsOfChannel(channel: string): CredentialKindDecl[] {
+  return channelOf(channel).credential_kinds.map((k) => CREDENTIAL_KINDS[k]);
+}
+
+/** ch31-ch35: every credential kind of the channel needs the upstream's location. */
+export function channelRequiresBaseUrl(channel: string): boolean {
+  return kindsOfChannel(channel).every((k) => k.fields.some((f) => f.required && LOCATION_FIELDS.includes(f.name)));
+}
+
+export function kindOfChannel(channel: string, kind: string, field = 'kind'): CredentialKindDecl {
+  const allowed = channelOf(channel).credential_kinds as readonly string[];
+  if (!allowed.includes(kind)) throw validationFailed(field, 'kind_not_of_channel', { allowed });
+  return CREDENTIAL_KINDS[kind as CredentialKindId];
+}
+
+export function secretFieldsOf(kind: CredentialKindDecl): string[] {
+  return kind.fields.filter((f) => f.secret).map((f) => f.name);
+}
+
+/** The kind a plain list of keys is imported as: one required secret, everything else fillable. */
+export function importableKind(channel: string, commonFields: Record<string, string>, baseUrl: string | null): CredentialKindDecl | undefined {
+  return kindsOfChannel(channel).find((k) => importSecretField(k, commonFields, baseUrl) !== undefined);
+}
+
+export function importSecretField(kind: CredentialKindDecl, commonFields: Record<string, string>, baseUrl: string | null): string | undefined {
+  const requiredSecrets = kind.fields.filter((f) => f.required && f.secret);
+  const [only] = requiredSecrets;
+  if (requiredSecrets.length !== 1 || !only) return undefined;
+  const fillable = kind.fields.every((f) => !f.required || f.secret || commonFields[f.name] !== undefined || (baseUrl !== null && LOCATION_FIELDS.includes(f.name)));
+  return fillable ? only.name : undefined;
+}
+
+/**
+ * Checks submitted values against the kind's fields: no unknown names, every required one
+ * present and non-empty (a location field may come from the Group's base_url), URLs valid.
+ */
+export function completeCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, group: GroupRecord, fieldPrefix = 'fields'): Record<string, string> {
+  const known = kind.fields.map((f) => f.name);
+  for (const name of Object.keys(values)) {
+    if (!known.includes(name)) throw validationFailed(`${fieldPrefix}.${name}`, 'unknown_field', { allowed: known });
+  }
+  const out: Record<string, string> = {};
+  for (const f of kind.fields) {
+    let v = values[f.name];
+    if ((v === undefined || v === '') && LOCATION_FIELDS.includes(f.name) && group.base_url !== null) v = group.base_url;
+    if (v === undefined || v === '') {
+      if (f.required) throw validationFailed(`${fieldPrefix}.${f.name}`, 'required');
+      continue;
+    }
+    if (LOCATION_FIELDS.includes(f.name) && !isHttpUrl(v)) throw validationFailed(`${fieldPrefix}.${f.name}`, 'invalid_value', { expected: 'http or https URL' });
+    out[f.name] = v;
+  }
+  return out;
+}
+
+/** Notes 13-14: a managed proxy applies only where the channel supports one. */
+export function checkProxyAllowed(channel: string, proxyUrl: string | null, field = 'proxy_url'): void {
+  const descriptor = channelOf(channel);
+  if (proxyUrl !== null && !descriptor.proxy) throw validationFailed(field, 'channel_has_no_managed_proxy', { channel, note: descriptor.no_managed_proxy_note });
+}
+
+export function isHttpUrl(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,37 @@
+import type { RouterContext } from '@koa/router';
+import type { Principal } from '../auth/principal.ts';
+import type { ServerLog } from '../http/error-middleware.ts';
+import type { Locale } from '../http/error-codes.ts';
+import type { SchemaValidator } from '../http/schema-validator.ts';
+import type { Clock } from '../store/clock.ts';
+import type { ConfigStore } from '../store/config-store.ts';
+import type { LogReader } from '../store/log-store.ts';
+import type { CredentialFlowProvider } from './credential-flows.ts';
+import type { ModelDiscovery } from './model-discovery.ts';
+import type { PriceCatalogEntry } from './price-catalog.ts';
+
+export interface ManagementState {
+  locale: Locale;
+  peer: string;
+  principal: Principal;
+}
+
+export type ManagementContext = RouterContext<ManagementState>;
+
+/** Everything the resource routers use; built once by the server. */
+export interface ManagementDeps {
+  store: ConfigStore;
+  logs: LogReader;
+  clock: Clock;
+  validator: SchemaValidator;
+  log: ServerLog;
+  /** Outbound HTTP for the release feed and price sync (injectable for tests). */
+  fetch: typeof fetch;
+  version: string;
+  startedAt: number;
+  priceCatalog: readonly PriceCatalogEntry[];
+  /** Provided by the adapters; without it discovery answers 503 SERVICE_UNAVAILABLE. */
+  modelDiscovery: ModelDiscovery | undefined;
+  /** Provided by the adapters; without it stages wait for a manual import. */
+  credentialFlows: CredentialFlowProvider | undefined;
+}

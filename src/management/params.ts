@@ -1,0 +1,54 @@
+import { ApiError, notFound, validationFailed } from '../http/api-error.ts';
+import type { ManagementContext } from './context.ts';
+
+/** A numeric id from the path; anything else names no resource, so 404. */
+export function idParam(ctx: ManagementContext, name: string, resource: string): number {
+  const raw = ctx.params[name] ?? '';
+  const id = /^[1-9][0-9]{0,14}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(id)) throw notFound(resource, raw);
+  return id;
+}
+
+export function stringParam(ctx: ManagementContext, name: string): string {
+  const value = ctx.params[name];
+  if (value === undefined) throw new ApiError('ROUTE_NOT_FOUND');
+  return value;
+}
+
+/** One query value; a repeated parameter is ambiguous and rejected. */
+export function queryString(ctx: ManagementContext, name: string): string | undefined {
+  const v = ctx.query[name];
+  if (Array.isArray(v)) throw validationFailed(name, 'repeated');
+  return v === undefined || v === '' ? undefined : v;
+}
+
+export function queryInt(ctx: ManagementContext, name: string, min: number, max: number): number | undefined {
+  const raw = queryString(ctx, name);
+  if (raw === undefined) return undefined;
+  const n = /^-?[0-9]+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) throw validationFailed(name, 'invalid_value', { minimum: min, maximum: max });
+  return n;
+}
+
+/** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
+export function queryTime(ctx: ManagementContext, name: string): number | undefined {
+  const raw = queryString(ctx, name);
+  if (raw === undefined) return undefined;
+  const n = /^[0-9]+$/.test(raw) ? Number(raw) : Date.parse(raw);
+  if (!Number.isFinite(n)) throw validationFailed(name, 'invalid_value', { expected: 'epoch milliseconds or ISO 8601' });
+  return n;
+}
+
+export function queryEnum<T extends string>(ctx: ManagementContext, name: string, allowed: readonly T[]): T | undefined {
+  const raw = queryString(ctx, name);
+  if (raw === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(raw)) throw validationFailed(name, 'invalid_value', { allowed });
+  return raw as T;
+}
+
+/** Rejects query parameters the operation does not know, as bodies reject unknown fields. */
+export function onlyQuery(ctx: ManagementContext, known: readonly string[]): void {
+  for (const name of Object.keys(ctx.query)) {
+    if (!known.includes(name)) throw validationFailed(name, 'unknown_field');
+  }
+}

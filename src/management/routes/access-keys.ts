@@ -1,0 +1,93 @@
+import { notFound, validationFailed } from '../../http/api-error.ts';
+import type { AccessKeyCreateBody } from '../../generated/management/access-key-create.ts';
+import type { AccessKeyUpdateBody } from '../../generated/management/access-key-update.ts';
+import type { ConfigStore } from '../../store/config-store.ts';
+import { recordReveal } from '../audit-reveal.ts';
+import type { ManagementDeps } from '../context.ts';
+import { idParam } from '../params.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import createSchema from '../schemas/access-key-create.json' with { type: 'json' };
+import updateSchema from '../schemas/access-key-update.json' with { type: 'json' };
+
+export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
+  const { store } = deps;
+  const keyId = (ctx: Parameters<RouteDef['handle']>[0]) => idParam(ctx, 'id', 'access_key');
+
+  return [
+    route({
+      method: 'GET',
+      path: '/access-keys',
+      async handle() {
+        return { data: await store.accessKeys.list() };
+      },
+    }),
+    route<AccessKeyCreateBody>({
+      method: 'POST',
+      path: '/access-keys',
+      body: createSchema,
+      idempotent: true,
+      async handle(_ctx, body) {
+        await checkGroups(store, body.groups);
+        const { record, value } = await store.accessKeys.create(body);
+        // The value is shown in this response only; a replay shows the key without it.
+        return { status: 201, data: { ...record, value }, replayData: record };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/access-keys/:id',
+      async handle(ctx) {
+        const key = await store.accessKeys.get(keyId(ctx));
+        if (!key) throw notFound('access_key', keyId(ctx));
+        return { data: key };
+      },
+    }),
+    route<AccessKeyUpdateBody>({
+      method: 'PATCH',
+      path: '/access-keys/:id',
+      body: updateSchema,
+      async handle(ctx, body) {
+        await checkGroups(store, body.groups);
+        const saved = await store.accessKeys.update(keyId(ctx), body);
+        if (!saved) throw notFound('access_key', keyId(ctx));
+        return { data: saved };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/access-keys/:id/rotate',
+      idempotent: true,
+      async handle(ctx) {
+        const rotated = await store.accessKeys.rotate(keyId(ctx));
+        if (!rotated) throw notFound('access_key', keyId(ctx));
+        return { data: { ...rotated.record, value: rotated.value }, replayData: rotated.record };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: '/access-keys/:id/reveal',
+      async handle(ctx) {
+        const id = keyId(ctx);
+        if (!(await store.accessKeys.get(id))) throw notFound('access_key', id);
+        await recordReveal(deps, ctx, 'access_key.reveal', { access_key_id: id });
+        return { data: { id, value: await store.accessKeys.reveal(id) } };
+      },
+    }),
+    route({
+      method: 'DELETE',
+      path: '/access-keys/:id',
+      async handle(ctx) {
+        if (!(await store.accessKeys.delete(keyId(ctx)))) throw notFound('access_key', keyId(ctx));
+        return {};
+      },
+    }),
+  ];
+}
+
+async function checkGroups(store: ConfigStore, groups: number[] | null | undefined): Promise<void> {
+  if (!groups) return;
+  const known = new Set((await store.groups.list()).map((g) => g.id));
+  groups.forEach((id, i) => {
+    if (!known.has(id)) throw validationFailed(`groups[${i}]`, 'unknown_group');
+  });
+}

@@ -1,0 +1,208 @@
+import { ApiError, notFound, validationFailed } from '../../http/api-error.ts';
+import type { CredentialConnectBody } from '../../generated/management/credential-connect.ts';
+import type { CredentialDisableBody } from '../../generated/management/credential-disable.ts';
+import type { CredentialImportBody } from '../../generated/management/credential-import.ts';
+import type { CredentialUpdateBody } from '../../generated/management/credential-update.ts';
+import { maskSecret } from '../../store/mask.ts';
+import type { GroupRecord } from '../../store/records.ts';
+import { recordReveal } from '../audit-reveal.ts';
+import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
+import type { ManagementDeps } from '../context.ts';
+import { idParam, onlyQuery, queryEnum } from '../params.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import connectSchema from '../schemas/credential-connect.json' with { type: 'json' };
+import disableSchema from '../schemas/credential-disable.json' with { type: 'json' };
+import importSchema from '../schemas/credential-import.json' with { type: 'json' };
+import updateSchema from '../schemas/credential-update.json' with { type: 'json' };
+
+const BASE = '/groups/:group_id/credentials';
+/** A batch import may carry thousands of keys. */
+const IMPORT_BODY_LIMIT = 8 * 1024 * 1024;
+
+export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
+  const { store } = deps;
+
+  async function groupOf(ctx: Parameters<RouteDef['handle']>[0]): Promise<GroupRecord> {
+    const id = idParam(ctx, 'group_id', 'group');
+    const g = await store.groups.get(id);
+    if (!g) throw notFound('group', id);
+    return g;
+  }
+
+  function credentialId(ctx: Parameters<RouteDef['handle']>[0]): number {
+    return idParam(ctx, 'credential_id', 'credential');
+  }
+
+  return [
+    route({
+      method: 'GET',
+      path: BASE,
+      async handle(ctx) {
+        return { data: await store.credentials.list((await groupOf(ctx)).id) };
+      },
+    }),
+    route<CredentialImportBody>({
+      method: 'POST',
+      path: `${BASE}/import`,
+      body: importSchema,
+      bodyLimit: IMPORT_BODY_LIMIT,
+      idempotent: true,
+      async handle(ctx, body) {
+        const group = await groupOf(ctx);
+        checkProxyAllowed(group.channel, body.proxy_url ?? null);
+        const common = definedStrings(body.fields ?? {});
+        const kind = body.kind === undefined ? importableKind(group.channel, common, group.base_url) : kindOfChannel(group.channel, body.kind);
+        const secretField = kind && importSecretField(kind, common, group.base_url);
+        if (!kind || !secretField) throw validationFailed('kind', 'not_importable', { hint: 'use credentials/connect for this kind' });
+        if (common[secretField] !== undefined) throw validationFailed(`fields.${secretField}`, 'secret_in_common_fields');
+        const lines = body.credentials
+          .split(/\r?\n/)
+          .map((l) => l.trim())
+          .filter((l) => l !== '' && !l.startsWith('#'));
+        if (lines.length === 0) throw validationFailed('credentials', 'empty');
+        const items = lines.map((line) => ({
+          kind: kind.id,
+          values: completeCredentialValues(kind, { ...common, [secretField]: line }, group),
+          secretFields: secretFieldsOf(kind),
+          proxy_url: body.proxy_url ?? null,
+        }));
+        const outcomes = await store.credentials.createMany(group.id, items);
+        const created: Array<{ line: number; id: number; masked: string }> = [];
+        const duplicates: Array<{ line: number; masked: string; duplicate_of: number }> = [];
+        outcomes.forEach((o, i) => {
+          const masked = maskSecret(lines[i] ?? '');
+          if ('created' in o) created.push({ line: i + 1, id: o.created.id, masked });
+          else duplicates.push({ line: i + 1, masked, duplicate_of: o.duplicate_of });
+        });
+        return { data: { kind: kind.id, total: lines.length, created, duplicates } };
+      },
+    }),
+    route<CredentialConnectBody>({
+      method: 'POST',
+      path: `${BASE}/connect`,
+      body: connectSchema,
+      idempotent: true,
+      async handle(ctx, body) {
+        const group = await groupOf(ctx);
+        checkProxyAllowed(group.channel, body.proxy_url ?? null);
+        const kind = kindOfChannel(group.channel, body.kind);
+        const values = completeCredentialValues(kind, definedStrings(body.fields), group);
+        const [outcome] = await store.credentials.createMany(group.id, [
+          { kind: kind.id, name: body.name ?? null, values, secretFields: secretFieldsOf(kind), proxy_url: body.proxy_url ?? null },
+        ]);
+        if (!outcome || !('created' in outcome)) throw new ApiError('CONFLICT', { data: { reason: 'duplicate_credential', duplicate_of: outcome?.duplicate_of } });
+        return { status: 201, data: outcome.created };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: `${BASE}/download`,
+      async handle(ctx) {
+        onlyQuery(ctx, ['format']);
+        const format = queryEnum(ctx, 'format', ['text', 'json'] as const) ?? 'text';
+        const group = await groupOf(ctx);
+        const list = await store.credentials.list(group.id);
+        await recordReveal(deps, ctx, 'credential.download', { group_id: group.id, credential_ids: list.map((c) => c.id) });
+        const revealed = await Promise.all(
+          list.map(async (c) => ({ id: c.id, kind: c.kind, name: c.name, fields: (await store.credentials.reveal(group.id, c.id)) ?? {} })),
+        );
+        if (format === 'json') {
+          return { file: { contentType: 'application/json', filename: `group-${group.id}-credentials.json`, body: `${JSON.stringify(revealed, null, 2)}\n` } };
+        }
+        // One secret per line, the format the import reads back; a kind with several fields as one JSON line.
+        const lines = revealed.map((c) => {
+          const secrets = secretFieldsOf(kindOfChannel(group.channel, c.kind)).filter((name) => c.fields[name] !== undefined);
+          return secrets.length === 1 && Object.keys(c.fields).length === 1 ? (c.fields[secrets[0] as string] ?? '') : JSON.stringify(c.fields);
+        });
+        return { file: { contentType: 'text/plain', filename: `group-${group.id}-credentials.txt`, body: lines.map((l) => `${l}\n`).join('') } };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: `${BASE}/:credential_id`,
+      async handle(ctx) {
+        const group = await groupOf(ctx);
+        const c = await store.credentials.get(group.id, credentialId(ctx));
+        if (!c) throw notFound('credential', credentialId(ctx));
+        return { data: c };
+      },
+    }),
+    route<CredentialUpdateBody>({
+      method: 'PATCH',
+      path: `${BASE}/:credential_id`,
+      body: updateSchema,
+      async handle(ctx, body) {
+        const group = await groupOf(ctx);
+        const current = await store.credentials.get(group.id, credentialId(ctx));
+        if (!current) throw notFound('credential', credentialId(ctx));
+        checkProxyAllowed(group.channel, body.proxy_url ?? null);
+        const kind = kindOfChannel(group.channel, current.kind);
+        const patch = {
+          name: body.name,
+          proxy_url: body.proxy_url,
+          ...(body.fields === undefined ? {} : { values: completeCredentialValues(kind, definedStrings(body.fields), group), secretFields: secretFieldsOf(kind) }),
+        };
+        const saved = await store.credentials.update(group.id, current.id, patch);
+        if (!saved) throw notFound('credential', current.id);
+        return { data: saved };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: `${BASE}/:credential_id/enable`,
+      async handle(ctx) {
+        const group = await groupOf(ctx);
+        const saved = await store.credentials.setState(group.id, credentialId(ctx), { to: 'active' });
+        if (!saved) throw notFound('credential', credentialId(ctx));
+        return { data: saved };
+      },
+    }),
+    route<CredentialDisableBody>({
+      method: 'POST',
+      path: `${BASE}/:credential_id/disable`,
+      body: disableSchema,
+      async handle(ctx, body) {
+        const group = await groupOf(ctx);
+        const saved = await store.credentials.setState(group.id, credentialId(ctx), { to: 'disabled', reason: body.reason ?? 'disabled_by_operator' });
+        if (!saved) throw notFound('credential', credentialId(ctx));
+        return { data: saved };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: `${BASE}/:credential_id/reveal`,
+      async handle(ctx) {
+        const group = await groupOf(ctx);
+        const id = credentialId(ctx);
+        if (!(await store.credentials.get(group.id, id))) throw notFound('credential', id);
+        await recordReveal(deps, ctx, 'credential.reveal', { group_id: group.id, credential_ids: [id] });
+        return { data: { id, fields: await store.credentials.reveal(group.id, id) } };
+      },
+    }),
+    route({
+      method: 'POST',
+      path: `${BASE}/:credential_id/reset-credits/consume`,
+      idempotent: true,
+      async handle(ctx) {
+        const group = await groupOf(ctx);
+        const saved = await store.credentials.consumeResetCredit(group.id, credentialId(ctx));
+        if (!saved) throw notFound('credential', credentialId(ctx));
+        return { data: saved };
+      },
+    }),
+    route({
+      method: 'DELETE',
+      path: `${BASE}/:credential_id`,
+      async handle(ctx) {
+        const group = await groupOf(ctx);
+        if (!(await store.credentials.delete(group.id, credentialId(ctx)))) throw notFound('credential', credentialId(ctx));
+        return {};
+      },
+    }),
+  ];
+}
+
+/** JSON objects typed with an index signature may declare undefined values; bodies never carry them. */
+function definedStrings(values: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined));
+}

@@ -1,0 +1,126 @@
+import { notFound, validationFailed } from '../../http/api-error.ts';
+import type { GroupCreateBody } from '../../generated/management/group-create.ts';
+import type { GroupModelsBody } from '../../generated/management/group-models.ts';
+import type { GroupSettingsBody } from '../../generated/management/group-settings.ts';
+import type { GroupModel, GroupRecord } from '../../store/records.ts';
+import { channelOf, channelRequiresBaseUrl, checkProxyAllowed, isHttpUrl } from '../channel-rules.ts';
+import type { ManagementDeps } from '../context.ts';
+import { idParam } from '../params.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import groupCreateSchema from '../schemas/group-create.json' with { type: 'json' };
+import groupModelsSchema from '../schemas/group-models.json' with { type: 'json' };
+import groupSettingsSchema from '../schemas/group-settings.json' with { type: 'json' };
+
+export function groupRoutes(deps: ManagementDeps): RouteDef[] {
+  const { store } = deps;
+
+  async function groupOr404(id: number): Promise<GroupRecord> {
+    const g = await store.groups.get(id);
+    if (!g) throw notFound('group', id);
+    return g;
+  }
+
+  async function withCounts(g: GroupRecord) {
+    const credentials = await store.credentials.list(g.id);
+    const count = (state: string) => credentials.filter((c) => c.state === state).length;
+    return { ...g, credentials: { total: credentials.length, active: count('active'), disabled: count('disabled'), cooldown: count('cooldown') } };
+  }
+
+  return [
+    route({
+      method: 'GET',
+      path: '/groups',
+      async handle() {
+        return { data: await Promise.all((await store.groups.list()).map(withCounts)) };
+      },
+    }),
+    route<GroupCreateBody>({
+      method: 'POST',
+      path: '/groups',
+      body: groupCreateSchema,
+      idempotent: true,
+      async handle(_ctx, body) {
+        checkLocation(body.channel, body.base_url ?? null, body.proxy_url ?? null);
+        const models = normalizeModels(body.models ?? []);
+        const group = await store.groups.create({ ...body, models });
+        return { status: 201, data: await withCounts(group) };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/groups/:group_id',
+      async handle(ctx) {
+        return { data: await withCounts(await groupOr404(idParam(ctx, 'group_id', 'group'))) };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/groups/:group_id/settings',
+      async handle(ctx) {
+        return { data: settingsOf(await groupOr404(idParam(ctx, 'group_id', 'group'))) };
+      },
+    }),
+    route<GroupSettingsBody>({
+      method: 'PUT',
+      path: '/groups/:group_id/settings',
+      body: groupSettingsSchema,
+      async handle(ctx, body) {
+        const current = await groupOr404(idParam(ctx, 'group_id', 'group'));
+        const next = { ...current, ...body };
+        checkLocation(current.channel, next.base_url, next.proxy_url);
+        const saved = await store.groups.update(current.id, body);
+        if (!saved) throw notFound('group', current.id);
+        return { data: settingsOf(saved) };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/groups/:group_id/models',
+      async handle(ctx) {
+        return { data: (await groupOr404(idParam(ctx, 'group_id', 'group'))).models };
+      },
+    }),
+    route<GroupModelsBody>({
+      method: 'PUT',
+      path: '/groups/:group_id/models',
+      body: groupModelsSchema,
+      async handle(ctx, body) {
+        const id = idParam(ctx, 'group_id', 'group');
+        const saved = await store.groups.setModels(id, normalizeModels(body.models, 'models'));
+        if (!saved) throw notFound('group', id);
+        return { data: saved.models };
+      },
+    }),
+    route({
+      method: 'DELETE',
+      path: '/groups/:group_id',
+      async handle(ctx) {
+        const id = idParam(ctx, 'group_id', 'group');
+        if (!(await store.groups.delete(id))) throw notFound('group', id);
+        return {};
+      },
+    }),
+  ];
+}
+
+function settingsOf(g: GroupRecord) {
+  const { id, name, description, channel, base_url, proxy_url, priority, weight, enabled } = g;
+  return { id, name, description, channel, base_url, proxy_url, priority, weight, enabled };
+}
+
+function checkLocation(channel: string, baseUrl: string | null, proxyUrl: string | null): void {
+  channelOf(channel);
+  if (baseUrl === null && channelRequiresBaseUrl(channel)) throw validationFailed('base_url', 'required', { channel });
+  if (baseUrl !== null && !isHttpUrl(baseUrl)) throw validationFailed('base_url', 'invalid_value', { expected: 'http or https URL' });
+  checkProxyAllowed(channel, proxyUrl);
+}
+
+/** The upstream name defaults to the external one; an external name appears once per Group. */
+function normalizeModels(models: ReadonlyArray<{ external: string; upstream?: string }>, field = 'models'): GroupModel[] {
+  const seen = new Set<string>();
+  return models.map((m, i) => {
+    if (seen.has(m.external)) throw validationFailed(`${field}[${i}].external`, 'duplicate');
+    seen.add(m.external);
+    return { external: m.external, upstream: m.upstream ?? m.external };
+  });
+}

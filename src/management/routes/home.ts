@@ -1,0 +1,75 @@
+import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
+import type { ManagementContext, ManagementDeps } from '../context.ts';
+import { onlyQuery, queryEnum } from '../params.ts';
+import { periodStart, quotaStatus } from '../quota.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import { scopedKeyId } from '../scope.ts';
+import { visibleModelNames } from '../visibility.ts';
+
+const RANGES = { '24h': { ms: 86_400_000, bucket: 'hour' }, '7d': { ms: 7 * 86_400_000, bucket: 'day' }, '30d': { ms: 30 * 86_400_000, bucket: 'day' } } as const;
+const SUBSCRIPTION_FLOWS = ['oauth', 'device'];
+
+export function homeRoutes(deps: ManagementDeps): RouteDef[] {
+  const { store, logs } = deps;
+
+  async function todayStatistics(ctx: ManagementContext) {
+    const keyId = scopedKeyId(ctx.state.principal);
+    const from = periodStart('day', deps.clock());
+    return logs.statistics(keyId === undefined ? { from } : { from, access_key_id: keyId });
+  }
+
+  return [
+    route({
+      method: 'GET',
+      path: '/home',
+      async handle(ctx) {
+        const groups = await store.groups.list();
+        const principal = ctx.state.principal;
+        if (principal.kind === 'access_key') {
+          const key = principal.accessKey;
+          return {
+            data: {
+              access_key: key,
+              models: visibleModelNames(key, groups).length,
+              today: await todayStatistics(ctx),
+              quota: await quotaStatus(key, logs, deps.clock()),
+            },
+          };
+        }
+        const credentials = (await Promise.all(groups.map((g) => store.credentials.list(g.id)))).flat();
+        const keys = await store.accessKeys.list();
+        const count = (state: string) => credentials.filter((c) => c.state === state).length;
+        const subscriptionAccounts = credentials
+          .filter((c) => SUBSCRIPTION_FLOWS.includes(CREDENTIAL_KINDS[c.kind as CredentialKindId]?.flow ?? ''))
+          .map((c) => ({ group_id: c.group_id, credential_id: c.id, kind: c.kind, name: c.name, state: c.state, disabled_reason: c.disabled_reason, cooldown_until: c.cooldown_until, reset_credits_consumed: c.reset_credits_consumed }));
+        return {
+          data: {
+            groups: { total: groups.length, enabled: groups.filter((g) => g.enabled).length, channels: new Set(groups.map((g) => g.channel).filter((c): c is ChannelId => Object.hasOwn(CHANNELS, c))).size },
+            credentials: { total: credentials.length, active: count('active'), disabled: count('disabled'), cooldown: count('cooldown') },
+            access_keys: { total: keys.length, enabled: keys.filter((k) => k.enabled).length },
+            models: new Set(groups.flatMap((g) => g.models.map((m) => m.external))).size,
+            today: await todayStatistics(ctx),
+            subscription_accounts: subscriptionAccounts,
+          },
+        };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/home/statistics',
+      async handle(ctx) {
+        onlyQuery(ctx, ['range']);
+        const range = queryEnum(ctx, 'range', Object.keys(RANGES) as Array<keyof typeof RANGES>) ?? '7d';
+        const to = deps.clock();
+        const from = to - RANGES[range].ms;
+        const keyId = scopedKeyId(ctx.state.principal);
+        const scope = keyId === undefined ? {} : { access_key_id: keyId };
+        const [totals, series] = await Promise.all([
+          logs.statistics({ from, to, ...scope }),
+          logs.usage({ from, to, bucket: RANGES[range].bucket, group_by: [], ...scope }),
+        ]);
+        return { data: { range, from, to, totals, series } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,46 @@
+import { notFound } from '../../http/api-error.ts';
+import type { LogFilter } from '../../store/log-store.ts';
+import type { ManagementDeps } from '../context.ts';
+import { onlyQuery, queryEnum, queryInt, queryString, queryTime, stringParam } from '../params.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import { logVisibleTo, scopedKeyId } from '../scope.ts';
+
+const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'error'] as const;
+
+export function logRoutes(deps: ManagementDeps): RouteDef[] {
+  return [
+    route({
+      method: 'GET',
+      path: '/logs',
+      async handle(ctx) {
+        onlyQuery(ctx, ['from', 'to', 'model', 'status', 'status_class', 'group_id', 'access_key_id', 'limit', 'cursor']);
+        const filter: LogFilter = {
+          from: queryTime(ctx, 'from'),
+          to: queryTime(ctx, 'to'),
+          model: queryString(ctx, 'model'),
+          status: queryInt(ctx, 'status', 100, 599),
+          status_class: queryEnum(ctx, 'status_class', STATUS_CLASSES),
+          group_id: queryInt(ctx, 'group_id', 1, Number.MAX_SAFE_INTEGER)?.toString(),
+          // An AccessKey sees only the requests it sent, whatever it asks for.
+          access_key_id: scopedKeyId(ctx.state.principal) ?? queryInt(ctx, 'access_key_id', 1, Number.MAX_SAFE_INTEGER),
+        };
+        const page = { limit: queryInt(ctx, 'limit', 1, 500) ?? 50, cursor: queryString(ctx, 'cursor') };
+        return { data: await deps.logs.list(withoutUndefined(filter), page.cursor === undefined ? { limit: page.limit } : page) };
+      },
+    }),
+    route({
+      method: 'GET',
+      path: '/logs/:request_id',
+      async handle(ctx) {
+        const id = stringParam(ctx, 'request_id');
+        const record = await deps.logs.get(id);
+        if (!record || !logVisibleTo(record, ctx.state.principal)) throw notFound('log', id);
+        return { data: record };
+      },
+    }),
+  ];
+}
+
+export function withoutUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

@@ -1,0 +1,59 @@
+import { ApiError, notFound, validationFailed } from '../../http/api-error.ts';
+import type { ModelDiscoverBody } from '../../generated/management/model-discover.ts';
+import { channelOf } from '../channel-rules.ts';
+import type { ManagementDeps } from '../context.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import discoverSchema from '../schemas/model-discover.json' with { type: 'json' };
+import { visibleModelNames } from '../visibility.ts';
+
+export function modelRoutes(deps: ManagementDeps): RouteDef[] {
+  const { store } = deps;
+  return [
+    route({
+      method: 'GET',
+      path: '/models',
+      async handle(ctx) {
+        const groups = await store.groups.list();
+        const principal = ctx.state.principal;
+        if (principal.kind === 'access_key') {
+          return { data: visibleModelNames(principal.accessKey, groups).map((model) => ({ model })) };
+        }
+        const byModel = new Map<string, Array<{ group_id: number; group_name: string; channel: string; upstream: string; enabled: boolean }>>();
+        for (const g of groups) {
+          for (const m of g.models) {
+            const list = byModel.get(m.external) ?? [];
+            list.push({ group_id: g.id, group_name: g.name, channel: g.channel, upstream: m.upstream, enabled: g.enabled });
+            byModel.set(m.external, list);
+          }
+        }
+        return { data: [...byModel.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([model, exposedBy]) => ({ model, groups: exposedBy })) };
+      },
+    }),
+    route<ModelDiscoverBody>({
+      method: 'POST',
+      path: '/models/discover',
+      body: discoverSchema,
+      async handle(_ctx, body) {
+        const group = await store.groups.get(body.group_id);
+        if (!group) throw notFound('group', body.group_id);
+        if (!channelOf(group.channel).discovery) throw validationFailed('group_id', 'channel_without_discovery', { channel: group.channel });
+        const credentials = await store.credentials.list(group.id);
+        const credential = body.credential_id === undefined ? credentials.find((c) => c.state === 'active') : credentials.find((c) => c.id === body.credential_id);
+        if (!credential) {
+          if (body.credential_id !== undefined) throw notFound('credential', body.credential_id);
+          throw new ApiError('CONFLICT', { data: { reason: 'no_active_credential' } });
+        }
+        if (!deps.modelDiscovery) throw new ApiError('SERVICE_UNAVAILABLE', { data: { reason: 'model_discovery_not_available' } });
+        const values = (await store.credentials.reveal(group.id, credential.id)) ?? {};
+        let models: string[];
+        try {
+          models = await deps.modelDiscovery.list({ group, credential, values });
+        } catch (err) {
+          throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed' }, cause: err });
+        }
+        const configured = new Set(group.models.map((m) => m.upstream));
+        return { data: { group_id: group.id, credential_id: credential.id, models: models.map((id) => ({ id, configured: configured.has(id) })) } };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,39 @@
+import { isIP } from 'node:net';
+import { validationFailed } from '../../http/api-error.ts';
+import type { SettingsBody } from '../../generated/management/settings.ts';
+import type { ManagementDeps } from '../context.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import settingsSchema from '../schemas/settings.json' with { type: 'json' };
+
+export function settingsRoutes(deps: ManagementDeps): RouteDef[] {
+  return [
+    route({
+      method: 'GET',
+      path: '/settings',
+      async handle() {
+        return { data: await deps.store.settings.get() };
+      },
+    }),
+    route<SettingsBody>({
+      method: 'PUT',
+      path: '/settings',
+      body: settingsSchema,
+      // Saves exactly the submitted items; no If-Match, the last save of an item wins.
+      async handle(_ctx, body) {
+        body.trusted_proxies?.forEach((entry, i) => {
+          if (!isAddressOrCidr(entry)) throw validationFailed(`trusted_proxies[${i}]`, 'invalid_value', { expected: 'IP address or CIDR' });
+        });
+        return { data: await deps.store.settings.save(body) };
+      },
+    }),
+  ];
+}
+
+function isAddressOrCidr(entry: string): boolean {
+  const [address = '', prefix, extra] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  const bits = /^[0-9]{1,3}$/.test(prefix) ? Number(prefix) : -1;
+  return bits >= 0 && bits <= (family === 4 ? 32 : 128);
+}

@@ -1,0 +1,37 @@
+import { validationFailed } from '../../http/api-error.ts';
+import type { UsageQuery } from '../../store/log-store.ts';
+import type { ManagementDeps } from '../context.ts';
+import { onlyQuery, queryEnum, queryInt, queryString, queryTime } from '../params.ts';
+import { route, type RouteDef } from '../route-def.ts';
+import { scopedKeyId } from '../scope.ts';
+import { withoutUndefined } from './logs.ts';
+
+const DIMENSIONS = ['key', 'group', 'model'] as const;
+
+export function usageRoutes(deps: ManagementDeps): RouteDef[] {
+  return [
+    route({
+      method: 'GET',
+      path: '/usage',
+      async handle(ctx) {
+        onlyQuery(ctx, ['from', 'to', 'bucket', 'group_by', 'model', 'group_id', 'access_key_id', 'utc_offset_minutes']);
+        const groupBy = (queryString(ctx, 'group_by') ?? '').split(',').filter((d) => d !== '');
+        for (const d of groupBy) if (!(DIMENSIONS as readonly string[]).includes(d)) throw validationFailed('group_by', 'invalid_value', { allowed: DIMENSIONS });
+        const query: UsageQuery = withoutUndefined({
+          from: queryTime(ctx, 'from'),
+          to: queryTime(ctx, 'to'),
+          bucket: queryEnum(ctx, 'bucket', ['hour', 'day'] as const) ?? 'day',
+          group_by: groupBy as UsageQuery['group_by'],
+          model: queryString(ctx, 'model'),
+          group_id: queryInt(ctx, 'group_id', 1, Number.MAX_SAFE_INTEGER)?.toString(),
+          access_key_id: scopedKeyId(ctx.state.principal) ?? queryInt(ctx, 'access_key_id', 1, Number.MAX_SAFE_INTEGER),
+          utc_offset_minutes: queryInt(ctx, 'utc_offset_minutes', -840, 840),
+        });
+        const rows = await deps.logs.usage(query);
+        const totals = { requests: 0, errors: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0, cost: 0 };
+        for (const r of rows) for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += r[k];
+        return { data: { bucket: query.bucket, group_by: query.group_by, totals, rows } };
+      },
+    }),
+  ];
+}
