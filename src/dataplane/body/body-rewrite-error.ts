@@ -1,0 +1,12 @@
+export type BodyRewriteErrorCode = 'invalid_json' | 'model_not_found_within_limit' | 'invalid_multipart';
+
+/** Why a request body could not be scanned for its model; callers answer the client with a 4xx. */
+export class BodyRewriteError extends Error {
+  readonly code: BodyRewriteErrorCode;
+
+  constructor(code: BodyRewriteErrorCode, message: string) {
+    super(message);
+    this.name = 'BodyRewriteError';
+    this.code = code;
+  }
+}

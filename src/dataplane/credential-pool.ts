@@ -1,0 +1,74 @@
+import type { CredentialStore } from '../store/config-store.ts';
+import type { CredentialView } from '../store/records.ts';
+import { CREDENTIAL_KINDS, type CredentialKindId } from '../generated/index.ts';
+
+export interface PooledCredential {
+  view: CredentialView;
+  secret: string;
+}
+
+/** What an upstream answer or failure means for the credential that was used. */
+export type CredentialVerdict = { action: 'disable'; reason: string } | { action: 'cooldown'; seconds: number } | { action: 'none' };
+
+/**
+ * Picks credentials of a Group round-robin among the usable ones and applies upstream
+ * verdicts (disable on 401/403, cooldown on 429/5xx/connection failure). Decrypted secrets are
+ * cached per credential version so the hot path does not decrypt on every request.
+ */
+export class CredentialPool {
+  readonly #store: CredentialStore;
+  readonly #cursor = new Map<number, number>();
+  readonly #secrets = new Map<string, string>();
+
+  constructor(store: CredentialStore) {
+    this.#store = store;
+  }
+
+  /** Usable credentials of a Group in the order to try them. */
+  async usable(groupId: number): Promise<CredentialView[]> {
+    const all = (await this.#store.list(groupId)).filter((c) => c.state === 'active' && isStaticKind(c.kind));
+    if (all.length < 2) return all;
+    const start = (this.#cursor.get(groupId) ?? 0) % all.length;
+    this.#cursor.set(groupId, start + 1);
+    return [...all.slice(start), ...all.slice(0, start)];
+  }
+
+  async secretOf(view: CredentialView): Promise<string | undefined> {
+    const cacheKey = `${view.id}:${view.updated_at}`;
+    const cached = this.#secrets.get(cacheKey);
+    if (cached !== undefined) return cached;
+    const values = await this.#store.reveal(view.group_id, view.id);
+    const field = CREDENTIAL_KINDS[view.kind as CredentialKindId]?.fields.find((f) => f.secret && f.required);
+    const secret = field && values?.[field.name];
+    if (secret !== undefined) this.#secrets.set(cacheKey, secret);
+    return secret;
+  }
+
+  async apply(view: CredentialView, verdict: CredentialVerdict, now: number): Promise<void> {
+    if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason });
+    if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.seconds * 1000).toISOString() });
+  }
+}
+
+/** Kinds that need an authorization flow are served by the adapters issue, not here. */
+function isStaticKind(kind: string): boolean {
+  return CREDENTIAL_KINDS[kind as CredentialKindId]?.flow === 'static';
+}
+
+/** The verdict for an upstream status (or null for a connection failure). */
+export function verdictFor(status: number | null, retryAfter: string | undefined, defaultCooldownSeconds: number): CredentialVerdict {
+  if (status === 401 || status === 403) return { action: 'disable', reason: `upstream answered ${status}` };
+  if (status === null || status === 429 || status >= 500) {
+    const seconds = parseRetryAfter(retryAfter) ?? defaultCooldownSeconds;
+    return { action: 'cooldown', seconds };
+  }
+  return { action: 'none' };
+}
+
+function parseRetryAfter(value: string | undefined): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+}

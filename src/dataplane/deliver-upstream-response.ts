@@ -1,0 +1,135 @@
+import type { ServerResponse } from 'node:http';
+import { SseParser, streamErrorEvent, watchIdle, type StreamErrorStyle } from '../streaming/index.ts';
+import { clientResponseHeaders, type UpstreamResponse } from '../upstream/index.ts';
+import { extractUsageFromText, isUsageOnlyChunk, StreamUsageAccumulator, type TokenUsage, type UsageStyle } from '../usage/index.ts';
+import { writeChunk } from './write-chunk.ts';
+
+export interface DeliveryOptions {
+  res: ServerResponse;
+  requestId: string;
+  streamStyle: StreamErrorStyle;
+  usageStyle: UsageStyle | undefined;
+  /** The gateway asked for stream usage on the client's behalf: drop the usage-only chunk. */
+  dropUsageChunk: boolean;
+  idleTimeoutMs: number;
+  /** Aborts the upstream request. */
+  abort: AbortController;
+  onFirstByte(): void;
+  /** Largest non-streaming body kept aside to read usage and ids from. */
+  captureLimitBytes: number;
+}
+
+export interface DeliveryOutcome {
+  usage: TokenUsage | undefined;
+  /** A reason code when the stream was ended by the gateway (idle upstream, broken upstream). */
+  streamFailure: string | undefined;
+  clientAborted: boolean;
+  /** `id` of a created response, for routing later resource calls back to the same upstream. */
+  responseId: string | undefined;
+}
+
+/**
+ * Sends an upstream response to the client as it arrives: status, headers and body as the
+ * upstream sent them. SSE goes event by event; an idle or broken upstream stream ends with the
+ * client protocol's error event.
+ */
+export async function deliverUpstreamResponse(upstream: UpstreamResponse, o: DeliveryOptions): Promise<DeliveryOutcome> {
+  const headers = clientResponseHeaders(upstream.headers);
+  const contentType = String(upstream.headers['content-type'] ?? '');
+  const isSse = contentType.includes('text/event-stream');
+  if (isSse && o.dropUsageChunk) delete headers['content-length'];
+  headers['x-request-id'] = o.requestId;
+  o.res.writeHead(upstream.status, headers);
+  const outcome: DeliveryOutcome = { usage: undefined, streamFailure: undefined, clientAborted: false, responseId: undefined };
+  const onClose = () => {
+    if (!o.res.writableFinished) {
+      outcome.clientAborted = true;
+      o.abort.abort();
+    }
+  };
+  o.res.once('close', onClose);
+  try {
+    if (isSse) await pipeSse(upstream, o, outcome);
+    else await pipeBody(upstream, o, outcome, contentType.includes('json'));
+  } finally {
+    o.res.off('close', onClose);
+  }
+  if (!o.res.writableEnded && !o.res.destroyed) o.res.end();
+  return outcome;
+}
+
+async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome): Promise<void> {
+  const parser = new SseParser();
+  const usage = o.usageStyle ? new StreamUsageAccumulator(o.usageStyle) : undefined;
+  const idle = watchIdle(o.idleTimeoutMs, () => {
+    outcome.streamFailure = 'upstream_idle_timeout';
+    o.abort.abort();
+    upstream.body.destroy();
+  });
+  let first = true;
+  try {
+    for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
+      idle.touch();
+      const events = parser.push(chunk);
+      if (!o.dropUsageChunk) {
+        if (first) (first = false), o.onFirstByte();
+        await writeChunk(o.res, chunk);
+      }
+      for (const event of events) {
+        const parsed = event.data !== undefined && usage ? usage.push(event.data) : undefined;
+        if (outcome.responseId === undefined && event.data?.includes('"response.created"')) outcome.responseId = responseIdOf(event.data);
+        if (!o.dropUsageChunk) continue;
+        if (parsed !== undefined && isUsageOnlyChunk(parsed)) continue;
+        if (first) (first = false), o.onFirstByte();
+        await writeChunk(o.res, event.raw);
+      }
+    }
+  } catch {
+    if (!outcome.clientAborted && outcome.streamFailure === undefined) outcome.streamFailure = 'upstream_stream_broken';
+  } finally {
+    idle.stop();
+  }
+  outcome.usage = usage?.result();
+  if (outcome.streamFailure && !outcome.clientAborted && !o.res.destroyed) {
+    const message = outcome.streamFailure === 'upstream_idle_timeout' ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.';
+    o.res.write(streamErrorEvent(o.streamStyle, { kind: outcome.streamFailure === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code: outcome.streamFailure, message }));
+  }
+}
+
+async function pipeBody(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome, isJson: boolean): Promise<void> {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let first = true;
+  try {
+    for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
+      if (first) (first = false), o.onFirstByte();
+      if (isJson && keptBytes + chunk.length <= o.captureLimitBytes) {
+        kept.push(chunk);
+        keptBytes += chunk.length;
+      } else {
+        keptBytes = Infinity;
+      }
+      await writeChunk(o.res, chunk);
+    }
+  } catch {
+    if (!outcome.clientAborted) outcome.streamFailure = 'upstream_stream_broken';
+    o.res.destroy();
+    return;
+  }
+  if (first) o.onFirstByte();
+  if (isJson && keptBytes !== Infinity && kept.length) {
+    const text = Buffer.concat(kept).toString('utf8');
+    if (o.usageStyle) outcome.usage = extractUsageFromText(o.usageStyle, text);
+    if (text.includes('"id"')) outcome.responseId = responseIdOf(text);
+  }
+}
+
+function responseIdOf(text: string): string | undefined {
+  try {
+    const value = JSON.parse(text) as { id?: unknown; response?: { id?: unknown } };
+    const id = value.response?.id ?? value.id;
+    return typeof id === 'string' ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}

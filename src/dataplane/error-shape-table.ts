@@ -1,0 +1,17 @@
+/**
+ * How each protocol's SDKs name an HTTP error status, so that they raise the typed error
+ * they raise for their own vendor (decisions.md §6). Keyed by status; `default` for others.
+ */
+export const ERROR_SHAPE_TABLE: Record<number | 'default', { completions: string; messages: string; generate: string }> = {
+  400: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  401: { completions: 'authentication_error', messages: 'authentication_error', generate: 'UNAUTHENTICATED' },
+  403: { completions: 'permission_error', messages: 'permission_error', generate: 'PERMISSION_DENIED' },
+  404: { completions: 'not_found_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
+  405: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  413: { completions: 'invalid_request_error', messages: 'request_too_large', generate: 'INVALID_ARGUMENT' },
+  429: { completions: 'rate_limit_error', messages: 'rate_limit_error', generate: 'RESOURCE_EXHAUSTED' },
+  502: { completions: 'api_error', messages: 'api_error', generate: 'UNAVAILABLE' },
+  503: { completions: 'api_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
+  504: { completions: 'api_error', messages: 'api_error', generate: 'DEADLINE_EXCEEDED' },
+  default: { completions: 'api_error', messages: 'api_error', generate: 'INTERNAL' },
+};

@@ -1,0 +1,223 @@
+import { Readable } from 'node:stream';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { OperationEntry } from '../generated/index.ts';
+import type { StreamErrorStyle } from '../streaming/index.ts';
+import { classifyUpstreamError, clientResponseHeaders, upstreamRequestHeaders, type UpstreamClient, type UpstreamResponse } from '../upstream/index.ts';
+import type { TokenUsage, UsageStyle } from '../usage/index.ts';
+import type { AttemptRecord } from '../store/logs/index.ts';
+import type { CredentialView } from '../store/records.ts';
+import type { Candidate } from './plan-candidates.ts';
+import { verdictFor, type CredentialPool } from './credential-pool.ts';
+import { DataPlaneError } from './data-plane-error.ts';
+import { deliverUpstreamResponse } from './deliver-upstream-response.ts';
+import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
+
+/** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
+export type ForwardBody =
+  | { kind: 'none' }
+  | { kind: 'json'; value: Record<string, unknown> }
+  | { kind: 'stream'; open(upstreamModel: string | null): Promise<{ stream: Readable; length?: number }> };
+
+export interface ForwardInput {
+  req: IncomingMessage;
+  res: ServerResponse;
+  requestId: string;
+  op: OperationEntry;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  body: ForwardBody;
+  /** Included candidates in the order to try them. */
+  candidates: Candidate[];
+  streamStyle: StreamErrorStyle;
+  usageStyle: UsageStyle | undefined;
+  /** Adds `stream_options.include_usage` for completions streams; true when the client did not ask. */
+  requestStreamUsage?: (body: Record<string, unknown>) => boolean;
+  /** A credential to try first (the one that created a response the request refers to). */
+  preferredCredentialId?: number;
+}
+
+export interface ForwardDeps {
+  upstream: UpstreamClient;
+  pool: CredentialPool;
+  now(): number;
+  idleTimeoutMs: number;
+  headersTimeoutMs: number;
+  cooldownSeconds: number;
+  maxAttempts: number;
+  proxyFor(candidate: Candidate, credential: CredentialView): string | undefined;
+}
+
+export interface ForwardResult {
+  status: number;
+  candidate: Candidate | undefined;
+  credential: CredentialView | undefined;
+  attempts: AttemptRecord[];
+  usage: TokenUsage | undefined;
+  errorCode: string | null;
+  clientAborted: boolean;
+  responseId: string | undefined;
+  ttfbAt: number | undefined;
+}
+
+interface Failed {
+  status: number;
+  headers: UpstreamResponse['headers'];
+  body: Buffer;
+}
+
+/** Statuses after which another credential may be tried (before anything reached the client). */
+const FAILOVER_STATUSES = (s: number) => s === 401 || s === 403 || s === 429 || s >= 500;
+/** Statuses that prove the upstream rejected the request before processing it. */
+const REJECTED_BEFORE_PROCESSING = (s: number) => s === 401 || s === 403 || s === 429;
+
+/**
+ * Native forwarding with failover: credentials of a Group round-robin, then the next Group,
+ * while nothing has been sent to the client and the operation may be replayed (or the
+ * upstream provably rejected it before processing). The last upstream error is passed on
+ * as the upstream sent it.
+ */
+export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Promise<ForwardResult> {
+  const attempts: AttemptRecord[] = [];
+  const result: ForwardResult = { status: 0, candidate: undefined, credential: undefined, attempts, usage: undefined, errorCode: null, clientAborted: false, responseId: undefined, ttfbAt: undefined };
+  let lastFailure: Failed | undefined;
+  let lastTransportError: DataPlaneError | undefined;
+  let bodyConsumed = false;
+
+  for (const candidate of input.candidates) {
+    const credentials = await deps.pool.usable(candidate.group.id);
+    if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
+    for (const credential of credentials) {
+      if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
+      const secret = await deps.pool.secretOf(credential);
+      if (secret === undefined) continue;
+      const abort = new AbortController();
+      const onClientGone = () => abort.abort();
+      input.res.once('close', onClientGone);
+      const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+      attempts.push(attempt);
+      let upstream: UpstreamResponse;
+      let dropUsageChunk = false;
+      try {
+        const headers = upstreamRequestHeaders(input.req.headers);
+        setUpstreamCredential(headers, input.op.protocol, secret);
+        let body: Buffer | Readable | null = null;
+        if (input.body.kind === 'json') {
+          const value = { ...input.body.value };
+          if (input.op.model === 'body' && candidate.upstream_model !== null) value['model'] = candidate.upstream_model;
+          dropUsageChunk = input.requestStreamUsage?.(value) ?? false;
+          body = Buffer.from(JSON.stringify(value));
+          headers['content-type'] = 'application/json';
+          headers['content-length'] = String(body.length);
+        } else if (input.body.kind === 'stream') {
+          const opened = await input.body.open(candidate.upstream_model);
+          body = opened.stream;
+          bodyConsumed = true;
+          if (opened.length !== undefined) headers['content-length'] = String(opened.length);
+          else delete headers['content-length'];
+        } else {
+          delete headers['content-length'];
+        }
+        const url = upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.query);
+        const proxy = deps.proxyFor(candidate, credential);
+        upstream = await deps.upstream.request({
+          url,
+          method: input.req.method ?? 'GET',
+          headers,
+          body,
+          signal: abort.signal,
+          headersTimeoutMs: deps.headersTimeoutMs,
+          bodyIdleTimeoutMs: Math.max(deps.idleTimeoutMs, 1000) * 10,
+          ...(proxy ? { proxy } : {}),
+        });
+      } catch (err) {
+        input.res.off('close', onClientGone);
+        if (clientGone(input)) {
+          result.clientAborted = true;
+          attempt.error_code = 'client_closed';
+          break;
+        }
+        const failure = classifyUpstreamError(err);
+        attempt.error_code = failure.code;
+        await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds), deps.now());
+        lastTransportError = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
+        // A connection that never opened proves the upstream saw nothing; other failures may not.
+        if (!input.op.replay_safe && !failure.notDelivered) return finish(result, candidate, credential, lastTransportError);
+        continue;
+      }
+      attempt.status = upstream.status;
+      const retryAfter = headerValue(upstream.headers['retry-after']);
+      if (FAILOVER_STATUSES(upstream.status)) {
+        await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds), deps.now());
+        const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
+        if (mayRetry && attempts.length < deps.maxAttempts) {
+          lastFailure = { status: upstream.status, headers: upstream.headers, body: await readSmall(upstream.body) };
+          input.res.off('close', onClientGone);
+          attempt.error_code = `upstream_${upstream.status}`;
+          continue;
+        }
+      }
+      input.res.off('close', onClientGone);
+      const outcome = await deliverUpstreamResponse(upstream, {
+        res: input.res,
+        requestId: input.requestId,
+        streamStyle: input.streamStyle,
+        usageStyle: input.usageStyle,
+        dropUsageChunk,
+        idleTimeoutMs: deps.idleTimeoutMs,
+        abort,
+        onFirstByte: () => {
+          result.ttfbAt ??= deps.now();
+        },
+        captureLimitBytes: 4 * 1024 * 1024,
+      });
+      if (upstream.status >= 400) attempt.error_code = `upstream_${upstream.status}`;
+      result.status = upstream.status;
+      result.candidate = candidate;
+      result.credential = credential;
+      result.usage = outcome.usage;
+      result.clientAborted = outcome.clientAborted;
+      result.responseId = outcome.responseId;
+      result.errorCode = outcome.clientAborted ? 'client_closed' : (outcome.streamFailure ?? attempt.error_code);
+      if (outcome.streamFailure) attempt.error_code = outcome.streamFailure;
+      return result;
+    }
+  }
+  if (lastFailure) {
+    const headers = clientResponseHeaders(lastFailure.headers);
+    headers['content-length'] = String(lastFailure.body.length);
+    headers['x-request-id'] = input.requestId;
+    input.res.writeHead(lastFailure.status, headers);
+    input.res.end(lastFailure.body);
+    result.status = lastFailure.status;
+    result.errorCode = `upstream_${lastFailure.status}`;
+    return result;
+  }
+  if (result.clientAborted) return result;
+  throw lastTransportError ?? new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
+}
+
+function finish(result: ForwardResult, candidate: Candidate, credential: CredentialView, error: DataPlaneError): never {
+  result.candidate = candidate;
+  result.credential = credential;
+  throw error;
+}
+
+// The request stream is destroyed once read; the response and socket tell whether the client left.
+function clientGone(input: ForwardInput): boolean {
+  return input.res.destroyed || input.req.socket.destroyed;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Reads a failed attempt's (small) error body so it can be passed on if it is the last one. */
+async function readSmall(body: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    if (size < 1024 * 1024) chunks.push(chunk);
+    size += chunk.length;
+  }
+  return Buffer.concat(chunks);
+}

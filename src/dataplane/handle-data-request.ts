@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { CHANNELS, type ChannelId, type OperationEntry } from '../generated/index.ts';
+import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
+import { quotaStatus } from '../management/quota.ts';
+import type { StreamErrorStyle } from '../streaming/index.ts';
+import type { LogRecord } from '../store/logs/index.ts';
+import { computeCost, requestStreamUsage } from '../usage/index.ts';
+import { checkAccessKey } from './check-access-key.ts';
+import { CredentialPool } from './credential-pool.ts';
+import { DataPlaneError } from './data-plane-error.ts';
+import type { DataPlaneDeps } from './data-plane-deps.ts';
+import { forwardNative } from './forward-native.ts';
+import { newLogDraft } from './log-draft.ts';
+import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
+import { prepareRequestBody } from './prepare-request-body.ts';
+import { presentedAccessKey } from './present-access-key.ts';
+import { renderErrorBody } from './render-error-body.ts';
+import { requestFeatures } from './request-features.ts';
+import { ResponseAffinity } from './response-affinity.ts';
+import { modelListBody, sendJson } from './serve-model-list.ts';
+import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
+
+const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
+
+export type DataPlaneHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/**
+ * The data plane: every endpoint of the generated protocol table through one pipeline
+ * (authenticate the AccessKey, check it, find the Groups, ask the engine, forward, log).
+ */
+export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
+  const routes = compileRouteTable();
+  const pool = new CredentialPool(deps.store.credentials);
+  const affinity = new ResponseAffinity(100_000);
+  const { options } = deps;
+
+  return async function handle(req, res) {
+    const started = deps.clock();
+    const requestId = randomUUID();
+    const log = newLogDraft(requestId, started);
+    let errorStyle: OperationEntry['error_style'] = 'completions';
+    try {
+      const url = new URL(req.url ?? '/', 'http://gateway.invalid');
+      const match = matchRoute(routes, req.method ?? 'GET', url.pathname);
+      if (!match.found) throw new DataPlaneError(match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
+      const query = url.searchParams;
+      const presented = presentedAccessKey(req.headers, query);
+      query.delete('key');
+      const key = presented === undefined ? undefined : await deps.store.accessKeys.findByValue(presented);
+
+      if (match.target.kind === 'model_list') {
+        const list = match.target.list;
+        log.protocol = 'models';
+        log.operation = list.id;
+        if (list.style === 'generate') errorStyle = 'generate';
+        if (!key) throw new DataPlaneError('access_key_invalid');
+        log.access_key_id = key.id;
+        checkAccessKey(key, null, started);
+        const alternate = list.alternate !== undefined && req.headers[list.alternate.when_header] !== undefined;
+        sendJson(res, 200, modelListBody(list, alternate, key, await deps.store.groups.list(), started), requestId);
+        log.status = 200;
+        return;
+      }
+
+      const op = match.target.operation;
+      errorStyle = op.error_style;
+      log.protocol = op.protocol;
+      log.operation = op.id;
+      if (!key) throw new DataPlaneError('access_key_invalid');
+      log.access_key_id = key.id;
+      checkAccessKey(key, op.protocol, started);
+      if (key.quota) {
+        const quota = await quotaStatus(key, deps.logs, started);
+        const line = quota?.lines.find((l) => l.used >= l.limit);
+        if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`);
+      }
+
+      const prepared = await prepareRequestBody(req, op, key.record_request_body, options.maxBodyBytes);
+      if (prepared.recorded) log.request_body = prepared.recorded;
+      const model = modelOf(op, prepared.fields, match.params, query);
+      if (op.model !== 'none' && model === undefined) throw new DataPlaneError('model_missing');
+      log.external_model = model ?? null;
+
+      const features = requestFeatures(op.stream, prepared.fields, query);
+      const groups = model === undefined ? await deps.store.groups.list() : await deps.store.groups.listExposingModel(model);
+      const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups, features });
+      const responseId = match.params['response_id'];
+      const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
+      const ordered = preferGroup(attemptOrder(candidates), remembered?.groupId);
+      if (ordered.length === 0) {
+        const refusal = refusalFor(candidates, model);
+        const routed = candidates.find((c) => c.resolution.ok);
+        if (routed?.resolution.ok) log.route_mode = routed.resolution.declared;
+        throw new DataPlaneError(refusal.code, refusal.detail);
+      }
+
+      const settings = await deps.store.settings.get();
+      const result = await forwardNative(
+        {
+          req,
+          res,
+          requestId,
+          op,
+          params: match.params,
+          query,
+          body: prepared.body,
+          candidates: ordered,
+          streamStyle: STREAM_STYLE[op.protocol] ?? 'completions',
+          usageStyle: op.counts_tokens ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
+          ...(op.protocol === 'x-completions' ? { requestStreamUsage } : {}),
+          ...(remembered ? { preferredCredentialId: remembered.credentialId } : {}),
+        },
+        {
+          upstream: deps.upstream,
+          pool,
+          now: deps.clock,
+          idleTimeoutMs: options.streamIdleTimeoutMs,
+          headersTimeoutMs: options.headersTimeoutMs,
+          cooldownSeconds: settings.credential_cooldown_seconds,
+          maxAttempts: settings.max_attempts_per_request,
+          proxyFor: (c, cred) => (CHANNELS[c.group.channel as ChannelId]?.proxy ? (cred.proxy_url ?? c.group.proxy_url ?? settings.proxy_url ?? undefined) : undefined),
+        },
+      );
+      fillFromResult(log, result);
+      if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') affinity.remember(result.responseId, result.candidate.group.id, result.credential.id);
+      if (result.usage && result.candidate) {
+        log.usage = result.usage;
+        log.cost = computeCost(result.usage, await deps.store.modelPrices.get(result.candidate.upstream_model ?? model ?? ''));
+      }
+    } catch (err) {
+      const failure = err instanceof DataPlaneError ? err : undefined;
+      if (!failure) process.emitWarning(`data plane: ${(err as Error)?.stack ?? String(err)}`);
+      const status = failure?.status ?? 500;
+      const code = failure?.code ?? 'internal_error';
+      log.status = status;
+      log.error_code = code;
+      if (!res.headersSent && !res.destroyed) {
+        const body = renderErrorBody(errorStyle, status, code, failure?.message ?? 'Internal error.');
+        res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, ...(failure?.headers ?? {}) });
+        res.end(body);
+      } else if (!res.writableEnded) {
+        res.destroy();
+      }
+    } finally {
+      log.timings.duration_ms = deps.clock() - started;
+      deps.logs.append(log);
+    }
+  };
+}
+
+function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
+  const value = op.model === 'body' ? fields?.['model'] : op.model === 'path' ? params['model'] : op.model === 'query' ? query.get('model') : undefined;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function preferGroup(ordered: Candidate[], groupId: number | undefined): Candidate[] {
+  if (groupId === undefined) return ordered;
+  return [...ordered.filter((c) => c.group.id === groupId), ...ordered.filter((c) => c.group.id !== groupId)];
+}
+
+function fillFromResult(log: LogRecord, result: Awaited<ReturnType<typeof forwardNative>>): void {
+  log.status = result.status;
+  log.error_code = result.errorCode;
+  log.attempts = result.attempts;
+  log.attempt_count = result.attempts.length;
+  log.client_aborted = result.clientAborted;
+  if (result.ttfbAt !== undefined) log.timings.ttfb_ms = result.ttfbAt - log.timings.started_at;
+  const c = result.candidate;
+  if (c) {
+    log.group_id = String(c.group.id);
+    log.channel = c.group.channel;
+    log.upstream_model = c.upstream_model;
+    if (c.resolution.ok) {
+      log.route_mode = c.resolution.declared;
+      log.effective = c.resolution.effective;
+    }
+  }
+  if (result.credential) log.credential_id = String(result.credential.id);
+}

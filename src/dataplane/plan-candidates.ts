@@ -1,0 +1,93 @@
+import { resolve, type Resolution, type RouteFeatures } from '../engine/index.ts';
+import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
+import { groupVisibleTo, modelVisibleTo } from '../management/visibility.ts';
+import type { DataPlaneCode } from './data-plane-error.ts';
+
+export interface Candidate {
+  group: GroupRecord;
+  /** The name sent upstream; null for operations that carry no model. */
+  upstream_model: string | null;
+  resolution: Resolution;
+  included: boolean;
+  /** Why the group is not a candidate (a reason code), when it is not. */
+  excluded_because?: string;
+}
+
+export interface PlanInput {
+  protocol: string;
+  operation: string;
+  /** The model the client asked for; undefined for operations without one. */
+  model: string | undefined;
+  key: AccessKeyRecord;
+  groups: readonly GroupRecord[];
+  features?: RouteFeatures;
+}
+
+/**
+ * Every Group that could serve the request, in routing order (priority, then weight), with
+ * the engine's answer for each and whether it is included. Shared by the data plane and
+ * route inspection so both always agree.
+ */
+export function planCandidates(input: PlanInput): Candidate[] {
+  const { key, model } = input;
+  const out: Candidate[] = [];
+  for (const group of input.groups) {
+    const mapping = model === undefined ? undefined : group.models.find((m) => m.external === model);
+    if (model !== undefined && !mapping) continue;
+    const upstream = mapping?.upstream ?? null;
+    const resolution = resolve({
+      protocol: input.protocol,
+      operation: input.operation,
+      channel: group.channel,
+      ...(upstream !== null ? { model: upstream } : {}),
+      ...(input.features ? { features: input.features } : {}),
+    });
+    const candidate: Candidate = { group, upstream_model: upstream, resolution, included: false };
+    if (!groupVisibleTo(key, group)) candidate.excluded_because = 'group_not_visible';
+    else if (model !== undefined && !modelVisibleTo(key, model)) candidate.excluded_because = 'model_not_visible';
+    else if (!group.enabled) candidate.excluded_because = 'group_disabled';
+    else if (!resolution.ok) candidate.excluded_because = resolution.reason_code;
+    else if (resolution.effective === 'converted') candidate.excluded_because = 'conversion_not_available';
+    else if (!group.base_url) candidate.excluded_because = 'upstream_base_url_missing';
+    else candidate.included = true;
+    out.push(candidate);
+  }
+  return out.sort((a, b) => b.group.priority - a.group.priority || b.group.weight - a.group.weight || a.group.id - b.group.id);
+}
+
+/**
+ * Attempt order among included candidates: by priority, and within one priority a weighted
+ * random draw so traffic spreads by weight.
+ */
+export function attemptOrder(candidates: readonly Candidate[], random: () => number = Math.random): Candidate[] {
+  const included = candidates.filter((c) => c.included);
+  const byPriority = new Map<number, Candidate[]>();
+  for (const c of included) byPriority.set(c.group.priority, [...(byPriority.get(c.group.priority) ?? []), c]);
+  return [...byPriority.keys()].sort((a, b) => b - a).flatMap((p) => weightedShuffle(byPriority.get(p)!, random));
+}
+
+function weightedShuffle(items: Candidate[], random: () => number): Candidate[] {
+  const pool = [...items];
+  const out: Candidate[] = [];
+  while (pool.length) {
+    const total = pool.reduce((s, c) => s + Math.max(c.group.weight, 0), 0);
+    let pick = random() * total;
+    let index = pool.findIndex((c) => (pick -= Math.max(c.group.weight, 0)) < 0);
+    if (index < 0) index = 0;
+    out.push(...pool.splice(index, 1));
+  }
+  return out;
+}
+
+/** The refusal a request gets when no candidate is included: the furthest any Group got. */
+export function refusalFor(candidates: readonly Candidate[], model: string | undefined): { code: DataPlaneCode; detail: string } {
+  const visible = candidates.filter((c) => c.excluded_because !== 'group_not_visible' && c.excluded_because !== 'model_not_visible');
+  const enabled = visible.filter((c) => c.excluded_because !== 'group_disabled');
+  const first = enabled[0];
+  if (!first) {
+    const what = model === undefined ? 'this operation' : `model "${model}"`;
+    return { code: 'model_not_visible', detail: visible.length ? `Every group serving ${what} is disabled.` : `No group serves ${what} to this key.` };
+  }
+  if (!first.resolution.ok) return { code: first.resolution.reason_code, detail: first.resolution.detail };
+  return { code: first.excluded_because as DataPlaneCode, detail: `Group ${first.group.id} (${first.group.channel}).` };
+}

@@ -1,0 +1,31 @@
+import type { RouteFeatures } from '../engine/index.ts';
+
+/**
+ * What the matrix notes' rules need to know about a request, read from its JSON body (or the
+ * small text fields of a multipart body).
+ */
+export function requestFeatures(operationStream: string, body: Record<string, unknown> | undefined, query: URLSearchParams): RouteFeatures {
+  const f: RouteFeatures = {};
+  if (operationStream === 'always') f.stream = true;
+  else if (operationStream === 'query_flag') f.stream = query.get('stream') === 'true';
+  else if (operationStream === 'body_flag') f.stream = body?.['stream'] === true || body?.['stream'] === 'true';
+  if (!body) return f;
+  const n = Number(body['n']);
+  if (body['n'] !== undefined && Number.isFinite(n)) f.image_count = n;
+  const format = body['response_format'];
+  if (format === 'url') f.output_format = 'url';
+  else if (format === 'b64_json') f.output_format = 'base64';
+  if (typeof body['previous_response_id'] === 'string' && body['previous_response_id']) f.previous_response = true;
+  const kinds = (['input', 'query', 'documents'] as const).filter((k) => body[k] !== undefined).map((k) => inputKind(body[k]));
+  if (kinds.length) f.input_kind = kinds.includes('other') ? 'other' : kinds.includes('token_ids') ? 'token_ids' : 'text';
+  return f;
+}
+
+// Rerank documents may be objects carrying only text; anything else (images) is not text.
+function inputKind(input: unknown): 'text' | 'token_ids' | 'other' {
+  if (typeof input === 'string') return 'text';
+  if (!Array.isArray(input)) return 'other';
+  if (input.length > 0 && input.every((x) => typeof x === 'number' || (Array.isArray(x) && x.every((y) => typeof y === 'number')))) return 'token_ids';
+  const isText = (x: unknown) => typeof x === 'string' || (x !== null && typeof x === 'object' && Object.keys(x).every((k) => k === 'text') && typeof (x as { text?: unknown }).text === 'string');
+  return input.every(isText) ? 'text' : 'other';
+}

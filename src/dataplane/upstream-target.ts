@@ -1,0 +1,22 @@
+import type { OutgoingHeaders } from '../upstream/index.ts';
+
+/** Upstream URL: the group's base URL, the operation's upstream path with its parameters, the query. */
+export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, query: URLSearchParams): string {
+  const path = upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
+    if (name === 'model' && upstreamModel !== null) return encodeURIComponent(upstreamModel);
+    const value = params[name] ?? '';
+    return name === 'rest' ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
+  });
+  const search = query.toString();
+  return `${baseUrl.replace(/\/+$/, '')}${path}${search ? `?${search}` : ''}`;
+}
+
+/**
+ * How the upstream expects the credential, by the protocol's own convention: messages style
+ * in `x-api-key`, generate style in `x-goog-api-key`, everything else as a bearer token.
+ */
+export function setUpstreamCredential(headers: OutgoingHeaders, protocol: string, secret: string): void {
+  if (protocol === 'x-messages') headers['x-api-key'] = secret;
+  else if (protocol === 'x-generate' || protocol === 'x-embeddings' || protocol === 'x-live') headers['x-goog-api-key'] = secret;
+  else headers.authorization = `Bearer ${secret}`;
+}

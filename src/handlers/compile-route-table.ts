@@ -1,0 +1,63 @@
+import { MODEL_LISTS, OPERATIONS, OPERATION_IDS, type ModelListDecl, type OperationId } from '../generated/index.ts';
+
+type OperationEntry = (typeof OPERATIONS)[OperationId];
+
+export type RouteTarget = { kind: 'operation'; operation: OperationEntry } | { kind: 'model_list'; list: ModelListDecl };
+
+export interface CompiledRoute {
+  method: string;
+  pattern: RegExp;
+  params: string[];
+  target: RouteTarget;
+  /** Literal characters: the more, the more specific (compact wins over {response_id}). */
+  specificity: number;
+}
+
+export type RouteMatch =
+  | { found: true; target: RouteTarget; params: Record<string, string> }
+  | { found: false; methodNotAllowed: boolean };
+
+/**
+ * Compiles every data-plane endpoint of the generated protocol table into a matcher. Path
+ * templates use `{name}` for one segment (or the part before `:verb`) and `{name*}` for the
+ * rest of the path.
+ */
+export function compileRouteTable(): CompiledRoute[] {
+  const routes: CompiledRoute[] = [
+    ...OPERATION_IDS.map((id) => compile(OPERATIONS[id].method, OPERATIONS[id].path, { kind: 'operation', operation: OPERATIONS[id] } as const)),
+    ...MODEL_LISTS.map((list) => compile(list.method, list.path, { kind: 'model_list', list } as const)),
+  ];
+  return routes.sort((a, b) => b.specificity - a.specificity);
+}
+
+function compile(method: string, template: string, target: RouteTarget): CompiledRoute {
+  const params: string[] = [];
+  let specificity = 0;
+  const source = template.replace(/\{(\w+)(\*?)\}|[^{]+/g, (part, name: string | undefined, rest: string) => {
+    if (name === undefined) {
+      specificity += part.length;
+      return part.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
+    }
+    params.push(name);
+    return rest ? '(.+)' : '([^/:]+)';
+  });
+  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity };
+}
+
+export function matchRoute(routes: readonly CompiledRoute[], method: string, path: string): RouteMatch {
+  let methodNotAllowed = false;
+  for (const route of routes) {
+    const m = route.pattern.exec(path);
+    if (!m) continue;
+    if (route.method !== 'ANY' && route.method !== method) {
+      methodNotAllowed = true;
+      continue;
+    }
+    const params: Record<string, string> = {};
+    route.params.forEach((name, i) => {
+      params[name] = decodeURIComponent(m[i + 1]!);
+    });
+    return { found: true, target: route.target, params };
+  }
+  return { found: false, methodNotAllowed };
+}

@@ -1,0 +1,91 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { createDataPlaneHandler } from '../../../src/dataplane/handle-data-request.ts';
+import { DEFAULT_DATA_PLANE_OPTIONS, type DataPlaneOptions } from '../../../src/dataplane/data-plane-deps.ts';
+import { openLowdbConfigStore } from '../../../src/store/lowdb/index.ts';
+import { openSqliteLogStore } from '../../../src/store/logs/index.ts';
+import type { ConfigStore } from '../../../src/store/config-store.ts';
+import type { SqliteLogStore } from '../../../src/store/logs/index.ts';
+import { UpstreamClient } from '../../../src/upstream/index.ts';
+
+export interface RecordedUpstreamRequest {
+  method: string;
+  url: string;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+export interface Upstream {
+  url: string;
+  requests: RecordedUpstreamRequest[];
+  close(): Promise<void>;
+}
+
+/** A substitute upstream on 127.0.0.1 that records what it receives and answers with `respond`. */
+export async function startUpstream(respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void | Promise<void>): Promise<Upstream> {
+  const requests: RecordedUpstreamRequest[] = [];
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
+    requests.push(recorded);
+    await respond(recorded, res);
+  });
+  return { url: await listen(server), requests, close: () => closeServer(server) };
+}
+
+export interface Gateway {
+  url: string;
+  store: ConfigStore;
+  logs: SqliteLogStore;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/** The real data plane with real stores in a temporary data directory, on 127.0.0.1. */
+export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): Promise<Gateway> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-dp-'));
+  const store = await openLowdbConfigStore(dataDir);
+  const logs = openSqliteLogStore(dataDir);
+  const upstream = new UpstreamClient();
+  const handler = createDataPlaneHandler({ store, logs, upstream, clock: Date.now, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options } });
+  const server = createServer((req, res) => void handler(req, res));
+  const url = await listen(server);
+  return {
+    url,
+    store,
+    logs,
+    dataDir,
+    async close() {
+      await closeServer(server);
+      await upstream.destroy();
+      await logs.close();
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/** A Group on `channel` pointing at `baseUrl`, one API key credential, and an AccessKey. */
+export async function seedRoute(store: ConfigStore, o: { channel: string; baseUrl: string; models: { external: string; upstream: string }[]; protocols: string[]; upstreamKeys?: string[]; priority?: number; recordBody?: boolean; quota?: Parameters<ConfigStore['accessKeys']['create']>[0]['quota'] }) {
+  const group = await store.groups.create({ name: `g-${o.channel}-${o.priority ?? 0}`, channel: o.channel, base_url: o.baseUrl, models: o.models, priority: o.priority ?? 0 });
+  await store.credentials.createMany(
+    group.id,
+    (o.upstreamKeys ?? ['sk-upstream-1']).map((k) => ({ kind: 'api_key', values: { api_key: k }, secretFields: ['api_key'] })),
+  );
+  const key = await store.accessKeys.create({ name: 'client', protocols: o.protocols, record_request_body: o.recordBody ?? false, quota: o.quota ?? null });
+  return { group, key: key.record, keyValue: key.value };
+}
