@@ -1,2 +1,2 @@
-export { DATA_FILES, openLowdbConfigStore } from './open-config-store.ts';
+export { DATA_FILES, openLowdbConfigStore, type OpenOptions } from './open-config-store.ts';
 export { StoreFileError } from './store-file-error.ts';

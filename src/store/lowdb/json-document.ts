@@ -21,7 +21,8 @@ export class JsonDocument<T extends object> {
     this.#db = db;
   }
 
-  static async open<T extends object>(file: string, defaults: () => T, check: ShapeCheck): Promise<JsonDocument<T>> {
+  /** `readOnly` never writes: a missing file reads as the defaults and mutations fail. */
+  static async open<T extends object>(file: string, defaults: () => T, check: ShapeCheck, readOnly = false): Promise<JsonDocument<T>> {
     const adapter = new DataFile<T>(file, {
       parse: (text) => {
         let parsed: unknown;
@@ -40,8 +41,9 @@ export class JsonDocument<T extends object> {
     const db = new Low<T>(adapter, defaults());
     const existing = await adapter.read();
     const doc = new JsonDocument(file, db);
-    if (existing === null) await db.write();
-    else db.data = existing;
+    doc.#closed = readOnly;
+    if (existing !== null) db.data = existing;
+    else if (!readOnly) await db.write();
     return doc;
   }
 
@@ -50,7 +52,7 @@ export class JsonDocument<T extends object> {
   }
 
   mutate<R>(fn: (draft: T) => R): Promise<R> {
-    if (this.#closed) return Promise.reject(new Error(`${this.file} is closed`));
+    if (this.#closed) return Promise.reject(new Error(`${this.file} is closed or opened read-only`));
     const run = this.#queue.then(async () => {
       const draft = structuredClone(this.#db.data);
       const result = fn(draft);

@@ -21,19 +21,29 @@ export const DATA_FILES = {
   secretKey: 'secret.key',
 } as const;
 
+export interface OpenOptions {
+  clock?: Clock;
+  /** Reads what is there and writes nothing (offline inspection next to a running server). */
+  readOnly?: boolean;
+}
+
 /**
  * Opens (or creates) the configuration in `dataDir`. Any unusable file stops the start with
  * a StoreFileError naming it; opening never rewrites an existing file.
  */
-export async function openLowdbConfigStore(dataDir: string, clock: Clock = systemClock): Promise<ConfigStore> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  await chmod(dataDir, 0o700);
+export async function openLowdbConfigStore(dataDir: string, options: OpenOptions = {}): Promise<ConfigStore> {
+  const clock = options.clock ?? systemClock;
+  const readOnly = options.readOnly ?? false;
+  if (!readOnly) {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await chmod(dataDir, 0o700);
+  }
   const file = (name: string) => path.join(dataDir, name);
-  const config = await JsonDocument.open(file(DATA_FILES.config), emptyConfig, checkConfigShape);
-  const idempotency = await JsonDocument.open(file(DATA_FILES.idempotency), emptyIdempotency, checkIdempotencyShape);
-  const audit = await JsonDocument.open(file(DATA_FILES.audit), emptyAudit, checkAuditShape);
+  const config = await JsonDocument.open(file(DATA_FILES.config), emptyConfig, checkConfigShape, readOnly);
+  const idempotency = await JsonDocument.open(file(DATA_FILES.idempotency), emptyIdempotency, checkIdempotencyShape, readOnly);
+  const audit = await JsonDocument.open(file(DATA_FILES.audit), emptyAudit, checkAuditShape, readOnly);
   const holdsSecrets = config.data.credentials.length > 0 || config.data.access_keys.length > 0;
-  const box = await SecretBox.open(file(DATA_FILES.secretKey), !holdsSecrets);
+  const box = await SecretBox.open(file(DATA_FILES.secretKey), !holdsSecrets, readOnly);
   return {
     groups: new LowdbGroupStore(config, clock),
     credentials: new LowdbCredentialStore(config, box, clock),

@@ -18,8 +18,11 @@ export class SecretBox {
     this.#indexKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'switchyard lookup index', 32));
   }
 
-  /** Loads the key file, creating it when absent and `mayCreate` (no encrypted data exists yet). */
-  static async open(file: string, mayCreate: boolean): Promise<SecretBox> {
+  /**
+   * Loads the key file. When it is absent and no encrypted data exists yet (`mayCreate`), a
+   * new key is made, and written unless `readOnly`.
+   */
+  static async open(file: string, mayCreate: boolean, readOnly = false): Promise<SecretBox> {
     let text: string | undefined;
     try {
       text = await readFile(file, 'utf8');
@@ -29,6 +32,7 @@ export class SecretBox {
     if (text === undefined) {
       if (!mayCreate) throw new StoreFileError(file, 'the encryption key file is missing but stored secrets need it');
       const key = randomBytes(32);
+      if (readOnly) return new SecretBox(key);
       await writeFile(file, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
       await chmod(file, 0o600);
       return new SecretBox(key);

@@ -1,0 +1,46 @@
+import { parseArgs } from 'node:util';
+import { createServer, type ServerOptions } from '../../server/create-server.ts';
+import { openSqliteLogStore } from '../../store/logs/index.ts';
+import { StoreFileError } from '../../store/lowdb/index.ts';
+import { CliError } from '../cli-error.ts';
+
+const USAGE = 'usage: switchyard serve [--port N] [--data DIR] [--host HOST]';
+
+/**
+ * Runs the gateway until SIGINT or SIGTERM, then stops accepting, lets requests in flight
+ * finish and flushes the stores before resolving. `extra` lets the CLI add the data plane.
+ */
+export async function runServe(argv: string[], extra: Partial<ServerOptions> = {}): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { port: { type: 'string', default: '8080' }, data: { type: 'string', default: './data' }, host: { type: 'string', default: '127.0.0.1' } },
+    strict: true,
+  });
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--port must be a port number\n${USAGE}`);
+
+  let server;
+  try {
+    server = await createServer({ dataDir: values.data, host: values.host, port, openLogStore: (dir) => openSqliteLogStore(dir), ...extra });
+  } catch (err) {
+    if (err instanceof StoreFileError) throw new CliError(err.message, 1);
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`port ${port} on ${values.host} is already in use`, 1);
+    throw err;
+  }
+  process.stdout.write(`switchyard ${server.url} (management API at ${server.url}/api, data in ${values.data})\n`);
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  process.stdout.write(`switchyard: ${signal} received, finishing requests and flushing stores\n`);
+  // A second signal while draining means "now".
+  const force = () => process.exit(1);
+  process.once('SIGINT', force);
+  process.once('SIGTERM', force);
+  await server.close();
+  process.off('SIGINT', force);
+  process.off('SIGTERM', force);
+  process.stdout.write('switchyard: stopped\n');
+  return 0;
+}

@@ -1,0 +1,150 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import Koa from 'koa';
+import { Lockout, type LockoutPolicy } from '../auth/lockout.ts';
+import { CHANNEL_IDS, CREDENTIAL_KIND_IDS, PROTOCOL_IDS } from '../generated/index.ts';
+import type { ServerLog } from '../http/error-middleware.ts';
+import { SchemaValidator } from '../http/schema-validator.ts';
+import type { ManagementDeps } from '../management/context.ts';
+import type { CredentialFlowProvider } from '../management/credential-flows.ts';
+import { createManagementApp } from '../management/management-app.ts';
+import type { ModelDiscovery } from '../management/model-discovery.ts';
+import { BUNDLED_PRICE_LIST, parsePriceList } from '../management/price-catalog.ts';
+import type { PriceList } from '../generated/management/price-list.ts';
+import priceListSchema from '../management/schemas/price-list.json' with { type: 'json' };
+import { systemClock, type Clock } from '../store/clock.ts';
+import type { ConfigStore } from '../store/config-store.ts';
+import type { LogStore } from '../store/logs/index.ts';
+import { openLowdbConfigStore } from '../store/lowdb/index.ts';
+import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
+import { loadAuthKey } from './auth-key.ts';
+import { packageVersion } from './package-version.ts';
+
+/** What the data plane gets when the server mounts it. */
+export interface DataPlaneMountDeps {
+  store: ConfigStore;
+  logs: LogStore;
+  clock: Clock;
+  log: ServerLog;
+  dataDir: string;
+}
+
+export type DataPlaneMount = (app: Koa, deps: DataPlaneMountDeps) => void | Promise<void>;
+
+export interface ServerOptions {
+  dataDir: string;
+  /** Default 127.0.0.1: exposing the gateway is an explicit choice. */
+  host?: string;
+  /** Default 8080; 0 picks a free port. */
+  port?: number;
+  /** Default: AUTH_KEY of `env`, else <data>/auth_key (generated on first start). */
+  authKey?: string;
+  env?: Readonly<Record<string, string | undefined>>;
+  clock?: Clock;
+  /** The request-log and usage store; opened with `openLogStore`, else kept in memory. */
+  logStore?: LogStore;
+  openLogStore?: (dataDir: string) => LogStore | Promise<LogStore>;
+  /** Mounts the data plane after the management plane (it sees every path but /api). */
+  mountDataPlane?: DataPlaneMount;
+  fetch?: typeof fetch;
+  log?: ServerLog;
+  lockoutPolicy?: LockoutPolicy;
+  modelDiscovery?: ModelDiscovery;
+  credentialFlows?: CredentialFlowProvider;
+  version?: string;
+}
+
+export interface RunningServer {
+  url: string;
+  host: string;
+  port: number;
+  store: ConfigStore;
+  logs: LogStore;
+  /** Method and path pattern of every management operation, from the router. */
+  managementRoutes(): Array<{ method: string; path: string }>;
+  /** Stops accepting, lets requests in flight finish, then flushes and closes the stores. */
+  close(): Promise<void>;
+}
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+export async function createServer(options: ServerOptions): Promise<RunningServer> {
+  const clock = options.clock ?? systemClock;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const dataDir = path.resolve(options.dataDir);
+  const store = await openLowdbConfigStore(dataDir, { clock });
+  let logs: LogStore | undefined;
+  try {
+    const source = await loadAuthKey(dataDir, options.authKey ?? (options.env ?? process.env).AUTH_KEY);
+    if (source.generatedAt) log(`switchyard: generated an AUTH_KEY and stored it in ${source.generatedAt} (readable only by its owner).`);
+    logs = options.logStore ?? (options.openLogStore ? await options.openLogStore(dataDir) : new MemoryLogStore());
+
+    const validator = new SchemaValidator({
+      protocol_id: () => PROTOCOL_IDS,
+      channel_id: () => CHANNEL_IDS,
+      credential_kind_id: () => CREDENTIAL_KIND_IDS,
+    });
+    const deps: ManagementDeps = {
+      store,
+      logs,
+      clock,
+      validator,
+      log,
+      fetch: options.fetch ?? fetch,
+      version: options.version ?? packageVersion(),
+      startedAt: clock(),
+      priceCatalog: parsePriceList(BUNDLED_PRICE_LIST, validator.compile<PriceList>(priceListSchema)),
+      modelDiscovery: options.modelDiscovery,
+      credentialFlows: options.credentialFlows,
+    };
+    const management = createManagementApp(deps, { authKey: source.authKey, lockout: new Lockout(clock, options.lockoutPolicy) });
+    const app = new Koa();
+    app.silent = true;
+    app.on('error', (err: Error) => log(`switchyard: ${err.stack ?? err.message}`));
+    app.use(management.middleware);
+    if (options.mountDataPlane) await options.mountDataPlane(app, { store, logs, clock, log, dataDir });
+
+    const server = createHttpServer(app.callback());
+    await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
+    const address = server.address() as AddressInfo;
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const openLogs = logs;
+    let closing: Promise<void> | undefined;
+    return {
+      url: `http://${host}:${address.port}`,
+      host: address.address,
+      port: address.port,
+      store,
+      logs: openLogs,
+      managementRoutes: management.routes,
+      close() {
+        closing ??= shutdown(server, store, openLogs);
+        return closing;
+      },
+    };
+  } catch (err) {
+    await Promise.allSettled([store.close(), logs?.close()]);
+    throw err;
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+async function shutdown(server: Server, store: ConfigStore, logs: LogStore): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+  await closed;
+  clearTimeout(force);
+  // Requests are done, so every write they started is queued; closing waits for them.
+  await Promise.all([store.close(), logs.close()]);
+}
