@@ -1,0 +1,54 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** Longest a child lives, so that a crashed parent never leaves it running. */
+const CHILD_LIFETIME_MS = 15 * 60_000;
+
+export interface BenchChild {
+  url: string;
+  pid: number;
+  close(): Promise<void>;
+}
+
+/** Starts a bench server in its own process (so its memory is its own) and waits for its port. */
+export async function forkBenchChild(script: URL, args: string[] = []): Promise<BenchChild> {
+  const child: ChildProcess = fork(script, args, { execArgv: ['--import=tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const [message] = (await Promise.race([
+    once(child, 'message'),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`${script.pathname} exited with ${String(code)} before listening`);
+    }),
+  ])) as [{ port: number }];
+  return {
+    url: `http://127.0.0.1:${message.port}`,
+    pid: child.pid!,
+    close: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Called by a child once its server listens: tells the parent the port, exits with the parent. */
+export function announceListening(server: Server): void {
+  const { port } = server.address() as AddressInfo;
+  process.send?.({ port });
+  process.on('disconnect', () => process.exit(0));
+  process.on('SIGTERM', () => process.exit(0));
+  setTimeout(() => process.exit(0), CHILD_LIFETIME_MS).unref();
+}
+
+/** Peak resident set size of a process (Linux VmHWM), in bytes; undefined where unavailable. */
+export function peakRssBytes(pid: number): number | undefined {
+  try {
+    const match = /^VmHWM:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match === null ? undefined : Number(match[1]) * 1024;
+  } catch {
+    return undefined;
+  }
+}

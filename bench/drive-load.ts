@@ -1,0 +1,57 @@
+import autocannon from 'autocannon';
+
+export interface LoadSpec {
+  url: string;
+  authHeader?: string;
+  body: string;
+  connections: number;
+  durationSeconds: number;
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  /** Latency percentiles in ms, computed from every response's own timing. */
+  p50: number;
+  p99: number;
+  completed: number;
+  errors: number;
+  non2xx: number;
+}
+
+/**
+ * Drives one target with autocannon. Latency percentiles come from the per-response times
+ * autocannon reports (floating ms), because its summary histogram has 1 ms resolution, too
+ * coarse for sub-millisecond loopback latencies.
+ */
+export async function driveLoad(spec: LoadSpec): Promise<LoadResult> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (spec.authHeader !== undefined) headers['authorization'] = spec.authHeader;
+  const samples: number[] = [];
+  const instance = autocannon({
+    url: `${spec.url}/v1/chat/completions`,
+    method: 'POST',
+    headers,
+    body: spec.body,
+    connections: spec.connections,
+    duration: spec.durationSeconds,
+    timeout: 10,
+  });
+  instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
+    if (statusCode >= 200 && statusCode < 300) samples.push(responseTime);
+  });
+  const result = await instance;
+  samples.sort((a, b) => a - b);
+  return {
+    requestsPerSecond: samples.length / result.duration,
+    p50: percentile(samples, 0.5),
+    p99: percentile(samples, 0.99),
+    completed: samples.length,
+    errors: result.errors,
+    non2xx: result.non2xx,
+  };
+}
+
+function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
