@@ -24,9 +24,9 @@ export class CredentialPool {
     this.#store = store;
   }
 
-  /** Usable credentials of a Group in the order to try them. */
-  async usable(groupId: number): Promise<CredentialView[]> {
-    const all = (await this.#store.list(groupId)).filter((c) => c.state === 'active' && isStaticKind(c.kind));
+  /** Usable credentials of a Group in the order to try them: active, of a kind the channel takes. */
+  async usable(groupId: number, channelKinds: readonly string[]): Promise<CredentialView[]> {
+    const all = (await this.#store.list(groupId)).filter((c) => c.state === 'active' && isStaticKind(c.kind) && channelKinds.includes(c.kind));
     if (all.length < 2) return all;
     const start = (this.#cursor.get(groupId) ?? 0) % all.length;
     this.#cursor.set(groupId, start + 1);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { createDataPlaneHandler } from '../../../src/dataplane/handle-data-request.ts';
+import { createUpgradeHandler } from '../../../src/dataplane/handle-websocket-upgrade.ts';
 import { DEFAULT_DATA_PLANE_OPTIONS, type DataPlaneOptions } from '../../../src/dataplane/data-plane-deps.ts';
 import { openLowdbConfigStore } from '../../../src/store/lowdb/index.ts';
 import { openSqliteLogStore } from '../../../src/store/logs/index.ts';
@@ -51,8 +52,11 @@ export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): P
   const store = await openLowdbConfigStore(dataDir);
   const logs = openSqliteLogStore(dataDir);
   const upstream = new UpstreamClient();
-  const handler = createDataPlaneHandler({ store, logs, upstream, clock: Date.now, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options } });
+  const deps = { store, logs, upstream, clock: Date.now, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options } };
+  const handler = createDataPlaneHandler(deps);
+  const upgrade = createUpgradeHandler(deps);
   const server = createServer((req, res) => void handler(req, res));
+  server.on('upgrade', (req, socket, head) => void upgrade(req, socket, head));
   const url = await listen(server);
   return {
     url,
