@@ -1,9 +1,12 @@
 import { ManifestError, formatProblem } from '../../codegen/index.ts';
 import { CliError } from './cli-error.ts';
+import { dataPlaneMount } from '../dataplane/mount-data-plane.ts';
 import { runCodegenCommand } from './commands/codegen.ts';
+import { runInspect } from './commands/inspect.ts';
 import { runManifestValidate } from './commands/manifest-validate.ts';
 import { runMatrix } from './commands/matrix.ts';
 import { runResolve } from './commands/resolve.ts';
+import { runServe } from './commands/serve.ts';
 
 const USAGE = `usage: switchyard <command> [options]
 
@@ -19,6 +22,8 @@ commands:
 `;
 
 const commands: Record<string, (argv: string[]) => number | Promise<number>> = {
+  serve: (argv) => runServe(argv, { mountDataPlane: dataPlaneMount() }),
+  inspect: runInspect,
   matrix: runMatrix,
   resolve: runResolve,
   codegen: runCodegenCommand,

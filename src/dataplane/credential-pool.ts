@@ -1,6 +1,6 @@
 import type { CredentialStore } from '../store/config-store.ts';
 import type { CredentialView } from '../store/records.ts';
-import { CREDENTIAL_KINDS, type CredentialKindId } from '../generated/index.ts';
+import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 
 export interface PooledCredential {
   view: CredentialView;
@@ -25,8 +25,10 @@ export class CredentialPool {
   }
 
   /** Usable credentials of a Group in the order to try them: active, of a kind the channel takes. */
-  async usable(groupId: number, channelKinds: readonly string[]): Promise<CredentialView[]> {
-    const all = (await this.#store.list(groupId)).filter((c) => c.state === 'active' && isStaticKind(c.kind) && channelKinds.includes(c.kind));
+  async usable(group: { id: number; channel: string }): Promise<CredentialView[]> {
+    const groupId = group.id;
+    const kinds: readonly string[] = CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
+    const all = (await this.#store.list(groupId)).filter((c) => c.state === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind));
     if (all.length < 2) return all;
     const start = (this.#cursor.get(groupId) ?? 0) % all.length;
     this.#cursor.set(groupId, start + 1);

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNELS, type ChannelId, type OperationEntry } from '../generated/index.ts';
+import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import { classifyUpstreamError, clientResponseHeaders, upstreamRequestHeaders, type UpstreamClient, type UpstreamResponse } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
@@ -84,7 +84,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   let bodyConsumed = false;
 
   for (const candidate of input.candidates) {
-    const credentials = await deps.pool.usable(candidate.group.id, CHANNELS[candidate.group.channel as ChannelId].credential_kinds);
+    const credentials = await deps.pool.usable(candidate.group);
     if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
     for (const credential of credentials) {
       if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;

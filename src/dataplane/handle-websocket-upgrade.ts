@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
-import { CHANNELS, type ChannelId } from '../generated/index.ts';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import { upstreamRequestHeaders } from '../upstream/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
@@ -57,7 +56,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       }
       const settings = await deps.store.settings.get();
       for (const candidate of ordered) {
-        for (const credential of await pool.usable(candidate.group.id, CHANNELS[candidate.group.channel as ChannelId].credential_kinds)) {
+        for (const credential of await pool.usable(candidate.group)) {
           const secret = await pool.secretOf(credential);
           if (secret === undefined) continue;
           const headers = upstreamRequestHeaders(req.headers);

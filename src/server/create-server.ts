@@ -1,4 +1,5 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import Koa from 'koa';
@@ -30,7 +31,13 @@ export interface DataPlaneMountDeps {
   dataDir: string;
 }
 
-export type DataPlaneMount = (app: Koa, deps: DataPlaneMountDeps) => void | Promise<void>;
+/** What a mounted data plane hands back: WebSocket upgrades to serve, resources to release on close. */
+export interface MountedDataPlane {
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  close?: () => Promise<void>;
+}
+
+export type DataPlaneMount = (app: Koa, deps: DataPlaneMountDeps) => MountedDataPlane | void | Promise<MountedDataPlane | void>;
 
 export interface ServerOptions {
   dataDir: string;
@@ -103,9 +110,11 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     app.silent = true;
     app.on('error', (err: Error) => log(`switchyard: ${err.stack ?? err.message}`));
     app.use(management.middleware);
-    if (options.mountDataPlane) await options.mountDataPlane(app, { store, logs, clock, log, dataDir });
+    const dataPlane = options.mountDataPlane ? ((await options.mountDataPlane(app, { store, logs, clock, log, dataDir })) ?? {}) : {};
 
     const server = createHttpServer(app.callback());
+    if (dataPlane.upgrade) server.on('upgrade', dataPlane.upgrade);
+    else server.on('upgrade', (_req, socket) => socket.destroy());
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
@@ -119,7 +128,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       logs: openLogs,
       managementRoutes: management.routes,
       close() {
-        closing ??= shutdown(server, store, openLogs);
+        closing ??= shutdown(server, store, openLogs, dataPlane.close);
         return closing;
       },
     };
@@ -139,12 +148,13 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: Server, store: ConfigStore, logs: LogStore): Promise<void> {
+async function shutdown(server: Server, store: ConfigStore, logs: LogStore, closeDataPlane: (() => Promise<void>) | undefined): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
   await closed;
   clearTimeout(force);
+  await closeDataPlane?.();
   // Requests are done, so every write they started is queued; closing waits for them.
   await Promise.all([store.close(), logs.close()]);
 }

@@ -19,7 +19,7 @@ t.test('chat completions forwarded natively: model mapped, credentials swapped, 
     body: JSON.stringify({ model: 'team-model', messages: [{ role: 'user', content: 'hello' }], vendor_extension: { keep: true } }),
   });
   t.equal(res.status, 200);
-  const body = await res.json();
+  const body = (await res.json()) as { model: string };
   t.equal(body.model, 'vendor-model-1');
   t.ok(res.headers.get('x-request-id'));
   const seen = upstream.requests[0]!;

@@ -1,0 +1,26 @@
+import type { DataPlaneMount } from '../server/create-server.ts';
+import { UpstreamClient } from '../upstream/index.ts';
+import { DEFAULT_DATA_PLANE_OPTIONS, type DataPlaneOptions } from './data-plane-deps.ts';
+import { createDataPlaneHandler } from './handle-data-request.ts';
+import { createUpgradeHandler } from './handle-websocket-upgrade.ts';
+
+/**
+ * Mounts the data plane behind the management plane: every path outside /api is answered
+ * from the generated protocol table, and WebSocket upgrades go to the socket relay.
+ */
+export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPlaneMount {
+  return (app, { store, logs, clock }) => {
+    const upstream = new UpstreamClient();
+    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options } };
+    const handle = createDataPlaneHandler(deps);
+    const upgrade = createUpgradeHandler(deps);
+    app.use(async (ctx) => {
+      ctx.respond = false;
+      await handle(ctx.req, ctx.res);
+    });
+    return {
+      upgrade: (req, socket, head) => void upgrade(req, socket, head),
+      close: () => upstream.close(),
+    };
+  };
+}
