@@ -29,7 +29,7 @@ export function errorMiddleware(log: ServerLog): Middleware {
       await next();
     } catch (err) {
       const apiError = toApiError(err);
-      if (apiError.code === 'INTERNAL_SERVER_ERROR' && !ctx.req.destroyed) {
+      if (apiError.code === 'INTERNAL_SERVER_ERROR') {
         log(`management ${ctx.method} ${ctx.path} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       }
       ctx.status = apiError.status;

@@ -81,6 +81,8 @@ class Parser {
     const m = NUMBER.exec(this.text);
     if (!m) this.fail();
     this.pos += m[0].length;
+    // "01" or "1." is one bad number, not a number followed by a second value.
+    if (/[0-9.eE+-]/.test(this.text[this.pos] ?? '')) this.fail();
     return Number(m[0]);
   }
 
