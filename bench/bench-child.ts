@@ -10,6 +10,8 @@ const CHILD_LIFETIME_MS = 15 * 60_000;
 export interface BenchChild {
   url: string;
   pid: number;
+  /** Extra fields the child announced besides its port. */
+  announced: Record<string, unknown>;
   close(): Promise<void>;
 }
 
@@ -21,10 +23,11 @@ export async function forkBenchChild(script: URL, args: string[] = []): Promise<
     once(child, 'exit').then(([code]) => {
       throw new Error(`${script.pathname} exited with ${String(code)} before listening`);
     }),
-  ])) as [{ port: number }];
+  ])) as [{ port: number } & Record<string, unknown>];
   return {
     url: `http://127.0.0.1:${message.port}`,
     pid: child.pid!,
+    announced: message,
     close: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, 'exit');
@@ -35,9 +38,9 @@ export async function forkBenchChild(script: URL, args: string[] = []): Promise<
 }
 
 /** Called by a child once its server listens: tells the parent the port, exits with the parent. */
-export function announceListening(server: Server): void {
-  const { port } = server.address() as AddressInfo;
-  process.send?.({ port });
+export function announceListening(server: Server | { port: number }, extra: Record<string, unknown> = {}): void {
+  const port = 'port' in server ? server.port : (server.address() as AddressInfo).port;
+  process.send?.({ ...extra, port });
   process.on('disconnect', () => process.exit(0));
   process.on('SIGTERM', () => process.exit(0));
   setTimeout(() => process.exit(0), CHILD_LIFETIME_MS).unref();

@@ -1,9 +1,6 @@
-/**
- * The switchyard bench target. `startSwitchyard` starts switchyard (logging on) in front of
- * `upstreamUrl` with a group, a credential and an AccessKey for the completions protocol
- * and model `bench-model`. Run it as a child process (see forkBenchChild) and return its
- * pid so that run.ts can report its peak RSS.
- */
+import { forkBenchChild } from '../bench-child.ts';
+
+/** The switchyard bench target, run in its own process so its peak RSS is its own. */
 export interface BenchTarget {
   /** Base URL; the bench posts to `${url}/v1/chat/completions`. */
   url: string;
@@ -15,5 +12,6 @@ export interface BenchTarget {
 }
 
 export async function startSwitchyard(upstreamUrl: string): Promise<BenchTarget> {
-  throw new Error(`switchyard bench target not wired yet (upstream ${upstreamUrl}); see bench/targets/switchyard.ts`);
+  const child = await forkBenchChild(new URL('../switchyard-server.ts', import.meta.url), [upstreamUrl]);
+  return { url: child.url, authHeader: String(child.announced['authHeader']), pid: child.pid, close: child.close };
 }
