@@ -11,6 +11,8 @@ export interface CompiledRoute {
   target: RouteTarget;
   /** Literal characters: the more, the more specific (compact wins over {response_id}). */
   specificity: number;
+  /** Has a `{name*}` rest parameter: a fallback, tried only after every other route. */
+  catchAll: boolean;
 }
 
 export type RouteMatch =
@@ -27,21 +29,25 @@ export function compileRouteTable(): CompiledRoute[] {
     ...OPERATION_IDS.map((id) => compile(OPERATIONS[id].method, OPERATIONS[id].path, { kind: 'operation', operation: OPERATIONS[id] } as const)),
     ...MODEL_LISTS.map((list) => compile(list.method, list.path, { kind: 'model_list', list } as const)),
   ];
-  return routes.sort((a, b) => b.specificity - a.specificity);
+  // A rest-of-path route is a fallback: with equal literals it would otherwise shadow a
+  // one-segment route (`/v1/responses/{rest*}` vs `/v1/responses/{response_id}`).
+  return routes.sort((a, b) => Number(a.catchAll) - Number(b.catchAll) || b.specificity - a.specificity);
 }
 
 function compile(method: string, template: string, target: RouteTarget): CompiledRoute {
   const params: string[] = [];
   let specificity = 0;
+  let catchAll = false;
   const source = template.replace(/\{(\w+)(\*?)\}|[^{]+/g, (part, name: string | undefined, rest: string) => {
     if (name === undefined) {
       specificity += part.length;
       return part.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
     }
     params.push(name);
+    if (rest) catchAll = true;
     return rest ? '(.+)' : '([^/:]+)';
   });
-  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity };
+  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll };
 }
 
 export function matchRoute(routes: readonly CompiledRoute[], method: string, path: string): RouteMatch {
