@@ -33,7 +33,7 @@ const MAX_DEPTH = 128;
 // "model" written entirely in \u escapes takes 30 bytes; a longer raw key cannot be it.
 const MAX_MODEL_KEY_BYTES = 30;
 const SIMPLE_ESCAPES = new Set([...'"\\/bfnrt'].map((c) => c.charCodeAt(0)));
-const LITERALS = new Map([...['true', 'false', 'null']].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
+const LITERALS = new Map(['true', 'false', 'null'].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
 
 /**
  * Byte-level JSON validator that finds the top-level "model" string member. It checks every

@@ -5,6 +5,7 @@ import type { BodyScanner, ModelRewrite, ScanOutcome } from './model-rewrite.ts'
 interface Prefix {
   readonly chunks: Buffer[];
   readonly outcome: ScanOutcome;
+  /** The source ended while the prefix was read (scanner.end() has run). */
   readonly ended: boolean;
 }
 
@@ -52,8 +53,12 @@ function readPrefix(source: Readable, scanner: BodyScanner, maxPrefixBytes: numb
       // Pause before detaching so that no chunk is emitted with nobody listening.
       source.pause();
       source.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
-      if ('error' in result) reject(result.error);
-      else resolve(result);
+      if ('error' in result) {
+        reject(result.error);
+        return;
+      }
+      source.on('error', parked);
+      resolve(result);
     };
     const onData = (data: unknown) => {
       try {
@@ -89,8 +94,19 @@ function readPrefix(source: Readable, scanner: BodyScanner, maxPrefixBytes: numb
 }
 
 /** `head`, then the rest of `source` with backpressure, still fed to the scanner. */
-function bodyStream(head: Buffer[], ended: boolean, source: Readable, scanner: BodyScanner): Readable {
+function bodyStream(head: Buffer[], scannerEnded: boolean, source: Readable, scanner: BodyScanner): Readable {
   let headSent = false;
+  // A paused source still ends (or fails) once its buffer is empty, maybe before we listen again.
+  let sourceEnded = scannerEnded || source.readableEnded;
+  const finish = () => {
+    try {
+      if (!scannerEnded) scanner.end();
+    } catch (error) {
+      output.destroy(error as Error);
+      return;
+    }
+    output.push(null);
+  };
   const detach = () => {
     source.pause();
     source.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
@@ -104,7 +120,7 @@ function bodyStream(head: Buffer[], ended: boolean, source: Readable, scanner: B
       headSent = true;
       let wantsMore = true;
       for (const piece of head) if (piece.length > 0) wantsMore = this.push(piece);
-      if (ended) this.push(null);
+      if (sourceEnded) finish();
       else if (wantsMore) source.resume();
     },
     destroy(error, callback) {
@@ -124,21 +140,26 @@ function bodyStream(head: Buffer[], ended: boolean, source: Readable, scanner: B
     if (!output.push(chunk)) source.pause();
   };
   const onEnd = () => {
-    try {
-      scanner.end();
-    } catch (error) {
-      output.destroy(error as Error);
-      return;
-    }
     detach();
-    output.push(null);
+    sourceEnded = true;
+    if (headSent) finish();
   };
   const onError = (error: Error) => output.destroy(error);
   const onClose = () => output.destroy(prematureClose());
+  source.off('error', parked);
+  if (sourceEnded) return output;
+  if (source.destroyed) {
+    output.destroy(source.errored ?? prematureClose());
+    return output;
+  }
   // The source is paused (flowing === false), so these listeners do not start it: read() does.
-  if (!ended) source.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  source.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
   return output;
 }
+
+// Until replaceModel() an unlistened 'error' would crash the process; bodyStream() then reads
+// source.errored instead.
+function parked(): void {}
 
 function sliceChunks(chunks: Buffer[], from: number, to: number): Buffer[] {
   const out: Buffer[] = [];

@@ -1,0 +1,202 @@
+import { BodyRewriteError } from './body-rewrite-error.ts';
+import { parseHeaderParams } from './header-params.ts';
+import type { BodyScanner, ScanOutcome } from './model-rewrite.ts';
+
+const PREAMBLE = 0;
+const AFTER_DELIMITER = 1; // "--" (close) or optional padding then CRLF
+const HEADERS = 2;
+const BODY = 3;
+const EPILOGUE = 4;
+
+const CR = 0x0d;
+const LF = 0x0a;
+const DASH = 0x2d;
+const HEADER_END = Buffer.from('\r\n\r\n');
+const MAX_HEADER_BYTES = 16 * 1024;
+/** Text fields up to this size are reported for routing; larger ones (prompts) are not. */
+export const SMALL_FIELD_BYTES = 1024;
+
+interface Part {
+  readonly name: string;
+  kind: 'model' | 'field' | 'skip';
+  readonly start: number;
+  readonly chunks: Buffer[];
+  bytes: number;
+}
+
+/**
+ * Incremental multipart/form-data scanner (RFC 7578 over RFC 2046 framing) that finds the
+ * `model` field and collects small text fields before it. Only part headers and the values it
+ * reports are kept; other part bodies pass by. It keeps going after the model so that a
+ * second `model` field in the streamed tail is an error rather than a silent override.
+ */
+export class MultipartModelScanner implements BodyScanner {
+  /** Small text fields that ended before the outcome settled; the last duplicate wins. */
+  readonly fields = new Map<string, string>();
+  readonly #delimiter: Buffer;
+  #state = PREAMBLE;
+  // Unconsumed bytes and the absolute offset of the first one. A virtual CRLF starts the body
+  // so that a delimiter on the very first line matches like every other one.
+  #pending = Buffer.from('\r\n');
+  #pendingStart = -2;
+  #part: Part | undefined;
+  #modelSeen = false;
+  #outcome: ScanOutcome | undefined;
+
+  constructor(boundary: string) {
+    this.#delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
+  }
+
+  get outcome(): ScanOutcome | undefined {
+    return this.#outcome;
+  }
+
+  push(chunk: Buffer): void {
+    const data = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    const base = this.#pendingStart;
+    let pos = 0;
+    for (;;) {
+      const next = this.#step(data, pos, base);
+      if (next === pos) break;
+      pos = next;
+    }
+    // Copied: a few bytes must not pin a whole chunk of the streamed tail.
+    this.#pending = Buffer.from(data.subarray(pos));
+    this.#pendingStart = base + pos;
+    if (this.#state === HEADERS && this.#pending.length > MAX_HEADER_BYTES) this.#fail('part headers too large');
+  }
+
+  end(): ScanOutcome {
+    if (this.#state !== EPILOGUE || this.#outcome === undefined) this.#fail('the body ends before the closing boundary');
+    return this.#outcome;
+  }
+
+  // Consumes what it can from data[pos] on and returns the new position; unchanged means it needs more bytes.
+  #step(data: Buffer, pos: number, base: number): number {
+    switch (this.#state) {
+      case PREAMBLE:
+      case BODY:
+        return this.#body(data, pos, base);
+      case AFTER_DELIMITER:
+        return this.#afterDelimiter(data, pos, base);
+      case HEADERS:
+        return this.#headers(data, pos, base);
+      default:
+        return data.length;
+    }
+  }
+
+  #body(data: Buffer, pos: number, base: number): number {
+    const found = data.indexOf(this.#delimiter, pos);
+    if (found === -1) {
+      // Hold back only a tail that could still grow into the delimiter.
+      const end = data.length - partialMatch(data, pos, this.#delimiter);
+      this.#partData(data.subarray(pos, end));
+      return end;
+    }
+    this.#partData(data.subarray(pos, found));
+    this.#endPart(base + found);
+    this.#state = AFTER_DELIMITER;
+    return found + this.#delimiter.length;
+  }
+
+  #afterDelimiter(data: Buffer, pos: number, base: number): number {
+    const c = data[pos];
+    if (c === 0x20 || c === 0x09) return pos + 1; // transport padding
+    if (c !== DASH && c !== CR) {
+      if (c === undefined) return pos;
+      this.#fail('malformed boundary line', base + pos);
+    }
+    const d = data[pos + 1];
+    if (d === undefined) return pos;
+    if (c === DASH && d === DASH) {
+      this.#state = EPILOGUE;
+      this.#outcome ??= { model: undefined, at: base + pos + 2 };
+    } else if (c === CR && d === LF) {
+      this.#state = HEADERS;
+    } else {
+      this.#fail('malformed boundary line', base + pos);
+    }
+    return pos + 2;
+  }
+
+  #headers(data: Buffer, pos: number, base: number): number {
+    if (data.length - pos < 2) return pos;
+    let end = pos;
+    if (data[pos] !== CR || data[pos + 1] !== LF) {
+      end = data.indexOf(HEADER_END, pos);
+      if (end === -1) return pos;
+      if (end - pos > MAX_HEADER_BYTES) this.#fail('part headers too large', base + pos);
+    }
+    const next = end === pos ? pos + 2 : end + HEADER_END.length;
+    this.#startPart(data.toString('utf8', pos, end), base + next);
+    this.#state = BODY;
+    return next;
+  }
+
+  #startPart(headerBlock: string, start: number): void {
+    let disposition: string | undefined;
+    for (const line of headerBlock === '' ? [] : headerBlock.split('\r\n')) {
+      const colon = line.indexOf(':');
+      if (colon <= 0) this.#fail('malformed part header', start);
+      if (line.slice(0, colon).trim().toLowerCase() !== 'content-disposition') continue;
+      if (disposition !== undefined) this.#fail('repeated Content-Disposition', start);
+      disposition = line.slice(colon + 1);
+    }
+    const parsed = disposition === undefined ? undefined : parseHeaderParams(disposition);
+    const name = parsed?.params.get('name');
+    if (parsed?.type !== 'form-data' || name === undefined) this.#fail('part without a form-data name', start);
+    const isFile = parsed.params.has('filename') || parsed.params.has('filename*');
+    let kind: Part['kind'] = 'skip';
+    if (name === 'model' && !isFile) {
+      if (this.#modelSeen) this.#fail('duplicate model field', start);
+      this.#modelSeen = true;
+      kind = 'model';
+    } else if (!isFile && this.#outcome === undefined) {
+      kind = 'field';
+    }
+    this.#part = { name, kind, start, chunks: [], bytes: 0 };
+  }
+
+  #partData(segment: Buffer): void {
+    const part = this.#part;
+    if (part === undefined || part.kind === 'skip' || segment.length === 0) return;
+    part.bytes += segment.length;
+    if (part.kind === 'field' && part.bytes > SMALL_FIELD_BYTES) {
+      part.kind = 'skip';
+      part.chunks.length = 0;
+      return;
+    }
+    part.chunks.push(segment);
+  }
+
+  #endPart(end: number): void {
+    const part = this.#part;
+    this.#part = undefined;
+    if (part === undefined || part.kind === 'skip') return;
+    const value = Buffer.concat(part.chunks);
+    if (part.kind === 'field') {
+      this.fields.set(part.name, value.toString('utf8'));
+      return;
+    }
+    let model: string;
+    try {
+      model = new TextDecoder('utf-8', { fatal: true }).decode(value);
+    } catch {
+      this.#fail('model field is not UTF-8', part.start);
+    }
+    this.#outcome = { model: { value: model, start: part.start, end }, at: end };
+  }
+
+  #fail(message: string, at = this.#pendingStart): never {
+    throw new BodyRewriteError('invalid_multipart', `${message} at byte ${Math.max(at, 0)}`);
+  }
+}
+
+/** Length of the longest proper prefix of `needle` that data[from..] ends with. */
+function partialMatch(data: Buffer, from: number, needle: Buffer): number {
+  for (let k = Math.min(needle.length - 1, data.length - from); k > 0; k--) {
+    if (needle.compare(data, data.length - k, data.length, 0, k) === 0) return k;
+  }
+  return 0;
+}

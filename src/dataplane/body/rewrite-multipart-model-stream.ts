@@ -1,0 +1,52 @@
+import type { Readable } from 'node:stream';
+import { BodyRewriteError } from './body-rewrite-error.ts';
+import { parseHeaderParams } from './header-params.ts';
+import type { ModelRewrite } from './model-rewrite.ts';
+import { MultipartModelScanner } from './multipart-model-scanner.ts';
+import { spliceModelStream } from './splice-model-stream.ts';
+
+export interface MultipartModelStreamOptions {
+  /** The request's Content-Type header; it carries the boundary. */
+  readonly contentType: string | undefined;
+  /** Bytes that may be buffered before the `model` field must have ended. */
+  readonly maxPrefixBytes: number;
+}
+
+export interface MultipartModelRewrite extends ModelRewrite {
+  /**
+   * Text fields (no filename, at most SMALL_FIELD_BYTES) that ended before the model field, or
+   * before the end of a body without one. Fields after the model are not seen: that would mean
+   * buffering the files between them. Clients put `stream`, `n` or `response_format` anywhere,
+   * so a rule that needs one must treat its absence here as unknown, not as the default.
+   */
+  readonly fields: ReadonlyMap<string, string>;
+}
+
+/**
+ * Multipart counterpart of rewriteJsonModelStream: resolves once the `model` field (a part
+ * named "model" without a filename) has been read, then streams the rest unchanged. Rejects
+ * with BodyRewriteError ('invalid_multipart' | 'model_not_found_within_limit') or the source's
+ * own error; the body from replaceModel() errors with 'invalid_multipart' if the tail is
+ * malformed or holds a second model field.
+ */
+export async function rewriteMultipartModelStream(
+  source: Readable,
+  options: MultipartModelStreamOptions,
+): Promise<MultipartModelRewrite> {
+  const scanner = new MultipartModelScanner(boundaryOf(options.contentType));
+  const rewrite = await spliceModelStream(source, scanner, options.maxPrefixBytes, (upstream) => {
+    // A line break could start a delimiter line inside the value.
+    if (/[\r\n]/.test(upstream)) throw new RangeError('a multipart model value cannot contain CR or LF');
+    return Buffer.from(upstream, 'utf8');
+  });
+  return { model: rewrite.model, replaceModel: rewrite.replaceModel, fields: scanner.fields };
+}
+
+function boundaryOf(contentType: string | undefined): string {
+  const parsed = contentType === undefined ? undefined : parseHeaderParams(contentType);
+  const boundary = parsed?.params.get('boundary');
+  if (parsed?.type !== 'multipart/form-data' || boundary === undefined || !/^[^\r\n]{1,70}$/.test(boundary)) {
+    throw new BodyRewriteError('invalid_multipart', 'expected multipart/form-data with a boundary of 1 to 70 characters');
+  }
+  return boundary;
+}
