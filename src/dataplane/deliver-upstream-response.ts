@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { SseParser, streamErrorEvent, watchIdle, type StreamErrorStyle } from '../streaming/index.ts';
+import { SseParser, streamErrorEvent, watchIdle, type SseEvent, type StreamErrorStyle } from '../streaming/index.ts';
 import { clientResponseHeaders, type UpstreamResponse } from '../upstream/index.ts';
 import { extractUsageFromText, isUsageOnlyChunk, StreamUsageAccumulator, type TokenUsage, type UsageStyle } from '../usage/index.ts';
 import { writeChunk } from './write-chunk.ts';
@@ -37,7 +37,8 @@ export async function deliverUpstreamResponse(upstream: UpstreamResponse, o: Del
   const headers = clientResponseHeaders(upstream.headers);
   const contentType = String(upstream.headers['content-type'] ?? '');
   const isSse = contentType.includes('text/event-stream');
-  if (isSse && o.dropUsageChunk) delete headers['content-length'];
+  // Events are re-framed one by one (and an error event may follow): the length may change.
+  if (isSse) delete headers['content-length'];
   headers['x-request-id'] = o.requestId;
   o.res.writeHead(upstream.status, headers);
   const outcome: DeliveryOutcome = { usage: undefined, streamFailure: undefined, clientAborted: false, responseId: undefined };
@@ -67,28 +68,35 @@ async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: 
     upstream.body.destroy();
   });
   let first = true;
+  // Only complete events are written (each exactly as received, those of one chunk in one
+  // write): a stream that breaks inside an event must not leave half an event in front of
+  // the error event, or the client's SSE parser glues the two together.
+  const forward = async (events: readonly SseEvent[]) => {
+    let out = '';
+    for (const event of events) {
+      const parsed = event.data !== undefined && usage ? usage.push(event.data) : undefined;
+      if (outcome.responseId === undefined && event.data?.includes('"response.created"')) outcome.responseId = responseIdOf(event.data);
+      if (o.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed)) continue;
+      out += event.raw;
+    }
+    if (out === '') return;
+    if (first) (first = false), o.onFirstByte();
+    await writeChunk(o.res, out);
+  };
+  let ended = false;
   try {
     for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
       idle.touch();
-      const events = parser.push(chunk);
-      if (!o.dropUsageChunk) {
-        if (first) (first = false), o.onFirstByte();
-        await writeChunk(o.res, chunk);
-      }
-      for (const event of events) {
-        const parsed = event.data !== undefined && usage ? usage.push(event.data) : undefined;
-        if (outcome.responseId === undefined && event.data?.includes('"response.created"')) outcome.responseId = responseIdOf(event.data);
-        if (!o.dropUsageChunk) continue;
-        if (parsed !== undefined && isUsageOnlyChunk(parsed)) continue;
-        if (first) (first = false), o.onFirstByte();
-        await writeChunk(o.res, event.raw);
-      }
+      await forward(parser.push(chunk));
     }
+    ended = true;
   } catch {
     if (!outcome.clientAborted && outcome.streamFailure === undefined) outcome.streamFailure = 'upstream_stream_broken';
   } finally {
     idle.stop();
   }
+  // A stream that ended cleanly passes on a last block sent without its blank line, as sent.
+  if (ended && outcome.streamFailure === undefined && !o.res.destroyed) await forward(parser.end());
   outcome.usage = usage?.result();
   if (outcome.streamFailure && !outcome.clientAborted && !o.res.destroyed) {
     const message = outcome.streamFailure === 'upstream_idle_timeout' ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.';
