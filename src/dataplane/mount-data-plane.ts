@@ -19,6 +19,7 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
       await handle(ctx.req, ctx.res);
     });
     return {
+      request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
       close: () => upstream.close(),
     };

@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import type { ServerLog } from '../http/error-middleware.ts';
 import { SchemaValidator } from '../http/schema-validator.ts';
 import type { ManagementDeps } from '../management/context.ts';
 import type { CredentialFlowProvider } from '../management/credential-flows.ts';
+import { API_PREFIX } from '../management/build-router.ts';
 import { createManagementApp } from '../management/management-app.ts';
 import type { ModelDiscovery } from '../management/model-discovery.ts';
 import { BUNDLED_PRICE_LIST, parsePriceList } from '../management/price-catalog.ts';
@@ -33,6 +34,8 @@ export interface DataPlaneMountDeps {
 
 /** What a mounted data plane hands back: WebSocket upgrades to serve, resources to release on close. */
 export interface MountedDataPlane {
+  /** Serves every request outside /api directly (the data plane's hot path skips Koa). */
+  request?: (req: IncomingMessage, res: ServerResponse) => void;
   upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   close?: () => Promise<void>;
 }
@@ -112,7 +115,17 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     app.use(management.middleware);
     const dataPlane = options.mountDataPlane ? ((await options.mountDataPlane(app, { store, logs, clock, log, dataDir })) ?? {}) : {};
 
-    const server = createHttpServer(app.callback());
+    const koa = app.callback();
+    const dataRequest = dataPlane.request;
+    const server = createHttpServer(
+      dataRequest
+        ? (req, res) => {
+            const url = req.url ?? '/';
+            if (url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) void koa(req, res);
+            else dataRequest(req, res);
+          }
+        : koa,
+    );
     if (dataPlane.upgrade) server.on('upgrade', dataPlane.upgrade);
     else server.on('upgrade', (_req, socket) => socket.destroy());
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
