@@ -5,12 +5,15 @@ import { stringParam } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 
 export function channelRoutes(): RouteDef[] {
+  // Descriptors depend only on the generated tables, so they are computed once.
+  let all: Array<ReturnType<typeof describeChannel>> | undefined;
+  const descriptors = () => (all ??= CHANNEL_IDS.map(describeChannel));
   return [
     route({
       method: 'GET',
       path: '/channels',
       async handle() {
-        return { data: CHANNEL_IDS.map(describeChannel) };
+        return { data: descriptors() };
       },
     }),
     route({
@@ -19,7 +22,7 @@ export function channelRoutes(): RouteDef[] {
       async handle(ctx) {
         const id = stringParam(ctx, 'channel_id');
         if (!(CHANNEL_IDS as readonly string[]).includes(id)) throw notFound('channel', id);
-        return { data: describeChannel(id as ChannelId) };
+        return { data: descriptors()[CHANNEL_IDS.indexOf(id as ChannelId)] };
       },
     }),
   ];
