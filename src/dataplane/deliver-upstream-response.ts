@@ -59,6 +59,9 @@ export async function deliverUpstreamResponse(upstream: UpstreamResponse, o: Del
   return outcome;
 }
 
+/** A responses stream event's `sequence_number` (no nested object of these events has one). */
+const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
+
 async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome): Promise<void> {
   const parser = new SseParser();
   const usage = o.usageStyle ? new StreamUsageAccumulator(o.usageStyle) : undefined;
@@ -71,9 +74,15 @@ async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: 
   // Only complete events are written (each exactly as received, those of one chunk in one
   // write): a stream that breaks inside an event must not leave half an event in front of
   // the error event, or the client's SSE parser glues the two together.
+  // responses style: the error event continues the stream's sequence numbers.
+  let nextSequence = 0;
   const forward = async (events: readonly SseEvent[]) => {
     let out = '';
     for (const event of events) {
+      if (o.streamStyle === 'responses' && event.data !== undefined) {
+        const seq = SEQUENCE_NUMBER.exec(event.data);
+        if (seq) nextSequence = Math.max(nextSequence, Number(seq[1]) + 1);
+      }
       const parsed = event.data !== undefined && usage ? usage.push(event.data) : undefined;
       if (outcome.responseId === undefined && event.data?.includes('"response.created"')) outcome.responseId = responseIdOf(event.data);
       if (o.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed)) continue;
@@ -100,7 +109,7 @@ async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: 
   outcome.usage = usage?.result();
   if (outcome.streamFailure && !outcome.clientAborted && !o.res.destroyed) {
     const message = outcome.streamFailure === 'upstream_idle_timeout' ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.';
-    o.res.write(streamErrorEvent(o.streamStyle, { kind: outcome.streamFailure === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code: outcome.streamFailure, message }));
+    o.res.write(streamErrorEvent(o.streamStyle, { kind: outcome.streamFailure === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code: outcome.streamFailure, message }, { sequenceNumber: nextSequence }));
   }
 }
 
