@@ -76,14 +76,15 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
 
   const expired = key.expires_at !== null && Date.parse(key.expires_at) <= src.now;
   const protocolAllowed = key.protocols.includes(protocol.id);
-  const quota = src.logs ? await quotaStatus(key, src.logs, src.now) : 'not_evaluated';
+  const quota = key.quota === null ? null : src.logs ? await quotaStatus(key, src.logs, src.now) : 'not_evaluated';
 
   const planned = planCandidates({ protocol: protocol.id, operation: protocol.primary_operation, model: input.external_model, key, groups: await src.groups.list() });
   const pool = new CredentialPool(src.credentials);
   const candidates: InspectedCandidate[] = [];
   for (const c of planned) {
-    const usable = new Set((await pool.usable(c.group.id)).map((u) => u.id));
-    const credentials = (await src.credentials.list(c.group.id)).map((v) => availability(v, usable.has(v.id)));
+    const listed = await src.credentials.list(c.group.id);
+    const usable = new Set(pool.usable(c.group, listed, src.now).map((u) => u.id));
+    const credentials = listed.map((v) => availability(v, usable.has(v.id)));
     const reason = c.included ? (usable.size > 0 ? null : 'no_available_credential') : (c.excluded_because ?? null);
     candidates.push({
       group_id: c.group.id,
