@@ -1,5 +1,6 @@
 import type { CredentialStore } from '../store/config-store.ts';
 import type { CredentialView } from '../store/records.ts';
+import { credentialStateAt } from './config-snapshot.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 
 export interface PooledCredential {
@@ -24,11 +25,11 @@ export class CredentialPool {
     this.#store = store;
   }
 
-  /** Usable credentials of a Group in the order to try them: active, of a kind the channel takes. */
-  async usable(group: { id: number; channel: string }): Promise<CredentialView[]> {
+  /** Usable credentials of a Group in the order to try them: active now, of a kind the channel takes. */
+  usable(group: { id: number; channel: string }, credentials: readonly CredentialView[], now: number): CredentialView[] {
     const groupId = group.id;
     const kinds: readonly string[] = CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
-    const all = (await this.#store.list(groupId)).filter((c) => c.state === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind));
+    const all = credentials.filter((c) => credentialStateAt(c, now) === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind));
     if (all.length < 2) return all;
     const start = (this.#cursor.get(groupId) ?? 0) % all.length;
     this.#cursor.set(groupId, start + 1);

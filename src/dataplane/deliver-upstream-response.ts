@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { SseParser, streamErrorEvent, watchIdle, type SseEvent, type StreamErrorStyle } from '../streaming/index.ts';
 import { clientResponseHeaders, type UpstreamResponse } from '../upstream/index.ts';
-import { extractUsageFromText, isUsageOnlyChunk, StreamUsageAccumulator, type TokenUsage, type UsageStyle } from '../usage/index.ts';
+import { extractUsage, isUsageOnlyChunk, StreamUsageAccumulator, type TokenUsage, type UsageStyle } from '../usage/index.ts';
 import { writeChunk } from './write-chunk.ts';
 
 export interface DeliveryOptions {
@@ -84,7 +84,7 @@ async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: 
         if (seq) nextSequence = Math.max(nextSequence, Number(seq[1]) + 1);
       }
       const parsed = event.data !== undefined && usage ? usage.push(event.data) : undefined;
-      if (outcome.responseId === undefined && event.data?.includes('"response.created"')) outcome.responseId = responseIdOf(event.data);
+      if (outcome.responseId === undefined && event.data?.includes('"response.created"')) outcome.responseId = idOf(parsed ?? parseOrUndefined(event.data));
       if (o.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed)) continue;
       out += event.raw;
     }
@@ -135,18 +135,24 @@ async function pipeBody(upstream: UpstreamResponse, o: DeliveryOptions, outcome:
   }
   if (first) o.onFirstByte();
   if (isJson && keptBytes !== Infinity && kept.length) {
-    const text = Buffer.concat(kept).toString('utf8');
-    if (o.usageStyle) outcome.usage = extractUsageFromText(o.usageStyle, text);
-    if (text.includes('"id"')) outcome.responseId = responseIdOf(text);
+    const parsed = parseOrUndefined(Buffer.concat(kept).toString('utf8'));
+    if (o.usageStyle && parsed !== undefined) outcome.usage = extractUsage(o.usageStyle, parsed);
+    outcome.responseId = idOf(parsed);
   }
 }
 
-function responseIdOf(text: string): string | undefined {
+function parseOrUndefined(text: string): unknown {
   try {
-    const value = JSON.parse(text) as { id?: unknown; response?: { id?: unknown } };
-    const id = value.response?.id ?? value.id;
-    return typeof id === 'string' ? id : undefined;
+    return JSON.parse(text);
   } catch {
     return undefined;
   }
+}
+
+/** The `id` of a response object, or of the `response` a stream event carries. */
+function idOf(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const v = value as { id?: unknown; response?: { id?: unknown } };
+  const id = v.response?.id ?? v.id;
+  return typeof id === 'string' ? id : undefined;
 }

@@ -39,6 +39,8 @@ export interface ForwardInput {
 export interface ForwardDeps {
   upstream: UpstreamClient;
   pool: CredentialPool;
+  /** The Group's credentials as the current configuration snapshot holds them. */
+  credentialsOf(groupId: number): readonly CredentialView[];
   now(): number;
   idleTimeoutMs: number;
   headersTimeoutMs: number;
@@ -84,7 +86,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   let bodyConsumed = false;
 
   for (const candidate of input.candidates) {
-    const credentials = await deps.pool.usable(candidate.group);
+    const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
     if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
     for (const credential of credentials) {
       if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;

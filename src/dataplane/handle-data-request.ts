@@ -7,6 +7,7 @@ import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, requestStreamUsage } from '../usage/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
+import { ConfigSnapshot } from './config-snapshot.ts';
 import { CredentialPool } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
@@ -32,6 +33,7 @@ export type DataPlaneHandler = (req: IncomingMessage, res: ServerResponse) => Pr
 export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const routes = compileRouteTable();
   const pool = new CredentialPool(deps.store.credentials);
+  const snapshot = new ConfigSnapshot(deps.store);
   const affinity = new ResponseAffinity(100_000);
   const { options } = deps;
 
@@ -47,7 +49,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const query = url.searchParams;
       const presented = presentedAccessKey(req.headers, query);
       query.delete('key');
-      const key = presented === undefined ? undefined : await deps.store.accessKeys.findByValue(presented);
+      const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
+      const snap = await snapshot.current();
 
       if (match.target.kind === 'model_list') {
         const list = match.target.list;
@@ -58,7 +61,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
         const alternate = list.alternate !== undefined && req.headers[list.alternate.when_header] !== undefined;
-        sendJson(res, 200, modelListBody(list, alternate, key, await deps.store.groups.list(), started), requestId);
+        sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, started), requestId);
         log.status = 200;
         return;
       }
@@ -83,7 +86,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       log.external_model = model ?? null;
 
       const features = requestFeatures(op.stream, prepared.fields, query);
-      const groups = model === undefined ? await deps.store.groups.list() : await deps.store.groups.listExposingModel(model);
+      const groups = model === undefined ? snap.groups : (snap.groupsByModel.get(model) ?? []);
       const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups, features });
       const responseId = match.params['response_id'];
       const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
@@ -95,7 +98,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         throw new DataPlaneError(refusal.code, refusal.detail);
       }
 
-      const settings = await deps.store.settings.get();
+      const settings = snap.settings;
       const result = await forwardNative(
         {
           req,
@@ -114,6 +117,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         {
           upstream: deps.upstream,
           pool,
+          credentialsOf: (groupId) => snap.credentialsByGroup.get(groupId) ?? [],
           now: deps.clock,
           idleTimeoutMs: options.streamIdleTimeoutMs,
           headersTimeoutMs: options.headersTimeoutMs,

@@ -5,6 +5,7 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import { upstreamRequestHeaders } from '../upstream/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
+import { ConfigSnapshot } from './config-snapshot.ts';
 import { CredentialPool, verdictFor } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
@@ -24,6 +25,7 @@ export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer
 export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const routes = compileRouteTable();
   const pool = new CredentialPool(deps.store.credentials);
+  const snapshot = new ConfigSnapshot(deps.store);
   const wss = new WebSocketServer({ noServer: true });
 
   return async function upgrade(req, socket, head) {
@@ -41,22 +43,23 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.operation = op.id;
       const presented = presentedAccessKey(req.headers, url.searchParams);
       url.searchParams.delete('key');
-      const key = presented === undefined ? undefined : await deps.store.accessKeys.findByValue(presented);
+      const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
       const model = url.searchParams.get('model') ?? undefined;
       if (model === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
       log.external_model = model;
-      const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups: await deps.store.groups.listExposingModel(model) });
+      const snap = await snapshot.current();
+      const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups: snap.groupsByModel.get(model) ?? [] });
       const ordered = attemptOrder(candidates);
       if (ordered.length === 0) {
         const r = refusalFor(candidates, model);
         throw new DataPlaneError(r.code, r.detail);
       }
-      const settings = await deps.store.settings.get();
+      const settings = snap.settings;
       for (const candidate of ordered) {
-        for (const credential of await pool.usable(candidate.group)) {
+        for (const credential of pool.usable(candidate.group, snap.credentialsByGroup.get(candidate.group.id) ?? [], deps.clock())) {
           const secret = await pool.secretOf(credential);
           if (secret === undefined) continue;
           const headers = upstreamRequestHeaders(req.headers);

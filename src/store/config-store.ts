@@ -173,6 +173,8 @@ export interface ConfigStore {
   readonly credentialStages: CredentialStageStore;
   readonly idempotency: IdempotencyStore;
   readonly audit: AuditStore;
+  /** Changes whenever groups, credentials, access keys, settings or prices change. */
+  generation(): number;
   /** Waits for every pending write; the store is unusable afterwards. */
   close(): Promise<void>;
 }

@@ -15,6 +15,7 @@ export class JsonDocument<T extends object> {
   readonly #db: Low<T>;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
+  #generation = 0;
 
   private constructor(file: string, db: Low<T>) {
     this.file = file;
@@ -51,6 +52,11 @@ export class JsonDocument<T extends object> {
     return this.#db.data;
   }
 
+  /** Changes with every successful mutation, so readers can cache what they derive from the data. */
+  get generation(): number {
+    return this.#generation;
+  }
+
   mutate<R>(fn: (draft: T) => R): Promise<R> {
     if (this.#closed) return Promise.reject(new Error(`${this.file} is closed or opened read-only`));
     const run = this.#queue.then(async () => {
@@ -58,6 +64,7 @@ export class JsonDocument<T extends object> {
       const result = fn(draft);
       await this.#db.adapter.write(draft);
       this.#db.data = draft;
+      this.#generation++;
       return result;
     });
     this.#queue = run.catch(() => undefined);

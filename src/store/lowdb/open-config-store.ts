@@ -53,6 +53,7 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
     credentialStages: new LowdbCredentialStageStore(config, clock),
     idempotency: new LowdbIdempotencyStore(idempotency),
     audit: new LowdbAuditStore(audit),
+    generation: () => config.generation,
     async close() {
       await Promise.all([config.close(), idempotency.close(), audit.close()]);
     },

@@ -1,0 +1,62 @@
+import type { ConfigStore } from '../store/config-store.ts';
+import type { AccessKeyRecord, CredentialView, GroupRecord, Settings } from '../store/records.ts';
+
+export interface Snapshot {
+  settings: Settings;
+  groups: GroupRecord[];
+  groupsByModel: Map<string, GroupRecord[]>;
+  credentialsByGroup: Map<number, CredentialView[]>;
+}
+
+const KEY_CACHE_LIMIT = 10_000;
+
+/**
+ * What the data plane reads on every request, derived once per configuration generation
+ * instead of cloned from the store per request. Any write to the configuration (including a
+ * credential's cooldown) changes the generation and the next request rebuilds it.
+ */
+export class ConfigSnapshot {
+  readonly #store: ConfigStore;
+  #generation = -1;
+  #snapshot: Snapshot | undefined;
+  #keys = new Map<string, AccessKeyRecord>();
+
+  constructor(store: ConfigStore) {
+    this.#store = store;
+  }
+
+  async current(): Promise<Snapshot> {
+    const generation = this.#store.generation();
+    if (this.#snapshot && generation === this.#generation) return this.#snapshot;
+    const [settings, groups] = await Promise.all([this.#store.settings.get(), this.#store.groups.list()]);
+    const groupsByModel = new Map<string, GroupRecord[]>();
+    const credentialsByGroup = new Map<number, CredentialView[]>();
+    for (const g of groups) {
+      for (const m of g.models) groupsByModel.set(m.external, [...(groupsByModel.get(m.external) ?? []), g]);
+      credentialsByGroup.set(g.id, await this.#store.credentials.list(g.id));
+    }
+    this.#snapshot = { settings, groups, groupsByModel, credentialsByGroup };
+    this.#generation = generation;
+    this.#keys = new Map();
+    return this.#snapshot;
+  }
+
+  /** The AccessKey a presented value belongs to; only valid keys are cached, per generation. */
+  async accessKey(presented: string): Promise<AccessKeyRecord | undefined> {
+    await this.current();
+    const cached = this.#keys.get(presented);
+    if (cached) return cached;
+    const key = await this.#store.accessKeys.findByValue(presented);
+    if (key && this.#generation === this.#store.generation()) {
+      if (this.#keys.size >= KEY_CACHE_LIMIT) this.#keys.clear();
+      this.#keys.set(presented, key);
+    }
+    return key;
+  }
+}
+
+/** A credential's state now: its snapshot may be older than a cooldown's end. */
+export function credentialStateAt(view: CredentialView, now: number): CredentialView['state'] {
+  if (!view.enabled) return 'disabled';
+  return view.cooldown_until !== null && Date.parse(view.cooldown_until) > now ? 'cooldown' : 'active';
+}
