@@ -14,7 +14,7 @@ import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative } from './forward-native.ts';
 import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
-import { prepareRequestBody } from './prepare-request-body.ts';
+import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestFeatures } from './request-features.ts';
@@ -42,6 +42,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     const requestId = randomUUID();
     const log = newLogDraft(requestId, started);
     let errorStyle: OperationEntry['error_style'] = 'completions';
+    let prepared: PreparedBody | undefined;
     try {
       const url = new URL(req.url ?? '/', 'http://gateway.invalid');
       const match = matchRoute(routes, req.method ?? 'GET', url.pathname);
@@ -79,8 +80,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`);
       }
 
-      const prepared = await prepareRequestBody(req, op, key.record_request_body, options.maxBodyBytes);
-      if (prepared.recorded) log.request_body = prepared.recorded;
+      prepared = await prepareRequestBody(req, op, key.record_request_body, options);
       const model = modelOf(op, prepared.fields, match.params, query);
       if (op.model !== 'none' && model === undefined) throw new DataPlaneError('model_missing');
       log.external_model = model ?? null;
@@ -147,6 +147,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         res.destroy();
       }
     } finally {
+      const recorded = prepared?.recorded();
+      if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;
       deps.logs.append(log);
     }
