@@ -10,7 +10,8 @@ export function renderErrorBody(style: ErrorStyle, status: number, code: string,
     case 'completions':
       return JSON.stringify({ error: { message, type: names.completions, code, param: null } });
     case 'messages':
-      return JSON.stringify({ type: 'error', error: { type: names.messages, message, code } });
+      // `details.error_code` is where the messages SDK reads a stable cause (APIError.errorCode).
+      return JSON.stringify({ type: 'error', error: { type: names.messages, message, code, details: { error_code: code } } });
     case 'generate':
       return JSON.stringify({
         error: {
