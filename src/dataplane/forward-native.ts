@@ -10,6 +10,7 @@ import type { Candidate } from './plan-candidates.ts';
 import { verdictFor, type CredentialPool } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { deliverUpstreamResponse } from './deliver-upstream-response.ts';
+import { renderErrorBody } from './render-error-body.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
@@ -65,6 +66,8 @@ interface Failed {
   status: number;
   headers: UpstreamResponse['headers'];
   body: Buffer;
+  candidate: Candidate;
+  credential: CredentialView;
 }
 
 /** Statuses after which another credential may be tried (before anything reached the client). */
@@ -82,10 +85,10 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   const attempts: AttemptRecord[] = [];
   const result: ForwardResult = { status: 0, candidate: undefined, credential: undefined, attempts, usage: undefined, errorCode: null, clientAborted: false, responseId: undefined, ttfbAt: undefined };
   let lastFailure: Failed | undefined;
-  let lastTransportError: DataPlaneError | undefined;
+  let lastTransportError: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
   let bodyConsumed = false;
 
-  for (const candidate of input.candidates) {
+  candidates: for (const candidate of input.candidates) {
     const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
     if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
     for (const credential of credentials) {
@@ -141,9 +144,9 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         const failure = classifyUpstreamError(err);
         attempt.error_code = failure.code;
         await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds), deps.now());
-        lastTransportError = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
+        lastTransportError = { error: new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`), candidate, credential };
         // A connection that never opened proves the upstream saw nothing; other failures may not.
-        if (!input.op.replay_safe && !failure.notDelivered) return finish(result, candidate, credential, lastTransportError);
+        if (!input.op.replay_safe && !failure.notDelivered) break candidates;
         continue;
       }
       attempt.status = upstream.status;
@@ -152,7 +155,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds), deps.now());
         const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
         if (mayRetry && attempts.length < deps.maxAttempts) {
-          lastFailure = { status: upstream.status, headers: upstream.headers, body: await readSmall(upstream.body) };
+          lastFailure = { status: upstream.status, headers: upstream.headers, body: await readSmall(upstream.body), candidate, credential };
           input.res.off('close', onClientGone);
           attempt.error_code = `upstream_${upstream.status}`;
           continue;
@@ -192,16 +195,32 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     input.res.end(lastFailure.body);
     result.status = lastFailure.status;
     result.errorCode = `upstream_${lastFailure.status}`;
+    result.candidate = lastFailure.candidate;
+    result.credential = lastFailure.credential;
     return result;
   }
   if (result.clientAborted) return result;
-  throw lastTransportError ?? new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
+  if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
+  throw new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
 }
 
-function finish(result: ForwardResult, candidate: Candidate, credential: CredentialView, error: DataPlaneError): never {
-  result.candidate = candidate;
-  result.credential = credential;
-  throw error;
+/**
+ * Answers a request whose attempts all failed without an upstream answer, in the client's
+ * protocol. Answered here rather than thrown so that the result (and with it the log record)
+ * keeps every attempt and names the last credential tried.
+ */
+function answerTransportFailure(input: ForwardInput, result: ForwardResult, last: { error: DataPlaneError; candidate: Candidate; credential: CredentialView }): ForwardResult {
+  const { error } = last;
+  result.status = error.status;
+  result.errorCode = error.code;
+  result.candidate = last.candidate;
+  result.credential = last.credential;
+  if (!input.res.headersSent && !input.res.destroyed) {
+    const body = renderErrorBody(input.op.error_style, error.status, error.code, error.message);
+    input.res.writeHead(error.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'x-request-id': input.requestId });
+    input.res.end(body);
+  }
+  return result;
 }
 
 // The request stream is destroyed once read; the response and socket tell whether the client left.
