@@ -12,6 +12,6 @@ export const ERROR_SHAPE_TABLE: Record<number | 'default', { completions: string
   429: { completions: 'rate_limit_error', messages: 'rate_limit_error', generate: 'RESOURCE_EXHAUSTED' },
   502: { completions: 'api_error', messages: 'api_error', generate: 'UNAVAILABLE' },
   503: { completions: 'api_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
-  504: { completions: 'api_error', messages: 'api_error', generate: 'DEADLINE_EXCEEDED' },
+  504: { completions: 'api_error', messages: 'timeout_error', generate: 'DEADLINE_EXCEEDED' },
   default: { completions: 'api_error', messages: 'api_error', generate: 'INTERNAL' },
 };
