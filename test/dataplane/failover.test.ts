@@ -1,0 +1,462 @@
+import t, { type Test } from 'tap';
+import type { ServerResponse } from 'node:http';
+import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
+import { chatBody, closedPortUrl, completionJson, createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+
+// Credential pools and failover (issue 4 item 4): 429/5xx/connection failures cool a
+// credential down (honouring Retry-After) and move on; 401/403 disable it with the reason;
+// the next Group by priority follows; operations that are not safe to replay move on only
+// when the upstream provably rejected before processing. Every attempt is in the log record.
+
+type Behaviour = (res: ServerResponse, req: RecordedUpstreamRequest) => void;
+
+const ok: Behaviour = (res, req) => {
+  const body = completionJson(String(JSON.parse(req.body.toString() || '{}').model));
+  res.writeHead(200, { 'content-type': 'application/json', 'request-id': `ok-${secretOf(req)}` });
+  res.end(body);
+};
+const status =
+  (code: number, headers: Record<string, string> = {}): Behaviour =>
+  (res) => {
+    const body = JSON.stringify({ error: { message: `upstream says ${code}`, type: 'upstream_error', code: `u${code}` } });
+    res.writeHead(code, { 'content-type': 'application/json', ...headers });
+    res.end(body);
+  };
+const hangUp: Behaviour = (res) => res.socket?.destroy();
+
+function secretOf(req: RecordedUpstreamRequest): string {
+  const auth = String(req.headers.authorization ?? req.headers['x-api-key'] ?? req.headers['x-goog-api-key'] ?? '');
+  return auth.replace(/^Bearer /, '');
+}
+
+/** A substitute upstream whose answer depends on the credential it receives. */
+async function upstreamBySecret(t: Test, behaviours: Record<string, Behaviour>): Promise<Upstream & { secrets(): string[] }> {
+  const upstream = await startUpstream((req, res) => (behaviours[secretOf(req)] ?? ok)(res, req));
+  t.teardown(() => upstream.close());
+  return Object.assign(upstream, { secrets: () => upstream.requests.map(secretOf) });
+}
+
+async function gateway(t: Test): Promise<Gateway> {
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  return gw;
+}
+
+const MODELS = [{ external: 'team-chat', upstream: 'vendor-chat' }];
+
+async function chat(gw: Gateway, keyValue: string): Promise<{ res: Response; text: string }> {
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });
+  return { res, text: await res.text() };
+}
+
+function isoWithin(t: Test, value: string | null, from: number, to: number, what: string): void {
+  const at = value === null ? NaN : Date.parse(value);
+  t.ok(at >= from && at <= to, `${what}: ${value} within [${new Date(from).toISOString()}, ${new Date(to).toISOString()}]`);
+}
+
+t.test('429 with Retry-After: the next credential serves, the first cools down for that long and recovers by itself', async (t) => {
+  const behaviours: Record<string, Behaviour> = { 'sk-a': status(429, { 'retry-after': '120' }) };
+  const upstream = await upstreamBySecret(t, behaviours);
+  const gw = await gateway(t);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const [a, b] = credentials as [typeof credentials[0], typeof credentials[0]];
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+
+  const before = Date.now();
+  const first = await chat(gw, keyValue);
+  const after = Date.now();
+  t.equal(first.res.status, 200, 'the request succeeds through the second credential');
+  t.equal(first.res.headers.get('request-id'), 'ok-sk-b');
+  t.same(upstream.secrets(), ['sk-a', 'sk-b']);
+  const record = await waitForLog(gw, first.res.headers.get('x-request-id'));
+  t.match(record, {
+    status: 200,
+    credential_id: String(b.id),
+    attempt_count: 2,
+    attempts: [
+      { credential_id: String(a.id), group_id: String(group.id), status: 429, error_code: 'upstream_429' },
+      { credential_id: String(b.id), group_id: String(group.id), status: 200, error_code: null },
+    ],
+  });
+  t.equal(record.attempts.length, 2, 'every attempt listed, no more');
+
+  const cooled = await credentialView(gw.store, group.id, a.id);
+  t.equal(cooled.state, 'cooldown');
+  isoWithin(t, cooled.cooldown_until, before + 119_000, after + 121_000, 'cooldown_until honours retry-after: 120');
+  t.equal((await credentialView(gw.store, group.id, b.id)).state, 'active');
+
+  const second = await chat(gw, keyValue);
+  t.equal(second.res.status, 200);
+  t.same(upstream.secrets().slice(2), ['sk-b'], 'a cooling credential is skipped');
+
+  // Time passes: cooldown_until is in the past, so the credential is usable again without
+  // anyone resetting it.
+  delete behaviours['sk-a'];
+  await gw.store.credentials.setState(group.id, a.id, { to: 'cooldown', until: new Date(Date.now() - 1000).toISOString() });
+  t.equal((await credentialView(gw.store, group.id, a.id)).state, 'active', 'the view derives active once cooldown_until has passed');
+  for (let i = 0; i < 2; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
+  t.ok(upstream.secrets().slice(3).includes('sk-a'), 'the recovered credential is used again', { used: upstream.secrets() });
+});
+
+t.test('Retry-After as an HTTP date is honoured', async (t) => {
+  const until = new Date(Math.ceil((Date.now() + 300_000) / 1000) * 1000);
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': until.toUTCString() }) });
+  const gw = await gateway(t);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  t.equal((await chat(gw, keyValue)).res.status, 200);
+  const cooled = await credentialView(gw.store, group.id, credentials[0]!.id);
+  t.equal(cooled.state, 'cooldown');
+  isoWithin(t, cooled.cooldown_until, until.getTime() - 2000, until.getTime() + 2000, 'cooldown_until is the Retry-After date');
+});
+
+for (const code of [401, 403]) {
+  t.test(`${code}: the credential is disabled with the reason and not used again`, async (t) => {
+    const upstream = await upstreamBySecret(t, { 'sk-a': status(code) });
+    const gw = await gateway(t);
+    const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+    const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+    const first = await chat(gw, keyValue);
+    t.equal(first.res.status, 200);
+    const disabled = await credentialView(gw.store, group.id, credentials[0]!.id);
+    t.equal(disabled.state, 'disabled');
+    t.equal(disabled.enabled, false);
+    t.match(disabled.disabled_reason, new RegExp(String(code)), 'the reason names the status');
+    for (let i = 0; i < 2; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
+    t.same(upstream.secrets(), ['sk-a', 'sk-b', 'sk-b', 'sk-b']);
+    const record = await waitForLog(gw, first.res.headers.get('x-request-id'));
+    t.match(record.attempts, [{ status: code, error_code: `upstream_${code}` }, { status: 200 }]);
+  });
+}
+
+t.test('5xx: the next credential, then the next Group by priority', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(500), 'sk-b': status(503) });
+  const gw = await gateway(t);
+  // Created lowest priority first, so that creation order cannot stand in for priority.
+  const low = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-d'], priority: 1 });
+  const middle = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-c'], priority: 5 });
+  const high = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'], priority: 10 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const before = Date.now();
+  const { res } = await chat(gw, keyValue);
+  const after = Date.now();
+  t.equal(res.status, 200);
+  t.same(upstream.secrets(), ['sk-a', 'sk-b', 'sk-c'], 'high priority Group first, then the next one; the lowest is not needed');
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.match(record, {
+    group_id: String(middle.group.id),
+    credential_id: String(middle.credentials[0]!.id),
+    attempt_count: 3,
+    attempts: [
+      { group_id: String(high.group.id), credential_id: String(high.credentials[0]!.id), status: 500, error_code: 'upstream_500' },
+      { group_id: String(high.group.id), credential_id: String(high.credentials[1]!.id), status: 503, error_code: 'upstream_503' },
+      { group_id: String(middle.group.id), credential_id: String(middle.credentials[0]!.id), status: 200, error_code: null },
+    ],
+  });
+  const cooldownSeconds = (await gw.store.settings.get()).credential_cooldown_seconds;
+  for (const c of high.credentials) {
+    const view = await credentialView(gw.store, high.group.id, c.id);
+    t.equal(view.state, 'cooldown', `credential ${c.id} cools down after a 5xx`);
+    isoWithin(t, view.cooldown_until, before + cooldownSeconds * 1000 - 1000, after + cooldownSeconds * 1000 + 1000, 'default cooldown without Retry-After');
+  }
+  t.equal((await credentialView(gw.store, low.group.id, low.credentials[0]!.id)).state, 'active');
+});
+
+t.test('connection refused: the next credential, then the next Group', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  const dead = await seedGroup(gw.store, { channel: 'ch02', baseUrl: await closedPortUrl(), models: MODELS, secrets: ['sk-a', 'sk-b'], priority: 10 });
+  const live = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-c'], priority: 5 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { res } = await chat(gw, keyValue);
+  t.equal(res.status, 200);
+  t.same(upstream.secrets(), ['sk-c']);
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.match(record, {
+    group_id: String(live.group.id),
+    attempt_count: 3,
+    attempts: [
+      { group_id: String(dead.group.id), credential_id: String(dead.credentials[0]!.id), status: null, error_code: 'upstream_connect_failed' },
+      { group_id: String(dead.group.id), credential_id: String(dead.credentials[1]!.id), status: null, error_code: 'upstream_connect_failed' },
+      { group_id: String(live.group.id), status: 200 },
+    ],
+  });
+  for (const c of dead.credentials) t.equal((await credentialView(gw.store, dead.group.id, c.id)).state, 'cooldown', 'a connection failure cools the credential down');
+});
+
+t.test('attempts stop at max_attempts_per_request and the last upstream error is passed on', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(500), 'sk-b': status(502), 'sk-c': status(503) });
+  const gw = await gateway(t);
+  await gw.store.settings.save({ max_attempts_per_request: 2 });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b', 'sk-c'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { res, text } = await chat(gw, keyValue);
+  t.equal(upstream.requests.length, 2);
+  t.equal(res.status, 502);
+  t.match(JSON.parse(text), { error: { code: 'u502' } });
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.equal(record.attempt_count, 2);
+  t.equal(record.status, 502);
+});
+
+t.test('every credential cooling down: 503 no_available_credential, nothing sent upstream', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': '600' }) });
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const first = await chat(gw, keyValue);
+  t.equal(first.res.status, 429, "the upstream's 429 once failover is exhausted");
+  t.equal(first.res.headers.get('retry-after'), '600');
+  const second = await chat(gw, keyValue);
+  t.equal(second.res.status, 503);
+  t.match(JSON.parse(second.text), { error: { code: 'no_available_credential' } });
+  t.equal(upstream.requests.length, 1, 'the second request reached no upstream');
+});
+
+// Operations that are not safe to replay (embeddings, image generation): retried only when the
+// upstream provably rejected before processing (429, 401/403, or no connection at all).
+const UNSAFE = [
+  { op: 'embeddings', protocol: 'x-chat-embeddings', channel: 'ch03', path: '/v1/embeddings', body: { model: 'team-chat', input: 'hello' } },
+  { op: 'images-generations', protocol: 'x-images', channel: 'ch09', path: '/v1/images/generations', body: { model: 'team-chat', prompt: 'a lighthouse' } },
+] as const;
+
+for (const u of UNSAFE) {
+  const call = async (gw: Gateway, keyValue: string) => {
+    const res = await fetch(`${gw.url}${u.path}`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify(u.body) });
+    return { res, text: await res.text() };
+  };
+
+  t.test(`${u.op} (not replay safe): a 500 is not retried`, async (t) => {
+    const upstream = await upstreamBySecret(t, { 'sk-a': status(500) });
+    const gw = await gateway(t);
+    await seedGroup(gw.store, { channel: u.channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+    await seedGroup(gw.store, { channel: u.channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-c'], priority: -1 });
+    const { keyValue } = await createKey(gw.store, { protocols: [u.protocol] });
+    const { res, text } = await call(gw, keyValue);
+    t.equal(res.status, 500, "the upstream's 500 comes back");
+    t.match(JSON.parse(text), { error: { code: 'u500' } });
+    t.same(upstream.secrets(), ['sk-a'], 'no second attempt');
+    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    t.match(record, { status: 500, attempt_count: 1, attempts: [{ status: 500 }] });
+  });
+
+  t.test(`${u.op} (not replay safe): a connection lost after sending is not retried`, async (t) => {
+    const upstream = await upstreamBySecret(t, { 'sk-a': hangUp });
+    const gw = await gateway(t);
+    await seedGroup(gw.store, { channel: u.channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+    const { keyValue } = await createKey(gw.store, { protocols: [u.protocol] });
+    const { res, text } = await call(gw, keyValue);
+    t.equal(res.status, 502);
+    t.match(JSON.parse(text), { error: { code: 'upstream_unreachable' } });
+    t.same(upstream.secrets(), ['sk-a'], 'the upstream may have processed it: no second attempt');
+  });
+
+  t.test(`${u.op} (not replay safe): a 429 is retried on the next credential`, async (t) => {
+    const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': '30' }) });
+    const gw = await gateway(t);
+    await seedGroup(gw.store, { channel: u.channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+    const { keyValue } = await createKey(gw.store, { protocols: [u.protocol] });
+    const { res } = await call(gw, keyValue);
+    t.equal(res.status, 200);
+    t.same(upstream.secrets(), ['sk-a', 'sk-b']);
+    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    t.match(record, { attempt_count: 2, attempts: [{ status: 429 }, { status: 200 }] });
+  });
+
+  t.test(`${u.op} (not replay safe): a refused connection is retried in the next Group`, async (t) => {
+    const upstream = await upstreamBySecret(t, {});
+    const gw = await gateway(t);
+    await seedGroup(gw.store, { channel: u.channel, baseUrl: await closedPortUrl(), models: MODELS, secrets: ['sk-a'], priority: 10 });
+    await seedGroup(gw.store, { channel: u.channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-b'], priority: 1 });
+    const { keyValue } = await createKey(gw.store, { protocols: [u.protocol] });
+    const { res } = await call(gw, keyValue);
+    t.equal(res.status, 200);
+    t.same(upstream.secrets(), ['sk-b']);
+    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    t.match(record, { attempt_count: 2, attempts: [{ status: null, error_code: 'upstream_connect_failed' }, { status: 200 }] });
+  });
+}
+
+t.test('chat completions (replay safe): a connection lost after sending is retried', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': hangUp });
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { res } = await chat(gw, keyValue);
+  t.equal(res.status, 200);
+  t.same(upstream.secrets(), ['sk-a', 'sk-b']);
+});
+
+t.test('within a Group, credentials of equal standing take turns (round-robin)', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b', 'sk-c'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  for (let i = 0; i < 6; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
+  const counts = upstream.secrets().reduce<Record<string, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
+  t.same(counts, { 'sk-a': 2, 'sk-b': 2, 'sk-c': 2 });
+});
+
+t.test('every attempt failing to connect: 502 in the client protocol, and the log still lists every attempt', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  const dead = await seedGroup(gw.store, { channel: 'ch14', baseUrl: await closedPortUrl(), models: MODELS, secrets: ['sk-a', 'sk-b'], priority: 10 });
+  const dead2 = await seedGroup(gw.store, { channel: 'ch14', baseUrl: await closedPortUrl(), models: MODELS, secrets: ['sk-c'], priority: 5 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-messages'] });
+  const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': keyValue, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-chat', max_tokens: 5, messages: [] }) });
+  t.equal(res.status, 502);
+  t.match(await res.json(), { type: 'error', error: { type: 'api_error', code: 'upstream_unreachable' } });
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.match(record, {
+    status: 502,
+    error_code: 'upstream_unreachable',
+    attempt_count: 3,
+    attempts: [
+      { group_id: String(dead.group.id), credential_id: String(dead.credentials[0]!.id), status: null, error_code: 'upstream_connect_failed' },
+      { group_id: String(dead.group.id), credential_id: String(dead.credentials[1]!.id), status: null, error_code: 'upstream_connect_failed' },
+      { group_id: String(dead2.group.id), credential_id: String(dead2.credentials[0]!.id), status: null, error_code: 'upstream_connect_failed' },
+    ],
+    group_id: String(dead2.group.id),
+    channel: 'ch14',
+    credential_id: String(dead2.credentials[0]!.id),
+  });
+  t.equal(upstream.requests.length, 0);
+});
+
+t.test('a non-replay-safe request whose connection was lost: the log lists the attempt and names the credential', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': hangUp });
+  const gw = await gateway(t);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-chat-embeddings'] });
+  const res = await fetch(`${gw.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-chat', input: 'x' }) });
+  t.equal(res.status, 502);
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.match(record, {
+    status: 502,
+    error_code: 'upstream_unreachable',
+    attempt_count: 1,
+    attempts: [{ credential_id: String(credentials[0]!.id), status: null, error_code: 'upstream_connection_lost' }],
+    group_id: String(group.id),
+    channel: 'ch03',
+    credential_id: String(credentials[0]!.id),
+  });
+});
+
+t.test('failover exhausted: the log names the Group, channel and credential whose answer came back', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(429), 'sk-b': status(429, { 'retry-after': '5' }) });
+  const gw = await gateway(t);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { res } = await chat(gw, keyValue);
+  t.equal(res.status, 429);
+  t.equal(res.headers.get('retry-after'), '5', "the last answer's headers");
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.match(record, {
+    status: 429,
+    error_code: 'upstream_429',
+    attempt_count: 2,
+    group_id: String(group.id),
+    channel: 'ch02',
+    credential_id: String(credentials[1]!.id),
+    upstream_model: 'vendor-chat',
+    route_mode: 'N',
+  });
+});
+
+// ---- which Groups are tried (plan-candidates) --------------------------------------------
+
+t.test('a disabled Group and a Group the key cannot see are skipped even at a higher priority', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  const disabled = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-disabled'], priority: 30 });
+  await gw.store.groups.update(disabled.group.id, { enabled: false });
+  const hidden = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-hidden'], priority: 20 });
+  const visible = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-visible'], priority: 10 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'], groups: [disabled.group.id, visible.group.id] });
+  for (let i = 0; i < 3; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
+  t.same(upstream.secrets(), ['sk-visible', 'sk-visible', 'sk-visible']);
+  t.ok(hidden.group.id, 'the hidden Group exists');
+});
+
+t.test('a Group whose route is converted is skipped in favour of a native one at lower priority', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch14', baseUrl: upstream.url, models: MODELS, secrets: ['sk-converted'], priority: 10 }); // CC is C on ch14
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-native'], priority: 1 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  t.equal((await chat(gw, keyValue)).res.status, 200);
+  t.same(upstream.secrets(), ['sk-native']);
+});
+
+t.test('at equal priority a Group of weight 0 is used only when the weighted ones fail', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-zero'], weight: 0 });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-weighted'], weight: 5 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  for (let i = 0; i < 5; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
+  t.same(upstream.secrets(), Array(5).fill('sk-weighted'));
+});
+
+t.test('at equal priority and weight, traffic spreads over the Groups', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-left'] });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-right'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  // All 30 on one side happens with probability 2^-29.
+  for (let i = 0; i < 30; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
+  t.same(new Set(upstream.secrets()), new Set(['sk-left', 'sk-right']));
+});
+
+t.test('a credential whose value is replaced is used with the new value at once', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-old'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  t.equal((await chat(gw, keyValue)).res.status, 200);
+  await gw.store.credentials.update(group.id, credentials[0]!.id, { values: { api_key: 'sk-new' }, secretFields: ['api_key'] });
+  t.equal((await chat(gw, keyValue)).res.status, 200);
+  t.same(upstream.secrets(), ['sk-old', 'sk-new']);
+});
+
+t.test('a base URL with a path prefix and a trailing slash keeps the prefix', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: `${upstream.url}/relay/openai/`, models: MODELS, secrets: ['sk-a'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  t.equal((await chat(gw, keyValue)).res.status, 200);
+  t.equal(upstream.requests[0]?.url, '/relay/openai/v1/chat/completions');
+});
+
+t.test('responses resource calls go back to the Group and credential that created the response', async (t) => {
+  const make = (name: string) =>
+    startUpstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(req.method === 'POST' && req.url === '/v1/responses' ? { id: `resp_${name}`, object: 'response' } : { id: req.url, served_by: name }));
+    });
+  const left = await make('left');
+  const right = await make('right');
+  const gw = await gateway(t);
+  t.teardown(async () => {
+    await left.close();
+    await right.close();
+  });
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: left.url, models: MODELS, secrets: ['sk-left'] });
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: right.url, models: MODELS, secrets: ['sk-right'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+  const headers = { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' };
+  const created = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'team-chat', input: 'hi' }) });
+  const { id } = (await created.json()) as { id: string };
+  const owner = id === 'resp_left' ? left : right;
+  const other = owner === left ? right : left;
+  for (let i = 0; i < 8; i++) {
+    const res = await fetch(`${gw.url}/v1/responses/${id}`, { headers });
+    t.equal(res.status, 200);
+    await res.text();
+  }
+  const input = await fetch(`${gw.url}/v1/responses/${id}/input_items`, { headers });
+  await input.text();
+  t.equal(owner.requests.length, 10, 'create, 8 retrievals and input items all on the owning upstream');
+  t.equal(other.requests.length, 0);
+});

@@ -1,0 +1,423 @@
+import t, { type Test } from 'tap';
+import type { IncomingHttpHeaders } from 'node:http';
+import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
+import { closedPortUrl, clientAuthHeaders, createKey, rawRequest, seedGroup, splitUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
+import type { AccessKeyQuota } from '../../src/store/records.ts';
+
+// Logs, usage and quotas (issue 4 item 6), and what never crosses the gateway: client
+// credentials and hop-by-hop headers upstream, the upstream credential anywhere but upstream.
+
+async function setup(t: Test, respond: Parameters<typeof startUpstream>[0]): Promise<{ gw: Gateway; upstream: Upstream }> {
+  const upstream = await startUpstream(respond);
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  return { gw, upstream };
+}
+
+function post(gw: Gateway, path: string, protocol: string, keyValue: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${gw.url}${path}`, { method: 'POST', headers: { ...clientAuthHeaders(protocol, keyValue), 'content-type': 'application/json', ...extraHeaders }, body: JSON.stringify(body) });
+}
+
+const json = (body: unknown) => (_req: RecordedUpstreamRequest, res: import('node:http').ServerResponse) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+t.test('the log record of a request: ids, route, models, status, attempts, timings, usage with cached and reasoning tokens, cost', async (t) => {
+  const { gw, upstream } = await setup(
+    t,
+    json({ id: 'c1', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 200 }, completion_tokens_details: { reasoning_tokens: 100 } } }),
+  );
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-log'] });
+  const { key, keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 3, output_per_mtok: 15, cached_input_per_mtok: 0.5 }, 'manual');
+  const before = Date.now();
+  const res = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
+  await res.text();
+  const requestId = res.headers.get('x-request-id');
+  const record = await waitForLog(gw, requestId);
+  t.equal(record.request_id, requestId, 'the response header carries the log record id');
+  t.match(record, {
+    access_key_id: key.id,
+    group_id: String(group.id),
+    channel: 'ch02',
+    credential_id: String(credentials[0]!.id),
+    protocol: 'x-completions',
+    operation: 'chat-completions',
+    route_mode: 'N',
+    effective: 'native',
+    external_model: 'team-m',
+    upstream_model: 'vendor-m',
+    status: 200,
+    error_code: null,
+    attempt_count: 1,
+    attempts: [{ credential_id: String(credentials[0]!.id), group_id: String(group.id), status: 200, error_code: null }],
+    client_aborted: false,
+    currency: 'USD',
+  });
+  t.same(record.usage, { input_tokens: 1000, output_tokens: 500, cached_tokens: 200, reasoning_tokens: 100 });
+  // (800 uncached * 3 + 200 cached * 0.5 + 500 * 15) / 1e6
+  t.equal(record.cost, 0.01, 'cost from the model price');
+  t.ok(record.created_at >= before, 'created_at');
+  t.type(record.timings.ttfb_ms, 'number', 'time to first byte recorded');
+  t.ok(record.timings.ttfb_ms! >= 0 && record.timings.ttfb_ms! <= record.timings.duration_ms, 'ttfb within the duration');
+  t.equal(record.request_body, undefined, 'no body recorded when the key does not ask');
+  const listed = await gw.logs.list({ access_key_id: key.id }, { limit: 10 });
+  t.equal(listed.items.length, 1);
+  t.equal(listed.items[0]?.has_request_body, false);
+});
+
+// Usage is read from every protocol's responses and streams.
+const USAGE_CASES = [
+  {
+    name: 'responses body',
+    protocol: 'x-responses',
+    channel: 'ch09',
+    path: '/v1/responses',
+    body: { model: 'team-m', input: 'hi' },
+    contentType: 'application/json',
+    reply: JSON.stringify({ id: 'resp_1', usage: { input_tokens: 40, output_tokens: 30, input_tokens_details: { cached_tokens: 10 }, output_tokens_details: { reasoning_tokens: 20 } } }),
+    usage: { input_tokens: 40, output_tokens: 30, cached_tokens: 10, reasoning_tokens: 20 },
+  },
+  {
+    name: 'responses stream',
+    protocol: 'x-responses',
+    channel: 'ch09',
+    path: '/v1/responses',
+    body: { model: 'team-m', input: 'hi', stream: true },
+    contentType: 'text/event-stream',
+    reply: [
+      `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', response: { id: 'resp_2' } })}\n\n`,
+      `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', response: { id: 'resp_2', usage: { input_tokens: 41, output_tokens: 31, input_tokens_details: { cached_tokens: 11 }, output_tokens_details: { reasoning_tokens: 21 } } } })}\n\n`,
+    ].join(''),
+    usage: { input_tokens: 41, output_tokens: 31, cached_tokens: 11, reasoning_tokens: 21 },
+  },
+  {
+    name: 'messages body',
+    protocol: 'x-messages',
+    channel: 'ch14',
+    path: '/v1/messages',
+    body: { model: 'team-m', max_tokens: 10, messages: [] },
+    contentType: 'application/json',
+    reply: JSON.stringify({ id: 'msg_1', type: 'message', usage: { input_tokens: 5, cache_read_input_tokens: 20, cache_creation_input_tokens: 3, output_tokens: 9 } }),
+    usage: { input_tokens: 28, output_tokens: 9, cached_tokens: 20, reasoning_tokens: 0 },
+  },
+  {
+    name: 'messages stream',
+    protocol: 'x-messages',
+    channel: 'ch14',
+    path: '/v1/messages',
+    body: { model: 'team-m', max_tokens: 10, messages: [], stream: true },
+    contentType: 'text/event-stream',
+    reply: [
+      `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message: { id: 'msg_2', usage: { input_tokens: 6, cache_read_input_tokens: 12, output_tokens: 1 } } })}\n\n`,
+      `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi' } })}\n\n`,
+      `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 15 } })}\n\n`,
+      `event: message_stop\ndata: {"type":"message_stop"}\n\n`,
+    ].join(''),
+    usage: { input_tokens: 18, output_tokens: 15, cached_tokens: 12, reasoning_tokens: 0 },
+  },
+  {
+    name: 'generate body',
+    protocol: 'x-generate',
+    channel: 'ch15',
+    path: '/v1beta/models/team-m:generateContent',
+    body: { contents: [] },
+    contentType: 'application/json',
+    reply: JSON.stringify({ candidates: [], usageMetadata: { promptTokenCount: 50, candidatesTokenCount: 7, thoughtsTokenCount: 13, cachedContentTokenCount: 25, totalTokenCount: 70 } }),
+    usage: { input_tokens: 50, output_tokens: 20, cached_tokens: 25, reasoning_tokens: 13 },
+  },
+  {
+    name: 'generate stream',
+    protocol: 'x-generate',
+    channel: 'ch15',
+    path: '/v1beta/models/team-m:streamGenerateContent?alt=sse',
+    body: { contents: [] },
+    contentType: 'text/event-stream',
+    reply: [
+      `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'a' }] } }], usageMetadata: { promptTokenCount: 50, candidatesTokenCount: 1 } })}\r\n\r\n`,
+      `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'b' }] } }], usageMetadata: { promptTokenCount: 50, candidatesTokenCount: 8, thoughtsTokenCount: 4 } })}\r\n\r\n`,
+    ].join(''),
+    usage: { input_tokens: 50, output_tokens: 12, cached_tokens: 0, reasoning_tokens: 4 },
+  },
+  {
+    name: 'chat-style embeddings body',
+    protocol: 'x-chat-embeddings',
+    channel: 'ch03',
+    path: '/v1/embeddings',
+    body: { model: 'team-m', input: 'hello' },
+    contentType: 'application/json',
+    reply: JSON.stringify({ object: 'list', data: [], usage: { prompt_tokens: 6, total_tokens: 6 } }),
+    usage: { input_tokens: 6, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 },
+  },
+];
+
+for (const c of USAGE_CASES) {
+  t.test(`usage read from ${c.name}`, async (t) => {
+    const { gw, upstream } = await setup(t, (_req, res) => {
+      res.writeHead(200, { 'content-type': c.contentType });
+      res.end(c.reply);
+    });
+    await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-usage'] });
+    const { keyValue } = await createKey(gw.store, { protocols: [c.protocol] });
+    await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
+    const res = await post(gw, c.path, c.protocol, keyValue, c.body);
+    t.equal(await res.text(), c.reply, 'the reply itself is unchanged');
+    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    t.same(record.usage, c.usage);
+    const expectedCost = Math.round(((c.usage.input_tokens * 2 + c.usage.output_tokens * 10) / 1e6) * 1e10) / 1e10;
+    t.equal(record.cost, expectedCost, 'cost');
+  });
+}
+
+t.test('alpha search is not counted as model token usage (note 4)', async (t) => {
+  const { gw, upstream } = await setup(t, json({ results: [], usage: { prompt_tokens: 99, completion_tokens: 99, input_tokens: 99, output_tokens: 99 } }));
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+  const res = await post(gw, '/v1/alpha/search', 'x-responses', keyValue, { model: 'team-m', query: 'q' });
+  t.equal(res.status, 200);
+  await res.text();
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.same(record.usage, { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 });
+});
+
+t.test('record_request_body: true stores the original body; false stores none', async (t) => {
+  const { gw, upstream } = await setup(t, json({ choices: [] }));
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const recording = await createKey(gw.store, { name: 'recording', protocols: ['x-completions'], record_request_body: true });
+  const silent = await createKey(gw.store, { name: 'silent', protocols: ['x-completions'], record_request_body: false });
+  const original = { model: 'team-m', messages: [{ role: 'user', content: 'secret plans: ünïcödé' }], vendor_extension: { keep: true } };
+  const text = JSON.stringify(original, null, 1);
+  const send = (keyValue: string) => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: text });
+
+  const recorded = await send(recording.keyValue);
+  await recorded.text();
+  const withBody = await waitForLog(gw, recorded.headers.get('x-request-id'));
+  t.match(withBody.request_body, { state: 'recorded', original_bytes: Buffer.byteLength(text) });
+  t.same(withBody.request_body?.body, original, 'the original body: external model, not the mapped one');
+  const listed = await gw.logs.list({ access_key_id: recording.key.id }, { limit: 10 });
+  t.equal(listed.items[0]?.has_request_body, true);
+
+  const notRecorded = await send(silent.keyValue);
+  await notRecorded.text();
+  const without = await waitForLog(gw, notRecorded.headers.get('x-request-id'));
+  t.equal(without.request_body, undefined);
+  t.notOk('request_body' in without, 'no request_body field at all');
+});
+
+interface QuotaCase {
+  name: string;
+  quota: AccessKeyQuota;
+  protocol: string;
+  channel: string;
+  path: string;
+  body: unknown;
+  /** Requests that succeed before the refusal. */
+  allowed: number;
+  check: (t: Test, body: unknown) => void;
+}
+
+const QUOTA_CASES: QuotaCase[] = [
+  {
+    name: 'total requests, completions client',
+    quota: { total: { requests: 2 } },
+    protocol: 'x-completions',
+    channel: 'ch02',
+    path: '/v1/chat/completions',
+    body: { model: 'team-m', messages: [] },
+    allowed: 2,
+    check: (t, body) => t.match(body, { error: { code: 'quota_exceeded', type: 'rate_limit_error', message: /requests/ } }),
+  },
+  {
+    name: 'requests per day, messages client',
+    quota: { per_period: { period: 'day', requests: 1 } },
+    protocol: 'x-messages',
+    channel: 'ch14',
+    path: '/v1/messages',
+    body: { model: 'team-m', max_tokens: 5, messages: [] },
+    allowed: 1,
+    check: (t, body) => t.match(body, { type: 'error', error: { code: 'quota_exceeded', type: 'rate_limit_error' } }),
+  },
+  {
+    name: 'total tokens, generate client',
+    quota: { total: { tokens: 20 } },
+    protocol: 'x-generate',
+    channel: 'ch15',
+    path: '/v1beta/models/team-m:generateContent',
+    body: { contents: [] },
+    allowed: 2,
+    check: (t, body) => t.match(body, { error: { code: 429, status: 'RESOURCE_EXHAUSTED', details: [{ reason: 'quota_exceeded' }], message: /tokens/ } }),
+  },
+  {
+    name: 'tokens per hour, completions client',
+    quota: { per_period: { period: 'hour', tokens: 15 } },
+    protocol: 'x-completions',
+    channel: 'ch02',
+    path: '/v1/chat/completions',
+    body: { model: 'team-m', messages: [] },
+    allowed: 2,
+    check: (t, body) => t.match(body, { error: { code: 'quota_exceeded', message: /tokens/ } }),
+  },
+];
+
+// Each answer costs 12 tokens (8 in, 4 out) in every protocol's usage fields.
+function usageReply(protocol: string): string {
+  if (protocol === 'x-messages') return JSON.stringify({ type: 'message', usage: { input_tokens: 8, output_tokens: 4 } });
+  if (protocol === 'x-generate') return JSON.stringify({ candidates: [], usageMetadata: { promptTokenCount: 8, candidatesTokenCount: 4 } });
+  return JSON.stringify({ choices: [], usage: { prompt_tokens: 8, completion_tokens: 4, total_tokens: 12 } });
+}
+
+for (const c of QUOTA_CASES) {
+  t.test(`quota exhaustion (${c.name}) answers 429 quota_exceeded in the client protocol`, async (t) => {
+    const { gw, upstream } = await setup(t, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(usageReply(c.protocol));
+    });
+    await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+    const { keyValue } = await createKey(gw.store, { protocols: [c.protocol], quota: c.quota });
+    for (let i = 0; i < c.allowed; i++) {
+      const res = await post(gw, c.path, c.protocol, keyValue, c.body);
+      t.equal(res.status, 200, `request ${i + 1} within the quota`);
+      await res.text();
+      await waitForLog(gw, res.headers.get('x-request-id'));
+    }
+    const refused = await post(gw, c.path, c.protocol, keyValue, c.body);
+    t.equal(refused.status, 429);
+    c.check(t, await refused.json());
+    t.equal(upstream.requests.length, c.allowed, 'the refused request reached no upstream');
+    const record = await waitForLog(gw, refused.headers.get('x-request-id'));
+    t.match(record, { status: 429, error_code: 'quota_exceeded' });
+  });
+}
+
+t.test('a cost quota refuses once the priced usage reaches it', async (t) => {
+  const { gw, upstream } = await setup(t, json({ choices: [], usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 } }));
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 1, output_per_mtok: 1 }, 'manual');
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { cost: 0.002 } } });
+  const first = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
+  t.equal(first.status, 200);
+  await first.text();
+  await waitForLog(gw, first.headers.get('x-request-id'));
+  const second = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
+  t.equal(second.status, 429);
+  t.match(await second.json(), { error: { code: 'quota_exceeded', message: /cost/ } });
+  t.equal(upstream.requests.length, 1);
+});
+
+t.test('the key query parameter authenticates and is removed before forwarding; other parameters stay', async (t) => {
+  const { gw, upstream } = await setup(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.end('data: {"candidates":[]}\r\n\r\n');
+  });
+  await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-query'] });
+  const { key, keyValue } = await createKey(gw.store, { protocols: ['x-generate'] });
+  const res = await fetch(`${gw.url}/v1beta/models/team-m:streamGenerateContent?alt=sse&key=${encodeURIComponent(keyValue)}&trace=a%2Fb`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"contents":[]}' });
+  t.equal(res.status, 200);
+  await res.text();
+  const seen = upstream.requests[0]!;
+  const { path, query } = splitUrl(seen.url);
+  t.equal(path, '/v1beta/models/vendor-m:streamGenerateContent');
+  t.equal(query.get('key'), null, 'key removed');
+  t.equal(query.get('alt'), 'sse');
+  t.equal(query.get('trace'), 'a/b');
+  t.notOk(seen.url.includes(keyValue), 'the AccessKey is nowhere in the upstream URL');
+  t.equal(seen.headers['x-goog-api-key'], 'sk-up-query');
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.equal(record.access_key_id, key.id);
+});
+
+t.test('hop-by-hop headers and client credentials never reach the upstream; hop-by-hop response headers never reach the client', async (t) => {
+  const { gw, upstream } = await setup(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive, x-up-hop', 'x-up-hop': 'drop', 'keep-alive': 'timeout=99', 'x-up-kept': 'yes' });
+    res.end(JSON.stringify({ type: 'message', usage: { input_tokens: 1, output_tokens: 1 } }));
+  });
+  await seedGroup(gw.store, { channel: 'ch14', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-hop'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-messages'] });
+  const res = await rawRequest(`${gw.url}/v1/messages`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      authorization: `Bearer ${keyValue}`,
+      'x-api-key': keyValue,
+      'x-goog-api-key': keyValue,
+      'api-key': keyValue,
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'tools-2024',
+      connection: 'keep-alive, x-client-hop',
+      'x-client-hop': 'drop',
+      'keep-alive': 'timeout=77',
+      te: 'trailers',
+      'proxy-authorization': 'Basic c2VjcmV0',
+      'x-client-kept': 'yes',
+    },
+    body: JSON.stringify({ model: 'team-m', max_tokens: 5, messages: [] }),
+  });
+  t.equal(res.status, 200);
+  const seen: IncomingHttpHeaders = upstream.requests[0]!.headers;
+  t.equal(seen['x-api-key'], 'sk-up-hop', 'the upstream credential, in the messages-style header');
+  for (const name of ['authorization', 'x-goog-api-key', 'api-key', 'x-client-hop', 'te', 'proxy-authorization']) t.equal(seen[name], undefined, `no ${name} upstream`);
+  t.not(seen['keep-alive'], 'timeout=77', "the client's keep-alive is not forwarded");
+  t.notMatch(String(seen.connection ?? ''), /x-client-hop/, "the client's connection header is not forwarded");
+  t.notOk(JSON.stringify(seen).includes(keyValue), 'the AccessKey appears in no upstream header');
+  t.equal(seen['anthropic-version'], '2023-06-01', 'protocol headers are forwarded');
+  t.equal(seen['anthropic-beta'], 'tools-2024');
+  t.equal(seen['x-client-kept'], 'yes', 'ordinary headers are forwarded');
+
+  t.equal(res.headers['x-up-hop'], undefined, 'a header the upstream named in Connection does not reach the client');
+  t.not(res.headers['keep-alive'], 'timeout=99', "the upstream's keep-alive does not reach the client");
+  t.equal(res.headers['x-up-kept'], 'yes');
+});
+
+t.test('the upstream credential appears in no response and no log record', async (t) => {
+  const SECRET = 'sk-upstream-NEVER-LEAK-7f3a9c';
+  let mode: 'ok' | '401' | 'stream' | '500' = 'ok';
+  const { gw, upstream } = await setup(t, (_req, res) => {
+    if (mode === '401') {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"Incorrect API key provided: sk-up****9c","type":"invalid_request_error"}}');
+    } else if (mode === '500') {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"boom"}}');
+    } else if (mode === 'stream') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end('data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n');
+    } else {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}}');
+    }
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: [SECRET] });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: await closedPortUrl(), models: [{ external: 'dead-m', upstream: 'vendor-m' }], secrets: [SECRET] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'], record_request_body: true });
+  const transcripts: string[] = [];
+  const ids: string[] = [];
+  const call = async (model: string, stream = false) => {
+    const res = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model, messages: [], ...(stream ? { stream: true } : {}) });
+    transcripts.push(JSON.stringify([...res.headers]) + (await res.text()));
+    const id = res.headers.get('x-request-id');
+    if (id) ids.push(id);
+  };
+  await call('team-m');
+  mode = 'stream';
+  await call('team-m', true);
+  mode = '500';
+  await call('team-m');
+  mode = '401';
+  await call('team-m');
+  await call('team-m'); // the credential is now disabled: no_available_credential
+  await call('dead-m'); // connection refused
+  await call('unknown-m'); // refused before routing
+  t.equal(transcripts.length, 7);
+  t.equal(ids.length, 7, 'every response carries a request id');
+  for (const [i, text] of transcripts.entries()) t.notOk(text.includes(SECRET), `response ${i + 1} does not contain the upstream credential`);
+  for (const id of ids) {
+    const record = await waitForLog(gw, id);
+    t.notOk(JSON.stringify(record).includes(SECRET), `log record ${id} does not contain the upstream credential`);
+  }
+  const page = await gw.logs.list({}, { limit: 50 });
+  t.notOk(JSON.stringify(page).includes(SECRET), 'nor the log list');
+});

@@ -1,0 +1,303 @@
+import t, { type Test } from 'tap';
+import type { ServerResponse } from 'node:http';
+import { CHANNELS, PROTOCOL_IDS, type ChannelId } from '../../src/generated/index.ts';
+import { startDataPlane, startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import {
+  HTTP_OPERATIONS,
+  clientAuthHeaders,
+  createKey,
+  deferred,
+  expectedCredentialValue,
+  nativeChannelFor,
+  readIncrementally,
+  seedGroup,
+  splitUrl,
+  upstreamCredentialHeader,
+  waitForLog,
+  withTimeout,
+  type Deferred,
+  type Operation,
+} from './helpers/dataplane-scenarios.ts';
+
+// Issue 4 item 8: every protocol has native routes tested, non-streaming and (where the
+// operation streams) streaming. The cases come from the generated OPERATIONS table, so a new
+// endpoint in protocols.yaml is covered without touching this file. The WebSocket operations
+// (x-live `live`, x-suite `audio-transcriptions-realtime`) are covered by the WebSocket tests
+// another engineer writes, not here.
+
+const SECRET = 'sk-upstream-native-0123456789';
+const RESPONSE_ID = 'resp_0123abc';
+const VOICE_ID = 'voice_42';
+const NAMESPACE_REST = 'ns-ext/items';
+const FILE_BYTES = Buffer.from([0, 1, 2, 3, 0xff, 0xfe, 13, 10, 45, 45, 13, 10, 0x89, 0x50, 0x4e, 0x47]);
+
+const externalModel = (op: Operation) => `team-${op.id}`;
+const upstreamModel = (op: Operation) => `vendor-${op.id}-v1`;
+
+function clientPath(op: Operation): string {
+  return op.path.replace(/\{(\w+)\*?\}/g, (_, name: string) => paramValue(op, name, externalModel(op)));
+}
+
+function upstreamPath(op: Operation): string {
+  return op.upstream_path.replace(/\{(\w+)\*?\}/g, (_, name: string) => paramValue(op, name, upstreamModel(op)));
+}
+
+function paramValue(op: Operation, name: string, model: string): string {
+  if (name === 'model') return model;
+  if (name === 'response_id') return RESPONSE_ID;
+  if (name === 'voice_id') return VOICE_ID;
+  if (name === 'rest') return NAMESPACE_REST;
+  throw new Error(`${op.id}: no test value for path parameter {${name}}`);
+}
+
+/** The query a client adds to ask for streaming (or the SSE framing of generate style). */
+function streamQuery(op: Operation): string {
+  if (op.stream === 'query_flag') return '?stream=true';
+  if (op.stream === 'always') return '?alt=sse';
+  return '';
+}
+
+function clientBody(op: Operation, stream: boolean): { body?: string | FormData; headers: Record<string, string> } {
+  if (op.body === 'none') return { headers: {} };
+  const withModel = op.model === 'body' ? { model: externalModel(op) } : {};
+  const streamFlag = stream && op.stream === 'body_flag';
+  if (op.body === 'multipart') {
+    // Known failure at the time of writing: prepare-request-body.ts reads no fields from a
+    // multipart body, so images edits and audio transcriptions (model in the form) are refused
+    // with model_missing and the model is never mapped in the form.
+    const form = new FormData();
+    if (op.model === 'body') form.append('model', externalModel(op));
+    form.append('prompt', 'hello from the client');
+    if (streamFlag) form.append('stream', 'true');
+    form.append('file', new Blob([FILE_BYTES], { type: 'application/octet-stream' }), 'sample.bin');
+    return { body: form, headers: {} };
+  }
+  // Completions: the client asks for usage itself, so the stream is passed on byte for byte.
+  const usage = streamFlag && op.protocol === 'x-completions' ? { stream_options: { include_usage: true } } : {};
+  return {
+    body: JSON.stringify({ ...withModel, input: 'hello', vendor_extension: { keep: [1, 'two'] }, ...(streamFlag ? { stream: true } : {}), ...usage }),
+    headers: { 'content-type': 'application/json' },
+  };
+}
+
+function method(op: Operation): string {
+  return op.method === 'ANY' ? 'POST' : op.method;
+}
+
+/** Events in the framing of the operation's protocol; each carries a marker `evt-N`. */
+function streamEvents(op: Operation): string[] {
+  const m = upstreamModel(op);
+  switch (op.protocol) {
+    case 'x-completions':
+      return [
+        `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: m, choices: [{ index: 0, delta: { content: 'evt-1' } }] })}\n\n`,
+        `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: m, choices: [{ index: 0, delta: { content: 'evt-2' }, finish_reason: 'stop' }] })}\n\n`,
+        `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: m, choices: [], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 }, marker: 'evt-3' })}\n\n`,
+        'data: [DONE]\n\n',
+      ];
+    case 'x-responses':
+      return [
+        `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: RESPONSE_ID, model: m, status: 'in_progress' }, marker: 'evt-1' })}\n\n`,
+        `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, delta: 'evt-2' })}\n\n`,
+        `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 2, response: { id: RESPONSE_ID, model: m, status: 'completed', usage: { input_tokens: 4, output_tokens: 2 } }, marker: 'evt-3' })}\n\n`,
+      ];
+    case 'x-messages':
+      return [
+        `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message: { id: 'msg_1', model: m, usage: { input_tokens: 4, output_tokens: 0 } }, marker: 'evt-1' })}\n\n`,
+        `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'evt-2' } })}\n\n`,
+        `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 }, marker: 'evt-3' })}\n\n`,
+        `event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop', marker: 'evt-4' })}\n\n`,
+      ];
+    case 'x-generate':
+      // Generate-style SSE separates events with CRLF pairs.
+      return [
+        `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'evt-1' }], role: 'model' } }], modelVersion: m })}\r\n\r\n`,
+        `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'evt-2' }], role: 'model' }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 2 } })}\r\n\r\n`,
+      ];
+    default:
+      // Named events as the image, speech and transcription streams send them.
+      return [
+        `event: ${op.id}.delta\ndata: ${JSON.stringify({ type: `${op.id}.delta`, delta: 'evt-1' })}\n\n`,
+        `event: ${op.id}.delta\ndata: ${JSON.stringify({ type: `${op.id}.delta`, delta: 'evt-2' })}\n\n`,
+        `event: ${op.id}.done\ndata: ${JSON.stringify({ type: `${op.id}.done`, usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 }, marker: 'evt-3' })}\n\n`,
+      ];
+  }
+}
+
+interface NonStreamReply {
+  status: number;
+  contentType: string;
+  body: Buffer;
+}
+
+function nonStreamReply(op: Operation): NonStreamReply {
+  if (op.id === 'audio-speech') return { status: 200, contentType: 'audio/mpeg', body: Buffer.from([0x49, 0x44, 0x33, 0x04, 0, 0, 0xff, 0xfb, 0x90, 0x64]) };
+  const status = op.id === 'voices-create' ? 201 : 200;
+  // Spacing and key order a re-serialisation would lose.
+  const body = `{ "id" : "${op.id === 'responses-create' ? RESPONSE_ID : `obj-${op.id}`}",  "echo": "${op.id}", "model": "${upstreamModel(op)}", "unknown_upstream_field": {"a": [1, 2.50, null]} }\n`;
+  return { status, contentType: 'application/json; charset=utf-8', body: Buffer.from(body) };
+}
+
+/** Lets the upstream send event N+1 only after the client has read event N. */
+class ClientProgress {
+  #text = '';
+  #waiters: { marker: string; d: Deferred }[] = [];
+  readonly late: string[] = [];
+
+  saw(text: string): void {
+    this.#text = text;
+    for (const w of this.#waiters) if (text.includes(w.marker)) w.d.resolve();
+  }
+
+  async waitFor(marker: string): Promise<void> {
+    if (this.#text.includes(marker)) return;
+    const d = deferred();
+    this.#waiters.push({ marker, d });
+    try {
+      await withTimeout(d.promise, 5000, `the client to receive ${marker}`);
+    } catch {
+      this.late.push(marker);
+    }
+  }
+}
+
+async function writeGated(res: ServerResponse, events: string[], progress: ClientProgress): Promise<void> {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': 'req-up-stream' });
+  for (const [i, event] of events.entries()) {
+    res.write(event);
+    const marker = /evt-\d+/.exec(event)?.[0];
+    if (marker && i < events.length - 1) await progress.waitFor(marker);
+  }
+  res.end();
+}
+
+function streams(op: Operation): boolean {
+  return op.stream !== 'none';
+}
+
+t.test('every protocol of decisions.md §2 with an HTTP endpoint has a native route under test', async (t) => {
+  const covered = new Set(HTTP_OPERATIONS.filter((op) => nativeChannelFor(op) !== undefined).map((op) => op.protocol));
+  for (const protocol of PROTOCOL_IDS) {
+    if (protocol === 'x-live') continue; // WebSocket only: the WebSocket tests cover it.
+    t.ok(covered.has(protocol), `${protocol} is covered`);
+  }
+  for (const op of HTTP_OPERATIONS) t.ok(nativeChannelFor(op), `${op.id} has a native channel with an API-key style credential`);
+});
+
+for (const op of HTTP_OPERATIONS) {
+  const channel = nativeChannelFor(op);
+  if (channel === undefined) continue;
+  const modes = streams(op) ? [false, true] : [false];
+  for (const stream of modes) {
+    // An operation that always streams is also called without `alt=sse` (JSON framing).
+    const label = stream ? 'streaming' : op.stream === 'always' ? 'JSON framing' : 'non-streaming';
+    t.test(`${op.protocol} ${op.id} on ${channel} (${label})`, async (t) => {
+      await checkNativeRoute(t, op, channel, stream);
+    });
+  }
+}
+
+async function checkNativeRoute(t: Test, op: Operation, channel: ChannelId, stream: boolean): Promise<void> {
+  const progress = new ClientProgress();
+  const reply = nonStreamReply(op);
+  const events = streamEvents(op);
+  const upstream = await startUpstream(async (_req: RecordedUpstreamRequest, res) => {
+    if (stream) return writeGated(res, events, progress);
+    res.writeHead(reply.status, { 'content-type': reply.contentType, 'content-length': reply.body.length, 'request-id': `req-up-${op.id}`, 'x-vendor-trace': 'trace-7' });
+    res.end(reply.body);
+  });
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  const models = op.model === 'none' ? [{ external: 'unused-model', upstream: 'unused-model' }] : [{ external: externalModel(op), upstream: upstreamModel(op) }];
+  const { group, credentials } = await seedGroup(gw.store, { channel, baseUrl: upstream.url, models, secrets: [SECRET] });
+  const { key, keyValue } = await createKey(gw.store, { protocols: [op.protocol] });
+
+  const { body, headers } = clientBody(op, stream);
+  const res = await fetch(`${gw.url}${clientPath(op)}${stream ? streamQuery(op) : ''}`, {
+    method: method(op),
+    headers: { ...clientAuthHeaders(op.protocol, keyValue), ...headers },
+    ...(body !== undefined ? { body } : {}),
+  });
+
+  const text = stream ? await readIncrementally(res, (soFar) => progress.saw(soFar)) : undefined;
+  const bytes = stream ? undefined : Buffer.from(await res.arrayBuffer());
+
+  // The upstream saw exactly one request, at the right path, with its own credential.
+  const seen = upstream.requests[0];
+  t.equal(upstream.requests.length, 1, 'one upstream request', { gatewayAnswered: res.status, body: text ?? bytes?.toString('utf8') });
+  if (!seen) return;
+  const { path, query } = splitUrl(seen.url);
+  t.equal(seen.method, method(op), 'method');
+  t.equal(path, upstreamPath(op), 'upstream path (model mapped in the path for generate style)');
+  if (stream && op.stream === 'query_flag') t.equal(query.get('stream'), 'true', 'stream query flag forwarded');
+  if (stream && op.stream === 'always') t.equal(query.get('alt'), 'sse', 'alt=sse forwarded');
+  t.equal(seen.headers[upstreamCredentialHeader(op.protocol)], expectedCredentialValue(op.protocol, SECRET), `upstream credential in ${upstreamCredentialHeader(op.protocol)}`);
+  t.notOk(JSON.stringify(seen.headers).includes(keyValue), 'the AccessKey never reaches the upstream');
+  for (const h of ['authorization', 'x-api-key', 'x-goog-api-key'] as const) {
+    if (h !== upstreamCredentialHeader(op.protocol)) t.equal(seen.headers[h], undefined, `no ${h} upstream`);
+  }
+  await checkForwardedBody(t, op, seen, stream);
+
+  // The response comes back as the upstream sent it.
+  t.equal(res.status, stream ? 200 : reply.status, 'status');
+  const requestId = res.headers.get('x-request-id');
+  t.ok(requestId, 'gateway request id header');
+  if (stream) {
+    t.match(res.headers.get('content-type'), /^text\/event-stream/, 'content-type');
+    t.equal(res.headers.get('request-id'), 'req-up-stream', 'upstream request id header');
+    t.equal(text, events.join(''), 'every event arrives intact and in order');
+    t.same(progress.late, [], 'each event reached the client before the upstream sent the next');
+  } else {
+    t.equal(res.headers.get('content-type'), reply.contentType, 'content-type');
+    t.equal(res.headers.get('request-id'), `req-up-${op.id}`, 'upstream request id header');
+    t.equal(res.headers.get('x-vendor-trace'), 'trace-7', 'other upstream headers');
+    t.ok(bytes?.equals(reply.body), 'body byte for byte');
+  }
+
+  const record = await waitForLog(gw, requestId);
+  t.match(
+    record,
+    {
+      access_key_id: key.id,
+      group_id: String(group.id),
+      channel,
+      credential_id: String(credentials[0]!.id),
+      protocol: op.protocol,
+      operation: op.id,
+      route_mode: CHANNELS[channel].cells[op.capability].mode,
+      effective: 'native',
+      external_model: op.model === 'none' ? null : externalModel(op),
+      upstream_model: op.model === 'none' ? null : upstreamModel(op),
+      status: stream ? 200 : reply.status,
+      error_code: null,
+      attempt_count: 1,
+      client_aborted: false,
+    },
+    'log record',
+  );
+}
+
+async function checkForwardedBody(t: Test, op: Operation, seen: RecordedUpstreamRequest, stream: boolean): Promise<void> {
+  if (op.body === 'none') {
+    t.equal(seen.body.length, 0, 'no body');
+    return;
+  }
+  if (op.body === 'multipart') {
+    const form = await new Response(new Uint8Array(seen.body), { headers: { 'content-type': String(seen.headers['content-type']) } }).formData();
+    if (op.model === 'body') t.equal(form.get('model'), upstreamModel(op), 'model mapped in the form');
+    t.equal(form.get('prompt'), 'hello from the client', 'other fields kept');
+    if (stream && op.stream === 'body_flag') t.equal(form.get('stream'), 'true', 'stream flag kept');
+    const file = form.get('file');
+    t.ok(file instanceof Blob && Buffer.from(await file.arrayBuffer()).equals(FILE_BYTES), 'file part byte for byte');
+    return;
+  }
+  const sent = JSON.parse(seen.body.toString('utf8')) as Record<string, unknown>;
+  if (op.model === 'body') t.equal(sent['model'], upstreamModel(op), 'model mapped in the body');
+  else t.notOk('model' in sent, 'no model added');
+  t.same(sent['vendor_extension'], { keep: [1, 'two'] }, 'unknown fields preserved');
+  t.equal(sent['input'], 'hello');
+  if (stream && op.stream === 'body_flag') t.equal(sent['stream'], true, 'stream flag kept');
+}

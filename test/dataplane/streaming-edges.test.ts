@@ -1,0 +1,288 @@
+import t, { type Test } from 'tap';
+import type { ServerResponse } from 'node:http';
+import { startDataPlane, startUpstream, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
+import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
+
+// Streaming edge cases (issue 4 item 3): a client that leaves aborts the upstream request and
+// the log says so; an upstream that stalls or breaks mid-stream ends the client's stream with
+// the protocol's own error event; completions streams get usage requested on the client's
+// behalf and the extra usage chunk is not passed on.
+
+interface StreamStyle {
+  name: string;
+  protocol: string;
+  channel: string;
+  path: (model: string) => string;
+  body: (model: string) => Record<string, unknown>;
+  /** The first event the upstream sends (carries the marker `first-event`). */
+  first: string;
+  /** Checks the error event that must end the client's stream. */
+  errorEvent: (t: Test, block: string, code: string) => void;
+}
+
+function dataOf(block: string): unknown {
+  const data = block
+    .split(/\r?\n/)
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(5).trimStart())
+    .join('\n');
+  return JSON.parse(data);
+}
+
+const STYLES: StreamStyle[] = [
+  {
+    name: 'completions',
+    protocol: 'x-completions',
+    channel: 'ch02',
+    path: () => '/v1/chat/completions',
+    body: (model) => ({ model, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] }),
+    first: `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'first-event' } }] })}\n\n`,
+    errorEvent: (t, block, code) => {
+      t.notMatch(block, /^event:/m, 'completions errors have no event name');
+      t.match(dataOf(block), { error: { code, message: String, type: String } }, 'data: {"error": ...}');
+    },
+  },
+  {
+    name: 'responses',
+    protocol: 'x-responses',
+    channel: 'ch09',
+    path: () => '/v1/responses',
+    body: (model) => ({ model, stream: true, input: 'hi' }),
+    first: `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: 'resp_1', status: 'in_progress' }, marker: 'first-event' })}\n\n`,
+    errorEvent: (t, block, code) => {
+      t.match(block, /^event: error$/m, 'event: error');
+      t.match(dataOf(block), { type: 'error', code, message: String }, 'responses error data');
+    },
+  },
+  {
+    name: 'messages',
+    protocol: 'x-messages',
+    channel: 'ch14',
+    path: () => '/v1/messages',
+    body: (model) => ({ model, stream: true, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }),
+    first: `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 3, output_tokens: 0 } }, marker: 'first-event' })}\n\n`,
+    errorEvent: (t, block, code) => {
+      t.match(block, /^event: error$/m, 'event: error');
+      t.match(dataOf(block), { type: 'error', error: { type: String, message: String, code } }, 'messages error data');
+    },
+  },
+  {
+    name: 'generate',
+    protocol: 'x-generate',
+    channel: 'ch15',
+    path: (model) => `/v1beta/models/${model}:streamGenerateContent?alt=sse`,
+    body: () => ({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+    first: `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'first-event' }] } }] })}\r\n\r\n`,
+    errorEvent: (t, block, code) => {
+      t.match(dataOf(block), { error: { code: Number, status: String, message: String, details: [{ reason: code }] } }, 'generate error data');
+    },
+  },
+];
+
+interface Scenario {
+  gw: Gateway;
+  upstream: Upstream;
+  keyValue: string;
+  upstreamClosed: Deferred;
+}
+
+/** One Group on the style's channel whose upstream sends the first event, then does `then`. */
+async function scenario(t: Test, style: StreamStyle, then: (res: ServerResponse) => void, gatewayOptions = {}): Promise<Scenario> {
+  const upstreamClosed = deferred();
+  const upstream = await startUpstream((_req, res) => {
+    res.on('close', () => upstreamClosed.resolve());
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(style.first);
+    then(res);
+  });
+  const gw = await startDataPlane(gatewayOptions);
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
+  const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
+  return { gw, upstream, keyValue, upstreamClosed };
+}
+
+function send(s: Scenario, style: StreamStyle, signal?: AbortSignal): Promise<Response> {
+  return fetch(`${s.gw.url}${style.path('team-m')}`, {
+    method: 'POST',
+    headers: { ...clientAuthHeaders(style.protocol, s.keyValue), 'content-type': 'application/json' },
+    body: JSON.stringify(style.body('team-m')),
+    ...(signal ? { signal } : {}),
+  });
+}
+
+for (const style of STYLES) {
+  t.test(`${style.name}: a client that disconnects mid-stream aborts the upstream request; the log says client_aborted`, async (t) => {
+    const s = await scenario(t, style, () => {
+      /* keeps the stream open */
+    });
+    const controller = new AbortController();
+    const res = await send(s, style, controller.signal);
+    t.equal(res.status, 200);
+    const requestId = res.headers.get('x-request-id');
+    const sawFirst = deferred();
+    const reading = readIncrementally(res, (text) => {
+      if (text.includes('first-event')) sawFirst.resolve();
+    }).catch(() => undefined);
+    await withTimeout(sawFirst.promise, 5000, 'the first event at the client');
+    controller.abort();
+    await reading;
+    await withTimeout(s.upstreamClosed.promise, 5000, 'the upstream to see its response socket close');
+    t.pass('the upstream request was aborted');
+    const record = await waitForLog(s.gw, requestId);
+    t.equal(record.client_aborted, true, 'client_aborted: true');
+    t.equal(record.status, 200);
+  });
+
+  t.test(`${style.name}: an upstream that stalls mid-stream is ended with the protocol's error event`, async (t) => {
+    const s = await scenario(
+      t,
+      style,
+      () => {
+        /* sends nothing more */
+      },
+      { streamIdleTimeoutMs: 300 },
+    );
+    const res = await send(s, style);
+    t.equal(res.status, 200);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    const blocks = sseBlocks(text);
+    t.match(blocks[0], /first-event/, 'what was sent before the stall arrived');
+    t.equal(blocks.length, 2, 'then exactly one more event: the error', { text });
+    style.errorEvent(t, blocks.at(-1) ?? '', 'upstream_idle_timeout');
+    await withTimeout(s.upstreamClosed.promise, 5000, 'the stalled upstream request to be closed');
+    const record = await waitForLog(s.gw, res.headers.get('x-request-id'));
+    t.equal(record.error_code, 'upstream_idle_timeout');
+    t.equal(record.client_aborted, false);
+  });
+
+  t.test(`${style.name}: an upstream that breaks mid-stream is ended with the protocol's error event`, async (t) => {
+    const s = await scenario(t, style, (res) => {
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    const res = await send(s, style);
+    t.equal(res.status, 200);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    const blocks = sseBlocks(text);
+    t.match(blocks[0], /first-event/);
+    t.equal(blocks.length, 2, 'then exactly one more event: the error', { text });
+    style.errorEvent(t, blocks.at(-1) ?? '', 'upstream_stream_broken');
+    const record = await waitForLog(s.gw, res.headers.get('x-request-id'));
+    t.equal(record.error_code, 'upstream_stream_broken');
+  });
+}
+
+// ---- completions usage injection ----------------------------------------------------------
+
+const CONTENT_CHUNKS = [
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' } }] })}\n\n`,
+  `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }] })}\n\n`,
+];
+const USAGE_CHUNK = `data: ${JSON.stringify({
+  id: 'c1',
+  object: 'chat.completion.chunk',
+  choices: [],
+  usage: { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18, prompt_tokens_details: { cached_tokens: 4 }, completion_tokens_details: { reasoning_tokens: 2 } },
+})}\n\n`;
+const DONE = 'data: [DONE]\n\n';
+
+async function usageScenario(t: Test) {
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const chunk of [...CONTENT_CHUNKS, USAGE_CHUNK, DONE]) res.write(chunk);
+    res.end();
+  });
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const post = (body: Record<string, unknown>) =>
+    fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [{ role: 'user', content: 'hi' }], ...body }) });
+  return { gw, upstream, post };
+}
+
+const LOGGED_USAGE = { input_tokens: 11, output_tokens: 7, cached_tokens: 4, reasoning_tokens: 2 };
+
+t.test('completions stream without stream_options: usage is requested upstream, the usage chunk is not forwarded, tokens are logged', async (t) => {
+  const { gw, upstream, post } = await usageScenario(t);
+  const res = await post({ stream: true });
+  const text = await res.text();
+  const sent = JSON.parse(upstream.requests[0]!.body.toString());
+  t.same(sent.stream_options, { include_usage: true }, 'include_usage added upstream');
+  t.equal(text, [...CONTENT_CHUNKS, DONE].join(''), 'every other event intact, the usage-only chunk dropped');
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.same(record.usage, LOGGED_USAGE);
+});
+
+t.test('completions stream with other stream_options: they are kept and include_usage is added', async (t) => {
+  const { upstream, post } = await usageScenario(t);
+  const res = await post({ stream: true, stream_options: { include_obfuscation: false } });
+  const text = await res.text();
+  const sent = JSON.parse(upstream.requests[0]!.body.toString());
+  t.same(sent.stream_options, { include_obfuscation: false, include_usage: true });
+  t.notMatch(text, /"usage"/, 'the client did not ask for usage and does not get it');
+});
+
+t.test('completions stream where the client asked for usage: forwarded unchanged, usage chunk passed on and logged', async (t) => {
+  const { gw, upstream, post } = await usageScenario(t);
+  const res = await post({ stream: true, stream_options: { include_usage: true } });
+  const text = await res.text();
+  const sent = JSON.parse(upstream.requests[0]!.body.toString());
+  t.same(sent.stream_options, { include_usage: true });
+  t.equal(text, [...CONTENT_CHUNKS, USAGE_CHUNK, DONE].join(''), 'byte for byte');
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.same(record.usage, LOGGED_USAGE);
+});
+
+t.test('a non-streaming completions request gets no stream_options', async (t) => {
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"choices":[]}');
+  });
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}` }, body: JSON.stringify({ model: 'team-m', messages: [] }) });
+  await res.text();
+  t.notOk('stream_options' in JSON.parse(upstream.requests[0]!.body.toString()));
+});
+
+t.test('a client that leaves before the upstream answers aborts the upstream request; the log says client_aborted', async (t) => {
+  const upstreamClosed = deferred();
+  const upstreamGotIt = deferred();
+  const upstream = await startUpstream((_req, res) => {
+    res.on('close', () => upstreamClosed.resolve());
+    upstreamGotIt.resolve();
+    // never answers
+  });
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { key, keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const controller = new AbortController();
+  const pending = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', signal: controller.signal, headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [] }) }).catch(() => undefined);
+  await withTimeout(upstreamGotIt.promise, 5000, 'the request to reach the upstream');
+  controller.abort();
+  await pending;
+  await withTimeout(upstreamClosed.promise, 5000, 'the upstream request to be aborted');
+  const record = await eventually(async () => {
+    await gw.logs.flush();
+    const page = await gw.logs.list({ access_key_id: key.id }, { limit: 5 });
+    return page.items[0];
+  }, 'the log record');
+  t.equal(record.client_aborted, true);
+  t.equal(record.attempt_count, 1);
+});

@@ -1,0 +1,108 @@
+import t, { type Test } from 'tap';
+import { startDataPlane, startUpstream } from './helpers/data-plane-harness.ts';
+import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+
+// Upstream errors are preserved (issue 4 item 2, spec section 7 item 6, decisions.md §6):
+// status, body, content-type, retry-after and request ids come back exactly as the upstream
+// sent them, after failover is exhausted for the retryable ones; the namespace passthrough
+// and alpha search preserve whatever status the upstream answers.
+
+interface UpstreamError {
+  status: number;
+  contentType: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+interface ErrorCase {
+  name: string;
+  protocol: string;
+  channel: string;
+  method: string;
+  path: string;
+  body?: unknown;
+  error: UpstreamError;
+  /** Credentials in the Group; a retryable error is answered by each before it comes back. */
+  credentials: number;
+}
+
+const openaiError = (status: number, code: string) => `{"error": {"message": "upstream ${status}", "type": "${code}", "param": null, "code": "${code}"}}\n`;
+
+const CASES: ErrorCase[] = [
+  { name: '400 on chat completions', protocol: 'x-completions', channel: 'ch02', method: 'POST', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, credentials: 2, error: { status: 400, contentType: 'application/json; charset=utf-8', body: openaiError(400, 'invalid_request_error') } },
+  { name: '404 on chat completions', protocol: 'x-completions', channel: 'ch02', method: 'POST', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, credentials: 2, error: { status: 404, contentType: 'application/json', body: openaiError(404, 'model_not_found') } },
+  { name: '422 on chat completions', protocol: 'x-completions', channel: 'ch02', method: 'POST', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, credentials: 2, error: { status: 422, contentType: 'application/json', body: '{"detail":[{"loc":["body","messages"],"msg":"field required"}]}' } },
+  { name: '429 with retry-after on chat completions (failover exhausted)', protocol: 'x-completions', channel: 'ch02', method: 'POST', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, credentials: 2, error: { status: 429, contentType: 'application/json', body: openaiError(429, 'rate_limit_exceeded'), headers: { 'retry-after': '17', 'x-ratelimit-remaining-requests': '0' } } },
+  { name: '500 on chat completions (failover exhausted)', protocol: 'x-completions', channel: 'ch02', method: 'POST', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, credentials: 2, error: { status: 500, contentType: 'application/json', body: openaiError(500, 'server_error') } },
+  { name: '502 HTML from a proxy in front of the upstream', protocol: 'x-completions', channel: 'ch02', method: 'POST', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, credentials: 1, error: { status: 502, contentType: 'text/html', body: '<html><body><h1>502 Bad Gateway</h1></body></html>' } },
+  { name: '503 with retry-after on responses', protocol: 'x-responses', channel: 'ch09', method: 'POST', path: '/v1/responses', body: { model: 'team-m', input: 'hi' }, credentials: 2, error: { status: 503, contentType: 'application/json', body: openaiError(503, 'overloaded'), headers: { 'retry-after': '3' } } },
+  { name: '400 on messages', protocol: 'x-messages', channel: 'ch14', method: 'POST', path: '/v1/messages', body: { model: 'team-m', max_tokens: 1, messages: [] }, credentials: 1, error: { status: 400, contentType: 'application/json', body: '{"type":"error","error":{"type":"invalid_request_error","message":"messages: at least one message is required"}}' } },
+  { name: '529 overloaded on messages', protocol: 'x-messages', channel: 'ch14', method: 'POST', path: '/v1/messages', body: { model: 'team-m', max_tokens: 1, messages: [] }, credentials: 2, error: { status: 529, contentType: 'application/json', body: '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' } },
+  { name: '400 on generate', protocol: 'x-generate', channel: 'ch15', method: 'POST', path: '/v1beta/models/team-m:generateContent', body: { contents: [] }, credentials: 1, error: { status: 400, contentType: 'application/json; charset=UTF-8', body: '{\n  "error": {\n    "code": 400,\n    "message": "contents is not specified",\n    "status": "INVALID_ARGUMENT"\n  }\n}\n' } },
+  { name: '429 on generate (failover exhausted)', protocol: 'x-generate', channel: 'ch15', method: 'POST', path: '/v1beta/models/team-m:generateContent', body: { contents: [] }, credentials: 2, error: { status: 429, contentType: 'application/json; charset=UTF-8', body: '{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}', headers: { 'retry-after': '9' } } },
+  // Namespace passthrough (note 3): whatever the upstream answers, including statuses a
+  // gateway might be tempted to map.
+  { name: 'namespace passthrough 404 on ch32', protocol: 'x-responses', channel: 'ch32', method: 'POST', path: '/v1/responses/vendor-ns/act', body: { anything: true }, credentials: 1, error: { status: 404, contentType: 'application/json', body: '{"error":{"message":"Unknown path","type":"invalid_request_error"}}' } },
+  { name: 'namespace passthrough 501 on ch31', protocol: 'x-responses', channel: 'ch31', method: 'GET', path: '/v1/responses/vendor-ns/state', credentials: 1, error: { status: 501, contentType: 'text/plain', body: 'not implemented here' } },
+  { name: 'namespace passthrough 409 on ch33', protocol: 'x-responses', channel: 'ch33', method: 'PUT', path: '/v1/responses/vendor-ns/item/7', body: { v: 1 }, credentials: 1, error: { status: 409, contentType: 'application/json', body: '{"error":{"message":"conflict"}}' } },
+  { name: 'namespace passthrough 500 on ch32 (not replay safe: one attempt)', protocol: 'x-responses', channel: 'ch32', method: 'POST', path: '/v1/responses/vendor-ns/act', body: {}, credentials: 2, error: { status: 500, contentType: 'application/json', body: '{"error":{"message":"boom"}}' } },
+  // Alpha search (note 4): response content and status preserved.
+  { name: 'alpha search 404 on ch31', protocol: 'x-responses', channel: 'ch31', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-m', query: 'q' }, credentials: 1, error: { status: 404, contentType: 'application/json', body: '{"error":{"message":"search is not enabled for this project"}}' } },
+  { name: 'alpha search 422 on ch32', protocol: 'x-responses', channel: 'ch32', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-m', query: '' }, credentials: 1, error: { status: 422, contentType: 'application/json', body: '{"error":{"message":"query must not be empty"}}' } },
+  { name: 'alpha search 503 on ch33 (failover exhausted)', protocol: 'x-responses', channel: 'ch33', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-m', query: 'q' }, credentials: 2, error: { status: 503, contentType: 'application/json', body: '{"error":{"message":"search backend unavailable"}}', headers: { 'retry-after': '5' } } },
+];
+
+/** Statuses after which the gateway tries another credential (when the operation allows it). */
+const retried = (c: ErrorCase) => (c.error.status === 429 || c.error.status >= 500) && !c.path.startsWith('/v1/responses/vendor-ns');
+
+for (const c of CASES) {
+  t.test(`upstream error preserved: ${c.name}`, async (t: Test) => {
+    let n = 0;
+    const upstream = await startUpstream((_req, res) => {
+      n += 1;
+      res.writeHead(c.error.status, { 'content-type': c.error.contentType, 'request-id': `req-up-${n}`, ...c.error.headers });
+      res.end(c.error.body);
+    });
+    const gw = await startDataPlane();
+    t.teardown(async () => {
+      await gw.close();
+      await upstream.close();
+    });
+    const secrets = Array.from({ length: c.credentials }, (_, i) => `sk-up-err-${i}`);
+    await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets });
+    const { keyValue } = await createKey(gw.store, { protocols: [c.protocol] });
+    const res = await fetch(`${gw.url}${c.path}`, {
+      method: c.method,
+      headers: { ...clientAuthHeaders(c.protocol, keyValue), ...(c.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(c.body !== undefined ? { body: JSON.stringify(c.body) } : {}),
+    });
+    const body = await res.text();
+    const expectedAttempts = retried(c) ? c.credentials : 1;
+    t.equal(upstream.requests.length, expectedAttempts, retried(c) ? 'every credential tried before giving up' : 'no retry');
+    t.equal(res.status, c.error.status, 'status as sent');
+    t.equal(body, c.error.body, 'body as sent');
+    t.equal(res.headers.get('content-type'), c.error.contentType, 'content-type as sent');
+    t.equal(res.headers.get('request-id'), `req-up-${expectedAttempts}`, 'request id of the answer that came back');
+    for (const [name, value] of Object.entries(c.error.headers ?? {})) t.equal(res.headers.get(name), value, `${name} as sent`);
+    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    t.match(record, { status: c.error.status, error_code: `upstream_${c.error.status}`, attempt_count: expectedAttempts });
+  });
+}
+
+t.test('a streaming request answered with an upstream error gets the error as sent, not a stream', async (t) => {
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end('{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}');
+  });
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  await seedGroup(gw.store, { channel: 'ch14', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-messages'] });
+  const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { ...clientAuthHeaders('x-messages', keyValue), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', stream: true, messages: [] }) });
+  t.equal(res.status, 400);
+  t.equal(res.headers.get('content-type'), 'application/json');
+  t.equal(await res.text(), '{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}');
+});
