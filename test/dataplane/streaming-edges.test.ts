@@ -286,3 +286,62 @@ t.test('a client that leaves before the upstream answers aborts the upstream req
   t.equal(record.client_aborted, true);
   t.equal(record.attempt_count, 1);
 });
+
+// ---- generate style without alt=sse: the stream is one JSON array --------------------------
+// Known failures at the time of writing (deliver-upstream-response.ts): a JSON-array stream
+// goes through the plain body path, so its usage is never read (the whole array is not one
+// usage object) and a stall is caught only by undici's body timeout (10 x the idle timeout),
+// after which the client connection is destroyed mid-array instead of ending the array with an
+// error element (src/streaming has JsonArrayStreamSplitter and jsonArrayStreamErrorTail for it).
+
+async function jsonArrayScenario(t: Test, then: (res: ServerResponse) => void, gatewayOptions = {}) {
+  const upstreamClosed = deferred();
+  const upstream = await startUpstream((_req, res) => {
+    res.on('close', () => upstreamClosed.resolve());
+    res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+    res.write(`[{"candidates": [{"content": {"parts": [{"text": "first-element"}]}}]}`);
+    then(res);
+  });
+  const gw = await startDataPlane(gatewayOptions);
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-generate'] });
+  const res = await fetch(`${gw.url}/v1beta/models/team-m:streamGenerateContent`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: '{"contents":[]}' });
+  return { gw, res, upstreamClosed };
+}
+
+t.test('generate JSON-array stream: usage is read from the elements', async (t) => {
+  const { gw, res } = await jsonArrayScenario(t, (res) => {
+    res.end(`,\r\n{"candidates": [{"content": {"parts": [{"text": "b"}]}}], "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 3, "thoughtsTokenCount": 2}}]`);
+  });
+  const text = await res.text();
+  t.same(JSON.parse(text).length, 2, 'the array arrives whole');
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.same(record.usage, { input_tokens: 9, output_tokens: 5, cached_tokens: 0, reasoning_tokens: 2 });
+});
+
+t.test('generate JSON-array stream: a stall ends the array cleanly with an error element', async (t) => {
+  const { gw, res, upstreamClosed } = await jsonArrayScenario(
+    t,
+    () => {
+      /* stalls */
+    },
+    { streamIdleTimeoutMs: 300 },
+  );
+  t.equal(res.status, 200);
+  const text = await withTimeout(res.text().catch((err: Error) => `<client stream failed: ${err.message}>`), 15_000, 'the client stream to end');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  t.ok(Array.isArray(parsed), 'the client receives a complete JSON array', { text });
+  t.match((parsed as unknown[] | undefined)?.at(-1), { error: { details: [{ reason: 'upstream_idle_timeout' }] } }, 'its last element is the error');
+  await withTimeout(upstreamClosed.promise, 5000, 'the stalled upstream request to be closed');
+  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  t.equal(record.error_code, 'upstream_idle_timeout');
+});
