@@ -61,7 +61,8 @@ function isStaticKind(kind: string): boolean {
 /** The verdict for an upstream status (or null for a connection failure). */
 export function verdictFor(status: number | null, retryAfter: string | undefined, defaultCooldownSeconds: number): CredentialVerdict {
   if (status === 401 || status === 403) return { action: 'disable', reason: `upstream answered ${status}` };
-  if (status === null || status === 429 || status >= 500) {
+  // 501: the upstream does not implement the path; the credential is fine.
+  if (status === null || status === 429 || (status >= 500 && status !== 501)) {
     const seconds = parseRetryAfter(retryAfter) ?? defaultCooldownSeconds;
     return { action: 'cooldown', seconds };
   }

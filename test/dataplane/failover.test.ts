@@ -460,3 +460,36 @@ t.test('responses resource calls go back to the Group and credential that create
   t.equal(owner.requests.length, 10, 'create, 8 retrievals and input items all on the owning upstream');
   t.equal(other.requests.length, 0);
 });
+
+// ---- passthrough answers are about the path, not the credential ---------------------------
+// Note 3: "Passthrough does not guarantee upstream implementation; upstream error statuses are
+// preserved." An unimplemented extension path (501) or one the project may not use (403) must
+// not take the credential away from every other request.
+
+for (const passthrough of [
+  { name: 'namespace path answered 501', method: 'POST', path: '/v1/responses/vendor-ext/run', body: {}, code: 501 },
+  { name: 'namespace path answered 403', method: 'GET', path: '/v1/responses/vendor-ext/state', body: undefined, code: 403 },
+  { name: 'alpha search answered 403', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-chat', query: 'q' }, code: 403 },
+  { name: 'alpha search answered 501', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-chat', query: 'q' }, code: 501 },
+]) {
+  t.test(`${passthrough.name}: preserved, and the credential stays usable`, async (t) => {
+    const upstream = await startUpstream((req, res) => {
+      const isPassthrough = req.url !== '/v1/responses';
+      res.writeHead(isPassthrough ? passthrough.code : 200, { 'content-type': 'application/json' });
+      res.end(isPassthrough ? `{"error":{"message":"upstream ${passthrough.code}"}}` : '{"id":"resp_1","object":"response"}');
+    });
+    t.teardown(() => upstream.close());
+    const gw = await gateway(t);
+    const { group, credentials } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: MODELS, secrets: ['sk-only'] });
+    const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+    const headers = { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' };
+    const res = await fetch(`${gw.url}${passthrough.path}`, { method: passthrough.method, headers, ...(passthrough.body ? { body: JSON.stringify(passthrough.body) } : {}) });
+    t.equal(res.status, passthrough.code, 'the upstream status comes back');
+    t.equal(await res.text(), `{"error":{"message":"upstream ${passthrough.code}"}}`);
+    t.equal(upstream.requests.length, 1, 'not retried: another credential would get the same answer');
+    const view = await credentialView(gw.store, group.id, credentials[0]!.id);
+    t.equal(view.state, 'active', 'the credential is neither disabled nor cooling down');
+    const create = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'team-chat', input: 'hi' }) });
+    t.equal(create.status, 200, 'ordinary traffic still flows through the credential');
+  });
+}
