@@ -1,6 +1,8 @@
 import { ManifestError, formatProblem } from '../../codegen/index.ts';
 import { CliError } from './cli-error.ts';
+import { upstreamModelDiscovery } from '../adapters/discovery/upstream-model-discovery.ts';
 import { dataPlaneMount } from '../dataplane/mount-data-plane.ts';
+import { UpstreamClient } from '../upstream/index.ts';
 import { runCodegenCommand } from './commands/codegen.ts';
 import { runInspect } from './commands/inspect.ts';
 import { runManifestValidate } from './commands/manifest-validate.ts';
@@ -22,7 +24,10 @@ commands:
 `;
 
 const commands: Record<string, (argv: string[]) => number | Promise<number>> = {
-  serve: (argv) => runServe(argv, { mountDataPlane: dataPlaneMount() }),
+  serve: (argv) => {
+    const discoveryClient = new UpstreamClient();
+    return runServe(argv, { mountDataPlane: dataPlaneMount(), modelDiscovery: upstreamModelDiscovery(discoveryClient) });
+  },
   inspect: runInspect,
   matrix: runMatrix,
   resolve: runResolve,

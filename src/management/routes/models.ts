@@ -47,7 +47,8 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
         const values = (await store.credentials.reveal(group.id, credential.id)) ?? {};
         let models: string[];
         try {
-          models = await deps.modelDiscovery.list({ group, credential, values });
+          const proxy = channelOf(group.channel).proxy ? (credential.proxy_url ?? group.proxy_url ?? (await store.settings.get()).proxy_url) : null;
+          models = await deps.modelDiscovery.list({ group, credential, values, proxy });
         } catch (err) {
           throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed' }, cause: err });
         }
