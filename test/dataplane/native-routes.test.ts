@@ -62,9 +62,6 @@ function clientBody(op: Operation, stream: boolean): { body?: string | FormData;
   const withModel = op.model === 'body' ? { model: externalModel(op) } : {};
   const streamFlag = stream && op.stream === 'body_flag';
   if (op.body === 'multipart') {
-    // Known failure at the time of writing: prepare-request-body.ts reads no fields from a
-    // multipart body, so images edits and audio transcriptions (model in the form) are refused
-    // with model_missing and the model is never mapped in the form.
     const form = new FormData();
     if (op.model === 'body') form.append('model', externalModel(op));
     form.append('prompt', 'hello from the client');

@@ -53,8 +53,6 @@ const CASES: RefusalCase[] = [
   { name: 'image generation on ch15 with n=2 (note 1)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: json('x-images', '/v1/images/generations', { model: 'img', prompt: 'p', n: 2 }), status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 1\b/ },
   { name: 'image generation on ch15 as URL (note 1)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: json('x-images', '/v1/images/generations', { model: 'img', prompt: 'p', response_format: 'url' }), status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 1\b/ },
   { name: 'image generation on ch15 within note 1 (C)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: json('x-images', '/v1/images/generations', { model: 'img', prompt: 'p', n: 1, response_format: 'b64_json' }), status: 400, code: 'conversion_not_available', style: 'completions' },
-  // Known failure at the time of writing: multipart fields are not read (prepare-request-body.ts),
-  // so this is refused as model_missing before the engine sees the editing sub-operation.
   { name: 'image edit on ch15 (note 1: no editing)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: { method: 'POST', path: '/v1/images/edits', protocol: 'x-images', form: imageEditForm('img') }, status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 1\b/ },
   // Note 5: rerank is text only and never streams. Known failure at the time of writing:
   // request-features.ts reads `stream` only for operations declared `stream: body_flag`, and
