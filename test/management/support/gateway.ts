@@ -60,6 +60,7 @@ export async function startGateway(t: Teardown, overrides: Partial<ServerOptions
     async restart(more = {}) {
       await server.close();
       server = await createServer({ ...options(), ...more });
+      running = true;
     },
     async stop() {
       running = false;

@@ -1,0 +1,78 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { call } from './support/http-client.ts';
+import { tempDataDir } from './support/gateway.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const SCRIPT = `
+const { runServe } = await import('./src/cli/commands/serve.ts');
+try { process.exitCode = await runServe(process.argv.slice(1)); }
+catch (err) { process.stderr.write(String(err.message) + '\\n'); process.exitCode = err.exitCode ?? 1; }
+`;
+
+interface Child {
+  url: Promise<string>;
+  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+function serve(args: string[], env: Record<string, string | undefined> = {}): Child {
+  const child = spawn(process.execPath, ['--import=tsx', '--input-type=module', '-e', SCRIPT, '--', ...args], { cwd: ROOT, env: { ...process.env, AUTH_KEY: undefined, ...env } });
+  let stdout = '';
+  let stderr = '';
+  let resolveUrl: (u: string) => void;
+  const url = new Promise<string>((resolve) => (resolveUrl = resolve));
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    const m = /switchyard (http:\/\/\S+) /.exec(stdout);
+    if (m?.[1]) resolveUrl(m[1]);
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+  return { url, exit, kill: (s) => child.kill(s) };
+}
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  t.test(`serve starts with nothing and ${signal} stops it without losing an acknowledged write`, async (t) => {
+    const dataDir = tempDataDir(t);
+    const child = serve(['--port', '0', '--data', dataDir]);
+    t.teardown(() => child.kill('SIGKILL'));
+    const url = await child.url;
+    const authKey = readFileSync(path.join(dataDir, 'auth_key'), 'utf8').trim();
+    const created = await call(url, 'POST', '/api/groups', { token: authKey, body: { name: 'before', channel: 'ch02' }, headers: { 'Idempotency-Key': randomUUID() } });
+    t.equal(created.status, 201);
+    const inFlight = Array.from({ length: 5 }, (_, i) =>
+      call(url, 'POST', '/api/groups', { token: authKey, body: { name: `during-${i}`, channel: 'ch02' }, headers: { 'Idempotency-Key': randomUUID() } }).catch(() => undefined),
+    );
+    child.kill(signal);
+    const answers = await Promise.all(inFlight);
+    const { code, stdout, stderr } = await child.exit;
+    t.equal(code, 0, 'a clean exit');
+    t.match(stdout, new RegExp(`${signal} received`));
+    t.match(stdout, /stopped/);
+    t.match(stderr, /generated an AUTH_KEY and stored it in .*auth_key/);
+    const stored = JSON.parse(readFileSync(path.join(dataDir, 'config.json'), 'utf8')) as { groups: Array<{ id: number; name: string }> };
+    t.ok(stored.groups.some((g) => g.name === 'before'));
+    for (const a of answers) {
+      if (a?.status === 201) t.ok(stored.groups.some((g) => g.id === a.json.data.id), `acknowledged group ${a.json.data.id} is on disk`);
+    }
+  });
+}
+
+t.test('serve refuses to start over a corrupted data file, naming it', async (t) => {
+  const dataDir = tempDataDir(t);
+  writeFileSync(path.join(dataDir, 'config.json'), '{"version": 1,');
+  const { code, stderr } = await serve(['--port', '0', '--data', dataDir], { AUTH_KEY: 'k' }).exit;
+  t.equal(code, 1);
+  t.match(stderr, path.join(dataDir, 'config.json'));
+  t.equal(readFileSync(path.join(dataDir, 'config.json'), 'utf8'), '{"version": 1,');
+});
+
+t.test('serve rejects a bad port', async (t) => {
+  const { code, stderr } = await serve(['--port', 'eighty']).exit;
+  t.equal(code, 2);
+  t.match(stderr, /--port must be a port number/);
+});
