@@ -20,7 +20,7 @@ import { usageRoutes } from './routes/usage.ts';
 /** Every management operation, by resource. */
 export function allRoutes(deps: ManagementDeps): RouteDef[] {
   return [
-    ...authSessionRoutes(deps),
+    ...authSessionRoutes(),
     ...homeRoutes(deps),
     ...healthRoutes(deps),
     ...logRoutes(deps),

@@ -3,7 +3,7 @@ import type { AccessKeyCreateBody } from '../../generated/management/access-key-
 import type { AccessKeyUpdateBody } from '../../generated/management/access-key-update.ts';
 import type { ConfigStore } from '../../store/config-store.ts';
 import { recordReveal } from '../audit-reveal.ts';
-import type { ManagementDeps } from '../context.ts';
+import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import createSchema from '../schemas/access-key-create.json' with { type: 'json' };
@@ -11,7 +11,7 @@ import updateSchema from '../schemas/access-key-update.json' with { type: 'json'
 
 export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
-  const keyId = (ctx: Parameters<RouteDef['handle']>[0]) => idParam(ctx, 'id', 'access_key');
+  const keyId = (ctx: ManagementContext) => idParam(ctx, 'id', 'access_key');
 
   return [
     route({

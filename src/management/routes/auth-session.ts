@@ -1,7 +1,6 @@
-import type { ManagementDeps } from '../context.ts';
 import { route, type RouteDef } from '../route-def.ts';
 
-export function authSessionRoutes(_deps: ManagementDeps): RouteDef[] {
+export function authSessionRoutes(): RouteDef[] {
   return [
     route({
       method: 'GET',

@@ -3,7 +3,7 @@ import type { CredentialStageCreateBody } from '../../generated/management/crede
 import type { CredentialStageImportBody } from '../../generated/management/credential-stage-import.ts';
 import type { CredentialStageRecord, GroupRecord } from '../../store/records.ts';
 import { completeCredentialValues, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
-import type { ManagementDeps } from '../context.ts';
+import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import createSchema from '../schemas/credential-stage-create.json' with { type: 'json' };
@@ -20,7 +20,7 @@ const OPEN_STATES: ReadonlyArray<CredentialStageRecord['state']> = ['awaiting_au
  */
 export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
-  const stageId = (ctx: Parameters<RouteDef['handle']>[0]) => idParam(ctx, 'stage_id', 'credential_stage');
+  const stageId = (ctx: ManagementContext) => idParam(ctx, 'stage_id', 'credential_stage');
 
   /** An open stage past its expiry is expired from then on. */
   async function current(id: number): Promise<CredentialStageRecord> {

@@ -7,7 +7,7 @@ import { maskSecret } from '../../store/mask.ts';
 import type { GroupRecord } from '../../store/records.ts';
 import { recordReveal } from '../audit-reveal.ts';
 import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
-import type { ManagementDeps } from '../context.ts';
+import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam, onlyQuery, queryEnum } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import connectSchema from '../schemas/credential-connect.json' with { type: 'json' };
@@ -22,14 +22,14 @@ const IMPORT_BODY_LIMIT = 8 * 1024 * 1024;
 export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
 
-  async function groupOf(ctx: Parameters<RouteDef['handle']>[0]): Promise<GroupRecord> {
+  async function groupOf(ctx: ManagementContext): Promise<GroupRecord> {
     const id = idParam(ctx, 'group_id', 'group');
     const g = await store.groups.get(id);
     if (!g) throw notFound('group', id);
     return g;
   }
 
-  function credentialId(ctx: Parameters<RouteDef['handle']>[0]): number {
+  function credentialId(ctx: ManagementContext): number {
     return idParam(ctx, 'credential_id', 'credential');
   }
 

@@ -1,4 +1,5 @@
 import { notFound } from '../../http/api-error.ts';
+import { definedOnly } from '../../store/defined-only.ts';
 import type { LogFilter } from '../../store/log-store.ts';
 import type { ManagementDeps } from '../context.ts';
 import { onlyQuery, queryEnum, queryInt, queryString, queryTime, stringParam } from '../params.ts';
@@ -25,7 +26,7 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
           access_key_id: scopedKeyId(ctx.state.principal) ?? queryInt(ctx, 'access_key_id', 1, Number.MAX_SAFE_INTEGER),
         };
         const page = { limit: queryInt(ctx, 'limit', 1, 500) ?? 50, cursor: queryString(ctx, 'cursor') };
-        return { data: await deps.logs.list(withoutUndefined(filter), page.cursor === undefined ? { limit: page.limit } : page) };
+        return { data: await deps.logs.list(definedOnly(filter), page.cursor === undefined ? { limit: page.limit } : page) };
       },
     }),
     route({
@@ -39,8 +40,4 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
       },
     }),
   ];
-}
-
-export function withoutUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }

@@ -1,10 +1,10 @@
 import { validationFailed } from '../../http/api-error.ts';
+import { definedOnly } from '../../store/defined-only.ts';
 import type { UsageQuery } from '../../store/log-store.ts';
 import type { ManagementDeps } from '../context.ts';
 import { onlyQuery, queryEnum, queryInt, queryString, queryTime } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
-import { withoutUndefined } from './logs.ts';
 
 const DIMENSIONS = ['key', 'group', 'model'] as const;
 
@@ -17,7 +17,7 @@ export function usageRoutes(deps: ManagementDeps): RouteDef[] {
         onlyQuery(ctx, ['from', 'to', 'bucket', 'group_by', 'model', 'group_id', 'access_key_id', 'utc_offset_minutes']);
         const groupBy = (queryString(ctx, 'group_by') ?? '').split(',').filter((d) => d !== '');
         for (const d of groupBy) if (!(DIMENSIONS as readonly string[]).includes(d)) throw validationFailed('group_by', 'invalid_value', { allowed: DIMENSIONS });
-        const query: UsageQuery = withoutUndefined({
+        const query: UsageQuery = definedOnly({
           from: queryTime(ctx, 'from'),
           to: queryTime(ctx, 'to'),
           bucket: queryEnum(ctx, 'bucket', ['hour', 'day'] as const) ?? 'day',

@@ -4,7 +4,7 @@ import type { AccessKeyPatch, AccessKeyStore, AccessKeyWithValue, NewAccessKey }
 import { maskSecret } from '../mask.ts';
 import type { AccessKeyRecord } from '../records.ts';
 import type { ConfigData, StoredAccessKey } from './config-document.ts';
-import { definedOnly } from './groups.ts';
+import { definedOnly } from '../defined-only.ts';
 import type { JsonDocument } from './json-document.ts';
 import type { SecretBox } from './secret-box.ts';
 

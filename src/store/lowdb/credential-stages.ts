@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import type { CredentialStagePatch, CredentialStageStore, NewCredentialStage } from '../config-store.ts';
 import type { CredentialStageRecord } from '../records.ts';
 import type { ConfigData } from './config-document.ts';
-import { definedOnly } from './groups.ts';
+import { definedOnly } from '../defined-only.ts';
 import type { JsonDocument } from './json-document.ts';
 
 export class LowdbCredentialStageStore implements CredentialStageStore {

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.ts';
+import { definedOnly } from '../defined-only.ts';
 import type { GroupPatch, GroupStore, NewGroup } from '../config-store.ts';
 import type { GroupModel, GroupRecord } from '../records.ts';
 import type { ConfigData } from './config-document.ts';
@@ -81,8 +82,4 @@ export class LowdbGroupStore implements GroupStore {
       return structuredClone(g);
     });
   }
-}
-
-export function definedOnly<T extends object>(patch: T): Partial<T> {
-  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

@@ -2,7 +2,7 @@ import type { SettingsStore } from '../config-store.ts';
 import { DEFAULT_SETTINGS } from '../default-settings.ts';
 import type { Settings } from '../records.ts';
 import type { ConfigData } from './config-document.ts';
-import { definedOnly } from './groups.ts';
+import { definedOnly } from '../defined-only.ts';
 import type { JsonDocument } from './json-document.ts';
 
 export class LowdbSettingsStore implements SettingsStore {
