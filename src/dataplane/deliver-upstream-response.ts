@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import { SseParser, streamErrorEvent, watchIdle, type SseEvent, type StreamErrorStyle } from '../streaming/index.ts';
+import { JsonArrayStreamSplitter, jsonArrayStreamErrorTail, SseParser, streamErrorEvent, watchIdle, type SseEvent, type StreamErrorStyle, type StreamFailure } from '../streaming/index.ts';
 import { clientResponseHeaders, type UpstreamResponse } from '../upstream/index.ts';
 import { extractUsage, isUsageOnlyChunk, StreamUsageAccumulator, type TokenUsage, type UsageStyle } from '../usage/index.ts';
 import { writeChunk } from './write-chunk.ts';
+import { withRequestId } from './request-id-headers.ts';
 
 export interface DeliveryOptions {
   res: ServerResponse;
@@ -17,6 +18,8 @@ export interface DeliveryOptions {
   onFirstByte(): void;
   /** Largest non-streaming body kept aside to read usage and ids from. */
   captureLimitBytes: number;
+  /** The operation always streams: a JSON answer is a stream framed as one array (generate style without alt=sse). */
+  streamingOperation: boolean;
 }
 
 export interface DeliveryOutcome {
@@ -37,9 +40,10 @@ export async function deliverUpstreamResponse(upstream: UpstreamResponse, o: Del
   const headers = clientResponseHeaders(upstream.headers);
   const contentType = String(upstream.headers['content-type'] ?? '');
   const isSse = contentType.includes('text/event-stream');
+  const isJsonArrayStream = !isSse && o.streamingOperation && upstream.status < 300 && contentType.includes('json');
   // Events are re-framed one by one (and an error event may follow): the length may change.
-  if (isSse) delete headers['content-length'];
-  headers['x-request-id'] = o.requestId;
+  if (isSse || isJsonArrayStream) delete headers['content-length'];
+  withRequestId(headers, o.requestId);
   o.res.writeHead(upstream.status, headers);
   const outcome: DeliveryOutcome = { usage: undefined, streamFailure: undefined, clientAborted: false, responseId: undefined };
   const onClose = () => {
@@ -51,6 +55,7 @@ export async function deliverUpstreamResponse(upstream: UpstreamResponse, o: Del
   o.res.once('close', onClose);
   try {
     if (isSse) await pipeSse(upstream, o, outcome);
+    else if (isJsonArrayStream) await pipeJsonArray(upstream, o, outcome);
     else await pipeBody(upstream, o, outcome, contentType.includes('json'));
   } finally {
     o.res.off('close', onClose);
@@ -111,6 +116,45 @@ async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: 
     const message = outcome.streamFailure === 'upstream_idle_timeout' ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.';
     o.res.write(streamErrorEvent(o.streamStyle, { kind: outcome.streamFailure === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code: outcome.streamFailure, message }, { sequenceNumber: nextSequence }));
   }
+}
+
+/**
+ * A stream framed as one JSON array: passed on byte for byte as it arrives, with usage read
+ * from its elements. A stall or break closes the array with an error element when the stream
+ * stands between elements; inside an element nothing valid can follow, so the response ends.
+ */
+async function pipeJsonArray(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome): Promise<void> {
+  const splitter = new JsonArrayStreamSplitter();
+  const usage = o.usageStyle ? new StreamUsageAccumulator(o.usageStyle) : undefined;
+  const idle = watchIdle(o.idleTimeoutMs, () => {
+    outcome.streamFailure = 'upstream_idle_timeout';
+    o.abort.abort();
+    upstream.body.destroy();
+  });
+  let first = true;
+  try {
+    for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
+      idle.touch();
+      for (const element of splitter.push(chunk)) usage?.push(element);
+      if (first) (first = false), o.onFirstByte();
+      await writeChunk(o.res, chunk);
+    }
+    for (const element of splitter.end()) usage?.push(element);
+  } catch {
+    if (!outcome.clientAborted && outcome.streamFailure === undefined) outcome.streamFailure = 'upstream_stream_broken';
+  } finally {
+    idle.stop();
+  }
+  outcome.usage = usage?.result();
+  if (!outcome.streamFailure || outcome.clientAborted || o.res.destroyed) return;
+  const failure: StreamFailure = {
+    kind: outcome.streamFailure === 'upstream_idle_timeout' ? 'timeout' : 'upstream',
+    code: outcome.streamFailure,
+    message: outcome.streamFailure === 'upstream_idle_timeout' ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.',
+  };
+  const at = splitter.boundary();
+  if (at === 'inside_element' || at === 'closed') o.res.destroy();
+  else o.res.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(failure, at === 'after_element' ? 1 : 0)}`);
 }
 
 async function pipeBody(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome, isJson: boolean): Promise<void> {

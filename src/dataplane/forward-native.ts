@@ -12,6 +12,7 @@ import { DataPlaneError } from './data-plane-error.ts';
 import { deliverUpstreamResponse } from './deliver-upstream-response.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
+import { withRequestId } from './request-id-headers.ts';
 
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
 export type ForwardBody =
@@ -182,6 +183,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           result.ttfbAt ??= deps.now();
         },
         captureLimitBytes: 4 * 1024 * 1024,
+        streamingOperation: input.op.stream === 'always',
       });
       if (upstream.status >= 400) attempt.error_code = `upstream_${upstream.status}`;
       result.status = upstream.status;
@@ -198,7 +200,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   if (lastFailure) {
     const headers = clientResponseHeaders(lastFailure.headers);
     headers['content-length'] = String(lastFailure.body.length);
-    headers['x-request-id'] = input.requestId;
+    withRequestId(headers, input.requestId);
     input.res.writeHead(lastFailure.status, headers);
     input.res.end(lastFailure.body);
     result.status = lastFailure.status;
@@ -225,7 +227,7 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   result.credential = last.credential;
   if (!input.res.headersSent && !input.res.destroyed) {
     const body = renderErrorBody(input.op.error_style, error.status, error.code, error.message);
-    input.res.writeHead(error.status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), 'x-request-id': input.requestId });
+    input.res.writeHead(error.status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, input.requestId));
     input.res.end(body);
   }
   return result;

@@ -21,6 +21,7 @@ import { requestFeatures } from './request-features.ts';
 import { ResponseAffinity } from './response-affinity.ts';
 import { modelListBody, sendJson } from './serve-model-list.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
+import { withRequestId } from './request-id-headers.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -57,11 +58,12 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         const list = match.target.list;
         log.protocol = 'models';
         log.operation = list.id;
-        if (list.style === 'generate') errorStyle = 'generate';
+        const alternate = list.alternate !== undefined && req.headers[list.alternate.when_header] !== undefined;
+        const style = alternate && list.alternate ? list.alternate.style : list.style;
+        if (style !== 'completions') errorStyle = style;
         if (!key) throw new DataPlaneError('access_key_invalid');
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
-        const alternate = list.alternate !== undefined && req.headers[list.alternate.when_header] !== undefined;
         sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, started), requestId);
         log.status = 200;
         return;
@@ -141,7 +143,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       log.error_code = code;
       if (!res.headersSent && !res.destroyed) {
         const body = renderErrorBody(errorStyle, status, code, failure?.message ?? 'Internal error.');
-        res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-request-id': requestId, ...(failure?.headers ?? {}) });
+        res.writeHead(status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...(failure?.headers ?? {}) }, requestId));
         res.end(body);
       } else if (!res.writableEnded) {
         res.destroy();

@@ -13,6 +13,7 @@ import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, planCandidates, refusalFor } from './plan-candidates.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { renderErrorBody } from './render-error-body.ts';
+import { GATEWAY_REQUEST_ID_HEADER } from './request-id-headers.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>;
@@ -93,7 +94,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.status = failure.status;
       log.error_code = failure.code;
       const body = renderErrorBody(style, failure.status, failure.code, failure.message);
-      socket.end(`HTTP/1.1 ${failure.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(`HTTP/1.1 ${failure.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${GATEWAY_REQUEST_ID_HEADER}: ${requestId}\r\nconnection: close\r\n\r\n${body}`);
     } finally {
       log.attempt_count = log.attempts.length;
       log.timings.duration_ms = deps.clock() - started;

@@ -8,7 +8,8 @@ export function requestFeatures(operationStream: string, body: Record<string, un
   const f: RouteFeatures = {};
   if (operationStream === 'always') f.stream = true;
   else if (operationStream === 'query_flag') f.stream = query.get('stream') === 'true';
-  else if (operationStream === 'body_flag') f.stream = body?.['stream'] === true || body?.['stream'] === 'true';
+  // Operations that never stream still see a client's stream flag, so a rule can refuse it (note 5).
+  else f.stream = body?.['stream'] === true || body?.['stream'] === 'true';
   if (!body) return f;
   const n = Number(body['n']);
   if (body['n'] !== undefined && Number.isFinite(n)) f.image_count = n;

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { ModelListDecl } from '../generated/index.ts';
 import { visibleModelNames } from '../management/visibility.ts';
 import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
+import { withRequestId } from './request-id-headers.ts';
 
 /**
  * The configured models visible to the calling key (note 12), in the shape the client's SDK
@@ -28,6 +29,6 @@ export function modelListBody(list: ModelListDecl, useAlternate: boolean, key: A
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': requestId });
+  res.writeHead(status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }, requestId));
   res.end(text);
 }

@@ -66,6 +66,17 @@ export class JsonArrayStreamSplitter {
     return elements;
   }
 
+  /**
+   * Where the stream stands, so that text can be appended that keeps the array valid:
+   * before its `[`, inside an element, right after `[` or a comma, or after a whole element.
+   */
+  boundary(): 'before_open' | 'inside_element' | 'after_separator' | 'after_element' | 'closed' {
+    if (!this.#opened) return 'before_open';
+    if (this.#closed) return 'closed';
+    if (this.#inString || this.#depth > 0) return 'inside_element';
+    return this.#element.trim() === '' ? 'after_separator' : 'after_element';
+  }
+
   #take(tail: string, elements: string[]): void {
     const element = (this.#element + tail).trim();
     this.#element = '';

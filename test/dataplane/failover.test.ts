@@ -68,7 +68,7 @@ t.test('429 with Retry-After: the next credential serves, the first cools down f
   t.equal(first.res.status, 200, 'the request succeeds through the second credential');
   t.equal(first.res.headers.get('request-id'), 'ok-sk-b');
   t.same(upstream.secrets(), ['sk-a', 'sk-b']);
-  const record = await waitForLog(gw, first.res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, first.res.headers.get('x-switchyard-request-id'));
   t.match(record, {
     status: 200,
     credential_id: String(b.id),
@@ -124,7 +124,7 @@ for (const code of [401, 403]) {
     t.match(disabled.disabled_reason, new RegExp(String(code)), 'the reason names the status');
     for (let i = 0; i < 2; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
     t.same(upstream.secrets(), ['sk-a', 'sk-b', 'sk-b', 'sk-b']);
-    const record = await waitForLog(gw, first.res.headers.get('x-request-id'));
+    const record = await waitForLog(gw, first.res.headers.get('x-switchyard-request-id'));
     t.match(record.attempts, [{ status: code, error_code: `upstream_${code}` }, { status: 200 }]);
   });
 }
@@ -142,7 +142,7 @@ t.test('5xx: the next credential, then the next Group by priority', async (t) =>
   const after = Date.now();
   t.equal(res.status, 200);
   t.same(upstream.secrets(), ['sk-a', 'sk-b', 'sk-c'], 'high priority Group first, then the next one; the lowest is not needed');
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, {
     group_id: String(middle.group.id),
     credential_id: String(middle.credentials[0]!.id),
@@ -171,7 +171,7 @@ t.test('connection refused: the next credential, then the next Group', async (t)
   const { res } = await chat(gw, keyValue);
   t.equal(res.status, 200);
   t.same(upstream.secrets(), ['sk-c']);
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, {
     group_id: String(live.group.id),
     attempt_count: 3,
@@ -194,7 +194,7 @@ t.test('attempts stop at max_attempts_per_request and the last upstream error is
   t.equal(upstream.requests.length, 2);
   t.equal(res.status, 502);
   t.match(JSON.parse(text), { error: { code: 'u502' } });
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.equal(record.attempt_count, 2);
   t.equal(record.status, 502);
 });
@@ -236,7 +236,7 @@ for (const u of UNSAFE) {
     t.equal(res.status, 500, "the upstream's 500 comes back");
     t.match(JSON.parse(text), { error: { code: 'u500' } });
     t.same(upstream.secrets(), ['sk-a'], 'no second attempt');
-    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { status: 500, attempt_count: 1, attempts: [{ status: 500 }] });
   });
 
@@ -259,7 +259,7 @@ for (const u of UNSAFE) {
     const { res } = await call(gw, keyValue);
     t.equal(res.status, 200);
     t.same(upstream.secrets(), ['sk-a', 'sk-b']);
-    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { attempt_count: 2, attempts: [{ status: 429 }, { status: 200 }] });
   });
 
@@ -272,7 +272,7 @@ for (const u of UNSAFE) {
     const { res } = await call(gw, keyValue);
     t.equal(res.status, 200);
     t.same(upstream.secrets(), ['sk-b']);
-    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { attempt_count: 2, attempts: [{ status: null, error_code: 'upstream_connect_failed' }, { status: 200 }] });
   });
 }
@@ -306,7 +306,7 @@ t.test('every attempt failing to connect: 502 in the client protocol, and the lo
   const res = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': keyValue, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-chat', max_tokens: 5, messages: [] }) });
   t.equal(res.status, 502);
   t.match(await res.json(), { type: 'error', error: { type: 'api_error', code: 'upstream_unreachable' } });
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, {
     status: 502,
     error_code: 'upstream_unreachable',
@@ -330,7 +330,7 @@ t.test('a non-replay-safe request whose connection was lost: the log lists the a
   const { keyValue } = await createKey(gw.store, { protocols: ['x-chat-embeddings'] });
   const res = await fetch(`${gw.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-chat', input: 'x' }) });
   t.equal(res.status, 502);
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, {
     status: 502,
     error_code: 'upstream_unreachable',
@@ -350,7 +350,7 @@ t.test('failover exhausted: the log names the Group, channel and credential whos
   const { res } = await chat(gw, keyValue);
   t.equal(res.status, 429);
   t.equal(res.headers.get('retry-after'), '5', "the last answer's headers");
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, {
     status: 429,
     error_code: 'upstream_429',

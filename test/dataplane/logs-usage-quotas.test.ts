@@ -37,7 +37,7 @@ t.test('the log record of a request: ids, route, models, status, attempts, timin
   const before = Date.now();
   const res = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
   await res.text();
-  const requestId = res.headers.get('x-request-id');
+  const requestId = res.headers.get('x-switchyard-request-id');
   const record = await waitForLog(gw, requestId);
   t.equal(record.request_id, requestId, 'the response header carries the log record id');
   t.match(record, {
@@ -166,7 +166,7 @@ for (const c of USAGE_CASES) {
     await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
     const res = await post(gw, c.path, c.protocol, keyValue, c.body);
     t.equal(await res.text(), c.reply, 'the reply itself is unchanged');
-    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.same(record.usage, c.usage);
     const expectedCost = Math.round(((c.usage.input_tokens * 2 + c.usage.output_tokens * 10) / 1e6) * 1e10) / 1e10;
     t.equal(record.cost, expectedCost, 'cost');
@@ -180,7 +180,7 @@ t.test('alpha search is not counted as model token usage (note 4)', async (t) =>
   const res = await post(gw, '/v1/alpha/search', 'x-responses', keyValue, { model: 'team-m', query: 'q' });
   t.equal(res.status, 200);
   await res.text();
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
@@ -195,7 +195,7 @@ t.test('record_request_body: true stores the original body; false stores none', 
 
   const recorded = await send(recording.keyValue);
   await recorded.text();
-  const withBody = await waitForLog(gw, recorded.headers.get('x-request-id'));
+  const withBody = await waitForLog(gw, recorded.headers.get('x-switchyard-request-id'));
   t.match(withBody.request_body, { state: 'recorded', original_bytes: Buffer.byteLength(text) });
   t.same(withBody.request_body?.body, original, 'the original body: external model, not the mapped one');
   const listed = await gw.logs.list({ access_key_id: recording.key.id }, { limit: 10 });
@@ -203,7 +203,7 @@ t.test('record_request_body: true stores the original body; false stores none', 
 
   const notRecorded = await send(silent.keyValue);
   await notRecorded.text();
-  const without = await waitForLog(gw, notRecorded.headers.get('x-request-id'));
+  const without = await waitForLog(gw, notRecorded.headers.get('x-switchyard-request-id'));
   t.equal(without.request_body, undefined);
   t.notOk('request_body' in without, 'no request_body field at all');
 });
@@ -282,13 +282,13 @@ for (const c of QUOTA_CASES) {
       const res = await post(gw, c.path, c.protocol, keyValue, c.body);
       t.equal(res.status, 200, `request ${i + 1} within the quota`);
       await res.text();
-      await waitForLog(gw, res.headers.get('x-request-id'));
+      await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     }
     const refused = await post(gw, c.path, c.protocol, keyValue, c.body);
     t.equal(refused.status, 429);
     c.check(t, await refused.json());
     t.equal(upstream.requests.length, c.allowed, 'the refused request reached no upstream');
-    const record = await waitForLog(gw, refused.headers.get('x-request-id'));
+    const record = await waitForLog(gw, refused.headers.get('x-switchyard-request-id'));
     t.match(record, { status: 429, error_code: 'quota_exceeded' });
   });
 }
@@ -301,7 +301,7 @@ t.test('a cost quota refuses once the priced usage reaches it', async (t) => {
   const first = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
   t.equal(first.status, 200);
   await first.text();
-  await waitForLog(gw, first.headers.get('x-request-id'));
+  await waitForLog(gw, first.headers.get('x-switchyard-request-id'));
   const second = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
   t.equal(second.status, 429);
   t.match(await second.json(), { error: { code: 'quota_exceeded', message: /cost/ } });
@@ -326,7 +326,7 @@ t.test('the key query parameter authenticates and is removed before forwarding; 
   t.equal(query.get('trace'), 'a/b');
   t.notOk(seen.url.includes(keyValue), 'the AccessKey is nowhere in the upstream URL');
   t.equal(seen.headers['x-goog-api-key'], 'sk-up-query');
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.equal(record.access_key_id, key.id);
 });
 
@@ -398,7 +398,7 @@ t.test('the upstream credential appears in no response and no log record', async
   const call = async (model: string, stream = false) => {
     const res = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model, messages: [], ...(stream ? { stream: true } : {}) });
     transcripts.push(JSON.stringify([...res.headers]) + (await res.text()));
-    const id = res.headers.get('x-request-id');
+    const id = res.headers.get('x-switchyard-request-id');
     if (id) ids.push(id);
   };
   await call('team-m');

@@ -21,7 +21,7 @@ t.test('chat completions forwarded natively: model mapped, credentials swapped, 
   t.equal(res.status, 200);
   const body = (await res.json()) as { model: string };
   t.equal(body.model, 'vendor-model-1');
-  t.ok(res.headers.get('x-request-id'));
+  t.ok(res.headers.get('x-switchyard-request-id'));
   const seen = upstream.requests[0]!;
   t.equal(seen.url, '/v1/chat/completions');
   t.equal(seen.headers.authorization, 'Bearer sk-upstream-1');
@@ -31,7 +31,7 @@ t.test('chat completions forwarded natively: model mapped, credentials swapped, 
   t.equal(sent.model, 'vendor-model-1');
 
   await gw.logs.flush();
-  const record = await gw.logs.get(res.headers.get('x-request-id')!);
+  const record = await gw.logs.get(res.headers.get('x-switchyard-request-id')!);
   t.match(record, { access_key_id: key.id, channel: 'ch02', protocol: 'x-completions', operation: 'chat-completions', route_mode: 'N', effective: 'native', external_model: 'team-model', upstream_model: 'vendor-model-1', status: 200, attempt_count: 1 });
   t.match(record?.usage, { input_tokens: 7, output_tokens: 3 });
   t.equal(record?.request_body, undefined, 'no body recorded unless the key asks');

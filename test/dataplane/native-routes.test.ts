@@ -240,7 +240,7 @@ async function checkNativeRoute(t: Test, op: Operation, channel: ChannelId, stre
 
   // The response comes back as the upstream sent it.
   t.equal(res.status, stream ? 200 : reply.status, 'status');
-  const requestId = res.headers.get('x-request-id');
+  const requestId = res.headers.get('x-switchyard-request-id');
   t.ok(requestId, 'gateway request id header');
   if (stream) {
     t.match(res.headers.get('content-type'), /^text\/event-stream/, 'content-type');

@@ -126,7 +126,7 @@ for (const c of CASES) {
     t.equal(res.status, c.status, 'status', { body });
     t.match(res.headers.get('content-type'), /application\/json/);
     checkErrorShape(t, body, c.style, c.status, c.code, c.message);
-    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { status: c.status, error_code: c.code, attempt_count: 0, credential_id: null }, 'log record');
     t.same(upstream.requests, [], 'the upstream received nothing');
   });

@@ -27,7 +27,7 @@ t.test('multipart image edit streams through with only the model field rewritten
   t.equal(seen.body.length, Number(seen.headers['content-length']), 'content-length follows the rewritten model');
   t.ok(seen.body.includes(Buffer.alloc(300_000, 7)), 'the file part arrives intact');
   await gw.logs.flush();
-  const record = await gw.logs.get(res.headers.get('x-request-id')!);
+  const record = await gw.logs.get(res.headers.get('x-switchyard-request-id')!);
   t.match(record?.request_body, { state: 'recorded', original_bytes: Number(seen.body.length) - 'vendor-img'.length + 'img'.length });
 });
 

@@ -122,7 +122,7 @@ for (const style of STYLES) {
     const controller = new AbortController();
     const res = await send(s, style, controller.signal);
     t.equal(res.status, 200);
-    const requestId = res.headers.get('x-request-id');
+    const requestId = res.headers.get('x-switchyard-request-id');
     const sawFirst = deferred();
     const reading = readIncrementally(res, (text) => {
       if (text.includes('first-event')) sawFirst.resolve();
@@ -154,7 +154,7 @@ for (const style of STYLES) {
     t.equal(blocks.length, 2, 'then exactly one more event: the error', { text });
     style.errorEvent(t, blocks.at(-1) ?? '', 'upstream_idle_timeout');
     await withTimeout(s.upstreamClosed.promise, 5000, 'the stalled upstream request to be closed');
-    const record = await waitForLog(s.gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
     t.equal(record.error_code, 'upstream_idle_timeout');
     t.equal(record.client_aborted, false);
   });
@@ -170,7 +170,7 @@ for (const style of STYLES) {
     t.match(blocks[0], /first-event/);
     t.equal(blocks.length, 2, 'then exactly one more event: the error', { text });
     style.errorEvent(t, blocks.at(-1) ?? '', 'upstream_stream_broken');
-    const record = await waitForLog(s.gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
     t.equal(record.error_code, 'upstream_stream_broken');
   });
 }
@@ -216,7 +216,7 @@ t.test('completions stream without stream_options: usage is requested upstream, 
   const sent = JSON.parse(upstream.requests[0]!.body.toString());
   t.same(sent.stream_options, { include_usage: true }, 'include_usage added upstream');
   t.equal(text, [...CONTENT_CHUNKS, DONE].join(''), 'every other event intact, the usage-only chunk dropped');
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, LOGGED_USAGE);
 });
 
@@ -236,7 +236,7 @@ t.test('completions stream where the client asked for usage: forwarded unchanged
   const sent = JSON.parse(upstream.requests[0]!.body.toString());
   t.same(sent.stream_options, { include_usage: true });
   t.equal(text, [...CONTENT_CHUNKS, USAGE_CHUNK, DONE].join(''), 'byte for byte');
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, LOGGED_USAGE);
 });
 
@@ -319,7 +319,7 @@ t.test('generate JSON-array stream: usage is read from the elements', async (t) 
   });
   const text = await res.text();
   t.same(JSON.parse(text).length, 2, 'the array arrives whole');
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, { input_tokens: 9, output_tokens: 5, cached_tokens: 0, reasoning_tokens: 2 });
 });
 
@@ -342,6 +342,6 @@ t.test('generate JSON-array stream: a stall ends the array cleanly with an error
   t.ok(Array.isArray(parsed), 'the client receives a complete JSON array', { text });
   t.match((parsed as unknown[] | undefined)?.at(-1), { error: { details: [{ reason: 'upstream_idle_timeout' }] } }, 'its last element is the error');
   await withTimeout(upstreamClosed.promise, 5000, 'the stalled upstream request to be closed');
-  const record = await waitForLog(gw, res.headers.get('x-request-id'));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.equal(record.error_code, 'upstream_idle_timeout');
 });

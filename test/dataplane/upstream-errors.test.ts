@@ -84,7 +84,7 @@ for (const c of CASES) {
     t.equal(res.headers.get('content-type'), c.error.contentType, 'content-type as sent');
     t.equal(res.headers.get('request-id'), `req-up-${expectedAttempts}`, 'request id of the answer that came back');
     for (const [name, value] of Object.entries(c.error.headers ?? {})) t.equal(res.headers.get(name), value, `${name} as sent`);
-    const record = await waitForLog(gw, res.headers.get('x-request-id'));
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { status: c.error.status, error_code: `upstream_${c.error.status}`, attempt_count: expectedAttempts });
   });
 }

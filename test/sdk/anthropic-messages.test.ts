@@ -37,7 +37,7 @@ t.test('non-streaming: typed Message, mapped model, upstream x-api-key, anthropi
   t.ok(seen.headers['anthropic-version'], 'the SDK anthropic-version header reaches the upstream');
   t.notOk(leaksKey(seen, r.keyValue), 'the client key never reaches the upstream');
 
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log, { protocol: 'x-messages', operation: 'messages-create', status: 200, channel: 'ch14', upstream_model: 'vendor-msg-1' });
   t.match(log?.usage, { input_tokens: 21, output_tokens: 8 });
 });
@@ -62,7 +62,7 @@ t.test('streaming: every event in order through the SDK iterator; usage logged f
   t.equal(jsonBody(r.upstream.requests[0]!)['model'], 'vendor-msg-1');
   t.equal(jsonBody(r.upstream.requests[0]!)['stream'], true);
 
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log, { status: 200, error_code: null });
   t.match(log?.usage, { input_tokens: 17, output_tokens: 7 });
 });
@@ -135,7 +135,7 @@ t.test('mid-stream upstream failure: the SDK stream raises an APIError with the 
       t.type(err, APIError, 'the stream ends with a typed error, not silently and not hanging');
       t.equal((err as APIError).type, 'api_error');
       t.equal(reasonOf(err), 'upstream_stream_broken');
-      const log = await logOf(r.gw, response.headers.get('x-request-id'));
+      const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
       t.match(log, { error_code: 'upstream_stream_broken' });
       t.match(log?.usage, { input_tokens: 17 }, 'the input usage seen before the break is kept');
     });

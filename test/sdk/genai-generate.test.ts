@@ -17,7 +17,7 @@ function bodyOf(err: unknown): { error?: { code?: number; status?: string; messa
 }
 
 function requestIdOf(response: GenerateContentResponse): string | undefined {
-  return response.sdkHttpResponse?.headers?.['x-request-id'];
+  return response.sdkHttpResponse?.headers?.['x-switchyard-request-id'];
 }
 
 t.test('non-streaming: typed GenerateContentResponse, model mapped in the path, upstream x-goog-api-key, usage logged', async (t) => {

@@ -49,7 +49,7 @@ t.test('openai models.list(): completions-style list of the visible models', asy
     ['team-d'],
     "only the key's own models",
   );
-  t.match(await logOf(s.gw, response.headers.get('x-request-id')), { protocol: 'models', status: 200 });
+  t.match(await logOf(s.gw, response.headers.get('x-switchyard-request-id')), { protocol: 'models', status: 200 });
 
   const err = await openai('sk-nope').models.list().catch((e: unknown) => e);
   t.type(err, OpenAIAuthenticationError);

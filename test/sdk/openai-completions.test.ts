@@ -29,7 +29,7 @@ t.test('non-streaming: typed ChatCompletion, mapped model and upstream credentia
   t.equal(seen.headers.authorization, 'Bearer sk-upstream-1', 'the upstream gets the upstream credential');
   t.notOk(leaksKey(seen, r.keyValue), 'the client key never reaches the upstream');
 
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log, { access_key_id: r.keyId, protocol: 'x-completions', status: 200, external_model: 'team-chat', upstream_model: 'vendor-chat-1' });
   t.match(log?.usage, { input_tokens: 11, output_tokens: 4 });
 });
@@ -59,7 +59,7 @@ t.test('streaming without stream_options: usage requested upstream, the usage-on
   t.same(sent['stream_options'], { include_usage: true }, 'the gateway asked the upstream for usage');
   t.equal(sent['model'], 'vendor-chat-1');
 
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log, { status: 200, error_code: null });
   t.match(log?.usage, { input_tokens: 9, output_tokens: 5 }, 'usage read from the withheld chunk');
 });
@@ -77,7 +77,7 @@ t.test('streaming with include_usage: false: the gateway still asks upstream, th
   t.equal(chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), 'No usage');
   t.notOk(chunks.some((c) => c.choices.length === 0), 'no usage-only chunk');
   t.same(jsonBody(r.upstream.requests[0]!)['stream_options'], { include_usage: true });
-  t.match((await logOf(r.gw, response.headers.get('x-request-id')))?.usage, { input_tokens: 9, output_tokens: 5 });
+  t.match((await logOf(r.gw, response.headers.get('x-switchyard-request-id')))?.usage, { input_tokens: 9, output_tokens: 5 });
 });
 
 t.test('streaming through the ChatCompletionStream helper: finalChatCompletion() assembles the message', async (t) => {
@@ -110,7 +110,7 @@ t.test('streaming with include_usage: the client gets the usage chunk', async (t
   t.same(last?.choices, [], 'the last chunk is the usage chunk');
   t.match(last?.usage, { prompt_tokens: 9, completion_tokens: 5, total_tokens: 14 });
   t.same(jsonBody(r.upstream.requests[0]!)['stream_options'], { include_usage: true });
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log?.usage, { input_tokens: 9, output_tokens: 5 });
 });
 
@@ -181,7 +181,7 @@ t.test('mid-stream upstream failure: the SDK stream ends with an APIError carryi
       t.same(deltas.filter(Boolean), ['Part one', ' part two'], 'the deltas sent before the break arrive');
       t.type(err, APIError, 'the stream ends with an error, not silently and not hanging');
       t.equal((err as APIError).code, 'upstream_stream_broken');
-      const log = await logOf(r.gw, response.headers.get('x-request-id'));
+      const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
       t.match(log, { error_code: 'upstream_stream_broken' });
     });
   }

@@ -27,7 +27,7 @@ t.test('non-streaming: typed Response with output_text, mapped model and upstrea
   t.equal(seen.headers.authorization, 'Bearer sk-upstream-1');
   t.notOk(leaksKey(seen, r.keyValue), 'the client key never reaches the upstream');
 
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log, { protocol: 'x-responses', operation: 'responses-create', status: 200, upstream_model: 'vendor-resp-1' });
   t.match(log?.usage, { input_tokens: 31, output_tokens: 5 });
 });
@@ -59,7 +59,7 @@ t.test('streaming: every event in order through the SDK iterator, usage logged f
   t.equal(jsonBody(r.upstream.requests[0]!)['model'], 'vendor-resp-1');
   t.equal(jsonBody(r.upstream.requests[0]!)['stream_options'], undefined, 'no completions-only field added to a responses request');
 
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log, { status: 200, error_code: null });
   t.match(log?.usage, { input_tokens: 13, output_tokens: 6 });
 });
@@ -125,7 +125,7 @@ t.test('mid-stream upstream failure ends the stream with an error, not a hang', 
   t.match(last, { type: 'error', code: 'upstream_stream_broken' });
   t.equal(last?.sequence_number, events.at(-2)!.sequence_number + 1, 'the error event continues the sequence numbers');
   t.notOk(events.some((e) => e.type === 'response.completed'));
-  const log = await logOf(r.gw, response.headers.get('x-request-id'));
+  const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
   t.match(log, { error_code: 'upstream_stream_broken' });
 
   // The helper, which needs a terminal response, rejects instead of waiting forever.
