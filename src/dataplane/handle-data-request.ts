@@ -45,10 +45,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;
     try {
-      const url = new URL(req.url ?? '/', 'http://gateway.invalid');
-      const match = matchRoute(routes, req.method ?? 'GET', url.pathname);
+      const target = req.url ?? '/';
+      const q = target.indexOf('?');
+      const match = matchRoute(routes, req.method ?? 'GET', q < 0 ? target : target.slice(0, q));
       if (!match.found) throw new DataPlaneError(match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
-      const query = url.searchParams;
+      const query = new URLSearchParams(q < 0 ? '' : target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);
       query.delete('key');
       const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
