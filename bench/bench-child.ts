@@ -29,8 +29,8 @@ async function compile(script: URL): Promise<string> {
 }
 
 /** Starts a bench server in its own process (so its memory is its own) and waits for its port. */
-export async function forkBenchChild(script: URL, args: string[] = []): Promise<BenchChild> {
-  const child: ChildProcess = fork(await compile(script), args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export async function forkBenchChild(script: URL, args: string[] = [], execArgv: string[] = []): Promise<BenchChild> {
+  const child: ChildProcess = fork(await compile(script), args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const [message] = (await Promise.race([
     once(child, 'message'),
     once(child, 'exit').then(([code]) => {
