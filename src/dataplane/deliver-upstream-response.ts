@@ -64,17 +64,27 @@ export async function deliverUpstreamResponse(upstream: UpstreamResponse, o: Del
   return outcome;
 }
 
+/** Ends an upstream stream that stays silent for the idle timeout, recording why. */
+function watchUpstreamIdle(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome) {
+  return watchIdle(o.idleTimeoutMs, () => {
+    outcome.streamFailure = 'upstream_idle_timeout';
+    o.abort.abort();
+    upstream.body.destroy();
+  });
+}
+
+function streamFailureOf(code: string): StreamFailure {
+  const idle = code === 'upstream_idle_timeout';
+  return { kind: idle ? 'timeout' : 'upstream', code, message: idle ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.' };
+}
+
 /** A responses stream event's `sequence_number` (no nested object of these events has one). */
 const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
 
 async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome): Promise<void> {
   const parser = new SseParser();
   const usage = o.usageStyle ? new StreamUsageAccumulator(o.usageStyle) : undefined;
-  const idle = watchIdle(o.idleTimeoutMs, () => {
-    outcome.streamFailure = 'upstream_idle_timeout';
-    o.abort.abort();
-    upstream.body.destroy();
-  });
+  const idle = watchUpstreamIdle(upstream, o, outcome);
   let first = true;
   // Only complete events are written (each exactly as received, those of one chunk in one
   // write): a stream that breaks inside an event must not leave half an event in front of
@@ -113,8 +123,7 @@ async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: 
   if (ended && outcome.streamFailure === undefined && !o.res.destroyed) await forward(parser.end());
   outcome.usage = usage?.result();
   if (outcome.streamFailure && !outcome.clientAborted && !o.res.destroyed) {
-    const message = outcome.streamFailure === 'upstream_idle_timeout' ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.';
-    o.res.write(streamErrorEvent(o.streamStyle, { kind: outcome.streamFailure === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code: outcome.streamFailure, message }, { sequenceNumber: nextSequence }));
+    o.res.write(streamErrorEvent(o.streamStyle, streamFailureOf(outcome.streamFailure), { sequenceNumber: nextSequence }));
   }
 }
 
@@ -126,11 +135,7 @@ async function pipeSse(upstream: UpstreamResponse, o: DeliveryOptions, outcome: 
 async function pipeJsonArray(upstream: UpstreamResponse, o: DeliveryOptions, outcome: DeliveryOutcome): Promise<void> {
   const splitter = new JsonArrayStreamSplitter();
   const usage = o.usageStyle ? new StreamUsageAccumulator(o.usageStyle) : undefined;
-  const idle = watchIdle(o.idleTimeoutMs, () => {
-    outcome.streamFailure = 'upstream_idle_timeout';
-    o.abort.abort();
-    upstream.body.destroy();
-  });
+  const idle = watchUpstreamIdle(upstream, o, outcome);
   let first = true;
   try {
     for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
@@ -147,11 +152,7 @@ async function pipeJsonArray(upstream: UpstreamResponse, o: DeliveryOptions, out
   }
   outcome.usage = usage?.result();
   if (!outcome.streamFailure || outcome.clientAborted || o.res.destroyed) return;
-  const failure: StreamFailure = {
-    kind: outcome.streamFailure === 'upstream_idle_timeout' ? 'timeout' : 'upstream',
-    code: outcome.streamFailure,
-    message: outcome.streamFailure === 'upstream_idle_timeout' ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.',
-  };
+  const failure = streamFailureOf(outcome.streamFailure);
   const at = splitter.boundary();
   if (at === 'inside_element' || at === 'closed') o.res.destroy();
   else o.res.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(failure, at === 'after_element' ? 1 : 0)}`);

@@ -1,6 +1,7 @@
 /**
- * Every reason a route can be refused, with the HTTP status the data plane answers and the
- * message in each supported language. Route inspection shows the same codes.
+ * Every reason code the data plane answers with (route refusals first, then request and
+ * upstream failures), with its HTTP status and the message in each supported language.
+ * Route inspection shows the same codes.
  */
 export const REFUSAL_REASONS = {
   unknown_protocol: { status: 400, en: 'Unknown protocol.', zh: '未知的协议。' },
@@ -19,6 +20,15 @@ export const REFUSAL_REASONS = {
   access_key_expired: { status: 403, en: 'The access key has expired.', zh: '访问密钥已过期。' },
   quota_exceeded: { status: 429, en: 'The access key has used up its quota.', zh: '访问密钥的配额已用尽。' },
   no_available_credential: { status: 503, en: 'No upstream credential is available for this route right now.', zh: '当前没有可用于此路由的上游凭据。' },
+  upstream_base_url_missing: { status: 400, en: 'The group has no upstream base URL configured.', zh: '该分组未配置上游基础地址。' },
+  route_not_found: { status: 404, en: 'Unknown endpoint.', zh: '未知的端点。' },
+  method_not_allowed: { status: 405, en: 'Method not allowed for this endpoint.', zh: '此端点不允许该方法。' },
+  invalid_json: { status: 400, en: 'The request body is not valid JSON.', zh: '请求体不是有效的 JSON。' },
+  invalid_request_body: { status: 400, en: 'The request body is not what this endpoint accepts.', zh: '请求体不符合此端点的要求。' },
+  model_missing: { status: 400, en: 'The request names no model.', zh: '请求没有指定模型。' },
+  request_too_large: { status: 413, en: 'The request body is too large.', zh: '请求体过大。' },
+  upstream_unreachable: { status: 502, en: 'No upstream could be reached.', zh: '无法连接任何上游。' },
+  upstream_timeout: { status: 504, en: 'The upstream did not answer in time.', zh: '上游未及时响应。' },
 } as const satisfies Record<string, { status: number; en: string; zh: string }>;
 
 export type RefusalReason = keyof typeof REFUSAL_REASONS;
