@@ -12,28 +12,40 @@ export interface PooledCredential {
 export type CredentialVerdict = { action: 'disable'; reason: string } | { action: 'cooldown'; seconds: number } | { action: 'none' };
 
 /**
- * Picks credentials of a Group round-robin among the usable ones and applies upstream
+ * Picks credentials of a Group by weight among the usable ones and applies upstream
  * verdicts (disable on 401/403, cooldown on 429/5xx/connection failure). Decrypted secrets are
  * cached per credential version so the hot path does not decrypt on every request.
  */
 export class CredentialPool {
   readonly #store: CredentialStore;
-  readonly #cursor = new Map<number, number>();
+  /** Smooth weighted round-robin state: each credential's current weight. */
+  readonly #current = new Map<number, number>();
   readonly #secrets = new Map<string, string>();
 
   constructor(store: CredentialStore) {
     this.#store = store;
   }
 
-  /** Usable credentials of a Group in the order to try them: active now, of a kind the channel takes. */
+  /**
+   * Usable credentials of a Group (active now, of a kind the channel takes) in the order to
+   * try them: the first by smooth weighted round-robin, so traffic follows the weights and
+   * equal weights take turns; the others after it as fallbacks.
+   */
   usable(group: { id: number; channel: string }, credentials: readonly CredentialView[], now: number): CredentialView[] {
-    const groupId = group.id;
     const kinds: readonly string[] = CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
     const all = credentials.filter((c) => credentialStateAt(c, now) === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind));
     if (all.length < 2) return all;
-    const start = (this.#cursor.get(groupId) ?? 0) % all.length;
-    this.#cursor.set(groupId, start + 1);
-    return [...all.slice(start), ...all.slice(0, start)];
+    let total = 0;
+    let best: CredentialView | undefined;
+    for (const c of all) {
+      const weight = Math.max(c.weight ?? 1, 1);
+      const current = (this.#current.get(c.id) ?? 0) + weight;
+      this.#current.set(c.id, current);
+      total += weight;
+      if (!best || current > this.#current.get(best.id)!) best = c;
+    }
+    this.#current.set(best!.id, this.#current.get(best!.id)! - total);
+    return [best!, ...all.filter((c) => c !== best)];
   }
 
   async secretOf(view: CredentialView): Promise<string | undefined> {

@@ -51,6 +51,7 @@ export interface NewCredential {
   values: Record<string, string>;
   secretFields: readonly string[];
   proxy_url?: string | null;
+  weight?: number;
 }
 
 export type CredentialCreateOutcome = { created: CredentialView } | { duplicate_of: number };
@@ -62,6 +63,7 @@ export type CredentialStateChange =
 
 export interface CredentialPatch {
   name?: string | null;
+  weight?: number;
   proxy_url?: string | null;
   /** Replaces the values of the kind's fields; secret ones are re-encrypted. */
   values?: Record<string, string>;

@@ -45,6 +45,8 @@ export interface CredentialRecord {
   disabled_reason: string | null;
   cooldown_until: string | null;
   reset_credits_consumed: number;
+  /** Share of the Group's traffic among its usable credentials (equal weights take turns). */
+  weight: number;
   /** Managed proxy at credential scope. */
   proxy_url: string | null;
   created_at: string;

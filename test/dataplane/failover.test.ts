@@ -297,6 +297,17 @@ t.test('within a Group, credentials of equal standing take turns (round-robin)',
   t.same(counts, { 'sk-a': 2, 'sk-b': 2, 'sk-c': 2 });
 });
 
+t.test('within a Group, credentials share traffic by their weights', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  await gw.store.credentials.update(group.id, credentials[0]!.id, { weight: 3 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  for (let i = 0; i < 8; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
+  const counts = upstream.secrets().reduce<Record<string, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
+  t.same(counts, { 'sk-a': 6, 'sk-b': 2 }, 'weight 3 against weight 1');
+});
+
 t.test('every attempt failing to connect: 502 in the client protocol, and the log still lists every attempt', async (t) => {
   const upstream = await upstreamBySecret(t, {});
   const gw = await gateway(t);

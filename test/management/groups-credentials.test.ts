@@ -102,7 +102,10 @@ t.test('credentials: details, update, disable, enable, reset credits, delete', a
   const base = `/api/groups/${groupId}/credentials/${id}`;
   t.equal((await gw.api('GET', base)).json.data.id, id);
   const renamed = await gw.api('PATCH', base, { body: { name: 'primary key', fields: { api_key: 'sk-new-000000000009' } } });
-  t.match(renamed.json.data, { name: 'primary key', masked: { api_key: 'sk-n...0009' } });
+  t.match(renamed.json.data, { name: 'primary key', masked: { api_key: 'sk-n...0009' }, weight: 1 });
+  const weighted = await gw.api('PATCH', base, { body: { weight: 4 } });
+  t.match(weighted.json.data, { weight: 4, name: 'primary key' }, 'a credential weight is saved');
+  t.equal((await gw.api('PATCH', base, { body: { weight: 0 } })).json.code, 'VALIDATION_FAILED', 'weights start at 1');
   const disabled = await gw.api('POST', `${base}/disable`, { body: { reason: 'billing' } });
   t.match(disabled.json.data, { state: 'disabled', enabled: false, disabled_reason: 'billing' });
   const enabled = await gw.api('POST', `${base}/enable`);

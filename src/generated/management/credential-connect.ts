@@ -11,4 +11,8 @@ export interface CredentialConnectBody {
   };
   name?: string | null;
   proxy_url?: string | null;
+  /**
+   * Share of the Group's traffic among its usable credentials.
+   */
+  weight?: number;
 }

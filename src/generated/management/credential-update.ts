@@ -10,4 +10,8 @@ export interface CredentialUpdateBody {
   fields?: {
     [k: string]: string | undefined;
   };
+  /**
+   * Share of the Group's traffic among its usable credentials.
+   */
+  weight?: number;
 }

@@ -88,7 +88,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
         const kind = kindOfChannel(group.channel, body.kind);
         const values = completeCredentialValues(kind, definedStrings(body.fields), group);
         const [outcome] = await store.credentials.createMany(group.id, [
-          { kind: kind.id, name: body.name ?? null, values, secretFields: secretFieldsOf(kind), proxy_url: body.proxy_url ?? null },
+          { kind: kind.id, name: body.name ?? null, values, secretFields: secretFieldsOf(kind), proxy_url: body.proxy_url ?? null, ...(body.weight !== undefined ? { weight: body.weight } : {}) },
         ]);
         if (!outcome || !('created' in outcome)) throw new ApiError('CONFLICT', { data: { reason: 'duplicate_credential', duplicate_of: outcome?.duplicate_of } });
         return { status: 201, data: outcome.created };
@@ -140,6 +140,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
         const patch = {
           name: body.name,
           proxy_url: body.proxy_url,
+          weight: body.weight,
           ...(body.fields === undefined ? {} : { values: completeCredentialValues(kind, definedStrings(body.fields), group), secretFields: secretFieldsOf(kind) }),
         };
         const saved = await store.credentials.update(group.id, current.id, patch);

@@ -49,6 +49,7 @@ export class LowdbCredentialStore implements CredentialStore {
           disabled_reason: null,
           cooldown_until: null,
           reset_credits_consumed: 0,
+          weight: item.weight ?? 1,
           proxy_url: item.proxy_url ?? null,
           created_at: now,
           updated_at: now,
@@ -65,6 +66,7 @@ export class LowdbCredentialStore implements CredentialStore {
   update(groupId: number, id: number, patch: CredentialPatch): Promise<CredentialView | undefined> {
     return this.#edit(groupId, id, (c) => {
       if (patch.name !== undefined) c.name = patch.name;
+      if (patch.weight !== undefined) c.weight = patch.weight;
       if (patch.proxy_url !== undefined) c.proxy_url = patch.proxy_url;
       if (patch.values !== undefined) {
         const split = splitValues(patch.values, patch.secretFields ?? []);
@@ -139,7 +141,8 @@ function sealContext(id: number): string {
 }
 
 function toView(c: StoredCredential, now: number): CredentialView {
-  const { sealed: _sealed, fingerprint: _fingerprint, ...record } = c;
+  // Credentials stored before weights existed weigh 1.
+  const { sealed: _sealed, fingerprint: _fingerprint, ...record } = { ...c, weight: c.weight ?? 1 };
   const state = !c.enabled ? 'disabled' : c.cooldown_until !== null && Date.parse(c.cooldown_until) > now ? 'cooldown' : 'active';
   return { ...structuredClone(record), state };
 }
