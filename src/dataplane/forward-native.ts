@@ -140,7 +140,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           body,
           signal: abort.signal,
           headersTimeoutMs: deps.headersTimeoutMs,
-          bodyIdleTimeoutMs: Math.max(deps.idleTimeoutMs, 1000) * 10,
+          bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
           ...(proxy ? { proxy } : {}),
         });
       } catch (err) {
@@ -231,6 +231,12 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
     input.res.end(body);
   }
   return result;
+}
+
+// Streams have their own idle watcher, which ends them with the protocol's error event; the
+// client's body timeout only catches a body that stops for far longer (a stuck connection).
+function bodyTimeoutBackstop(idleTimeoutMs: number): number {
+  return Math.max(idleTimeoutMs, 1000) * 10;
 }
 
 // The request stream is destroyed once read; the response and socket tell whether the client left.

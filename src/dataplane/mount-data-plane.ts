@@ -5,19 +5,15 @@ import { createDataPlaneHandler } from './handle-data-request.ts';
 import { createUpgradeHandler } from './handle-websocket-upgrade.ts';
 
 /**
- * Mounts the data plane behind the management plane: every path outside /api is answered
- * from the generated protocol table, and WebSocket upgrades go to the socket relay.
+ * Mounts the data plane beside the management plane: the server hands every path outside
+ * /api straight to it (no Koa on the hot path), and WebSocket upgrades to the socket relay.
  */
 export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPlaneMount {
-  return (app, { store, logs, clock }) => {
+  return (_app, { store, logs, clock }) => {
     const upstream = new UpstreamClient();
     const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options } };
     const handle = createDataPlaneHandler(deps);
     const upgrade = createUpgradeHandler(deps);
-    app.use(async (ctx) => {
-      ctx.respond = false;
-      await handle(ctx.req, ctx.res);
-    });
     return {
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
