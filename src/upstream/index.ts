@@ -16,3 +16,6 @@ export { socksConnector } from './socks-connector.ts';
 export type { SocksConnectorOptions } from './socks-connector.ts';
 export { classifyUpstreamError } from './classify-upstream-error.ts';
 export type { UpstreamFailure, UpstreamFailureKind } from './classify-upstream-error.ts';
+export type { UpstreamExchange } from './upstream-client.ts';
+export { UpstreamReply, upstreamAbortError } from './upstream-reply.ts';
+export type { UpstreamBodySink } from './upstream-reply.ts';

@@ -3,6 +3,8 @@ import type { Dispatcher } from 'undici';
 import type { HeaderMap, OutgoingHeaders } from './header-map.ts';
 import { resolveUpstreamOptions, type ResolvedUpstreamOptions, type UpstreamClientOptions } from './upstream-options.ts';
 import { createOriginPool, createProxyDispatcher } from './create-dispatcher.ts';
+import { ExchangeHandler } from './exchange-handler.ts';
+import { upstreamAbortError, type UpstreamReply } from './upstream-reply.ts';
 
 export interface UpstreamRequest {
   /** Full upstream URL, query included. */
@@ -25,6 +27,14 @@ export interface UpstreamResponse {
   body: Readable;
 }
 
+/** An upstream call in flight: the reply at its response headers, and a way to call it off. */
+export interface UpstreamExchange {
+  /** Resolves at the response headers (any status); rejects on transport failures only. */
+  reply: Promise<UpstreamReply>;
+  /** Calls the request off, before or after the reply arrived. */
+  abort(reason?: Error): void;
+}
+
 /**
  * HTTP client for upstream calls on undici: a keep-alive Pool per origin, one dispatcher per
  * proxy URL, both created on first use and kept until close(). Any status resolves; only
@@ -38,20 +48,49 @@ export class UpstreamClient {
     this.#options = resolveUpstreamOptions(options);
   }
 
-  async request(request: UpstreamRequest): Promise<UpstreamResponse> {
+  /**
+   * Starts a request whose body is delivered to a sink (UpstreamReply.consume): the data
+   * plane's path. It takes no signal: the exchange's abort() calls it off.
+   */
+  exchange(request: Omit<UpstreamRequest, 'signal'>): UpstreamExchange {
     const url = typeof request.url === 'string' ? new URL(request.url) : request.url;
     const dispatcher = this.dispatcherFor(url.origin, request.proxy);
-    const response = await dispatcher.request({
-      origin: url.origin,
-      path: `${url.pathname}${url.search}`,
-      method: request.method as Dispatcher.HttpMethod,
-      headers: request.headers,
-      body: request.body ?? null,
-      signal: request.signal ?? null,
-      headersTimeout: request.headersTimeoutMs ?? this.#options.headersTimeoutMs,
-      bodyTimeout: request.bodyIdleTimeoutMs ?? this.#options.bodyIdleTimeoutMs,
+    let handler!: ExchangeHandler;
+    const reply = new Promise<UpstreamReply>((resolve, reject) => {
+      handler = new ExchangeHandler(resolve, reject);
     });
-    return { status: response.statusCode, headers: response.headers, body: response.body };
+    dispatcher.dispatch(
+      {
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: request.method as Dispatcher.HttpMethod,
+        headers: request.headers,
+        body: request.body ?? null,
+        headersTimeout: request.headersTimeoutMs ?? this.#options.headersTimeoutMs,
+        bodyTimeout: request.bodyIdleTimeoutMs ?? this.#options.bodyIdleTimeoutMs,
+      },
+      handler,
+    );
+    return { reply, abort: (reason = upstreamAbortError()) => handler.abort(reason) };
+  }
+
+  /** A request whose body comes back as a Readable; `signal` aborts it at any point. */
+  async request(request: UpstreamRequest): Promise<UpstreamResponse> {
+    const { signal } = request;
+    const exchange = this.exchange(request);
+    const onAbort = () => exchange.abort(signal?.reason instanceof Error ? signal.reason : upstreamAbortError());
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    let reply: UpstreamReply;
+    try {
+      reply = await exchange.reply;
+    } catch (error) {
+      signal?.removeEventListener('abort', onAbort);
+      throw error;
+    }
+    const body = reply.toReadable();
+    if (signal) body.once('close', () => signal.removeEventListener('abort', onAbort));
+    return { status: reply.status, headers: reply.headers, body };
   }
 
   /** The cached dispatcher for an origin, or for a proxy (which serves every origin). */
@@ -79,3 +118,4 @@ export class UpstreamClient {
     await Promise.all(all.map((d) => d.destroy()));
   }
 }
+

@@ -1,0 +1,61 @@
+import type { Dispatcher } from 'undici';
+import type { HeaderMap } from './header-map.ts';
+import { UpstreamReply } from './upstream-reply.ts';
+
+/**
+ * One upstream exchange on undici's dispatch API: resolves with an UpstreamReply at the
+ * response headers and pushes body events to it, without the Readable and promise layers of
+ * `Dispatcher.request`. An abort asked for before the request started is applied as soon as
+ * undici hands over its controller.
+ */
+export class ExchangeHandler implements Dispatcher.DispatchHandler {
+  readonly #resolve: (reply: UpstreamReply) => void;
+  readonly #reject: (error: Error) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #pendingAbort: Error | undefined;
+  #reply: UpstreamReply | undefined;
+  #settled = false;
+
+  constructor(resolve: (reply: UpstreamReply) => void, reject: (error: Error) => void) {
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  abort(reason: Error): void {
+    if (this.#controller !== undefined) this.#controller.abort(reason);
+    else this.#pendingAbort ??= reason;
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#pendingAbort !== undefined) controller.abort(this.#pendingAbort);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: HeaderMap): void {
+    // 1xx answers (100 Continue, 103 Early Hints) come before the real one.
+    if (statusCode < 200 || this.#settled) return;
+    this.#settled = true;
+    this.#reply = new UpstreamReply(statusCode, headers, {
+      pause: () => controller.pause(),
+      resume: () => controller.resume(),
+      abort: (reason) => controller.abort(reason),
+    });
+    this.#resolve(this.#reply);
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#reply?.pushData(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.#reply?.pushEnd();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (this.#reply !== undefined) this.#reply.pushError(error);
+    else if (!this.#settled) {
+      this.#settled = true;
+      this.#reject(error);
+    }
+  }
+}

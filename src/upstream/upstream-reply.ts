@@ -1,0 +1,147 @@
+import { Readable } from 'node:stream';
+import type { HeaderMap } from './header-map.ts';
+
+/** Receives an upstream response body as it arrives. */
+export interface UpstreamBodySink {
+  onData(chunk: Buffer): void;
+  onEnd(): void;
+  /** A transport failure or an abort; nothing follows it. */
+  onError(error: Error): void;
+}
+
+/** What the reply needs from the transport underneath. */
+export interface ReplyTransport {
+  pause(): void;
+  resume(): void;
+  abort(reason: Error): void;
+}
+
+/** Chunks kept for a sink not yet attached before the transport is paused. */
+const EARLY_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * An upstream response: status and headers, then body events pushed to one sink. Events
+ * that arrive before the sink is attached are kept (the transport is paused past 64 KiB),
+ * so the caller may inspect the status first. A callback sink costs far less per response
+ * than a Readable, which is why the data plane consumes replies this way.
+ */
+export class UpstreamReply {
+  readonly status: number;
+  readonly headers: HeaderMap;
+  readonly #transport: ReplyTransport;
+  #sink: UpstreamBodySink | undefined;
+  #early: Buffer[] | undefined;
+  #earlyBytes = 0;
+  #earlyPaused = false;
+  #outcome: 'end' | Error | undefined;
+  #done = false;
+
+  constructor(status: number, headers: HeaderMap, transport: ReplyTransport) {
+    this.status = status;
+    this.headers = headers;
+    this.#transport = transport;
+  }
+
+  /** Attaches the body's consumer; early events are replayed to it at once. */
+  consume(sink: UpstreamBodySink): void {
+    if (this.#sink !== undefined) throw new Error('an upstream reply body can be consumed once');
+    this.#sink = sink;
+    const early = this.#early;
+    this.#early = undefined;
+    if (early !== undefined) for (const chunk of early) sink.onData(chunk);
+    if (this.#outcome !== undefined) this.#finish(this.#outcome);
+    else if (this.#earlyPaused) {
+      this.#earlyPaused = false;
+      this.#transport.resume();
+    }
+  }
+
+  pause(): void {
+    this.#transport.pause();
+  }
+
+  resume(): void {
+    this.#transport.resume();
+  }
+
+  /** Stops the upstream response; the sink gets `onError(reason)` unless the body already ended. */
+  abort(reason: Error = upstreamAbortError()): void {
+    if (this.#done || this.#outcome !== undefined) return;
+    this.#transport.abort(reason);
+  }
+
+  /** Reads the whole body, keeping at most `limit` bytes (the rest is read and dropped). */
+  readAll(limit = Infinity): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      this.consume({
+        onData(chunk) {
+          if (kept >= limit) return;
+          const part = kept + chunk.length > limit ? chunk.subarray(0, limit - kept) : chunk;
+          chunks.push(part);
+          kept += part.length;
+        },
+        onEnd: () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)),
+        onError: reject,
+      });
+    });
+  }
+
+  /** The body as a Readable, for callers that want stream semantics (pipes, async iteration). */
+  toReadable(): Readable {
+    const readable = new Readable({
+      read: () => this.resume(),
+      destroy: (error, callback) => {
+        this.abort(error ?? upstreamAbortError());
+        callback(error);
+      },
+    });
+    this.consume({
+      onData: (chunk) => {
+        if (!readable.push(chunk)) this.pause();
+      },
+      onEnd: () => readable.push(null),
+      onError: (error) => readable.destroy(error),
+    });
+    return readable;
+  }
+
+  /** @internal transport side */
+  pushData(chunk: Buffer): void {
+    if (this.#sink !== undefined) {
+      this.#sink.onData(chunk);
+      return;
+    }
+    (this.#early ??= []).push(chunk);
+    this.#earlyBytes += chunk.length;
+    if (this.#earlyBytes > EARLY_BUFFER_BYTES && !this.#earlyPaused) {
+      this.#earlyPaused = true;
+      this.#transport.pause();
+    }
+  }
+
+  /** @internal transport side */
+  pushEnd(): void {
+    this.#outcome ??= 'end';
+    if (this.#sink !== undefined) this.#finish('end');
+  }
+
+  /** @internal transport side */
+  pushError(error: Error): void {
+    this.#outcome ??= error;
+    if (this.#sink !== undefined) this.#finish(error);
+  }
+
+  #finish(outcome: 'end' | Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    if (outcome === 'end') this.#sink!.onEnd();
+    else this.#sink!.onError(outcome);
+  }
+}
+
+/** The error an aborted exchange ends with (classified as `aborted`). */
+export function upstreamAbortError(): Error {
+  return Object.assign(new Error('The upstream request was aborted.'), { name: 'AbortError', code: 'UND_ERR_ABORTED' });
+}
