@@ -11,30 +11,34 @@ if (upstreamBase === undefined) throw new Error('usage: floor-proxy.ts <upstream
 
 const client = new UpstreamClient();
 const server = createServer((req, res) => {
-  const controller = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD';
-  client
-    .request({
-      url: `${upstreamBase}${req.url ?? '/'}`,
-      method: req.method ?? 'GET',
-      headers: upstreamRequestHeaders(req.headers),
-      body: hasBody ? req : null,
-      signal: controller.signal,
-    })
-    .then(
-      (upstream) => {
-        res.writeHead(upstream.status, clientResponseHeaders(upstream.headers));
-        upstream.body.pipe(res);
-        upstream.body.on('error', () => res.destroy());
-      },
-      () => {
-        if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
-        res.end('{"error":{"message":"upstream unavailable","type":"server_error"}}');
-      },
-    );
+  const exchange = client.exchange({
+    url: `${upstreamBase}${req.url ?? '/'}`,
+    method: req.method ?? 'GET',
+    headers: upstreamRequestHeaders(req.headers),
+    body: hasBody ? req : null,
+  });
+  res.on('close', () => {
+    if (!res.writableFinished) exchange.abort();
+  });
+  exchange.reply.then(
+    (reply) => {
+      res.writeHead(reply.status, clientResponseHeaders(reply.headers));
+      reply.consume({
+        onData: (chunk) => {
+          if (res.write(chunk)) return;
+          reply.pause();
+          res.once('drain', () => reply.resume());
+        },
+        onEnd: () => res.end(),
+        onError: () => res.destroy(),
+      });
+    },
+    () => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"upstream unavailable","type":"server_error"}}');
+    },
+  );
 });
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => announceListening(server));

@@ -1,14 +1,15 @@
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { classifyUpstreamError, clientResponseHeaders, upstreamRequestHeaders, type UpstreamClient, type UpstreamResponse } from '../upstream/index.ts';
+import { classifyUpstreamError, clientResponseHeaders, upstreamRequestHeaders, type HeaderMap, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import type { Candidate } from './plan-candidates.ts';
 import { verdictFor, type CredentialPool } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
+import { jsonAttemptBody } from './body/index.ts';
 import { deliverUpstreamResponse } from './deliver-upstream-response.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
@@ -17,7 +18,7 @@ import { withRequestId } from './request-id-headers.ts';
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
 export type ForwardBody =
   | { kind: 'none' }
-  | { kind: 'json'; value: Record<string, unknown> }
+  | { kind: 'json'; raw: Buffer; value: Record<string, unknown> }
   | { kind: 'stream'; open(upstreamModel: string | null): Promise<{ stream: Readable; length?: number }> };
 
 export interface ForwardInput {
@@ -65,7 +66,7 @@ export interface ForwardResult {
 
 interface Failed {
   status: number;
-  headers: UpstreamResponse['headers'];
+  headers: HeaderMap;
   body: Buffer;
   candidate: Candidate;
   credential: CredentialView;
@@ -83,6 +84,8 @@ const FAILOVER_STATUSES = (s: number, op: OperationEntry) =>
   s === 401 || s === 429 || (s === 403 && !op.preserve_upstream_status) || (s >= 500 && s !== 501);
 /** Statuses that prove the upstream rejected the request before processing it. */
 const REJECTED_BEFORE_PROCESSING = (s: number) => s === 401 || s === 403 || s === 429;
+/** A failed attempt's error body is kept (up to this much) in case it is the last answer. */
+const ERROR_BODY_LIMIT = 1024 * 1024;
 
 /**
  * Native forwarding with failover: credentials of a Group round-robin, then the next Group,
@@ -104,22 +107,21 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
       const secret = await deps.pool.secretOf(credential);
       if (secret === undefined) continue;
-      const abort = new AbortController();
-      const onClientGone = () => abort.abort();
-      input.res.once('close', onClientGone);
       const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
       attempts.push(attempt);
-      let upstream: UpstreamResponse;
+      let exchange: UpstreamExchange | undefined;
       let dropUsageChunk = false;
+      const onClientGone = () => exchange?.abort();
+      input.res.once('close', onClientGone);
+      let upstream: UpstreamReply;
       try {
         const headers = upstreamRequestHeaders(input.req.headers);
         setUpstreamCredential(headers, input.op.protocol, secret);
         let body: Buffer | Readable | null = null;
         if (input.body.kind === 'json') {
-          const value = { ...input.body.value };
-          if (input.op.model === 'body' && candidate.upstream_model !== null) value['model'] = candidate.upstream_model;
-          dropUsageChunk = input.requestStreamUsage?.(value) ?? false;
-          body = Buffer.from(JSON.stringify(value));
+          const built = jsonAttemptBody(input.body.raw, input.body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage);
+          body = built.body;
+          dropUsageChunk = built.addedStreamUsage;
           headers['content-type'] = 'application/json';
           headers['content-length'] = String(body.length);
         } else if (input.body.kind === 'stream') {
@@ -131,18 +133,17 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         } else {
           delete headers['content-length'];
         }
-        const url = upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.query);
         const proxy = deps.proxyFor(candidate, credential);
-        upstream = await deps.upstream.request({
-          url,
+        exchange = deps.upstream.exchange({
+          url: upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.query),
           method: input.req.method ?? 'GET',
           headers,
           body,
-          signal: abort.signal,
           headersTimeoutMs: deps.headersTimeoutMs,
           bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
           ...(proxy ? { proxy } : {}),
         });
+        upstream = await exchange.reply;
       } catch (err) {
         input.res.off('close', onClientGone);
         if (clientGone(input)) {
@@ -158,27 +159,32 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         if (!input.op.replay_safe && !failure.notDelivered) break candidates;
         continue;
       }
+      input.res.off('close', onClientGone);
       attempt.status = upstream.status;
       const retryAfter = headerValue(upstream.headers['retry-after']);
       if (FAILOVER_STATUSES(upstream.status, input.op)) {
         await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds), deps.now());
         const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
         if (mayRetry && attempts.length < deps.maxAttempts) {
-          lastFailure = { status: upstream.status, headers: upstream.headers, body: await readSmall(upstream.body), candidate, credential };
-          input.res.off('close', onClientGone);
+          lastFailure = { status: upstream.status, headers: upstream.headers, body: await upstream.readAll(ERROR_BODY_LIMIT), candidate, credential };
           attempt.error_code = `upstream_${upstream.status}`;
           continue;
         }
       }
-      input.res.off('close', onClientGone);
+      if (clientGone(input)) {
+        upstream.abort();
+        result.clientAborted = true;
+        attempt.error_code = 'client_closed';
+        break;
+      }
       const outcome = await deliverUpstreamResponse(upstream, {
         res: input.res,
         requestId: input.requestId,
         streamStyle: input.streamStyle,
         usageStyle: input.usageStyle,
         dropUsageChunk,
+        captureResponseId: input.op.protocol === 'x-responses',
         idleTimeoutMs: deps.idleTimeoutMs,
-        abort,
         onFirstByte: () => {
           result.ttfbAt ??= deps.now();
         },
@@ -248,13 +254,3 @@ function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Reads a failed attempt's (small) error body so it can be passed on if it is the last one. */
-async function readSmall(body: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    if (size < 1024 * 1024) chunks.push(chunk);
-    size += chunk.length;
-  }
-  return Buffer.concat(chunks);
-}

@@ -41,7 +41,7 @@ export async function prepareRequestBody(req: IncomingMessage, op: OperationEntr
     if (raw.length === 0) return NO_BODY;
     const value = parseJsonObject(raw);
     const recorded: RecordedRequestBody | undefined = record ? { state: 'recorded', original_bytes: raw.length, body: value as RecordedRequestBody['body'] } : undefined;
-    return { body: { kind: 'json', value }, fields: value, recorded: () => recorded };
+    return { body: { kind: 'json', raw, value }, fields: value, recorded: () => recorded };
   }
   const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes);
   let rewrite: ModelRewrite & { fields?: ReadonlyMap<string, string> };

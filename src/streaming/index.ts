@@ -8,3 +8,4 @@ export type { StreamErrorOptions, StreamErrorStyle } from './stream-error-event.
 export { JsonArrayStreamSplitter } from './split-json-array-stream.ts';
 export { systemClock, watchIdle } from './watch-idle.ts';
 export type { IdleClock, IdleWatcher } from './watch-idle.ts';
+export { SseEventSplitter } from './split-sse-events.ts';

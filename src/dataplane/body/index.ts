@@ -6,3 +6,5 @@ export type { JsonModelStreamOptions } from './rewrite-json-model-stream.ts';
 export { rewriteMultipartModelStream } from './rewrite-multipart-model-stream.ts';
 export type { MultipartModelRewrite, MultipartModelStreamOptions } from './rewrite-multipart-model-stream.ts';
 export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
+export { jsonAttemptBody } from './json-attempt-body.ts';
+export type { JsonAttemptBody } from './json-attempt-body.ts';

@@ -1,0 +1,50 @@
+import { extractUsage } from '../../usage/index.ts';
+import type { UpstreamBodySink } from '../../upstream/index.ts';
+import { idOf, parseOrUndefined } from './id-of.ts';
+import type { RelayContext } from './relay-context.ts';
+
+/**
+ * Any other body, passed on chunk by chunk. A JSON body up to the capture limit is also kept
+ * aside and parsed once the client has it all, for usage and the created response's id.
+ */
+export class BodyRelay implements UpstreamBodySink {
+  readonly #relay: RelayContext;
+  readonly #done: () => void;
+  #kept: Buffer[] | undefined;
+  #keptBytes = 0;
+
+  constructor(relay: RelayContext, isJson: boolean, done: () => void) {
+    this.#relay = relay;
+    this.#done = done;
+    if (isJson) this.#kept = [];
+  }
+
+  onData(chunk: Buffer): void {
+    if (this.#kept !== undefined) {
+      this.#keptBytes += chunk.length;
+      if (this.#keptBytes <= this.#relay.options.captureLimitBytes) this.#kept.push(chunk);
+      else this.#kept = undefined;
+    }
+    if (this.#relay.clientOpen) this.#relay.write(chunk);
+  }
+
+  onEnd(): void {
+    const relay = this.#relay;
+    relay.markFirstByte();
+    if (!relay.res.writableEnded && !relay.res.destroyed) relay.res.end();
+    const kept = this.#kept;
+    if (kept !== undefined && kept.length > 0) {
+      const parsed = parseOrUndefined((kept.length === 1 ? kept[0]! : Buffer.concat(kept)).toString('utf8'));
+      const { usageStyle } = relay.options;
+      if (usageStyle && parsed !== undefined) relay.outcome.usage = extractUsage(usageStyle, parsed);
+      if (relay.options.captureResponseId) relay.outcome.responseId = idOf(parsed);
+    }
+    this.#done();
+  }
+
+  onError(): void {
+    this.#relay.fail('upstream_stream_broken');
+    this.#relay.res.destroy();
+    this.#done();
+  }
+}

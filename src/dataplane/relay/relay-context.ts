@@ -1,0 +1,77 @@
+import type { ServerResponse } from 'node:http';
+import type { StreamErrorStyle } from '../../streaming/index.ts';
+import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
+import type { UpstreamReply } from '../../upstream/index.ts';
+
+export interface DeliveryOptions {
+  res: ServerResponse;
+  requestId: string;
+  streamStyle: StreamErrorStyle;
+  usageStyle: UsageStyle | undefined;
+  /** The gateway asked for stream usage on the client's behalf: drop the usage-only chunk. */
+  dropUsageChunk: boolean;
+  /** Look for the `id` of a created response (responses style), for routing later calls back. */
+  captureResponseId: boolean;
+  idleTimeoutMs: number;
+  onFirstByte(): void;
+  /** Largest non-streaming body kept aside to read usage and ids from. */
+  captureLimitBytes: number;
+  /** The operation always streams: a JSON answer is a stream framed as one array (generate style without alt=sse). */
+  streamingOperation: boolean;
+}
+
+export interface DeliveryOutcome {
+  usage: TokenUsage | undefined;
+  /** A reason code when the stream was ended by the gateway (idle upstream, broken upstream). */
+  streamFailure: string | undefined;
+  clientAborted: boolean;
+  /** `id` of a created response, for routing later resource calls back to the same upstream. */
+  responseId: string | undefined;
+}
+
+/**
+ * What every relay shares: writes to the client that pause the upstream while the client's
+ * buffer is full, the first-byte mark, and the outcome the log record is filled from.
+ */
+export class RelayContext {
+  readonly outcome: DeliveryOutcome = { usage: undefined, streamFailure: undefined, clientAborted: false, responseId: undefined };
+  readonly res: ServerResponse;
+  readonly reply: UpstreamReply;
+  readonly options: DeliveryOptions;
+  #first = true;
+  #waitingForDrain = false;
+  readonly #resume = () => {
+    this.#waitingForDrain = false;
+    this.reply.resume();
+  };
+
+  constructor(reply: UpstreamReply, options: DeliveryOptions) {
+    this.reply = reply;
+    this.options = options;
+    this.res = options.res;
+  }
+
+  markFirstByte(): void {
+    if (!this.#first) return;
+    this.#first = false;
+    this.options.onFirstByte();
+  }
+
+  write(data: Buffer | string): void {
+    this.markFirstByte();
+    if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
+    this.#waitingForDrain = true;
+    this.reply.pause();
+    this.res.once('drain', this.#resume);
+  }
+
+  /** Records why the gateway broke off the stream, unless something else ended it first. */
+  fail(code: string): void {
+    if (!this.outcome.clientAborted && this.outcome.streamFailure === undefined) this.outcome.streamFailure = code;
+  }
+
+  /** The client may still be written to. */
+  get clientOpen(): boolean {
+    return !this.outcome.clientAborted && !this.res.destroyed;
+  }
+}

@@ -1,0 +1,103 @@
+import { SseEventSplitter, SseParser, streamErrorEvent, type IdleWatcher } from '../../streaming/index.ts';
+import { isUsageOnlyChunk, StreamUsageAccumulator } from '../../usage/index.ts';
+import type { UpstreamBodySink } from '../../upstream/index.ts';
+import { idOf, parseOrUndefined } from './id-of.ts';
+import type { RelayContext } from './relay-context.ts';
+import { streamFailureOf, watchUpstreamIdle } from './stream-failure-of.ts';
+
+const USAGE = Buffer.from('usage');
+const RESPONSE_CREATED = Buffer.from('"response.created"');
+const SEQUENCE_MARK = Buffer.from('"sequence_number"');
+/** A responses stream event's `sequence_number` (no nested object of these events has one). */
+const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
+
+/**
+ * SSE passed on event by event as bytes: each chunk's complete events in one write, exactly as
+ * received. Only events that can carry usage (or the created response's id) are decoded and
+ * parsed. Half an event is never written, so an error event after a break stands on its own.
+ */
+export class SseRelay implements UpstreamBodySink {
+  readonly #relay: RelayContext;
+  readonly #splitter = new SseEventSplitter();
+  readonly #usage: StreamUsageAccumulator | undefined;
+  readonly #idle: IdleWatcher;
+  readonly #done: () => void;
+  /** responses style: the last event that carried a sequence number, for the error event's. */
+  #lastSequenced: Buffer | undefined;
+
+  constructor(relay: RelayContext, done: () => void) {
+    this.#relay = relay;
+    this.#done = done;
+    const { usageStyle } = relay.options;
+    this.#usage = usageStyle ? new StreamUsageAccumulator(usageStyle) : undefined;
+    this.#idle = watchUpstreamIdle(relay);
+  }
+
+  onData(chunk: Buffer): void {
+    this.#idle.touch();
+    const events = this.#splitter.push(chunk);
+    if (events.length > 0) this.#forward(events);
+  }
+
+  onEnd(): void {
+    this.#idle.stop();
+    // A stream that ended cleanly passes on a last block sent without its blank line, as sent.
+    const rest = this.#splitter.end();
+    if (rest !== undefined) this.#forward([rest]);
+    this.#finish();
+  }
+
+  onError(): void {
+    this.#idle.stop();
+    this.#relay.fail('upstream_stream_broken');
+    this.#finish();
+  }
+
+  #forward(events: Buffer[]): void {
+    const { options } = this.#relay;
+    let kept: Buffer[] | undefined;
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!;
+      if (options.streamStyle === 'responses' && event.includes(SEQUENCE_MARK)) this.#lastSequenced = event;
+      if (!this.#inspect(event)) (kept ??= events.slice(0, i));
+      else kept?.push(event);
+    }
+    const out = kept ?? events;
+    if (out.length === 0 || !this.#relay.clientOpen) return;
+    this.#relay.write(out.length === 1 ? out[0]! : Buffer.concat(out));
+  }
+
+  /** Reads usage and ids from an event that may carry them; false when the event is to be dropped. */
+  #inspect(event: Buffer): boolean {
+    const { options, outcome } = this.#relay;
+    const wantsId = options.captureResponseId && outcome.responseId === undefined && event.includes(RESPONSE_CREATED);
+    if (!wantsId && (this.#usage === undefined || !event.includes(USAGE))) return true;
+    const data = eventData(event);
+    if (data === undefined) return true;
+    const parsed = this.#usage?.push(data) ?? (wantsId ? parseOrUndefined(data) : undefined);
+    if (wantsId) outcome.responseId = idOf(parsed);
+    return !(options.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed));
+  }
+
+  #finish(): void {
+    const relay = this.#relay;
+    relay.outcome.usage = this.#usage?.result();
+    const failure = relay.outcome.streamFailure;
+    if (failure !== undefined && relay.clientOpen) {
+      relay.markFirstByte();
+      relay.res.write(streamErrorEvent(relay.options.streamStyle, streamFailureOf(failure), { sequenceNumber: this.#nextSequence() }));
+    }
+    this.#done();
+  }
+
+  #nextSequence(): number {
+    const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
+    return seq ? Number(seq[1]) + 1 : 0;
+  }
+}
+
+/** The data of the (one) event in these bytes; they may start with a stray line end. */
+function eventData(event: Buffer): string | undefined {
+  const parser = new SseParser();
+  return [...parser.push(event), ...parser.end()].find((e) => e.data !== undefined)?.data;
+}

@@ -1,0 +1,75 @@
+const LF = 10;
+const CR = 13;
+
+/**
+ * Finds where SSE events end (a blank line: LF, CR or CRLF line ends, mixed as they come) in
+ * bytes as they arrive, and hands back each complete event's exact bytes. Nothing is decoded
+ * or re-encoded, so passing events on costs no more than passing the chunks on; a caller
+ * decodes only the events it needs to read.
+ */
+export class SseEventSplitter {
+  /** Bytes after the last event end, from earlier chunks. */
+  #pending: Buffer[] = [];
+  #atLineStart = true;
+  /** The previous chunk ended in CR: an LF starting this one completes that line end. */
+  #afterCr = false;
+
+  /** Complete events in order; the bytes of an unfinished one are kept for the next chunk. */
+  push(chunk: Buffer): Buffer[] {
+    const events: Buffer[] = [];
+    const n = chunk.length;
+    let i = 0;
+    if (this.#afterCr && n > 0 && chunk[0] === LF) i = 1;
+    this.#afterCr = false;
+    let eventStart = 0;
+    let cr = chunk.indexOf(CR, i);
+    while (i < n) {
+      const lf = chunk.indexOf(LF, i);
+      if (cr !== -1 && cr < i) cr = chunk.indexOf(CR, i);
+      if (lf === -1 && cr === -1) {
+        this.#atLineStart = false;
+        break;
+      }
+      let lineEnd: number;
+      let next: number;
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        lineEnd = cr;
+        if (cr + 1 < n) next = chunk[cr + 1] === LF ? cr + 2 : cr + 1;
+        else {
+          next = n;
+          this.#afterCr = true;
+        }
+      } else {
+        lineEnd = lf;
+        next = lf + 1;
+      }
+      const emptyLine = lineEnd === i && this.#atLineStart;
+      this.#atLineStart = true;
+      if (emptyLine) {
+        events.push(this.#take(chunk, eventStart, next));
+        eventStart = next;
+      }
+      i = next;
+    }
+    if (eventStart < n) this.#pending.push(eventStart === 0 ? chunk : chunk.subarray(eventStart));
+    return events;
+  }
+
+  /** Ends the stream: the bytes of a last event sent without its blank line, if any. */
+  end(): Buffer | undefined {
+    const rest = this.#pending;
+    this.#pending = [];
+    this.#atLineStart = true;
+    this.#afterCr = false;
+    if (rest.length === 0) return undefined;
+    return rest.length === 1 ? rest[0] : Buffer.concat(rest);
+  }
+
+  #take(chunk: Buffer, start: number, end: number): Buffer {
+    const part = start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end);
+    if (this.#pending.length === 0) return part;
+    const joined = Buffer.concat([...this.#pending, part]);
+    this.#pending = [];
+    return joined;
+  }
+}
