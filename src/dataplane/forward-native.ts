@@ -27,7 +27,8 @@ export interface ForwardInput {
   requestId: string;
   op: OperationEntry;
   params: Record<string, string>;
-  query: URLSearchParams;
+  /** The client's query string (`?...` or empty) without its credential, as encoded. */
+  search: string;
   body: ForwardBody;
   /** Included candidates in the order to try them. */
   candidates: Candidate[];
@@ -135,7 +136,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         }
         const proxy = deps.proxyFor(candidate, credential);
         exchange = deps.upstream.exchange({
-          url: upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.query),
+          url: upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
           method: input.req.method ?? 'GET',
           headers,
           body,

@@ -22,6 +22,7 @@ import { ResponseAffinity } from './response-affinity.ts';
 import { modelListBody, sendJson } from './serve-model-list.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { withRequestId } from './request-id-headers.ts';
+import { stripCredentialQuery } from '../upstream/index.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -51,7 +52,6 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (!match.found) throw new DataPlaneError(match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
       const query = new URLSearchParams(q < 0 ? '' : target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);
-      query.delete('key');
       const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
       const snap = await snapshot.current();
 
@@ -109,7 +109,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           requestId,
           op,
           params: match.params,
-          query,
+          search: q < 0 ? '' : stripCredentialQuery(target.slice(q)),
           body: prepared.body,
           candidates: ordered,
           streamStyle: STREAM_STYLE[op.protocol] ?? 'completions',

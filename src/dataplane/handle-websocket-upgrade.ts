@@ -68,7 +68,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           setUpstreamCredential(headers, op.protocol, secret);
           const query = new URLSearchParams(url.searchParams);
           if (candidate.upstream_model !== null) query.set('model', candidate.upstream_model);
-          const target = upstreamUrl(candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, query).replace(/^http/, 'ws');
+          const search = query.toString();
+          const target = upstreamUrl(candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, search ? `?${search}` : '').replace(/^http/, 'ws');
           log.attempts.push({ credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null });
           const opened = await openUpstream(target, headers as Record<string, string>);
           const attempt = log.attempts[log.attempts.length - 1]!;

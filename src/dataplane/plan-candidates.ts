@@ -61,6 +61,7 @@ export function planCandidates(input: PlanInput): Candidate[] {
  */
 export function attemptOrder(candidates: readonly Candidate[], random: () => number = Math.random): Candidate[] {
   const included = candidates.filter((c) => c.included);
+  if (included.length < 2) return included;
   const byPriority = new Map<number, Candidate[]>();
   for (const c of included) byPriority.set(c.group.priority, [...(byPriority.get(c.group.priority) ?? []), c]);
   return [...byPriority.keys()].sort((a, b) => b - a).flatMap((p) => weightedShuffle(byPriority.get(p)!, random));

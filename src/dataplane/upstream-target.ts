@@ -1,14 +1,16 @@
 import type { OutgoingHeaders } from '../upstream/index.ts';
 
-/** Upstream URL: the group's base URL, the operation's upstream path with its parameters, the query. */
-export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, query: URLSearchParams): string {
+/**
+ * Upstream URL: the group's base URL, the operation's upstream path with its parameters, and
+ * the client's query string (`?...`, credentials already removed) exactly as it was encoded.
+ */
+export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): string {
   const path = upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
     if (name === 'model' && upstreamModel !== null) return encodeURIComponent(upstreamModel);
     const value = params[name] ?? '';
     return name === 'rest' ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
   });
-  const search = query.toString();
-  return `${baseUrl.replace(/\/+$/, '')}${path}${search ? `?${search}` : ''}`;
+  return `${baseUrl.replace(/\/+$/, '')}${path}${search}`;
 }
 
 /**

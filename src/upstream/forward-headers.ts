@@ -1,13 +1,14 @@
 import type { HeaderMap, OutgoingHeaders } from './header-map.ts';
-import { stripHopByHop } from './hop-by-hop-headers.ts';
-import { stripClientCredentialHeaders } from './strip-client-credentials.ts';
+import { copyHeadersWithout, HOP_BY_HOP_HEADERS } from './hop-by-hop-headers.ts';
+import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
 
 /**
  * Request headers a client sent that must not reach an upstream besides hop-by-hop ones:
  * `host` (the upstream's own is set from its URL), `expect` (100-continue is per hop), and
  * `accept-encoding`, so that responses arrive uncompressed and usage can be read from them.
  */
-const CLIENT_ONLY_REQUEST_HEADERS: ReadonlySet<string> = new Set(['host', 'expect', 'accept-encoding']);
+const CLIENT_ONLY_REQUEST_HEADERS = ['host', 'expect', 'accept-encoding'];
+const NOT_FORWARDED: ReadonlySet<string> = new Set([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY_REQUEST_HEADERS]);
 
 /**
  * Client request headers to forward: no hop-by-hop, no client credential, none of the
@@ -15,9 +16,7 @@ const CLIENT_ONLY_REQUEST_HEADERS: ReadonlySet<string> = new Set(['host', 'expec
  * the body sets the new length (or deletes it to stream chunked).
  */
 export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeaders {
-  const out = stripClientCredentialHeaders(stripHopByHop(clientHeaders));
-  for (const name of CLIENT_ONLY_REQUEST_HEADERS) delete out[name];
-  return out;
+  return copyHeadersWithout(clientHeaders, NOT_FORWARDED);
 }
 
 /**
@@ -25,5 +24,5 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
  * a caller that alters the body (dropping an event, say) deletes it.
  */
 export function clientResponseHeaders(upstreamHeaders: HeaderMap): OutgoingHeaders {
-  return stripHopByHop(upstreamHeaders);
+  return copyHeadersWithout(upstreamHeaders, HOP_BY_HOP_HEADERS);
 }

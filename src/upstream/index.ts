@@ -1,9 +1,8 @@
 export type { HeaderMap, OutgoingHeaders } from './header-map.ts';
-export { HOP_BY_HOP_HEADERS, stripHopByHop } from './hop-by-hop-headers.ts';
+export { HOP_BY_HOP_HEADERS, copyHeadersWithout, stripHopByHop } from './hop-by-hop-headers.ts';
 export {
   CLIENT_CREDENTIAL_HEADERS,
   CLIENT_CREDENTIAL_QUERY_PARAMS,
-  stripClientCredentialHeaders,
   stripCredentialQuery,
 } from './strip-client-credentials.ts';
 export { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.ts';

@@ -1,20 +1,9 @@
-import type { OutgoingHeaders } from './header-map.ts';
-
 /**
  * Where clients put their AccessKey. `api-key` is the deployment-style SDKs' header; whatever
  * a client sends there is its own secret, never something to forward.
  */
 export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key'];
 export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key'];
-
-/** Copy of the headers without any client credential. */
-export function stripClientCredentialHeaders(headers: OutgoingHeaders): OutgoingHeaders {
-  const out: OutgoingHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (!CLIENT_CREDENTIAL_HEADERS.includes(name.toLowerCase())) out[name] = value;
-  }
-  return out;
-}
 
 /**
  * Path and query without credential query parameters. Other parameters keep their exact

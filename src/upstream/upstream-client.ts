@@ -27,6 +27,13 @@ export interface UpstreamResponse {
   body: Readable;
 }
 
+interface ParsedUrl {
+  origin: string;
+  path: string;
+}
+
+const URL_CACHE_LIMIT = 1024;
+
 /** An upstream call in flight: the reply at its response headers, and a way to call it off. */
 export interface UpstreamExchange {
   /** Resolves at the response headers (any status); rejects on transport failures only. */
@@ -43,6 +50,7 @@ export interface UpstreamExchange {
 export class UpstreamClient {
   readonly #options: ResolvedUpstreamOptions;
   readonly #dispatchers = new Map<string, Dispatcher>();
+  readonly #urls = new Map<string, ParsedUrl>();
 
   constructor(options: UpstreamClientOptions = {}) {
     this.#options = resolveUpstreamOptions(options);
@@ -53,7 +61,7 @@ export class UpstreamClient {
    * plane's path. It takes no signal: the exchange's abort() calls it off.
    */
   exchange(request: Omit<UpstreamRequest, 'signal'>): UpstreamExchange {
-    const url = typeof request.url === 'string' ? new URL(request.url) : request.url;
+    const url = typeof request.url === 'string' ? this.#parse(request.url) : { origin: request.url.origin, path: `${request.url.pathname}${request.url.search}` };
     const dispatcher = this.dispatcherFor(url.origin, request.proxy);
     let handler!: ExchangeHandler;
     const reply = new Promise<UpstreamReply>((resolve, reject) => {
@@ -62,7 +70,7 @@ export class UpstreamClient {
     dispatcher.dispatch(
       {
         origin: url.origin,
-        path: `${url.pathname}${url.search}`,
+        path: url.path,
         method: request.method as Dispatcher.HttpMethod,
         headers: request.headers,
         body: request.body ?? null,
@@ -91,6 +99,18 @@ export class UpstreamClient {
     const body = reply.toReadable();
     if (signal) body.once('close', () => signal.removeEventListener('abort', onAbort));
     return { status: reply.status, headers: reply.headers, body };
+  }
+
+  /** Origin and path of a URL; the same few URLs come back on every request, so they are kept. */
+  #parse(href: string): ParsedUrl {
+    let parsed = this.#urls.get(href);
+    if (parsed === undefined) {
+      const url = new URL(href);
+      parsed = { origin: url.origin, path: `${url.pathname}${url.search}` };
+      if (this.#urls.size >= URL_CACHE_LIMIT) this.#urls.clear();
+      this.#urls.set(href, parsed);
+    }
+    return parsed;
   }
 
   /** The cached dispatcher for an origin, or for a proxy (which serves every origin). */
