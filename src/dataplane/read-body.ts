@@ -22,19 +22,16 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       cleanup();
       resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const onClose = () => {
+    // The request stream fails or closes early only when the client's connection does.
+    const onGone = () => {
       if (req.readableEnded) return;
       cleanup();
       reject(new DataPlaneError('client_closed', 'Its body had not ended.'));
     };
     const cleanup = () => {
-      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
     };
-    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });
 }
 

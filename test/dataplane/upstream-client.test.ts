@@ -223,3 +223,107 @@ t.test('classifies odd values without throwing', async (t) => {
   t.equal(classifyUpstreamError('boom').kind, 'unknown');
   t.equal(classifyUpstreamError(Object.assign(new Error('x'), { cause: { code: 'ECONNREFUSED' } })).kind, 'connect_failed');
 });
+
+t.test('exchange: the body reaches a sink attached after the reply, however much arrived first', async (t) => {
+  const payload = Buffer.alloc(3 * 1024 * 1024, 7);
+  payload.write('start');
+  payload.write('end', payload.length - 3);
+  const server = await startLoopbackServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(payload.length) });
+    res.end(payload);
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.close();
+    await server.close();
+  });
+  const reply = await client.exchange({ url: `${server.url}/big`, method: 'GET', headers: {} }).reply;
+  t.equal(reply.status, 200);
+  t.equal(reply.headers['content-type'], 'application/octet-stream');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const body = await reply.readAll();
+  t.ok(body.equals(payload), 'every byte, in order');
+  await t.rejects(reply.readAll(), /consumed once/, 'a body is consumed once');
+});
+
+t.test('exchange: a paused reply resumes and still delivers everything', async (t) => {
+  const server = await startLoopbackServer((_req, res) => {
+    res.writeHead(200);
+    let n = 0;
+    const next = () => {
+      while (n < 64) if (!res.write(Buffer.alloc(64 * 1024, n++))) return void res.once('drain', next);
+      res.end();
+    };
+    next();
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.close();
+    await server.close();
+  });
+  const reply = await client.exchange({ url: `${server.url}/`, method: 'GET', headers: {} }).reply;
+  const received: Buffer[] = [];
+  let pauses = 0;
+  await new Promise<void>((resolve, reject) => {
+    reply.consume({
+      onData(chunk) {
+        received.push(chunk);
+        if (received.length % 4 === 0) {
+          pauses++;
+          reply.pause();
+          setTimeout(() => reply.resume(), 2);
+        }
+      },
+      onEnd: resolve,
+      onError: reject,
+    });
+  });
+  const body = Buffer.concat(received);
+  t.equal(body.length, 64 * 64 * 1024);
+  t.equal(body[body.length - 1], 63);
+  t.ok(pauses > 0, 'the consumer paused along the way');
+});
+
+t.test('exchange: abort before the answer rejects the reply as aborted; readAll keeps at most its limit', async (t) => {
+  const server = await startLoopbackServer((req, res) => {
+    if (req.url === '/text') res.end('0123456789');
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.destroy();
+    await server.close();
+  });
+  const pending = client.exchange({ url: `${server.url}/hang`, method: 'GET', headers: {} });
+  pending.abort();
+  const error = await pending.reply.then(() => undefined, (e: unknown) => e);
+  t.equal(classifyUpstreamError(error).kind, 'aborted');
+  const reply = await client.exchange({ url: `${server.url}/text`, method: 'GET', headers: {} }).reply;
+  t.equal((await reply.readAll(4)).toString(), '0123');
+});
+
+t.test('exchange: abort mid-body ends the sink with an error', async (t) => {
+  const server = await startLoopbackServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: one\n\n');
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.destroy();
+    await server.close();
+  });
+  const exchange = client.exchange({ url: `${server.url}/s`, method: 'GET', headers: {} });
+  const reply = await exchange.reply;
+  const outcome = await new Promise<{ data: string; error: unknown }>((resolve) => {
+    let data = '';
+    reply.consume({
+      onData(chunk) {
+        data += chunk.toString();
+        exchange.abort();
+      },
+      onEnd: () => resolve({ data, error: undefined }),
+      onError: (error) => resolve({ data, error }),
+    });
+  });
+  t.equal(outcome.data, 'data: one\n\n');
+  t.equal(classifyUpstreamError(outcome.error).kind, 'aborted');
+});

@@ -1,0 +1,78 @@
+import t from 'tap';
+import { SseEventSplitter, SseParser, type SseEvent } from '../../src/streaming/index.ts';
+
+const STREAM =
+  ': keep-alive\r\n\r\n' +
+  'event: message_start\r\ndata: {"type":"message_start","text":"héllo ✓ 🚀"}\r\n\r\n' +
+  'data: line one\ndata: line two\n\n' +
+  'id: 7\rretry: 1500\rdata:no-space\r\r' +
+  'event: ping\ndata\n\n' +
+  'data: [DONE]\n\n';
+
+const fields = (events: SseEvent[]) => events.map(({ raw: _raw, ...rest }) => rest);
+
+function parse(bytes: Buffer | string): SseEvent[] {
+  const parser = new SseParser();
+  return [...parser.push(bytes), ...parser.end()];
+}
+
+function split(chunks: Buffer[]): { events: Buffer[]; rest: Buffer | undefined } {
+  const splitter = new SseEventSplitter();
+  const events: Buffer[] = [];
+  for (const chunk of chunks) events.push(...splitter.push(chunk));
+  return { events, rest: splitter.end() };
+}
+
+t.test('whole stream: one buffer per event, exactly the bytes received', async (t) => {
+  const { events, rest } = split([Buffer.from(STREAM)]);
+  t.equal(rest, undefined, 'nothing left over');
+  t.equal(events.length, 6);
+  t.equal(Buffer.concat(events).toString(), STREAM);
+  t.same(
+    events.map((e) => fields(parse(e))),
+    fields(parse(STREAM)).map((e) => [e]),
+    'each buffer holds exactly one of the events a full parser sees',
+  );
+});
+
+t.test('a split at any byte keeps every event whole and every byte in order', async (t) => {
+  const bytes = Buffer.from(STREAM);
+  const expected = fields(parse(STREAM));
+  for (let cut = 1; cut < bytes.length; cut++) {
+    const { events, rest } = split([bytes.subarray(0, cut), bytes.subarray(cut)]);
+    const all = Buffer.concat([...events, ...(rest ? [rest] : [])]);
+    if (!all.equals(bytes)) t.fail(`bytes changed at cut ${cut}`);
+    // A CR ending one chunk may leave its LF at the start of the next event: still one event each.
+    const perEvent = events.map((e) => fields(parse(e)));
+    if (JSON.stringify(perEvent.flat()) !== JSON.stringify(expected) || perEvent.some((p) => p.length !== 1)) t.fail(`events differ at cut ${cut}`);
+  }
+  t.pass('every cut checked');
+});
+
+t.test('byte-at-a-time delivery and random chunkings', async (t) => {
+  const bytes = Buffer.from(STREAM.repeat(5));
+  const bytewise = split([...bytes].map((b) => Buffer.from([b])));
+  t.equal(bytewise.events.length, 30);
+  t.ok(Buffer.concat(bytewise.events).equals(bytes));
+  let seed = 7;
+  const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  for (let round = 0; round < 200; round++) {
+    const chunks: Buffer[] = [];
+    for (let at = 0; at < bytes.length; ) {
+      const size = 1 + Math.floor(random() * 40);
+      chunks.push(bytes.subarray(at, at + size));
+      at += size;
+    }
+    const { events, rest } = split(chunks);
+    if (events.length !== 30 || rest !== undefined || !Buffer.concat(events).equals(bytes)) t.fail(`round ${round}`);
+  }
+  t.pass('200 random chunkings');
+});
+
+t.test('an unfinished last event is handed back by end(), not as an event', async (t) => {
+  const splitter = new SseEventSplitter();
+  t.same(splitter.push(Buffer.from('data: a\n\ndata: b')).map(String), ['data: a\n\n']);
+  t.same(splitter.push(Buffer.from('c\n')), []);
+  t.equal(splitter.end()?.toString(), 'data: bc\n');
+  t.equal(splitter.end(), undefined);
+});
