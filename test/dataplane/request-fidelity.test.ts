@@ -28,7 +28,7 @@ t.test('a body whose model is not remapped reaches the upstream byte for byte; t
 });
 
 t.test('a client that leaves before its body ends is logged as client_closed, and nothing goes upstream', async (t) => {
-  const upstream = await startUpstream((_req, res) => res.end('{}'));
+  const upstream = await startUpstream((_req, res) => void res.end('{}'));
   const gw = await startDataPlane();
   t.teardown(async () => {
     await gw.close();
