@@ -1,0 +1,34 @@
+import type { LogRecord } from './log-record.ts';
+import type { LogFilter, LogPage, StatisticsQuery, UsageQuery } from './log-store.ts';
+
+/** What the log-writer worker is started with (`workerData`). */
+export interface LogWriterData {
+  dataDir: string;
+}
+
+/** A LogStore read, answered by the worker. */
+export type LogRead =
+  | { method: 'get'; args: [requestId: string] }
+  | { method: 'list'; args: [filter: LogFilter, page: LogPage] }
+  | { method: 'usage'; args: [query: UsageQuery] }
+  | { method: 'statistics'; args: [query: StatisticsQuery] };
+
+/**
+ * Main thread to worker. Batch ids increase by one per batch, and the worker handles messages
+ * in order, so one `committed` id acknowledges every batch up to it.
+ */
+export type ToLogWriter =
+  | { type: 'append'; batch: number; records: LogRecord[] }
+  | { type: 'read'; id: number; read: LogRead }
+  | { type: 'close' };
+
+/** Worker to main thread. Errors travel as Error objects (structured clone keeps type and message). */
+export type FromLogWriter =
+  /** The database is open. */
+  | { type: 'ready' }
+  /** Every batch up to and including `through` is committed. */
+  | { type: 'committed'; through: number }
+  /** A commit failed; the worker keeps the records and retries on its own. */
+  | { type: 'write-failed'; error: Error }
+  | { type: 'answer'; id: number; value: unknown }
+  | { type: 'answer'; id: number; error: Error };

@@ -1,0 +1,91 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { SqliteLogStore } from './sqlite-log-store.ts';
+import type { FromLogWriter, LogRead, LogWriterData, ToLogWriter } from './log-writer-messages.ts';
+
+/**
+ * Worker side of WorkerLogStore: owns the SqliteLogStore, commits each posted batch and
+ * acknowledges it, answers reads. Started by start-log-writer.ts.
+ */
+const port = parentPort;
+if (port === null) throw new Error('log-writer-worker.ts runs as a worker thread');
+
+/** After a failed commit, the worker tries again this often until one succeeds. */
+const RETRY_MS = 1000;
+
+const store = new SqliteLogStore((workerData as LogWriterData).dataDir);
+/** Highest batch appended to the store but not yet acknowledged. */
+let uncommittedThrough: number | undefined;
+let commitScheduled = false;
+let retryTimer: NodeJS.Timeout | undefined;
+
+function send(message: FromLogWriter): void {
+  port!.postMessage(message);
+}
+
+/** Writes everything appended so far in one go and acknowledges it; on failure reports and retries later. */
+async function commit(): Promise<void> {
+  const through = uncommittedThrough;
+  if (through === undefined) return;
+  try {
+    await store.flush();
+  } catch (error) {
+    send({ type: 'write-failed', error: error instanceof Error ? error : new Error(String(error)) });
+    retryTimer ??= setTimeout(() => {
+      retryTimer = undefined;
+      void commit();
+    }, RETRY_MS);
+    return;
+  }
+  // Batches that arrived while flush() settled were written too, but only their own commit acknowledges them.
+  if (uncommittedThrough === through) uncommittedThrough = undefined;
+  send({ type: 'committed', through });
+}
+
+function answer(read: LogRead): Promise<unknown> {
+  switch (read.method) {
+    case 'get':
+      return store.get(...read.args);
+    case 'list':
+      return store.list(...read.args);
+    case 'usage':
+      return store.usage(...read.args);
+    case 'statistics':
+      return store.statistics(...read.args);
+  }
+}
+
+port.on('message', (message: ToLogWriter) => {
+  switch (message.type) {
+    case 'append':
+      for (const record of message.records) store.append(record);
+      uncommittedThrough = message.batch;
+      // Batches already queued behind this one arrive before the immediate runs, so they share its transaction.
+      if (!commitScheduled) {
+        commitScheduled = true;
+        setImmediate(() => {
+          commitScheduled = false;
+          void commit();
+        });
+      }
+      return;
+    case 'read':
+      // A read flushes the store anyway; committing first also acknowledges what it wrote.
+      void commit()
+        .then(() => answer(message.read))
+        .then(
+          (value) => send({ type: 'answer', id: message.id, value }),
+          (error: unknown) => send({ type: 'answer', id: message.id, error: error instanceof Error ? error : new Error(String(error)) }),
+        );
+      return;
+    case 'close':
+      if (retryTimer !== undefined) clearTimeout(retryTimer);
+      // An error here ends the worker with a non-zero exit code, which close() on the main side reports.
+      void commit().then(async () => {
+        await store.close();
+        port!.close();
+      });
+      return;
+  }
+});
+
+send({ type: 'ready' });

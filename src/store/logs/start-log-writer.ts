@@ -1,0 +1,26 @@
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { LogWriterData } from './log-writer-messages.ts';
+
+/**
+ * The worker entry sits next to this module with the same extension: `.ts` when run from
+ * source under tsx, `.mjs` when bench-child.ts has bundled both into bench/.build/.
+ */
+const extension = extname(fileURLToPath(import.meta.url));
+const workerUrl = new URL(`./log-writer-worker${extension}`, import.meta.url);
+
+/**
+ * On Node 20, tsx installs its hooks on the main thread only (whether through `--import=tsx`,
+ * which workers inherit but then skip, or through bin/switchyard.js's `register()`), so a
+ * TypeScript worker registers them itself before it imports its entry.
+ */
+function typeScriptBootstrap(): string {
+  const tsxApi = import.meta.resolve('tsx/esm/api');
+  return `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(workerUrl.href)}); });`;
+}
+
+export function startLogWriter(data: LogWriterData): Worker {
+  if (extension === '.ts') return new Worker(typeScriptBootstrap(), { eval: true, workerData: data });
+  return new Worker(workerUrl, { workerData: data });
+}

@@ -1,0 +1,330 @@
+import type { Worker } from 'node:worker_threads';
+import type { LogRecord } from './log-record.ts';
+import type { LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
+import type { FromLogWriter, LogRead, ToLogWriter } from './log-writer-messages.ts';
+import { BatchBuffer } from './batch-buffer.ts';
+import { startLogWriter } from './start-log-writer.ts';
+
+export interface WorkerLogStoreOptions {
+  /** Records per posted batch; reaching it posts on the next turn. Default 256. */
+  batchSize?: number;
+  /** Longest a record waits on the main thread before it is posted. Default 100 ms. */
+  flushIntervalMs?: number;
+  /** Unacknowledged records kept for re-sending (while writes fail or no worker is up); the oldest are dropped beyond it. Default 100 000. */
+  maxBuffered?: number;
+  /** Reports a failed write or a worker that died; the store recovers on its own. */
+  onError?: (error: unknown) => void;
+}
+
+interface PendingRead {
+  read: LogRead;
+  /** Workers it was sent to; a read is retried once on a new worker, then rejected. */
+  sends: number;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+}
+
+interface FlushWaiter {
+  through: number;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/** Longest wait before starting a worker again after several died without doing any work. */
+const MAX_RESTART_DELAY_MS = 5000;
+
+/**
+ * LogStore whose SQLite work runs in a worker thread (log-writer-worker.ts, which owns a
+ * SqliteLogStore). `append` only buffers; batches are posted as structured-cloned arrays and
+ * kept until the worker acknowledges their commit, so a worker that dies loses nothing: a new
+ * one is started and the unacknowledged batches are sent again (a batch that was in fact
+ * committed is ignored there, since inserts skip a known request_id). Reads post the pending
+ * appends first, and the worker handles messages in order, so they see every appended record.
+ * A read in flight when its worker dies is sent once more to the next worker; if that one dies
+ * too, or a worker dies before it could open the database, the read rejects.
+ */
+export class WorkerLogStore implements LogStore {
+  readonly #dataDir: string;
+  readonly #onError: (error: unknown) => void;
+  readonly #maxBuffered: number;
+  readonly #buffer: BatchBuffer<LogRecord>;
+  /** Posted batches not yet acknowledged, by batch id, in posting order. */
+  readonly #unacked = new Map<number, LogRecord[]>();
+  readonly #reads = new Map<number, PendingRead>();
+  #flushWaiters: FlushWaiter[] = [];
+  #worker: Worker | undefined;
+  #ready = false;
+  #lastBatch = 0;
+  #lastRead = 0;
+  #unackedRecords = 0;
+  #dropped = 0;
+  #deathsWithoutProgress = 0;
+  #restartTimer: NodeJS.Timeout | undefined;
+  #workerError: Error | undefined;
+  #closing: Promise<void> | undefined;
+  /** Set once the worker was asked to close: from then on its exit is expected. */
+  #stopping = false;
+
+  constructor(dataDir: string, options: WorkerLogStoreOptions = {}) {
+    this.#dataDir = dataDir;
+    this.#onError = options.onError ?? (() => {});
+    this.#maxBuffered = options.maxBuffered ?? 100_000;
+    this.#buffer = new BatchBuffer<LogRecord>((batch) => this.#post(batch), {
+      ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+      ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
+      onError: this.#onError,
+    });
+    this.#start();
+  }
+
+  /** Starts the store and waits until its first worker has opened the database; if it cannot, closes the store and rejects. */
+  static async open(dataDir: string, options: WorkerLogStoreOptions = {}): Promise<WorkerLogStore> {
+    const store = new WorkerLogStore(dataDir, options);
+    const worker = store.#worker!;
+    const [event] = await Promise.race([onceMessage(worker, 'ready'), onceExit(worker)]);
+    if (event === 'message') return store;
+    const error = store.#deathError('could not start');
+    await store.close().catch(() => {});
+    throw error;
+  }
+
+  /** Records appended but not yet committed by the worker. */
+  get buffered(): number {
+    return this.#buffer.size + this.#unackedRecords;
+  }
+
+  /** Records no longer kept for re-sending because more than `maxBuffered` were unacknowledged. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  append(record: LogRecord): void {
+    if (this.#closing !== undefined) throw new Error('log store is closed');
+    this.#buffer.add(record);
+  }
+
+  async flush(): Promise<void> {
+    this.#buffer.flushAll();
+    const through = this.#lastBatch;
+    if (!this.#isUnacked(through)) return;
+    if (this.#stopping && this.#worker === undefined) throw new Error('log store is closed');
+    await new Promise<void>((resolve, reject) => this.#flushWaiters.push({ through, resolve, reject }));
+  }
+
+  get(requestId: string): Promise<LogRecord | undefined> {
+    return this.#read({ method: 'get', args: [requestId] }) as Promise<LogRecord | undefined>;
+  }
+
+  list(filter: LogFilter, page: LogPage): Promise<LogPageResult> {
+    return this.#read({ method: 'list', args: [filter, page] }) as Promise<LogPageResult>;
+  }
+
+  usage(query: UsageQuery): Promise<UsageRow[]> {
+    return this.#read({ method: 'usage', args: [query] }) as Promise<UsageRow[]>;
+  }
+
+  statistics(query: StatisticsQuery): Promise<Statistics> {
+    return this.#read({ method: 'statistics', args: [query] }) as Promise<Statistics>;
+  }
+
+  /** Commits everything appended, closes the database and ends the worker. */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutDown();
+    return this.#closing;
+  }
+
+  /** For tests only: ends the worker abruptly, as a crash would. Resolves once it has exited. */
+  async crashWorkerForTesting(): Promise<void> {
+    await this.#worker?.terminate();
+  }
+
+  async #read(read: LogRead): Promise<unknown> {
+    if (this.#closing !== undefined) throw new Error('log store is closed');
+    // Pending appends go first, so the worker has them before it answers.
+    this.#buffer.flushAll();
+    return await new Promise((resolve, reject) => {
+      const id = ++this.#lastRead;
+      this.#reads.set(id, { read, sends: 0, resolve, reject });
+      this.#sendRead(id);
+      this.#updateRef();
+    });
+  }
+
+  #post(records: LogRecord[]): void {
+    const batch = this.#lastBatch + 1;
+    // Posting first: a record that cannot be cloned throws here and stays in the buffer.
+    this.#worker?.postMessage({ type: 'append', batch, records } satisfies ToLogWriter);
+    this.#lastBatch = batch;
+    this.#unacked.set(batch, records);
+    this.#unackedRecords += records.length;
+    this.#dropOldestBeyondLimit();
+    this.#updateRef();
+  }
+
+  #sendRead(id: number): void {
+    const pending = this.#reads.get(id);
+    if (pending === undefined || this.#worker === undefined) return;
+    pending.sends++;
+    this.#worker.postMessage({ type: 'read', id, read: pending.read } satisfies ToLogWriter);
+  }
+
+  #start(): void {
+    const worker = startLogWriter({ dataDir: this.#dataDir });
+    this.#worker = worker;
+    this.#ready = false;
+    this.#workerError = undefined;
+    worker.on('message', (message: FromLogWriter) => this.#onMessage(message));
+    worker.on('error', (error) => {
+      this.#workerError = error;
+    });
+    worker.on('exit', (code) => this.#onExit(worker, code));
+    for (const [batch, records] of this.#unacked) worker.postMessage({ type: 'append', batch, records } satisfies ToLogWriter);
+    for (const id of this.#reads.keys()) this.#sendRead(id);
+    this.#updateRef();
+  }
+
+  #onMessage(message: FromLogWriter): void {
+    switch (message.type) {
+      case 'ready':
+        this.#ready = true;
+        this.#updateRef();
+        return;
+      case 'committed':
+        this.#deathsWithoutProgress = 0;
+        this.#acknowledge(message.through);
+        return;
+      case 'write-failed':
+        this.#onError(message.error);
+        this.#rejectFlushes(message.error);
+        return;
+      case 'answer': {
+        this.#deathsWithoutProgress = 0;
+        const pending = this.#reads.get(message.id);
+        if (pending === undefined) return;
+        this.#reads.delete(message.id);
+        if ('error' in message) pending.reject(message.error);
+        else pending.resolve(message.value);
+        this.#updateRef();
+        return;
+      }
+    }
+  }
+
+  #acknowledge(through: number): void {
+    for (const [batch, records] of this.#unacked) {
+      if (batch > through) break;
+      this.#unacked.delete(batch);
+      this.#unackedRecords -= records.length;
+    }
+    const waiting: FlushWaiter[] = [];
+    for (const waiter of this.#flushWaiters) {
+      if (this.#isUnacked(waiter.through)) waiting.push(waiter);
+      else waiter.resolve();
+    }
+    this.#flushWaiters = waiting;
+    this.#updateRef();
+  }
+
+  /** Whether batch `through` or one before it still awaits its commit. */
+  #isUnacked(through: number): boolean {
+    const oldest = this.#unacked.keys().next();
+    return !oldest.done && oldest.value <= through;
+  }
+
+  #onExit(worker: Worker, code: number): void {
+    if (worker !== this.#worker) return;
+    this.#worker = undefined;
+    if (this.#stopping) return;
+    const wasReady = this.#ready;
+    this.#ready = false;
+    const error = this.#deathError(`exited with code ${code}`);
+    this.#onError(error);
+    this.#deathsWithoutProgress++;
+    for (const [id, pending] of this.#reads) {
+      if (wasReady && pending.sends < 2) continue;
+      this.#reads.delete(id);
+      pending.reject(error);
+    }
+    // A worker that could not open the database will likely fail again: waiting would hang.
+    if (!wasReady) this.#rejectFlushes(error);
+    const delay = this.#deathsWithoutProgress <= 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** this.#deathsWithoutProgress);
+    this.#restartTimer = setTimeout(() => {
+      this.#restartTimer = undefined;
+      this.#start();
+    }, delay);
+  }
+
+  #deathError(what: string): Error {
+    const cause = this.#workerError;
+    return new Error(`log writer worker ${what}${cause === undefined ? '' : `: ${cause.message}`}`, cause === undefined ? {} : { cause });
+  }
+
+  #rejectFlushes(error: Error): void {
+    const waiters = this.#flushWaiters;
+    this.#flushWaiters = [];
+    for (const waiter of waiters) waiter.reject(error);
+    this.#updateRef();
+  }
+
+  /** Bounds memory while the worker commits nothing; a healthy one keeps this to a few batches. */
+  #dropOldestBeyondLimit(): void {
+    for (const [batch, records] of this.#unacked) {
+      if (this.#unackedRecords <= this.#maxBuffered || this.#unacked.size === 1) break;
+      this.#unacked.delete(batch);
+      this.#unackedRecords -= records.length;
+      this.#dropped += records.length;
+    }
+  }
+
+  /** The worker keeps the process alive only while it starts, or owes an answer or a commit. */
+  #updateRef(): void {
+    const owing = !this.#ready || this.#reads.size > 0 || this.#flushWaiters.length > 0 || this.#unacked.size > 0 || this.#stopping;
+    if (owing) this.#worker?.ref();
+    else this.#worker?.unref();
+  }
+
+  async #shutDown(): Promise<void> {
+    let failure: unknown;
+    try {
+      await this.flush();
+    } catch (error) {
+      failure = error;
+    }
+    this.#stopping = true;
+    if (this.#restartTimer !== undefined) clearTimeout(this.#restartTimer);
+    const worker = this.#worker;
+    if (worker !== undefined) {
+      const exited = onceExit(worker);
+      this.#updateRef();
+      worker.postMessage({ type: 'close' } satisfies ToLogWriter);
+      const [, code] = await exited;
+      if (code !== 0) failure ??= this.#deathError(`exited with code ${code} while closing`);
+    }
+    this.#worker = undefined;
+    const closed = new Error('log store is closed');
+    for (const pending of this.#reads.values()) pending.reject(closed);
+    this.#reads.clear();
+    this.#rejectFlushes(closed);
+    if (failure !== undefined) throw failure;
+  }
+}
+
+function onceMessage(worker: Worker, type: FromLogWriter['type']): Promise<['message']> {
+  return new Promise((resolve) => {
+    const listener = (message: FromLogWriter): void => {
+      if (message.type !== type) return;
+      worker.off('message', listener);
+      resolve(['message']);
+    };
+    worker.on('message', listener);
+  });
+}
+
+function onceExit(worker: Worker): Promise<['exit', number]> {
+  return new Promise((resolve) => worker.once('exit', (code: number) => resolve(['exit', code])));
+}
+
+/** A WorkerLogStore on `<dataDir>/logs.sqlite`, once its worker has opened the database. */
+export function openWorkerLogStore(dataDir: string, options: WorkerLogStoreOptions = {}): Promise<WorkerLogStore> {
+  return WorkerLogStore.open(dataDir, options);
+}
