@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import { openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore } from '../../src/store/logs/index.ts';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 0, 0);
 const HOUR = 3_600_000;
@@ -40,177 +40,193 @@ function record(i: number, over: Partial<LogRecord> = {}): LogRecord {
   };
 }
 
-t.test('round trip of every field, with and without request body', async (t) => {
-  const dir = tempDir(t);
-  const store = openSqliteLogStore(dir);
-  t.teardown(() => store.close());
-  const withBody = record(1, {
-    attempt_count: 2,
-    attempts: [
-      { credential_id: 'cred-x', group_id: 'g-a', status: 429, error_code: 'upstream_rate_limited' },
-      { credential_id: 'cred-y', group_id: 'g-b', status: 200, error_code: null },
-    ],
-    client_aborted: true,
-    route_mode: 'N/C',
-    timings: { started_at: T0, ttfb_ms: null, duration_ms: 1234 },
-    request_body: { state: 'recorded', original_bytes: 42, body: { model: 'm', messages: [{ role: 'user', content: 'hé' }] } },
+type TestedStore = LogStore & { readonly buffered: number };
+
+/** Both stores pass the same behavioural tests; the options mean the same (buffering before a write or a post). */
+const IMPLEMENTATIONS: Array<{ name: string; open(dir: string, options?: { batchSize?: number; flushIntervalMs?: number }): Promise<TestedStore> }> = [
+  { name: 'SqliteLogStore', open: async (dir, options) => openSqliteLogStore(dir, options) },
+  { name: 'WorkerLogStore', open: (dir, options) => openWorkerLogStore(dir, options) },
+];
+
+for (const { name, open } of IMPLEMENTATIONS) {
+  t.test(name, async (t) => {
+    t.test('round trip of every field, with and without request body', async (t) => {
+      const dir = tempDir(t);
+      const store = await open(dir);
+      t.teardown(() => store.close());
+      const withBody = record(1, {
+        attempt_count: 2,
+        attempts: [
+          { credential_id: 'cred-x', group_id: 'g-a', status: 429, error_code: 'upstream_rate_limited' },
+          { credential_id: 'cred-y', group_id: 'g-b', status: 200, error_code: null },
+        ],
+        client_aborted: true,
+        route_mode: 'N/C',
+        timings: { started_at: T0, ttfb_ms: null, duration_ms: 1234 },
+        request_body: { state: 'recorded', original_bytes: 42, body: { model: 'm', messages: [{ role: 'user', content: 'hé' }] } },
+      });
+      const textBody = record(2, { request_body: { state: 'truncated', original_bytes: 10_000_000, body: 'partial text' } });
+      const plain = record(3);
+      store.append(withBody);
+      store.append(textBody);
+      store.append(plain);
+      t.equal(store.buffered, 3, 'appends are buffered');
+      t.same(await store.get(withBody.request_id), withBody);
+      t.same(await store.get(textBody.request_id), textBody);
+      const got = await store.get(plain.request_id);
+      t.same(got, plain);
+      t.notOk(got && 'request_body' in got, 'no request_body when none was recorded');
+      t.equal(await store.get('missing'), undefined);
+      t.ok(existsSync(join(dir, 'logs.sqlite')));
+    });
+
+    t.test('filters, newest first', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      for (let i = 0; i < 100; i++) store.append(record(i));
+      const ids = async (filter: Parameters<typeof store.list>[0]) =>
+        (await store.list(filter, { limit: 500 })).items.map((r) => r.request_id);
+
+      const all = await ids({});
+      t.equal(all.length, 100);
+      t.equal(all[0], 'req_000099', 'newest first');
+      t.equal(all[99], 'req_000000');
+
+      t.equal((await ids({ access_key_id: 2 })).length, 50);
+      t.equal((await ids({ group_id: 'g-a' })).length, 34);
+      t.equal((await ids({ model: 'big-model' })).length, 20);
+      t.equal((await ids({ status: 502 })).length, 10);
+      t.equal((await ids({ status_class: '5xx' })).length, 10);
+      t.equal((await ids({ status_class: 'error' })).length, 10);
+      t.equal((await ids({ status_class: '2xx' })).length, 90);
+      t.same(await ids({ from: T0 + 10_000, to: T0 + 13_000 }), ['req_000012', 'req_000011', 'req_000010'], 'from inclusive, to exclusive');
+      t.same(await ids({ access_key_id: 2, model: 'big-model', status_class: '2xx' }), [
+        'req_000095', 'req_000085', 'req_000075', 'req_000065', 'req_000055', 'req_000045', 'req_000035', 'req_000025', 'req_000015', 'req_000005',
+      ]);
+      const first = (await store.list({ status: 502 }, { limit: 1 })).items[0];
+      t.equal(first?.has_request_body, false);
+      t.notOk(first && 'request_body' in first, 'list items carry no body');
+    });
+
+    t.test('pagination with an opaque cursor, ties on created_at included', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      for (let i = 0; i < 57; i++) store.append(record(i, { created_at: T0 + Math.floor(i / 4) * 1000 }));
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await store.list({}, cursor === undefined ? { limit: 10 } : { limit: 10, cursor });
+        seen.push(...page.items.map((r) => r.request_id));
+        cursor = page.next_cursor ?? undefined;
+        pages++;
+      } while (cursor !== undefined && pages < 20);
+      t.equal(pages, 6);
+      t.equal(seen.length, 57);
+      t.equal(new Set(seen).size, 57, 'no duplicates');
+      const created = await Promise.all(seen.map(async (id) => (await store.get(id))!.created_at));
+      t.same(created, [...created].sort((a, b) => b - a), 'non-increasing created_at');
+      await t.rejects(store.list({}, { limit: 10, cursor: 'garbage' }), RangeError);
+    });
+
+    t.test('usage aggregation by bucket and dimensions', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      // Three hours, in hour h there are h+1 records for key 1 model a, and 1 for key 2 model b.
+      let n = 0;
+      for (let h = 0; h < 3; h++) {
+        for (let j = 0; j <= h; j++) {
+          store.append(record(n++, { created_at: T0 + h * HOUR + j * 1000, access_key_id: 1, external_model: 'a', group_id: 'g1', cost: 0.5 }));
+        }
+        store.append(record(n++, { created_at: T0 + h * HOUR + 30_000, access_key_id: 2, external_model: 'b', group_id: 'g1', status: 500, cost: 0.25 }));
+      }
+      const hourly = await store.usage({ bucket: 'hour', group_by: ['key'] });
+      t.same(
+        hourly.map((r) => [r.bucket_start - T0, r.access_key_id, r.requests, r.errors]),
+        [[0, 1, 1, 0], [0, 2, 1, 1], [HOUR, 1, 2, 0], [HOUR, 2, 1, 1], [2 * HOUR, 1, 3, 0], [2 * HOUR, 2, 1, 1]],
+      );
+      const daily = await store.usage({ bucket: 'day', group_by: ['model', 'group'] });
+      t.equal(daily.length, 2);
+      const a = daily.find((r) => r.model === 'a');
+      t.equal(a?.bucket_start, Date.UTC(2025, 0, 15));
+      t.equal(a?.group_id, 'g1');
+      t.equal(a?.requests, 6);
+      t.equal(a?.input_tokens, 600);
+      t.equal(a?.output_tokens, 60);
+      t.equal(a?.cached_tokens, 120);
+      t.equal(a?.reasoning_tokens, 12);
+      t.equal(a?.cost, 3);
+      t.notOk(a && 'access_key_id' in a, 'only requested dimensions');
+      const onlyKey2 = await store.usage({ bucket: 'day', group_by: [], access_key_id: 2 });
+      t.same(onlyKey2.map((r) => [r.requests, r.cost]), [[3, 0.75]]);
+      const shifted = await store.usage({ bucket: 'day', group_by: [], utc_offset_minutes: 16 * 60 });
+      t.same(shifted.map((r) => [r.bucket_start, r.requests]), [[Date.UTC(2025, 0, 16) - 16 * HOUR, 9]], 'local day for UTC+16 starts at 08:00 UTC');
+      const window = await store.usage({ bucket: 'hour', group_by: [], from: T0 + HOUR, to: T0 + 2 * HOUR });
+      t.same(window.map((r) => r.requests), [3]);
+    });
+
+    t.test('statistics for the home page', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      const empty = await store.statistics({});
+      t.equal(empty.requests, 0);
+      t.equal(empty.error_rate, 0);
+      for (let i = 0; i < 100; i++) store.append(record(i, { client_aborted: i === 3 }));
+      const stats = await store.statistics({ top: 1 });
+      t.equal(stats.requests, 100);
+      t.equal(stats.errors, 10);
+      t.equal(stats.error_rate, 0.1);
+      t.equal(stats.client_aborted, 1);
+      t.equal(stats.input_tokens, 10_000);
+      t.ok(Math.abs(stats.cost - 0.1) < 1e-9);
+      t.equal(stats.avg_duration_ms, 40);
+      t.equal(stats.avg_ttfb_ms, 12);
+      t.same(stats.by_status_class, { '1xx': 0, '2xx': 90, '3xx': 0, '4xx': 0, '5xx': 10 });
+      t.same(stats.top_models.map((m) => [m.model, m.requests]), [['small-model', 80]]);
+      const scoped = await store.statistics({ access_key_id: 1 });
+      t.equal(scoped.requests, 50);
+    });
+
+    t.test('batches are written without a read, on the timer and when full', async (t) => {
+      const store = await open(tempDir(t), { batchSize: 50, flushIntervalMs: 5 });
+      t.teardown(() => store.close());
+      for (let i = 0; i < 120; i++) store.append(record(i));
+      t.equal(store.buffered, 120);
+      for (let tries = 0; store.buffered > 0 && tries < 2000; tries++) await new Promise((r) => setTimeout(r, 5));
+      t.equal(store.buffered, 0, 'written in the background');
+      t.equal((await store.statistics({})).requests, 120);
+    });
+
+    t.test('close flushes thousands of buffered records; reopen reads them', async (t) => {
+      const dir = tempDir(t);
+      const store = await open(dir, { flushIntervalMs: 60_000, batchSize: 100_000 });
+      const N = 5000;
+      for (let i = 0; i < N; i++) store.append(record(i));
+      t.equal(store.buffered, N, 'nothing written yet');
+      await store.close();
+      await store.close();
+      t.throws(() => store.append(record(N)), /closed/);
+      await t.rejects(store.get('req_000001'), /closed/);
+      await t.rejects(store.list({}, { limit: 1 }), /closed/);
+      await t.rejects(store.usage({ bucket: 'day', group_by: [] }), /closed/);
+      await t.rejects(store.statistics({}), /closed/);
+
+      const reopened = await open(dir);
+      t.teardown(() => reopened.close());
+      t.equal((await reopened.statistics({})).requests, N, 'no record lost');
+      t.same(await reopened.get('req_004999'), record(4999));
+      reopened.append(record(N));
+      t.equal((await reopened.list({}, { limit: 1 })).items[0]?.request_id, `req_00${N}`);
+    });
+
+    t.test('a duplicate request id does not lose the rest of its batch', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      store.append(record(1));
+      store.append(record(1, { status: 500 }));
+      store.append(record(2));
+      t.equal((await store.statistics({})).requests, 2);
+      t.equal((await store.get('req_000001'))?.status, 200, 'first write wins');
+    });
   });
-  const textBody = record(2, { request_body: { state: 'truncated', original_bytes: 10_000_000, body: 'partial text' } });
-  const plain = record(3);
-  store.append(withBody);
-  store.append(textBody);
-  store.append(plain);
-  t.equal(store.buffered, 3, 'appends are buffered');
-  t.same(await store.get(withBody.request_id), withBody);
-  t.same(await store.get(textBody.request_id), textBody);
-  const got = await store.get(plain.request_id);
-  t.same(got, plain);
-  t.notOk(got && 'request_body' in got, 'no request_body when none was recorded');
-  t.equal(await store.get('missing'), undefined);
-  t.ok(existsSync(join(dir, 'logs.sqlite')));
-});
-
-t.test('filters, newest first', async (t) => {
-  const store = openSqliteLogStore(tempDir(t));
-  t.teardown(() => store.close());
-  for (let i = 0; i < 100; i++) store.append(record(i));
-  const ids = async (filter: Parameters<typeof store.list>[0]) =>
-    (await store.list(filter, { limit: 500 })).items.map((r) => r.request_id);
-
-  const all = await ids({});
-  t.equal(all.length, 100);
-  t.equal(all[0], 'req_000099', 'newest first');
-  t.equal(all[99], 'req_000000');
-
-  t.equal((await ids({ access_key_id: 2 })).length, 50);
-  t.equal((await ids({ group_id: 'g-a' })).length, 34);
-  t.equal((await ids({ model: 'big-model' })).length, 20);
-  t.equal((await ids({ status: 502 })).length, 10);
-  t.equal((await ids({ status_class: '5xx' })).length, 10);
-  t.equal((await ids({ status_class: 'error' })).length, 10);
-  t.equal((await ids({ status_class: '2xx' })).length, 90);
-  t.same(await ids({ from: T0 + 10_000, to: T0 + 13_000 }), ['req_000012', 'req_000011', 'req_000010'], 'from inclusive, to exclusive');
-  t.same(await ids({ access_key_id: 2, model: 'big-model', status_class: '2xx' }), [
-    'req_000095', 'req_000085', 'req_000075', 'req_000065', 'req_000055', 'req_000045', 'req_000035', 'req_000025', 'req_000015', 'req_000005',
-  ]);
-  const first = (await store.list({ status: 502 }, { limit: 1 })).items[0];
-  t.equal(first?.has_request_body, false);
-  t.notOk(first && 'request_body' in first, 'list items carry no body');
-});
-
-t.test('pagination with an opaque cursor, ties on created_at included', async (t) => {
-  const store = openSqliteLogStore(tempDir(t));
-  t.teardown(() => store.close());
-  for (let i = 0; i < 57; i++) store.append(record(i, { created_at: T0 + Math.floor(i / 4) * 1000 }));
-  const seen: string[] = [];
-  let cursor: string | undefined;
-  let pages = 0;
-  do {
-    const page = await store.list({}, cursor === undefined ? { limit: 10 } : { limit: 10, cursor });
-    seen.push(...page.items.map((r) => r.request_id));
-    cursor = page.next_cursor ?? undefined;
-    pages++;
-  } while (cursor !== undefined && pages < 20);
-  t.equal(pages, 6);
-  t.equal(seen.length, 57);
-  t.equal(new Set(seen).size, 57, 'no duplicates');
-  const created = await Promise.all(seen.map(async (id) => (await store.get(id))!.created_at));
-  t.same(created, [...created].sort((a, b) => b - a), 'non-increasing created_at');
-  await t.rejects(store.list({}, { limit: 10, cursor: 'garbage' }), RangeError);
-});
-
-t.test('usage aggregation by bucket and dimensions', async (t) => {
-  const store = openSqliteLogStore(tempDir(t));
-  t.teardown(() => store.close());
-  // Three hours, in hour h there are h+1 records for key 1 model a, and 1 for key 2 model b.
-  let n = 0;
-  for (let h = 0; h < 3; h++) {
-    for (let j = 0; j <= h; j++) {
-      store.append(record(n++, { created_at: T0 + h * HOUR + j * 1000, access_key_id: 1, external_model: 'a', group_id: 'g1', cost: 0.5 }));
-    }
-    store.append(record(n++, { created_at: T0 + h * HOUR + 30_000, access_key_id: 2, external_model: 'b', group_id: 'g1', status: 500, cost: 0.25 }));
-  }
-  const hourly = await store.usage({ bucket: 'hour', group_by: ['key'] });
-  t.same(
-    hourly.map((r) => [r.bucket_start - T0, r.access_key_id, r.requests, r.errors]),
-    [[0, 1, 1, 0], [0, 2, 1, 1], [HOUR, 1, 2, 0], [HOUR, 2, 1, 1], [2 * HOUR, 1, 3, 0], [2 * HOUR, 2, 1, 1]],
-  );
-  const daily = await store.usage({ bucket: 'day', group_by: ['model', 'group'] });
-  t.equal(daily.length, 2);
-  const a = daily.find((r) => r.model === 'a');
-  t.equal(a?.bucket_start, Date.UTC(2025, 0, 15));
-  t.equal(a?.group_id, 'g1');
-  t.equal(a?.requests, 6);
-  t.equal(a?.input_tokens, 600);
-  t.equal(a?.output_tokens, 60);
-  t.equal(a?.cached_tokens, 120);
-  t.equal(a?.reasoning_tokens, 12);
-  t.equal(a?.cost, 3);
-  t.notOk(a && 'access_key_id' in a, 'only requested dimensions');
-  const onlyKey2 = await store.usage({ bucket: 'day', group_by: [], access_key_id: 2 });
-  t.same(onlyKey2.map((r) => [r.requests, r.cost]), [[3, 0.75]]);
-  const shifted = await store.usage({ bucket: 'day', group_by: [], utc_offset_minutes: 16 * 60 });
-  t.same(shifted.map((r) => [r.bucket_start, r.requests]), [[Date.UTC(2025, 0, 16) - 16 * HOUR, 9]], 'local day for UTC+16 starts at 08:00 UTC');
-  const window = await store.usage({ bucket: 'hour', group_by: [], from: T0 + HOUR, to: T0 + 2 * HOUR });
-  t.same(window.map((r) => r.requests), [3]);
-});
-
-t.test('statistics for the home page', async (t) => {
-  const store = openSqliteLogStore(tempDir(t));
-  t.teardown(() => store.close());
-  const empty = await store.statistics({});
-  t.equal(empty.requests, 0);
-  t.equal(empty.error_rate, 0);
-  for (let i = 0; i < 100; i++) store.append(record(i, { client_aborted: i === 3 }));
-  const stats = await store.statistics({ top: 1 });
-  t.equal(stats.requests, 100);
-  t.equal(stats.errors, 10);
-  t.equal(stats.error_rate, 0.1);
-  t.equal(stats.client_aborted, 1);
-  t.equal(stats.input_tokens, 10_000);
-  t.ok(Math.abs(stats.cost - 0.1) < 1e-9);
-  t.equal(stats.avg_duration_ms, 40);
-  t.equal(stats.avg_ttfb_ms, 12);
-  t.same(stats.by_status_class, { '1xx': 0, '2xx': 90, '3xx': 0, '4xx': 0, '5xx': 10 });
-  t.same(stats.top_models.map((m) => [m.model, m.requests]), [['small-model', 80]]);
-  const scoped = await store.statistics({ access_key_id: 1 });
-  t.equal(scoped.requests, 50);
-});
-
-t.test('batches are written without a read, on the timer and when full', async (t) => {
-  const store = openSqliteLogStore(tempDir(t), { batchSize: 50, flushIntervalMs: 5 });
-  t.teardown(() => store.close());
-  for (let i = 0; i < 120; i++) store.append(record(i));
-  t.equal(store.buffered, 120);
-  for (let tries = 0; store.buffered > 0 && tries < 200; tries++) await new Promise((r) => setTimeout(r, 5));
-  t.equal(store.buffered, 0, 'written in the background');
-  t.equal((await store.statistics({})).requests, 120);
-});
-
-t.test('close flushes thousands of buffered records; reopen reads them', async (t) => {
-  const dir = tempDir(t);
-  const store = openSqliteLogStore(dir, { flushIntervalMs: 60_000, batchSize: 100_000 });
-  const N = 5000;
-  for (let i = 0; i < N; i++) store.append(record(i));
-  t.equal(store.buffered, N, 'nothing written yet');
-  await store.close();
-  await store.close();
-  t.throws(() => store.append(record(N)), /closed/);
-
-  const reopened = openSqliteLogStore(dir);
-  t.teardown(() => reopened.close());
-  t.equal((await reopened.statistics({})).requests, N, 'no record lost');
-  t.same(await reopened.get('req_004999'), record(4999));
-  reopened.append(record(N));
-  t.equal((await reopened.list({}, { limit: 1 })).items[0]?.request_id, `req_00${N}`);
-});
-
-t.test('a duplicate request id does not lose the rest of its batch', async (t) => {
-  const store = openSqliteLogStore(tempDir(t));
-  t.teardown(() => store.close());
-  store.append(record(1));
-  store.append(record(1, { status: 500 }));
-  store.append(record(2));
-  t.equal((await store.statistics({})).requests, 2);
-  t.equal((await store.get('req_000001'))?.status, 200, 'first write wins');
-});
+}

@@ -1,0 +1,146 @@
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+
+/** The shared behaviour is tested in log-store.test.ts; these are what the worker adds: ordering across threads, shutdown, crashes. */
+
+const T0 = Date.UTC(2025, 0, 15, 10, 0, 0);
+/** Options that never post on their own: only reads, flush and close move records to the worker. */
+const HOLD = { batchSize: 100_000, flushIntervalMs: 60_000 };
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-worker-logs-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function record(i: number, over: Partial<LogRecord> = {}): LogRecord {
+  return {
+    request_id: `req_${String(i).padStart(6, '0')}`,
+    created_at: T0 + i * 1000,
+    access_key_id: 1,
+    group_id: 'g-a',
+    channel: 'ch02',
+    credential_id: 'cred-1',
+    protocol: 'x-completions',
+    operation: 'chat_completions',
+    route_mode: 'N',
+    effective: 'native',
+    external_model: 'small-model',
+    upstream_model: 'upstream-small',
+    status: 200,
+    error_code: null,
+    attempt_count: 1,
+    attempts: [{ credential_id: 'cred-1', group_id: 'g-a', status: 200, error_code: null }],
+    client_aborted: false,
+    timings: { started_at: T0 + i * 1000 - 50, ttfb_ms: 12, duration_ms: 40 },
+    usage: { input_tokens: 100, output_tokens: 10, cached_tokens: 20, reasoning_tokens: 2 },
+    cost: 0.001,
+    currency: 'USD',
+    ...over,
+  };
+}
+
+/** Counts what is on disk with the synchronous store, independently of the worker. */
+async function countOnDisk(dir: string): Promise<{ requests: number; ids: Set<string> }> {
+  const store = openSqliteLogStore(dir);
+  try {
+    const ids = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const page = await store.list({}, cursor === undefined ? { limit: 500 } : { limit: 500, cursor });
+      for (const item of page.items) ids.add(item.request_id);
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+    return { requests: (await store.statistics({})).requests, ids };
+  } finally {
+    await store.close();
+  }
+}
+
+t.test('every read sees the records appended just before it', async (t) => {
+  const store = await openWorkerLogStore(tempDir(t), HOLD);
+  t.teardown(() => store.close());
+  store.append(record(1));
+  t.equal((await store.get('req_000001'))?.request_id, 'req_000001', 'get');
+  store.append(record(2));
+  t.equal((await store.list({}, { limit: 10 })).items.length, 2, 'list');
+  store.append(record(3));
+  t.equal((await store.usage({ bucket: 'day', group_by: [] }))[0]?.requests, 3, 'usage');
+  store.append(record(4));
+  t.equal((await store.statistics({})).requests, 4, 'statistics');
+  // Reads issued back to back without awaiting: each sees what was appended before it, not after.
+  const before = store.statistics({});
+  store.append(record(5));
+  const after = store.statistics({});
+  t.same([(await before).requests, (await after).requests], [4, 5]);
+});
+
+t.test('flush resolves once the worker committed everything appended before it', async (t) => {
+  const dir = tempDir(t);
+  const store = await openWorkerLogStore(dir, HOLD);
+  t.teardown(() => store.close());
+  for (let i = 0; i < 300; i++) store.append(record(i));
+  t.equal(store.buffered, 300);
+  await store.flush();
+  t.equal(store.buffered, 0, 'all acknowledged');
+  t.equal((await countOnDisk(dir)).requests, 300, 'committed, as another connection sees it');
+});
+
+t.test('close loses nothing: buffered and in-flight records are on disk after it', async (t) => {
+  const dir = tempDir(t);
+  // Small batches so that many are posted and unacknowledged when close() starts.
+  const store = await openWorkerLogStore(dir, { batchSize: 7, flushIntervalMs: 60_000 });
+  const N = 3000;
+  for (let i = 0; i < N; i++) store.append(record(i));
+  await store.close();
+  t.throws(() => store.append(record(N)), /closed/);
+  await t.rejects(store.statistics({}), /closed/);
+  await store.flush();
+  const onDisk = await countOnDisk(dir);
+  t.equal(onDisk.requests, N);
+  t.equal(onDisk.ids.size, N);
+});
+
+t.test('a worker killed mid-way loses nothing, and the store keeps working', async (t) => {
+  const dir = tempDir(t);
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { batchSize: 50, flushIntervalMs: 60_000, onError: (e) => errors.push(e) });
+  t.teardown(() => store.close());
+
+  for (let i = 0; i < 1000; i++) store.append(record(i));
+  await store.flush();
+  // These are posted (flush posts before it waits) and likely not yet committed when the worker dies.
+  for (let i = 1000; i < 2000; i++) store.append(record(i));
+  const flushed = store.flush();
+  const reading = store.statistics({});
+  await store.crashWorkerForTesting();
+  for (let i = 2000; i < 3000; i++) store.append(record(i));
+
+  await flushed;
+  t.ok((await reading).requests >= 2000, 'a read in flight is answered, by the old worker or the new one');
+  t.equal((await store.statistics({})).requests, 3000, 'nothing lost');
+  t.same(await store.get('req_001500'), record(1500));
+  t.equal(errors.length, 1, 'the death is reported once');
+  t.match(String(errors[0]), /log writer worker exited/);
+
+  // Dead twice: the second restart also re-sends and answers.
+  await store.crashWorkerForTesting();
+  store.append(record(3000));
+  t.equal((await store.get('req_003000'))?.request_id, 'req_003000');
+  t.equal(store.dropped, 0);
+
+  await store.close();
+  const onDisk = await countOnDisk(dir);
+  t.equal(onDisk.requests, 3001);
+  t.equal(onDisk.ids.size, 3001, 'no duplicates from re-sent batches');
+});
+
+t.test('a worker that cannot open the database fails the open, clearly', async (t) => {
+  const dir = tempDir(t);
+  const notADirectory = join(dir, 'file');
+  writeFileSync(notADirectory, '');
+  await t.rejects(openWorkerLogStore(notADirectory), /log writer worker could not start: .*(EEXIST|ENOTDIR)/);
+});
