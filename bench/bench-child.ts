@@ -18,14 +18,18 @@ export interface BenchChild {
   close(): Promise<void>;
 }
 
+/** Worker entry points the servers start; bundled next to them, where start-log-writer.ts looks for them. */
+const WORKER_ENTRIES = [new URL('../src/store/logs/log-writer-worker.ts', import.meta.url)];
+
 /**
  * Compiles a bench entry point to plain JavaScript (dependencies stay in node_modules), as a
  * deployment would run it: the TypeScript loader's own memory and hooks stay out of the figures.
  */
 async function compile(script: URL): Promise<string> {
-  const outfile = path.join(path.dirname(fileURLToPath(script)), '.build', path.basename(fileURLToPath(script)).replace(/\.ts$/, '.mjs'));
-  await build({ entryPoints: [fileURLToPath(script)], outfile, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
-  return outfile;
+  const outdir = path.join(path.dirname(fileURLToPath(script)), '.build');
+  const entryPoints = [script, ...WORKER_ENTRIES].map((url) => ({ in: fileURLToPath(url), out: path.basename(fileURLToPath(url), '.ts') }));
+  await build({ entryPoints, outdir, outExtension: { '.js': '.mjs' }, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
+  return path.join(outdir, `${path.basename(fileURLToPath(script), '.ts')}.mjs`);
 }
 
 /** Starts a bench server in its own process (so its memory is its own) and waits for its port. */

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { dataPlaneMount } from '../src/dataplane/mount-data-plane.ts';
 import { createServer } from '../src/server/create-server.ts';
-import { openSqliteLogStore } from '../src/store/logs/index.ts';
+import { openWorkerLogStore } from '../src/store/logs/index.ts';
 import { announceListening } from './bench-child.ts';
 
 /**
  * switchyard as the bench runs it: the real server (management plane, data plane, SQLite
- * request logs on) in a fresh data directory, one Group on ch02 in front of the substitute
- * upstream, one credential and one AccessKey.
+ * request logs written by a worker thread, as `serve` runs them) in a fresh data directory,
+ * one Group on ch02 in front of the substitute upstream, one credential and one AccessKey.
  */
 const upstreamBase = process.argv[2];
 if (upstreamBase === undefined) throw new Error('usage: switchyard-server.ts <upstream base URL>');
@@ -19,7 +19,7 @@ const server = await createServer({
   dataDir,
   port: 0,
   authKey: 'bench-auth-key-0123456789abcdef0123456789',
-  openLogStore: (dir) => openSqliteLogStore(dir),
+  openLogStore: (dir) => openWorkerLogStore(dir),
   mountDataPlane: dataPlaneMount(),
   log: () => {},
 });

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { createServer, type ServerOptions } from '../../server/create-server.ts';
-import { openSqliteLogStore } from '../../store/logs/index.ts';
+import { openWorkerLogStore } from '../../store/logs/index.ts';
 import { StoreFileError } from '../../store/lowdb/index.ts';
 import { CliError } from '../cli-error.ts';
 
@@ -21,7 +21,7 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
 
   let server;
   try {
-    server = await createServer({ dataDir: values.data, host: values.host, port, openLogStore: (dir) => openSqliteLogStore(dir), ...extra });
+    server = await createServer({ dataDir: values.data, host: values.host, port, openLogStore: (dir) => openWorkerLogStore(dir, { onError: reportLogStoreError }), ...extra });
   } catch (err) {
     if (err instanceof StoreFileError) throw new CliError(err.message, 1);
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`port ${port} on ${values.host} is already in use`, 1);
@@ -43,4 +43,9 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   process.off('SIGTERM', force);
   process.stdout.write('switchyard: stopped\n');
   return 0;
+}
+
+/** The log store recovers on its own (retries, a new worker); the operator still needs to know. */
+function reportLogStoreError(error: unknown): void {
+  process.emitWarning(`request logs: ${error instanceof Error ? error.message : String(error)}`);
 }
