@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CHANNELS, type ChannelId, type OperationEntry } from '../generated/index.ts';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
-import { quotaStatus } from '../management/quota.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, requestStreamUsage } from '../usage/index.ts';
@@ -19,6 +18,7 @@ import { presentedAccessKey } from './present-access-key.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestFeatures } from './request-features.ts';
 import { ResponseAffinity } from './response-affinity.ts';
+import { quotaMeterFor } from './quota-meter.ts';
 import { modelListBody, sendJson } from './serve-model-list.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { withRequestId } from './request-id-headers.ts';
@@ -37,6 +37,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const affinity = new ResponseAffinity(100_000);
+  const quota = quotaMeterFor(deps.logs);
   const { options } = deps;
 
   return async function handle(req, res) {
@@ -77,11 +78,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
-      if (key.quota) {
-        const quota = await quotaStatus(key, deps.logs, started);
-        const line = quota?.lines.find((l) => l.used >= l.limit);
-        if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`);
-      }
+      if (key.quota) await quota.enforce(key, started);
 
       prepared = await prepareRequestBody(req, op, key.record_request_body, options);
       const model = modelOf(op, prepared.fields, match.params, query);
@@ -153,6 +150,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const recorded = prepared?.recorded();
       if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;
+      quota.record(log);
       deps.logs.append(log);
     }
   };

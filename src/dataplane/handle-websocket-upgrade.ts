@@ -5,6 +5,7 @@ import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import { upstreamRequestHeaders } from '../upstream/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
+import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
 import { CredentialPool, verdictFor } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -27,6 +28,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const routes = compileRouteTable();
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
+  const quota = quotaMeterFor(deps.logs);
   const wss = new WebSocketServer({ noServer: true });
 
   return async function upgrade(req, socket, head) {
@@ -48,6 +50,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
+      await quota.enforce(key, started);
       const model = url.searchParams.get('model') ?? undefined;
       if (model === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
       log.external_model = model;
@@ -99,6 +102,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     } finally {
       log.attempt_count = log.attempts.length;
       log.timings.duration_ms = deps.clock() - started;
+      quota.record(log);
       deps.logs.append(log);
     }
   };

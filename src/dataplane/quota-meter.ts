@@ -1,0 +1,139 @@
+import { periodStart, type QuotaLine } from '../management/quota.ts';
+import type { LogReader, LogRecord } from '../store/log-store.ts';
+import type { AccessKeyRecord, QuotaLimits, QuotaPeriod } from '../store/records.ts';
+import { DataPlaneError } from './data-plane-error.ts';
+
+type Totals = Record<keyof QuotaLimits, number>;
+
+interface Meter {
+  /** The quota the totals were loaded for; another one (edited in the meantime) reloads. */
+  quota: string;
+  total: Totals;
+  periodKind: QuotaPeriod | undefined;
+  periodStart: number;
+  period: Totals;
+  /** Records that arrived while the totals were being read, added once they are in. */
+  queued: LogRecord[] | undefined;
+  loaded: Promise<void>;
+}
+
+const METRICS = ['requests', 'tokens', 'cost'] as const;
+
+/**
+ * What each AccessKey with a quota has used, kept in memory: read from the log store the first
+ * time the key is checked, then advanced by every log record the data plane appends. The
+ * check before each request is then a lookup, not a query. Counts match `quotaStatus` (every
+ * logged request counts; tokens are input plus output).
+ */
+export class QuotaMeter {
+  readonly #logs: LogReader;
+  readonly #meters = new Map<number, Meter>();
+
+  constructor(logs: LogReader) {
+    this.#logs = logs;
+  }
+
+  /** Refuses a request of a key that has reached a limit (429 quota_exceeded). */
+  async enforce(key: AccessKeyRecord, now: number): Promise<void> {
+    if (!key.quota) return;
+    const line = await this.exceeded(key, now);
+    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`);
+  }
+
+  /** The first limit the key has reached, if any. */
+  async exceeded(key: AccessKeyRecord, now: number): Promise<QuotaLine | undefined> {
+    const quota = key.quota;
+    if (!quota) return undefined;
+    const meter = this.#meterFor(key, now);
+    await meter.loaded;
+    rollOver(meter, now);
+    const lines: QuotaLine[] = [];
+    if (quota.total) for (const metric of METRICS) pushLine(lines, 'total', quota.total[metric], meter.total[metric], metric);
+    const pp = quota.per_period;
+    if (pp) for (const metric of METRICS) pushLine(lines, 'per_period', pp[metric], meter.period[metric], metric, pp.period);
+    return lines.find((l) => l.used >= l.limit);
+  }
+
+  /** Counts a request of a metered key; call it for every record appended to the log store. */
+  record(log: LogRecord): void {
+    const meter = log.access_key_id === null ? undefined : this.#meters.get(log.access_key_id);
+    if (meter === undefined) return;
+    if (meter.queued !== undefined) meter.queued.push(log);
+    else add(meter, log);
+  }
+
+  #meterFor(key: AccessKeyRecord, now: number): Meter {
+    const quota = JSON.stringify(key.quota);
+    const existing = this.#meters.get(key.id);
+    if (existing !== undefined && existing.quota === quota) return existing;
+    const periodKind = key.quota?.per_period?.period;
+    const meter: Meter = { quota, total: zero(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: zero(), queued: [], loaded: Promise.resolve() };
+    // Records appended after these reads are issued are not in their answers: they queue.
+    const reads = [key.quota?.total ? this.#read(key.id, undefined) : undefined, periodKind ? this.#read(key.id, meter.periodStart) : undefined];
+    meter.loaded = Promise.all(reads).then(
+      ([total, inPeriod]) => {
+        if (total) meter.total = total;
+        if (inPeriod) meter.period = inPeriod;
+        const queued = meter.queued ?? [];
+        meter.queued = undefined;
+        for (const log of queued) add(meter, log);
+      },
+      (error: unknown) => {
+        this.#meters.delete(key.id);
+        throw error;
+      },
+    );
+    this.#meters.set(key.id, meter);
+    return meter;
+  }
+
+  async #read(keyId: number, from: number | undefined): Promise<Totals> {
+    const s = await this.#logs.statistics(from === undefined ? { access_key_id: keyId } : { access_key_id: keyId, from });
+    return { requests: s.requests, tokens: s.input_tokens + s.output_tokens, cost: s.cost };
+  }
+}
+
+function add(meter: Meter, log: LogRecord): void {
+  const tokens = log.usage.input_tokens + log.usage.output_tokens;
+  meter.total.requests += 1;
+  meter.total.tokens += tokens;
+  meter.total.cost += log.cost;
+  if (meter.periodKind === undefined || !rollOver(meter, log.created_at)) return;
+  meter.period.requests += 1;
+  meter.period.tokens += tokens;
+  meter.period.cost += log.cost;
+}
+
+/**
+ * Moves the period forward when `at` lies in a later one (a new period starts from nothing);
+ * true when `at` lies in the current period.
+ */
+function rollOver(meter: Meter, at: number): boolean {
+  if (meter.periodKind === undefined) return false;
+  const start = periodStart(meter.periodKind, at);
+  if (start > meter.periodStart) {
+    meter.periodStart = start;
+    meter.period = zero();
+  }
+  return start === meter.periodStart;
+}
+
+const METERS = new WeakMap<LogReader, QuotaMeter>();
+
+/** The one meter of a log store, shared by everything that appends to it. */
+export function quotaMeterFor(logs: LogReader): QuotaMeter {
+  let meter = METERS.get(logs);
+  if (meter === undefined) {
+    meter = new QuotaMeter(logs);
+    METERS.set(logs, meter);
+  }
+  return meter;
+}
+
+function zero(): Totals {
+  return { requests: 0, tokens: 0, cost: 0 };
+}
+
+function pushLine(lines: QuotaLine[], scope: QuotaLine['scope'], limit: number | undefined, used: number, metric: keyof QuotaLimits, period?: QuotaLine['period']): void {
+  if (limit !== undefined) lines.push({ scope, ...(period ? { period } : {}), metric, limit, used });
+}

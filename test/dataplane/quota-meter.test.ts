@@ -1,0 +1,126 @@
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { QuotaMeter } from '../../src/dataplane/quota-meter.ts';
+import { quotaStatus } from '../../src/management/quota.ts';
+import { openSqliteLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import type { AccessKeyQuota, AccessKeyRecord } from '../../src/store/records.ts';
+
+const HOUR = 3_600_000;
+const T0 = Date.UTC(2026, 5, 10, 10, 30, 0);
+
+function store(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-quota-'));
+  const logs = openSqliteLogStore(dir);
+  t.teardown(async () => {
+    await logs.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return logs;
+}
+
+let seq = 0;
+function log(keyId: number, at: number, tokens: number, cost = 0): LogRecord {
+  seq++;
+  return {
+    request_id: `q_${seq}`,
+    created_at: at,
+    access_key_id: keyId,
+    group_id: '1',
+    channel: 'ch02',
+    credential_id: '1',
+    protocol: 'x-completions',
+    operation: 'chat-completions',
+    route_mode: 'N',
+    effective: 'native',
+    external_model: 'm',
+    upstream_model: 'm',
+    status: 200,
+    error_code: null,
+    attempt_count: 1,
+    attempts: [],
+    client_aborted: false,
+    timings: { started_at: at, ttfb_ms: 1, duration_ms: 2 },
+    usage: { input_tokens: tokens, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 },
+    cost,
+    currency: 'USD',
+  };
+}
+
+const key = (id: number, quota: AccessKeyQuota): AccessKeyRecord => ({ id, quota }) as AccessKeyRecord;
+
+t.test('usage logged before the first check counts; later requests advance it without a query', async (t) => {
+  const logs = store(t);
+  for (let i = 0; i < 3; i++) logs.append(log(1, T0 - 10 * HOUR, 10));
+  logs.append(log(2, T0, 1000));
+  const meter = new QuotaMeter(logs);
+  const k = key(1, { total: { requests: 5, tokens: 45 } });
+  t.equal(await meter.exceeded(k, T0), undefined, '3 requests, 30 tokens: within both limits');
+  const appended = log(1, T0, 10);
+  logs.append(appended);
+  meter.record(appended);
+  t.equal(await meter.exceeded(k, T0), undefined, '4 requests, 40 tokens');
+  const last = log(1, T0, 10);
+  logs.append(last);
+  meter.record(last);
+  t.match(await meter.exceeded(k, T0), { scope: 'total', metric: 'requests', limit: 5, used: 5 });
+  const status = await quotaStatus(k, logs, T0);
+  t.match(status?.lines, [{ metric: 'requests', used: 5 }, { metric: 'tokens', used: 50 }], 'the meter agrees with the store');
+});
+
+t.test('a new period starts from nothing; the lifetime total keeps counting', async (t) => {
+  const logs = store(t);
+  const meter = new QuotaMeter(logs);
+  const k = key(3, { total: { requests: 100 }, per_period: { period: 'hour', requests: 2 } });
+  await meter.exceeded(k, T0);
+  for (const at of [T0, T0 + 1000]) {
+    const r = log(3, at, 1);
+    logs.append(r);
+    meter.record(r);
+  }
+  t.match(await meter.exceeded(k, T0 + 2000), { scope: 'per_period', period: 'hour', used: 2 });
+  const nextHour = T0 + HOUR;
+  t.equal(await meter.exceeded(k, nextHour), undefined, 'the next hour is open again');
+  const r = log(3, nextHour, 1);
+  logs.append(r);
+  meter.record(r);
+  t.equal(await meter.exceeded(k, nextHour), undefined, 'one request this hour');
+  const again = log(3, nextHour + 1, 1);
+  logs.append(again);
+  meter.record(again);
+  t.match(await meter.exceeded(k, nextHour + 2), { scope: 'per_period', used: 2 });
+  t.match((await quotaStatus(k, logs, nextHour + 2))?.lines, [{ scope: 'total', used: 4 }, { scope: 'per_period', used: 2 }]);
+});
+
+t.test('a record that opens a later period before any check moves the period itself', async (t) => {
+  const logs = store(t);
+  const meter = new QuotaMeter(logs);
+  const k = key(4, { per_period: { period: 'day', tokens: 25 } });
+  await meter.exceeded(k, T0);
+  const today = log(4, T0, 20);
+  const tomorrow = log(4, T0 + 24 * HOUR, 20);
+  for (const r of [today, tomorrow]) {
+    logs.append(r);
+    meter.record(r);
+  }
+  t.equal(await meter.exceeded(k, T0 + 24 * HOUR), undefined, 'only tomorrow\'s 20 tokens count tomorrow');
+});
+
+t.test('records appended while the totals load are counted once; an edited quota reloads', async (t) => {
+  const logs = store(t);
+  logs.append(log(5, T0, 5));
+  const meter = new QuotaMeter(logs);
+  const k = key(5, { total: { tokens: 12 } });
+  const pending = meter.exceeded(k, T0);
+  const during = log(5, T0, 5);
+  logs.append(during);
+  meter.record(during);
+  t.equal(await pending, undefined, '10 tokens');
+  const more = log(5, T0, 5);
+  logs.append(more);
+  meter.record(more);
+  t.match(await meter.exceeded(k, T0), { metric: 'tokens', used: 15 });
+  t.equal(await meter.exceeded(key(5, { total: { tokens: 100 } }), T0), undefined, 'a raised limit is read afresh');
+  t.match(await meter.exceeded(key(5, { total: { tokens: 15 } }), T0), { used: 15 }, 'and the reload sees every record');
+});
