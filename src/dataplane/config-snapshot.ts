@@ -1,11 +1,12 @@
 import type { ConfigStore } from '../store/config-store.ts';
-import type { AccessKeyRecord, CredentialView, GroupRecord, Settings } from '../store/records.ts';
+import type { AccessKeyRecord, CredentialView, GroupRecord, ModelPriceRecord, Settings } from '../store/records.ts';
 
 export interface Snapshot {
   settings: Settings;
   groups: GroupRecord[];
   groupsByModel: Map<string, GroupRecord[]>;
   credentialsByGroup: Map<number, CredentialView[]>;
+  pricesByModel: Map<string, ModelPriceRecord>;
 }
 
 const KEY_CACHE_LIMIT = 10_000;
@@ -28,17 +29,28 @@ export class ConfigSnapshot {
   async current(): Promise<Snapshot> {
     const generation = this.#store.generation();
     if (this.#snapshot && generation === this.#generation) return this.#snapshot;
-    const [settings, groups] = await Promise.all([this.#store.settings.get(), this.#store.groups.list()]);
+    const [settings, groups, prices] = await Promise.all([this.#store.settings.get(), this.#store.groups.list(), this.#store.modelPrices.list()]);
     const groupsByModel = new Map<string, GroupRecord[]>();
     const credentialsByGroup = new Map<number, CredentialView[]>();
     for (const g of groups) {
       for (const m of g.models) groupsByModel.set(m.external, [...(groupsByModel.get(m.external) ?? []), g]);
       credentialsByGroup.set(g.id, await this.#store.credentials.list(g.id));
     }
-    this.#snapshot = { settings, groups, groupsByModel, credentialsByGroup };
+    const pricesByModel = new Map(prices.map((p) => [p.model, p]));
+    this.#snapshot = { settings, groups, groupsByModel, credentialsByGroup, pricesByModel };
     this.#generation = generation;
     this.#keys = new Map();
     return this.#snapshot;
+  }
+
+  /** The snapshot when it is still current, without waiting: the common case on the hot path. */
+  fresh(): Snapshot | undefined {
+    return this.#snapshot !== undefined && this.#store.generation() === this.#generation ? this.#snapshot : undefined;
+  }
+
+  /** A valid AccessKey already seen in this generation, without waiting. */
+  cachedAccessKey(presented: string): AccessKeyRecord | undefined {
+    return this.fresh() === undefined ? undefined : this.#keys.get(presented);
   }
 
   /** The AccessKey a presented value belongs to; only valid keys are cached, per generation. */

@@ -20,7 +20,7 @@ export class CredentialPool {
   readonly #store: CredentialStore;
   /** Smooth weighted round-robin state: each credential's current weight. */
   readonly #current = new Map<number, number>();
-  readonly #secrets = new Map<string, string>();
+  readonly #secrets = new Map<number, { version: string; secret: string }>();
 
   constructor(store: CredentialStore) {
     this.#store = store;
@@ -48,14 +48,19 @@ export class CredentialPool {
     return [best!, ...all.filter((c) => c !== best)];
   }
 
+  /** The decrypted secret when it is cached for this version of the credential. */
+  cachedSecret(view: CredentialView): string | undefined {
+    const cached = this.#secrets.get(view.id);
+    return cached !== undefined && cached.version === view.updated_at ? cached.secret : undefined;
+  }
+
   async secretOf(view: CredentialView): Promise<string | undefined> {
-    const cacheKey = `${view.id}:${view.updated_at}`;
-    const cached = this.#secrets.get(cacheKey);
+    const cached = this.cachedSecret(view);
     if (cached !== undefined) return cached;
     const values = await this.#store.reveal(view.group_id, view.id);
     const field = CREDENTIAL_KINDS[view.kind as CredentialKindId]?.fields.find((f) => f.secret && f.required);
     const secret = field && values?.[field.name];
-    if (secret !== undefined) this.#secrets.set(cacheKey, secret);
+    if (secret !== undefined) this.#secrets.set(view.id, { version: view.updated_at, secret });
     return secret;
   }
 

@@ -106,7 +106,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
     for (const credential of credentials) {
       if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
-      const secret = await deps.pool.secretOf(credential);
+      const secret = deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
       if (secret === undefined) continue;
       const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
       attempts.push(attempt);

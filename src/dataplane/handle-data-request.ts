@@ -6,11 +6,11 @@ import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, requestStreamUsage } from '../usage/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
-import { ConfigSnapshot } from './config-snapshot.ts';
+import { ConfigSnapshot, type Snapshot } from './config-snapshot.ts';
 import { CredentialPool } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
-import { forwardNative } from './forward-native.ts';
+import { forwardNative, type ForwardDeps } from './forward-native.ts';
 import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
@@ -39,6 +39,25 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const affinity = new ResponseAffinity(100_000);
   const quota = quotaMeterFor(deps.logs);
   const { options } = deps;
+  // What forwarding needs from the configuration, rebuilt only when the snapshot changes.
+  let forwardDeps: { snap: Snapshot; deps: ForwardDeps } | undefined;
+  const forwardDepsFor = (snap: Snapshot): ForwardDeps => {
+    if (forwardDeps?.snap === snap) return forwardDeps.deps;
+    const { settings } = snap;
+    const built: ForwardDeps = {
+      upstream: deps.upstream,
+      pool,
+      credentialsOf: (groupId) => snap.credentialsByGroup.get(groupId) ?? [],
+      now: deps.clock,
+      idleTimeoutMs: options.streamIdleTimeoutMs,
+      headersTimeoutMs: options.headersTimeoutMs,
+      cooldownSeconds: settings.credential_cooldown_seconds,
+      maxAttempts: settings.max_attempts_per_request,
+      proxyFor: (c, cred) => (CHANNELS[c.group.channel as ChannelId]?.proxy ? (cred.proxy_url ?? c.group.proxy_url ?? settings.proxy_url ?? undefined) : undefined),
+    };
+    forwardDeps = { snap, deps: built };
+    return built;
+  };
 
   return async function handle(req, res) {
     const started = deps.clock();
@@ -53,8 +72,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (!match.found) throw new DataPlaneError(match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
       const query = new URLSearchParams(q < 0 ? '' : target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);
-      const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
-      const snap = await snapshot.current();
+      const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
+      const snap = snapshot.fresh() ?? (await snapshot.current());
 
       if (match.target.kind === 'model_list') {
         const list = match.target.list;
@@ -98,7 +117,6 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         throw new DataPlaneError(refusal.code, refusal.detail);
       }
 
-      const settings = snap.settings;
       const result = await forwardNative(
         {
           req,
@@ -114,23 +132,13 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           ...(op.protocol === 'x-completions' ? { requestStreamUsage } : {}),
           ...(remembered ? { preferredCredentialId: remembered.credentialId } : {}),
         },
-        {
-          upstream: deps.upstream,
-          pool,
-          credentialsOf: (groupId) => snap.credentialsByGroup.get(groupId) ?? [],
-          now: deps.clock,
-          idleTimeoutMs: options.streamIdleTimeoutMs,
-          headersTimeoutMs: options.headersTimeoutMs,
-          cooldownSeconds: settings.credential_cooldown_seconds,
-          maxAttempts: settings.max_attempts_per_request,
-          proxyFor: (c, cred) => (CHANNELS[c.group.channel as ChannelId]?.proxy ? (cred.proxy_url ?? c.group.proxy_url ?? settings.proxy_url ?? undefined) : undefined),
-        },
+        forwardDepsFor(snap),
       );
       fillFromResult(log, result);
       if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') affinity.remember(result.responseId, result.candidate.group.id, result.credential.id);
       if (result.usage && result.candidate) {
         log.usage = result.usage;
-        log.cost = computeCost(result.usage, await deps.store.modelPrices.get(result.candidate.upstream_model ?? model ?? ''));
+        log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? model ?? ''));
       }
     } catch (err) {
       const failure = err instanceof DataPlaneError ? err : undefined;

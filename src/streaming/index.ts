@@ -9,3 +9,4 @@ export { JsonArrayStreamSplitter } from './split-json-array-stream.ts';
 export { systemClock, watchIdle } from './watch-idle.ts';
 export type { IdleClock, IdleWatcher } from './watch-idle.ts';
 export { SseEventSplitter } from './split-sse-events.ts';
+export { sseEventData } from './sse-event-data.ts';

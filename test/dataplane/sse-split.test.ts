@@ -1,5 +1,5 @@
 import t from 'tap';
-import { SseEventSplitter, SseParser, type SseEvent } from '../../src/streaming/index.ts';
+import { SseEventSplitter, SseParser, sseEventData, type SseEvent } from '../../src/streaming/index.ts';
 
 const STREAM =
   ': keep-alive\r\n\r\n' +
@@ -75,4 +75,10 @@ t.test('an unfinished last event is handed back by end(), not as an event', asyn
   t.same(splitter.push(Buffer.from('c\n')), []);
   t.equal(splitter.end()?.toString(), 'data: bc\n');
   t.equal(splitter.end(), undefined);
+});
+
+t.test('sseEventData reads the data of one event as the full parser does', async (t) => {
+  const { events } = split([Buffer.from(STREAM)]);
+  for (const event of events) t.equal(sseEventData(event.toString()), parse(event)[0]?.data, JSON.stringify(event.toString()));
+  t.equal(sseEventData('\ndata: a\ndatum: no\ndata:b\ndata\n\n'), 'a\nb\n', 'a stray line end first, look-alike fields skipped, an empty data line kept');
 });

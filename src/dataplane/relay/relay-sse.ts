@@ -1,4 +1,4 @@
-import { SseEventSplitter, SseParser, streamErrorEvent, type IdleWatcher } from '../../streaming/index.ts';
+import { SseEventSplitter, sseEventData, streamErrorEvent, type IdleWatcher } from '../../streaming/index.ts';
 import { isUsageOnlyChunk, StreamUsageAccumulator } from '../../usage/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
@@ -72,7 +72,7 @@ export class SseRelay implements UpstreamBodySink {
     const { options, outcome } = this.#relay;
     const wantsId = options.captureResponseId && outcome.responseId === undefined && event.includes(RESPONSE_CREATED);
     if (!wantsId && (this.#usage === undefined || !event.includes(USAGE))) return true;
-    const data = eventData(event);
+    const data = sseEventData(event.toString('utf8'));
     if (data === undefined) return true;
     const parsed = this.#usage?.push(data) ?? (wantsId ? parseOrUndefined(data) : undefined);
     if (wantsId) outcome.responseId = idOf(parsed);
@@ -94,10 +94,4 @@ export class SseRelay implements UpstreamBodySink {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
     return seq ? Number(seq[1]) + 1 : 0;
   }
-}
-
-/** The data of the (one) event in these bytes; they may start with a stray line end. */
-function eventData(event: Buffer): string | undefined {
-  const parser = new SseParser();
-  return [...parser.push(event), ...parser.end()].find((e) => e.data !== undefined)?.data;
 }
