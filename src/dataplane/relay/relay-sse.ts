@@ -64,7 +64,7 @@ export class SseRelay implements UpstreamBodySink {
     }
     const out = kept ?? events;
     if (out.length === 0 || !this.#relay.clientOpen) return;
-    this.#relay.write(out.length === 1 ? out[0]! : Buffer.concat(out));
+    this.#relay.write(out.length === 1 ? out[0]! : joined(out));
   }
 
   /** Reads usage and ids from an event that may carry them; false when the event is to be dropped. */
@@ -94,4 +94,16 @@ export class SseRelay implements UpstreamBodySink {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
     return seq ? Number(seq[1]) + 1 : 0;
   }
+}
+
+/** Events side by side in one chunk are written as one view of it; others are copied together. */
+function joined(events: Buffer[]): Buffer {
+  const first = events[0]!;
+  let end = first.byteOffset + first.length;
+  for (let i = 1; i < events.length; i++) {
+    const e = events[i]!;
+    if (e.buffer !== first.buffer || e.byteOffset !== end) return Buffer.concat(events);
+    end += e.length;
+  }
+  return Buffer.from(first.buffer, first.byteOffset, end - first.byteOffset);
 }
