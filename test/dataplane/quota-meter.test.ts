@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { QuotaMeter } from '../../src/dataplane/quota-meter.ts';
 import { quotaStatus } from '../../src/management/quota.ts';
 import { openSqliteLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import { logRecord } from '../management/support/log-records.ts';
 import type { AccessKeyQuota, AccessKeyRecord } from '../../src/store/records.ts';
 
 const HOUR = 3_600_000;
@@ -21,32 +22,8 @@ function store(t: Test) {
 }
 
 let seq = 0;
-function log(keyId: number, at: number, tokens: number, cost = 0): LogRecord {
-  seq++;
-  return {
-    request_id: `q_${seq}`,
-    created_at: at,
-    access_key_id: keyId,
-    group_id: '1',
-    channel: 'ch02',
-    credential_id: '1',
-    protocol: 'x-completions',
-    operation: 'chat-completions',
-    route_mode: 'N',
-    effective: 'native',
-    external_model: 'm',
-    upstream_model: 'm',
-    status: 200,
-    error_code: null,
-    attempt_count: 1,
-    attempts: [],
-    client_aborted: false,
-    timings: { started_at: at, ttfb_ms: 1, duration_ms: 2 },
-    usage: { input_tokens: tokens, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 },
-    cost,
-    currency: 'USD',
-  };
-}
+const log = (keyId: number, at: number, tokens: number): LogRecord =>
+  logRecord({ request_id: `q_${++seq}`, access_key_id: keyId, created_at: at, usage: { input_tokens: tokens, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 }, cost: 0 });
 
 const key = (id: number, quota: AccessKeyQuota): AccessKeyRecord => ({ id, quota }) as AccessKeyRecord;
 

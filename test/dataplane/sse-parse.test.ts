@@ -1,5 +1,6 @@
 import t from 'tap';
 import { SseParser, type SseEvent } from '../../src/streaming/index.ts';
+import { SSE_SAMPLE } from './fixtures/sse-sample.ts';
 
 const fields = (events: SseEvent[]) => events.map(({ raw: _raw, ...rest }) => rest);
 
@@ -11,13 +12,7 @@ function parseAll(chunks: Array<Uint8Array | string>): SseEvent[] {
   return out;
 }
 
-const STREAM =
-  ': keep-alive\r\n\r\n' +
-  'event: message_start\r\ndata: {"type":"message_start","text":"héllo ✓ 🚀"}\r\n\r\n' +
-  'data: line one\ndata: line two\n\n' +
-  'id: 7\rretry: 1500\rdata:no-space\r\r' +
-  'event: ping\ndata\n\n' +
-  'data: [DONE]\n\n';
+const STREAM = SSE_SAMPLE;
 
 const EXPECTED = [
   { comments: ['keep-alive'] },

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import { logRecord } from '../management/support/log-records.ts';
 
 /** The shared behaviour is tested in log-store.test.ts; these are what the worker adds: ordering across threads, shutdown, crashes. */
 
@@ -16,32 +17,8 @@ function tempDir(t: Test): string {
   return dir;
 }
 
-function record(i: number, over: Partial<LogRecord> = {}): LogRecord {
-  return {
-    request_id: `req_${String(i).padStart(6, '0')}`,
-    created_at: T0 + i * 1000,
-    access_key_id: 1,
-    group_id: 'g-a',
-    channel: 'ch02',
-    credential_id: 'cred-1',
-    protocol: 'x-completions',
-    operation: 'chat_completions',
-    route_mode: 'N',
-    effective: 'native',
-    external_model: 'small-model',
-    upstream_model: 'upstream-small',
-    status: 200,
-    error_code: null,
-    attempt_count: 1,
-    attempts: [{ credential_id: 'cred-1', group_id: 'g-a', status: 200, error_code: null }],
-    client_aborted: false,
-    timings: { started_at: T0 + i * 1000 - 50, ttfb_ms: 12, duration_ms: 40 },
-    usage: { input_tokens: 100, output_tokens: 10, cached_tokens: 20, reasoning_tokens: 2 },
-    cost: 0.001,
-    currency: 'USD',
-    ...over,
-  };
-}
+const record = (i: number, over: Partial<LogRecord> = {}): LogRecord =>
+  logRecord({ request_id: `req_${String(i).padStart(6, '0')}`, created_at: T0 + i * 1000, ...over });
 
 /** Counts what is on disk with the synchronous store, independently of the worker. */
 async function countOnDisk(dir: string): Promise<{ requests: number; ids: Set<string> }> {
