@@ -1,9 +1,8 @@
-import { SseEventSplitter, sseEventData, streamErrorEvent, type IdleWatcher } from '../../streaming/index.ts';
-import { isUsageOnlyChunk, StreamUsageAccumulator } from '../../usage/index.ts';
-import type { UpstreamBodySink } from '../../upstream/index.ts';
+import { SseEventSplitter, sseEventData, streamErrorEvent } from '../../streaming/index.ts';
+import { isUsageOnlyChunk } from '../../usage/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
-import type { RelayContext } from './relay-context.ts';
-import { streamFailureOf, watchUpstreamIdle } from './stream-failure-of.ts';
+import { streamFailureOf } from './stream-failure-of.ts';
+import { StreamRelay } from './stream-relay.ts';
 
 const USAGE = Buffer.from('usage');
 const RESPONSE_CREATED = Buffer.from('"response.created"');
@@ -16,45 +15,30 @@ const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
  * received. Only events that can carry usage (or the created response's id) are decoded and
  * parsed. Half an event is never written, so an error event after a break stands on its own.
  */
-export class SseRelay implements UpstreamBodySink {
-  readonly #relay: RelayContext;
+export class SseRelay extends StreamRelay {
   readonly #splitter = new SseEventSplitter();
-  readonly #usage: StreamUsageAccumulator | undefined;
-  readonly #idle: IdleWatcher;
-  readonly #done: () => void;
   /** responses style: the last event that carried a sequence number, for the error event's. */
   #lastSequenced: Buffer | undefined;
 
-  constructor(relay: RelayContext, done: () => void) {
-    this.#relay = relay;
-    this.#done = done;
-    const { usageStyle } = relay.options;
-    this.#usage = usageStyle ? new StreamUsageAccumulator(usageStyle) : undefined;
-    this.#idle = watchUpstreamIdle(relay);
-  }
-
   onData(chunk: Buffer): void {
-    this.#idle.touch();
+    this.idle.touch();
     const events = this.#splitter.push(chunk);
     if (events.length > 0) this.#forward(events);
   }
 
-  onEnd(): void {
-    this.#idle.stop();
-    // A stream that ended cleanly passes on a last block sent without its blank line, as sent.
+  // A stream that ended cleanly passes on a last block sent without its blank line, as sent.
+  protected endCleanly(): void {
     const rest = this.#splitter.end();
     if (rest !== undefined) this.#forward([rest]);
-    this.#finish();
   }
 
-  onError(): void {
-    this.#idle.stop();
-    this.#relay.fail('upstream_stream_broken');
-    this.#finish();
+  protected writeFailure(code: string): void {
+    this.relay.markFirstByte();
+    this.relay.res.write(streamErrorEvent(this.relay.options.streamStyle, streamFailureOf(code), { sequenceNumber: this.#nextSequence() }));
   }
 
   #forward(events: Buffer[]): void {
-    const { options } = this.#relay;
+    const { options } = this.relay;
     let kept: Buffer[] | undefined;
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!;
@@ -63,31 +47,20 @@ export class SseRelay implements UpstreamBodySink {
       else kept?.push(event);
     }
     const out = kept ?? events;
-    if (out.length === 0 || !this.#relay.clientOpen) return;
-    this.#relay.write(out.length === 1 ? out[0]! : joined(out));
+    if (out.length === 0 || !this.relay.clientOpen) return;
+    this.relay.write(out.length === 1 ? out[0]! : joined(out));
   }
 
   /** Reads usage and ids from an event that may carry them; false when the event is to be dropped. */
   #inspect(event: Buffer): boolean {
-    const { options, outcome } = this.#relay;
+    const { options, outcome } = this.relay;
     const wantsId = options.captureResponseId && outcome.responseId === undefined && event.includes(RESPONSE_CREATED);
-    if (!wantsId && (this.#usage === undefined || !event.includes(USAGE))) return true;
+    if (!wantsId && (this.usage === undefined || !event.includes(USAGE))) return true;
     const data = sseEventData(event.toString('utf8'));
     if (data === undefined) return true;
-    const parsed = this.#usage?.push(data) ?? (wantsId ? parseOrUndefined(data) : undefined);
+    const parsed = this.usage?.push(data) ?? (wantsId ? parseOrUndefined(data) : undefined);
     if (wantsId) outcome.responseId = idOf(parsed);
     return !(options.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed));
-  }
-
-  #finish(): void {
-    const relay = this.#relay;
-    relay.outcome.usage = this.#usage?.result();
-    const failure = relay.outcome.streamFailure;
-    if (failure !== undefined && relay.clientOpen) {
-      relay.markFirstByte();
-      relay.res.write(streamErrorEvent(relay.options.streamStyle, streamFailureOf(failure), { sequenceNumber: this.#nextSequence() }));
-    }
-    this.#done();
   }
 
   #nextSequence(): number {

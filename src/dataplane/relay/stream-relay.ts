@@ -1,0 +1,52 @@
+import type { IdleWatcher } from '../../streaming/index.ts';
+import { StreamUsageAccumulator } from '../../usage/index.ts';
+import type { UpstreamBodySink } from '../../upstream/index.ts';
+import type { RelayContext } from './relay-context.ts';
+import { watchUpstreamIdle } from './stream-failure-of.ts';
+
+/**
+ * What the stream relays share: usage accumulated event by event, an idle watcher that breaks
+ * off a silent upstream, and an ending that writes the protocol's error element when the
+ * gateway broke the stream off and the client is still there.
+ */
+export abstract class StreamRelay implements UpstreamBodySink {
+  protected readonly relay: RelayContext;
+  protected readonly usage: StreamUsageAccumulator | undefined;
+  protected readonly idle: IdleWatcher;
+  readonly #done: () => void;
+
+  constructor(relay: RelayContext, done: () => void) {
+    this.relay = relay;
+    this.#done = done;
+    const { usageStyle } = relay.options;
+    this.usage = usageStyle ? new StreamUsageAccumulator(usageStyle) : undefined;
+    this.idle = watchUpstreamIdle(relay);
+  }
+
+  abstract onData(chunk: Buffer): void;
+
+  onEnd(): void {
+    this.idle.stop();
+    this.endCleanly();
+    this.#finish();
+  }
+
+  onError(): void {
+    this.idle.stop();
+    this.relay.fail('upstream_stream_broken');
+    this.#finish();
+  }
+
+  /** Passes on what the upstream left at a clean end. */
+  protected abstract endCleanly(): void;
+
+  /** Ends the client's stream after the gateway broke it off with `code`. */
+  protected abstract writeFailure(code: string): void;
+
+  #finish(): void {
+    this.relay.outcome.usage = this.usage?.result();
+    const failure = this.relay.outcome.streamFailure;
+    if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
+    this.#done();
+  }
+}
