@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
 import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
+import { eventually } from './helpers/dataplane-scenarios.ts';
 
 async function startWsUpstream() {
   const server = createServer((_req, res) => res.writeHead(404).end());
@@ -86,4 +87,24 @@ t.test('a refused upgrade answers an HTTP error before joining', async (t) => {
   t.teardown(() => gw.close());
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: 'http://127.0.0.1:9', models: [{ external: 'voice', upstream: 'v' }], protocols: ['x-completions'] });
   t.equal(await upgradeStatus(`${gw.url.replace('http', 'ws')}/v1/audio/transcriptions/realtime?model=voice&key=${keyValue}`), 403, 'protocol x-suite not allowed on this key');
+});
+
+t.test('a realtime session counts against the key quota; once it is used up the upgrade is refused with 429', async (t) => {
+  const upstream = await startWsUpstream();
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], quota: { total: { requests: 1 } } });
+  const wsUrl = `${gw.url.replace('http', 'ws')}/v1/audio/transcriptions/realtime?model=voice&key=${keyValue}`;
+  const client = await connect(wsUrl);
+  client.close(1000);
+  await new Promise((r) => client.once('close', r));
+  await eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0];
+  }, 'the first session logged');
+  t.equal(await upgradeStatus(wsUrl), 429, 'the second session is over the quota');
+  t.equal(upstream.seen.length, 1, 'the refused one never reached the upstream');
 });
