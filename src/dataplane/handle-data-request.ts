@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CHANNELS, type ChannelId, type OperationEntry } from '../generated/index.ts';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
@@ -23,6 +22,7 @@ import { modelListBody, sendJson } from './serve-model-list.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
+import { newRequestId } from './new-request-id.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -61,7 +61,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
 
   return async function handle(req, res) {
     const started = deps.clock();
-    const requestId = randomUUID();
+    const requestId = newRequestId();
     const log = newLogDraft(requestId, started);
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
@@ -16,6 +15,7 @@ import { presentedAccessKey } from './present-access-key.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { GATEWAY_REQUEST_ID_HEADER } from './request-id-headers.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
+import { newRequestId } from './new-request-id.ts';
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>;
 
@@ -33,7 +33,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
 
   return async function upgrade(req, socket, head) {
     const started = deps.clock();
-    const requestId = randomUUID();
+    const requestId = newRequestId();
     const log = newLogDraft(requestId, started);
     let style: 'completions' | 'messages' | 'generate' = 'completions';
     try {
