@@ -85,6 +85,45 @@ t.test('idle watcher: touches postpone, stop cancels', async (t) => {
   t.notOk(other.fired);
 });
 
+t.test('idle watchers of one clock share one timer and still fire on time', async (t) => {
+  const { clock, advance, liveTimers } = fakeClock();
+  const firedAt: Record<string, number> = {};
+  const watch = (name: string, ms: number) => watchIdle(ms, () => (firedAt[name] = clock.now()), clock);
+  const busy = watch('busy', 1000);
+  watch('quiet', 1000);
+  watch('short', 300);
+  const stopped = watch('stopped', 200);
+  t.equal(liveTimers(), 1, 'four watchers, one timer');
+  stopped.stop();
+  for (let i = 0; i < 10; i++) {
+    advance(250);
+    busy.touch();
+    t.ok(liveTimers() <= 1, 'never more than one timer');
+  }
+  t.equal(firedAt['short'], 300);
+  t.equal(firedAt['quiet'], 1000);
+  t.notOk('busy' in firedAt, 'a watcher touched every 250 ms does not idle at 1000 ms');
+  t.notOk('stopped' in firedAt);
+  advance(1000);
+  t.equal(firedAt['busy'], 3500);
+  t.equal(liveTimers(), 0, 'no timer once nothing is watched');
+});
+
+t.test('an idle callback may start a new watcher', async (t) => {
+  const { clock, advance, liveTimers } = fakeClock();
+  let calls = 0;
+  watchIdle(100, () => {
+    calls++;
+    watchIdle(100, () => calls++, clock);
+  }, clock);
+  advance(100);
+  t.equal(calls, 1);
+  t.equal(liveTimers(), 1, 'the new watcher is swept by the same timer');
+  advance(100);
+  t.equal(calls, 2);
+  t.equal(liveTimers(), 0);
+});
+
 t.test('idle watcher with the system clock fires', async (t) => {
   // The watcher's timer is unref'd (an open socket keeps a real server alive); hold the loop here.
   const keepAlive = setInterval(() => {}, 1000);
