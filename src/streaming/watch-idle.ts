@@ -50,11 +50,11 @@ class Watch implements IdleWatcher {
 }
 
 /**
- * One timer for every watcher of a clock. A timer per stream would be cheap to arm but not to
- * collect: under load each one kept its stream's whole request alive for the garbage collector
- * long after the stream ended (measured: 9 KB promoted per streamed request, and a third of the
- * gateway's CPU spent in scavenges). The sweeper wakes when the earliest watcher could be idle,
- * fires the ones that are, and sleeps until the next possible deadline.
+ * One timer for every watcher of a clock. With a timer per stream, under load most of each
+ * streamed request's objects survived into the old generation (measured: 8.9 KB promoted per
+ * request against 0.7 KB with this sweeper, and scavenges 2.5 times as costly). The sweeper
+ * wakes when the earliest watcher could be idle, fires the ones that are, and sleeps until the
+ * next possible deadline.
  */
 class IdleSweeper {
   readonly clock: IdleClock;
