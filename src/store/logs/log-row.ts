@@ -39,46 +39,64 @@ export interface BodyRow {
   is_json: number;
 }
 
-export function toLogRow(record: LogRecord): LogRow {
-  return {
-    request_id: record.request_id,
-    created_at: Math.trunc(record.created_at),
-    access_key_id: record.access_key_id,
-    group_id: record.group_id,
-    channel: record.channel,
-    credential_id: record.credential_id,
-    protocol: record.protocol,
-    operation: record.operation,
-    route_mode: record.route_mode,
-    effective: record.effective,
-    external_model: record.external_model,
-    upstream_model: record.upstream_model,
-    status: record.status,
-    error_code: record.error_code,
-    attempt_count: record.attempt_count,
-    attempts: JSON.stringify(record.attempts),
-    client_aborted: record.client_aborted ? 1 : 0,
-    started_at: Math.trunc(record.timings.started_at),
-    ttfb_ms: record.timings.ttfb_ms === null ? null : Math.round(record.timings.ttfb_ms),
-    duration_ms: Math.round(record.timings.duration_ms),
-    input_tokens: record.usage.input_tokens,
-    output_tokens: record.usage.output_tokens,
-    cached_tokens: record.usage.cached_tokens,
-    reasoning_tokens: record.usage.reasoning_tokens,
-    cost: record.cost,
-    currency: record.currency,
-  };
+/** The columns a record is written to, in the order of `LogRowValues`. */
+export const LOG_COLUMNS = [
+  'request_id', 'created_at', 'access_key_id', 'group_id', 'channel', 'credential_id', 'protocol', 'operation',
+  'route_mode', 'effective', 'external_model', 'upstream_model', 'status', 'error_code', 'attempt_count', 'attempts',
+  'client_aborted', 'started_at', 'ttfb_ms', 'duration_ms', 'input_tokens', 'output_tokens', 'cached_tokens',
+  'reasoning_tokens', 'cost', 'currency',
+] as const satisfies ReadonlyArray<keyof LogRow>;
+
+export const BODY_COLUMNS = ['request_id', 'state', 'original_bytes', 'body', 'is_json'] as const satisfies ReadonlyArray<keyof BodyRow>;
+
+/** A request_logs row as positional values, in LOG_COLUMNS order. */
+export type LogRowValues = Array<string | number | null>;
+/** A request_bodies row as positional values, in BODY_COLUMNS order. */
+export type BodyRowValues = [request_id: string, state: string, original_bytes: number, body: string, is_json: number];
+
+/**
+ * A record as it is written: flat arrays of primitives. Encoded when it is appended, so a
+ * buffered record holds no object graph (cheap to copy to the log writer's thread, and no
+ * work for the garbage collector while it waits), and binds to the insert by position.
+ */
+export type EncodedLogRecord = [row: LogRowValues, body?: BodyRowValues];
+
+export function encodeLogRecord(record: LogRecord): EncodedLogRecord {
+  const { timings, usage } = record;
+  const row: LogRowValues = [
+    record.request_id,
+    Math.trunc(record.created_at),
+    record.access_key_id,
+    record.group_id,
+    record.channel,
+    record.credential_id,
+    record.protocol,
+    record.operation,
+    record.route_mode,
+    record.effective,
+    record.external_model,
+    record.upstream_model,
+    record.status,
+    record.error_code,
+    record.attempt_count,
+    JSON.stringify(record.attempts),
+    record.client_aborted ? 1 : 0,
+    Math.trunc(timings.started_at),
+    timings.ttfb_ms === null ? null : Math.round(timings.ttfb_ms),
+    Math.round(timings.duration_ms),
+    usage.input_tokens,
+    usage.output_tokens,
+    usage.cached_tokens,
+    usage.reasoning_tokens,
+    record.cost,
+    record.currency,
+  ];
+  return record.request_body === undefined ? [row] : [row, encodeBody(record.request_id, record.request_body)];
 }
 
-export function toBodyRow(requestId: string, body: RecordedRequestBody): BodyRow {
+function encodeBody(requestId: string, body: RecordedRequestBody): BodyRowValues {
   const isJson = typeof body.body !== 'string';
-  return {
-    request_id: requestId,
-    state: body.state,
-    original_bytes: body.original_bytes,
-    body: isJson ? JSON.stringify(body.body) : (body.body as string),
-    is_json: isJson ? 1 : 0,
-  };
+  return [requestId, body.state, body.original_bytes, isJson ? JSON.stringify(body.body) : (body.body as string), isJson ? 1 : 0];
 }
 
 export function fromLogRow(row: LogRow): Omit<LogRecord, 'request_body'> {

@@ -1,4 +1,4 @@
-import type { LogRecord } from './log-record.ts';
+import type { EncodedLogRecord } from './log-row.ts';
 import type { LogFilter, LogPage, StatisticsQuery, UsageQuery } from './log-store.ts';
 
 /** What the log-writer worker is started with (`workerData`). */
@@ -18,7 +18,7 @@ export type LogRead =
  * in order, so one `committed` id acknowledges every batch up to it.
  */
 export type ToLogWriter =
-  | { type: 'append'; batch: number; records: LogRecord[] }
+  | { type: 'append'; batch: number; records: EncodedLogRecord[] }
   | { type: 'read'; id: number; read: LogRead }
   | { type: 'close' };
 

@@ -57,7 +57,7 @@ function answer(read: LogRead): Promise<unknown> {
 port.on('message', (message: ToLogWriter) => {
   switch (message.type) {
     case 'append':
-      for (const record of message.records) store.append(record);
+      for (const record of message.records) store.appendEncoded(record);
       uncommittedThrough = message.batch;
       // Batches already queued behind this one arrive before the immediate runs, so they share its transaction.
       if (!commitScheduled) {

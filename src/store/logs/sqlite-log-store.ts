@@ -14,7 +14,7 @@ import type {
   UsageRow,
 } from './log-store.ts';
 import { LOG_SCHEMA } from './log-schema.ts';
-import { fromBodyRow, fromListRow, fromLogRow, toBodyRow, toLogRow, type BodyRow, type LogRow } from './log-row.ts';
+import { BODY_COLUMNS, LOG_COLUMNS, encodeLogRecord, fromBodyRow, fromListRow, fromLogRow, type BodyRow, type EncodedLogRecord, type LogRow } from './log-row.ts';
 import { decodeCursor, encodeCursor } from './log-cursor.ts';
 import { logFilterSql } from './log-filter-sql.ts';
 import { BatchBuffer, type BatchBufferOptions } from './batch-buffer.ts';
@@ -41,20 +41,11 @@ const TOTALS_SQL = `COUNT(*) AS requests,
   COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
   COALESCE(SUM(cost), 0) AS cost`;
 
-const INSERT_LOG = `INSERT INTO request_logs (
-  request_id, created_at, access_key_id, group_id, channel, credential_id, protocol, operation,
-  route_mode, effective, external_model, upstream_model, status, error_code, attempt_count, attempts,
-  client_aborted, started_at, ttfb_ms, duration_ms, input_tokens, output_tokens, cached_tokens,
-  reasoning_tokens, cost, currency
-) VALUES (
-  @request_id, @created_at, @access_key_id, @group_id, @channel, @credential_id, @protocol, @operation,
-  @route_mode, @effective, @external_model, @upstream_model, @status, @error_code, @attempt_count, @attempts,
-  @client_aborted, @started_at, @ttfb_ms, @duration_ms, @input_tokens, @output_tokens, @cached_tokens,
-  @reasoning_tokens, @cost, @currency
-) ON CONFLICT(request_id) DO NOTHING`;
+const INSERT_LOG = `INSERT INTO request_logs (${LOG_COLUMNS.join(', ')})
+  VALUES (${LOG_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT(request_id) DO NOTHING`;
 
-const INSERT_BODY = `INSERT INTO request_bodies (request_id, state, original_bytes, body, is_json)
-  VALUES (@request_id, @state, @original_bytes, @body, @is_json) ON CONFLICT(request_id) DO NOTHING`;
+const INSERT_BODY = `INSERT INTO request_bodies (${BODY_COLUMNS.join(', ')})
+  VALUES (${BODY_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT(request_id) DO NOTHING`;
 
 /**
  * LogStore on SQLite (`<dataDir>/logs.sqlite`, WAL). better-sqlite3 is synchronous, so
@@ -63,7 +54,7 @@ const INSERT_BODY = `INSERT INTO request_bodies (request_id, state, original_byt
  */
 export class SqliteLogStore implements LogStore {
   readonly #db: Database.Database;
-  readonly #buffer: BatchBuffer<LogRecord>;
+  readonly #buffer: BatchBuffer<EncodedLogRecord>;
   readonly #statements = new Map<string, Database.Statement>();
   #closed = false;
 
@@ -77,13 +68,13 @@ export class SqliteLogStore implements LogStore {
     this.#db.exec(LOG_SCHEMA);
     const insertLog = this.#db.prepare(INSERT_LOG);
     const insertBody = this.#db.prepare(INSERT_BODY);
-    const writeBatch = this.#db.transaction((records: LogRecord[]) => {
-      for (const record of records) {
-        insertLog.run(toLogRow(record));
-        if (record.request_body !== undefined) insertBody.run(toBodyRow(record.request_id, record.request_body));
+    const writeBatch = this.#db.transaction((records: EncodedLogRecord[]) => {
+      for (const [row, body] of records) {
+        insertLog.run(row);
+        if (body !== undefined) insertBody.run(body);
       }
     });
-    this.#buffer = new BatchBuffer<LogRecord>((batch) => writeBatch(batch), options);
+    this.#buffer = new BatchBuffer<EncodedLogRecord>((batch) => writeBatch(batch), options);
   }
 
   /** Records waiting in memory. */
@@ -92,6 +83,11 @@ export class SqliteLogStore implements LogStore {
   }
 
   append(record: LogRecord): void {
+    this.appendEncoded(encodeLogRecord(record));
+  }
+
+  /** Appends a record encoded by `encodeLogRecord` (what the log writer's thread receives). */
+  appendEncoded(record: EncodedLogRecord): void {
     if (this.#closed) throw new Error('log store is closed');
     this.#buffer.add(record);
   }

@@ -1,5 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import type { LogRecord } from './log-record.ts';
+import { encodeLogRecord, type EncodedLogRecord } from './log-row.ts';
 import type { LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
 import type { FromLogWriter, LogRead, ToLogWriter } from './log-writer-messages.ts';
 import { BatchBuffer } from './batch-buffer.ts';
@@ -35,21 +36,22 @@ const MAX_RESTART_DELAY_MS = 5000;
 
 /**
  * LogStore whose SQLite work runs in a worker thread (log-writer-worker.ts, which owns a
- * SqliteLogStore). `append` only buffers; batches are posted as structured-cloned arrays and
- * kept until the worker acknowledges their commit, so a worker that dies loses nothing: a new
- * one is started and the unacknowledged batches are sent again (a batch that was in fact
- * committed is ignored there, since inserts skip a known request_id). Reads post the pending
- * appends first, and the worker handles messages in order, so they see every appended record.
- * A read in flight when its worker dies is sent once more to the next worker; if that one dies
- * too, or a worker dies before it could open the database, the read rejects.
+ * SqliteLogStore). `append` only encodes and buffers (flat rows, see encodeLogRecord); batches
+ * are posted as structured-cloned arrays and kept until the worker acknowledges their commit,
+ * so a worker that dies loses nothing: a new one is started and the unacknowledged batches are
+ * sent again (a batch that was in fact committed is ignored there, since inserts skip a known
+ * request_id). Reads post the pending appends first, and the worker handles messages in order,
+ * so they see every appended record. A read in flight when its worker dies is sent once more
+ * to the next worker; if that one dies too, or a worker dies before it could open the
+ * database, the read rejects.
  */
 export class WorkerLogStore implements LogStore {
   readonly #dataDir: string;
   readonly #onError: (error: unknown) => void;
   readonly #maxBuffered: number;
-  readonly #buffer: BatchBuffer<LogRecord>;
+  readonly #buffer: BatchBuffer<EncodedLogRecord>;
   /** Posted batches not yet acknowledged, by batch id, in posting order. */
-  readonly #unacked = new Map<number, LogRecord[]>();
+  readonly #unacked = new Map<number, EncodedLogRecord[]>();
   readonly #reads = new Map<number, PendingRead>();
   #flushWaiters: FlushWaiter[] = [];
   #worker: Worker | undefined;
@@ -69,7 +71,7 @@ export class WorkerLogStore implements LogStore {
     this.#dataDir = dataDir;
     this.#onError = options.onError ?? (() => {});
     this.#maxBuffered = options.maxBuffered ?? 100_000;
-    this.#buffer = new BatchBuffer<LogRecord>((batch) => this.#post(batch), {
+    this.#buffer = new BatchBuffer<EncodedLogRecord>((batch) => this.#post(batch), {
       ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
       ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
       onError: this.#onError,
@@ -100,7 +102,7 @@ export class WorkerLogStore implements LogStore {
 
   append(record: LogRecord): void {
     if (this.#closing !== undefined) throw new Error('log store is closed');
-    this.#buffer.add(record);
+    this.#buffer.add(encodeLogRecord(record));
   }
 
   async flush(): Promise<void> {
@@ -150,9 +152,9 @@ export class WorkerLogStore implements LogStore {
     });
   }
 
-  #post(records: LogRecord[]): void {
+  #post(records: EncodedLogRecord[]): void {
     const batch = this.#lastBatch + 1;
-    // Posting first: a record that cannot be cloned throws here and stays in the buffer.
+    // Posting first: should posting throw, the batch stays in the buffer.
     this.#worker?.postMessage({ type: 'append', batch, records } satisfies ToLogWriter);
     this.#lastBatch = batch;
     this.#unacked.set(batch, records);
