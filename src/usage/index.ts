@@ -5,6 +5,6 @@ export { usageFieldTables } from './usage-field-tables.ts';
 export { extractUsage, extractUsageFromText } from './extract-usage.ts';
 export { StreamUsageAccumulator } from './accumulate-stream-usage.ts';
 export { isUsageOnlyChunk } from './is-usage-only-chunk.ts';
-export { requestStreamUsage } from './request-stream-usage.ts';
+export { requestStreamUsage, streamUsageMissing } from './request-stream-usage.ts';
 export { computeCost } from './compute-cost.ts';
 export type { ModelPrice } from './compute-cost.ts';

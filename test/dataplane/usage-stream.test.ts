@@ -1,5 +1,5 @@
 import t from 'tap';
-import { StreamUsageAccumulator, isUsageOnlyChunk, requestStreamUsage } from '../../src/usage/index.ts';
+import { StreamUsageAccumulator, isUsageOnlyChunk, requestStreamUsage, streamUsageMissing } from '../../src/usage/index.ts';
 
 function feed(style: ConstructorParameters<typeof StreamUsageAccumulator>[0], events: unknown[]) {
   const acc = new StreamUsageAccumulator(style);
@@ -120,4 +120,22 @@ t.test('requestStreamUsage', async (t) => {
   const nonStream: Record<string, unknown> = { stream: false };
   t.equal(requestStreamUsage(nonStream), false);
   t.notOk('stream_options' in nonStream);
+});
+
+t.test('streamUsageMissing only reads the body', async (t) => {
+  const asked = { stream: true, stream_options: { include_usage: true } };
+  const cases: Array<[Record<string, unknown>, boolean]> = [
+    [{ stream: true }, true],
+    [{ stream: true, stream_options: { include_usage: false } }, true],
+    [{ stream: true, stream_options: null }, true],
+    [{ stream: true, stream_options: 'yes' }, true],
+    [asked, false],
+    [{ stream: false }, false],
+    [{ stream: 'true' }, false],
+  ];
+  for (const [body, missing] of cases) {
+    const before = JSON.stringify(body);
+    t.equal(streamUsageMissing(body), missing, before);
+    t.equal(JSON.stringify(body), before, 'body unchanged');
+  }
 });

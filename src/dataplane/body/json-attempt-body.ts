@@ -1,3 +1,5 @@
+import { streamUsageMissing } from '../../usage/index.ts';
+
 const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}');
 const CLOSE_BRACE = 0x7d;
 
@@ -19,14 +21,14 @@ export function jsonAttemptBody(
   requestStreamUsage: ((body: Record<string, unknown>) => boolean) | undefined,
 ): JsonAttemptBody {
   const remap = upstreamModel !== null && value['model'] !== upstreamModel;
-  if (requestStreamUsage === undefined && !remap) return { body: raw, addedStreamUsage: false };
-  const copy = { ...value };
-  const addedStreamUsage = requestStreamUsage?.(copy) ?? false;
-  if (!remap && !addedStreamUsage) return { body: raw, addedStreamUsage };
+  const addsUsage = requestStreamUsage !== undefined && streamUsageMissing(value);
+  if (!remap && !addsUsage) return { body: raw, addedStreamUsage: false };
   if (!remap && !('stream_options' in value)) {
     const close = raw.lastIndexOf(CLOSE_BRACE);
-    return { body: Buffer.concat([raw.subarray(0, close), STREAM_USAGE_MEMBER, raw.subarray(close)]), addedStreamUsage };
+    return { body: Buffer.concat([raw.subarray(0, close), STREAM_USAGE_MEMBER, raw.subarray(close)]), addedStreamUsage: true };
   }
+  const copy = { ...value };
+  const addedStreamUsage = requestStreamUsage?.(copy) ?? false;
   if (remap) copy['model'] = upstreamModel;
   return { body: Buffer.from(JSON.stringify(copy)), addedStreamUsage };
 }
