@@ -16,6 +16,10 @@ export interface LoadResult {
   completed: number;
   errors: number;
   non2xx: number;
+  /** Seconds the run lasted. */
+  seconds: number;
+  /** Every 2xx response's time in ms, sorted: runs of one target are merged from these. */
+  samples: number[];
 }
 
 /**
@@ -41,13 +45,26 @@ export async function driveLoad(spec: LoadSpec): Promise<LoadResult> {
   });
   const result = await instance;
   samples.sort((a, b) => a - b);
+  return summarize(samples, result.duration, result.errors, result.non2xx);
+}
+
+/** One result for several runs of the same target: throughput over their total time, percentiles over every response. */
+export function mergeResults(results: LoadResult[]): LoadResult {
+  const samples = results.flatMap((r) => r.samples).sort((a, b) => a - b);
+  const sum = (f: (r: LoadResult) => number) => results.reduce((total, r) => total + f(r), 0);
+  return summarize(samples, sum((r) => r.seconds), sum((r) => r.errors), sum((r) => r.non2xx));
+}
+
+function summarize(sorted: number[], seconds: number, errors: number, non2xx: number): LoadResult {
   return {
-    requestsPerSecond: samples.length / result.duration,
-    p50: percentile(samples, 0.5),
-    p99: percentile(samples, 0.99),
-    completed: samples.length,
-    errors: result.errors,
-    non2xx: result.non2xx,
+    requestsPerSecond: sorted.length / seconds,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    completed: sorted.length,
+    errors,
+    non2xx,
+    seconds,
+    samples: sorted,
   };
 }
 

@@ -1,4 +1,4 @@
-import { driveLoad } from './drive-load.ts';
+import { driveLoad, mergeResults, type LoadResult } from './drive-load.ts';
 import { forkBenchChild, peakRssBytes, type BenchChild } from './bench-child.ts';
 import { nonStreamingRequest, streamingRequest } from './completions-fixtures.ts';
 import { printMeasurements, printRatios, printRss, type Measurement } from './print-report.ts';
@@ -6,9 +6,13 @@ import { startSwitchyard, type BenchTarget } from './targets/switchyard.ts';
 
 /**
  * `npm run bench`: a substitute upstream, the floor proxy and switchyard, each in its own
- * process on 127.0.0.1, driven with autocannon. BENCH_SECONDS sets each run's length (5).
+ * process on 127.0.0.1, driven with autocannon. For each scenario and connection count the
+ * targets take turns: BENCH_ROUNDS rounds (3) of one BENCH_SECONDS run (3) per target, in a
+ * rotated order, so that the figures compared in a ratio come from the same minutes of a
+ * machine whose speed drifts.
  */
-const SECONDS = Math.min(60, Math.max(1, Number(process.env['BENCH_SECONDS'] ?? 5)));
+const SECONDS = Math.min(60, Math.max(1, Number(process.env['BENCH_SECONDS'] ?? 3)));
+const ROUNDS = Math.min(20, Math.max(1, Math.trunc(Number(process.env['BENCH_ROUNDS'] ?? 3))));
 const WARMUP_SECONDS = 1;
 const SCENARIOS = [
   { scenario: 'non-streaming', body: nonStreamingRequest },
@@ -42,20 +46,29 @@ async function main(): Promise<void> {
       console.log(`notice: switchyard skipped: ${(error as Error).message}`);
     }
 
-    console.log(`bench: ${SECONDS} s per run (+${WARMUP_SECONDS} s warm-up), targets ${targets.map((t) => t.name).join(', ')}`);
+    console.log(`bench: ${ROUNDS} rounds of ${SECONDS} s per target (+${WARMUP_SECONDS} s warm-up), targets ${targets.map((t) => t.name).join(', ')}`);
     const measurements: Measurement[] = [];
-    for (const target of targets) {
-      for (const { scenario, body } of SCENARIOS) {
-        for (const connections of CONNECTIONS) {
-          const spec = { url: target.url, body, connections, ...(target.authHeader !== undefined ? { authHeader: target.authHeader } : {}) };
-          await driveLoad({ ...spec, durationSeconds: WARMUP_SECONDS });
-          const result = await driveLoad({ ...spec, durationSeconds: SECONDS });
-          measurements.push({ target: target.name, scenario, connections, result });
-          console.log(`  ${target.name} ${scenario} @${connections}: ${result.requestsPerSecond.toFixed(0)} req/s`);
+    for (const { scenario, body } of SCENARIOS) {
+      for (const connections of CONNECTIONS) {
+        const specOf = (target: Target) => ({ url: target.url, body, connections, ...(target.authHeader !== undefined ? { authHeader: target.authHeader } : {}) });
+        for (const target of targets) await driveLoad({ ...specOf(target), durationSeconds: WARMUP_SECONDS });
+        const runs = new Map<string, LoadResult[]>(targets.map((t) => [t.name, []]));
+        for (let round = 0; round < ROUNDS; round++) {
+          const line: string[] = [];
+          for (let i = 0; i < targets.length; i++) {
+            const target = targets[(i + round) % targets.length]!;
+            const result = await driveLoad({ ...specOf(target), durationSeconds: SECONDS });
+            runs.get(target.name)!.push(result);
+            line.push(`${target.name} ${result.requestsPerSecond.toFixed(0)}`);
+          }
+          console.log(`  ${scenario} @${connections} round ${round + 1}: ${line.join(', ')} req/s`);
         }
+        for (const target of targets) measurements.push({ target: target.name, scenario, connections, result: mergeResults(runs.get(target.name)!) });
       }
     }
 
+    const order = (m: Measurement) => targets.findIndex((t) => t.name === m.target);
+    measurements.sort((a, b) => order(a) - order(b));
     const switchyardRss = switchyard?.pid === undefined ? undefined : peakRssBytes(switchyard.pid);
     printMeasurements(measurements);
     printRss([
