@@ -26,6 +26,9 @@ import { newRequestId } from './new-request-id.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
+/** Shared by requests without a query string; only ever read. */
+const NO_QUERY = new URLSearchParams();
+
 export type DataPlaneHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 /**
@@ -70,7 +73,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const q = target.indexOf('?');
       const match = matchRoute(routes, req.method ?? 'GET', q < 0 ? target : target.slice(0, q));
       if (!match.found) throw new DataPlaneError(match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
-      const query = new URLSearchParams(q < 0 ? '' : target.slice(q + 1));
+      const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
       const snap = snapshot.fresh() ?? (await snapshot.current());

@@ -37,7 +37,8 @@ export function copyHeadersWithout(headers: HeaderMap, drop: ReadonlySet<string>
 
 /** Header names a Connection header lists; undefined when it lists only hop-by-hop ones. */
 function connectionTokens(value: string | string[] | undefined): Set<string> | undefined {
-  if (value === undefined) return undefined;
+  // The values nearly every request carries name no other header.
+  if (value === undefined || value === 'keep-alive' || value === 'close' || value === 'Keep-Alive') return undefined;
   let tokens: Set<string> | undefined;
   for (const part of Array.isArray(value) ? value : [value]) {
     for (const token of part.split(',')) {
