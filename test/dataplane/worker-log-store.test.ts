@@ -2,10 +2,11 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import Database from 'better-sqlite3';
+import { LOG_DB_FILE, openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
 import { logRecord } from '../management/support/log-records.ts';
 
-/** The shared behaviour is tested in log-store.test.ts; these are what the worker adds: ordering across threads, shutdown, crashes. */
+/** The shared behaviour is tested in log-store.test.ts; these are what the worker adds: ordering across threads, shutdown, crashes, failed writes. */
 
 const T0 = Date.UTC(2025, 0, 15, 10, 0, 0);
 /** Options that never post on their own: only reads, flush and close move records to the worker. */
@@ -36,6 +37,18 @@ async function countOnDisk(dir: string): Promise<{ requests: number; ids: Set<st
     await store.close();
   }
 }
+
+/** A second connection to the store's database, as another process would open it; closed (its transaction rolled back) in teardown. */
+function otherConnection(t: Test, dir: string): Database.Database {
+  const db = new Database(join(dir, LOG_DB_FILE));
+  t.teardown(() => {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    db.close();
+  });
+  return db;
+}
+
+const ids = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, k) => record(from + k).request_id);
 
 t.test('every read sees the records appended just before it', async (t) => {
   const store = await openWorkerLogStore(tempDir(t), HOLD);
@@ -120,4 +133,77 @@ t.test('a worker that cannot open the database fails the open, clearly', async (
   const notADirectory = join(dir, 'file');
   writeFileSync(notADirectory, '');
   await t.rejects(openWorkerLogStore(notADirectory), /log writer worker could not start: .*(EEXIST|ENOTDIR)/);
+});
+
+t.test('a failed commit is reported, and the worker retries on its own until every record is written once', async (t) => {
+  const dir = tempDir(t);
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { batchSize: 10, flushIntervalMs: 60_000, onError: (e) => errors.push(e) });
+  t.teardown(() => store.close());
+  // Teardowns run last in, first out: should the test stop half-way, the lock is released before the store closes.
+  const locker = otherConnection(t, dir);
+
+  for (let i = 0; i < 50; i++) store.append(record(i));
+  await store.flush();
+  t.equal(errors.length, 0);
+
+  // Another connection holds the write lock: the worker's commit waits out its busy_timeout, then fails with SQLITE_BUSY.
+  locker.exec('BEGIN EXCLUSIVE');
+  for (let i = 50; i < 200; i++) store.append(record(i));
+  await t.rejects(store.flush(), new Error('SQLITE_BUSY: database is locked'), 'a flush waiting on the failed commit rejects, with the SQLite error');
+  t.ok(errors.length >= 1, 'onError is called');
+  t.ok(errors.every((e) => e instanceof Error && e.message === 'SQLITE_BUSY: database is locked'), 'with the SQLite error');
+  t.equal(store.buffered, 150, 'the failed records are kept');
+  t.equal(store.dropped, 0);
+
+  // From here nothing new is posted to the worker: only its own retry can commit the records.
+  locker.exec('ROLLBACK');
+  await store.flush();
+  t.equal(store.buffered, 0, 'all acknowledged after the retry');
+  t.equal(store.dropped, 0);
+  t.equal((await store.statistics({})).requests, 200, 'the store reads every record');
+  t.same(await store.get('req_000123'), record(123));
+
+  await store.close();
+  const onDisk = await countOnDisk(dir);
+  t.equal(onDisk.requests, 200, 'no record lost or written twice');
+  t.same([...onDisk.ids].sort(), ids(0, 200));
+});
+
+t.test('beyond maxBuffered the oldest unacknowledged records are dropped and counted; the newest are committed once writes work', async (t) => {
+  const dir = tempDir(t);
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { batchSize: 10, flushIntervalMs: 60_000, maxBuffered: 30, onError: (e) => errors.push(e) });
+  t.teardown(() => store.close());
+  const db = otherConnection(t, dir);
+  t.teardown(() => db.exec('DROP TRIGGER IF EXISTS fail_log_inserts'));
+
+  for (let i = 0; i < 20; i++) store.append(record(i));
+  await store.flush();
+  t.equal(store.dropped, 0, 'nothing dropped while writes are committed');
+
+  // A trigger, added by another connection, makes every insert of the worker fail with a SQLite error.
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON request_logs BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  for (let i = 20; i < 120; i++) store.append(record(i));
+  const flushed = store.flush();
+  // flush() posted all ten batches of ten; only the three newest fit in maxBuffered.
+  t.equal(store.dropped, 70, 'the 70 oldest unacknowledged records are dropped');
+  t.equal(store.buffered, 30, 'the 30 newest are kept');
+  await t.rejects(flushed, /log inserts refused by the test/);
+  t.ok(errors.some((e) => e instanceof Error && /log inserts refused by the test/.test(e.message)), 'the failed write is reported');
+
+  // The worker still holds all 100 records in memory; once it dies, only the kept ones remain, re-sent to the next worker.
+  await store.crashWorkerForTesting();
+  await t.rejects(store.flush(), /log inserts refused by the test/, 'the next worker gets the kept records and fails to write them too');
+
+  db.exec('DROP TRIGGER fail_log_inserts');
+  await store.flush();
+  t.equal(store.buffered, 0);
+  t.equal(store.dropped, 70, 'dropped counts each record once');
+  t.equal((await store.statistics({})).requests, 50);
+
+  await store.close();
+  const onDisk = await countOnDisk(dir);
+  t.equal(onDisk.requests, 50);
+  t.same([...onDisk.ids].sort(), [...ids(0, 20), ...ids(90, 120)], 'the records before the failure and the 30 newest, none of the dropped ones');
 });

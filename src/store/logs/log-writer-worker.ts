@@ -1,3 +1,4 @@
+import { types } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteLogStore } from './sqlite-log-store.ts';
 import type { FromLogWriter, LogRead, LogWriterData, ToLogWriter } from './log-writer-messages.ts';
@@ -22,6 +23,18 @@ function send(message: FromLogWriter): void {
   port!.postMessage(message);
 }
 
+/**
+ * An error as it can cross to the main thread. Structured clone keeps only native errors;
+ * better-sqlite3's SqliteError is not one and would arrive as a bare `{ code }`, without
+ * message, so it is sent as an Error carrying its code and message.
+ */
+function transferableError(error: unknown): Error {
+  if (types.isNativeError(error)) return error;
+  if (!(error instanceof Error)) return new Error(String(error));
+  const code = (error as { code?: unknown }).code;
+  return new Error(typeof code === 'string' ? `${code}: ${error.message}` : error.message);
+}
+
 /** Writes everything appended so far in one go and acknowledges it; on failure reports and retries later. */
 async function commit(): Promise<void> {
   const through = uncommittedThrough;
@@ -29,7 +42,7 @@ async function commit(): Promise<void> {
   try {
     await store.flush();
   } catch (error) {
-    send({ type: 'write-failed', error: error instanceof Error ? error : new Error(String(error)) });
+    send({ type: 'write-failed', error: transferableError(error) });
     retryTimer ??= setTimeout(() => {
       retryTimer = undefined;
       void commit();
@@ -74,7 +87,7 @@ port.on('message', (message: ToLogWriter) => {
         .then(() => answer(message.read))
         .then(
           (value) => send({ type: 'answer', id: message.id, value }),
-          (error: unknown) => send({ type: 'answer', id: message.id, error: error instanceof Error ? error : new Error(String(error)) }),
+          (error: unknown) => send({ type: 'answer', id: message.id, error: transferableError(error) }),
         );
       return;
     case 'close':
