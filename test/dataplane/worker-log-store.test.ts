@@ -192,10 +192,7 @@ t.test('beyond maxBuffered the oldest unacknowledged records are dropped and cou
   await t.rejects(flushed, /log inserts refused by the test/);
   t.ok(errors.some((e) => e instanceof Error && /log inserts refused by the test/.test(e.message)), 'the failed write is reported');
 
-  // The worker still holds all 100 records in memory; once it dies, only the kept ones remain, re-sent to the next worker.
-  await store.crashWorkerForTesting();
-  await t.rejects(store.flush(), /log inserts refused by the test/, 'the next worker gets the kept records and fails to write them too');
-
+  // The worker keeps no more than the same 30: once writes work, its own retry commits exactly those.
   db.exec('DROP TRIGGER fail_log_inserts');
   await store.flush();
   t.equal(store.buffered, 0);

@@ -4,6 +4,8 @@ import type { LogFilter, LogPage, StatisticsQuery, UsageQuery } from './log-stor
 /** What the log-writer worker is started with (`workerData`). */
 export interface LogWriterData {
   dataDir: string;
+  /** The main thread's cap on unacknowledged records; the worker keeps no more than it while writes fail. */
+  maxBuffered: number;
 }
 
 /** A LogStore read, answered by the worker. */

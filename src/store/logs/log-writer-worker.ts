@@ -13,7 +13,9 @@ if (port === null) throw new Error('log-writer-worker.ts runs as a worker thread
 /** After a failed commit, the worker tries again this often until one succeeds. */
 const RETRY_MS = 1000;
 
-const store = new SqliteLogStore((workerData as LogWriterData).dataDir);
+const data = workerData as LogWriterData;
+// The same cap as the main thread's: a record the worker drops is one the main thread counts as dropped.
+const store = new SqliteLogStore(data.dataDir, { maxBuffered: data.maxBuffered });
 /** Highest batch appended to the store but not yet acknowledged. */
 let uncommittedThrough: number | undefined;
 let commitScheduled = false;

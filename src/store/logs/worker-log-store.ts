@@ -171,7 +171,7 @@ export class WorkerLogStore implements LogStore {
   }
 
   #start(): void {
-    const worker = startLogWriter({ dataDir: this.#dataDir });
+    const worker = startLogWriter({ dataDir: this.#dataDir, maxBuffered: this.#maxBuffered });
     this.#worker = worker;
     this.#ready = false;
     this.#workerError = undefined;
