@@ -7,7 +7,7 @@ import { BatchBuffer } from './batch-buffer.ts';
 import { startLogWriter } from './start-log-writer.ts';
 
 export interface WorkerLogStoreOptions {
-  /** Records per posted batch; reaching it posts on the next turn. Default 256. */
+  /** Records per posted batch; reaching it posts on the next turn. Default 1024: the worker commits each batch in one transaction, and larger ones rewrite fewer index pages. */
   batchSize?: number;
   /** Longest a record waits on the main thread before it is posted. Default 100 ms. */
   flushIntervalMs?: number;
@@ -72,7 +72,7 @@ export class WorkerLogStore implements LogStore {
     this.#onError = options.onError ?? (() => {});
     this.#maxBuffered = options.maxBuffered ?? 100_000;
     this.#buffer = new BatchBuffer<EncodedLogRecord>((batch) => this.#post(batch), {
-      ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+      batchSize: options.batchSize ?? 1024,
       ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
       onError: this.#onError,
     });
