@@ -5,12 +5,15 @@ import type { OutgoingHeaders } from '../upstream/index.ts';
  * the client's query string (`?...`, credentials already removed) exactly as it was encoded.
  */
 export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): string {
+  const base = baseUrl.endsWith('/') ? baseUrl.replace(/\/+$/, '') : baseUrl;
+  // Most paths have no parameters: nothing to substitute.
+  if (!upstreamPath.includes('{')) return `${base}${upstreamPath}${search}`;
   const path = upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
     if (name === 'model' && upstreamModel !== null) return encodeURIComponent(upstreamModel);
     const value = params[name] ?? '';
     return name === 'rest' ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
   });
-  return `${baseUrl.replace(/\/+$/, '')}${path}${search}`;
+  return `${base}${path}${search}`;
 }
 
 /**
