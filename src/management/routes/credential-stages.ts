@@ -5,6 +5,7 @@ import type { CredentialStageRecord, GroupRecord } from '../../store/records.ts'
 import { completeCredentialValues, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
+import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import createSchema from '../schemas/credential-stage-create.json' with { type: 'json' };
 import importSchema from '../schemas/credential-stage-import.json' with { type: 'json' };
@@ -64,8 +65,7 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
       path: '/credential-stages',
       body: createSchema,
       async handle(_ctx, body) {
-        const group = await store.groups.get(body.group_id);
-        if (!group) throw notFound('group', body.group_id);
+        const group = await requireGroup(store.groups, body.group_id);
         const kind = kindOfChannel(group.channel, body.kind);
         if (!INTERACTIVE_FLOWS.includes(kind.flow)) throw validationFailed('kind', 'not_an_authorization_flow', { flow: kind.flow, hint: 'use credentials/connect' });
         const expiresIn = (seconds: number) => new Date(deps.clock() + seconds * 1000).toISOString();

@@ -9,6 +9,7 @@ import { recordReveal } from '../audit-reveal.ts';
 import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam, onlyQuery, queryEnum } from '../params.ts';
+import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import connectSchema from '../schemas/credential-connect.json' with { type: 'json' };
 import disableSchema from '../schemas/credential-disable.json' with { type: 'json' };
@@ -22,11 +23,8 @@ const IMPORT_BODY_LIMIT = 8 * 1024 * 1024;
 export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
 
-  async function groupOf(ctx: ManagementContext): Promise<GroupRecord> {
-    const id = idParam(ctx, 'group_id', 'group');
-    const g = await store.groups.get(id);
-    if (!g) throw notFound('group', id);
-    return g;
+  function groupOf(ctx: ManagementContext): Promise<GroupRecord> {
+    return requireGroup(store.groups, idParam(ctx, 'group_id', 'group'));
   }
 
   function credentialId(ctx: ManagementContext): number {

@@ -6,6 +6,7 @@ import type { GroupModel, GroupRecord } from '../../store/records.ts';
 import { channelOf, channelRequiresBaseUrl, checkProxyAllowed, isHttpUrl } from '../channel-rules.ts';
 import type { ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
+import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import groupCreateSchema from '../schemas/group-create.json' with { type: 'json' };
 import groupModelsSchema from '../schemas/group-models.json' with { type: 'json' };
@@ -14,11 +15,7 @@ import groupSettingsSchema from '../schemas/group-settings.json' with { type: 'j
 export function groupRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
 
-  async function groupOr404(id: number): Promise<GroupRecord> {
-    const g = await store.groups.get(id);
-    if (!g) throw notFound('group', id);
-    return g;
-  }
+  const groupOr404 = (id: number): Promise<GroupRecord> => requireGroup(store.groups, id);
 
   async function withCounts(g: GroupRecord) {
     const credentials = await store.credentials.list(g.id);

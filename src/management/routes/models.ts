@@ -2,6 +2,7 @@ import { ApiError, notFound, validationFailed } from '../../http/api-error.ts';
 import type { ModelDiscoverBody } from '../../generated/management/model-discover.ts';
 import { channelOf } from '../channel-rules.ts';
 import type { ManagementDeps } from '../context.ts';
+import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import discoverSchema from '../schemas/model-discover.json' with { type: 'json' };
 import { visibleModelNames } from '../visibility.ts';
@@ -34,8 +35,7 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
       path: '/models/discover',
       body: discoverSchema,
       async handle(_ctx, body) {
-        const group = await store.groups.get(body.group_id);
-        if (!group) throw notFound('group', body.group_id);
+        const group = await requireGroup(store.groups, body.group_id);
         if (!channelOf(group.channel).discovery) throw validationFailed('group_id', 'channel_without_discovery', { channel: group.channel });
         const credentials = await store.credentials.list(group.id);
         const credential = body.credential_id === undefined ? credentials.find((c) => c.state === 'active') : credentials.find((c) => c.id === body.credential_id);
