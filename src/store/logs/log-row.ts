@@ -1,35 +1,18 @@
-import type { AttemptRecord, JsonValue, LogListItem, LogRecord, RecordedRequestBody } from './log-record.ts';
+import type { TokenUsage } from '../../usage/token-usage.ts';
+import type { AttemptRecord, JsonValue, LogListItem, LogRecord, RecordedRequestBody, RequestTimings } from './log-record.ts';
 
-/** Column values of request_logs, named as the columns. */
-export interface LogRow {
-  seq?: number;
-  request_id: string;
-  created_at: number;
-  access_key_id: number | null;
-  group_id: string | null;
-  channel: string | null;
-  credential_id: string | null;
-  protocol: string;
-  operation: string;
-  route_mode: string | null;
-  effective: string | null;
-  external_model: string | null;
-  upstream_model: string | null;
-  status: number;
-  error_code: string | null;
-  attempt_count: number;
-  attempts: string;
-  client_aborted: number;
-  started_at: number;
-  ttfb_ms: number | null;
-  duration_ms: number;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number;
-  reasoning_tokens: number;
-  cost: number;
-  currency: string;
-}
+/** Column values of request_logs, named as the columns: the record flattened, its enums and flags as stored. */
+export type LogRow = Omit<LogRecord, 'route_mode' | 'effective' | 'attempts' | 'client_aborted' | 'timings' | 'usage' | 'currency' | 'request_body'> &
+  RequestTimings &
+  TokenUsage & {
+    seq?: number;
+    route_mode: string | null;
+    effective: string | null;
+    /** JSON text of AttemptRecord[]. */
+    attempts: string;
+    client_aborted: number;
+    currency: string;
+  };
 
 export interface BodyRow {
   request_id: string;
