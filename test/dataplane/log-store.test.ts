@@ -2,7 +2,10 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore } from '../../src/store/logs/index.ts';
+import { LOG_SCHEMA } from '../../src/store/logs/log-schema.ts';
+import { LOG_DB_FILE } from '../../src/store/logs/sqlite-log-store.ts';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 0, 0);
 const HOUR = 3_600_000;
@@ -230,3 +233,33 @@ for (const { name, open } of IMPLEMENTATIONS) {
     });
   });
 }
+
+t.test('a logs.sqlite created with an AUTOINCREMENT seq keeps working', async (t) => {
+  const dir = tempDir(t);
+  const old = new Database(join(dir, LOG_DB_FILE));
+  old.exec(LOG_SCHEMA.replace('seq INTEGER PRIMARY KEY,', 'seq INTEGER PRIMARY KEY AUTOINCREMENT,'));
+  old.close();
+  const store = openSqliteLogStore(dir);
+  for (let i = 0; i < 3; i++) store.append(record(i, { created_at: T0 }));
+  const page = await store.list({}, { limit: 2 });
+  t.same(page.items.map((r) => r.request_id), ['req_000002', 'req_000001'], 'ties on created_at ordered by seq');
+  const rest = await store.list({}, { limit: 2, cursor: page.next_cursor ?? '' });
+  t.same(rest.items.map((r) => r.request_id), ['req_000000']);
+  t.same(await store.get('req_000001'), record(1, { created_at: T0 }));
+  await store.close();
+  const check = new Database(join(dir, LOG_DB_FILE), { readonly: true });
+  t.teardown(() => check.close());
+  t.same(check.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'request_logs'").get(), { seq: 3 }, 'the file kept its AUTOINCREMENT');
+});
+
+t.test('a new logs.sqlite has seq as a plain rowid', async (t) => {
+  const dir = tempDir(t);
+  const store = openSqliteLogStore(dir);
+  store.append(record(1));
+  await store.close();
+  const check = new Database(join(dir, LOG_DB_FILE), { readonly: true });
+  t.teardown(() => check.close());
+  const sql = (check.prepare("SELECT sql FROM sqlite_master WHERE name = 'request_logs'").get() as { sql: string }).sql;
+  t.match(sql, /seq INTEGER PRIMARY KEY,/);
+  t.notMatch(sql, /AUTOINCREMENT/);
+});
