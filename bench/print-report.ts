@@ -53,9 +53,12 @@ export function printRatios(measurements: Measurement[], switchyardRssBytes: num
       console.log(`  ${scenario}: floor/direct throughput @32 = ${(floor32.requestsPerSecond / direct32.requestsPerSecond).toFixed(2)}`);
     }
     if (direct1 && floor1) console.log(`  ${scenario}: floor added p50 @1 = ${ms(floor1.p50 - direct1.p50)} ms`);
+    const ceiling32 = find(measurements, 'ceiling', scenario, 32);
+    if (ceiling32 && floor32) console.log(`  ${scenario}: ceiling/floor throughput @32 = ${(ceiling32.requestsPerSecond / floor32.requestsPerSecond).toFixed(2)} (diagnostic, no target)`);
     if (!hasSwitchyard) continue;
     const sy32 = find(measurements, 'switchyard', scenario, 32);
     const sy1 = find(measurements, 'switchyard', scenario, 1);
+    if (sy32 && ceiling32) console.log(`  ${scenario}: switchyard/ceiling throughput @32 = ${(sy32.requestsPerSecond / ceiling32.requestsPerSecond).toFixed(2)} (diagnostic, no target)`);
     if (sy32 && floor32 && direct32) {
       const vsFloor = sy32.requestsPerSecond / floor32.requestsPerSecond;
       const vsDirect = sy32.requestsPerSecond / direct32.requestsPerSecond;

@@ -19,6 +19,8 @@ const SCENARIOS = [
   { scenario: 'streaming', body: streamingRequest },
 ] as const;
 const CONNECTIONS = [1, 32] as const;
+/** BENCH_CEILING=1 adds the ceiling proxy (ceiling-proxy.ts) as a fourth target. */
+const WITH_CEILING = process.env['BENCH_CEILING'] === '1';
 
 interface Target {
   name: string;
@@ -37,6 +39,11 @@ async function main(): Promise<void> {
       { name: 'direct', url: upstream.url },
       { name: 'floor', url: floor.url },
     ];
+    if (WITH_CEILING) {
+      const ceiling = await forkBenchChild(new URL('./ceiling-proxy.ts', import.meta.url), [upstream.url]);
+      started.push(ceiling);
+      targets.push({ name: 'ceiling', url: ceiling.url });
+    }
     let switchyard: BenchTarget | undefined;
     try {
       switchyard = await startSwitchyard(upstream.url);

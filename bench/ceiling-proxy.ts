@@ -1,0 +1,107 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { jsonAttemptBody } from '../src/dataplane/body/index.ts';
+import { newLogDraft } from '../src/dataplane/log-draft.ts';
+import { newRequestId } from '../src/dataplane/new-request-id.ts';
+import { parseJsonObject, readBody } from '../src/dataplane/read-body.ts';
+import { openWorkerLogStore } from '../src/store/logs/index.ts';
+import { SseEventSplitter, sseEventData } from '../src/streaming/index.ts';
+import { UpstreamClient, clientResponseHeaders, upstreamRequestHeaders, type UpstreamReply } from '../src/upstream/index.ts';
+import { StreamUsageAccumulator, computeCost, extractUsage, isUsageOnlyChunk, requestStreamUsage, type TokenUsage } from '../src/usage/index.ts';
+import { announceListening } from './bench-child.ts';
+
+/**
+ * The ceiling (BENCH_CEILING=1): the floor plus only the work that every request of a gateway
+ * which logs usage must do, built from switchyard's own parts. It reads and parses the body
+ * (the model is in it), asks a completions stream for usage, reads usage from the answer
+ * (dropping the usage-only chunk it asked for) and appends one log record through a
+ * WorkerLogStore, as `serve` does. No AccessKey, routing, credential pool, quota or failover.
+ * Its throughput against the floor's is the most any gateway of this design can reach here;
+ * switchyard's against it is the cost of switchyard's own machinery.
+ */
+const upstreamBase = process.argv[2];
+if (upstreamBase === undefined) throw new Error('usage: ceiling-proxy.ts <upstream base URL>');
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-ceiling-'));
+const logs = await openWorkerLogStore(dataDir);
+const client = new UpstreamClient();
+const LIMITS = 1024 * 1024;
+
+const server = createServer((req, res) => {
+  const started = Date.now();
+  readBody(req, LIMITS).then(
+    (raw) => {
+      const value = parseJsonObject(raw);
+      const built = jsonAttemptBody(raw, value, null, requestStreamUsage);
+      const headers = upstreamRequestHeaders(req.headers);
+      headers['content-length'] = String(built.body.length);
+      const exchange = client.exchange({ url: `${upstreamBase}${req.url ?? '/'}`, method: req.method ?? 'POST', headers, body: built.body });
+      exchange.reply.then(
+        (reply) => relay(reply, res, built.addedStreamUsage, (usage) => record(started, String(value['model']), reply.status, usage)),
+        () => fail(res, 502),
+      );
+    },
+    () => fail(res, 400),
+  );
+});
+
+function relay(reply: UpstreamReply, res: ServerResponse, dropUsageChunk: boolean, done: (usage: TokenUsage | undefined) => void): void {
+  const headers = clientResponseHeaders(reply.headers);
+  const sse = String(reply.headers['content-type'] ?? '').includes('text/event-stream');
+  if (sse) delete headers['content-length'];
+  res.writeHead(reply.status, headers);
+  const splitter = new SseEventSplitter();
+  const accumulator = new StreamUsageAccumulator('completions');
+  const kept: Buffer[] = [];
+  reply.consume({
+    onData: (chunk) => {
+      if (!sse) {
+        kept.push(chunk);
+        res.write(chunk);
+        return;
+      }
+      for (const event of splitter.push(chunk)) {
+        const data = event.includes('usage') ? sseEventData(event.toString('utf8')) : undefined;
+        const parsed = data === undefined ? undefined : accumulator.push(data);
+        if (!(dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed))) res.write(event);
+      }
+    },
+    onEnd: () => {
+      res.end();
+      done(sse ? accumulator.result() : extractUsage('completions', JSON.parse(Buffer.concat(kept).toString('utf8'))));
+    },
+    onError: () => res.destroy(),
+  });
+}
+
+function record(started: number, model: string, status: number, usage: TokenUsage | undefined): void {
+  const log = newLogDraft(newRequestId(started), started);
+  log.access_key_id = 1;
+  log.group_id = log.credential_id = '1';
+  log.channel = 'ch02';
+  log.protocol = 'x-completions';
+  log.operation = 'chat-completions';
+  log.route_mode = 'N';
+  log.effective = 'native';
+  log.external_model = log.upstream_model = model;
+  log.status = status;
+  log.attempts.push({ credential_id: '1', group_id: '1', status, error_code: null });
+  log.attempt_count = 1;
+  if (usage) {
+    log.usage = usage;
+    log.cost = computeCost(usage, undefined);
+  }
+  log.timings.duration_ms = Date.now() - started;
+  logs.append(log);
+}
+
+function fail(res: ServerResponse, status: number): void {
+  if (!res.headersSent) res.writeHead(status, { 'content-type': 'application/json' });
+  res.end('{"error":{"message":"ceiling proxy failure","type":"server_error"}}');
+}
+
+server.keepAliveTimeout = 60_000;
+process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
+server.listen(0, '127.0.0.1', () => announceListening(server));
