@@ -3,21 +3,23 @@ import { createServer, type ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { jsonAttemptBody } from '../src/dataplane/body/index.ts';
+import { DEFAULT_DATA_PLANE_OPTIONS } from '../src/dataplane/data-plane-deps.ts';
+import { deliverUpstreamResponse } from '../src/dataplane/deliver-upstream-response.ts';
 import { newLogDraft } from '../src/dataplane/log-draft.ts';
 import { newRequestId } from '../src/dataplane/new-request-id.ts';
 import { parseJsonObject, readBody } from '../src/dataplane/read-body.ts';
 import { openWorkerLogStore } from '../src/store/logs/index.ts';
-import { SseEventSplitter, sseEventData } from '../src/streaming/index.ts';
-import { UpstreamClient, clientResponseHeaders, upstreamRequestHeaders, type UpstreamReply } from '../src/upstream/index.ts';
-import { StreamUsageAccumulator, computeCost, extractUsage, isUsageOnlyChunk, requestStreamUsage, type TokenUsage } from '../src/usage/index.ts';
+import { UpstreamClient, upstreamRequestHeaders } from '../src/upstream/index.ts';
+import { computeCost, requestStreamUsage, type TokenUsage } from '../src/usage/index.ts';
 import { announceListening } from './bench-child.ts';
 
 /**
  * The ceiling (BENCH_CEILING=1): the floor plus only the work that every request of a gateway
  * which logs usage must do, built from switchyard's own parts. It reads and parses the body
- * (the model is in it), asks a completions stream for usage, reads usage from the answer
- * (dropping the usage-only chunk it asked for) and appends one log record through a
- * WorkerLogStore, as `serve` does. No AccessKey, routing, credential pool, quota or failover.
+ * (the model is in it), asks a completions stream for usage, relays the answer with the data
+ * plane's own deliverUpstreamResponse (usage read, the usage-only chunk it asked for dropped,
+ * idle stream watched) and appends one log record through a WorkerLogStore, as `serve`
+ * does. No AccessKey, routing, credential pool, quota or failover.
  * Its throughput against the floor's is the most any gateway of this design can reach here;
  * switchyard's against it is the cost of switchyard's own machinery.
  */
@@ -27,11 +29,12 @@ if (upstreamBase === undefined) throw new Error('usage: ceiling-proxy.ts <upstre
 const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-ceiling-'));
 const logs = await openWorkerLogStore(dataDir);
 const client = new UpstreamClient();
-const LIMITS = 1024 * 1024;
+const CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024;
 
 const server = createServer((req, res) => {
   const started = Date.now();
-  readBody(req, LIMITS).then(
+  const requestId = newRequestId(started);
+  readBody(req, DEFAULT_DATA_PLANE_OPTIONS.bufferedJsonBytes).then(
     (raw) => {
       const value = parseJsonObject(raw);
       const built = jsonAttemptBody(raw, value, null, requestStreamUsage);
@@ -39,7 +42,19 @@ const server = createServer((req, res) => {
       headers['content-length'] = String(built.body.length);
       const exchange = client.exchange({ url: `${upstreamBase}${req.url ?? '/'}`, method: req.method ?? 'POST', headers, body: built.body });
       exchange.reply.then(
-        (reply) => relay(reply, res, built.addedStreamUsage, (usage) => record(started, String(value['model']), reply.status, usage)),
+        (reply) =>
+          deliverUpstreamResponse(reply, {
+            res,
+            requestId,
+            streamStyle: 'completions',
+            usageStyle: 'completions',
+            dropUsageChunk: built.addedStreamUsage,
+            captureResponseId: false,
+            idleTimeoutMs: DEFAULT_DATA_PLANE_OPTIONS.streamIdleTimeoutMs,
+            onFirstByte: () => {},
+            captureLimitBytes: CAPTURE_LIMIT_BYTES,
+            streamingOperation: false,
+          }).then((outcome) => record(requestId, started, String(value['model']), reply.status, outcome.usage)),
         () => fail(res, 502),
       );
     },
@@ -47,37 +62,8 @@ const server = createServer((req, res) => {
   );
 });
 
-function relay(reply: UpstreamReply, res: ServerResponse, dropUsageChunk: boolean, done: (usage: TokenUsage | undefined) => void): void {
-  const headers = clientResponseHeaders(reply.headers);
-  const sse = String(reply.headers['content-type'] ?? '').includes('text/event-stream');
-  if (sse) delete headers['content-length'];
-  res.writeHead(reply.status, headers);
-  const splitter = new SseEventSplitter();
-  const accumulator = new StreamUsageAccumulator('completions');
-  const kept: Buffer[] = [];
-  reply.consume({
-    onData: (chunk) => {
-      if (!sse) {
-        kept.push(chunk);
-        res.write(chunk);
-        return;
-      }
-      for (const event of splitter.push(chunk)) {
-        const data = event.includes('usage') ? sseEventData(event.toString('utf8')) : undefined;
-        const parsed = data === undefined ? undefined : accumulator.push(data);
-        if (!(dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed))) res.write(event);
-      }
-    },
-    onEnd: () => {
-      res.end();
-      done(sse ? accumulator.result() : extractUsage('completions', JSON.parse(Buffer.concat(kept).toString('utf8'))));
-    },
-    onError: () => res.destroy(),
-  });
-}
-
-function record(started: number, model: string, status: number, usage: TokenUsage | undefined): void {
-  const log = newLogDraft(newRequestId(started), started);
+function record(requestId: string, started: number, model: string, status: number, usage: TokenUsage | undefined): void {
+  const log = newLogDraft(requestId, started);
   log.access_key_id = 1;
   log.group_id = log.credential_id = '1';
   log.channel = 'ch02';
