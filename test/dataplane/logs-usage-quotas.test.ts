@@ -1,21 +1,11 @@
 import t, { type Test } from 'tap';
 import type { IncomingHttpHeaders } from 'node:http';
-import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { closedPortUrl, clientAuthHeaders, createKey, rawRequest, seedGroup, splitUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
 import type { AccessKeyQuota } from '../../src/store/records.ts';
 
 // Logs, usage and quotas (issue 4 item 6), and what never crosses the gateway: client
 // credentials and hop-by-hop headers upstream, the upstream credential anywhere but upstream.
-
-async function setup(t: Test, respond: Parameters<typeof startUpstream>[0]): Promise<{ gw: Gateway; upstream: Upstream }> {
-  const upstream = await startUpstream(respond);
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
-  return { gw, upstream };
-}
 
 function post(gw: Gateway, path: string, protocol: string, keyValue: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
   return fetch(`${gw.url}${path}`, { method: 'POST', headers: { ...clientAuthHeaders(protocol, keyValue), 'content-type': 'application/json', ...extraHeaders }, body: JSON.stringify(body) });
@@ -27,7 +17,7 @@ const json = (body: unknown) => (_req: RecordedUpstreamRequest, res: import('nod
 };
 
 t.test('the log record of a request: ids, route, models, status, attempts, timings, usage with cached and reasoning tokens, cost', async (t) => {
-  const { gw, upstream } = await setup(
+  const { gw, upstream } = await startUpstreamAndDataPlane(
     t,
     json({ id: 'c1', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1000, completion_tokens: 500, total_tokens: 1500, prompt_tokens_details: { cached_tokens: 200 }, completion_tokens_details: { reasoning_tokens: 100 } } }),
   );
@@ -157,7 +147,7 @@ const USAGE_CASES = [
 
 for (const c of USAGE_CASES) {
   t.test(`usage read from ${c.name}`, async (t) => {
-    const { gw, upstream } = await setup(t, (_req, res) => {
+    const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
       res.writeHead(200, { 'content-type': c.contentType });
       res.end(c.reply);
     });
@@ -174,7 +164,7 @@ for (const c of USAGE_CASES) {
 }
 
 t.test('alpha search is not counted as model token usage (note 4)', async (t) => {
-  const { gw, upstream } = await setup(t, json({ results: [], usage: { prompt_tokens: 99, completion_tokens: 99, input_tokens: 99, output_tokens: 99 } }));
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ results: [], usage: { prompt_tokens: 99, completion_tokens: 99, input_tokens: 99, output_tokens: 99 } }));
   await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
   const res = await post(gw, '/v1/alpha/search', 'x-responses', keyValue, { model: 'team-m', query: 'q' });
@@ -185,7 +175,7 @@ t.test('alpha search is not counted as model token usage (note 4)', async (t) =>
 });
 
 t.test('record_request_body: true stores the original body; false stores none', async (t) => {
-  const { gw, upstream } = await setup(t, json({ choices: [] }));
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [] }));
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const recording = await createKey(gw.store, { name: 'recording', protocols: ['x-completions'], record_request_body: true });
   const silent = await createKey(gw.store, { name: 'silent', protocols: ['x-completions'], record_request_body: false });
@@ -272,7 +262,7 @@ function usageReply(protocol: string): string {
 
 for (const c of QUOTA_CASES) {
   t.test(`quota exhaustion (${c.name}) answers 429 quota_exceeded in the client protocol`, async (t) => {
-    const { gw, upstream } = await setup(t, (_req, res) => {
+    const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(usageReply(c.protocol));
     });
@@ -294,7 +284,7 @@ for (const c of QUOTA_CASES) {
 }
 
 t.test('a cost quota refuses once the priced usage reaches it', async (t) => {
-  const { gw, upstream } = await setup(t, json({ choices: [], usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 } }));
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [], usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 } }));
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 1, output_per_mtok: 1 }, 'manual');
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { cost: 0.002 } } });
@@ -309,7 +299,7 @@ t.test('a cost quota refuses once the priced usage reaches it', async (t) => {
 });
 
 t.test('the key query parameter authenticates and is removed before forwarding; other parameters stay', async (t) => {
-  const { gw, upstream } = await setup(t, (_req, res) => {
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.end('data: {"candidates":[]}\r\n\r\n');
   });
@@ -331,7 +321,7 @@ t.test('the key query parameter authenticates and is removed before forwarding; 
 });
 
 t.test('hop-by-hop headers and client credentials never reach the upstream; hop-by-hop response headers never reach the client', async (t) => {
-  const { gw, upstream } = await setup(t, (_req, res) => {
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive, x-up-hop', 'x-up-hop': 'drop', 'keep-alive': 'timeout=99', 'x-up-kept': 'yes' });
     res.end(JSON.stringify({ type: 'message', usage: { input_tokens: 1, output_tokens: 1 } }));
   });
@@ -375,7 +365,7 @@ t.test('hop-by-hop headers and client credentials never reach the upstream; hop-
 t.test('the upstream credential appears in no response and no log record', async (t) => {
   const SECRET = 'sk-upstream-NEVER-LEAK-7f3a9c';
   let mode: 'ok' | '401' | 'stream' | '500' = 'ok';
-  const { gw, upstream } = await setup(t, (_req, res) => {
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
     if (mode === '401') {
       res.writeHead(401, { 'content-type': 'application/json' });
       res.end('{"error":{"message":"Incorrect API key provided: sk-up****9c","type":"invalid_request_error"}}');

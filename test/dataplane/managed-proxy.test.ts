@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { startDataPlane, startUpstream, seedRoute } from './helpers/data-plane-harness.ts';
+import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 
@@ -9,12 +9,7 @@ const answer = (_req: unknown, res: import('node:http').ServerResponse) => {
 };
 
 async function callThrough(t: Test, scope: 'credential' | 'group' | 'global', proxyUrl: () => string) {
-  const upstream = await startUpstream(answer);
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
   const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
   if (scope === 'group') await gw.store.groups.update(group.id, { proxy_url: proxyUrl() });
   if (scope === 'global') await gw.store.settings.save({ proxy_url: proxyUrl() });

@@ -1,16 +1,11 @@
 import t from 'tap';
-import { startDataPlane, startUpstream, seedRoute } from './helpers/data-plane-harness.ts';
+import { startDataPlane, seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 
 t.test('chat completions forwarded natively: model mapped, credentials swapped, unknown fields kept, log written', async (t) => {
-  const upstream = await startUpstream((req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
     const body = JSON.parse(req.body.toString());
     res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'up-123' });
     res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } }));
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-model', upstream: 'vendor-model-1' }], protocols: ['x-completions'] });
   const res = await fetch(`${gw.url}/v1/chat/completions`, {

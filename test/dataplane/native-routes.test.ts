@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
 import { CHANNELS, PROTOCOL_IDS, type ChannelId } from '../../src/generated/index.ts';
-import { startDataPlane, startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import {
   HTTP_OPERATIONS,
   clientAuthHeaders,
@@ -198,15 +198,10 @@ async function checkNativeRoute(t: Test, op: Operation, channel: ChannelId, stre
   const progress = new ClientProgress();
   const reply = nonStreamReply(op);
   const events = streamEvents(op);
-  const upstream = await startUpstream(async (_req: RecordedUpstreamRequest, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req: RecordedUpstreamRequest, res) => {
     if (stream) return writeGated(res, events, progress);
     res.writeHead(reply.status, { 'content-type': reply.contentType, 'content-length': reply.body.length, 'request-id': `req-up-${op.id}`, 'x-vendor-trace': 'trace-7' });
     res.end(reply.body);
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   const models = op.model === 'none' ? [{ external: 'unused-model', upstream: 'unused-model' }] : [{ external: externalModel(op), upstream: upstreamModel(op) }];
   const { group, credentials } = await seedGroup(gw.store, { channel, baseUrl: upstream.url, models, secrets: [SECRET] });

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { startDataPlane, startUpstream, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 import type { NewAccessKey } from '../../src/store/config-store.ts';
 
@@ -85,14 +85,9 @@ function imageEditForm(model: string): FormData {
 }
 
 async function setup(t: Test): Promise<{ gw: Gateway; upstream: Upstream }> {
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{}');
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   return { gw, upstream };
 }

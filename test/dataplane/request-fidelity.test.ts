@@ -1,17 +1,12 @@
 import t from 'tap';
 import { request as httpRequest } from 'node:http';
-import { startDataPlane, startUpstream, seedRoute } from './helpers/data-plane-harness.ts';
+import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
 
 t.test('a body whose model is not remapped reaches the upstream byte for byte; the query keeps its encoding, minus the key', async (t) => {
-  const upstream = await startUpstream((req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"candidates":[]}');
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'same', upstream: 'same' }], protocols: ['x-completions'] });
   const generateKey = (await seedRoute(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'gem', upstream: 'gem' }], protocols: ['x-generate'] })).keyValue;
@@ -28,12 +23,7 @@ t.test('a body whose model is not remapped reaches the upstream byte for byte; t
 });
 
 t.test('a client that leaves before its body ends is logged as client_closed, and nothing goes upstream', async (t) => {
-  const upstream = await startUpstream((_req, res) => void res.end('{}'));
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => void res.end('{}'));
   const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
   const req = httpRequest(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json', 'content-length': '1000' } });
   req.on('error', () => {});

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startDataPlane, startUpstream, seedRoute } from './helpers/data-plane-harness.ts';
+import { startDataPlane, seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 
 const ok = (_req: unknown, res: import('node:http').ServerResponse) => {
   res.writeHead(200, { 'content-type': 'application/json' });
@@ -7,12 +7,7 @@ const ok = (_req: unknown, res: import('node:http').ServerResponse) => {
 };
 
 t.test('multipart image edit streams through with only the model field rewritten', async (t) => {
-  const upstream = await startUpstream(ok);
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok);
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'vendor-img' }], protocols: ['x-images'], recordBody: true });
   const form = new FormData();
   form.append('model', 'img');
@@ -32,12 +27,7 @@ t.test('multipart image edit streams through with only the model field rewritten
 });
 
 t.test('a JSON body above the buffering size streams with the model rewritten', async (t) => {
-  const upstream = await startUpstream(ok);
-  const gw = await startDataPlane({ bufferedJsonBytes: 64 * 1024 });
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { bufferedJsonBytes: 64 * 1024 });
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'ocr', upstream: 'vendor-ocr' }], protocols: ['x-suite'] });
   const document = 'A'.repeat(2 * 1024 * 1024);
   const res = await fetch(`${gw.url}/v1/ocr`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'ocr', document: { type: 'document_url', document_url: `data:application/pdf;base64,${document}` } }) });

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
-import { startDataPlane, startUpstream, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
 
 // Streaming edge cases (issue 4 item 3): a client that leaves aborts the upstream request and
@@ -89,17 +89,12 @@ interface Scenario {
 /** One Group on the style's channel whose upstream sends the first event, then does `then`. */
 async function scenario(t: Test, style: StreamStyle, then: (res: ServerResponse) => void, gatewayOptions = {}): Promise<Scenario> {
   const upstreamClosed = deferred();
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.on('close', () => upstreamClosed.resolve());
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.write(style.first);
     then(res);
-  });
-  const gw = await startDataPlane(gatewayOptions);
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  }, gatewayOptions);
   await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
   const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
   return { gw, upstream, keyValue, upstreamClosed };
@@ -190,15 +185,10 @@ const USAGE_CHUNK = `data: ${JSON.stringify({
 const DONE = 'data: [DONE]\n\n';
 
 async function usageScenario(t: Test) {
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     for (const chunk of [...CONTENT_CHUNKS, USAGE_CHUNK, DONE]) res.write(chunk);
     res.end();
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
@@ -241,14 +231,9 @@ t.test('completions stream where the client asked for usage: forwarded unchanged
 });
 
 t.test('a non-streaming completions request gets no stream_options', async (t) => {
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"choices":[]}');
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
@@ -260,15 +245,10 @@ t.test('a non-streaming completions request gets no stream_options', async (t) =
 t.test('a client that leaves before the upstream answers aborts the upstream request; the log says client_aborted', async (t) => {
   const upstreamClosed = deferred();
   const upstreamGotIt = deferred();
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.on('close', () => upstreamClosed.resolve());
     upstreamGotIt.resolve();
     // never answers
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { key, keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
@@ -296,17 +276,12 @@ t.test('a client that leaves before the upstream answers aborts the upstream req
 
 async function jsonArrayScenario(t: Test, then: (res: ServerResponse) => void, gatewayOptions = {}) {
   const upstreamClosed = deferred();
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.on('close', () => upstreamClosed.resolve());
     res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
     res.write(`[{"candidates": [{"content": {"parts": [{"text": "first-element"}]}}]}`);
     then(res);
-  });
-  const gw = await startDataPlane(gatewayOptions);
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  }, gatewayOptions);
   await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-generate'] });
   const res = await fetch(`${gw.url}/v1beta/models/team-m:streamGenerateContent`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: '{"contents":[]}' });

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { startDataPlane, startUpstream } from './helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // Upstream errors are preserved (issue 4 item 2, spec section 7 item 6, decisions.md §6):
@@ -58,15 +58,10 @@ const retried = (c: ErrorCase) => (c.error.status === 429 || c.error.status >= 5
 for (const c of CASES) {
   t.test(`upstream error preserved: ${c.name}`, async (t: Test) => {
     let n = 0;
-    const upstream = await startUpstream((_req, res) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
       n += 1;
       res.writeHead(c.error.status, { 'content-type': c.error.contentType, 'request-id': `req-up-${n}`, ...c.error.headers });
       res.end(c.error.body);
-    });
-    const gw = await startDataPlane();
-    t.teardown(async () => {
-      await gw.close();
-      await upstream.close();
     });
     const secrets = Array.from({ length: c.credentials }, (_, i) => `sk-up-err-${i}`);
     await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets });
@@ -90,14 +85,9 @@ for (const c of CASES) {
 }
 
 t.test('a streaming request answered with an upstream error gets the error as sent, not a stream', async (t) => {
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(400, { 'content-type': 'application/json' });
     res.end('{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}');
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   await seedGroup(gw.store, { channel: 'ch14', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-messages'] });

@@ -2,21 +2,16 @@ import t, { type Test } from 'tap';
 import OpenAI, { AuthenticationError as OpenAIAuthenticationError } from 'openai';
 import Anthropic, { AuthenticationError as AnthropicAuthenticationError } from '@anthropic-ai/sdk';
 import { ApiError, GoogleGenAI } from '@google/genai';
-import { startDataPlane, startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
 import { logOf } from './helpers/vendor-wire.ts';
 
 // Data-plane model lists (note 12) through each official SDK: the configured models visible
 // to the calling key, in the shape the SDK pages through, and never an upstream request.
 
 async function setup(t: Test) {
-  const upstream = await startUpstream((_req, res) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(500);
     res.end();
-  });
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
   });
   const groups = gw.store.groups;
   const chat = await groups.create({ name: 'chat', channel: 'ch02', base_url: upstream.url, models: [{ external: 'team-b', upstream: 'v-b' }, { external: 'team-a', upstream: 'v-a' }] });

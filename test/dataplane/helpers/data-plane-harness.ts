@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import type { Test } from 'tap';
 import { createDataPlaneHandler } from '../../../src/dataplane/handle-data-request.ts';
 import { createUpgradeHandler } from '../../../src/dataplane/handle-websocket-upgrade.ts';
 import { DEFAULT_DATA_PLANE_OPTIONS, type DataPlaneOptions } from '../../../src/dataplane/data-plane-deps.ts';
@@ -44,6 +45,21 @@ export interface Gateway {
   logs: SqliteLogStore;
   dataDir: string;
   close(): Promise<void>;
+}
+
+/** A substitute upstream and the data plane in front of it, both stopped when the test ends. */
+export async function startUpstreamAndDataPlane(
+  t: Test,
+  respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void | Promise<void>,
+  options: Partial<DataPlaneOptions> = {},
+): Promise<{ upstream: Upstream; gw: Gateway }> {
+  const upstream = await startUpstream(respond);
+  const gw = await startDataPlane(options);
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  return { upstream, gw };
 }
 
 /** The real data plane with real stores in a temporary data directory, on 127.0.0.1. */

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Test } from 'tap';
-import { seedRoute, startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from '../../dataplane/helpers/data-plane-harness.ts';
+import { seedRoute, startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest, type Upstream } from '../../dataplane/helpers/data-plane-harness.ts';
 
 /**
  * Substitute upstreams that answer in the vendors' own wire formats, so the official SDKs
@@ -70,12 +70,7 @@ export async function rig(
   o: { channel: string; protocols: string[]; external: string; upstreamModel: string; upstreamKey?: string },
   respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void | Promise<void>,
 ): Promise<SdkRig> {
-  const upstream = await startUpstream(respond);
-  const gw = await startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, respond);
   const seeded = await seedRoute(gw.store, {
     channel: o.channel,
     baseUrl: upstream.url,
