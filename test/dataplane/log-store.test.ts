@@ -247,8 +247,7 @@ t.test('a logs.sqlite created with an AUTOINCREMENT seq keeps working', async (t
   t.same(rest.items.map((r) => r.request_id), ['req_000000']);
   t.same(await store.get('req_000001'), record(1, { created_at: T0 }));
   await store.close();
-  const check = new Database(join(dir, LOG_DB_FILE), { readonly: true });
-  t.teardown(() => check.close());
+  const check = openClosedStoreFile(t, dir);
   t.same(check.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'request_logs'").get(), { seq: 3 }, 'the file kept its AUTOINCREMENT');
 });
 
@@ -257,9 +256,15 @@ t.test('a new logs.sqlite has seq as a plain rowid', async (t) => {
   const store = openSqliteLogStore(dir);
   store.append(record(1));
   await store.close();
-  const check = new Database(join(dir, LOG_DB_FILE), { readonly: true });
-  t.teardown(() => check.close());
+  const check = openClosedStoreFile(t, dir);
   const sql = (check.prepare("SELECT sql FROM sqlite_master WHERE name = 'request_logs'").get() as { sql: string }).sql;
   t.match(sql, /seq INTEGER PRIMARY KEY,/);
   t.notMatch(sql, /AUTOINCREMENT/);
 });
+
+/** The store's database file, opened after the store closed, to look at what it wrote. */
+function openClosedStoreFile(t: Test, dir: string): Database.Database {
+  const db = new Database(join(dir, LOG_DB_FILE), { fileMustExist: true });
+  t.teardown(() => db.close());
+  return db;
+}
