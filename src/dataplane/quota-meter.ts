@@ -1,23 +1,19 @@
-import { periodStart, type QuotaLine } from '../management/quota.ts';
+import { measureQuotaUsage, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
-import type { AccessKeyRecord, QuotaLimits, QuotaPeriod } from '../store/records.ts';
+import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { DataPlaneError } from './data-plane-error.ts';
-
-type Totals = Record<keyof QuotaLimits, number>;
 
 interface Meter {
   /** The quota the totals were loaded for; another one (edited in the meantime) reloads. */
   quota: string;
-  total: Totals;
+  total: QuotaUsage;
   periodKind: QuotaPeriod | undefined;
   periodStart: number;
-  period: Totals;
+  period: QuotaUsage;
   /** Records that arrived while the totals were being read, added once they are in. */
   queued: LogRecord[] | undefined;
   loaded: Promise<void>;
 }
-
-const METRICS = ['requests', 'tokens', 'cost'] as const;
 
 /**
  * What each AccessKey with a quota has used, kept in memory: read from the log store the first
@@ -47,11 +43,7 @@ export class QuotaMeter {
     const meter = this.#meterFor(key, now);
     await meter.loaded;
     rollOver(meter, now);
-    const lines: QuotaLine[] = [];
-    if (quota.total) for (const metric of METRICS) pushLine(lines, 'total', quota.total[metric], meter.total[metric], metric);
-    const pp = quota.per_period;
-    if (pp) for (const metric of METRICS) pushLine(lines, 'per_period', pp[metric], meter.period[metric], metric, pp.period);
-    return lines.find((l) => l.used >= l.limit);
+    return quotaLines(quota, meter.total, meter.period).find((l) => l.used >= l.limit);
   }
 
   /** Counts a request of a metered key; call it for every record appended to the log store. */
@@ -69,7 +61,7 @@ export class QuotaMeter {
     const periodKind = key.quota?.per_period?.period;
     const meter: Meter = { quota, total: zero(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: zero(), queued: [], loaded: Promise.resolve() };
     // Records appended after these reads are issued are not in their answers: they queue.
-    const reads = [key.quota?.total ? this.#read(key.id, undefined) : undefined, periodKind ? this.#read(key.id, meter.periodStart) : undefined];
+    const reads = [key.quota?.total ? measureQuotaUsage(this.#logs, key.id, undefined) : undefined, periodKind ? measureQuotaUsage(this.#logs, key.id, meter.periodStart) : undefined];
     meter.loaded = Promise.all(reads).then(
       ([total, inPeriod]) => {
         if (total) meter.total = total;
@@ -85,11 +77,6 @@ export class QuotaMeter {
     );
     this.#meters.set(key.id, meter);
     return meter;
-  }
-
-  async #read(keyId: number, from: number | undefined): Promise<Totals> {
-    const s = await this.#logs.statistics(from === undefined ? { access_key_id: keyId } : { access_key_id: keyId, from });
-    return { requests: s.requests, tokens: s.input_tokens + s.output_tokens, cost: s.cost };
   }
 }
 
@@ -130,10 +117,6 @@ export function quotaMeterFor(logs: LogReader): QuotaMeter {
   return meter;
 }
 
-function zero(): Totals {
+function zero(): QuotaUsage {
   return { requests: 0, tokens: 0, cost: 0 };
-}
-
-function pushLine(lines: QuotaLine[], scope: QuotaLine['scope'], limit: number | undefined, used: number, metric: keyof QuotaLimits, period?: QuotaLine['period']): void {
-  if (limit !== undefined) lines.push({ scope, ...(period ? { period } : {}), metric, limit, used });
 }

@@ -1,5 +1,5 @@
 import type { LogReader } from '../store/log-store.ts';
-import type { AccessKeyRecord, QuotaLimits, QuotaPeriod } from '../store/records.ts';
+import type { AccessKeyQuota, AccessKeyRecord, QuotaLimits, QuotaPeriod } from '../store/records.ts';
 
 export interface QuotaLine {
   scope: 'total' | 'per_period';
@@ -29,25 +29,43 @@ export function periodStart(period: QuotaPeriod, now: number): number {
   }
 }
 
+/** What an AccessKey used against a quota: requests, tokens (input + output), cost. */
+export type QuotaUsage = Record<keyof QuotaLimits, number>;
+
+const METRICS = ['requests', 'tokens', 'cost'] as const;
+
+/** What the key used since `from` (epoch ms), or over its lifetime when `from` is undefined, from the usage store. */
+export async function measureQuotaUsage(logs: LogReader, keyId: number, from: number | undefined): Promise<QuotaUsage> {
+  const s = await logs.statistics(from === undefined ? { access_key_id: keyId } : { access_key_id: keyId, from });
+  return { requests: s.requests, tokens: s.input_tokens + s.output_tokens, cost: s.cost };
+}
+
+/** One line per limit the quota sets, beside what was used: lifetime (`total`) and in the current period (`period`). */
+export function quotaLines(quota: AccessKeyQuota, total: QuotaUsage, period: QuotaUsage): QuotaLine[] {
+  const lines: QuotaLine[] = [];
+  const add = (scope: QuotaLine['scope'], limits: QuotaLimits, used: QuotaUsage, kind?: QuotaPeriod) => {
+    for (const metric of METRICS) {
+      const limit = limits[metric];
+      if (limit !== undefined) lines.push({ scope, ...(kind ? { period: kind } : {}), metric, limit, used: used[metric] });
+    }
+  };
+  if (quota.total) add('total', quota.total, total);
+  if (quota.per_period) add('per_period', quota.per_period, period, quota.per_period.period);
+  return lines;
+}
+
+const NOTHING_USED: QuotaUsage = { requests: 0, tokens: 0, cost: 0 };
+
 /**
  * Usage of an AccessKey against its quota, from the usage store: requests, tokens (input +
  * output) and cost, lifetime and in the current period. A limit is exceeded once used >= limit.
  */
 export async function quotaStatus(key: AccessKeyRecord, logs: LogReader, now: number): Promise<QuotaStatus | null> {
-  if (!key.quota) return null;
-  const lines: QuotaLine[] = [];
-  const measure = async (from: number | undefined) => {
-    const s = await logs.statistics(from === undefined ? { access_key_id: key.id } : { access_key_id: key.id, from });
-    return { requests: s.requests, tokens: s.input_tokens + s.output_tokens, cost: s.cost };
-  };
-  const add = (scope: QuotaLine['scope'], limits: QuotaLimits, used: Record<keyof QuotaLimits, number>, period?: QuotaPeriod) => {
-    for (const metric of ['requests', 'tokens', 'cost'] as const) {
-      const limit = limits[metric];
-      if (limit !== undefined) lines.push({ scope, ...(period ? { period } : {}), metric, limit, used: used[metric] });
-    }
-  };
-  if (key.quota.total) add('total', key.quota.total, await measure(undefined));
-  const pp = key.quota.per_period;
-  if (pp) add('per_period', pp, await measure(periodStart(pp.period, now)), pp.period);
+  const { quota } = key;
+  if (!quota) return null;
+  const pp = quota.per_period;
+  const total = quota.total ? await measureQuotaUsage(logs, key.id, undefined) : NOTHING_USED;
+  const period = pp ? await measureQuotaUsage(logs, key.id, periodStart(pp.period, now)) : NOTHING_USED;
+  const lines = quotaLines(quota, total, period);
   return { exceeded: lines.some((l) => l.used >= l.limit), lines };
 }
