@@ -4,12 +4,11 @@ import type { CredentialDisableBody } from '../../generated/management/credentia
 import type { CredentialImportBody } from '../../generated/management/credential-import.ts';
 import type { CredentialUpdateBody } from '../../generated/management/credential-update.ts';
 import { maskSecret } from '../../store/mask.ts';
-import type { GroupRecord } from '../../store/records.ts';
 import { recordReveal } from '../audit-reveal.ts';
 import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam, onlyQuery, queryEnum } from '../params.ts';
-import { requireGroup } from '../require-group.ts';
+import { requireGroupInPath } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import connectSchema from '../schemas/credential-connect.json' with { type: 'json' };
 import disableSchema from '../schemas/credential-disable.json' with { type: 'json' };
@@ -23,10 +22,6 @@ const IMPORT_BODY_LIMIT = 8 * 1024 * 1024;
 export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
 
-  function groupOf(ctx: ManagementContext): Promise<GroupRecord> {
-    return requireGroup(store.groups, idParam(ctx, 'group_id', 'group'));
-  }
-
   function credentialId(ctx: ManagementContext): number {
     return idParam(ctx, 'credential_id', 'credential');
   }
@@ -36,7 +31,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: BASE,
       async handle(ctx) {
-        return { data: await store.credentials.list((await groupOf(ctx)).id) };
+        return { data: await store.credentials.list((await requireGroupInPath(ctx, store.groups)).id) };
       },
     }),
     route<CredentialImportBody>({
@@ -46,7 +41,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       bodyLimit: IMPORT_BODY_LIMIT,
       idempotent: true,
       async handle(ctx, body) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         checkProxyAllowed(group.channel, body.proxy_url ?? null);
         const common = definedStrings(body.fields ?? {});
         const kind = body.kind === undefined ? importableKind(group.channel, common, group.base_url) : kindOfChannel(group.channel, body.kind);
@@ -81,7 +76,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       body: connectSchema,
       idempotent: true,
       async handle(ctx, body) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         checkProxyAllowed(group.channel, body.proxy_url ?? null);
         const kind = kindOfChannel(group.channel, body.kind);
         const values = completeCredentialValues(kind, definedStrings(body.fields), group);
@@ -98,7 +93,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       async handle(ctx) {
         onlyQuery(ctx, ['format']);
         const format = queryEnum(ctx, 'format', ['text', 'json'] as const) ?? 'text';
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         const list = await store.credentials.list(group.id);
         await recordReveal(deps, ctx, 'credential.download', { group_id: group.id, credential_ids: list.map((c) => c.id) });
         const revealed = await Promise.all(
@@ -119,7 +114,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: `${BASE}/:credential_id`,
       async handle(ctx) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         const c = await store.credentials.get(group.id, credentialId(ctx));
         if (!c) throw notFound('credential', credentialId(ctx));
         return { data: c };
@@ -130,7 +125,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       path: `${BASE}/:credential_id`,
       body: updateSchema,
       async handle(ctx, body) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         const current = await store.credentials.get(group.id, credentialId(ctx));
         if (!current) throw notFound('credential', credentialId(ctx));
         checkProxyAllowed(group.channel, body.proxy_url ?? null);
@@ -150,7 +145,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'POST',
       path: `${BASE}/:credential_id/enable`,
       async handle(ctx) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         const saved = await store.credentials.setState(group.id, credentialId(ctx), { to: 'active' });
         if (!saved) throw notFound('credential', credentialId(ctx));
         return { data: saved };
@@ -161,7 +156,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       path: `${BASE}/:credential_id/disable`,
       body: disableSchema,
       async handle(ctx, body) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         const saved = await store.credentials.setState(group.id, credentialId(ctx), { to: 'disabled', reason: body.reason ?? 'disabled_by_operator' });
         if (!saved) throw notFound('credential', credentialId(ctx));
         return { data: saved };
@@ -171,7 +166,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'POST',
       path: `${BASE}/:credential_id/reveal`,
       async handle(ctx) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         const id = credentialId(ctx);
         if (!(await store.credentials.get(group.id, id))) throw notFound('credential', id);
         await recordReveal(deps, ctx, 'credential.reveal', { group_id: group.id, credential_ids: [id] });
@@ -183,7 +178,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       path: `${BASE}/:credential_id/reset-credits/consume`,
       idempotent: true,
       async handle(ctx) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         const saved = await store.credentials.consumeResetCredit(group.id, credentialId(ctx));
         if (!saved) throw notFound('credential', credentialId(ctx));
         return { data: saved };
@@ -193,7 +188,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'DELETE',
       path: `${BASE}/:credential_id`,
       async handle(ctx) {
-        const group = await groupOf(ctx);
+        const group = await requireGroupInPath(ctx, store.groups);
         if (!(await store.credentials.delete(group.id, credentialId(ctx)))) throw notFound('credential', credentialId(ctx));
         return {};
       },

@@ -6,7 +6,7 @@ import type { GroupModel, GroupRecord } from '../../store/records.ts';
 import { channelOf, channelRequiresBaseUrl, checkProxyAllowed, isHttpUrl } from '../channel-rules.ts';
 import type { ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
-import { requireGroup } from '../require-group.ts';
+import { requireGroupInPath } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import groupCreateSchema from '../schemas/group-create.json' with { type: 'json' };
 import groupModelsSchema from '../schemas/group-models.json' with { type: 'json' };
@@ -14,8 +14,6 @@ import groupSettingsSchema from '../schemas/group-settings.json' with { type: 'j
 
 export function groupRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
-
-  const groupOr404 = (id: number): Promise<GroupRecord> => requireGroup(store.groups, id);
 
   async function withCounts(g: GroupRecord) {
     const credentials = await store.credentials.list(g.id);
@@ -47,14 +45,14 @@ export function groupRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: '/groups/:group_id',
       async handle(ctx) {
-        return { data: await withCounts(await groupOr404(idParam(ctx, 'group_id', 'group'))) };
+        return { data: await withCounts(await requireGroupInPath(ctx, store.groups)) };
       },
     }),
     route({
       method: 'GET',
       path: '/groups/:group_id/settings',
       async handle(ctx) {
-        return { data: settingsOf(await groupOr404(idParam(ctx, 'group_id', 'group'))) };
+        return { data: settingsOf(await requireGroupInPath(ctx, store.groups)) };
       },
     }),
     route<GroupSettingsBody>({
@@ -62,7 +60,7 @@ export function groupRoutes(deps: ManagementDeps): RouteDef[] {
       path: '/groups/:group_id/settings',
       body: groupSettingsSchema,
       async handle(ctx, body) {
-        const current = await groupOr404(idParam(ctx, 'group_id', 'group'));
+        const current = await requireGroupInPath(ctx, store.groups);
         const next = { ...current, ...body };
         checkLocation(current.channel, next.base_url, next.proxy_url);
         const saved = await store.groups.update(current.id, body);
@@ -74,7 +72,7 @@ export function groupRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: '/groups/:group_id/models',
       async handle(ctx) {
-        return { data: (await groupOr404(idParam(ctx, 'group_id', 'group'))).models };
+        return { data: (await requireGroupInPath(ctx, store.groups)).models };
       },
     }),
     route<GroupModelsBody>({
