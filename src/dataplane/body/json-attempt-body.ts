@@ -28,7 +28,7 @@ export function jsonAttemptBody(
     return { body: Buffer.concat([raw.subarray(0, close), STREAM_USAGE_MEMBER, raw.subarray(close)]), addedStreamUsage: true };
   }
   const copy = { ...value };
-  const addedStreamUsage = requestStreamUsage?.(copy) ?? false;
+  if (addsUsage) requestStreamUsage(copy);
   if (remap) copy['model'] = upstreamModel;
-  return { body: Buffer.from(JSON.stringify(copy)), addedStreamUsage };
+  return { body: Buffer.from(JSON.stringify(copy)), addedStreamUsage: addsUsage };
 }
