@@ -14,6 +14,7 @@ const ADDED_P50_VS_FLOOR = 1.5;
 const RSS_LIMIT_MB = 200;
 
 const pad = (value: string, width: number) => value.padStart(width);
+const SCENARIOS = ['non-streaming', 'streaming'] as const;
 const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(3) : 'n/a');
 
 export function printMeasurements(measurements: Measurement[]): void {
@@ -36,15 +37,64 @@ function find(measurements: Measurement[], target: string, scenario: string, con
   return measurements.find((m) => m.target === target && m.scenario === scenario && m.connections === connections)?.result;
 }
 
+/** One of issue 4's targets for switchyard, as measured. */
+export interface TargetCheck {
+  /** `non-streaming`, `streaming`, or `memory` for peak RSS. */
+  scenario: string;
+  /** What is compared, e.g. `switchyard/floor throughput @32`. */
+  measure: string;
+  value: number;
+  /** The target as written in issue 4, e.g. `>= 0.75`. */
+  target: string;
+  met: boolean;
+  /** Printed after the value (the unit, or how the value was formed). */
+  detail: string;
+}
+
 /**
- * Ratios of issue 4: switchyard/floor and switchyard/direct throughput at 32 connections;
- * latency added at 1 connection (p50 minus direct's p50), switchyard's against the floor's.
- * Without a switchyard run, the floor's own figures against direct are shown for reference.
+ * Issue 4's targets: switchyard/floor and switchyard/direct throughput at 32 connections; the
+ * p50 added at 1 connection (target minus direct), switchyard's against the floor's; peak RSS.
+ * A target whose figures are missing is left out.
+ */
+export function checkTargets(measurements: Measurement[], switchyardRssBytes: number | undefined): TargetCheck[] {
+  const checks: TargetCheck[] = [];
+  for (const scenario of SCENARIOS) {
+    const direct32 = find(measurements, 'direct', scenario, 32);
+    const floor32 = find(measurements, 'floor', scenario, 32);
+    const sy32 = find(measurements, 'switchyard', scenario, 32);
+    if (sy32 && floor32 && direct32) {
+      const vsFloor = sy32.requestsPerSecond / floor32.requestsPerSecond;
+      const vsDirect = sy32.requestsPerSecond / direct32.requestsPerSecond;
+      checks.push({ scenario, measure: 'switchyard/floor throughput @32', value: vsFloor, target: `>= ${THROUGHPUT_VS_FLOOR}`, met: vsFloor >= THROUGHPUT_VS_FLOOR, detail: '' });
+      checks.push({ scenario, measure: 'switchyard/direct throughput @32', value: vsDirect, target: `>= ${THROUGHPUT_VS_DIRECT}`, met: vsDirect >= THROUGHPUT_VS_DIRECT, detail: '' });
+    }
+    const direct1 = find(measurements, 'direct', scenario, 1);
+    const floor1 = find(measurements, 'floor', scenario, 1);
+    const sy1 = find(measurements, 'switchyard', scenario, 1);
+    if (sy1 && floor1 && direct1) {
+      const floorAdded = floor1.p50 - direct1.p50;
+      const syAdded = sy1.p50 - direct1.p50;
+      // With no latency added by the floor, only a switchyard that adds none either meets it.
+      const value = floorAdded > 0 ? syAdded / floorAdded : Number.NaN;
+      const met = floorAdded > 0 ? value <= ADDED_P50_VS_FLOOR : syAdded <= 0;
+      const detail = `(${ms(syAdded)} ms added, ${floorAdded > 0 ? `the floor ${ms(floorAdded)} ms` : 'the floor none'})`;
+      checks.push({ scenario, measure: "switchyard added p50 @1 against the floor's", value, target: `<= ${ADDED_P50_VS_FLOOR}x`, met, detail });
+    }
+  }
+  if (switchyardRssBytes !== undefined && measurements.some((m) => m.target === 'switchyard')) {
+    const mb = switchyardRssBytes / 1024 / 1024;
+    checks.push({ scenario: 'memory', measure: 'switchyard peak RSS', value: mb, target: `< ${RSS_LIMIT_MB} MB`, met: mb < RSS_LIMIT_MB, detail: 'MB' });
+  }
+  return checks;
+}
+
+/**
+ * The floor's own figures against direct, the ceiling's diagnostic ratios when it ran, then
+ * issue 4's targets with their verdicts.
  */
 export function printRatios(measurements: Measurement[], switchyardRssBytes: number | undefined): void {
-  const hasSwitchyard = measurements.some((m) => m.target === 'switchyard');
   console.log('\n ratios');
-  for (const scenario of ['non-streaming', 'streaming']) {
+  for (const scenario of SCENARIOS) {
     const direct32 = find(measurements, 'direct', scenario, 32);
     const floor32 = find(measurements, 'floor', scenario, 32);
     const direct1 = find(measurements, 'direct', scenario, 1);
@@ -54,32 +104,12 @@ export function printRatios(measurements: Measurement[], switchyardRssBytes: num
     }
     if (direct1 && floor1) console.log(`  ${scenario}: floor added p50 @1 = ${ms(floor1.p50 - direct1.p50)} ms`);
     const ceiling32 = find(measurements, 'ceiling', scenario, 32);
-    if (ceiling32 && floor32) console.log(`  ${scenario}: ceiling/floor throughput @32 = ${(ceiling32.requestsPerSecond / floor32.requestsPerSecond).toFixed(2)} (diagnostic, no target)`);
-    if (!hasSwitchyard) continue;
     const sy32 = find(measurements, 'switchyard', scenario, 32);
-    const sy1 = find(measurements, 'switchyard', scenario, 1);
+    if (ceiling32 && floor32) console.log(`  ${scenario}: ceiling/floor throughput @32 = ${(ceiling32.requestsPerSecond / floor32.requestsPerSecond).toFixed(2)} (diagnostic, no target)`);
     if (sy32 && ceiling32) console.log(`  ${scenario}: switchyard/ceiling throughput @32 = ${(sy32.requestsPerSecond / ceiling32.requestsPerSecond).toFixed(2)} (diagnostic, no target)`);
-    if (sy32 && floor32 && direct32) {
-      const vsFloor = sy32.requestsPerSecond / floor32.requestsPerSecond;
-      const vsDirect = sy32.requestsPerSecond / direct32.requestsPerSecond;
-      console.log(`  ${scenario}: switchyard/floor throughput @32 = ${vsFloor.toFixed(2)} ${verdict(vsFloor >= THROUGHPUT_VS_FLOOR, `>= ${THROUGHPUT_VS_FLOOR}`)}`);
-      console.log(`  ${scenario}: switchyard/direct throughput @32 = ${vsDirect.toFixed(2)} ${verdict(vsDirect >= THROUGHPUT_VS_DIRECT, `>= ${THROUGHPUT_VS_DIRECT}`)}`);
-    }
-    if (sy1 && floor1 && direct1) {
-      const floorAdded = floor1.p50 - direct1.p50;
-      const syAdded = sy1.p50 - direct1.p50;
-      const ratio = syAdded / floorAdded;
-      console.log(
-        `  ${scenario}: switchyard added p50 @1 = ${ms(syAdded)} ms, ${floorAdded > 0 ? `${ratio.toFixed(2)}x the floor's` : 'floor added none'} ${verdict(floorAdded > 0 ? ratio <= ADDED_P50_VS_FLOOR : syAdded <= 0, `<= ${ADDED_P50_VS_FLOOR}x`)}`,
-      );
-    }
   }
-  if (hasSwitchyard && switchyardRssBytes !== undefined) {
-    const mb = switchyardRssBytes / 1024 / 1024;
-    console.log(`  switchyard peak RSS = ${mb.toFixed(1)} MB ${verdict(mb < RSS_LIMIT_MB, `< ${RSS_LIMIT_MB} MB`)}`);
+  for (const check of checkTargets(measurements, switchyardRssBytes)) {
+    const value = Number.isFinite(check.value) ? check.value.toFixed(check.scenario === 'memory' ? 1 : 2) : 'n/a';
+    console.log(`  ${check.scenario}: ${check.measure} = ${value}${check.detail ? ` ${check.detail}` : ''} ${check.met ? '(ok' : '(MISSED'}, target ${check.target})`);
   }
-}
-
-function verdict(ok: boolean, target: string): string {
-  return ok ? `(ok, target ${target})` : `(MISSED, target ${target})`;
 }

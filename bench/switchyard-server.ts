@@ -14,11 +14,12 @@ import { announceListening } from './bench-child.ts';
 const upstreamBase = process.argv[2];
 if (upstreamBase === undefined) throw new Error('usage: switchyard-server.ts <upstream base URL>');
 
+const AUTH_KEY = 'bench-auth-key-0123456789abcdef0123456789';
 const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-bench-'));
 const server = await createServer({
   dataDir,
   port: 0,
-  authKey: 'bench-auth-key-0123456789abcdef0123456789',
+  authKey: AUTH_KEY,
   openLogStore: (dir) => openWorkerLogStore(dir),
   mountDataPlane: dataPlaneMount(),
   log: () => {},
@@ -28,4 +29,4 @@ await server.store.credentials.createMany(group.id, [{ kind: 'api_key', values: 
 const key = await server.store.accessKeys.create({ name: 'bench', protocols: ['x-completions'] });
 
 process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
-announceListening({ port: server.port }, { authHeader: `Bearer ${key.value}` });
+announceListening({ port: server.port }, { authHeader: `Bearer ${key.value}`, managementAuthHeader: `Bearer ${AUTH_KEY}` });

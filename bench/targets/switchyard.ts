@@ -6,6 +6,8 @@ export interface BenchTarget {
   url: string;
   /** Value of the Authorization header, e.g. `Bearer <AccessKey>`. */
   authHeader: string;
+  /** Authorization header of the management API (the AUTH_KEY), to read the request logs. */
+  managementAuthHeader: string;
   close(): Promise<void>;
   /** Process id of the switchyard process, for its peak RSS. */
   pid?: number;
@@ -13,5 +15,5 @@ export interface BenchTarget {
 
 export async function startSwitchyard(upstreamUrl: string): Promise<BenchTarget> {
   const child = await forkBenchChild(new URL('../switchyard-server.ts', import.meta.url), [upstreamUrl]);
-  return { url: child.url, authHeader: String(child.announced['authHeader']), pid: child.pid, close: child.close };
+  return { url: child.url, authHeader: String(child.announced['authHeader']), managementAuthHeader: String(child.announced['managementAuthHeader']), pid: child.pid, close: child.close };
 }
