@@ -2,10 +2,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { bundleServer } from '../build/bundle.ts';
 
 /** Longest a child lives, so that a crashed parent never leaves it running. */
 const CHILD_LIFETIME_MS = 15 * 60_000;
@@ -18,18 +18,12 @@ export interface BenchChild {
   close(): Promise<void>;
 }
 
-/** Worker entry points the servers start; bundled next to them, where start-log-writer.ts looks for them. */
-const WORKER_ENTRIES = [new URL('../src/store/logs/log-writer-worker.ts', import.meta.url)];
-
 /**
- * Compiles a bench entry point to plain JavaScript (dependencies stay in node_modules), as a
- * deployment would run it: the TypeScript loader's own memory and hooks stay out of the figures.
+ * Compiles a bench entry point to plain JavaScript in bench/.build/, as `npm start` runs the
+ * gateway: the TypeScript loader's own memory and hooks stay out of the figures.
  */
-async function compile(script: URL): Promise<string> {
-  const outdir = path.join(path.dirname(fileURLToPath(script)), '.build');
-  const entryPoints = [script, ...WORKER_ENTRIES].map((url) => ({ in: fileURLToPath(url), out: path.basename(fileURLToPath(url), '.ts') }));
-  await build({ entryPoints, outdir, outExtension: { '.js': '.mjs' }, bundle: true, packages: 'external', platform: 'node', format: 'esm', target: 'node20', logLevel: 'error' });
-  return path.join(outdir, `${path.basename(fileURLToPath(script), '.ts')}.mjs`);
+function compile(script: URL): Promise<string> {
+  return bundleServer(script, path.join(path.dirname(fileURLToPath(script)), '.build'));
 }
 
 /** Starts a bench server in its own process (so its memory is its own) and waits for its port. */

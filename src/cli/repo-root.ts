@@ -1,7 +1,18 @@
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-/** The checkout this CLI belongs to (manifests, codegen and src/generated live there). */
+/**
+ * The checkout this CLI belongs to (manifests, codegen and src/generated live there): the
+ * nearest folder above this module that holds `manifests/`, whether the module runs from
+ * src/cli/ or bundled in dist/.
+ */
 export function repoRoot(): string {
-  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(path.join(dir, 'manifests', 'channels.yaml'))) {
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('switchyard: no manifests/ folder above the CLI; run it from a checkout');
+    dir = parent;
+  }
+  return dir;
 }

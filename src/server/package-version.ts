@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
+import pkg from '../../package.json' with { type: 'json' };
 
-/** The version of this release, from package.json. */
+/** The version of this release, from package.json (imported, so a bundle carries it). */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
-  return pkg.version ?? '0.0.0';
+  return (pkg as { version?: string }).version ?? '0.0.0';
 }

@@ -1,0 +1,76 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { bundleServer } from '../../build/bundle.ts';
+import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
+import { call } from '../management/support/http-client.ts';
+import { tempDataDir } from '../management/support/gateway.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const AUTH_KEY = 'bundle-test-auth-key-0123456789abcdef';
+
+/**
+ * `npm start` serves the CLI bundled into dist/ (build/build-dist.ts). This builds the same
+ * bundle into a folder of its own (inside the checkout, where node_modules resolve), runs it
+ * with plain node, without the TypeScript loader, and checks what would break in a bundle:
+ * the version read from package.json, the log writer's worker found next to the bundle, and a
+ * clean stop.
+ */
+t.test('the bundled CLI serves the management and data planes, logs through its worker and stops cleanly', async (t) => {
+  mkdirSync(path.join(ROOT, 'dist'), { recursive: true });
+  const outdir = mkdtempSync(path.join(ROOT, 'dist', 'test-'));
+  t.teardown(() => rmSync(outdir, { recursive: true, force: true }));
+  const bundle = await bundleServer(new URL('../../src/cli/main.ts', import.meta.url), outdir, 'switchyard');
+
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"id":"c1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}');
+  });
+  t.teardown(() => upstream.close());
+
+  const dataDir = tempDataDir(t);
+  const env: NodeJS.ProcessEnv = { ...process.env, AUTH_KEY };
+  // No TypeScript loader in the child; tap adds back only its own process-info hook.
+  delete env['NODE_OPTIONS'];
+  const child = spawn(process.execPath, [bundle, 'serve', '--port', '0', '--data', dataDir], { cwd: ROOT, env });
+  t.teardown(() => child.kill('SIGKILL'));
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const m = /switchyard (http:\/\/\S+) /.exec(stdout);
+      if (m?.[1]) resolve(m[1]);
+    });
+    void exited.then((code) => reject(new Error(`the bundle exited with ${code}: ${stderr}`)));
+  });
+
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  const system = await call(url, 'GET', '/api/system', { token: AUTH_KEY });
+  t.equal(system.status, 200);
+  t.equal(system.json.data.version, pkg.version, 'the version package.json names');
+
+  const create = (p: string, body: unknown) => call(url, 'POST', p, { token: AUTH_KEY, body, headers: { 'Idempotency-Key': randomUUID() } });
+  const group = (await create('/api/groups', { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat' }] })).json.data;
+  t.equal((await create(`/api/groups/${group.id}/credentials/import`, { credentials: 'sk-bundle-upstream-0001' })).status, 200);
+  const key = (await create('/api/access-keys', { name: 'k', protocols: ['x-completions'] })).json.data;
+
+  const answer = await call(url, 'POST', '/v1/chat/completions', { token: key.value, body: { model: 'chat', messages: [{ role: 'user', content: 'hi' }] } });
+  t.equal(answer.status, 200);
+  t.equal(upstream.requests.length, 1);
+  const logs = await call(url, 'GET', '/api/logs', { token: AUTH_KEY });
+  t.same(
+    logs.json.data.items.map((i: { status: number; external_model: string; usage: { input_tokens: number; output_tokens: number } }) => [i.status, i.external_model, i.usage.input_tokens, i.usage.output_tokens]),
+    [[200, 'chat', 7, 3]],
+    'the request was logged by the bundled log writer',
+  );
+
+  child.kill('SIGTERM');
+  t.equal(await exited, 0, 'a clean exit');
+  t.match(stdout, /stopped/);
+  t.notMatch(stderr, /Error|Warning/);
+});
