@@ -74,3 +74,33 @@ t.test('the bundled CLI serves the management and data planes, logs through its 
   t.match(stdout, /stopped/);
   t.notMatch(stderr, /Error|Warning/);
 });
+
+t.test('npm start builds the bundle, serves from it, and a SIGTERM to npm stops the gateway cleanly', async (t) => {
+  const dataDir = tempDataDir(t);
+  const env: NodeJS.ProcessEnv = { ...process.env, AUTH_KEY };
+  delete env['NODE_OPTIONS'];
+  const npm = spawn('npm', ['start', '--', '--port', '0', '--data', dataDir], { cwd: ROOT, env });
+  t.teardown(() => npm.kill('SIGKILL'));
+  let stdout = '';
+  let stderr = '';
+  npm.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    npm.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const m = /switchyard (http:\/\/\S+) /.exec(stdout);
+      if (m?.[1]) resolve(m[1]);
+    });
+    void exited.then((code) => reject(new Error(`npm start exited with ${code}: ${stderr}`)));
+  });
+  t.match(stderr, /built .*dist\/switchyard\.mjs/);
+  t.match(stdout, /node dist\/switchyard\.mjs serve/, 'served from the bundle');
+  t.equal((await call(url, 'GET', '/api/health', { token: AUTH_KEY })).status, 200);
+
+  // npm passes the signal to its script's process: the gateway itself, not a shell around it.
+  npm.kill('SIGTERM');
+  t.equal(await exited, 0);
+  t.match(stdout, /SIGTERM received/);
+  t.match(stdout, /switchyard: stopped/);
+  await t.rejects(call(url, 'GET', '/api/health', { token: AUTH_KEY }), 'nothing listens any more');
+});
