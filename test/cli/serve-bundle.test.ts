@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { bundleServer } from '../../build/bundle.ts';
 import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
 import { call } from '../management/support/http-client.ts';
@@ -10,6 +10,44 @@ import { tempDataDir } from '../management/support/gateway.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const AUTH_KEY = 'bundle-test-auth-key-0123456789abcdef';
+
+interface Serving {
+  url: string;
+  /** The exit code, once the process has exited. */
+  exited: Promise<number | null>;
+  kill(signal: NodeJS.Signals): void;
+  stdout(): string;
+  stderr(): string;
+}
+
+/** Starts `command` (which runs `serve --port 0`) and waits for the URL it prints. */
+async function startServing(t: Test, command: string, args: string[]): Promise<Serving> {
+  const env: NodeJS.ProcessEnv = { ...process.env, AUTH_KEY };
+  // No TypeScript loader in the child; tap adds back only its own process-info hook.
+  delete env['NODE_OPTIONS'];
+  // Its own process group, so that the teardown also reaches what npm started.
+  const child = spawn(command, args, { cwd: ROOT, env, detached: true });
+  t.teardown(() => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const m = /switchyard (http:\/\/\S+) /.exec(stdout);
+      if (m?.[1]) resolve(m[1]);
+    });
+    void exited.then((code) => reject(new Error(`${command} exited with ${code}: ${stderr}`)));
+  });
+  return { url, exited, kill: (signal) => child.kill(signal), stdout: () => stdout, stderr: () => stderr };
+}
 
 /**
  * `npm start` serves the CLI bundled into dist/ (build/build-dist.ts). This builds the same
@@ -31,23 +69,8 @@ t.test('the bundled CLI serves the management and data planes, logs through its 
   t.teardown(() => upstream.close());
 
   const dataDir = tempDataDir(t);
-  const env: NodeJS.ProcessEnv = { ...process.env, AUTH_KEY };
-  // No TypeScript loader in the child; tap adds back only its own process-info hook.
-  delete env['NODE_OPTIONS'];
-  const child = spawn(process.execPath, [bundle, 'serve', '--port', '0', '--data', dataDir], { cwd: ROOT, env });
-  t.teardown(() => child.kill('SIGKILL'));
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      const m = /switchyard (http:\/\/\S+) /.exec(stdout);
-      if (m?.[1]) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`the bundle exited with ${code}: ${stderr}`)));
-  });
+  const child = await startServing(t, process.execPath, [bundle, 'serve', '--port', '0', '--data', dataDir]);
+  const { url } = child;
 
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
   const system = await call(url, 'GET', '/api/system', { token: AUTH_KEY });
@@ -70,37 +93,23 @@ t.test('the bundled CLI serves the management and data planes, logs through its 
   );
 
   child.kill('SIGTERM');
-  t.equal(await exited, 0, 'a clean exit');
-  t.match(stdout, /stopped/);
-  t.notMatch(stderr, /Error|Warning/);
+  t.equal(await child.exited, 0, 'a clean exit');
+  t.match(child.stdout(), /stopped/);
+  t.notMatch(child.stderr(), /Error|Warning/);
 });
 
 t.test('npm start builds the bundle, serves from it, and a SIGTERM to npm stops the gateway cleanly', async (t) => {
   const dataDir = tempDataDir(t);
-  const env: NodeJS.ProcessEnv = { ...process.env, AUTH_KEY };
-  delete env['NODE_OPTIONS'];
-  const npm = spawn('npm', ['start', '--', '--port', '0', '--data', dataDir], { cwd: ROOT, env });
-  t.teardown(() => npm.kill('SIGKILL'));
-  let stdout = '';
-  let stderr = '';
-  npm.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => npm.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    npm.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      const m = /switchyard (http:\/\/\S+) /.exec(stdout);
-      if (m?.[1]) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`npm start exited with ${code}: ${stderr}`)));
-  });
-  t.match(stderr, /built .*dist\/switchyard\.mjs/);
-  t.match(stdout, /node dist\/switchyard\.mjs serve/, 'served from the bundle');
+  const npm = await startServing(t, 'npm', ['start', '--', '--port', '0', '--data', dataDir]);
+  const { url } = npm;
+  t.match(npm.stderr(), /built .*dist\/switchyard\.mjs/);
+  t.match(npm.stdout(), /node dist\/switchyard\.mjs serve/, 'served from the bundle');
   t.equal((await call(url, 'GET', '/api/health', { token: AUTH_KEY })).status, 200);
 
   // npm passes the signal to its script's process: the gateway itself, not a shell around it.
   npm.kill('SIGTERM');
-  t.equal(await exited, 0);
-  t.match(stdout, /SIGTERM received/);
-  t.match(stdout, /switchyard: stopped/);
+  t.equal(await npm.exited, 0);
+  t.match(npm.stdout(), /SIGTERM received/);
+  t.match(npm.stdout(), /switchyard: stopped/);
   await t.rejects(call(url, 'GET', '/api/health', { token: AUTH_KEY }), 'nothing listens any more');
 });
