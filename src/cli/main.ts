@@ -57,7 +57,7 @@ try {
     process.exitCode = 1;
   } else if (err instanceof CliError || (err instanceof Error && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS'))) {
     process.stderr.write(`switchyard: ${err.message}\n`);
-    process.exitCode = 2;
+    process.exitCode = err instanceof CliError ? err.exitCode : 2;
   } else {
     throw err;
   }

@@ -1,17 +1,13 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
 import { call } from './support/http-client.ts';
 import { tempDataDir } from './support/gateway.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const SCRIPT = `
-const { runServe } = await import('./src/cli/commands/serve.ts');
-try { process.exitCode = await runServe(process.argv.slice(1)); }
-catch (err) { process.stderr.write(String(err.message) + '\\n'); process.exitCode = err.exitCode ?? 1; }
-`;
 
 interface Child {
   url: Promise<string>;
@@ -20,7 +16,7 @@ interface Child {
 }
 
 function serve(args: string[], env: Record<string, string | undefined> = {}): Child {
-  const child = spawn(process.execPath, ['--import=tsx', '--input-type=module', '-e', SCRIPT, '--', ...args], { cwd: ROOT, env: { ...process.env, AUTH_KEY: undefined, ...env } });
+  const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', ...args], { cwd: ROOT, env: { ...process.env, AUTH_KEY: undefined, ...env } });
   let stdout = '';
   let stderr = '';
   let resolveUrl: (u: string) => void;
@@ -75,4 +71,14 @@ t.test('serve rejects a bad port', async (t) => {
   const { code, stderr } = await serve(['--port', 'eighty']).exit;
   t.equal(code, 2);
   t.match(stderr, /--port must be a port number/);
+});
+
+t.test('serve on a port already in use says so and exits 1, not with the usage code', async (t) => {
+  const taken = createNetServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => taken.close());
+  const port = (taken.address() as AddressInfo).port;
+  const { code, stderr } = await serve(['--port', String(port), '--data', tempDataDir(t)], { AUTH_KEY: 'k' }).exit;
+  t.equal(code, 1);
+  t.match(stderr, new RegExp(`port ${port} on 127.0.0.1 is already in use`));
 });
