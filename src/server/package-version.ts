@@ -2,5 +2,5 @@ import pkg from '../../package.json' with { type: 'json' };
 
 /** The version of this release, from package.json (imported, so a bundle carries it). */
 export function packageVersion(): string {
-  return (pkg as { version?: string }).version ?? '0.0.0';
+  return pkg.version;
 }
