@@ -1,4 +1,4 @@
-import { measureQuotaUsage, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
+import { measureQuotaUsage, nothingUsed, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -59,7 +59,7 @@ export class QuotaMeter {
     const existing = this.#meters.get(key.id);
     if (existing !== undefined && existing.quota === quota) return existing;
     const periodKind = key.quota?.per_period?.period;
-    const meter: Meter = { quota, total: zero(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: zero(), queued: [], loaded: Promise.resolve() };
+    const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), queued: [], loaded: Promise.resolve() };
     // Records appended after these reads are issued are not in their answers: they queue.
     const reads = [key.quota?.total ? measureQuotaUsage(this.#logs, key.id, undefined) : undefined, periodKind ? measureQuotaUsage(this.#logs, key.id, meter.periodStart) : undefined];
     meter.loaded = Promise.all(reads).then(
@@ -100,7 +100,7 @@ function rollOver(meter: Meter, at: number): boolean {
   const start = periodStart(meter.periodKind, at);
   if (start > meter.periodStart) {
     meter.periodStart = start;
-    meter.period = zero();
+    meter.period = nothingUsed();
   }
   return start === meter.periodStart;
 }
@@ -115,8 +115,4 @@ export function quotaMeterFor(logs: LogReader): QuotaMeter {
     METERS.set(logs, meter);
   }
   return meter;
-}
-
-function zero(): QuotaUsage {
-  return { requests: 0, tokens: 0, cost: 0 };
 }

@@ -54,7 +54,10 @@ export function quotaLines(quota: AccessKeyQuota, total: QuotaUsage, period: Quo
   return lines;
 }
 
-const NOTHING_USED: QuotaUsage = { requests: 0, tokens: 0, cost: 0 };
+/** A fresh zero usage (the data plane's meter adds to it in place). */
+export function nothingUsed(): QuotaUsage {
+  return { requests: 0, tokens: 0, cost: 0 };
+}
 
 /**
  * Usage of an AccessKey against its quota, from the usage store: requests, tokens (input +
@@ -64,8 +67,8 @@ export async function quotaStatus(key: AccessKeyRecord, logs: LogReader, now: nu
   const { quota } = key;
   if (!quota) return null;
   const pp = quota.per_period;
-  const total = quota.total ? await measureQuotaUsage(logs, key.id, undefined) : NOTHING_USED;
-  const period = pp ? await measureQuotaUsage(logs, key.id, periodStart(pp.period, now)) : NOTHING_USED;
+  const total = quota.total ? await measureQuotaUsage(logs, key.id, undefined) : nothingUsed();
+  const period = pp ? await measureQuotaUsage(logs, key.id, periodStart(pp.period, now)) : nothingUsed();
   const lines = quotaLines(quota, total, period);
   return { exceeded: lines.some((l) => l.used >= l.limit), lines };
 }
