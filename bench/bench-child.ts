@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { bundleServer } from '../build/bundle.ts';
+import { bundleServer } from '../build/bundle.mjs';
 
 /** Longest a child lives, so that a crashed parent never leaves it running. */
 const CHILD_LIFETIME_MS = 15 * 60_000;

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { bundleServer } from './bundle.ts';
+import { bundleServer } from './bundle.mjs';
 
 /** `npm run build` (and `npm start` before it serves): the CLI bundled into dist/switchyard.mjs. */
 const outdir = fileURLToPath(new URL('../dist/', import.meta.url));

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { bundleServer } from '../../build/bundle.ts';
+import { bundleServer } from '../../build/bundle.mjs';
 import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
 import { call } from '../management/support/http-client.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
@@ -112,4 +112,18 @@ t.test('npm start builds the bundle, serves from it, and a SIGTERM to npm stops 
   t.match(npm.stdout(), /SIGTERM received/);
   t.match(npm.stdout(), /switchyard: stopped/);
   await t.rejects(call(url, 'GET', '/api/health', { token: AUTH_KEY }), 'nothing listens any more');
+});
+
+t.test('the switchyard bin serves from a bundle it builds into dist/, and a SIGTERM to npm run switchyard stops it cleanly', async (t) => {
+  const built = path.join(ROOT, 'dist', 'switchyard.mjs');
+  rmSync(built, { force: true });
+  const dataDir = tempDataDir(t);
+  const npm = await startServing(t, 'npm', ['run', '-s', 'switchyard', '--', 'serve', '--port', '0', '--data', dataDir]);
+  t.ok(existsSync(built), 'the bin built dist/switchyard.mjs before serving');
+  t.equal((await call(npm.url, 'GET', '/api/health', { token: AUTH_KEY })).status, 200);
+
+  npm.kill('SIGTERM');
+  t.equal(await npm.exited, 0);
+  t.match(npm.stdout(), /switchyard: stopped/);
+  t.notMatch(npm.stderr(), /Error|Warning/);
 });

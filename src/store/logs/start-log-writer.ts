@@ -5,7 +5,7 @@ import type { LogWriterData } from './log-writer-messages.ts';
 
 /**
  * The worker entry sits next to this module with the same extension: `.ts` when run from
- * source under tsx, `.mjs` when build/bundle.ts has bundled both (dist/, bench/.build/).
+ * source under tsx, `.mjs` when build/bundle.mjs has bundled both (dist/, bench/.build/).
  */
 const extension = extname(fileURLToPath(import.meta.url));
 const workerUrl = new URL(`./log-writer-worker${extension}`, import.meta.url);
