@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CHANNELS, type ChannelId, type OperationEntry } from '../generated/index.ts';
-import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
+import { compileRouteTable, matchRoute, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, requestStreamUsage } from '../usage/index.ts';
@@ -72,7 +72,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const target = req.url ?? '/';
       const q = target.indexOf('?');
       const match = matchRoute(routes, req.method ?? 'GET', q < 0 ? target : target.slice(0, q));
-      if (!match.found) throw new DataPlaneError(match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
+      if (!match.found) {
+        if (match.near) errorStyle = errorStyleOf(match.near);
+        throw new DataPlaneError(match.invalidParameter ? 'invalid_path_parameter' : match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
+      }
       const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
@@ -165,6 +168,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       deps.logs.append(log);
     }
   };
+}
+
+function errorStyleOf(target: RouteTarget): OperationEntry['error_style'] {
+  return target.kind === 'operation' ? target.operation.error_style : target.list.style;
 }
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {

@@ -13,11 +13,19 @@ export interface CompiledRoute {
   specificity: number;
   /** Has a `{name*}` rest parameter: a fallback, tried only after every other route. */
   catchAll: boolean;
+  /** The template's literal start, up to its first parameter. */
+  prefix: string;
 }
 
 export type RouteMatch =
   | { found: true; target: RouteTarget; params: Record<string, string> }
-  | { found: false; methodNotAllowed: boolean };
+  | {
+      found: false;
+      methodNotAllowed: boolean;
+      invalidParameter?: boolean;
+      /** The endpoint the path is closest to (longest literal prefix), whose protocol the error answers in. */
+      near?: RouteTarget;
+    };
 
 /**
  * Compiles every data-plane endpoint of the generated protocol table into a matcher. Path
@@ -47,7 +55,8 @@ function compile(method: string, template: string, target: RouteTarget): Compile
     if (rest) catchAll = true;
     return rest ? '(.+)' : '([^/:]+)';
   });
-  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll };
+  const open = template.indexOf('{');
+  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll, prefix: open < 0 ? template : template.slice(0, open) };
 }
 
 const literalRoutes = new WeakMap<readonly CompiledRoute[], Map<string, RouteTarget>>();
@@ -74,10 +83,33 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
       continue;
     }
     const params: Record<string, string> = {};
-    route.params.forEach((name, i) => {
-      params[name] = decodeURIComponent(m[i + 1]!);
-    });
+    for (let i = 0; i < route.params.length; i++) {
+      const value = decodeParameter(m[i + 1]!);
+      if (value === undefined) return { found: false, methodNotAllowed: false, invalidParameter: true, near: route.target };
+      params[route.params[i]!] = value;
+    }
     return { found: true, target: route.target, params };
   }
-  return { found: false, methodNotAllowed };
+  return { found: false, methodNotAllowed, near: nearestRoute(routes, path)?.target };
+}
+
+function nearestRoute(routes: readonly CompiledRoute[], path: string): CompiledRoute | undefined {
+  let best: CompiledRoute | undefined;
+  for (const route of routes) if (path.startsWith(route.prefix) && route.prefix.length > (best?.prefix.length ?? 0)) best = route;
+  return best;
+}
+
+/**
+ * A parameter's decoded value, or undefined when it cannot be one: bad percent-encoding, or a
+ * `.` or `..` segment, which the upstream URL would resolve and so reach another upstream path
+ * with the gateway's credential (`/v1/responses/%2e%2e/%2e%2e/v1/files`).
+ */
+function decodeParameter(raw: string): string | undefined {
+  let value: string;
+  try {
+    value = decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
+  return value.split('/').some((segment) => segment === '.' || segment === '..') ? undefined : value;
 }
