@@ -8,10 +8,12 @@ import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import type { Candidate } from './plan-candidates.ts';
 import { verdictFor, type CredentialPool } from './credential-pool.ts';
+import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { jsonAttemptBody } from './body/index.ts';
 import { deliverUpstreamResponse } from './deliver-upstream-response.ts';
 import { renderErrorBody } from './render-error-body.ts';
+import { requestBodyFailure } from './request-body-failure.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
 
@@ -98,7 +100,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   const attempts: AttemptRecord[] = [];
   const result: ForwardResult = { status: 0, candidate: undefined, credential: undefined, attempts, usage: undefined, errorCode: null, clientAborted: false, responseId: undefined, ttfbAt: undefined };
   let lastFailure: Failed | undefined;
-  let lastTransportError: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
+  let lastTransportError: AttemptFailure | undefined;
+  let lastTried: { candidate: Candidate; credential: CredentialView } | undefined;
   let bodyConsumed = false;
 
   candidates: for (const candidate of input.candidates) {
@@ -110,7 +113,9 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       if (secret === undefined) continue;
       const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
       attempts.push(attempt);
+      lastTried = { candidate, credential };
       let exchange: UpstreamExchange | undefined;
+      let streamedBody: Readable | undefined;
       let dropUsageChunk = false;
       const onClientGone = () => exchange?.abort();
       input.res.once('close', onClientGone);
@@ -127,7 +132,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           headers['content-length'] = String(body.length);
         } else if (input.body.kind === 'stream') {
           const opened = await input.body.open(candidate.upstream_model);
-          body = opened.stream;
+          body = streamedBody = opened.stream;
           bodyConsumed = true;
           if (opened.length !== undefined) headers['content-length'] = String(opened.length);
           else delete headers['content-length'];
@@ -147,10 +152,17 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         upstream = await exchange.reply;
       } catch (err) {
         input.res.off('close', onClientGone);
-        if (clientGone(input)) {
+        // The client's own body failed while it streamed: the upstream is not to blame.
+        const bodyError = streamedBody?.errored;
+        if (clientGone(input) || (bodyError && !requestBodyFailure(bodyError))) {
           result.clientAborted = true;
           attempt.error_code = 'client_closed';
           break;
+        }
+        if (bodyError) {
+          const error = requestBodyFailure(bodyError)!;
+          attempt.error_code = error.code;
+          return answerTransportFailure(input, result, { error, candidate, credential });
         }
         const failure = classifyUpstreamError(err);
         attempt.error_code = failure.code;
@@ -216,17 +228,34 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     result.credential = lastFailure.credential;
     return result;
   }
-  if (result.clientAborted) return result;
+  if (result.clientAborted || clientGone(input)) {
+    // Logged like any other outcome: 499, with the route and credential it was on.
+    result.clientAborted = true;
+    result.status = REFUSAL_REASONS.client_closed.status;
+    result.errorCode = 'client_closed';
+    result.candidate = lastTried?.candidate ?? input.candidates[0];
+    result.credential = lastTried?.credential;
+    return result;
+  }
   if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
-  throw new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
+  const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
+  return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
+}
+
+interface AttemptFailure {
+  error: DataPlaneError;
+  candidate: Candidate;
+  /** Undefined when no credential could be tried at all. */
+  credential: CredentialView | undefined;
 }
 
 /**
- * Answers a request whose attempts all failed without an upstream answer, in the client's
- * protocol. Answered here rather than thrown so that the result (and with it the log record)
- * keeps every attempt and names the last credential tried.
+ * Answers a request whose attempts all failed without an upstream answer (or whose body
+ * failed on the way), in the client's protocol. Answered here rather than thrown so that the
+ * result (and with it the log record) keeps every attempt and names the route and the last
+ * credential tried.
  */
-function answerTransportFailure(input: ForwardInput, result: ForwardResult, last: { error: DataPlaneError; candidate: Candidate; credential: CredentialView }): ForwardResult {
+function answerTransportFailure(input: ForwardInput, result: ForwardResult, last: AttemptFailure): ForwardResult {
   const { error } = last;
   result.status = error.status;
   result.errorCode = error.code;
@@ -234,7 +263,8 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   result.credential = last.credential;
   if (!input.res.headersSent && !input.res.destroyed) {
     const body = renderErrorBody(input.op.error_style, error.status, error.code, error.message);
-    input.res.writeHead(error.status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, input.requestId));
+    const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(input.op.error_style === 'messages' ? { 'request-id': input.requestId } : {}) };
+    input.res.writeHead(error.status, withRequestId(headers, input.requestId));
     input.res.end(body);
   }
   return result;

@@ -265,6 +265,8 @@ t.test('a client that leaves before the upstream answers aborts the upstream req
   }, 'the log record');
   t.equal(record.client_aborted, true);
   t.equal(record.attempt_count, 1);
+  t.match(record, { status: 499, error_code: 'client_closed', channel: 'ch02', upstream_model: 'vendor-m', route_mode: 'N' }, 'the record names the route it was on');
+  t.not(record.credential_id, null);
 });
 
 // ---- generate style without alt=sse: the stream is one JSON array --------------------------

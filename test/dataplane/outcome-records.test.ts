@@ -1,0 +1,62 @@
+import t from 'tap';
+import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { waitForLog } from './helpers/dataplane-scenarios.ts';
+
+// What a request that fails for a reason other than the upstream's answer does to the
+// credential pool, and what its log record says.
+
+const BOUNDARY = 'switchyard-test-boundary';
+
+/** A multipart image edit sent chunked (no content-length), so that only streaming finds its size. */
+function chunkedImageEdit(fileBytes: number): ReadableStream<Uint8Array> {
+  const head = `--${BOUNDARY}\r\ncontent-disposition: form-data; name="model"\r\n\r\nimg\r\n--${BOUNDARY}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nblue\r\n--${BOUNDARY}\r\ncontent-disposition: form-data; name="image"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n`;
+  const parts = [Buffer.from(head), ...Array.from({ length: Math.ceil(fileBytes / 16384) }, () => Buffer.alloc(16384, 7)), Buffer.from(`\r\n--${BOUNDARY}--\r\n`)];
+  return new ReadableStream({
+    pull(controller) {
+      const next = parts.shift();
+      if (next) controller.enqueue(next);
+      else controller.close();
+    },
+  });
+}
+
+t.test('a streamed body that turns out too large is answered 413 and leaves the credential usable', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    },
+    { maxBodyBytes: 64 * 1024 },
+  );
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'img' }], protocols: ['x-images'], upstreamKeys: ['sk-only-one'] });
+  const headers = { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+
+  const big = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers, body: chunkedImageEdit(200 * 1024), duplex: 'half' } as RequestInit);
+  t.equal(big.status, 413);
+  t.match(await big.json(), { error: { code: 'request_too_large' } });
+  const record = await waitForLog(gw, big.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 413, error_code: 'request_too_large', attempt_count: 1, attempts: [{ error_code: 'request_too_large' }], channel: 'ch09' });
+
+  // The one credential was not cooled down: the next request goes through it.
+  const small = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers, body: chunkedImageEdit(1024), duplex: 'half' } as RequestInit);
+  t.equal(small.status, 200);
+  t.equal((await waitForLog(gw, small.headers.get('x-switchyard-request-id'))).credential_id !== null, true, 'served through the credential');
+});
+
+t.test('no usable credential is answered 503 and logged with the route it would have taken', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(401, { 'content-type': 'application/json' });
+    res.end('{"error":{"message":"bad key"}}');
+  });
+  const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], protocols: ['x-completions'], upstreamKeys: ['sk-revoked'] });
+  const send = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: '{"model":"team-m","messages":[]}' });
+
+  t.equal((await send()).status, 401, 'the 401 disables the only credential');
+  const res = await send();
+  t.equal(res.status, 503);
+  t.match(await res.json(), { error: { code: 'no_available_credential' } });
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 503, error_code: 'no_available_credential', attempt_count: 0, credential_id: null, group_id: String(group.id), channel: 'ch02', upstream_model: 'vendor-m', route_mode: 'N' });
+  t.equal(upstream.requests.length, 1, 'the second request never reached the upstream');
+});
