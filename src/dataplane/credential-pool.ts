@@ -75,21 +75,27 @@ function isStaticKind(kind: string): boolean {
   return CREDENTIAL_KINDS[kind as CredentialKindId]?.flow === 'static';
 }
 
-/** The verdict for an upstream status (or null for a connection failure). */
-export function verdictFor(status: number | null, retryAfter: string | undefined, defaultCooldownSeconds: number): CredentialVerdict {
+/**
+ * The longest cooldown a Retry-After can ask for: the most `credential_cooldown_seconds`
+ * allows. A larger value (or a date years ahead) would shelve the credential without a reason.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 86_400;
+
+/** The verdict for an upstream status (or null for a connection failure); `now` dates an HTTP-date Retry-After. */
+export function verdictFor(status: number | null, retryAfter: string | undefined, defaultCooldownSeconds: number, now = Date.now()): CredentialVerdict {
   if (status === 401 || status === 403) return { action: 'disable', reason: `upstream answered ${status}` };
   // 501: the upstream does not implement the path; the credential is fine.
   if (status === null || status === 429 || (status >= 500 && status !== 501)) {
-    const seconds = parseRetryAfter(retryAfter) ?? defaultCooldownSeconds;
-    return { action: 'cooldown', seconds };
+    const seconds = parseRetryAfter(retryAfter, now) ?? defaultCooldownSeconds;
+    return { action: 'cooldown', seconds: Math.min(seconds, MAX_RETRY_AFTER_SECONDS) };
   }
   return { action: 'none' };
 }
 
-function parseRetryAfter(value: string | undefined): number | undefined {
+function parseRetryAfter(value: string | undefined, now: number): number | undefined {
   if (!value) return undefined;
   const seconds = Number(value);
   if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
   const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }

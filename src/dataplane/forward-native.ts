@@ -166,7 +166,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         }
         const failure = classifyUpstreamError(err);
         attempt.error_code = failure.code;
-        await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds), deps.now());
+        await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
         lastTransportError = { error: new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`), candidate, credential };
         // A connection that never opened proves the upstream saw nothing; other failures may not.
         if (!input.op.replay_safe && !failure.notDelivered) break candidates;
@@ -176,7 +176,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       attempt.status = upstream.status;
       const retryAfter = headerValue(upstream.headers['retry-after']);
       if (FAILOVER_STATUSES(upstream.status, input.op)) {
-        await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds), deps.now());
+        await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds, deps.now()), deps.now());
         const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
         if (mayRetry && attempts.length < deps.maxAttempts) {
           lastFailure = { status: upstream.status, headers: upstream.headers, body: await upstream.readAll(ERROR_BODY_LIMIT), candidate, credential };

@@ -110,6 +110,21 @@ t.test('Retry-After as an HTTP date is honoured', async (t) => {
   isoWithin(t, cooled.cooldown_until, until.getTime() - 2000, until.getTime() + 2000, 'cooldown_until is the Retry-After date');
 });
 
+for (const retryAfter of ['99999999999999', new Date(Date.now() + 5 * 365 * 86_400_000).toUTCString()]) {
+  t.test(`a Retry-After far ahead (${retryAfter}) cools the credential down for a day at most`, async (t) => {
+    const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': retryAfter }) });
+    const gw = await gateway(t);
+    const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+    const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+    const before = Date.now();
+    t.equal((await chat(gw, keyValue)).res.status, 200, 'the next credential serves');
+    const after = Date.now();
+    const cooled = await credentialView(gw.store, group.id, credentials[0]!.id);
+    t.equal(cooled.state, 'cooldown');
+    isoWithin(t, cooled.cooldown_until, before + 86_400_000 - 1000, after + 86_400_000 + 1000, 'cooldown_until is a day ahead');
+  });
+}
+
 for (const code of [401, 403]) {
   t.test(`${code}: the credential is disabled with the reason and not used again`, async (t) => {
     const upstream = await upstreamBySecret(t, { 'sk-a': status(code) });
