@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { classifyUpstreamError, clientResponseHeaders, upstreamRequestHeaders, type HeaderMap, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { classifyUpstreamError, upstreamRequestHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
@@ -14,6 +14,7 @@ import { jsonAttemptBody } from './body/index.ts';
 import { deliverUpstreamResponse } from './deliver-upstream-response.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
+import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
 
@@ -67,10 +68,7 @@ export interface ForwardResult {
   ttfbAt: number | undefined;
 }
 
-interface Failed {
-  status: number;
-  headers: HeaderMap;
-  body: Buffer;
+interface Failed extends UpstreamErrorReply {
   candidate: Candidate;
   credential: CredentialView;
 }
@@ -87,8 +85,6 @@ const FAILOVER_STATUSES = (s: number, op: OperationEntry) =>
   s === 401 || s === 429 || (s === 403 && !op.preserve_upstream_status) || (s >= 500 && s !== 501);
 /** Statuses that prove the upstream rejected the request before processing it. */
 const REJECTED_BEFORE_PROCESSING = (s: number) => s === 401 || s === 403 || s === 429;
-/** A failed attempt's error body is kept (up to this much) in case it is the last answer. */
-const ERROR_BODY_LIMIT = 1024 * 1024;
 
 /**
  * Native forwarding with failover: credentials of a Group round-robin, then the next Group,
@@ -179,7 +175,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds, deps.now()), deps.now());
         const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
         if (mayRetry && attempts.length < deps.maxAttempts) {
-          lastFailure = { status: upstream.status, headers: upstream.headers, body: await upstream.readAll(ERROR_BODY_LIMIT), candidate, credential };
+          // Kept in case it is the last answer.
+          lastFailure = { ...(await readUpstreamError(upstream, secret)), candidate, credential };
           attempt.error_code = `upstream_${upstream.status}`;
           continue;
         }
@@ -189,6 +186,16 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         result.clientAborted = true;
         attempt.error_code = 'client_closed';
         break;
+      }
+      if (isReadableError(upstream)) {
+        const failure = await readUpstreamError(upstream, secret);
+        if (clientGone(input)) {
+          result.clientAborted = true;
+          attempt.error_code = 'client_closed';
+          break;
+        }
+        result.ttfbAt = deps.now();
+        return answerUpstreamError(input, result, { ...failure, candidate, credential });
       }
       const outcome = await deliverUpstreamResponse(upstream, {
         res: input.res,
@@ -216,18 +223,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       return result;
     }
   }
-  if (lastFailure) {
-    const headers = clientResponseHeaders(lastFailure.headers);
-    headers['content-length'] = String(lastFailure.body.length);
-    withRequestId(headers, input.requestId);
-    input.res.writeHead(lastFailure.status, headers);
-    input.res.end(lastFailure.body);
-    result.status = lastFailure.status;
-    result.errorCode = `upstream_${lastFailure.status}`;
-    result.candidate = lastFailure.candidate;
-    result.credential = lastFailure.credential;
-    return result;
-  }
+  if (lastFailure) return answerUpstreamError(input, result, lastFailure);
   if (result.clientAborted || clientGone(input)) {
     // Logged like any other outcome: 499, with the route and credential it was on.
     result.clientAborted = true;
@@ -240,6 +236,16 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
   const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
   return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
+}
+
+/** Passes an upstream's error answer on as the upstream sent it (minus its own secret). */
+function answerUpstreamError(input: ForwardInput, result: ForwardResult, failure: Failed): ForwardResult {
+  sendUpstreamError(input.res, input.requestId, failure);
+  result.status = failure.status;
+  result.errorCode = `upstream_${failure.status}`;
+  result.candidate = failure.candidate;
+  result.credential = failure.credential;
+  return result;
 }
 
 interface AttemptFailure {

@@ -364,14 +364,15 @@ t.test('hop-by-hop headers and client credentials never reach the upstream; hop-
 
 t.test('the upstream credential appears in no response and no log record', async (t) => {
   const SECRET = 'sk-upstream-NEVER-LEAK-7f3a9c';
-  let mode: 'ok' | '401' | 'stream' | '500' = 'ok';
+  let mode: 'ok' | '400' | '401' | 'stream' | '500' = 'ok';
   const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
     if (mode === '401') {
       res.writeHead(401, { 'content-type': 'application/json' });
       res.end('{"error":{"message":"Incorrect API key provided: sk-up****9c","type":"invalid_request_error"}}');
-    } else if (mode === '500') {
-      res.writeHead(500, { 'content-type': 'application/json' });
-      res.end('{"error":{"message":"boom"}}');
+    } else if (mode === '400' || mode === '500') {
+      // An upstream (or a relay before it) that echoes the key it was sent, in a header and the body.
+      res.writeHead(Number(mode), { 'content-type': 'application/json', 'x-echo': `key=${SECRET}` });
+      res.end(`{"error":{"message":"boom for key ${SECRET}, really ${SECRET}"}}`);
     } else if (mode === 'stream') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end('data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n');
@@ -394,6 +395,9 @@ t.test('the upstream credential appears in no response and no log record', async
   await call('team-m');
   mode = 'stream';
   await call('team-m', true);
+  mode = '400';
+  await call('team-m');
+  t.match(transcripts.at(-1), /boom for key sk-u\.\.\.3a9c, really sk-u\.\.\.3a9c/, 'an echoed key is masked, the rest of the error passes as sent');
   mode = '500';
   await call('team-m');
   mode = '401';
@@ -401,8 +405,9 @@ t.test('the upstream credential appears in no response and no log record', async
   await call('team-m'); // the credential is now disabled: no_available_credential
   await call('dead-m'); // connection refused
   await call('unknown-m'); // refused before routing
-  t.equal(transcripts.length, 7);
-  t.equal(ids.length, 7, 'every response carries a request id');
+  t.match(transcripts[3], /boom for key sk-u\.\.\.3a9c/, 'also in the last failed attempt of a failover');
+  t.equal(transcripts.length, 8);
+  t.equal(ids.length, 8, 'every response carries a request id');
   for (const [i, text] of transcripts.entries()) t.notOk(text.includes(SECRET), `response ${i + 1} does not contain the upstream credential`);
   for (const id of ids) {
     const record = await waitForLog(gw, id);
