@@ -54,10 +54,8 @@ const CASES: RefusalCase[] = [
   { name: 'image generation on ch15 as URL (note 1)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: json('x-images', '/v1/images/generations', { model: 'img', prompt: 'p', response_format: 'url' }), status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 1\b/ },
   { name: 'image generation on ch15 within note 1 (C)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: json('x-images', '/v1/images/generations', { model: 'img', prompt: 'p', n: 1, response_format: 'b64_json' }), status: 400, code: 'conversion_not_available', style: 'completions' },
   { name: 'image edit on ch15 (note 1: no editing)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: { method: 'POST', path: '/v1/images/edits', protocol: 'x-images', form: imageEditForm('img') }, status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 1\b/ },
-  // Note 5: rerank is text only and never streams. Known failure at the time of writing:
-  // request-features.ts reads `stream` only for operations declared `stream: body_flag`, and
-  // rerank is declared `stream: none`, so the note's stream condition never fires and the
-  // request is forwarded.
+  // Note 5: rerank is text only and never streams; rerank is declared `stream: none`, so these
+  // check that a client's stream flag is still read for the note's rule.
   { name: 'rerank with stream: true (note 5)', channel: 'ch21', protocols: ['rerank'], models: ['rr'], request: json('rerank', '/v1/rerank', { model: 'rr', query: 'q', documents: ['a', 'b'], stream: true }), status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 5/ },
   { name: 'rerank of images (note 5)', channel: 'ch21', protocols: ['rerank'], models: ['rr'], request: json('rerank', '/v1/rerank', { model: 'rr', query: 'q', documents: [{ image: 'data:image/png;base64,AAAA' }] }), status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 5/ },
   // Note 6: token ids on the ch15 chat-style embeddings entry.

@@ -270,11 +270,8 @@ t.test('a client that leaves before the upstream answers aborts the upstream req
 });
 
 // ---- generate style without alt=sse: the stream is one JSON array --------------------------
-// Known failures at the time of writing (deliver-upstream-response.ts): a JSON-array stream
-// goes through the plain body path, so its usage is never read (the whole array is not one
-// usage object) and a stall is caught only by undici's body timeout (10 x the idle timeout),
-// after which the client connection is destroyed mid-array instead of ending the array with an
-// error element (src/streaming has JsonArrayStreamSplitter and jsonArrayStreamErrorTail for it).
+// Its usage is in the elements, and a stall must end the array with an error element rather
+// than cut the connection mid-array (src/dataplane/relay/relay-json-array.ts).
 
 async function jsonArrayScenario(t: Test, then: (res: ServerResponse) => void, gatewayOptions = {}) {
   const upstreamClosed = deferred();
