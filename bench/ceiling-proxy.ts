@@ -8,6 +8,7 @@ import { deliverUpstreamResponse } from '../src/dataplane/deliver-upstream-respo
 import { newLogDraft } from '../src/dataplane/log-draft.ts';
 import { newRequestId } from '../src/dataplane/new-request-id.ts';
 import { parseJsonObject, readBody } from '../src/dataplane/read-body.ts';
+import { DEFAULT_SETTINGS } from '../src/store/default-settings.ts';
 import { openWorkerLogStore } from '../src/store/logs/index.ts';
 import { UpstreamClient, upstreamRequestHeaders } from '../src/upstream/index.ts';
 import { computeCost, requestStreamUsage, type TokenUsage } from '../src/usage/index.ts';
@@ -50,7 +51,7 @@ const server = createServer((req, res) => {
             usageStyle: 'completions',
             dropUsageChunk: built.addedStreamUsage,
             captureResponseId: false,
-            idleTimeoutMs: DEFAULT_DATA_PLANE_OPTIONS.streamIdleTimeoutMs,
+            idleTimeoutMs: DEFAULT_SETTINGS.stream_idle_timeout_seconds * 1000,
             onFirstByte: () => {},
             captureLimitBytes: CAPTURE_LIMIT_BYTES,
             streamingOperation: false,

@@ -6,19 +6,22 @@ import type { UpstreamClient } from '../upstream/index.ts';
 export interface DataPlaneOptions {
   /** Largest request body accepted (bytes). */
   maxBodyBytes: number;
-  /** JSON bodies up to this size are parsed whole; larger ones stream with only the model rewritten. */
+  /** JSON bodies up to this size are parsed whole in memory; larger ones are spooled to a temporary file. */
   bufferedJsonBytes: number;
-  /** An upstream stream silent this long is ended with the protocol's error event. */
-  streamIdleTimeoutMs: number;
-  /** Time allowed for an upstream to send its response headers. */
-  headersTimeoutMs: number;
+  /** Where large JSON bodies are spooled while their request runs: `<data>/spool` when mounted by the server, else the system's temporary directory. */
+  spoolDir?: string;
+  /**
+   * Overrides the `stream_idle_timeout_seconds` setting, which otherwise applies (live). Only
+   * for tests and harnesses that need less than the setting's whole second.
+   */
+  streamIdleTimeoutMs?: number;
+  /** Overrides the `request_timeout_seconds` setting (time until the upstream's response headers), as above. */
+  headersTimeoutMs?: number;
 }
 
 export const DEFAULT_DATA_PLANE_OPTIONS: DataPlaneOptions = {
   maxBodyBytes: 64 * 1024 * 1024,
   bufferedJsonBytes: 1024 * 1024,
-  streamIdleTimeoutMs: 120_000,
-  headersTimeoutMs: 300_000,
 };
 
 export interface DataPlaneDeps {

@@ -22,7 +22,12 @@ import { withRequestId } from './request-id-headers.ts';
 export type ForwardBody =
   | { kind: 'none' }
   | { kind: 'json'; raw: Buffer; value: Record<string, unknown> }
-  | { kind: 'stream'; open(upstreamModel: string | null): Promise<{ stream: Readable; length?: number }> };
+  | {
+      kind: 'stream';
+      /** open() may be called again for another attempt (a spooled body); else the body is sent once. */
+      replayable?: boolean;
+      open(upstreamModel: string | null): Promise<{ stream: Readable; length?: number; addedStreamUsage?: boolean }>;
+    };
 
 export interface ForwardInput {
   req: IncomingMessage;
@@ -129,7 +134,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         } else if (input.body.kind === 'stream') {
           const opened = await input.body.open(candidate.upstream_model);
           body = streamedBody = opened.stream;
-          bodyConsumed = true;
+          dropUsageChunk = opened.addedStreamUsage === true;
+          bodyConsumed = input.body.replayable !== true;
           if (opened.length !== undefined) headers['content-length'] = String(opened.length);
           else delete headers['content-length'];
         } else {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { CHANNELS, type ChannelId, type OperationEntry } from '../generated/index.ts';
+import type { OperationEntry } from '../generated/index.ts';
 import { compileRouteTable, matchRoute, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
@@ -10,6 +10,7 @@ import { CredentialPool } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative, type ForwardDeps } from './forward-native.ts';
+import { managedProxyUrl } from './managed-proxy-url.ts';
 import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
@@ -52,11 +53,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       pool,
       credentialsOf: (groupId) => snap.credentialsByGroup.get(groupId) ?? [],
       now: deps.clock,
-      idleTimeoutMs: options.streamIdleTimeoutMs,
-      headersTimeoutMs: options.headersTimeoutMs,
+      idleTimeoutMs: options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000,
+      headersTimeoutMs: options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000,
       cooldownSeconds: settings.credential_cooldown_seconds,
       maxAttempts: settings.max_attempts_per_request,
-      proxyFor: (c, cred) => (CHANNELS[c.group.channel as ChannelId]?.proxy ? (cred.proxy_url ?? c.group.proxy_url ?? settings.proxy_url ?? undefined) : undefined),
+      proxyFor: (c, cred) => managedProxyUrl(c.group.channel, cred, c.group, settings),
     };
     forwardDeps = { snap, deps: built };
     return built;

@@ -1,8 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
-import { upstreamRequestHeaders } from '../upstream/index.ts';
+import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
+import type { CredentialView } from '../store/records.ts';
+import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, upstreamRequestHeaders, type HeaderMap } from '../upstream/index.ts';
+import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
@@ -10,19 +13,46 @@ import { CredentialPool, verdictFor } from './credential-pool.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
-import { attemptOrder, planCandidates, refusalFor } from './plan-candidates.ts';
+import { managedProxyUrl } from './managed-proxy-url.ts';
+import { openUpstreamWebSocket, type UpstreamHandshake } from './open-upstream-websocket.ts';
+import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
 import { presentedAccessKey } from './present-access-key.ts';
+import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
+import { relayWebSocketSession, type RelaySession } from './relay-websocket-session.ts';
 import { renderErrorBody } from './render-error-body.ts';
-import { GATEWAY_REQUEST_ID_HEADER } from './request-id-headers.ts';
+import { withRequestId } from './request-id-headers.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 import { newRequestId } from './new-request-id.ts';
 
-export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>;
+export interface UpgradeHandler {
+  (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
+  /**
+   * Ends every relayed session (1001 to client and upstream) and calls off handshakes in
+   * progress; resolves once each has written its log record. Upgraded sockets are not the
+   * HTTP server's: its close() neither ends them nor finishes while they are open.
+   */
+  close(): Promise<void>;
+}
+
+/** Headers of the client's upgrade request that belong to its own handshake with the gateway. */
+const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions'];
+/** Not passed on from an upstream's non-101 answer: its length is set anew, credentials never travel back. */
+const NOT_PASSED_BACK: ReadonlySet<string> = new Set(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
+
+interface UpstreamAnswer {
+  status: number;
+  headers: HeaderMap;
+  body: Buffer;
+  candidate: Candidate;
+  credential: CredentialView;
+}
 
 /**
  * WebSocket operations (x-live sessions, realtime transcription): authenticated and routed
  * like any request, then the client socket is joined to an upstream socket and frames pass
- * through both ways untouched. Refusals answer the upgrade with an HTTP error before joining.
+ * through both ways untouched. Refusals answer the upgrade with an HTTP error before joining;
+ * an upstream that refuses the upgrade is failed over like an HTTP answer (401/403, 429, 5xx)
+ * or passed on as it answered.
  */
 export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const routes = compileRouteTable();
@@ -30,13 +60,21 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const snapshot = new ConfigSnapshot(deps.store);
   const quota = quotaMeterFor(deps.logs);
   const wss = new WebSocketServer({ noServer: true });
+  const handshakes = new Set<UpstreamHandshake>();
+  const sessions = new Set<RelaySession>();
+  const inFlight = new Set<Promise<void>>();
+  let closing = false;
 
-  return async function upgrade(req, socket, head) {
+  async function serve(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const started = deps.clock();
     const requestId = newRequestId();
     const log = newLogDraft(requestId, started);
     let style: 'completions' | 'messages' | 'generate' = 'completions';
+    // The HTTP server drops its error listener from an upgraded socket; a client reset while the
+    // upstream is being reached would otherwise be an uncaught error.
+    socket.on('error', () => {});
     try {
+      if (closing) throw new DataPlaneError('shutting_down');
       const url = new URL(req.url ?? '/', 'http://gateway.invalid');
       const match = matchRoute(routes, 'GET', url.pathname);
       if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') throw new DataPlaneError('route_not_found');
@@ -62,87 +100,145 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         throw new DataPlaneError(r.code, r.detail);
       }
       const settings = snap.settings;
-      for (const candidate of ordered) {
+      const handshakeTimeoutMs = deps.options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000;
+      let lastAnswer: UpstreamAnswer | undefined;
+      let lastFailure: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
+      // A refused or failed upgrade opened no session, so another credential may always be tried.
+      attempts: for (const candidate of ordered) {
         for (const credential of pool.usable(candidate.group, snap.credentialsByGroup.get(candidate.group.id) ?? [], deps.clock())) {
+          if (log.attempts.length >= settings.max_attempts_per_request) break attempts;
           const secret = await pool.secretOf(credential);
           if (secret === undefined) continue;
+          if (closing) throw new DataPlaneError('shutting_down');
           const headers = upstreamRequestHeaders(req.headers);
-          for (const h of ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'upgrade', 'connection']) delete headers[h];
+          for (const h of CLIENT_HANDSHAKE_HEADERS) delete headers[h];
           setUpstreamCredential(headers, op.protocol, secret);
           const query = new URLSearchParams(url.searchParams);
           if (candidate.upstream_model !== null) query.set('model', candidate.upstream_model);
           const search = query.toString();
           const target = upstreamUrl(candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, search ? `?${search}` : '').replace(/^http/, 'ws');
-          log.attempts.push({ credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null });
-          const opened = await openUpstream(target, headers as Record<string, string>);
-          const attempt = log.attempts[log.attempts.length - 1]!;
-          attempt.status = opened.status;
-          if (!opened.socket) {
-            attempt.error_code = opened.status === null ? 'connect_failed' : `upstream_${opened.status}`;
-            await pool.apply(credential, verdictFor(opened.status, undefined, settings.credential_cooldown_seconds), deps.clock());
+          const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+          log.attempts.push(attempt);
+          const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, settings);
+          let handshake: UpstreamHandshake;
+          try {
+            handshake = openUpstreamWebSocket(target, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs });
+          } catch {
+            // An invalid proxy URL or upstream address: nothing was sent.
+            attempt.error_code = 'upstream_connect_failed';
+            lastFailure = { error: new DataPlaneError('upstream_unreachable', '(upstream_connect_failed)'), candidate, credential };
             continue;
           }
-          log.group_id = String(candidate.group.id);
-          log.channel = candidate.group.channel;
-          log.credential_id = String(credential.id);
-          log.upstream_model = candidate.upstream_model;
-          if (candidate.resolution.ok) (log.route_mode = candidate.resolution.declared), (log.effective = candidate.resolution.effective);
+          handshakes.add(handshake);
+          const outcome = await handshake.outcome;
+          handshakes.delete(handshake);
+          if (closing) {
+            if (outcome.kind === 'open') outcome.socket.terminate();
+            throw new DataPlaneError('shutting_down');
+          }
+          if (outcome.kind === 'failed') {
+            attempt.error_code = outcome.code;
+            await pool.apply(credential, verdictFor(null, undefined, settings.credential_cooldown_seconds), deps.clock());
+            lastFailure = { error: new DataPlaneError(outcome.timedOut ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
+            continue;
+          }
+          attempt.status = outcome.kind === 'open' ? 101 : outcome.status;
+          noteRoute(log, candidate, credential);
+          if (outcome.kind === 'answered') {
+            const verdict = verdictFor(outcome.status, headerValue(outcome.headers['retry-after']), settings.credential_cooldown_seconds);
+            attempt.error_code = `upstream_${outcome.status}`;
+            const answer = { ...outcome, candidate, credential };
+            // As forward-native's failover statuses: a passthrough operation's 403 is the upstream's word on the path.
+            if (verdict.action === 'none' || (outcome.status === 403 && op.preserve_upstream_status)) return passOn(socket, log, answer, requestId);
+            await pool.apply(credential, verdict, deps.clock());
+            lastAnswer = answer;
+            continue;
+          }
           log.status = 101;
-          await join(wss, req, socket, head, opened.socket, log, deps.clock);
+          await relay(req, socket, head, outcome.socket, log);
           return;
         }
+      }
+      if (lastAnswer) return passOn(socket, log, lastAnswer, requestId);
+      if (lastFailure) {
+        noteRoute(log, lastFailure.candidate, lastFailure.credential);
+        throw lastFailure.error;
       }
       throw new DataPlaneError('no_available_credential');
     } catch (err) {
       const failure = err instanceof DataPlaneError ? err : new DataPlaneError('upstream_unreachable');
       log.status = failure.status;
       log.error_code = failure.code;
-      const body = renderErrorBody(style, failure.status, failure.code, failure.message);
-      socket.end(`HTTP/1.1 ${failure.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${GATEWAY_REQUEST_ID_HEADER}: ${requestId}\r\nconnection: close\r\n\r\n${body}`);
+      const body = Buffer.from(renderErrorBody(style, failure.status, failure.code, failure.message));
+      answerUpgrade(socket, failure.status, withRequestId({ 'content-type': 'application/json' }, requestId), body);
     } finally {
       log.attempt_count = log.attempts.length;
       log.timings.duration_ms = deps.clock() - started;
       quota.record(log);
       deps.logs.append(log);
     }
+  }
+
+  /** Completes the client's upgrade and relays frames until either side closes. */
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord): Promise<void> {
+    const client = await completeUpgrade(wss, req, socket, head);
+    if (!client) {
+      upstream.terminate();
+      log.status = 499;
+      log.error_code = 'client_closed';
+      log.client_aborted = true;
+      return;
+    }
+    log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
+    const session = relayWebSocketSession(client, upstream, log);
+    sessions.add(session);
+    void session.closed.then(() => sessions.delete(session));
+    if (closing) session.goAway();
+    await session.ended;
+  }
+
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
+    const served = serve(req, socket, head);
+    inFlight.add(served);
+    return served.finally(() => inFlight.delete(served));
   };
-}
-
-function openUpstream(url: string, headers: Record<string, string>): Promise<{ socket?: WebSocket; status: number | null }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url, { headers });
-    ws.once('open', () => resolve({ socket: ws, status: 101 }));
-    ws.once('unexpected-response', (_req, res) => {
-      res.resume();
-      resolve({ status: res.statusCode ?? null });
-    });
-    ws.once('error', () => resolve({ status: null }));
+  return Object.assign(upgrade, {
+    async close() {
+      closing = true;
+      for (const handshake of handshakes) handshake.abort();
+      for (const session of sessions) session.goAway();
+      // Sessions joined while this waits are sent away as they join (`closing`).
+      while (inFlight.size > 0 || sessions.size > 0) await Promise.all([...inFlight, ...[...sessions].map((s) => s.closed)]);
+    },
   });
 }
 
-/** Completes the client upgrade and relays frames until either side closes; then logs. */
-function join(wss: WebSocketServer, req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: ReturnType<typeof newLogDraft>, clock: () => number): Promise<void> {
+/** Passes an upstream's non-101 answer to the client as the upstream sent it. */
+function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string): void {
+  noteRoute(log, answer.candidate, answer.credential);
+  log.status = answer.status;
+  log.error_code = `upstream_${answer.status}`;
+  answerUpgrade(socket, answer.status, withRequestId(copyHeadersWithout(answer.headers, NOT_PASSED_BACK), requestId), answer.body);
+}
+
+function noteRoute(log: LogRecord, candidate: Candidate, credential: CredentialView): void {
+  log.group_id = String(candidate.group.id);
+  log.channel = candidate.group.channel;
+  log.credential_id = String(credential.id);
+  log.upstream_model = candidate.upstream_model;
+  if (candidate.resolution.ok) (log.route_mode = candidate.resolution.declared), (log.effective = candidate.resolution.effective);
+}
+
+/** The client's side of the session, or undefined when the client left before it was joined. */
+function completeUpgrade(wss: WebSocketServer, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<WebSocket | undefined> {
+  if (socket.destroyed) return Promise.resolve(undefined);
   return new Promise((resolve) => {
-    wss.handleUpgrade(req, socket, head, (client) => {
-      log.timings.ttfb_ms = clock() - log.timings.started_at;
-      const relay = (to: WebSocket) => (data: RawData, isBinary: boolean) => {
-        if (to.readyState === WebSocket.OPEN) to.send(data, { binary: isBinary });
-      };
-      client.on('message', relay(upstream));
-      upstream.on('message', relay(client));
-      let done = false;
-      const finish = (code: number, reason: Buffer, byClient: boolean) => {
-        if (done) return;
-        done = true;
-        log.client_aborted = byClient && code !== 1000;
-        const closeCode = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000;
-        for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
-        resolve();
-      };
-      client.on('close', (code, reason) => finish(code, reason, true));
-      upstream.on('close', (code, reason) => finish(code, reason, false));
-      client.on('error', () => finish(1011, Buffer.alloc(0), true));
-      upstream.on('error', () => finish(1011, Buffer.alloc(0), false));
-    });
+    // ws answers a malformed handshake itself and then never calls back.
+    socket.once('close', () => resolve(undefined));
+    wss.handleUpgrade(req, socket, head, (client) => resolve(client));
   });
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }

@@ -1,9 +1,13 @@
 import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import type { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
-import { BodyRewriteError, rewriteJsonModelStream, rewriteMultipartModelStream, type ModelRewrite } from './body/index.ts';
+import { streamUsageMissing } from '../usage/index.ts';
+import { attemptSplices, receiveJsonBody, rewriteMultipartModelStream, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
+import { requestBodyFailure } from './request-body-failure.ts';
 import type { ForwardBody } from './forward-native.ts';
 import { parseJsonObject, readBody } from './read-body.ts';
 
@@ -11,51 +15,126 @@ export interface PreparedBody {
   body: ForwardBody;
   /** Parsed JSON (or the small text fields of a form) for the model and routing features. */
   fields: Record<string, unknown> | undefined;
-  /** Filled in once the body has been sent (a streamed body is only known then). */
+  /**
+   * Called once, when the request has ended: what the log records of the body (a streamed
+   * body is only known then). It also removes a spooled body's temporary file.
+   */
   recorded(): RecordedRequestBody | undefined;
 }
 
 export interface BodyLimits {
   maxBodyBytes: number;
-  /** JSON bodies up to this size are parsed whole (and can be replayed on failover). */
+  /** JSON bodies up to this size are parsed whole in memory; larger ones are spooled to a file. */
   bufferedJsonBytes: number;
+  /** Where large JSON bodies are spooled; the system's temporary directory by default. */
+  spoolDir?: string;
+}
+
+/** What `open()` gives for a spooled body: ForwardBody's stream, plus whether usage was asked for. */
+export interface OpenedSpooledBody {
+  stream: Readable;
+  length: number;
+  /** `stream_options.include_usage` was added on the client's behalf: drop the usage-only chunk. */
+  addedStreamUsage: boolean;
 }
 
 const NO_BODY: PreparedBody = { body: { kind: 'none' }, fields: undefined, recorded: () => undefined };
 /** How much of a streamed body is kept when the key records request bodies. */
 const RECORD_PREFIX_BYTES = 1024 * 1024;
+/** Top-level members routing reads (request-features.ts) and the stream usage request needs. */
+const SMALL_MEMBERS = ['model', 'stream', 'stream_options', 'n', 'response_format', 'previous_response_id'];
+/** Their values are kept up to this size; no real request comes near it. */
+const SMALL_MEMBER_BYTES = 64 * 1024;
+/** Members whose kind routing reads (text, token ids, other); their values may be large. */
+const INPUT_MEMBERS = ['input', 'query', 'documents'];
+const QUOTE = 0x22;
 
 /**
- * Reads what the operation's body kind needs to route the request. Small JSON is parsed
- * whole; large JSON and multipart bodies stream through with only the model rewritten, so
- * an upload is never held in memory whole.
+ * Reads what the operation's body kind needs to route the request. JSON up to
+ * `bufferedJsonBytes` is parsed whole, larger JSON is spooled to a file and scanned for its
+ * routing members, and multipart bodies stream through with only the model rewritten, so an
+ * upload is never held in memory whole.
  */
 export async function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits): Promise<PreparedBody> {
   if (op.body === 'none' || op.body === 'websocket' || req.method === 'GET' || req.method === 'HEAD') return NO_BODY;
   const contentType = String(req.headers['content-type'] ?? '');
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
-  const multipart = contentType.toLowerCase().startsWith('multipart/form-data');
-  if (!multipart && declared !== undefined && declared <= limits.bufferedJsonBytes) {
-    const raw = await readBody(req, limits.bufferedJsonBytes);
-    if (raw.length === 0) return NO_BODY;
-    const value = parseJsonObject(raw);
-    const recorded: RecordedRequestBody | undefined = record ? { state: 'recorded', original_bytes: raw.length, body: value as RecordedRequestBody['body'] } : undefined;
-    return { body: { kind: 'json', raw, value }, fields: value, recorded: () => recorded };
-  }
-  const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes);
-  let rewrite: ModelRewrite & { fields?: ReadonlyMap<string, string> };
+  if (contentType.toLowerCase().startsWith('multipart/form-data')) return streamMultipart(req, contentType, declared, record, limits);
+  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return bufferedJson(await readBody(req, limits.bufferedJsonBytes), record);
+  const wanted = new Map([...SMALL_MEMBERS.map((k) => [k, SMALL_MEMBER_BYTES] as const), ...INPUT_MEMBERS.map((k) => [k, limits.bufferedJsonBytes] as const)]);
+  let received;
   try {
-    rewrite = multipart
-      ? await rewriteMultipartModelStream(tee.stream, { contentType, maxPrefixBytes: limits.bufferedJsonBytes * 8 })
-      : await rewriteJsonModelStream(tee.stream, { maxPrefixBytes: limits.bufferedJsonBytes });
+    received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, keepBytes: record ? RECORD_PREFIX_BYTES : 0 });
+  } catch (err) {
+    throw requestBodyFailure(err) ?? err;
+  }
+  return received.kind === 'buffered' ? bufferedJson(received.raw, record) : spooledJson(received.body, op, record);
+}
+
+function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
+  if (raw.length === 0) return NO_BODY;
+  const value = parseJsonObject(raw);
+  const recorded: RecordedRequestBody | undefined = record ? { state: 'recorded', original_bytes: raw.length, body: value as RecordedRequestBody['body'] } : undefined;
+  return { body: { kind: 'json', raw, value }, fields: value, recorded: () => recorded };
+}
+
+/**
+ * A spooled body is sent from its file with the same splices a buffered one gets (the mapped
+ * model, stream usage), so every byte the client sent arrives as sent and `open()` may be
+ * called once per attempt.
+ */
+function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boolean): PreparedBody {
+  let fields: Record<string, unknown>;
+  try {
+    fields = fieldsOf(spooled.scanned.members);
+  } catch (err) {
+    spooled.release();
+    throw err;
+  }
+  const addStreamUsage = op.protocol === 'x-completions' && streamUsageMissing(fields);
+  const open = async (upstreamModel: string | null): Promise<OpenedSpooledBody> => {
+    const model = op.model === 'body' && upstreamModel !== null && fields['model'] !== upstreamModel ? upstreamModel : undefined;
+    const splices = attemptSplices(spooled.scanned, (m) => m.raw!, model, addStreamUsage);
+    return { ...spooled.read(splices), addedStreamUsage: addStreamUsage };
+  };
+  return {
+    body: { kind: 'stream', replayable: true, open },
+    fields,
+    recorded: () => {
+      spooled.release();
+      if (!record) return undefined;
+      const { head, size } = spooled;
+      return { state: head.length < size ? 'truncated' : 'recorded', original_bytes: size, body: head.toString('utf8') };
+    },
+  };
+}
+
+// The last duplicate wins, as in JSON.parse.
+function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const member of members) {
+    if (member.raw !== undefined) fields[member.key] = JSON.parse(member.raw.toString('utf8'));
+    // Too large to keep, only the type matters to routing: a string input is text, anything
+    // else is other; a large response_format is a schema, not one of the words rules look at.
+    else if (INPUT_MEMBERS.includes(member.key) || member.key === 'response_format') fields[member.key] = member.first === QUOTE ? '' : {};
+    else throw new DataPlaneError('invalid_request_body', `The top-level "${member.key}" member is larger than ${SMALL_MEMBER_BYTES} bytes.`);
+  }
+  return fields;
+}
+
+async function streamMultipart(req: IncomingMessage, contentType: string, declared: number | undefined, record: boolean, limits: BodyLimits): Promise<PreparedBody> {
+  const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes);
+  let rewrite;
+  try {
+    rewrite = await rewriteMultipartModelStream(tee.stream, { contentType, maxPrefixBytes: limits.bufferedJsonBytes * 8 });
   } catch (err) {
     tee.stream.destroy();
     req.resume();
-    if (err instanceof BodyRewriteError) throw new DataPlaneError(err.code === 'invalid_json' ? 'invalid_json' : 'invalid_request_body', err.message);
-    throw err;
+    // Anything but a verdict on the form itself comes from the client's connection.
+    throw requestBodyFailure(err) ?? new DataPlaneError('client_closed', 'Its body had not ended.');
   }
-  const fields: Record<string, unknown> = Object.fromEntries(rewrite.fields ?? []);
+  const fields: Record<string, unknown> = Object.fromEntries(rewrite.fields);
   if (rewrite.model !== undefined) fields['model'] = rewrite.model;
   return {
     body: {
@@ -69,8 +148,7 @@ export async function prepareRequestBody(req: IncomingMessage, op: OperationEntr
     recorded: () => {
       if (!record) return undefined;
       const { bytes, total } = tee.captured();
-      const text = bytes.toString(multipart ? 'latin1' : 'utf8');
-      return { state: bytes.length < total ? 'truncated' : 'recorded', original_bytes: total, body: text };
+      return { state: bytes.length < total ? 'truncated' : 'recorded', original_bytes: total, body: bytes.toString('latin1') };
     },
   };
 }

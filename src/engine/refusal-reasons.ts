@@ -29,6 +29,7 @@ export const REFUSAL_REASONS = {
   model_missing: { status: 400, en: 'The request names no model.', zh: '请求没有指定模型。' },
   request_too_large: { status: 413, en: 'The request body is too large.', zh: '请求体过大。' },
   upstream_unreachable: { status: 502, en: 'No upstream could be reached.', zh: '无法连接任何上游。' },
+  shutting_down: { status: 503, en: 'The gateway is shutting down.', zh: '网关正在关闭。' },
   upstream_timeout: { status: 504, en: 'The upstream did not answer in time.', zh: '上游未及时响应。' },
   // Never sent (the client is gone); 499 is the log's conventional "client closed request".
   client_closed: { status: 499, en: 'The client closed the request before it was answered.', zh: '客户端在得到响应前关闭了请求。' },

@@ -21,6 +21,7 @@ import type { LogStore } from '../store/logs/index.ts';
 import { openLowdbConfigStore } from '../store/lowdb/index.ts';
 import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
 import { loadAuthKey } from './auth-key.ts';
+import { hourlyRetention, startLogRetention, type RetentionSchedule } from './log-retention.ts';
 import { packageVersion } from './package-version.ts';
 
 /** What the data plane gets when the server mounts it. */
@@ -37,6 +38,9 @@ export interface MountedDataPlane {
   /** Serves every request outside /api directly (the data plane's hot path skips Koa). */
   request?: (req: IncomingMessage, res: ServerResponse) => void;
   upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Ends the WebSocket sessions, which the HTTP server neither ends nor finishes closing while they are open. */
+  endSessions?: () => Promise<void>;
+  /** Releases the rest (upstream connections) once every request is done. */
   close?: () => Promise<void>;
 }
 
@@ -63,6 +67,8 @@ export interface ServerOptions {
   modelDiscovery?: ModelDiscovery;
   credentialFlows?: CredentialFlowProvider;
   version?: string;
+  /** When log retention (`log_retention_days`) runs after the run at start. Default: hourly. */
+  logRetentionSchedule?: RetentionSchedule;
 }
 
 export interface RunningServer {
@@ -132,6 +138,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const openLogs = logs;
+    const stopRetention = startLogRetention({ store, logs, clock, log }, options.logRetentionSchedule ?? hourlyRetention);
     let closing: Promise<void> | undefined;
     return {
       url: `http://${host}:${address.port}`,
@@ -141,7 +148,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       logs: openLogs,
       managementRoutes: management.routes,
       close() {
-        closing ??= shutdown(server, store, openLogs, dataPlane.close);
+        stopRetention();
+        closing ??= shutdown(server, store, openLogs, dataPlane);
         return closing;
       },
     };
@@ -161,13 +169,16 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: Server, store: ConfigStore, logs: LogStore, closeDataPlane: (() => Promise<void>) | undefined): Promise<void> {
+async function shutdown(server: Server, store: ConfigStore, logs: LogStore, dataPlane: MountedDataPlane): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-  await closed;
+  // Alongside, not after: the server's close also waits for upgraded (WebSocket) sockets, which
+  // only the data plane ends.
+  await Promise.all([closed, dataPlane.endSessions?.()]);
   clearTimeout(force);
-  await closeDataPlane?.();
-  // Requests are done, so every write they started is queued; closing waits for them.
+  // After every request, so that a failover attempt late in the grace period still has its upstream client.
+  await dataPlane.close?.();
+  // Requests and sessions are done, so every write they started is queued; closing waits for them.
   await Promise.all([store.close(), logs.close()]);
 }

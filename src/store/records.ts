@@ -101,8 +101,12 @@ export interface Settings {
   update_feed_url: string | null;
   /** Remote price list used by model-prices sync with source "url". */
   model_price_sync_url: string | null;
+  /** Request logs older than this are deleted by the server's retention schedule. */
   log_retention_days: number;
+  /** Time an upstream has to send its response headers. */
   request_timeout_seconds: number;
+  /** An upstream stream silent this long is ended with the protocol's error event. */
+  stream_idle_timeout_seconds: number;
   credential_cooldown_seconds: number;
   max_attempts_per_request: number;
 }

@@ -4,10 +4,12 @@ import { pipeline } from 'node:stream/promises';
 import t, { type Test } from 'tap';
 import {
   BodyRewriteError,
+  JsonMemberScanner,
   SMALL_FIELD_BYTES,
-  rewriteJsonModelStream,
+  locateMembers,
   rewriteMultipartModelStream,
   type ModelRewrite,
+  type ScannedObject,
 } from '../../src/dataplane/body/index.ts';
 
 const LIMIT = 64 * 1024;
@@ -103,54 +105,63 @@ const JSON_BEFORE =
   '{ "messages" : [ {"role":"user","content":"say \\"model\\": \\"no\\" \\\\","model":"nested"} ],\r\n' +
   '\t"meta": {"model": {"model": "deeper"}}, "n": -1.5e+3, "x": [true, false, null, 0, {}], "models": "no",\n "model" :';
 const JSON_AFTER = ' , "stream": true, "tail": "\\ud83d\\ude00 \u{1F600}" }\n';
+const WANTED = new Map([['model', 1000], ['n', 1000], ['stream', 1000], ['x', 1000]]);
 
-t.test('JSON: top-level model at every split point; nested keys and escapes ignored', async (t) => {
-  const body = Buffer.from(JSON_BEFORE + MODEL_TOKEN + JSON_AFTER);
-  const upstream = 'upstream/ü-"1"';
-  const expected = Buffer.from(JSON_BEFORE + JSON.stringify(upstream) + JSON_AFTER);
-  t.same(JSON.parse(expected.toString()).model, upstream);
+function scan(chunks: Array<Buffer | string>, wanted: ReadonlyMap<string, number> = WANTED): ScannedObject {
+  const scanner = new JsonMemberScanner(wanted);
+  for (const chunk of chunks) scanner.push(Buffer.from(chunk));
+  return scanner.end();
+}
+
+function scanFails(t: Test, body: Buffer, code: string, label: string) {
+  t.throws(() => scan([body]), { name: 'BodyRewriteError', code }, label);
+}
+
+t.test('JSON: top-level members at every split point; nested keys and escapes ignored', async (t) => {
+  const text = JSON_BEFORE + MODEL_TOKEN + JSON_AFTER;
+  const body = Buffer.from(text);
+  const at = (needle: string, from = 0) => body.indexOf(needle, from);
+  const expected = [
+    { key: 'n', start: at('-1.5e+3'), end: at('-1.5e+3') + 7, raw: '-1.5e+3' },
+    { key: 'x', start: at('[true'), end: at(', "models"'), raw: '[true, false, null, 0, {}]' },
+    { key: 'model', start: at(MODEL_TOKEN), end: at(MODEL_TOKEN) + Buffer.byteLength(MODEL_TOKEN), raw: MODEL_TOKEN },
+    { key: 'stream', start: at('true, "tail"'), end: at('true, "tail"') + 4, raw: 'true' },
+  ];
   for (const { label, chunks } of splits(body)) {
-    const rewrite = await rewriteJsonModelStream(source(chunks), { maxPrefixBytes: LIMIT });
-    if (rewrite.model !== 'gpt-ü"x\\ é') t.fail(`${label}: model ${rewrite.model}`);
-    const { out, lengthDelta } = await rewriteAll(rewrite, upstream);
-    if (!out.equals(expected)) t.fail(`${label}: ${out.toString()}`);
-    if (lengthDelta !== expected.length - body.length) t.fail(`${label}: delta ${lengthDelta}`);
+    const found = scan(chunks);
+    const got = found.members.map((m) => ({ key: m.key, start: m.start, end: m.end, raw: m.raw?.toString() }));
+    if (JSON.stringify(got) !== JSON.stringify(expected) || found.close !== body.lastIndexOf('}')) t.fail(`${label}: ${JSON.stringify(got)} ${found.close}`);
   }
-  t.pass('all splits');
+  t.equal(JSON.parse(expected[2]!.raw), 'gpt-ü"x\\ é');
+  const located = locateMembers(body).members.filter((m) => WANTED.has(m.key));
+  t.same(located, expected.map(({ key, start, end }) => ({ key, start, end })), 'locateMembers finds the same spans in a whole body');
+  t.equal(locateMembers(body).close, body.lastIndexOf('}'));
 });
 
-t.test('JSON: a key spelt with escapes is the model; similar keys are not', async (t) => {
-  const rewrite = await rewriteJsonModelStream(source(['{"Model":"a","model ":"b","mod\\u0065l":"c"}']), {
-    maxPrefixBytes: LIMIT,
-  });
-  t.equal(rewrite.model, 'c');
-  t.equal((await rewriteAll(rewrite, 'd')).out.toString(), '{"Model":"a","model ":"b","mod\\u0065l":"d"}');
+t.test('JSON: a key spelt with escapes is that key; similar keys are not', async (t) => {
+  const body = '{"Model":"a","model ":"b","mod\\u0065l":"c"}';
+  t.same(scan([body]).members.map((m) => [m.key, m.raw?.toString()]), [['model', '"c"']]);
+  t.same(locateMembers(Buffer.from(body)).members.map((m) => m.key), ['Model', 'model ', 'model']);
 });
 
-t.test('JSON: lengthDelta gives the new content-length', async (t) => {
-  const body = '{"model":"gpt-4o","input":"hi"}';
-  for (const [upstream, delta] of [['gpt-4o', 0], ['openai/gpt-4o-2024-08-06', 18], ['m', -5], ['é', -4]] as const) {
-    const { out, lengthDelta } = await rewriteAll(
-      await rewriteJsonModelStream(source([body]), { maxPrefixBytes: LIMIT }),
-      upstream,
-    );
-    t.equal(lengthDelta, delta, upstream);
-    t.equal(out.length, Buffer.byteLength(body) + lengthDelta, upstream);
+t.test('JSON: duplicates are all reported, in order', async (t) => {
+  const found = scan(['{"model":"a","x":1,"model":42}']);
+  t.same(found.members.map((m) => [m.key, m.raw?.toString()]), [['model', '"a"'], ['x', '1'], ['model', '42']]);
+});
+
+t.test('JSON: a value over its limit keeps its span and first byte, not its bytes', async (t) => {
+  const big = 'A'.repeat(5000);
+  const text = `{"input":"${big}","documents":[1,2],"model":"m"}`;
+  for (const size of [7, 4096, text.length]) {
+    const chunks = Array.from({ length: Math.ceil(text.length / size) }, (_, i) => text.slice(i * size, (i + 1) * size));
+    const [input, documents, model] = scan(chunks, new Map([['input', 100], ['documents', 5], ['model', 100]])).members;
+    t.match(input, { key: 'input', start: 9, end: 9 + big.length + 2, first: 0x22, raw: undefined }, `chunks of ${size}`);
+    t.match(documents, { key: 'documents', first: 0x5b, raw: Buffer.from('[1,2]') });
+    t.equal(model?.raw?.toString(), '"m"');
   }
 });
 
-t.test('JSON: without a top-level model the original bytes come back', async (t) => {
-  for (const body of ['{"input":{"model":"x"}} ', '{}', '[{"model":"x"}]', '"model"', ' 42 ']) {
-    for (const { label, chunks } of splits(Buffer.from(body))) {
-      const rewrite = await rewriteJsonModelStream(source(chunks), { maxPrefixBytes: LIMIT });
-      const { out, lengthDelta } = await rewriteAll(rewrite, 'ignored');
-      if (rewrite.model !== undefined || lengthDelta !== 0 || out.toString() !== body) t.fail(`${body} ${label}`);
-    }
-  }
-  t.pass('all splits');
-});
-
-t.test('JSON: malformed input before the model is invalid_json', async (t) => {
+t.test('JSON: malformed input is invalid_json, wherever it is', async (t) => {
   const bodies = [
     '',
     '  ',
@@ -169,103 +180,27 @@ t.test('JSON: malformed input before the model is invalid_json', async (t) => {
     '{"a":"line\nbreak","model":"x"}',
     '{"a":"unterminated',
     '{"a":1',
+    '{"model":"x","a":1',
     '{"a":1} {"model":"x"}',
-    '{"model":42}',
-    '{"model":"a","model":"b"}',
-    '{"model":"\xff"}',
+    '{"model":"x"} x',
     '\ufeff{"model":"x"}',
-    '['.repeat(200),
+    '{"a":' + '['.repeat(200),
   ];
   for (const body of bodies) {
-    const bytes = body === '{"model":"\xff"}' ? Buffer.from(body, 'latin1') : Buffer.from(body);
-    await rejectsWith(t, rewriteJsonModelStream(source([bytes]), { maxPrefixBytes: LIMIT }), 'invalid_json', JSON.stringify(body));
+    for (const { label, chunks } of splits(Buffer.from(body))) {
+      try {
+        scan(chunks);
+        t.fail(`${JSON.stringify(body)} ${label}: accepted`);
+      } catch (error) {
+        if ((error as BodyRewriteError).code !== 'invalid_json') t.fail(`${JSON.stringify(body)} ${label}: ${String(error)}`);
+      }
+    }
   }
+  t.pass('all splits');
 });
 
-t.test('JSON: model after a large field fails beyond the prefix limit', async (t) => {
-  const big = 'A'.repeat(100_000);
-  const body = `{"file":"${big}","model":"m"}`;
-  const chunks = (size: number) => Array.from({ length: Math.ceil(body.length / size) }, (_, i) => body.slice(i * size, (i + 1) * size));
-  await rejectsWith(t, rewriteJsonModelStream(source(chunks(4096)), { maxPrefixBytes: LIMIT }), 'model_not_found_within_limit');
-  // The limit is about where the model ends, not about how the source happens to be chunked.
-  await rejectsWith(t, rewriteJsonModelStream(source([body]), { maxPrefixBytes: LIMIT }), 'model_not_found_within_limit');
-  const end = body.length - 1; // the member ends just before the closing brace
-  t.equal((await rewriteJsonModelStream(source(chunks(4096)), { maxPrefixBytes: end })).model, 'm');
-  await rejectsWith(t, rewriteJsonModelStream(source(chunks(4096)), { maxPrefixBytes: end - 1 }), 'model_not_found_within_limit');
-  // A body without a model must also end within the limit.
-  await rejectsWith(t, rewriteJsonModelStream(source([`{"file":"${big}"}`]), { maxPrefixBytes: LIMIT }), 'model_not_found_within_limit');
-});
-
-t.test('JSON: a rejected source is left paused and undestroyed for the caller', async (t) => {
-  const src = source(['{"file":"', 'A'.repeat(2000), '","model":"m"}']);
-  await rejectsWith(t, rewriteJsonModelStream(src, { maxPrefixBytes: 100 }), 'model_not_found_within_limit');
-  t.notOk(src.destroyed);
-  t.ok(src.isPaused());
-  t.equal((await collect(src)).toString(), '","model":"m"}', 'the caller can still drain the rest');
-});
-
-t.test('JSON: source errors reject the scan and error the body', async (t) => {
-  const early = new Readable({ read() {} });
-  early.push('{"a":');
-  setImmediate(() => early.destroy(new Error('client went away')));
-  await t.rejects(rewriteJsonModelStream(early, { maxPrefixBytes: LIMIT }), { message: 'client went away' });
-
-  const late = new Readable({ read() {} });
-  late.push('{"model":"m","a":');
-  const rewrite = await rewriteJsonModelStream(late, { maxPrefixBytes: LIMIT });
-  const { body } = rewrite.replaceModel('u');
-  setImmediate(() => late.destroy(new Error('reset')));
-  await t.rejects(collect(body), { message: 'reset' });
-  t.throws(() => rewrite.replaceModel('u'), /already been taken/);
-
-  // Destroyed between the scan and replaceModel(), while nobody was listening.
-  const idle = new Readable({ read() {} });
-  idle.push('{"model":"m"');
-  const waiting = await rewriteJsonModelStream(idle, { maxPrefixBytes: LIMIT });
-  idle.destroy(new Error('gone'));
-  await new Promise((resolve) => setImmediate(resolve));
-  await t.rejects(collect(waiting.replaceModel('u').body), { message: 'gone' });
-});
-
-t.test('JSON: the streamed tail is still checked; a second model never reaches the upstream', async (t) => {
-  const dup = await rewriteJsonModelStream(source(['{"model":"a","x":1', ',"model":"b"}']), { maxPrefixBytes: LIMIT });
-  const received: Buffer[] = [];
-  const { body } = dup.replaceModel('u');
-  body.on('data', (chunk: Buffer) => received.push(chunk));
-  await t.rejects(new Promise((resolve, reject) => body.on('end', resolve).on('error', reject)), {
-    name: 'BodyRewriteError',
-    code: 'invalid_json',
-    message: /duplicate/,
-  });
-  t.equal(Buffer.concat(received).toString(), '{"model":"u","x":1');
-
-  const broken = await rewriteJsonModelStream(source(['{"model":"a"', ',"x":[}']), { maxPrefixBytes: LIMIT });
-  await rejectsWith(t, collect(broken.replaceModel('u').body), 'invalid_json');
-  const truncated = await rewriteJsonModelStream(source(['{"model":"a"', ',"x":']), { maxPrefixBytes: LIMIT });
-  await rejectsWith(t, collect(truncated.replaceModel('u').body), 'invalid_json');
-});
-
-t.test('JSON: resolves before the tail exists and streams 32 MiB with backpressure', async (t) => {
-  const head = Buffer.from('{"model":"ocr-ext","document":{"type":"document_url","document_url":"data:application/pdf;base64,');
-  const piece = Buffer.alloc(64 * 1024, 'QUJD');
-  const count = 512;
-  const end = Buffer.from('"}}');
-  const { gate, open } = opener();
-  const { readable, state } = gatedSource(head, () => piece, count, end, gate);
-  const rewrite = await rewriteJsonModelStream(readable, { maxPrefixBytes: LIMIT });
-  t.notOk(state.tailStarted, 'resolved from the head alone');
-  t.equal(rewrite.model, 'ocr-ext');
-  open();
-  const { body, lengthDelta } = rewrite.replaceModel('mistral-ocr-latest');
-  const result = await consumeSlowly(body, () => state.produced);
-
-  const expected = createHash('sha256');
-  expected.update(head.toString().replace('"ocr-ext"', '"mistral-ocr-latest"'));
-  for (let i = 0; i < count; i++) expected.update(piece);
-  expected.update(end);
-  t.equal(result.digest, expected.digest('hex'));
-  t.equal(result.consumed, head.length + count * piece.length + end.length + lengthDelta);
-  t.ok(result.maxAhead < 1024 * 1024, `source stayed within ${result.maxAhead} bytes of the consumer`);
+t.test('JSON: a body that is not one object is not_an_object', async (t) => {
+  for (const body of ['[{"model":"x"}]', '"model"', ' 42 ', 'null']) scanFails(t, Buffer.from(body), 'not_an_object', body);
 });
 
 // ---------------------------------------------------------------------------------------------

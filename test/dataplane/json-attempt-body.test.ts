@@ -38,8 +38,42 @@ t.test('other stream_options are kept when include_usage is added', async (t) =>
   t.same(JSON.parse(out.body.toString()).stream_options, { include_obfuscation: false, include_usage: true });
 });
 
-t.test('a mapped model re-serializes with the upstream name and every other field', async (t) => {
+t.test('a mapped model is spliced in: every other byte is as sent', async (t) => {
   const out = jsonAttemptBody(RAW, value(), 'vendor-9', requestStreamUsage);
-  t.same(JSON.parse(out.body.toString()), { ...value(), model: 'vendor-9', stream_options: { include_usage: true } });
+  t.equal(out.body.toString(), RAW.toString().replace('"m1"', '"vendor-9"').replace(/}$/, ',"stream_options":{"include_usage":true}}'));
   t.equal(out.addedStreamUsage, true);
+});
+
+t.test('mapping keeps big integers, number spellings and duplicate keys byte for byte', async (t) => {
+  const raw = Buffer.from('{"seed": 12345678901234567890, "model" :"ext", "t":1.50, "e":1E+2, "x":"a", "x":"b", "nested":{"model":"keep","model":"keep2"}, "s":"\\"model\\":\\"no\\""}');
+  const out = jsonAttemptBody(raw, JSON.parse(raw.toString()), 'up/"q"', undefined);
+  t.equal(out.body.toString(), raw.toString().replace('"ext"', '"up/\\"q\\""'));
+  t.equal(out.addedStreamUsage, false);
+});
+
+t.test('every top-level model value is mapped, whichever one an upstream reads', async (t) => {
+  const raw = Buffer.from('{"model":"cheap","x":1,"model":"ext"}');
+  t.equal(jsonAttemptBody(raw, JSON.parse(raw.toString()), 'up', undefined).body.toString(), '{"model":"up","x":1,"model":"up"}');
+});
+
+t.test('stream_options is edited in place, as requestStreamUsage edits the object', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['{"model":"a","stream":true,"stream_options":{}}', '{"model":"b","stream":true,"stream_options":{"include_usage":true}}'],
+    ['{"model":"a","stream":true,"stream_options": { "x" : 1 } }', '{"model":"b","stream":true,"stream_options": { "x" : 1 ,"include_usage":true} }'],
+    ['{"model":"a","stream":true,"stream_options":{"include_usage":false,"x":1}}', '{"model":"b","stream":true,"stream_options":{"include_usage":true,"x":1}}'],
+    ['{"model":"a","stream":true,"stream_options":null}', '{"model":"b","stream":true,"stream_options":{"include_usage":true}}'],
+    ['{"model":"a","stream":true,"stream_options":[1]}', '{"model":"b","stream":true,"stream_options":{"include_usage":true}}'],
+    ['{"stream_options":"x","model":"a","stream":true,"stream_options":{"y":"}"}}', '{"stream_options":"x","model":"b","stream":true,"stream_options":{"y":"}","include_usage":true}}'],
+  ];
+  for (const [raw, expected] of cases) {
+    const parsed = JSON.parse(raw) as Record<string, unknown>;
+    const out = jsonAttemptBody(Buffer.from(raw), parsed, 'b', requestStreamUsage);
+    t.equal(out.body.toString(), expected, raw);
+    t.equal(out.addedStreamUsage, true);
+    const viaObject = { ...parsed, model: 'b' };
+    requestStreamUsage(viaObject);
+    t.same(JSON.parse(out.body.toString()), viaObject, `${raw} parses as requestStreamUsage's object`);
+  }
+  const unmapped = Buffer.from('{"model":"b","stream":true,"stream_options":{"include_usage":null}}');
+  t.equal(jsonAttemptBody(unmapped, JSON.parse(unmapped.toString()), 'b', requestStreamUsage).body.toString(), '{"model":"b","stream":true,"stream_options":{"include_usage":true}}');
 });

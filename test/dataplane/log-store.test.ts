@@ -213,6 +213,7 @@ for (const { name, open } of IMPLEMENTATIONS) {
       await t.rejects(store.list({}, { limit: 1 }), /closed/);
       await t.rejects(store.usage({ bucket: 'day', group_by: [] }), /closed/);
       await t.rejects(store.statistics({}), /closed/);
+      await t.rejects(store.prune(T0), /closed/);
 
       const reopened = await open(dir);
       t.teardown(() => reopened.close());
@@ -230,6 +231,44 @@ for (const { name, open } of IMPLEMENTATIONS) {
       store.append(record(2));
       t.equal((await store.statistics({})).requests, 2);
       t.equal((await store.get('req_000001'))?.status, 200, 'first write wins');
+    });
+
+    t.test('prune deletes the records created before the cutoff and their bodies, over several batches; newer ones stay', async (t) => {
+      const dir = tempDir(t);
+      const store = await open(dir);
+      const OLD = 2500;
+      const NEW = 20;
+      const body = { state: 'recorded', original_bytes: 2, body: {} } as const;
+      // Bodies on every 10th record, old and new alike; all still buffered when prune is called.
+      for (let i = 0; i < OLD + NEW; i++) store.append(record(i, i % 10 === 0 ? { request_body: body } : {}));
+      const cutoff = T0 + OLD * 1000;
+
+      t.equal(await store.prune(cutoff), OLD, 'the old records, buffered ones included');
+      t.equal(await store.prune(cutoff), 0, 'nothing left to prune');
+      t.equal(await store.get(record(0).request_id), undefined, 'an old record is gone');
+      t.same(await store.get(record(OLD).request_id), record(OLD, { request_body: body }), 'a newer one stays, with its body');
+      const listed = await store.list({}, { limit: 500 });
+      t.same(listed.items.map((r) => r.request_id), Array.from({ length: NEW }, (_, i) => record(OLD + NEW - 1 - i).request_id), 'list shows only the newer records');
+      t.equal((await store.statistics({})).requests, NEW);
+      const usage = await store.usage({ bucket: 'day', group_by: [] });
+      t.same(usage.map((r) => r.requests), [NEW], 'usage counts only the newer records');
+
+      store.append(record(OLD + NEW));
+      await store.close();
+      const db = openClosedStoreFile(t, dir);
+      t.same(db.prepare('SELECT COUNT(*) AS n FROM request_logs').get(), { n: NEW + 1 });
+      t.same(db.prepare('SELECT COUNT(*) AS n FROM request_bodies').get(), { n: NEW / 10 }, 'the old records’ bodies went with them');
+    });
+
+    t.test('records appended while a prune runs are kept', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      for (let i = 0; i < 3000; i++) store.append(record(i));
+      const pruning = store.prune(T0 + 3000 * 1000);
+      const late = record(3000);
+      store.append(late);
+      t.equal(await pruning, 3000);
+      t.same(await store.get(late.request_id), late);
     });
   });
 }

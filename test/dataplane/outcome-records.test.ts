@@ -1,6 +1,7 @@
+import { request } from 'node:http';
 import t from 'tap';
 import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { waitForLog } from './helpers/dataplane-scenarios.ts';
+import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // What a request that fails for a reason other than the upstream's answer does to the
 // credential pool, and what its log record says.
@@ -59,4 +60,24 @@ t.test('no usable credential is answered 503 and logged with the route it would 
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, { status: 503, error_code: 'no_available_credential', attempt_count: 0, credential_id: null, group_id: String(group.id), channel: 'ch02', upstream_model: 'vendor-m', route_mode: 'N' });
   t.equal(upstream.requests.length, 1, 'the second request never reached the upstream');
+});
+
+t.test('a client that leaves while its form is being read is logged as client_closed, not as an error of ours', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"ok":true}');
+  });
+  const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'img' }], protocols: ['x-images'] });
+  const { hostname, port } = new URL(gw.url);
+  const req = request({ hostname, port, path: '/v1/images/edits', method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` } });
+  req.on('error', () => {});
+  // Once the socket has the head, closing it sends that first, then the end of the connection.
+  await new Promise((resolve) => req.write(`--${BOUNDARY}\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nbl`, resolve));
+  req.destroy();
+  const record = await eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items[0];
+  }, 'the log record');
+  t.match(record, { status: 499, error_code: 'client_closed' });
+  t.same(upstream.requests, []);
 });

@@ -37,3 +37,17 @@ t.test('a client that leaves before its body ends is logged as client_closed, an
   t.equal(record.status, 499);
   t.equal(upstream.requests.length, 0);
 });
+
+t.test('a mapped model changes only its own bytes: big integers, number spellings and duplicate keys arrive as sent', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'ext', upstream: 'vendor-1' }], protocols: ['x-completions'] });
+  const raw = '{"messages":[{"role":"user","content":"hi"}], "seed": 12345678901234567890, "temperature": 1.0, "x": 1, "x": 2, "model": "ext"}';
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: raw });
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  t.equal(upstream.requests[0]?.body.toString(), raw.replace('"ext"', '"vendor-1"'));
+  t.equal(upstream.requests[0]?.headers['content-length'], String(Buffer.byteLength(raw) + 5));
+});

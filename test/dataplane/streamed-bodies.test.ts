@@ -1,5 +1,11 @@
-import t from 'tap';
+import { mkdtempSync, readdirSync, rmSync, watch } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import t, { type Test } from 'tap';
 import { startDataPlane, seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 const ok = (_req: unknown, res: import('node:http').ServerResponse) => {
   res.writeHead(200, { 'content-type': 'application/json' });
@@ -44,4 +50,154 @@ t.test('a streamed body over the limit is refused with 413', async (t) => {
   const res = await fetch(`${gw.url}/v1/ocr`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'ocr', pad: 'x'.repeat(5000) }) });
   t.equal(res.status, 413);
   t.match(await res.json(), { error: { code: 'request_too_large' } });
+});
+
+const sse = (_req: unknown, res: import('node:http').ServerResponse) => {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write('data: {"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n');
+  res.write('data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":11,"completion_tokens":4,"total_tokens":15}}\n\n');
+  res.end('data: [DONE]\n\n');
+};
+
+/** A chat body of about `size` bytes with `model` last, as the official SDKs order it. */
+function largeChat(size: number, tail: string): string {
+  return `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,${'QUJD'.repeat(size / 4)}"}}]}],"seed": 12345678901234567890,"x":1,"x":2.50${tail},"model":"chat"}`;
+}
+
+/** Every file that appears in `dir` while the test runs, and what is left at the end. */
+function watchSpool(t: Test, dir: string) {
+  const seen = new Set<string>();
+  const watcher = watch(dir, (_event, name) => name && seen.add(name));
+  t.teardown(() => watcher.close());
+  return { seen, left: () => readdirSync(dir) };
+}
+
+function spoolDir(t: Test): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'switchyard-spool-test-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+t.test('a 3 MiB chat completion with the model last is forwarded byte for byte but the mapped model', async (t) => {
+  const dir = spoolDir(t);
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { spoolDir: dir });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }], protocols: ['x-completions'], recordBody: true });
+  const body = largeChat(3 * 1024 * 1024, '');
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  const seen = upstream.requests[0]!;
+  t.ok(seen.body.equals(Buffer.from(body.replace('"model":"chat"', '"model":"vendor-chat"'))), 'only the model value changed');
+  t.equal(Number(seen.headers['content-length']), seen.body.length);
+  await gw.logs.flush();
+  const record = await gw.logs.get(res.headers.get('x-switchyard-request-id')!);
+  t.match(record, { upstream_model: 'vendor-chat', request_body: { state: 'truncated', original_bytes: Buffer.byteLength(body) } });
+  await eventually(() => (readdirSync(dir).length === 0 ? true : undefined), 'the spooled body removed once the request ended');
+});
+
+t.test('a 3 MiB streaming chat completion asks for usage, and its usage is logged', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, sse, { spoolDir: spoolDir(t) });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }], protocols: ['x-completions'] });
+  const body = largeChat(3 * 1024 * 1024, ',"stream":true');
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
+  t.equal(res.status, 200);
+  const text = await res.text();
+  t.match(text, /"content":"hi"/);
+  t.notMatch(text, /"usage"/, 'the usage chunk the gateway asked for does not reach the client');
+  t.match(text, /data: \[DONE\]/);
+  const seen = upstream.requests[0]!;
+  const expected = body.replace('"model":"chat"}', '"model":"vendor-chat","stream_options":{"include_usage":true}}');
+  t.ok(seen.body.equals(Buffer.from(expected)), 'include_usage spliced in before the closing brace');
+  t.equal(Number(seen.headers['content-length']), seen.body.length);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record.usage, { input_tokens: 11, output_tokens: 4 });
+});
+
+t.test('a 3 MiB chat completion is sent again, whole, to the next credential after a 429', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    (req, res) => {
+      if (req.headers.authorization === 'Bearer sk-first') {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '60' });
+        return void res.end('{"error":{"message":"slow down"}}');
+      }
+      ok(req, res);
+    },
+    { spoolDir: spoolDir(t) },
+  );
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }], protocols: ['x-completions'], upstreamKeys: ['sk-first', 'sk-second'] });
+  const body = largeChat(3 * 1024 * 1024, '');
+  const send = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
+  // Round-robin: one of the first two requests starts with sk-first and fails over.
+  for (const res of [await send(), await send()]) t.equal(res.status, 200);
+  const expected = Buffer.from(body.replace('"model":"chat"}', '"model":"vendor-chat"}'));
+  t.equal(upstream.requests.length, 3, 'one 429 and two answers');
+  for (const seen of upstream.requests) t.ok(seen.body.equals(expected), `${seen.headers.authorization} received the whole body`);
+});
+
+t.test('a 3 MiB generateContent body (model in the path) passes unchanged', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { spoolDir: spoolDir(t) });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'gem', upstream: 'vendor-gem' }], protocols: ['x-generate'] });
+  const body = `{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/png","data":"${'QUJD'.repeat(786432)}"}},{"text":"describe"}]}],"generationConfig":{"seed":12345678901234567890}}`;
+  const res = await fetch(`${gw.url}/v1beta/models/gem:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body });
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  const seen = upstream.requests[0]!;
+  t.equal(seen.url, '/v1beta/models/vendor-gem:generateContent');
+  t.ok(seen.body.equals(Buffer.from(body)), 'the body arrives as sent');
+  t.equal(Number(seen.headers['content-length']), seen.body.length);
+});
+
+t.test('a small chunked JSON body is parsed whole: its stream flag asks for usage', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, sse);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }], protocols: ['x-completions'] });
+  const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+    const req = httpRequest(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' } }, resolve);
+    req.on('error', reject);
+    req.write('{"stream":true,"messages":[],');
+    req.end('"model":"chat"}');
+  });
+  t.equal(res.statusCode, 200);
+  for await (const _ of res);
+  t.equal(upstream.requests[0]?.body.toString(), '{"stream":true,"messages":[],"model":"vendor-chat","stream_options":{"include_usage":true}}');
+  const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+  t.match(record.usage, { input_tokens: 11, output_tokens: 4 });
+});
+
+t.test('a chunked body over maxBodyBytes gets 413 and its spool file is removed', async (t) => {
+  const dir = spoolDir(t);
+  const spool = watchSpool(t, dir);
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { spoolDir: dir, bufferedJsonBytes: 64 * 1024, maxBodyBytes: 1024 * 1024 });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'chat', upstream: 'chat' }], protocols: ['x-completions'] });
+  const body = Buffer.from(largeChat(2 * 1024 * 1024, ''));
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' },
+    body: Readable.toWeb(Readable.from([body.subarray(0, 512 * 1024), body.subarray(512 * 1024)])) as ReadableStream,
+    duplex: 'half',
+  } as RequestInit);
+  t.equal(res.status, 413);
+  t.match(await res.json(), { error: { code: 'request_too_large' } });
+  t.ok(spool.seen.size > 0, 'the body was being spooled');
+  await eventually(() => (spool.left().length === 0 ? true : undefined), 'the spool file removed');
+  t.equal(upstream.requests.length, 0);
+});
+
+t.test('a client that leaves mid-upload leaves no spool file', async (t) => {
+  const dir = spoolDir(t);
+  const spool = watchSpool(t, dir);
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { spoolDir: dir, bufferedJsonBytes: 64 * 1024 });
+  const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'chat', upstream: 'chat' }], protocols: ['x-completions'] });
+  const req = httpRequest(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' } });
+  req.on('error', () => {});
+  req.write(`{"messages":"${'A'.repeat(256 * 1024)}`);
+  await eventually(() => (spool.seen.size > 0 ? true : undefined), 'the body being spooled');
+  req.destroy();
+  const record = await eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0];
+  }, 'the log record of the abandoned request');
+  t.equal(record.error_code, 'client_closed');
+  await eventually(() => (spool.left().length === 0 ? true : undefined), 'the spool file removed');
+  t.equal(upstream.requests.length, 0);
 });

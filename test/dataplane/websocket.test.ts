@@ -1,22 +1,53 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import t from 'tap';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t, { type Test } from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
+import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
+import { createServer as createGateway } from '../../src/server/create-server.ts';
+import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
+import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
+import { startSocks5Server } from './helpers/socks5-server.ts';
 
-async function startWsUpstream() {
+interface Refusal {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * A WebSocket upstream that echoes text frames. `refuse` may answer an upgrade with an HTTP
+ * response instead; `greeting` is sent the moment a session opens.
+ */
+async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal | undefined; greeting?: string } = {}) {
   const server = createServer((_req, res) => res.writeHead(404).end());
-  const wss = new WebSocketServer({ server });
+  const wss = new WebSocketServer({ noServer: true });
   const seen: IncomingMessage[] = [];
-  wss.on('connection', (ws, req) => {
+  const closeCodes: number[] = [];
+  server.on('upgrade', (req, socket, head) => {
     seen.push(req);
+    const refusal = o.refuse?.(req);
+    if (refusal) {
+      const headers = Object.entries({ ...refusal.headers, 'content-length': String(Buffer.byteLength(refusal.body)), connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`);
+      socket.end(`HTTP/1.1 ${refusal.status} Refused\r\n${headers.join('')}\r\n${refusal.body}`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  });
+  wss.on('connection', (ws) => {
+    if (o.greeting !== undefined) ws.send(o.greeting);
     ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo:${data.toString()}`, { binary: isBinary }));
+    ws.on('close', (code) => closeCodes.push(code));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
+    closeCodes,
     close: async () => {
       for (const c of wss.clients) c.terminate();
       wss.close();
@@ -107,4 +138,184 @@ t.test('a realtime session counts against the key quota; once it is used up the 
   }, 'the first session logged');
   t.equal(await upgradeStatus(wsUrl), 429, 'the second session is over the quota');
   t.equal(upstream.seen.length, 1, 'the refused one never reached the upstream');
+});
+
+const REALTIME_PATH = '/v1/audio/transcriptions/realtime';
+
+/** The data plane with a realtime route (x-suite on ch03) to `baseUrl`; closed when the test ends. */
+async function realtimeRoute(t: Test, baseUrl: string, o: { upstreamKeys?: string[]; options?: Parameters<typeof startDataPlane>[0] } = {}) {
+  const gw = await startDataPlane(o.options);
+  t.teardown(() => gw.close());
+  const seeded = await seedRoute(gw.store, { channel: 'ch03', baseUrl, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], upstreamKeys: o.upstreamKeys });
+  return { gw, ...seeded, wsUrl: `${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${seeded.keyValue}` };
+}
+
+/** The HTTP answer to an upgrade that was not accepted. */
+function upgradeAnswer(url: string): Promise<Refusal> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.on('error', reject);
+    ws.once('open', () => {
+      ws.terminate();
+      reject(new Error('the upgrade was accepted'));
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.once('end', () => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString() });
+        ws.terminate();
+      });
+    });
+  });
+}
+
+function echoed(client: WebSocket, text: string): Promise<string> {
+  const reply = new Promise<string>((r) => client.once('message', (d) => r(d.toString())));
+  client.send(text);
+  return reply;
+}
+
+async function closeClient(client: WebSocket): Promise<void> {
+  const closed = new Promise((r) => client.once('close', r));
+  client.close(1000);
+  await closed;
+}
+
+async function logOf(gw: Awaited<ReturnType<typeof startDataPlane>>, accessKeyId: number, status: number) {
+  return eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: accessKeyId }, { limit: 10 })).items.find((r) => r.status === status);
+  }, `the log record with status ${status}`);
+}
+
+t.test('a realtime session through a group-scope HTTP proxy reaches the upstream by a CONNECT tunnel', async (t) => {
+  const upstream = await startWsUpstream();
+  const proxy = await startHttpConnectProxy({ username: 'relay', password: 'p@ss word' });
+  t.teardown(async () => {
+    await proxy.close();
+    await upstream.close();
+  });
+  const { gw, group, wsUrl } = await realtimeRoute(t, upstream.url);
+  await gw.store.groups.update(group.id, { proxy_url: proxy.url });
+  const client = await connect(wsUrl);
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  t.same(proxy.tunnels, [new URL(upstream.url).host], 'the proxy carried the session');
+  t.equal(proxy.refused, 0, 'with the proxy credentials of the URL');
+  await closeClient(client);
+});
+
+t.test('a realtime session through a credential-scope SOCKS5 proxy reaches the upstream through it', async (t) => {
+  const upstream = await startWsUpstream();
+  const socks = await startSocks5Server();
+  t.teardown(async () => {
+    await socks.close();
+    await upstream.close();
+  });
+  const { gw, group, wsUrl } = await realtimeRoute(t, upstream.url);
+  const [credential] = await gw.store.credentials.list(group.id);
+  await gw.store.credentials.update(group.id, credential!.id, { proxy_url: socks.url });
+  const client = await connect(wsUrl);
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  t.same(socks.destinations, [new URL(upstream.url).host]);
+  await closeClient(client);
+});
+
+t.test('an upstream that accepts the connection but never answers the upgrade: 504 upstream_timeout once the headers timeout passes', async (t) => {
+  const accepted = new Set<Socket>();
+  const silent = createNetServer((socket) => {
+    accepted.add(socket);
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  t.teardown(async () => {
+    for (const s of accepted) s.destroy();
+    await new Promise<void>((r) => silent.close(() => r()));
+  });
+  const { gw, key, wsUrl } = await realtimeRoute(t, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, { options: { headersTimeoutMs: 100 } });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 504);
+  t.match(JSON.parse(answer.body), { error: { code: 'upstream_timeout' } });
+  t.equal(accepted.size, 1, 'the upstream had accepted the connection');
+  t.match(await logOf(gw, key.id, 504), { error_code: 'upstream_timeout', attempts: [{ status: null, error_code: 'upstream_timeout' }] });
+});
+
+t.test('an upstream answering the upgrade with 404 and a JSON body: the client gets that answer, and no other credential is tried', async (t) => {
+  const body = '{"error":{"message":"no such model: voice-up","code":"model_not_found"}}';
+  const upstream = await startWsUpstream({ refuse: () => ({ status: 404, headers: { 'content-type': 'application/json', 'x-upstream-trace': 'trace-1' }, body }) });
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 404);
+  t.equal(answer.headers['content-type'], 'application/json');
+  t.equal(answer.headers['x-upstream-trace'], 'trace-1');
+  t.equal(answer.body, body);
+  t.ok(answer.headers['x-switchyard-request-id'], 'the gateway request id rides along');
+  t.equal(upstream.seen.length, 1, 'a 404 says nothing about the credential');
+  t.match(await logOf(gw, key.id, 404), { error_code: 'upstream_404', credential_id: String, attempts: [{ status: 404, error_code: 'upstream_404' }] });
+});
+
+t.test('an upgrade answered 401 moves to the next credential; when none is left, the last failover answer reaches the client as sent', async (t) => {
+  let limited = false;
+  const upstream = await startWsUpstream({
+    refuse: (req): Refusal | undefined => {
+      if (req.headers.authorization === 'Bearer sk-revoked') return { status: 401, headers: { 'content-type': 'application/json' }, body: '{"error":"invalid key"}' };
+      if (limited) return { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '30' }, body: '{"error":"slow down"}' };
+      return undefined;
+    },
+  });
+  t.teardown(() => upstream.close());
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-revoked', 'sk-good'] });
+
+  const client = await connect(wsUrl);
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  await closeClient(client);
+  t.same(upstream.seen.map((r) => r.headers.authorization), ['Bearer sk-revoked', 'Bearer sk-good']);
+  t.match(await logOf(gw, key.id, 101), { attempts: [{ status: 401, error_code: 'upstream_401' }, { status: 101, error_code: null }] });
+  const revoked = (await gw.store.credentials.list(group.id)).find((c) => c.state === 'disabled');
+  t.ok(revoked, 'the credential answered 401 is disabled');
+
+  limited = true;
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 429, 'the only credential left answered 429: passed on, not replaced');
+  t.equal(answer.headers['retry-after'], '30');
+  t.equal(answer.body, '{"error":"slow down"}');
+  t.match(await logOf(gw, key.id, 429), { error_code: 'upstream_429', attempts: [{ status: 429 }] });
+});
+
+t.test('frames the upstream sends the moment the session opens reach the client', async (t) => {
+  const upstream = await startWsUpstream({ greeting: '{"type":"session.created"}' });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = new WebSocket(wsUrl);
+  const first = new Promise<string>((r) => client.once('message', (d) => r(d.toString())));
+  t.equal(await first, '{"type":"session.created"}');
+  await closeClient(client);
+});
+
+t.test('closing the server ends an open session with 1001 on both sides and writes its log record first', async (t) => {
+  const upstream = await startWsUpstream();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-ws-shutdown-'));
+  const server = await createGateway({ dataDir, port: 0, authKey: 'websocket-shutdown-auth-key-0123456789', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
+  t.teardown(async () => {
+    await server.close();
+    await upstream.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const { key, keyValue } = await seedRoute(server.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'] });
+  const client = await connect(`${server.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  const clientClose = new Promise<number>((r) => client.once('close', (code) => r(code)));
+
+  await server.close();
+  t.pass('close() resolved with a session open');
+  t.equal(await clientClose, 1001, 'the client was told the gateway is going away');
+  t.equal(await eventually(() => upstream.closeCodes[0], 'the upstream side closed'), 1001);
+  const logs = openSqliteLogStore(dataDir);
+  try {
+    const page = await logs.list({ access_key_id: key.id }, { limit: 10 });
+    t.match(page.items, [{ protocol: 'x-suite', status: 101, client_aborted: false, upstream_model: 'voice-up' }]);
+  } finally {
+    await logs.close();
+  }
 });

@@ -128,6 +128,36 @@ t.test('a worker killed mid-way loses nothing, and the store keeps working', asy
   t.equal(onDisk.ids.size, 3001, 'no duplicates from re-sent batches');
 });
 
+t.test('a prune in flight when its worker dies is sent again to the next worker', async (t) => {
+  const dir = tempDir(t);
+  const store = await openWorkerLogStore(dir, { ...HOLD, onError: () => {} });
+  t.teardown(() => store.close());
+  for (let i = 0; i < 3000; i++) store.append(record(i));
+  const pruning = store.prune(T0 + 2000 * 1000);
+  await store.crashWorkerForTesting();
+  // The first worker may have deleted some batches before it died; the next one deletes the rest.
+  t.ok((await pruning) <= 2000, 'the prune is answered');
+  t.equal((await store.statistics({})).requests, 1000, 'only the records from the cutoff on remain');
+  t.same((await countOnDisk(dir)).ids, new Set(ids(2000, 3000)));
+});
+
+t.test('close during a prune ends it: close succeeds and the prune settles', async (t) => {
+  const dir = tempDir(t);
+  const store = await openWorkerLogStore(dir, HOLD);
+  for (let i = 0; i < 5000; i++) store.append(record(i));
+  await store.flush();
+  const pruning = store.prune(T0 + 5000 * 1000).then(
+    (deleted) => deleted,
+    (error: unknown) => error,
+  );
+  await store.close();
+  const outcome = await pruning;
+  t.ok(typeof outcome === 'number' || (outcome instanceof Error && /closed/.test(outcome.message)), 'answered, or refused as closed', { outcome });
+  const onDisk = await countOnDisk(dir);
+  t.same(onDisk.ids, new Set(ids(5000 - onDisk.requests, 5000)), 'whatever was deleted, it was the oldest records, in whole batches');
+  t.equal(onDisk.requests % 1000, 0);
+});
+
 t.test('a worker that cannot open the database fails the open, clearly', async (t) => {
   const dir = tempDir(t);
   const notADirectory = join(dir, 'file');

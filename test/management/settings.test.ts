@@ -34,3 +34,17 @@ t.test('PUT validates against the schema of known settings', async (t) => {
   t.match(badUrl.json.data, { field: 'proxy_url', reason: 'invalid_value' });
   t.same((await gw.api('GET', '/api/settings')).json.data.trusted_proxies, [], 'nothing of a rejected body was saved');
 });
+
+t.test('stream_idle_timeout_seconds is a known setting: an integer from 1 to 3600, default 120', async (t) => {
+  const gw = await startGateway(t);
+  t.equal((await gw.api('GET', '/api/settings')).json.data.stream_idle_timeout_seconds, 120);
+  for (const bad of [0, 3601, 1.5]) {
+    const res = await gw.api('PUT', '/api/settings', { body: { stream_idle_timeout_seconds: bad } });
+    t.equal(res.status, 400, `${bad} is refused`);
+    t.match(res.json.data, { field: 'stream_idle_timeout_seconds' });
+  }
+  const saved = await gw.api('PUT', '/api/settings', { body: { stream_idle_timeout_seconds: 30 } });
+  t.match(saved.json.data, { stream_idle_timeout_seconds: 30, request_timeout_seconds: DEFAULT_SETTINGS.request_timeout_seconds });
+  await gw.restart();
+  t.equal((await gw.api('GET', '/api/settings')).json.data.stream_idle_timeout_seconds, 30, 'durable');
+});

@@ -1,6 +1,6 @@
-export type BodyRewriteErrorCode = 'invalid_json' | 'model_not_found_within_limit' | 'invalid_multipart';
+export type BodyRewriteErrorCode = 'invalid_json' | 'not_an_object' | 'model_not_found_within_limit' | 'invalid_multipart';
 
-/** Why a request body could not be scanned for its model; callers answer the client with a 4xx. */
+/** Why a request body could not be scanned; callers answer the client with a 4xx. */
 export class BodyRewriteError extends Error {
   readonly code: BodyRewriteErrorCode;
 

@@ -1,10 +1,16 @@
 export { BodyRewriteError } from './body-rewrite-error.ts';
 export type { BodyRewriteErrorCode } from './body-rewrite-error.ts';
 export type { ModelRewrite, RewrittenBody } from './model-rewrite.ts';
-export { rewriteJsonModelStream } from './rewrite-json-model-stream.ts';
-export type { JsonModelStreamOptions } from './rewrite-json-model-stream.ts';
 export { rewriteMultipartModelStream } from './rewrite-multipart-model-stream.ts';
 export type { MultipartModelRewrite, MultipartModelStreamOptions } from './rewrite-multipart-model-stream.ts';
 export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
 export { jsonAttemptBody } from './json-attempt-body.ts';
 export type { JsonAttemptBody } from './json-attempt-body.ts';
+export { JsonMemberScanner } from './json-member-scanner.ts';
+export type { ScannedMember, ScannedObject } from './json-member-scanner.ts';
+export { locateMembers } from './locate-members.ts';
+export type { MemberSpan, ObjectLayout } from './locate-members.ts';
+export { applySplices, attemptSplices } from './json-body-splices.ts';
+export type { Splice } from './json-body-splices.ts';
+export { receiveJsonBody, SpooledJsonBody } from './receive-json-body.ts';
+export type { ReceiveJsonOptions, ReceivedJson } from './receive-json-body.ts';

@@ -23,8 +23,18 @@ export interface SettingsBody {
    * Price list fetched by model-prices sync with source url.
    */
   model_price_sync_url?: string | null;
+  /**
+   * Request logs older than this many days are deleted (at start, then hourly).
+   */
   log_retention_days?: number;
+  /**
+   * Time an upstream has to send its response headers; past it the client gets 504 upstream_timeout.
+   */
   request_timeout_seconds?: number;
+  /**
+   * An upstream stream silent this long is ended with the protocol's error event (upstream_idle_timeout).
+   */
+  stream_idle_timeout_seconds?: number;
   credential_cooldown_seconds?: number;
   max_attempts_per_request?: number;
 }

@@ -2,9 +2,9 @@
  * Request logs live in one compact table for scans and aggregation; recorded bodies sit in a
  * side table so that listing and usage queries never page through large bodies.
  * `seq` breaks ties between records with the same created_at and orders the cursor. It is a
- * plain rowid, not AUTOINCREMENT: records are never deleted, so rowids only grow, and keeping
- * sqlite_sequence up to date cost about 1 us of the ~8 us insert (files created with
- * AUTOINCREMENT keep it; both behave the same).
+ * plain rowid, not AUTOINCREMENT: only the oldest records are ever deleted (retention), so
+ * rowids still grow with time, and keeping sqlite_sequence up to date cost about 1 us of the
+ * ~8 us insert (files created with AUTOINCREMENT keep it; both behave the same).
  */
 export const LOG_SCHEMA = `
 CREATE TABLE IF NOT EXISTS request_logs (

@@ -95,6 +95,11 @@ export interface LogStore {
   list(filter: LogFilter, page: LogPage): Promise<LogPageResult>;
   usage(query: UsageQuery): Promise<UsageRow[]>;
   statistics(query: StatisticsQuery): Promise<Statistics>;
+  /**
+   * Deletes the records created before `before` (epoch ms) and their recorded bodies, a batch
+   * at a time so that appends and reads go on in between; resolves to how many were deleted.
+   */
+  prune(before: number): Promise<number>;
   /** Writes buffered records now. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -8,12 +8,13 @@ export interface LogWriterData {
   maxBuffered: number;
 }
 
-/** A LogStore read, answered by the worker. */
+/** A LogStore read, or a prune, answered by the worker. A prune can be sent again like a read: it is idempotent. */
 export type LogRead =
   | { method: 'get'; args: [requestId: string] }
   | { method: 'list'; args: [filter: LogFilter, page: LogPage] }
   | { method: 'usage'; args: [query: UsageQuery] }
-  | { method: 'statistics'; args: [query: StatisticsQuery] };
+  | { method: 'statistics'; args: [query: StatisticsQuery] }
+  | { method: 'prune'; args: [before: number] };
 
 /**
  * Main thread to worker. Batch ids increase by one per batch, and the worker handles messages

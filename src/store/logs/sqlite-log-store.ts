@@ -47,6 +47,12 @@ const INSERT_LOG = `INSERT INTO request_logs (${LOG_COLUMNS.join(', ')})
 const INSERT_BODY = `INSERT INTO request_bodies (${BODY_COLUMNS.join(', ')})
   VALUES (${BODY_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT(request_id) DO NOTHING`;
 
+/** Records deleted per prune transaction: about 5 ms of the writer's time, measured here. */
+const PRUNE_BATCH = 1000;
+
+/** The oldest records created before ?, at most ? of them: both deletes of a prune batch select the same ones. */
+const OLDEST_BEFORE = 'FROM request_logs WHERE created_at < ? ORDER BY created_at, seq LIMIT ?';
+
 /**
  * LogStore on SQLite (`<dataDir>/logs.sqlite`, WAL). better-sqlite3 is synchronous, so
  * appends are buffered and written in batches of one transaction each (see BatchBuffer);
@@ -56,6 +62,7 @@ export class SqliteLogStore implements LogStore {
   readonly #db: Database.Database;
   readonly #buffer: BatchBuffer<EncodedLogRecord>;
   readonly #statements = new Map<string, Database.Statement>();
+  readonly #pruneBatch: (before: number) => number;
   #closed = false;
 
   constructor(dataDir: string, options: SqliteLogStoreOptions = {}) {
@@ -75,6 +82,12 @@ export class SqliteLogStore implements LogStore {
       }
     });
     this.#buffer = new BatchBuffer<EncodedLogRecord>((batch) => writeBatch(batch), options);
+    const pruneBodies = this.#db.prepare(`DELETE FROM request_bodies WHERE request_id IN (SELECT request_id ${OLDEST_BEFORE})`);
+    const pruneLogs = this.#db.prepare(`DELETE FROM request_logs WHERE seq IN (SELECT seq ${OLDEST_BEFORE})`);
+    this.#pruneBatch = this.#db.transaction((before: number) => {
+      pruneBodies.run(before, PRUNE_BATCH);
+      return pruneLogs.run(before, PRUNE_BATCH).changes;
+    });
   }
 
   /** Records waiting in memory. */
@@ -170,6 +183,20 @@ export class SqliteLogStore implements LogStore {
       by_status_class: { '1xx': s1, '2xx': s2, '3xx': s3, '4xx': s4, '5xx': s5 },
       top_models: topModels,
     };
+  }
+
+  /** One transaction per PRUNE_BATCH records, yielding in between. */
+  async prune(before: number): Promise<number> {
+    this.#readable();
+    let deleted = 0;
+    for (;;) {
+      const batch = this.#pruneBatch(before);
+      deleted += batch;
+      if (batch < PRUNE_BATCH) return deleted;
+      await new Promise((resolve) => setImmediate(resolve));
+      // A close in between ends it; the rest goes at the next prune.
+      if (this.#closed) return deleted;
+    }
   }
 
   async close(): Promise<void> {

@@ -129,6 +129,11 @@ export class WorkerLogStore implements LogStore {
     return this.#read({ method: 'statistics', args: [query] }) as Promise<Statistics>;
   }
 
+  /** Sent and answered like a read; the worker deletes in batches and commits appends in between. */
+  prune(before: number): Promise<number> {
+    return this.#read({ method: 'prune', args: [before] }) as Promise<number>;
+  }
+
   /** Commits everything appended, closes the database and ends the worker. */
   close(): Promise<void> {
     this.#closing ??= this.#shutDown();

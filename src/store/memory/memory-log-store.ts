@@ -83,6 +83,13 @@ export class MemoryLogStore implements LogStore {
     };
   }
 
+  async prune(before: number): Promise<number> {
+    const kept = this.#records.filter((r) => r.created_at >= before);
+    const deleted = this.#records.length - kept.length;
+    this.#records = kept;
+    return deleted;
+  }
+
   async flush(): Promise<void> {}
 
   async close(): Promise<void> {}

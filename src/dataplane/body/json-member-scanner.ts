@@ -1,5 +1,4 @@
 import { BodyRewriteError } from './body-rewrite-error.ts';
-import type { BodyScanner, ScanOutcome } from './model-rewrite.ts';
 
 // Where the lexer is.
 const VALUE = 0; // a value must start
@@ -28,42 +27,72 @@ const EXP = 7;
 const OBJECT = 0;
 const ARRAY = 1;
 
-// As in the strict parser; it also bounds the stack while the unbuffered tail is scanned.
+// As in the strict parser; it also bounds the stack while the unbu// As in the strict parser; it also bounds the stack.
 const MAX_DEPTH = 128;
-// "model" written entirely in \u escapes takes 30 bytes; a longer raw key cannot be it.
-const MAX_MODEL_KEY_BYTES = 30;
 const SIMPLE_ESCAPES = new Set([...'"\\/bfnrt'].map((c) => c.charCodeAt(0)));
 const LITERALS = new Map(['true', 'false', 'null'].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
 
+/** One top-level member the scanner was asked for; offsets are absolute, [start, end). */
+export interface ScannedMember {
+  readonly key: string;
+  readonly start: number;
+  readonly end: number;
+  /** The value's first byte, so a value too large to keep still tells its type. */
+  readonly first: number;
+  /** The value's bytes, or undefined when they exceeded the key's limit. */
+  readonly raw: Buffer | undefined;
+}
+
+export interface ScannedObject {
+  /** The wanted members in body order, duplicates included. */
+  readonly members: ScannedMember[];
+  /** Offset of the top-level object's closing brace. */
+  readonly close: number;
+}
+
+interface OpenMember {
+  readonly key: string;
+  readonly start: number;
+  readonly first: number;
+}
+
 /**
- * Byte-level JSON validator that finds the top-level "model" string member. It checks every
- * byte it sees (structure, escapes, numbers, literals), so a body that goes wrong after the
- * model is rejected while it streams, and a second top-level "model" key is an error.
+ * Byte-level JSON validator for a body that must be one object, fed chunk by chunk. It checks
+ * every byte (structure, escapes, numbers, literals) and reports where the wanted top-level
+ * members sit, keeping each one's value bytes up to that key's limit; everything else passes
+ * by without being kept.
  */
-export class JsonModelScanner implements BodyScanner {
+export class JsonMemberScanner {
+  readonly #wanted: ReadonlyMap<string, number>;
+  // The longest wanted key written entirely in \u escapes, plus quotes; a longer raw key is none of them.
+  readonly #maxKeyBytes: number;
   #state = VALUE;
   readonly #stack: number[] = [];
+  #chunk: Buffer = Buffer.alloc(0);
   #base = 0; // absolute offset of the current chunk
   #number = MINUS;
   #literal = Buffer.alloc(0);
   #literalPos = 0;
   #hexLeft = 0;
   #stringIsKey = false;
-  #stringStart = 0;
-  // Raw bytes of the string being read when it is a top-level key or the model value.
+  // Raw bytes of the top-level key or wanted value being read.
   #capture: Buffer[] | undefined;
   #captureBytes = 0;
   #captureLimit = 0;
   #captureFrom = 0;
-  #nextIsModel = false;
-  #modelKeySeen = false;
-  #outcome: ScanOutcome | undefined;
+  #wantedKey: string | undefined;
+  #member: OpenMember | undefined;
+  readonly #members: ScannedMember[] = [];
+  #closeAt = -1;
 
-  get outcome(): ScanOutcome | undefined {
-    return this.#outcome;
+  /** `wanted`: top-level keys to report, each with how many value bytes may be kept. */
+  constructor(wanted: ReadonlyMap<string, number>) {
+    this.#wanted = wanted;
+    this.#maxKeyBytes = Math.max(0, ...[...wanted.keys()].map((key) => Buffer.byteLength(key) * 6)) + 2;
   }
 
   push(chunk: Buffer): void {
+    this.#chunk = chunk;
     this.#captureFrom = 0;
     let i = 0;
     while (i < chunk.length) i = this.#step(chunk, i);
@@ -71,10 +100,10 @@ export class JsonModelScanner implements BodyScanner {
     this.#base += chunk.length;
   }
 
-  end(): ScanOutcome {
-    if (this.#state === NUMBER) this.#endNumber(0);
-    if (this.#state !== DONE || this.#outcome === undefined) this.#fail('the body ends inside the JSON value', 0);
-    return this.#outcome;
+  /** The body ended: what was found, or BodyRewriteError when it is not one whole object. */
+  end(): ScannedObject {
+    if (this.#state !== DONE) this.#fail('the body ends inside the JSON value', 0);
+    return { members: this.#members, close: this.#closeAt };
   }
 
   // Consumes from chunk[i] and returns the next index to read.
@@ -130,11 +159,17 @@ export class JsonModelScanner implements BodyScanner {
   }
 
   #startValue(c: number, i: number): number {
-    const isModel = this.#nextIsModel;
-    this.#nextIsModel = false;
-    if (isModel && c !== 0x22) this.#fail('the top-level "model" member must be a string', i);
+    if (this.#stack.length === 0 && c !== 0x7b && (c === 0x5b || c === 0x22 || c === 0x2d || isDigit(c) || LITERALS.has(c))) {
+      throw new BodyRewriteError('not_an_object', 'The body must be a JSON object.');
+    }
+    if (this.#wantedKey !== undefined) {
+      this.#member = { key: this.#wantedKey, start: this.#base + i, first: c };
+      this.#startCapture(i, this.#wanted.get(this.#wantedKey)!);
+      this.#wantedKey = undefined;
+    }
     if (c === 0x22) {
-      this.#openString(i, false, isModel ? Infinity : undefined);
+      this.#state = STRING;
+      this.#stringIsKey = false;
     } else if (c === 0x7b || c === 0x5b) {
       if (this.#stack.length === MAX_DEPTH) this.#fail('JSON nested too deeply', i);
       this.#stack.push(c === 0x7b ? OBJECT : ARRAY);
@@ -154,19 +189,17 @@ export class JsonModelScanner implements BodyScanner {
 
   #startKey(c: number, i: number): number {
     if (c !== 0x22) this.#fail('expected a string key', i);
-    this.#openString(i, true, this.#stack.length === 1 ? MAX_MODEL_KEY_BYTES : undefined);
+    this.#state = STRING;
+    this.#stringIsKey = true;
+    if (this.#stack.length === 1) this.#startCapture(i, this.#maxKeyBytes);
     return i + 1;
   }
 
-  #openString(i: number, isKey: boolean, captureLimit: number | undefined): void {
-    this.#state = STRING;
-    this.#stringIsKey = isKey;
-    this.#stringStart = this.#base + i;
-    if (captureLimit === undefined) return;
+  #startCapture(i: number, limit: number): void {
     this.#capture = [];
     this.#captureBytes = 0;
-    this.#captureLimit = captureLimit;
-    this.#captureFrom = i + 1;
+    this.#captureLimit = limit;
+    this.#captureFrom = i;
   }
 
   #string(chunk: Buffer, i: number): number {
@@ -174,7 +207,7 @@ export class JsonModelScanner implements BodyScanner {
     for (; i < chunk.length; i++) {
       const c = chunk[i]!;
       if (c === 0x22) {
-        this.#closeString(chunk, i);
+        this.#closeString(i);
         return i + 1;
       }
       if (c === 0x5c) {
@@ -186,46 +219,34 @@ export class JsonModelScanner implements BodyScanner {
     return i;
   }
 
-  #closeString(chunk: Buffer, i: number): void {
-    const captured = this.#takeCapture(chunk.subarray(this.#captureFrom, i));
+  #closeString(i: number): void {
     if (!this.#stringIsKey) {
-      if (captured !== undefined) {
-        const end = this.#base + i + 1;
-        this.#outcome = { model: { value: this.#decode(captured, i), start: this.#stringStart, end }, at: end };
-      }
       this.#valueEnded(i + 1);
       return;
     }
     this.#state = COLON;
-    if (captured === undefined || this.#decode(captured, i) !== 'model') return;
-    if (this.#modelKeySeen) this.#fail('duplicate top-level "model" member', i);
-    this.#modelKeySeen = true;
-    this.#nextIsModel = true;
+    if (this.#stack.length !== 1) return;
+    const raw = this.#takeCapture(i + 1);
+    if (raw === undefined) return;
+    // Escapes were validated byte by byte, so parsing cannot throw.
+    const key = raw.includes(0x5c) ? (JSON.parse(raw.toString('utf8')) as string) : raw.toString('utf8', 1, raw.length - 1);
+    if (this.#wanted.has(key)) this.#wantedKey = key;
   }
 
   #captureSegment(segment: Buffer): void {
     this.#captureBytes += segment.length;
+    // Past the limit the segments are let go at once: they pin whole chunks.
     if (this.#captureBytes <= this.#captureLimit) this.#capture?.push(segment);
+    else this.#capture?.splice(0);
   }
 
-  // The captured raw string, or undefined when nothing was captured or it overflowed.
-  #takeCapture(last: Buffer): Buffer | undefined {
+  // The captured bytes up to chunk[end], or undefined when they overflowed the limit.
+  #takeCapture(end: number): Buffer | undefined {
     if (this.#capture === undefined) return undefined;
-    this.#captureSegment(last);
+    this.#captureSegment(this.#chunk.subarray(this.#captureFrom, end));
     const segments = this.#capture;
     this.#capture = undefined;
     return this.#captureBytes <= this.#captureLimit ? Buffer.concat(segments) : undefined;
-  }
-
-  #decode(raw: Buffer, i: number): string {
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
-    } catch {
-      return this.#fail('invalid UTF-8 in string', i);
-    }
-    // Escapes and control characters were validated byte by byte, so this cannot throw.
-    return JSON.parse(`"${text}"`) as string;
   }
 
   #numberByte(c: number, i: number): number {
@@ -276,17 +297,18 @@ export class JsonModelScanner implements BodyScanner {
 
   #close(kind: number, i: number): number {
     if (this.#stack.pop() !== kind) this.#fail('mismatched closing bracket', i);
+    if (this.#stack.length === 0) this.#closeAt = this.#base + i;
     this.#valueEnded(i + 1);
     return i + 1;
   }
 
   #valueEnded(next: number): void {
-    if (this.#stack.length > 0) {
-      this.#state = AFTER_VALUE;
-      return;
+    if (this.#stack.length === 1 && this.#member !== undefined) {
+      const member = this.#member;
+      this.#member = undefined;
+      this.#members.push({ ...member, end: this.#base + next, raw: this.#takeCapture(next) });
     }
-    this.#state = DONE;
-    this.#outcome ??= { model: undefined, at: this.#base + next };
+    this.#state = this.#stack.length > 0 ? AFTER_VALUE : DONE;
   }
 
   #fail(message: string, i: number): never {

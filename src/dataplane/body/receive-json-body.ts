@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { DataPlaneError } from '../data-plane-error.ts';
+import { spliceDelta, type Splice } from './json-body-splices.ts';
+import { JsonMemberScanner, type ScannedObject } from './json-member-scanner.ts';
+
+export interface ReceiveJsonOptions {
+  /** The request's content-length, when it has one. */
+  readonly declared: number | undefined;
+  readonly maxBodyBytes: number;
+  /** A body that ends within this many bytes is kept in memory whole. */
+  readonly bufferedJsonBytes: number;
+  /** Where a larger body is spooled. */
+  readonly spoolDir: string;
+  /** Top-level members to report for a spooled body, each with how many value bytes to keep. */
+  readonly wanted: ReadonlyMap<string, number>;
+  /** How much of a spooled body to keep in memory for the request log. */
+  readonly keepBytes: number;
+}
+
+export type ReceivedJson = { readonly kind: 'buffered'; readonly raw: Buffer } | { readonly kind: 'spooled'; readonly body: SpooledJsonBody };
+
+const READ_BYTES = 64 * 1024;
+
+/**
+ * Reads a JSON body that has no content-length or a large one. A body that ends within
+ * `bufferedJsonBytes` comes back whole, as if it had declared its length. A larger one goes to
+ * a temporary file while JsonMemberScanner checks it and notes the members routing needs, so
+ * that memory holds at most `bufferedJsonBytes` plus what the scanner keeps. Rejects with
+ * DataPlaneError (request_too_large, client_closed), BodyRewriteError (malformed JSON) or a
+ * file-system error; the temporary file is then already being removed.
+ */
+export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Promise<ReceivedJson> {
+  return new Promise((resolve, reject) => {
+    const head: Buffer[] = [];
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let size = 0;
+    let spool: { file: WriteStream; path: string; scanner: JsonMemberScanner } | undefined;
+    let settled = false;
+
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      detach();
+      // Drained, not destroyed: the socket still has to carry the error response.
+      if (!req.readableEnded && !req.destroyed) req.resume();
+      if (spool !== undefined) discard(spool.file, spool.path);
+      reject(error);
+    };
+    const keep = (chunk: Buffer) => {
+      if (keptBytes >= options.keepBytes) return;
+      const part = chunk.subarray(0, options.keepBytes - keptBytes);
+      kept.push(part);
+      keptBytes += part.length;
+    };
+    const toFile = (chunk: Buffer): boolean => {
+      spool!.scanner.push(chunk);
+      keep(chunk);
+      return spool!.file.write(chunk);
+    };
+    const spill = () => {
+      const file = path.join(options.spoolDir, `switchyard-body-${randomUUID()}.json`);
+      spool = { file: createWriteStream(file, { flags: 'wx', mode: 0o600 }), path: file, scanner: new JsonMemberScanner(options.wanted) };
+      spool.file.on('error', fail).on('drain', () => req.resume());
+      for (const chunk of head.splice(0)) toFile(chunk);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > options.maxBodyBytes) return fail(new DataPlaneError('request_too_large'));
+      try {
+        if (spool === undefined) {
+          head.push(chunk);
+          if (size > options.bufferedJsonBytes) spill();
+        } else if (!toFile(chunk)) {
+          req.pause();
+        }
+      } catch (error) {
+        fail(error);
+      }
+    };
+    const onEnd = () => {
+      detach();
+      if (spool === undefined) {
+        settled = true;
+        resolve({ kind: 'buffered', raw: head.length === 1 ? head[0]! : Buffer.concat(head) });
+        return;
+      }
+      let scanned: ScannedObject;
+      try {
+        scanned = spool.scanner.end();
+      } catch (error) {
+        return fail(error);
+      }
+      const { file, path: spooled } = spool;
+      file.end((error?: Error | null) => {
+        if (error) return fail(error);
+        if (settled) return;
+        settled = true;
+        resolve({ kind: 'spooled', body: new SpooledJsonBody(spooled, size, scanned, Buffer.concat(kept)) });
+      });
+    };
+    // The request stream fails or closes early only when the client's connection does.
+    const onGone = () => {
+      if (!req.readableEnded) fail(new DataPlaneError('client_closed', 'Its body had not ended.'));
+    };
+    const detach = () => {
+      req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
+    };
+    if (options.declared !== undefined && options.declared > options.bufferedJsonBytes) spill();
+    req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
+  });
+}
+
+/** A whole JSON body in a temporary file, readable any number of times with splices applied. */
+export class SpooledJsonBody {
+  readonly #path: string;
+  /** Bytes in the file. */
+  readonly size: number;
+  /** The wanted members and the closing brace, as JsonMemberScanner found them. */
+  readonly scanned: ScannedObject;
+  /** The body's first `keepBytes`. */
+  readonly head: Buffer;
+
+  constructor(file: string, size: number, scanned: ScannedObject, head: Buffer) {
+    this.#path = file;
+    this.size = size;
+    this.scanned = scanned;
+    this.head = head;
+  }
+
+  /** The body with `splices` (sorted, not overlapping) applied, read from the file as it is consumed. */
+  read(splices: readonly Splice[]): { stream: Readable; length: number } {
+    return { stream: Readable.from(readSpliced(this.#path, this.size, splices), { objectMode: false }), length: this.size + spliceDelta(splices) };
+  }
+
+  /**
+   * Removes the file. A read already under way keeps its open descriptor and finishes; the
+   * space is freed when it closes.
+   */
+  release(): void {
+    void rm(this.#path, { force: true });
+  }
+}
+
+// The file is opened on the first read, so a stream dropped unread holds no descriptor.
+async function* readSpliced(file: string, size: number, splices: readonly Splice[]): AsyncGenerator<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    let at = 0;
+    for (const splice of [...splices, { start: size, end: size, bytes: Buffer.alloc(0) }]) {
+      while (at < splice.start) {
+        const want = Math.min(READ_BYTES, splice.start - at);
+        const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(want), 0, want, at);
+        if (bytesRead === 0) throw new Error('the spooled request body is shorter than it was');
+        yield bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
+        at += bytesRead;
+      }
+      if (splice.bytes.length > 0) yield splice.bytes;
+      at = splice.end;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+function discard(file: WriteStream, spooled: string): void {
+  // Removed once closed: an open still under way would otherwise create the file afterwards.
+  const remove = () => void rm(spooled, { force: true });
+  if (file.closed) remove();
+  else file.once('close', remove).destroy();
+}

@@ -1,0 +1,53 @@
+import type { Agent } from 'node:http';
+import { WebSocket } from 'ws';
+import { classifyUpstreamError, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
+
+/** How an upstream answered the opening handshake. */
+export type HandshakeOutcome =
+  | { kind: 'open'; socket: WebSocket }
+  | { kind: 'answered'; status: number; headers: HeaderMap; body: Buffer }
+  | { kind: 'failed'; timedOut: boolean; code: string };
+
+export interface UpstreamHandshake {
+  outcome: Promise<HandshakeOutcome>;
+  /** Calls the handshake off (server shutdown); the outcome becomes a failure. */
+  abort(): void;
+}
+
+/** A non-101 answer's body is kept up to this much, to pass on to the client. */
+const ANSWER_BODY_LIMIT = 1024 * 1024;
+/** ws reports its own handshake timeout only by this message. */
+const WS_HANDSHAKE_TIMEOUT = 'Opening handshake has timed out';
+
+/**
+ * Opens the upstream WebSocket. An opened socket is paused, so frames the upstream sends before
+ * the client's side is joined wait in the socket instead of being dropped.
+ */
+export function openUpstreamWebSocket(url: string, headers: OutgoingHeaders, options: { agent: Agent | undefined; handshakeTimeoutMs: number }): UpstreamHandshake {
+  const ws = new WebSocket(url, { headers, handshakeTimeout: options.handshakeTimeoutMs, ...(options.agent ? { agent: options.agent } : {}) });
+  const outcome = new Promise<HandshakeOutcome>((resolve) => {
+    ws.once('open', () => {
+      ws.pause();
+      resolve({ kind: 'open', socket: ws });
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size >= ANSWER_BODY_LIMIT) res.destroy();
+      });
+      res.once('close', () => {
+        ws.terminate();
+        resolve({ kind: 'answered', status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks).subarray(0, ANSWER_BODY_LIMIT) });
+      });
+    });
+    // Kept for the socket's life: errors after the outcome (a terminated handshake) are expected.
+    ws.on('error', (error) => {
+      const timedOut = error.message === WS_HANDSHAKE_TIMEOUT;
+      resolve({ kind: 'failed', timedOut, code: timedOut ? 'upstream_timeout' : classifyUpstreamError(error).code });
+    });
+  });
+  return { outcome, abort: () => ws.terminate() };
+}

@@ -1,0 +1,62 @@
+import { WebSocket, type RawData } from 'ws';
+import type { LogRecord } from '../store/logs/index.ts';
+
+/** A client socket joined to an upstream socket, frames passing both ways untouched. */
+export interface RelaySession {
+  /** Resolves when either side has closed: the session is over for its log record. */
+  readonly ended: Promise<void>;
+  /** Resolves when both sockets are closed. */
+  readonly closed: Promise<void>;
+  /** Server shutdown: 1001 "going away" to both sides; what has not closed after a grace is destroyed. */
+  goAway(): void;
+}
+
+/** Time the peers get to answer a shutdown's close frame before their sockets are destroyed. */
+const GOING_AWAY_GRACE_MS = 1000;
+const GOING_AWAY = 1001;
+
+export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord): RelaySession {
+  const relay = (to: WebSocket) => (data: RawData, isBinary: boolean) => {
+    if (to.readyState === WebSocket.OPEN) to.send(data, { binary: isBinary });
+  };
+  client.on('message', relay(upstream));
+  upstream.on('message', relay(client));
+  let goingAway = false;
+  let grace: NodeJS.Timeout | undefined;
+  let done = false;
+  let markEnded!: () => void;
+  const ended = new Promise<void>((resolve) => (markEnded = resolve));
+  const finish = (code: number, reason: Buffer, byClient: boolean) => {
+    if (done) return;
+    done = true;
+    log.client_aborted = byClient && code !== 1000 && !goingAway;
+    const closeCode = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000;
+    for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
+    markEnded();
+  };
+  const closed = Promise.all([closedEvent(client), closedEvent(upstream)]).then(() => clearTimeout(grace));
+  client.on('close', (code, reason) => finish(code, reason, true));
+  upstream.on('close', (code, reason) => finish(code, reason, false));
+  client.on('error', () => finish(1011, Buffer.alloc(0), true));
+  upstream.on('error', () => finish(1011, Buffer.alloc(0), false));
+  // The upstream may have closed while the client's side was being joined.
+  if (upstream.readyState === WebSocket.CLOSED) finish(1000, Buffer.alloc(0), false);
+  upstream.resume();
+  return {
+    ended,
+    closed,
+    goAway() {
+      if (goingAway) return;
+      goingAway = true;
+      for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(GOING_AWAY, 'going away');
+      grace = setTimeout(() => {
+        client.terminate();
+        upstream.terminate();
+      }, GOING_AWAY_GRACE_MS);
+    },
+  };
+}
+
+function closedEvent(ws: WebSocket): Promise<void> {
+  return ws.readyState === WebSocket.CLOSED ? Promise.resolve() : new Promise((resolve) => ws.once('close', () => resolve()));
+}

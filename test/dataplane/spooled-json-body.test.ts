@@ -1,0 +1,58 @@
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import t, { type Test } from 'tap';
+import { attemptSplices, receiveJsonBody, type ReceiveJsonOptions } from '../../src/dataplane/body/index.ts';
+import { eventually } from './helpers/dataplane-scenarios.ts';
+
+function options(t: Test, o: Partial<ReceiveJsonOptions> = {}): ReceiveJsonOptions {
+  const spoolDir = mkdtempSync(path.join(tmpdir(), 'switchyard-spool-unit-'));
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
+  return { declared: undefined, maxBodyBytes: 1024 * 1024, bufferedJsonBytes: 1024, spoolDir, wanted: new Map([['model', 100], ['stream_options', 100]]), keepBytes: 10, ...o };
+}
+
+async function text(stream: Readable): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const chunk of stream) parts.push(chunk as Buffer);
+  return Buffer.concat(parts).toString();
+}
+
+t.test('a body that ends within bufferedJsonBytes comes back whole, without a file', async (t) => {
+  const o = options(t);
+  const received = await receiveJsonBody(Readable.from([Buffer.from('{"model":'), Buffer.from('"m"}')]), o);
+  t.same(received.kind === 'buffered' && received.raw.toString(), '{"model":"m"}');
+  t.same(readdirSync(o.spoolDir), []);
+});
+
+t.test('a spooled body can be read once per attempt with the splices applied, until released', async (t) => {
+  const o = options(t);
+  const padding = 'x'.repeat(5000);
+  const body = `{"stream_options":{"a":1},"pad":"${padding}","model":"ext","stream":true}`;
+  const received = await receiveJsonBody(Readable.from([Buffer.from(body.slice(0, 700)), Buffer.from(body.slice(700))]), o);
+  if (received.kind !== 'spooled') return t.fail('not spooled');
+  const spooled = received.body;
+  t.equal(readdirSync(o.spoolDir).length, 1);
+  t.equal(spooled.head.toString(), body.slice(0, 10), 'keeps keepBytes for the log');
+  const splices = attemptSplices(spooled.scanned, (m) => m.raw!, 'vendor-1', true);
+  const expected = body.replace('"ext"', '"vendor-1"').replace('{"a":1}', '{"a":1,"include_usage":true}');
+  for (const attempt of [1, 2]) {
+    const { stream, length } = spooled.read(splices);
+    t.equal(await text(stream), expected, `attempt ${attempt}`);
+    t.equal(length, Buffer.byteLength(expected));
+  }
+  spooled.release();
+  await eventually(() => (readdirSync(o.spoolDir).length === 0 ? true : undefined), 'the file removed on release');
+});
+
+t.test('malformed JSON, a body over maxBodyBytes and a failing source leave no file', async (t) => {
+  const o = options(t, { maxBodyBytes: 4000 });
+  const big = `{"a":"${'y'.repeat(2000)}`;
+  await t.rejects(receiveJsonBody(Readable.from([Buffer.from(big), Buffer.from('", "b":}')]), o), { name: 'BodyRewriteError', code: 'invalid_json' });
+  await t.rejects(receiveJsonBody(Readable.from([Buffer.from(big), Buffer.from(big), Buffer.from(big)]), o), { code: 'request_too_large' });
+  const failing = new Readable({ read() {} });
+  failing.push(big);
+  setImmediate(() => failing.destroy(new Error('reset')));
+  await t.rejects(receiveJsonBody(failing, o), { code: 'client_closed' });
+  await eventually(() => (readdirSync(o.spoolDir).length === 0 ? true : undefined), 'no file left');
+});
