@@ -1,4 +1,4 @@
-import { measureQuotaUsage, nothingUsed, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
+import { nothingUsed, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -18,8 +18,8 @@ interface Meter {
 /**
  * What each AccessKey with a quota has used, kept in memory: read from the log store the first
  * time the key is checked, then advanced by every log record the data plane appends. The
- * check before each request is then a lookup, not a query. Counts match `quotaStatus` (every
- * logged request counts; tokens are input plus output).
+ * check before each request is then a lookup, not a query. Counts match `quotaStatus`
+ * (requests that reached an upstream; tokens are input plus output).
  */
 export class QuotaMeter {
   readonly #logs: LogReader;
@@ -61,7 +61,7 @@ export class QuotaMeter {
     const periodKind = key.quota?.per_period?.period;
     const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), queued: [], loaded: Promise.resolve() };
     // Records appended after these reads are issued are not in their answers: they queue.
-    const reads = [key.quota?.total ? measureQuotaUsage(this.#logs, key.id, undefined) : undefined, periodKind ? measureQuotaUsage(this.#logs, key.id, meter.periodStart) : undefined];
+    const reads = [key.quota?.total ? this.#logs.keyUsage(key.id) : undefined, periodKind ? this.#logs.keyUsage(key.id, meter.periodStart) : undefined];
     meter.loaded = Promise.all(reads).then(
       ([total, inPeriod]) => {
         if (total) meter.total = total;
@@ -82,11 +82,13 @@ export class QuotaMeter {
 
 function add(meter: Meter, log: LogRecord): void {
   const tokens = log.usage.input_tokens + log.usage.output_tokens;
-  meter.total.requests += 1;
+  // The gateway's own refusals (a quota_exceeded included) and model lists are not requests of the upstream.
+  const requests = log.attempt_count > 0 ? 1 : 0;
+  meter.total.requests += requests;
   meter.total.tokens += tokens;
   meter.total.cost += log.cost;
   if (meter.periodKind === undefined || !rollOver(meter, log.created_at)) return;
-  meter.period.requests += 1;
+  meter.period.requests += requests;
   meter.period.tokens += tokens;
   meter.period.cost += log.cost;
 }

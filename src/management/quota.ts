@@ -1,4 +1,4 @@
-import type { LogReader } from '../store/log-store.ts';
+import type { KeyUsage, LogReader } from '../store/log-store.ts';
 import type { AccessKeyQuota, AccessKeyRecord, QuotaLimits, QuotaPeriod } from '../store/records.ts';
 
 export interface QuotaLine {
@@ -29,16 +29,11 @@ export function periodStart(period: QuotaPeriod, now: number): number {
   }
 }
 
-/** What an AccessKey used against a quota: requests, tokens (input + output), cost. */
-export type QuotaUsage = Record<keyof QuotaLimits, number>;
+/** What an AccessKey used against a quota: forwarded requests, tokens (input + output), cost. */
+export type QuotaUsage = KeyUsage;
 
 const METRICS = ['requests', 'tokens', 'cost'] as const;
 
-/** What the key used since `from` (epoch ms), or over its lifetime when `from` is undefined, from the usage store. */
-export async function measureQuotaUsage(logs: LogReader, keyId: number, from: number | undefined): Promise<QuotaUsage> {
-  const s = await logs.statistics(from === undefined ? { access_key_id: keyId } : { access_key_id: keyId, from });
-  return { requests: s.requests, tokens: s.input_tokens + s.output_tokens, cost: s.cost };
-}
 
 /** One line per limit the quota sets, beside what was used: lifetime (`total`) and in the current period (`period`). */
 export function quotaLines(quota: AccessKeyQuota, total: QuotaUsage, period: QuotaUsage): QuotaLine[] {
@@ -67,8 +62,8 @@ export async function quotaStatus(key: AccessKeyRecord, logs: LogReader, now: nu
   const { quota } = key;
   if (!quota) return null;
   const pp = quota.per_period;
-  const total = quota.total ? await measureQuotaUsage(logs, key.id, undefined) : nothingUsed();
-  const period = pp ? await measureQuotaUsage(logs, key.id, periodStart(pp.period, now)) : nothingUsed();
+  const total = quota.total ? await logs.keyUsage(key.id) : nothingUsed();
+  const period = pp ? await logs.keyUsage(key.id, periodStart(pp.period, now)) : nothingUsed();
   const lines = quotaLines(quota, total, period);
   return { exceeded: lines.some((l) => l.used >= l.limit), lines };
 }

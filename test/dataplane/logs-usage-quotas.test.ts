@@ -283,6 +283,27 @@ for (const c of QUOTA_CASES) {
   });
 }
 
+t.test('refused requests and model lists do not use up a requests quota, so raising the limit lets exactly that many more through', async (t) => {
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { key, keyValue } = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { requests: 1 } } });
+  const chat = async () => {
+    const res = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
+    await res.text();
+    await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    return res.status;
+  };
+  t.equal(await chat(), 200);
+  const models = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${keyValue}` } });
+  t.equal(models.status, 200, 'a model list is answered');
+  await waitForLog(gw, models.headers.get('x-switchyard-request-id'));
+  for (let i = 0; i < 3; i++) t.equal(await chat(), 429, `retry ${i + 1} after the quota is used up is refused`);
+  await gw.store.accessKeys.update(key.id, { quota: { total: { requests: 2 } } });
+  t.equal(await chat(), 200, 'one more request fits the raised limit');
+  t.equal(await chat(), 429);
+  t.equal(upstream.requests.length, 2);
+});
+
 t.test('a cost quota refuses once the priced usage reaches it', async (t) => {
   const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [], usage: { prompt_tokens: 1000, completion_tokens: 1000, total_tokens: 2000 } }));
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });

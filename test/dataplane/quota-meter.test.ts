@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QuotaMeter } from '../../src/dataplane/quota-meter.ts';
 import { quotaStatus } from '../../src/management/quota.ts';
-import { openSqliteLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import { openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
 import { logRecord } from '../management/support/log-records.ts';
 import type { AccessKeyQuota, AccessKeyRecord } from '../../src/store/records.ts';
 
@@ -14,6 +15,16 @@ const T0 = Date.UTC(2026, 5, 10, 10, 30, 0);
 function store(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-quota-'));
   const logs = openSqliteLogStore(dir);
+  t.teardown(async () => {
+    await logs.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return logs;
+}
+
+async function workerStore(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-quota-'));
+  const logs = await openWorkerLogStore(dir);
   t.teardown(async () => {
     await logs.close();
     rmSync(dir, { recursive: true, force: true });
@@ -101,3 +112,33 @@ t.test('records appended while the totals load are counted once; an edited quota
   t.equal(await meter.exceeded(key(5, { total: { tokens: 100 } }), T0), undefined, 'a raised limit is read afresh');
   t.match(await meter.exceeded(key(5, { total: { tokens: 15 } }), T0), { used: 15 }, 'and the reload sees every record');
 });
+
+t.test('a request the gateway refused itself (no upstream attempt) does not count as a request', async (t) => {
+  const logs = store(t);
+  const refused = logRecord({ request_id: `q_${++seq}`, access_key_id: 7, created_at: T0, status: 429, error_code: 'quota_exceeded', attempt_count: 0, attempts: [] });
+  logs.append(log(7, T0, 10));
+  logs.append(refused);
+  const k = key(7, { total: { requests: 2 }, per_period: { period: 'day', requests: 2 } });
+  const meter = new QuotaMeter(logs);
+  t.equal(await meter.exceeded(k, T0), undefined, 'one forwarded request of two');
+  meter.record(refused);
+  t.equal(await meter.exceeded(k, T0), undefined, 'still one after the meter saw the refusal');
+  t.match((await quotaStatus(k, logs, T0))?.lines, [{ scope: 'total', used: 1 }, { scope: 'per_period', used: 1 }], 'the store agrees');
+});
+
+for (const kind of ['sqlite', 'worker', 'memory'] as const) {
+  t.test(`${kind}: records deleted by retention still count toward the total quota, not toward the period`, async (t) => {
+    const logs = kind === 'sqlite' ? store(t) : kind === 'worker' ? await workerStore(t) : new MemoryLogStore();
+    for (let i = 0; i < 3; i++) logs.append(log(3, T0 - 40 * 24 * HOUR, 10));
+    logs.append(log(4, T0 - 40 * 24 * HOUR, 5));
+    logs.append(log(3, T0, 10));
+    t.equal(await logs.prune(T0 - 30 * 24 * HOUR), 4);
+    t.same(await logs.keyUsage(3), { requests: 4, tokens: 40, cost: 0 }, 'lifetime: three pruned records and one kept');
+    t.same(await logs.keyUsage(3, T0 - HOUR), { requests: 1, tokens: 10, cost: 0 }, 'a period covers only kept records');
+    t.same(await logs.keyUsage(4), { requests: 1, tokens: 5, cost: 0 }, 'per key');
+    t.equal(await logs.prune(T0 - 30 * 24 * HOUR), 0);
+    t.same(await logs.keyUsage(3), { requests: 4, tokens: 40, cost: 0 }, 'a second prune adds nothing');
+    const k = key(3, { total: { requests: 4 } });
+    t.match(await new QuotaMeter(logs).exceeded(k, T0), { scope: 'total', metric: 'requests', used: 4 }, 'the meter loads the lifetime total');
+  });
+}

@@ -41,6 +41,13 @@ CREATE INDEX IF NOT EXISTS request_logs_key_time ON request_logs (access_key_id,
 CREATE INDEX IF NOT EXISTS request_logs_group_time ON request_logs (group_id, created_at, seq);
 CREATE INDEX IF NOT EXISTS request_logs_model_time ON request_logs (external_model, created_at, seq);
 CREATE INDEX IF NOT EXISTS request_logs_status_time ON request_logs (status, created_at, seq);
+-- What retention deleted, per AccessKey, so that total quotas keep counting it.
+CREATE TABLE IF NOT EXISTS pruned_key_usage (
+  access_key_id INTEGER PRIMARY KEY,
+  requests INTEGER NOT NULL,
+  tokens INTEGER NOT NULL,
+  cost REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS request_bodies (
   request_id TEXT PRIMARY KEY,
   state TEXT NOT NULL,

@@ -85,6 +85,16 @@ export interface Statistics extends UsageTotals {
 }
 
 /**
+ * What counts against a quota: requests the gateway forwarded (at least one upstream attempt;
+ * its own refusals and model lists do not count), input plus output tokens, and cost.
+ */
+export interface KeyUsage {
+  requests: number;
+  tokens: number;
+  cost: number;
+}
+
+/**
  * Request logs and usage. `append` is synchronous and cheap (records are buffered and written
  * in batches); reads see every appended record; `close` writes everything still buffered.
  * Reads are async so that an implementation on a shared database server fits the same shape.
@@ -95,6 +105,11 @@ export interface LogStore {
   list(filter: LogFilter, page: LogPage): Promise<LogPageResult>;
   usage(query: UsageQuery): Promise<UsageRow[]>;
   statistics(query: StatisticsQuery): Promise<Statistics>;
+  /**
+   * What an AccessKey used against its quota since `from` (epoch ms), or over its whole life
+   * when `from` is undefined, records deleted by `prune` included.
+   */
+  keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage>;
   /**
    * Deletes the records created before `before` (epoch ms) and their recorded bodies, a batch
    * at a time so that appends and reads go on in between; resolves to how many were deleted.

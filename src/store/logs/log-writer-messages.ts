@@ -14,6 +14,7 @@ export type LogRead =
   | { method: 'list'; args: [filter: LogFilter, page: LogPage] }
   | { method: 'usage'; args: [query: UsageQuery] }
   | { method: 'statistics'; args: [query: StatisticsQuery] }
+  | { method: 'keyUsage'; args: [accessKeyId: number, from: number | undefined] }
   | { method: 'prune'; args: [before: number] };
 
 /**

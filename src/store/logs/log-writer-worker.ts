@@ -66,6 +66,8 @@ function answer(read: LogRead): Promise<unknown> {
       return store.usage(...read.args);
     case 'statistics':
       return store.statistics(...read.args);
+    case 'keyUsage':
+      return store.keyUsage(...read.args);
     case 'prune':
       return store.prune(...read.args);
   }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { LogRecord } from './log-record.ts';
 import type {
+  KeyUsage,
   LogFilter,
   LogPage,
   LogPageResult,
@@ -52,6 +53,9 @@ const PRUNE_BATCH = 1000;
 
 /** The oldest records created before ?, at most ? of them: both deletes of a prune batch select the same ones. */
 const OLDEST_BEFORE = 'FROM request_logs WHERE created_at < ? ORDER BY created_at, seq LIMIT ?';
+const KEY_USAGE_SQL = `COALESCE(SUM(attempt_count > 0), 0) AS requests,
+  COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens,
+  COALESCE(SUM(cost), 0) AS cost`;
 
 /**
  * LogStore on SQLite (`<dataDir>/logs.sqlite`, WAL). better-sqlite3 is synchronous, so
@@ -84,7 +88,15 @@ export class SqliteLogStore implements LogStore {
     this.#buffer = new BatchBuffer<EncodedLogRecord>((batch) => writeBatch(batch), options);
     const pruneBodies = this.#db.prepare(`DELETE FROM request_bodies WHERE request_id IN (SELECT request_id ${OLDEST_BEFORE})`);
     const pruneLogs = this.#db.prepare(`DELETE FROM request_logs WHERE seq IN (SELECT seq ${OLDEST_BEFORE})`);
+    const keepKeyUsage = this.#db.prepare(
+      `INSERT INTO pruned_key_usage (access_key_id, requests, tokens, cost)
+       SELECT access_key_id, ${KEY_USAGE_SQL} FROM request_logs
+       WHERE seq IN (SELECT seq ${OLDEST_BEFORE}) AND access_key_id IS NOT NULL GROUP BY access_key_id
+       ON CONFLICT (access_key_id) DO UPDATE SET
+         requests = requests + excluded.requests, tokens = tokens + excluded.tokens, cost = cost + excluded.cost`,
+    );
     this.#pruneBatch = this.#db.transaction((before: number) => {
+      keepKeyUsage.run(before, PRUNE_BATCH);
       pruneBodies.run(before, PRUNE_BATCH);
       return pruneLogs.run(before, PRUNE_BATCH).changes;
     });
@@ -183,6 +195,14 @@ export class SqliteLogStore implements LogStore {
       by_status_class: { '1xx': s1, '2xx': s2, '3xx': s3, '4xx': s4, '5xx': s5 },
       top_models: topModels,
     };
+  }
+
+  async keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
+    this.#readable();
+    if (from !== undefined) return this.#statement(`SELECT ${KEY_USAGE_SQL} FROM request_logs WHERE access_key_id = ? AND created_at >= ?`).get(accessKeyId, from) as KeyUsage;
+    const logged = this.#statement(`SELECT ${KEY_USAGE_SQL} FROM request_logs WHERE access_key_id = ?`).get(accessKeyId) as KeyUsage;
+    const pruned = this.#statement('SELECT requests, tokens, cost FROM pruned_key_usage WHERE access_key_id = ?').get(accessKeyId) as KeyUsage | undefined;
+    return pruned ? { requests: logged.requests + pruned.requests, tokens: logged.tokens + pruned.tokens, cost: logged.cost + pruned.cost } : logged;
   }
 
   /** One transaction per PRUNE_BATCH records, yielding in between. */

@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { LogRecord } from './log-record.ts';
 import { encodeLogRecord, type EncodedLogRecord } from './log-row.ts';
-import type { LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
+import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
 import type { FromLogWriter, LogRead, ToLogWriter } from './log-writer-messages.ts';
 import { BatchBuffer } from './batch-buffer.ts';
 import { startLogWriter } from './start-log-writer.ts';
@@ -130,6 +130,10 @@ export class WorkerLogStore implements LogStore {
   }
 
   /** Sent and answered like a read; the worker deletes in batches and commits appends in between. */
+  keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
+    return this.#read({ method: 'keyUsage', args: [accessKeyId, from] }) as Promise<KeyUsage>;
+  }
+
   prune(before: number): Promise<number> {
     return this.#read({ method: 'prune', args: [before] }) as Promise<number>;
   }

@@ -1,5 +1,5 @@
 import type { LogListItem, LogRecord } from '../logs/log-record.ts';
-import type { LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
+import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
 
 const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
 
@@ -9,6 +9,8 @@ const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
  */
 export class MemoryLogStore implements LogStore {
   #records: LogRecord[] = [];
+  /** What pruned records of each AccessKey used, which its total quota still counts. */
+  readonly #pruned = new Map<number, KeyUsage>();
 
   append(record: LogRecord): void {
     this.#records.push(structuredClone(record));
@@ -83,8 +85,18 @@ export class MemoryLogStore implements LogStore {
     };
   }
 
+  async keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
+    const usage = from === undefined ? { ...(this.#pruned.get(accessKeyId) ?? noKeyUsage()) } : noKeyUsage();
+    for (const r of this.#matching({ access_key_id: accessKeyId, from })) addKeyUsage(usage, r);
+    return usage;
+  }
+
   async prune(before: number): Promise<number> {
-    const kept = this.#records.filter((r) => r.created_at >= before);
+    const kept: LogRecord[] = [];
+    for (const r of this.#records) {
+      if (r.created_at >= before) kept.push(r);
+      else if (r.access_key_id !== null) addKeyUsage(this.#pruned.get(r.access_key_id) ?? this.#pruned.set(r.access_key_id, noKeyUsage()).get(r.access_key_id)!, r);
+    }
     const deleted = this.#records.length - kept.length;
     this.#records = kept;
     return deleted;
@@ -146,4 +158,14 @@ function addTo(t: UsageTotals, r: LogRecord): void {
   t.cached_tokens += r.usage.cached_tokens;
   t.reasoning_tokens += r.usage.reasoning_tokens;
   t.cost += r.cost;
+}
+
+function noKeyUsage(): KeyUsage {
+  return { requests: 0, tokens: 0, cost: 0 };
+}
+
+function addKeyUsage(usage: KeyUsage, r: LogRecord): void {
+  if (r.attempt_count > 0) usage.requests += 1;
+  usage.tokens += r.usage.input_tokens + r.usage.output_tokens;
+  usage.cost += r.cost;
 }
