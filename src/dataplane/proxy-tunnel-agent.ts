@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Client } from 'undici';
-import { redactUrl, socksConnector } from '../upstream/index.ts';
+import { parseProxyUrl, socksConnector } from '../upstream/index.ts';
 
 /** As the upstream client's connect timeout: reaching the proxy and opening the tunnel. */
 const TUNNEL_TIMEOUT_MS = 10_000;
@@ -35,12 +35,7 @@ export function proxyTunnelAgent(proxy: string, secure: boolean): HttpAgent {
 }
 
 function tunnelOpener(proxy: string): OpenTunnel {
-  let url: URL;
-  try {
-    url = new URL(proxy);
-  } catch {
-    throw new TypeError(`invalid proxy URL ${redactUrl(proxy)}`);
-  }
+  const url = parseProxyUrl(proxy);
   switch (url.protocol) {
     case 'http:':
     case 'https:':

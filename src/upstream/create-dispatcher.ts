@@ -1,7 +1,7 @@
 import { Agent, Pool, ProxyAgent, type Dispatcher } from 'undici';
 import type { ResolvedUpstreamOptions } from './upstream-options.ts';
 import { socksConnector } from './socks-connector.ts';
-import { redactUrl } from './redact-url.ts';
+import { parseProxyUrl } from './parse-proxy-url.ts';
 
 /** A keep-alive pool for one origin, no proxy. */
 export function createOriginPool(origin: string, options: ResolvedUpstreamOptions): Dispatcher {
@@ -17,12 +17,7 @@ export function createOriginPool(origin: string, options: ResolvedUpstreamOption
  * with CONNECT (undici ProxyAgent), SOCKS5 proxies through the `socks` package.
  */
 export function createProxyDispatcher(proxy: string, options: ResolvedUpstreamOptions): Dispatcher {
-  let url: URL;
-  try {
-    url = new URL(proxy);
-  } catch {
-    throw new TypeError(`invalid proxy URL ${redactUrl(proxy)}`);
-  }
+  const url = parseProxyUrl(proxy);
   switch (url.protocol) {
     case 'http:':
     case 'https:':

@@ -6,6 +6,7 @@ export {
   stripCredentialQuery,
 } from './strip-client-credentials.ts';
 export { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.ts';
+export { parseProxyUrl } from './parse-proxy-url.ts';
 export { redactUrl } from './redact-url.ts';
 export type { UpstreamClientOptions } from './upstream-options.ts';
 export { UpstreamClient } from './upstream-client.ts';

@@ -27,7 +27,7 @@ const EXP = 7;
 const OBJECT = 0;
 const ARRAY = 1;
 
-// As in the strict parser; it also bounds the stack while the unbu// As in the strict parser; it also bounds the stack.
+// As in the strict parser (src/http/strict-json.ts); it also bounds the scanner's stack.
 const MAX_DEPTH = 128;
 const SIMPLE_ESCAPES = new Set([...'"\\/bfnrt'].map((c) => c.charCodeAt(0)));
 const LITERALS = new Map(['true', 'false', 'null'].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
