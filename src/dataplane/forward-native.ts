@@ -154,17 +154,17 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         upstream = await exchange.reply;
       } catch (err) {
         input.res.off('close', onClientGone);
-        // The client's own body failed while it streamed: the upstream is not to blame.
-        const bodyError = streamedBody?.errored;
-        if (clientGone(input) || (bodyError && !requestBodyFailure(bodyError))) {
+        if (clientGone(input)) {
           result.clientAborted = true;
           attempt.error_code = 'client_closed';
           break;
         }
-        if (bodyError) {
-          const error = requestBodyFailure(bodyError)!;
-          attempt.error_code = error.code;
-          return answerTransportFailure(input, result, { error, candidate, credential });
+        // The client's own body failed while it streamed (too large, a broken form): the
+        // upstream is not to blame. Other body errors (undici's own, on an upstream reset) are the upstream's.
+        const bodyFailure = streamedBody?.errored ? requestBodyFailure(streamedBody.errored) : undefined;
+        if (bodyFailure) {
+          attempt.error_code = bodyFailure.code;
+          return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
         }
         const failure = classifyUpstreamError(err);
         attempt.error_code = failure.code;

@@ -4,7 +4,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
-import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, upstreamRequestHeaders, type HeaderMap } from '../upstream/index.ts';
+import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { quotaMeterFor } from './quota-meter.ts';
@@ -22,6 +22,7 @@ import { relayWebSocketSession, type RelaySession } from './relay-websocket-sess
 import { renderErrorBody } from './render-error-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
+import { maskUpstreamSecret } from './upstream-error-reply.ts';
 import { newRequestId } from './new-request-id.ts';
 
 export interface UpgradeHandler {
@@ -39,9 +40,10 @@ const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 
 /** Not passed on from an upstream's non-101 answer: its length is set anew, credentials never travel back. */
 const NOT_PASSED_BACK: ReadonlySet<string> = new Set(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
 
+/** An upstream's answer to the upgrade as the client may see it (no credentials, secret masked). */
 interface UpstreamAnswer {
   status: number;
-  headers: HeaderMap;
+  headers: OutgoingHeaders;
   body: Buffer;
   candidate: Candidate;
   credential: CredentialView;
@@ -138,16 +140,17 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           }
           if (outcome.kind === 'failed') {
             attempt.error_code = outcome.code;
-            await pool.apply(credential, verdictFor(null, undefined, settings.credential_cooldown_seconds), deps.clock());
+            await pool.apply(credential, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
             lastFailure = { error: new DataPlaneError(outcome.timedOut ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
             continue;
           }
           attempt.status = outcome.kind === 'open' ? 101 : outcome.status;
           noteRoute(log, candidate, credential);
           if (outcome.kind === 'answered') {
-            const verdict = verdictFor(outcome.status, headerValue(outcome.headers['retry-after']), settings.credential_cooldown_seconds);
+            const verdict = verdictFor(outcome.status, headerValue(outcome.headers['retry-after']), settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
-            const answer = { ...outcome, candidate, credential };
+            const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
+            const answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
             // As forward-native's failover statuses: a passthrough operation's 403 is the upstream's word on the path.
             if (verdict.action === 'none' || (outcome.status === 403 && op.preserve_upstream_status)) return passOn(socket, log, answer, requestId);
             await pool.apply(credential, verdict, deps.clock());
@@ -218,7 +221,7 @@ function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestI
   noteRoute(log, answer.candidate, answer.credential);
   log.status = answer.status;
   log.error_code = `upstream_${answer.status}`;
-  answerUpgrade(socket, answer.status, withRequestId(copyHeadersWithout(answer.headers, NOT_PASSED_BACK), requestId), answer.body);
+  answerUpgrade(socket, answer.status, withRequestId(answer.headers, requestId), answer.body);
 }
 
 function noteRoute(log: LogRecord, candidate: Candidate, credential: CredentialView): void {

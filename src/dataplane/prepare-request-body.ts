@@ -93,8 +93,10 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
     throw err;
   }
   const addStreamUsage = op.protocol === 'x-completions' && streamUsageMissing(fields);
+  const duplicateModel = spooled.scanned.members.filter((m) => m.key === 'model').length > 1;
   const open = async (upstreamModel: string | null): Promise<OpenedSpooledBody> => {
-    const model = op.model === 'body' && upstreamModel !== null && fields['model'] !== upstreamModel ? upstreamModel : undefined;
+    // As for a buffered body: a duplicate "model" is spliced too, whichever one the upstream reads.
+    const model = op.model === 'body' && upstreamModel !== null && (fields['model'] !== upstreamModel || duplicateModel) ? upstreamModel : undefined;
     const splices = attemptSplices(spooled.scanned, (m) => m.raw!, model, addStreamUsage);
     return { ...spooled.read(splices), addedStreamUsage: addStreamUsage };
   };
@@ -115,10 +117,12 @@ function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   for (const member of members) {
     if (member.raw !== undefined) fields[member.key] = JSON.parse(member.raw.toString('utf8'));
-    // Too large to keep, only the type matters to routing: a string input is text, anything
-    // else is other; a large response_format is a schema, not one of the words rules look at.
-    else if (INPUT_MEMBERS.includes(member.key) || member.key === 'response_format') fields[member.key] = member.first === QUOTE ? '' : {};
-    else throw new DataPlaneError('invalid_request_body', `The top-level "${member.key}" member is larger than ${SMALL_MEMBER_BYTES} bytes.`);
+    // Too large to keep, only the type matters to routing: a string input is text; for a large
+    // array (strings, token ids or images) the kind is not known, so no rule on it applies. A
+    // large response_format is a schema, not one of the words rules look at.
+    else if (INPUT_MEMBERS.includes(member.key)) {
+      if (member.first === QUOTE) fields[member.key] = '';
+    } else if (member.key !== 'response_format') throw new DataPlaneError('invalid_request_body', `The top-level "${member.key}" member is larger than ${SMALL_MEMBER_BYTES} bytes.`);
   }
   return fields;
 }

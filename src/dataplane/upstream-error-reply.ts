@@ -21,9 +21,8 @@ export function isReadableError(reply: UpstreamReply): boolean {
 }
 
 /**
- * Reads an upstream error answer and masks the upstream secret out of its headers and body:
- * an upstream (or a relay in front of it) that echoes the key it was sent must not hand it to
- * the client. A body that breaks off is passed on as far as it came.
+ * Reads an upstream error answer (its first MiB) and masks the upstream secret out of it. A
+ * body that breaks off is answered empty, with the upstream's status and headers.
  */
 export async function readUpstreamError(reply: UpstreamReply, secret: string): Promise<UpstreamErrorReply> {
   let body: Buffer;
@@ -32,16 +31,24 @@ export async function readUpstreamError(reply: UpstreamReply, secret: string): P
   } catch {
     body = Buffer.alloc(0);
   }
-  const masked = maskSecret(secret);
   const headers = clientResponseHeaders(reply.headers);
+  body = maskUpstreamSecret(headers, body, secret);
+  headers['content-length'] = String(body.length);
+  return { status: reply.status, headers, body };
+}
+
+/**
+ * Masks the upstream secret out of an answer's headers (in place) and body: an upstream (or a
+ * relay in front of it) that echoes the key it was sent must not hand it to the client.
+ */
+export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secret: string): Buffer {
+  const masked = maskSecret(secret);
   for (const name in headers) {
     const value = headers[name]!;
     headers[name] = Array.isArray(value) ? value.map((v) => v.split(secret).join(masked)) : value.split(secret).join(masked);
   }
   // latin1 maps bytes one to one, so the rest of the body is unchanged whatever its encoding.
-  if (body.includes(secret)) body = Buffer.from(body.toString('latin1').split(secret).join(masked), 'latin1');
-  headers['content-length'] = String(body.length);
-  return { status: reply.status, headers, body };
+  return body.includes(secret) ? Buffer.from(body.toString('latin1').split(secret).join(masked), 'latin1') : body;
 }
 
 export function sendUpstreamError(res: ServerResponse, requestId: string, reply: UpstreamErrorReply): void {

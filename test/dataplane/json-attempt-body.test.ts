@@ -77,3 +77,11 @@ t.test('stream_options is edited in place, as requestStreamUsage edits the objec
   const unmapped = Buffer.from('{"model":"b","stream":true,"stream_options":{"include_usage":null}}');
   t.equal(jsonAttemptBody(unmapped, JSON.parse(unmapped.toString()), 'b', requestStreamUsage).body.toString(), '{"model":"b","stream":true,"stream_options":{"include_usage":true}}');
 });
+
+t.test('a duplicate "model" is spliced even when the one routing read maps to itself', async (t) => {
+  const raw = Buffer.from('{"model":"not-visible-to-the-key","messages":[],"model":"team-m"}');
+  const value = JSON.parse(raw.toString()) as Record<string, unknown>;
+  t.equal(jsonAttemptBody(raw, value, 'team-m', undefined).body.toString(), '{"model":"team-m","messages":[],"model":"team-m"}');
+  const single = Buffer.from('{"model":"team-m","messages":[{"content":"the model"}]}');
+  t.equal(jsonAttemptBody(single, JSON.parse(single.toString()), 'team-m', undefined).body, single, 'one "model": the client\'s own buffer');
+});

@@ -1,6 +1,7 @@
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { seedRoute, startDataPlane, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // What a request that fails for a reason other than the upstream's answer does to the
@@ -80,4 +81,19 @@ t.test('a client that leaves while its form is being read is logged as client_cl
   }, 'the log record');
   t.match(record, { status: 499, error_code: 'client_closed' });
   t.same(upstream.requests, []);
+});
+
+t.test('an upstream that resets the connection during a streamed upload is answered 502, not left hanging', async (t) => {
+  const upstream = createServer((req) => req.socket.destroy());
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { port } = upstream.address() as AddressInfo;
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: `http://127.0.0.1:${port}`, models: [{ external: 'img', upstream: 'img' }], protocols: ['x-images'] });
+  const headers = { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` };
+  const res = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers, body: chunkedImageEdit(2 * 1024 * 1024), duplex: 'half' } as RequestInit);
+  t.equal(res.status, 502);
+  t.match(await res.json(), { error: { code: 'upstream_unreachable' } });
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 502, error_code: 'upstream_unreachable', client_aborted: false });
 });

@@ -255,6 +255,18 @@ t.test('an upstream answering the upgrade with 404 and a JSON body: the client g
   t.match(await logOf(gw, key.id, 404), { error_code: 'upstream_404', credential_id: String, attempts: [{ status: 404, error_code: 'upstream_404' }] });
 });
 
+t.test('an upstream that echoes its key in the upgrade answer: the client gets the answer with the key masked', async (t) => {
+  const upstream = await startWsUpstream({
+    refuse: (req) => ({ status: 400, headers: { 'content-type': 'application/json', 'x-echo': String(req.headers.authorization) }, body: `{"error":{"message":"bad request for ${String(req.headers.authorization)}"}}` }),
+  });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-echoed-0123456789'] });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 400);
+  t.equal(answer.body, '{"error":{"message":"bad request for Bearer sk-u...6789"}}');
+  t.equal(answer.headers['x-echo'], 'Bearer sk-u...6789');
+});
+
 t.test('an upgrade answered 401 moves to the next credential; when none is left, the last failover answer reaches the client as sent', async (t) => {
   let limited = false;
   const upstream = await startWsUpstream({

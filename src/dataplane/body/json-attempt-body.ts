@@ -1,9 +1,9 @@
 import { streamUsageMissing } from '../../usage/index.ts';
-import { applySplices, attemptSplices } from './json-body-splices.ts';
+import { applySplices, attemptSplices, STREAM_USAGE_MEMBER } from './json-body-splices.ts';
 import { locateMembers } from './locate-members.ts';
 
-const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}');
 const CLOSE_BRACE = 0x7d;
+const MODEL_KEY = Buffer.from('"model"');
 
 export interface JsonAttemptBody {
   body: Buffer;
@@ -24,7 +24,9 @@ export function jsonAttemptBody(
   upstreamModel: string | null,
   requestStreamUsage: ((body: Record<string, unknown>) => boolean) | undefined,
 ): JsonAttemptBody {
-  const model = upstreamModel !== null && value['model'] !== upstreamModel ? upstreamModel : undefined;
+  // Routing read the last "model" (JSON.parse's); a body that may hold another one has every
+  // one spliced, so that an upstream reading the first cannot be sent a model the key may not use.
+  const model = upstreamModel !== null && (value['model'] !== upstreamModel || raw.indexOf(MODEL_KEY) !== raw.lastIndexOf(MODEL_KEY)) ? upstreamModel : undefined;
   const addsUsage = requestStreamUsage !== undefined && streamUsageMissing(value);
   if (model === undefined && !addsUsage) return { body: raw, addedStreamUsage: false };
   // The streaming benchmark's case: no need to find the members to append one.

@@ -7,7 +7,7 @@ export interface Splice {
   readonly bytes: Buffer;
 }
 
-const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}');
+export const STREAM_USAGE_MEMBER = Buffer.from(',"stream_options":{"include_usage":true}');
 const STREAM_USAGE_OBJECT = Buffer.from('{"include_usage":true}');
 const INCLUDE_USAGE_FIRST = Buffer.from('"include_usage":true');
 const INCLUDE_USAGE_NEXT = Buffer.from(',"include_usage":true');

@@ -142,7 +142,7 @@ export class SpooledJsonBody {
    * space is freed when it closes.
    */
   release(): void {
-    void rm(this.#path, { force: true });
+    rm(this.#path, { force: true }).catch(warnNotRemoved);
   }
 }
 
@@ -169,7 +169,13 @@ async function* readSpliced(file: string, size: number, splices: readonly Splice
 
 function discard(file: WriteStream, spooled: string): void {
   // Removed once closed: an open still under way would otherwise create the file afterwards.
-  const remove = () => void rm(spooled, { force: true });
+  const remove = () => void rm(spooled, { force: true }).catch(warnNotRemoved);
   if (file.closed) remove();
   else file.once('close', remove).destroy();
+}
+
+// A spool file that cannot be removed (permissions, a read-only disk) is reported, never thrown
+// at a request that is over; the next start empties the directory.
+function warnNotRemoved(error: Error): void {
+  process.emitWarning(`switchyard: a spooled request body could not be removed: ${error.message}`);
 }
