@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { classifyUpstreamError, upstreamRequestHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { classifyUpstreamError, firstHeaderValue, upstreamRequestHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
@@ -176,7 +176,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       }
       input.res.off('close', onClientGone);
       attempt.status = upstream.status;
-      const retryAfter = headerValue(upstream.headers['retry-after']);
+      const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
       if (FAILOVER_STATUSES(upstream.status, input.op)) {
         await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds, deps.now()), deps.now());
         const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
@@ -291,9 +291,5 @@ function bodyTimeoutBackstop(idleTimeoutMs: number): number {
 // The request stream is destroyed once read; the response and socket tell whether the client left.
 function clientGone(input: ForwardInput): boolean {
   return input.res.destroyed || input.req.socket.destroyed;
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }
 

@@ -4,7 +4,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
-import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, firstHeaderValue, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { quotaMeterFor } from './quota-meter.ts';
@@ -147,7 +147,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           attempt.status = outcome.kind === 'open' ? 101 : outcome.status;
           noteRoute(log, candidate, credential);
           if (outcome.kind === 'answered') {
-            const verdict = verdictFor(outcome.status, headerValue(outcome.headers['retry-after']), settings.credential_cooldown_seconds, deps.clock());
+            const verdict = verdictFor(outcome.status, firstHeaderValue(outcome.headers['retry-after']), settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
             const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
             const answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
@@ -240,8 +240,4 @@ function completeUpgrade(wss: WebSocketServer, req: IncomingMessage, socket: Dup
     socket.once('close', () => resolve(undefined));
     wss.handleUpgrade(req, socket, head, (client) => resolve(client));
   });
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
 }

@@ -1,4 +1,5 @@
 import { BodyRewriteError } from './body-rewrite-error.ts';
+import { isJsonWhitespace } from './json-whitespace.ts';
 
 // Where the lexer is.
 const VALUE = 0; // a value must start
@@ -130,7 +131,7 @@ export class JsonMemberScanner {
         if (++this.#literalPos === this.#literal.length) this.#valueEnded(i + 1);
         return i + 1;
     }
-    if (isWhitespace(c)) return i + 1;
+    if (isJsonWhitespace(c)) return i + 1;
     switch (this.#state) {
       case VALUE:
         return this.#startValue(c, i);
@@ -314,10 +315,6 @@ export class JsonMemberScanner {
   #fail(message: string, i: number): never {
     throw new BodyRewriteError('invalid_json', `${message} at byte ${this.#base + i}`);
   }
-}
-
-function isWhitespace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 function isDigit(c: number): boolean {

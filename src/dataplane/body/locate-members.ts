@@ -1,3 +1,5 @@
+import { isJsonWhitespace } from './json-whitespace.ts';
+
 /** A top-level member's value, as byte offsets [start, end) into the buffer. */
 export interface MemberSpan {
   readonly key: string;
@@ -72,14 +74,10 @@ function stringEnd(json: Buffer, quote: number): number {
 }
 
 function skipSpace(json: Buffer, i: number): number {
-  while (isSpace(json[i]!)) i++;
+  while (isJsonWhitespace(json[i]!)) i++;
   return i;
 }
 
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
 function isDelimiter(c: number): boolean {
-  return c === 0x2c || c === 0x7d || c === 0x5d || isSpace(c);
+  return c === 0x2c || c === 0x7d || c === 0x5d || isJsonWhitespace(c);
 }
