@@ -134,11 +134,32 @@ for (const kind of ['sqlite', 'worker', 'memory'] as const) {
     logs.append(log(3, T0, 10));
     t.equal(await logs.prune(T0 - 30 * 24 * HOUR), 4);
     t.same(await logs.keyUsage(3), { requests: 4, tokens: 40, cost: 0 }, 'lifetime: three pruned records and one kept');
-    t.same(await logs.keyUsage(3, T0 - HOUR), { requests: 1, tokens: 10, cost: 0 }, 'a period covers only kept records');
+    t.same(await logs.keyUsage(3, T0 - HOUR), { requests: 1, tokens: 10, cost: 0 }, 'a period after the pruned records covers only kept ones');
     t.same(await logs.keyUsage(4), { requests: 1, tokens: 5, cost: 0 }, 'per key');
     t.equal(await logs.prune(T0 - 30 * 24 * HOUR), 0);
     t.same(await logs.keyUsage(3), { requests: 4, tokens: 40, cost: 0 }, 'a second prune adds nothing');
     const k = key(3, { total: { requests: 4 } });
     t.match(await new QuotaMeter(logs).exceeded(k, T0), { scope: 'total', metric: 'requests', used: 4 }, 'the meter loads the lifetime total');
+  });
+}
+
+for (const kind of ['sqlite', 'worker', 'memory'] as const) {
+  t.test(`${kind}: records retention deleted inside the current period still count toward it`, async (t) => {
+    const logs = kind === 'sqlite' ? store(t) : kind === 'worker' ? await workerStore(t) : new MemoryLogStore();
+    const monthStart = Date.UTC(2026, 4, 1);
+    const lastMonth = monthStart - 2 * HOUR;
+    const firstDay = monthStart + 90 * 60_000;
+    const lastDay = Date.UTC(2026, 4, 31, 12);
+    logs.append(log(5, lastMonth, 100));
+    logs.append(log(5, firstDay, 10));
+    logs.append(log(5, firstDay + 60_000, 10));
+    logs.append(log(5, lastDay, 10));
+    // A 30-day retention on the 31st deletes the 1st of the same month.
+    t.equal(await logs.prune(lastDay - 30 * 24 * HOUR), 3);
+    t.same(await logs.keyUsage(5, monthStart), { requests: 3, tokens: 30, cost: 0 }, 'the month: the two pruned records of the 1st and the kept one');
+    t.same(await logs.keyUsage(5), { requests: 4, tokens: 130, cost: 0 }, 'lifetime');
+    const k = key(5, { per_period: { period: 'month', requests: 3 } });
+    t.match(await new QuotaMeter(logs).exceeded(k, lastDay), { scope: 'per_period', period: 'month', used: 3 }, 'the monthly quota is reached');
+    t.match((await quotaStatus(k, logs, lastDay))?.lines, [{ scope: 'per_period', used: 3 }]);
   });
 }

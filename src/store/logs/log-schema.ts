@@ -41,13 +41,16 @@ CREATE INDEX IF NOT EXISTS request_logs_key_time ON request_logs (access_key_id,
 CREATE INDEX IF NOT EXISTS request_logs_group_time ON request_logs (group_id, created_at, seq);
 CREATE INDEX IF NOT EXISTS request_logs_model_time ON request_logs (external_model, created_at, seq);
 CREATE INDEX IF NOT EXISTS request_logs_status_time ON request_logs (status, created_at, seq);
--- What retention deleted, per AccessKey, so that total quotas keep counting it.
-CREATE TABLE IF NOT EXISTS pruned_key_usage (
-  access_key_id INTEGER PRIMARY KEY,
+-- What retention deleted, per AccessKey and UTC hour, so that quotas keep counting it: every
+-- quota period starts on an hour, so the hours at or after a period's start are in it.
+CREATE TABLE IF NOT EXISTS pruned_usage_by_hour (
+  access_key_id INTEGER NOT NULL,
+  hour_start INTEGER NOT NULL,
   requests INTEGER NOT NULL,
   tokens INTEGER NOT NULL,
-  cost REAL NOT NULL
-);
+  cost REAL NOT NULL,
+  PRIMARY KEY (access_key_id, hour_start)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS request_bodies (
   request_id TEXT PRIMARY KEY,
   state TEXT NOT NULL,

@@ -106,8 +106,9 @@ export interface LogStore {
   usage(query: UsageQuery): Promise<UsageRow[]>;
   statistics(query: StatisticsQuery): Promise<Statistics>;
   /**
-   * What an AccessKey used against its quota since `from` (epoch ms), or over its whole life
-   * when `from` is undefined, records deleted by `prune` included.
+   * What an AccessKey used against its quota since `from` (epoch ms, on a UTC hour, as every
+   * quota period start is), or over its whole life when `from` is undefined, records deleted
+   * by `prune` included: their usage is kept per hour.
    */
   keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage>;
   /**

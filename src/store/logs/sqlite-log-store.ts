@@ -89,10 +89,10 @@ export class SqliteLogStore implements LogStore {
     const pruneBodies = this.#db.prepare(`DELETE FROM request_bodies WHERE request_id IN (SELECT request_id ${OLDEST_BEFORE})`);
     const pruneLogs = this.#db.prepare(`DELETE FROM request_logs WHERE seq IN (SELECT seq ${OLDEST_BEFORE})`);
     const keepKeyUsage = this.#db.prepare(
-      `INSERT INTO pruned_key_usage (access_key_id, requests, tokens, cost)
-       SELECT access_key_id, ${KEY_USAGE_SQL} FROM request_logs
-       WHERE seq IN (SELECT seq ${OLDEST_BEFORE}) AND access_key_id IS NOT NULL GROUP BY access_key_id
-       ON CONFLICT (access_key_id) DO UPDATE SET
+      `INSERT INTO pruned_usage_by_hour (access_key_id, hour_start, requests, tokens, cost)
+       SELECT access_key_id, created_at / ${HOUR_MS} * ${HOUR_MS} AS hour_start, ${KEY_USAGE_SQL} FROM request_logs
+       WHERE seq IN (SELECT seq ${OLDEST_BEFORE}) AND access_key_id IS NOT NULL GROUP BY access_key_id, hour_start
+       ON CONFLICT (access_key_id, hour_start) DO UPDATE SET
          requests = requests + excluded.requests, tokens = tokens + excluded.tokens, cost = cost + excluded.cost`,
     );
     this.#pruneBatch = this.#db.transaction((before: number) => {
@@ -199,10 +199,12 @@ export class SqliteLogStore implements LogStore {
 
   async keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
     this.#readable();
-    if (from !== undefined) return this.#statement(`SELECT ${KEY_USAGE_SQL} FROM request_logs WHERE access_key_id = ? AND created_at >= ?`).get(accessKeyId, from) as KeyUsage;
-    const logged = this.#statement(`SELECT ${KEY_USAGE_SQL} FROM request_logs WHERE access_key_id = ?`).get(accessKeyId) as KeyUsage;
-    const pruned = this.#statement('SELECT requests, tokens, cost FROM pruned_key_usage WHERE access_key_id = ?').get(accessKeyId) as KeyUsage | undefined;
-    return pruned ? { requests: logged.requests + pruned.requests, tokens: logged.tokens + pruned.tokens, cost: logged.cost + pruned.cost } : logged;
+    const since = from ?? Number.MIN_SAFE_INTEGER;
+    const logged = this.#statement(`SELECT ${KEY_USAGE_SQL} FROM request_logs WHERE access_key_id = ? AND created_at >= ?`).get(accessKeyId, since) as KeyUsage;
+    const pruned = this.#statement(
+      'SELECT COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost FROM pruned_usage_by_hour WHERE access_key_id = ? AND hour_start >= ?',
+    ).get(accessKeyId, since) as KeyUsage;
+    return { requests: logged.requests + pruned.requests, tokens: logged.tokens + pruned.tokens, cost: logged.cost + pruned.cost };
   }
 
   /** One transaction per PRUNE_BATCH records, yielding in between. */

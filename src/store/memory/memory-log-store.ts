@@ -2,6 +2,7 @@ import type { LogListItem, LogRecord } from '../logs/log-record.ts';
 import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
 
 const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
+const HOUR_MS = BUCKET_MS.hour;
 
 /**
  * The log store interface kept in memory: for a gateway run without persistence of logs,
@@ -9,8 +10,8 @@ const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
  */
 export class MemoryLogStore implements LogStore {
   #records: LogRecord[] = [];
-  /** What pruned records of each AccessKey used, which its total quota still counts. */
-  readonly #pruned = new Map<number, KeyUsage>();
+  /** What pruned records of each AccessKey used, per UTC hour, which its quotas still count. */
+  readonly #pruned = new Map<number, Map<number, KeyUsage>>();
 
   append(record: LogRecord): void {
     this.#records.push(structuredClone(record));
@@ -86,8 +87,14 @@ export class MemoryLogStore implements LogStore {
   }
 
   async keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
-    const usage = from === undefined ? { ...(this.#pruned.get(accessKeyId) ?? noKeyUsage()) } : noKeyUsage();
+    const usage = noKeyUsage();
     for (const r of this.#matching({ access_key_id: accessKeyId, from })) addKeyUsage(usage, r);
+    for (const [hour, pruned] of this.#pruned.get(accessKeyId) ?? []) {
+      if (from !== undefined && hour < from) continue;
+      usage.requests += pruned.requests;
+      usage.tokens += pruned.tokens;
+      usage.cost += pruned.cost;
+    }
     return usage;
   }
 
@@ -95,11 +102,20 @@ export class MemoryLogStore implements LogStore {
     const kept: LogRecord[] = [];
     for (const r of this.#records) {
       if (r.created_at >= before) kept.push(r);
-      else if (r.access_key_id !== null) addKeyUsage(this.#pruned.get(r.access_key_id) ?? this.#pruned.set(r.access_key_id, noKeyUsage()).get(r.access_key_id)!, r);
+      else if (r.access_key_id !== null) addKeyUsage(this.#prunedHour(r.access_key_id, r.created_at), r);
     }
     const deleted = this.#records.length - kept.length;
     this.#records = kept;
     return deleted;
+  }
+
+  #prunedHour(accessKeyId: number, at: number): KeyUsage {
+    let hours = this.#pruned.get(accessKeyId);
+    if (hours === undefined) this.#pruned.set(accessKeyId, (hours = new Map()));
+    const hour = at - (at % HOUR_MS);
+    let usage = hours.get(hour);
+    if (usage === undefined) hours.set(hour, (usage = noKeyUsage()));
+    return usage;
   }
 
   async flush(): Promise<void> {}
