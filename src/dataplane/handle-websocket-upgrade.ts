@@ -7,6 +7,7 @@ import type { CredentialView } from '../store/records.ts';
 import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, firstHeaderValue, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
+import { checkClientHandshake } from './check-client-handshake.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
 import { CredentialPool, verdictFor } from './credential-pool.ts';
@@ -35,8 +36,8 @@ export interface UpgradeHandler {
   close(): Promise<void>;
 }
 
-/** Headers of the client's upgrade request that belong to its own handshake with the gateway. */
-const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions'];
+/** Headers of the client's upgrade request that belong to its own handshake with the gateway (its subprotocols are offered anew). */
+const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'];
 /** Not passed on from an upstream's non-101 answer: its length is set anew, credentials never travel back. */
 const NOT_PASSED_BACK: ReadonlySet<string> = new Set(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
 
@@ -54,14 +55,17 @@ interface UpstreamAnswer {
  * like any request, then the client socket is joined to an upstream socket and frames pass
  * through both ways untouched. Refusals answer the upgrade with an HTTP error before joining;
  * an upstream that refuses the upgrade is failed over like an HTTP answer (401/403, 429, 5xx)
- * or passed on as it answered.
+ * or passed on as it answered. The client's subprotocols are offered upstream, and the client
+ * is answered with the one the upstream selected.
  */
 export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const routes = compileRouteTable();
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const quota = quotaMeterFor(deps.logs);
-  const wss = new WebSocketServer({ noServer: true });
+  // The subprotocol each client is answered with: the one its upstream selected.
+  const agreed = new WeakMap<IncomingMessage, string>();
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: (_offered, req) => agreed.get(req) || false });
   const handshakes = new Set<UpstreamHandshake>();
   const sessions = new Set<RelaySession>();
   const inFlight = new Set<Promise<void>>();
@@ -84,8 +88,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       style = op.error_style;
       log.protocol = op.protocol;
       log.operation = op.id;
+      const protocols = checkClientHandshake(req);
       const presented = presentedAccessKey(req.headers, url.searchParams);
       url.searchParams.delete('key');
+      // Browser clients can only pass a key as a subprotocol (`openai-insecure-api-key.<key>`): the client's own never travels upstream.
+      const offered = presented === undefined ? protocols : protocols.filter((p) => !p.includes(presented));
       const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
@@ -124,7 +131,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, settings);
           let handshake: UpstreamHandshake;
           try {
-            handshake = openUpstreamWebSocket(target, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs });
+            handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs });
           } catch {
             // An invalid proxy URL or upstream address: nothing was sent.
             attempt.error_code = 'upstream_connect_failed';
@@ -144,8 +151,13 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             lastFailure = { error: new DataPlaneError(outcome.timedOut ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
             continue;
           }
-          attempt.status = outcome.kind === 'open' ? 101 : outcome.status;
+          attempt.status = outcome.kind === 'answered' ? outcome.status : 101;
           noteRoute(log, candidate, credential);
+          if (outcome.kind === 'no_subprotocol') {
+            // The upstream declined what the client offered: nothing against the credential, nor for another to try.
+            attempt.error_code = 'subprotocol_not_accepted';
+            throw new DataPlaneError('subprotocol_not_accepted');
+          }
           if (outcome.kind === 'answered') {
             const verdict = verdictFor(outcome.status, firstHeaderValue(outcome.headers['retry-after']), settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
@@ -158,6 +170,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             continue;
           }
           log.status = 101;
+          agreed.set(req, outcome.socket.protocol);
           await relay(req, socket, head, outcome.socket, log);
           return;
         }
@@ -169,11 +182,15 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       }
       throw new DataPlaneError('no_available_credential');
     } catch (err) {
-      const failure = err instanceof DataPlaneError ? err : new DataPlaneError('upstream_unreachable');
-      log.status = failure.status;
-      log.error_code = failure.code;
-      const body = Buffer.from(renderErrorBody(style, failure.status, failure.code, failure.message));
-      answerUpgrade(socket, failure.status, withRequestId({ 'content-type': 'application/json' }, requestId), body);
+      // Anything else is a bug of ours, as on the HTTP side: 500, and a warning to find it by.
+      const failure = err instanceof DataPlaneError ? err : undefined;
+      if (!failure) process.emitWarning(`data plane: ${(err as Error)?.stack ?? String(err)}`);
+      const status = failure?.status ?? 500;
+      const code = failure?.code ?? 'internal_error';
+      log.status = status;
+      log.error_code = code;
+      const body = Buffer.from(renderErrorBody(style, status, code, failure?.message ?? 'Internal error.'));
+      answerUpgrade(socket, status, withRequestId({ 'content-type': 'application/json', ...failure?.headers }, requestId), body);
     } finally {
       log.attempt_count = log.attempts.length;
       log.timings.duration_ms = deps.clock() - started;

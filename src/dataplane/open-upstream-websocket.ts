@@ -6,6 +6,8 @@ import { classifyUpstreamError, type HeaderMap, type OutgoingHeaders } from '../
 export type HandshakeOutcome =
   | { kind: 'open'; socket: WebSocket }
   | { kind: 'answered'; status: number; headers: HeaderMap; body: Buffer }
+  /** The upstream completed the handshake selecting none of the subprotocols offered, which `ws` refuses. */
+  | { kind: 'no_subprotocol' }
   | { kind: 'failed'; timedOut: boolean; code: string };
 
 export interface UpstreamHandshake {
@@ -18,13 +20,15 @@ export interface UpstreamHandshake {
 const ANSWER_BODY_LIMIT = 1024 * 1024;
 /** ws reports its own handshake timeout only by this message. */
 const WS_HANDSHAKE_TIMEOUT = 'Opening handshake has timed out';
+const WS_NO_SUBPROTOCOL = 'Server sent no subprotocol';
 
 /**
- * Opens the upstream WebSocket. An opened socket is paused, so frames the upstream sends before
- * the client's side is joined wait in the socket instead of being dropped.
+ * Opens the upstream WebSocket offering the client's `protocols`; the opened socket's `protocol`
+ * is the one the upstream selected. An opened socket is paused, so frames the upstream sends
+ * before the client's side is joined wait in the socket instead of being dropped.
  */
-export function openUpstreamWebSocket(url: string, headers: OutgoingHeaders, options: { agent: Agent | undefined; handshakeTimeoutMs: number }): UpstreamHandshake {
-  const ws = new WebSocket(url, { headers, handshakeTimeout: options.handshakeTimeoutMs, ...(options.agent ? { agent: options.agent } : {}) });
+export function openUpstreamWebSocket(url: string, protocols: string[], headers: OutgoingHeaders, options: { agent: Agent | undefined; handshakeTimeoutMs: number }): UpstreamHandshake {
+  const ws = new WebSocket(url, protocols, { headers, handshakeTimeout: options.handshakeTimeoutMs, ...(options.agent ? { agent: options.agent } : {}) });
   const outcome = new Promise<HandshakeOutcome>((resolve) => {
     ws.once('open', () => {
       ws.pause();
@@ -45,6 +49,7 @@ export function openUpstreamWebSocket(url: string, headers: OutgoingHeaders, opt
     });
     // Kept for the socket's life: errors after the outcome (a terminated handshake) are expected.
     ws.on('error', (error) => {
+      if (error.message === WS_NO_SUBPROTOCOL) return resolve({ kind: 'no_subprotocol' });
       const timedOut = error.message === WS_HANDSHAKE_TIMEOUT;
       resolve({ kind: 'failed', timedOut, code: timedOut ? 'upstream_timeout' : classifyUpstreamError(error).code });
     });

@@ -1,5 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage } from 'node:http';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, request, type IncomingMessage } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,13 +22,16 @@ interface Refusal {
 
 /**
  * A WebSocket upstream that echoes text frames. `refuse` may answer an upgrade with an HTTP
- * response instead; `greeting` is sent the moment a session opens.
+ * response instead; `greeting` is sent the moment a session opens; `selectProtocol` picks the
+ * subprotocol from those offered (false: none).
  */
-async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal | undefined; greeting?: string } = {}) {
+async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal | undefined; greeting?: string; selectProtocol?: (offered: Set<string>) => string | false } = {}) {
   const server = createServer((_req, res) => res.writeHead(404).end());
-  const wss = new WebSocketServer({ noServer: true });
+  const wss = new WebSocketServer({ noServer: true, ...(o.selectProtocol ? { handleProtocols: o.selectProtocol } : {}) });
   const seen: IncomingMessage[] = [];
   const closeCodes: number[] = [];
+  let connections = 0;
+  server.on('connection', () => connections++);
   server.on('upgrade', (req, socket, head) => {
     seen.push(req);
     const refusal = o.refuse?.(req);
@@ -48,6 +52,8 @@ async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal |
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
     closeCodes,
+    /** TCP connections accepted, whether or not an upgrade followed. */
+    connections: () => connections,
     close: async () => {
       for (const c of wss.clients) c.terminate();
       wss.close();
@@ -57,9 +63,9 @@ async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal |
   };
 }
 
-function connect(url: string): Promise<WebSocket> {
+function connect(url: string, protocols: string[] = []): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, protocols);
     ws.once('open', () => resolve(ws));
     ws.once('error', reject);
   });
@@ -151,9 +157,9 @@ async function realtimeRoute(t: Test, baseUrl: string, o: { upstreamKeys?: strin
 }
 
 /** The HTTP answer to an upgrade that was not accepted. */
-function upgradeAnswer(url: string): Promise<Refusal> {
+function upgradeAnswer(url: string, protocols: string[] = []): Promise<Refusal> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, protocols);
     ws.on('error', reject);
     ws.once('open', () => {
       ws.terminate();
@@ -330,4 +336,114 @@ t.test('closing the server ends an open session with 1001 on both sides and writ
   } finally {
     await logs.close();
   }
+});
+
+t.test('a client offering two subprotocols is answered with the one the upstream selected, and frames pass both ways', async (t) => {
+  const upstream = await startWsUpstream({ selectProtocol: (offered) => (offered.has('transcribe.v2') ? 'transcribe.v2' : false) });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl, ['transcribe.v1', 'transcribe.v2']);
+  t.equal(client.protocol, 'transcribe.v2', 'the upstream chose the second');
+  t.equal(upstream.seen[0]!.headers['sec-websocket-protocol'], 'transcribe.v1,transcribe.v2', 'both were offered upstream');
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  await closeClient(client);
+});
+
+t.test('a subprotocol carrying the client\'s own AccessKey is not offered upstream', async (t) => {
+  const upstream = await startWsUpstream({ selectProtocol: (offered) => (offered.has('transcribe.v2') ? 'transcribe.v2' : false) });
+  t.teardown(() => upstream.close());
+  const { wsUrl, keyValue } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl, ['transcribe.v2', `openai-insecure-api-key.${keyValue}`]);
+  t.equal(client.protocol, 'transcribe.v2');
+  t.equal(upstream.seen[0]!.headers['sec-websocket-protocol'], 'transcribe.v2', 'only the subprotocol without the key was offered');
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  await closeClient(client);
+});
+
+t.test('an upstream that selects none of the offered subprotocols: 400 subprotocol_not_accepted, the credential stays usable and no other is tried', async (t) => {
+  const upstream = await startWsUpstream({ selectProtocol: () => false });
+  t.teardown(() => upstream.close());
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  const answer = await upgradeAnswer(wsUrl, ['transcribe.v9']);
+  t.equal(answer.status, 400);
+  t.match(JSON.parse(answer.body), { error: { code: 'subprotocol_not_accepted' } });
+  t.equal(upstream.seen.length, 1, 'a client offer the upstream declines says nothing about the credential');
+  t.same((await gw.store.credentials.list(group.id)).filter((c) => c.state !== 'active'), [], 'no credential cooled down');
+  t.match(await logOf(gw, key.id, 400), { error_code: 'subprotocol_not_accepted', attempts: [{ status: 101, error_code: 'subprotocol_not_accepted' }] });
+});
+
+/** An upgrade request with exactly `headers` beside Connection and Upgrade, and the HTTP answer to it. */
+function rawUpgrade(url: string, headers: Record<string, string>, method = 'GET'): Promise<Refusal> {
+  return new Promise((resolve, reject) => {
+    const req = request(url.replace('ws', 'http'), { method, headers: { connection: 'Upgrade', upgrade: 'websocket', ...headers } });
+    req.once('upgrade', (_res, socket) => {
+      socket.destroy();
+      reject(new Error('the upgrade was accepted'));
+    });
+    req.once('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString() }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+t.test('an invalid WebSocket handshake is answered 400 invalid_websocket_handshake before any upstream is contacted', async (t) => {
+  const upstream = await startWsUpstream();
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url);
+  const key = 'dGhlIHNhbXBsZSBub25jZQ==';
+  const cases: [string, Record<string, string>][] = [
+    ['no Sec-WebSocket-Key', { 'sec-websocket-version': '13' }],
+    ['a Sec-WebSocket-Key that is not 16 bytes in base64', { 'sec-websocket-key': 'c2hvcnQ=', 'sec-websocket-version': '13' }],
+    ['an unsupported Sec-WebSocket-Version', { 'sec-websocket-key': key, 'sec-websocket-version': '12' }],
+    ['a duplicated subprotocol', { 'sec-websocket-key': key, 'sec-websocket-version': '13', 'sec-websocket-protocol': 'chat, chat' }],
+  ];
+  for (const [what, headers] of cases) {
+    const answer = await rawUpgrade(wsUrl, headers);
+    t.equal(answer.status, 400, what);
+    t.match(JSON.parse(answer.body), { error: { code: 'invalid_websocket_handshake', type: 'invalid_request_error' } }, what);
+    t.ok(answer.headers['x-switchyard-request-id'], `${what}: with the request id`);
+  }
+  t.equal((await rawUpgrade(wsUrl, { 'sec-websocket-key': key, 'sec-websocket-version': '12' })).headers['sec-websocket-version'], '13', 'the supported version is named');
+  const post = await rawUpgrade(wsUrl, { 'sec-websocket-key': key, 'sec-websocket-version': '13' }, 'POST');
+  t.equal(post.status, 405, 'an upgrade is a GET');
+  t.match(JSON.parse(post.body), { error: { code: 'method_not_allowed' } });
+  t.equal(upstream.connections(), 0, 'the upstream never saw a connection');
+});
+
+t.test('an unexpected error in the upgrade handler (a credential that no longer decrypts) is answered 500 internal_error and reported as a warning', async (t) => {
+  const upstream = await startWsUpstream();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-ws-internal-'));
+  const start = () => createGateway({ dataDir, port: 0, authKey: 'websocket-internal-auth-key-0123456789', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
+  const first = await start();
+  const { key, keyValue } = await seedRoute(first.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'] });
+  await first.close();
+  // A sealed secret whose authentication tag no longer matches (a damaged config.json).
+  const configFile = path.join(dataDir, 'config.json');
+  const config = JSON.parse(readFileSync(configFile, 'utf8')) as { credentials: { sealed: string }[] };
+  const [format, iv, , body] = config.credentials[0]!.sealed.split(':');
+  config.credentials[0]!.sealed = [format, iv, Buffer.alloc(16).toString('base64'), body].join(':');
+  writeFileSync(configFile, JSON.stringify(config));
+  const server = await start();
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  t.teardown(async () => {
+    process.off('warning', onWarning);
+    await server.close();
+    await upstream.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const answer = await upgradeAnswer(`${server.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
+  t.equal(answer.status, 500, 'a bug of ours, not an upstream failure');
+  t.match(JSON.parse(answer.body), { error: { code: 'internal_error' } });
+  const warning = await eventually(() => warnings.find((w) => w.message.startsWith('data plane:')), 'the warning');
+  t.match(warning.message, /unable to authenticate data/, 'with the cause');
+  t.equal(upstream.connections(), 0);
+  const record = await eventually(async () => (await server.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0], 'the log record');
+  t.match(record, { status: 500, error_code: 'internal_error' });
 });
