@@ -35,23 +35,13 @@ export function proxyTunnelAgent(proxy: string, secure: boolean): HttpAgent {
 }
 
 function tunnelOpener(proxy: string): OpenTunnel {
-  const url = parseProxyUrl(proxy);
-  switch (url.protocol) {
-    case 'http:':
-    case 'https:':
-      return (host, port) => connectTunnel(url, host, port);
-    case 'socks5:':
-    case 'socks5h:':
-    case 'socks:': {
-      const connector = socksConnector(url, { connectTimeoutMs: TUNNEL_TIMEOUT_MS });
-      return (host, port) =>
-        new Promise((resolve, reject) => {
-          connector({ protocol: 'http:', hostname: host, port: String(port) }, (error, socket) => (error ? reject(error) : resolve(socket as Socket)));
-        });
-    }
-    default:
-      throw new TypeError(`unsupported proxy scheme ${url.protocol} (use http, https, socks5 or socks5h)`);
-  }
+  const { url, kind } = parseProxyUrl(proxy);
+  if (kind === 'connect') return (host, port) => connectTunnel(url, host, port);
+  const connector = socksConnector(url, { connectTimeoutMs: TUNNEL_TIMEOUT_MS });
+  return (host, port) =>
+    new Promise((resolve, reject) => {
+      connector({ protocol: 'http:', hostname: host, port: String(port) }, (error, socket) => (error ? reject(error) : resolve(socket as Socket)));
+    });
 }
 
 async function connectTunnel(proxy: URL, host: string, port: number): Promise<Duplex> {

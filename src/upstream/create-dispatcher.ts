@@ -17,29 +17,22 @@ export function createOriginPool(origin: string, options: ResolvedUpstreamOption
  * with CONNECT (undici ProxyAgent), SOCKS5 proxies through the `socks` package.
  */
 export function createProxyDispatcher(proxy: string, options: ResolvedUpstreamOptions): Dispatcher {
-  const url = parseProxyUrl(proxy);
-  switch (url.protocol) {
-    case 'http:':
-    case 'https:':
-      return new ProxyAgent({
-        uri: url.href,
-        connections: options.connections,
-        keepAliveTimeout: options.keepAliveTimeoutMs,
-        proxyTls: { timeout: options.connectTimeoutMs },
-        requestTls: { ...options.tls, timeout: options.connectTimeoutMs },
-      });
-    case 'socks5:':
-    case 'socks5h:':
-    case 'socks:':
-      return new Agent({
-        connections: options.connections,
-        keepAliveTimeout: options.keepAliveTimeoutMs,
-        connect: socksConnector(url, {
-          connectTimeoutMs: options.connectTimeoutMs,
-          ...(options.tls !== undefined ? { tls: options.tls } : {}),
-        }),
-      });
-    default:
-      throw new TypeError(`unsupported proxy scheme ${url.protocol} (use http, https, socks5 or socks5h)`);
+  const { url, kind } = parseProxyUrl(proxy);
+  if (kind === 'connect') {
+    return new ProxyAgent({
+      uri: url.href,
+      connections: options.connections,
+      keepAliveTimeout: options.keepAliveTimeoutMs,
+      proxyTls: { timeout: options.connectTimeoutMs },
+      requestTls: { ...options.tls, timeout: options.connectTimeoutMs },
+    });
   }
+  return new Agent({
+    connections: options.connections,
+    keepAliveTimeout: options.keepAliveTimeoutMs,
+    connect: socksConnector(url, {
+      connectTimeoutMs: options.connectTimeoutMs,
+      ...(options.tls !== undefined ? { tls: options.tls } : {}),
+    }),
+  });
 }
