@@ -10,8 +10,8 @@ import type { Candidate } from './plan-candidates.ts';
 import { verdictFor, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
-import { jsonAttemptBody } from './body/index.ts';
-import { deliverUpstreamResponse } from './deliver-upstream-response.ts';
+import { jsonAttemptBody, listedModels, type ListedModels } from './body/index.ts';
+import { deliverUpstreamResponse, type DeliveryOptions } from './deliver-upstream-response.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
@@ -26,7 +26,7 @@ export type ForwardBody =
       kind: 'stream';
       /** open() may be called again for another attempt (a spooled body); else the body is sent once. */
       replayable?: boolean;
-      open(upstreamModel: string | null): Promise<{ stream: Readable; length?: number; addedStreamUsage?: boolean }>;
+      open(upstreamModel: string | null, listed?: ListedModels): Promise<{ stream: Readable; length?: number; addedStreamUsage?: boolean }>;
     };
 
 export interface ForwardInput {
@@ -105,153 +105,179 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   let lastTried: { candidate: Candidate; credential: CredentialView } | undefined;
   let bodyConsumed = false;
 
-  candidates: for (const candidate of input.candidates) {
-    const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
-    if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
-    for (const credential of credentials) {
-      if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
-      const secret = deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
-      if (secret === undefined) continue;
-      const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
-      attempts.push(attempt);
-      lastTried = { candidate, credential };
-      let exchange: UpstreamExchange | undefined;
-      let streamedBody: Readable | undefined;
-      let dropUsageChunk = false;
-      const onClientGone = () => exchange?.abort();
-      input.res.once('close', onClientGone);
-      let upstream: UpstreamReply;
-      try {
-        const headers = upstreamRequestHeaders(input.req.headers);
-        setUpstreamCredential(headers, input.op.protocol, secret);
-        let body: Buffer | Readable | null = null;
-        if (input.body.kind === 'json') {
-          const built = jsonAttemptBody(input.body.raw, input.body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage);
-          body = built.body;
-          dropUsageChunk = built.addedStreamUsage;
-          headers['content-type'] = 'application/json';
-          headers['content-length'] = String(body.length);
-        } else if (input.body.kind === 'stream') {
-          const opened = await input.body.open(candidate.upstream_model);
-          body = streamedBody = opened.stream;
-          dropUsageChunk = opened.addedStreamUsage === true;
-          bodyConsumed = input.body.replayable !== true;
-          if (opened.length !== undefined) headers['content-length'] = String(opened.length);
-          else delete headers['content-length'];
-        } else {
-          delete headers['content-length'];
-        }
-        const proxy = deps.proxyFor(candidate, credential);
-        exchange = deps.upstream.exchange({
-          url: upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
-          method: input.req.method ?? 'GET',
-          headers,
-          body,
-          headersTimeoutMs: deps.headersTimeoutMs,
-          bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
-          ...(proxy ? { proxy } : {}),
-        });
-        upstream = await exchange.reply;
-      } catch (err) {
-        input.res.off('close', onClientGone);
-        if (clientGone(input)) {
-          result.clientAborted = true;
-          attempt.error_code = 'client_closed';
-          break;
-        }
-        // The client's own body failed while it streamed (too large, a broken form): the
-        // upstream is not to blame. Other body errors (undici's own, on an upstream reset) are the upstream's.
-        const bodyFailure = streamedBody?.errored ? requestBodyFailure(streamedBody.errored) : undefined;
-        if (bodyFailure) {
-          attempt.error_code = bodyFailure.code;
-          return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
-        }
-        const failure = classifyUpstreamError(err);
-        attempt.error_code = failure.code;
-        await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
-        lastTransportError = { error: new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`), candidate, credential };
-        // A connection that never opened proves the upstream saw nothing; other failures may not.
-        if (!input.op.replay_safe && !failure.notDelivered) break candidates;
-        continue;
-      }
-      input.res.off('close', onClientGone);
-      attempt.status = upstream.status;
-      const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
-      if (FAILOVER_STATUSES(upstream.status, input.op)) {
-        await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds, deps.now()), deps.now());
-        const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
-        if (mayRetry && attempts.length < deps.maxAttempts) {
-          // Kept in case it is the last answer.
-          lastFailure = { ...(await readUpstreamError(upstream, secret)), candidate, credential };
-          attempt.error_code = `upstream_${upstream.status}`;
+  try {
+    candidates: for (const candidate of input.candidates) {
+      const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
+      if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
+      for (const credential of credentials) {
+        if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
+        const secret = deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
+        if (secret === undefined) continue;
+        const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+        attempts.push(attempt);
+        lastTried = { candidate, credential };
+        let exchange: UpstreamExchange | undefined;
+        let streamedBody: Readable | undefined;
+        let dropUsageChunk = false;
+        const onClientGone = () => exchange?.abort();
+        input.res.once('close', onClientGone);
+        let upstream: UpstreamReply;
+        try {
+          const headers = upstreamRequestHeaders(input.req.headers);
+          setUpstreamCredential(headers, input.op.protocol, secret);
+          let body: Buffer | Readable | null = null;
+          // Listed requests that name the path's model get the upstream name too.
+          const listed = listedModels(input.op.id, input.params['model'], candidate.upstream_model);
+          if (input.body.kind === 'json') {
+            const built = jsonAttemptBody(input.body.raw, input.body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed);
+            body = built.body;
+            dropUsageChunk = built.addedStreamUsage;
+            headers['content-type'] = 'application/json';
+            headers['content-length'] = String(body.length);
+          } else if (input.body.kind === 'stream') {
+            const opened = await input.body.open(candidate.upstream_model, listed);
+            body = streamedBody = opened.stream;
+            dropUsageChunk = opened.addedStreamUsage === true;
+            bodyConsumed = input.body.replayable !== true;
+            if (opened.length !== undefined) headers['content-length'] = String(opened.length);
+            else delete headers['content-length'];
+          } else {
+            delete headers['content-length'];
+          }
+          const proxy = deps.proxyFor(candidate, credential);
+          exchange = deps.upstream.exchange({
+            url: upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
+            method: input.req.method ?? 'GET',
+            headers,
+            body,
+            headersTimeoutMs: deps.headersTimeoutMs,
+            bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
+            ...(proxy ? { proxy } : {}),
+          });
+          upstream = await exchange.reply;
+        } catch (err) {
+          input.res.off('close', onClientGone);
+          if (clientGone(input)) {
+            result.clientAborted = true;
+            attempt.error_code = 'client_closed';
+            break;
+          }
+          // The client's own body failed while it streamed (too large, a broken form): the
+          // upstream is not to blame. Other body errors (undici's own, on an upstream reset) are the upstream's.
+          const bodyFailure = streamedBody?.errored ? requestBodyFailure(streamedBody.errored) : undefined;
+          if (bodyFailure) {
+            attempt.error_code = bodyFailure.code;
+            return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
+          }
+          const failure = classifyUpstreamError(err);
+          attempt.error_code = failure.code;
+          await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
+          lastTransportError = { error: new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`), candidate, credential };
+          // A connection that never opened proves the upstream saw nothing; other failures may not.
+          if (!input.op.replay_safe && !failure.notDelivered) break candidates;
           continue;
         }
-      }
-      if (clientGone(input)) {
-        upstream.abort();
-        result.clientAborted = true;
-        attempt.error_code = 'client_closed';
-        break;
-      }
-      if (isReadableError(upstream)) {
-        const failure = await readUpstreamError(upstream, secret);
+        input.res.off('close', onClientGone);
+        attempt.status = upstream.status;
+        const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
+        if (FAILOVER_STATUSES(upstream.status, input.op)) {
+          await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds, deps.now()), deps.now());
+          const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
+          if (mayRetry && attempts.length < deps.maxAttempts) {
+            // Kept in case it is the last answer.
+            const failure = await readUpstreamError(upstream, secret);
+            lastFailure?.stream?.abort();
+            lastFailure = { ...failure, candidate, credential };
+            attempt.error_code = `upstream_${upstream.status}`;
+            continue;
+          }
+        }
         if (clientGone(input)) {
+          upstream.abort();
           result.clientAborted = true;
           attempt.error_code = 'client_closed';
           break;
         }
-        result.ttfbAt = deps.now();
-        return answerUpstreamError(input, result, { ...failure, candidate, credential });
+        if (isReadableError(upstream)) {
+          const failure = await readUpstreamError(upstream, secret);
+          if (clientGone(input)) {
+            failure.stream?.abort();
+            result.clientAborted = true;
+            attempt.error_code = 'client_closed';
+            break;
+          }
+          result.ttfbAt = deps.now();
+          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential });
+        }
+        const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, dropUsageChunk));
+        if (upstream.status >= 400) attempt.error_code = `upstream_${upstream.status}`;
+        result.status = upstream.status;
+        result.candidate = candidate;
+        result.credential = credential;
+        result.usage = outcome.usage;
+        result.clientAborted = outcome.clientAborted;
+        result.responseId = outcome.responseId;
+        result.errorCode = outcome.clientAborted ? 'client_closed' : (outcome.streamFailure ?? attempt.error_code);
+        if (outcome.streamFailure) attempt.error_code = outcome.streamFailure;
+        return result;
       }
-      const outcome = await deliverUpstreamResponse(upstream, {
-        res: input.res,
-        requestId: input.requestId,
-        streamStyle: input.streamStyle,
-        usageStyle: input.usageStyle,
-        dropUsageChunk,
-        captureResponseId: input.op.protocol === 'x-responses',
-        idleTimeoutMs: deps.idleTimeoutMs,
-        onFirstByte: () => {
-          result.ttfbAt ??= deps.now();
-        },
-        captureLimitBytes: 4 * 1024 * 1024,
-        streamingOperation: input.op.stream === 'always',
-      });
-      if (upstream.status >= 400) attempt.error_code = `upstream_${upstream.status}`;
-      result.status = upstream.status;
-      result.candidate = candidate;
-      result.credential = credential;
-      result.usage = outcome.usage;
-      result.clientAborted = outcome.clientAborted;
-      result.responseId = outcome.responseId;
-      result.errorCode = outcome.clientAborted ? 'client_closed' : (outcome.streamFailure ?? attempt.error_code);
-      if (outcome.streamFailure) attempt.error_code = outcome.streamFailure;
+    }
+    // Awaited, so that the finally below finds its stream sent.
+    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure);
+    if (result.clientAborted || clientGone(input)) {
+      // Logged like any other outcome: 499, with the route and credential it was on.
+      result.clientAborted = true;
+      result.status = REFUSAL_REASONS.client_closed.status;
+      result.errorCode = 'client_closed';
+      result.candidate = lastTried?.candidate ?? input.candidates[0];
+      result.credential = lastTried?.credential;
       return result;
     }
+    if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
+    const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
+    return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
+  } finally {
+    // A kept error answer that was not sent still holds its upstream connection.
+    lastFailure?.stream?.abort();
   }
-  if (lastFailure) return answerUpstreamError(input, result, lastFailure);
-  if (result.clientAborted || clientGone(input)) {
-    // Logged like any other outcome: 499, with the route and credential it was on.
-    result.clientAborted = true;
-    result.status = REFUSAL_REASONS.client_closed.status;
-    result.errorCode = 'client_closed';
-    result.candidate = lastTried?.candidate ?? input.candidates[0];
-    result.credential = lastTried?.credential;
-    return result;
-  }
-  if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
-  const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
-  return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
 }
 
-/** Passes an upstream's error answer on as the upstream sent it (minus its own secret). */
-function answerUpstreamError(input: ForwardInput, result: ForwardResult, failure: Failed): ForwardResult {
-  sendUpstreamError(input.res, input.requestId, failure);
+/**
+ * Passes an upstream's error answer on as the upstream sent it (minus its own secret). One too
+ * large to read whole streams on the way any large answer does.
+ */
+async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, failure: Failed): Promise<ForwardResult> {
   result.status = failure.status;
   result.errorCode = `upstream_${failure.status}`;
   result.candidate = failure.candidate;
   result.credential = failure.credential;
+  if (failure.stream === undefined || clientGone(input)) {
+    failure.stream?.abort();
+    sendUpstreamError(input.res, input.requestId, failure);
+    return result;
+  }
+  const outcome = await deliverUpstreamResponse(failure.stream, deliveryOptions(input, deps, result, false));
+  result.clientAborted = outcome.clientAborted;
+  if (outcome.clientAborted) result.errorCode = 'client_closed';
+  else if (outcome.streamFailure) result.errorCode = outcome.streamFailure;
   return result;
+}
+
+function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean): DeliveryOptions {
+  return {
+    res: input.res,
+    requestId: input.requestId,
+    streamStyle: input.streamStyle,
+    usageStyle: input.usageStyle,
+    dropUsageChunk,
+    captureResponseId: input.op.protocol === 'x-responses',
+    idleTimeoutMs: deps.idleTimeoutMs,
+    onFirstByte: () => {
+      result.ttfbAt ??= deps.now();
+    },
+    captureLimitBytes: 4 * 1024 * 1024,
+    streamingOperation: input.op.stream === 'always',
+  };
 }
 
 interface AttemptFailure {

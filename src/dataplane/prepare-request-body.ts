@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, receiveJsonBody, rewriteMultipartModelStream, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, listedModelKey, receiveJsonBody, rewriteMultipartModelStream, type ListedModels, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -47,6 +47,9 @@ const SMALL_MEMBERS = ['model', 'stream', 'stream_options', 'n', 'response_forma
 const SMALL_MEMBER_BYTES = 64 * 1024;
 /** Members whose kind routing reads (text, token ids, other); their values may be large. */
 const INPUT_MEMBERS = ['input', 'query', 'documents'];
+const ROUTING_MEMBERS = [...SMALL_MEMBERS, ...INPUT_MEMBERS];
+/** A listed request's model is kept up to this size; a longer value names no routed model and stays as sent. */
+const LISTED_MODEL_BYTES = 1024;
 const QUOTE = 0x22;
 
 /**
@@ -63,6 +66,8 @@ export async function prepareRequestBody(req: IncomingMessage, op: OperationEntr
   if (contentType.toLowerCase().startsWith('multipart/form-data')) return streamMultipart(req, contentType, declared, record, limits);
   if (declared !== undefined && declared <= limits.bufferedJsonBytes) return bufferedJson(await readBody(req, limits.bufferedJsonBytes), record);
   const wanted = new Map([...SMALL_MEMBERS.map((k) => [k, SMALL_MEMBER_BYTES] as const), ...INPUT_MEMBERS.map((k) => [k, limits.bufferedJsonBytes] as const)]);
+  const listedKey = listedModelKey(op.id);
+  if (listedKey !== undefined) wanted.set(listedKey, LISTED_MODEL_BYTES);
   let received;
   try {
     received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, keepBytes: record ? RECORD_PREFIX_BYTES : 0 });
@@ -94,10 +99,10 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   }
   const addStreamUsage = op.protocol === 'x-completions' && streamUsageMissing(fields);
   const duplicateModel = spooled.scanned.members.filter((m) => m.key === 'model').length > 1;
-  const open = async (upstreamModel: string | null): Promise<OpenedSpooledBody> => {
+  const open = async (upstreamModel: string | null, listed?: ListedModels): Promise<OpenedSpooledBody> => {
     // As for a buffered body: a duplicate "model" is spliced too, whichever one the upstream reads.
     const model = op.model === 'body' && upstreamModel !== null && (fields['model'] !== upstreamModel || duplicateModel) ? upstreamModel : undefined;
-    const splices = attemptSplices(spooled.scanned, (m) => m.raw!, model, addStreamUsage);
+    const splices = attemptSplices(spooled.scanned, (m) => m.raw, model, addStreamUsage, listed);
     return { ...spooled.read(splices), addedStreamUsage: addStreamUsage };
   };
   return {
@@ -112,10 +117,14 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   };
 }
 
-// The last duplicate wins, as in JSON.parse.
 function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
+  // The last duplicate wins, as in JSON.parse; the scanner kept only its value.
+  const last = new Map<string, ScannedMember>();
+  for (const member of members) last.set(member.key, member);
   const fields: Record<string, unknown> = {};
-  for (const member of members) {
+  for (const key of ROUTING_MEMBERS) {
+    const member = last.get(key);
+    if (member === undefined) continue;
     if (member.raw !== undefined) fields[member.key] = JSON.parse(member.raw.toString('utf8'));
     // Too large to keep, only the type matters to routing: a string input is text; for a large
     // array (strings, token ids or images) the kind is not known, so no rule on it applies. A

@@ -1,19 +1,28 @@
 import type { ServerResponse } from 'node:http';
 import { maskSecret } from '../store/mask.ts';
-import { clientResponseHeaders, type OutgoingHeaders, type UpstreamReply } from '../upstream/index.ts';
+import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
 import { withRequestId } from './request-id-headers.ts';
 
-/** An upstream error answer, read whole, as the client gets it. */
+/** An upstream error answer as the client gets it: read whole, or its first MiB and the rest to stream. */
 export interface UpstreamErrorReply {
   status: number;
   headers: OutgoingHeaders;
+  /** The body, or its first ERROR_BODY_LIMIT bytes when `stream` is set. */
   body: Buffer;
+  /**
+   * A chunked body that went on past ERROR_BODY_LIMIT: the answer to stream instead (these
+   * headers, this body, then the rest as the upstream sends it). Abort it if it is not sent.
+   */
+  stream?: UpstreamReply;
 }
 
-/** Error bodies up to this size are read whole; a larger one (rare) streams through as sent. */
+/**
+ * Error bodies up to this size are read whole; a larger one (rare) streams through, and only
+ * its first MiB has the secret masked: masking all of it would mean holding it all.
+ */
 export const ERROR_BODY_LIMIT = 1024 * 1024;
 
-/** An error answer small enough to read whole before the client gets it (not an event stream). */
+/** An error answer to read (whole, or its first MiB) before the client gets it: not an event stream, not declared larger. */
 export function isReadableError(reply: UpstreamReply): boolean {
   if (reply.status < 400) return false;
   const declared = Number(reply.headers['content-length'] ?? 0);
@@ -21,18 +30,20 @@ export function isReadableError(reply: UpstreamReply): boolean {
 }
 
 /**
- * Reads an upstream error answer (its first MiB) and masks the upstream secret out of it. A
- * body that breaks off is answered empty, with the upstream's status and headers.
+ * Reads an upstream error answer (up to its first MiB) and masks the upstream secret out of
+ * its headers and what was read. A body that breaks off within that is answered empty, with
+ * the upstream's status and headers.
  */
 export async function readUpstreamError(reply: UpstreamReply, secret: string): Promise<UpstreamErrorReply> {
-  let body: Buffer;
+  let read: ReplyHead;
   try {
-    body = await reply.readAll(ERROR_BODY_LIMIT);
+    read = await reply.readHead(ERROR_BODY_LIMIT);
   } catch {
-    body = Buffer.alloc(0);
+    read = { head: Buffer.alloc(0), rest: undefined };
   }
   const headers = clientResponseHeaders(reply.headers);
-  body = maskUpstreamSecret(headers, body, secret);
+  const body = maskUpstreamSecret(headers, read.head, secret);
+  if (read.rest !== undefined) return { status: reply.status, headers, body, stream: read.rest(headers, body) };
   headers['content-length'] = String(body.length);
   return { status: reply.status, headers, body };
 }

@@ -19,4 +19,4 @@ export { classifyUpstreamError } from './classify-upstream-error.ts';
 export type { UpstreamFailure, UpstreamFailureKind } from './classify-upstream-error.ts';
 export type { UpstreamExchange } from './upstream-client.ts';
 export { UpstreamReply, upstreamAbortError } from './upstream-reply.ts';
-export type { UpstreamBodySink } from './upstream-reply.ts';
+export type { ReplyHead, UpstreamBodySink } from './upstream-reply.ts';

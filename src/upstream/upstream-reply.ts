@@ -16,6 +16,18 @@ export interface ReplyTransport {
   abort(reason: Error): void;
 }
 
+/** The first bytes of a reply body and, when the body goes on, a way to send the rest. */
+export interface ReplyHead {
+  readonly head: Buffer;
+  /**
+   * Undefined when the body ended within the limit. Otherwise: a reply with this status and
+   * `headers` whose body is `first` (the head as the caller rewrote it), then the rest of this
+   * body as it arrives. Until it is consumed the transport is paused past 64 KiB, as for any
+   * reply. Aborting the original reply ends both.
+   */
+  readonly rest: ((headers: HeaderMap, first: Buffer) => UpstreamReply) | undefined;
+}
+
 /** Chunks kept for a sink not yet attached before the transport is paused. */
 const EARLY_BUFFER_BYTES = 64 * 1024;
 
@@ -48,7 +60,10 @@ export class UpstreamReply {
     this.#sink = sink;
     const early = this.#early;
     this.#early = undefined;
-    if (early !== undefined) for (const chunk of early) sink.onData(chunk);
+    this.#earlyBytes = 0;
+    if (early !== undefined) for (const chunk of early) this.pushData(chunk);
+    // A sink that let go while early events were replayed (readHead) leaves the rest kept.
+    if (this.#sink !== sink) return;
     if (this.#outcome !== undefined) this.#finish(this.#outcome);
     else if (this.#earlyPaused) {
       this.#earlyPaused = false;
@@ -57,6 +72,8 @@ export class UpstreamReply {
   }
 
   pause(): void {
+    // A consumer's pause stands: consume() does not lift it after replaying early events.
+    this.#earlyPaused = false;
     this.#transport.pause();
   }
 
@@ -70,22 +87,45 @@ export class UpstreamReply {
     this.#transport.abort(reason);
   }
 
-  /** Reads the whole body, keeping at most `limit` bytes (the rest is read and dropped). */
-  readAll(limit = Infinity): Promise<Buffer> {
+  /**
+   * Reads the body until it ends or goes past `limit` bytes. In the second case reading stops
+   * there and the reply is left to `rest`, which sends the rest after what the caller makes of
+   * the head. Rejects when the body breaks off within the limit.
+   */
+  readHead(limit: number): Promise<ReplyHead> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let kept = 0;
+      const head = () => (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
       this.consume({
-        onData(chunk) {
-          if (kept >= limit) return;
-          const part = kept + chunk.length > limit ? chunk.subarray(0, limit - kept) : chunk;
-          chunks.push(part);
-          kept += part.length;
+        onData: (chunk) => {
+          if (kept + chunk.length <= limit) {
+            chunks.push(chunk);
+            kept += chunk.length;
+            return;
+          }
+          chunks.push(chunk.subarray(0, limit - kept));
+          // Detached: what follows is kept as for a sink not yet attached, until rest() takes it.
+          this.#sink = undefined;
+          this.pushData(chunk.subarray(limit - kept));
+          resolve({ head: head(), rest: (headers, first) => this.#continued(headers, first) });
         },
-        onEnd: () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)),
+        onEnd: () => resolve({ head: head(), rest: undefined }),
         onError: reject,
       });
     });
+  }
+
+  #continued(headers: HeaderMap, first: Buffer): UpstreamReply {
+    const next = new UpstreamReply(this.status, headers, this.#transport);
+    next.pushData(first);
+    // A pause this reply made is now the next one's to lift, once it is consumed.
+    if (this.#earlyPaused) {
+      this.#earlyPaused = false;
+      next.#earlyPaused = true;
+    }
+    this.consume({ onData: (chunk) => next.pushData(chunk), onEnd: () => next.pushEnd(), onError: (error) => next.pushError(error) });
+    return next;
   }
 
   /** The body as a Readable, for callers that want stream semantics (pipes, async iteration). */

@@ -144,9 +144,36 @@ t.test('JSON: a key spelt with escapes is that key; similar keys are not', async
   t.same(locateMembers(Buffer.from(body)).members.map((m) => m.key), ['Model', 'model ', 'model']);
 });
 
-t.test('JSON: duplicates are all reported, in order', async (t) => {
+t.test('JSON: duplicates are all reported, in order; only the last keeps its value', async (t) => {
   const found = scan(['{"model":"a","x":1,"model":42}']);
-  t.same(found.members.map((m) => [m.key, m.raw?.toString()]), [['model', '"a"'], ['x', '1'], ['model', '42']]);
+  t.same(found.members.map((m) => [m.key, m.start, m.raw?.toString()]), [['model', 9, undefined], ['x', 17, '1'], ['model', 27, '42']]);
+});
+
+t.test('JSON: many large duplicates hold one value per key, the last', async (t) => {
+  const value = (key: string, i: number) => `"${key}-${i}-${'v'.repeat(60_000)}"`;
+  const members = Array.from({ length: 40 }, (_, i) => `"input":${value('input', i)},"query":[${value('query', i)}],"documents":{"d":${value('documents', i)}}`);
+  const body = Buffer.from(`{${members.join(',')},"model":"m"}`);
+  const wanted = new Map([['input', LIMIT], ['query', LIMIT], ['documents', LIMIT], ['model', 100]]);
+  const found = scan(Array.from({ length: Math.ceil(body.length / 7919) }, (_, i) => body.subarray(i * 7919, (i + 1) * 7919)), wanted);
+  t.equal(found.members.length, 121, 'every duplicate keeps its span');
+  const kept = found.members.filter((m) => m.raw !== undefined);
+  t.same(kept.map((m) => m.key), ['input', 'query', 'documents', 'model'], 'one value per key');
+  t.same(kept.map((m) => body.subarray(m.start, m.end).equals(m.raw!)), [true, true, true, true]);
+  t.same(kept.slice(0, 3).map((m) => m.raw!.toString().includes(`-39-`)), [true, true, true], 'and it is the last');
+  t.ok(kept.reduce((sum, m) => sum + m.raw!.length, 0) < 3 * 60_100, 'what is held is about one value per key');
+});
+
+t.test('JSON: list[].name reports that member of each object in a top-level array, and nothing else', async (t) => {
+  const text =
+    '{"model":"top","requests":[{"model":"models/a","content":{"model":"deep"}},"x",[{"model":"arr"}],{"task":1,"model" :  "b"},{}],' +
+    '"other":[{"model":"no"}],"requests":{"x":{"model":"obj"}},"requests":[{"model":"c"}]}';
+  const body = Buffer.from(text);
+  const wanted = new Map([['model', 100], ['requests[].model', 100]]);
+  const expected = JSON.stringify(['model:"top"', 'requests[].model:"models/a"', 'requests[].model:"b"', 'requests[].model:"c"']);
+  const wrong = splits(body).filter(({ chunks }) => JSON.stringify(scan(chunks, wanted).members.map((m) => `${m.key}:${m.raw?.toString()}`)) !== expected);
+  t.same(wrong.map((w) => w.label), [], 'at every split point');
+  const spans = scan([body], wanted).members.map((m) => body.toString('utf8', m.start, m.end));
+  t.same(spans, ['"top"', '"models/a"', '"b"', '"c"']);
 });
 
 t.test('JSON: a value over its limit keeps its span and first byte, not its bytes', async (t) => {

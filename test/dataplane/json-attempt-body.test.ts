@@ -1,5 +1,5 @@
 import t from 'tap';
-import { jsonAttemptBody } from '../../src/dataplane/body/index.ts';
+import { applySplices, attemptSplices, JsonMemberScanner, jsonAttemptBody, listedModelKey, listedModels } from '../../src/dataplane/body/index.ts';
 import { requestStreamUsage } from '../../src/usage/index.ts';
 
 // Formatting JSON.stringify would not reproduce: spaces, 1.0, an escaped character, key order.
@@ -84,4 +84,24 @@ t.test('a duplicate "model" is spliced even when the one routing read maps to it
   t.equal(jsonAttemptBody(raw, value, 'team-m', undefined).body.toString(), '{"model":"team-m","messages":[],"model":"team-m"}');
   const single = Buffer.from('{"model":"team-m","messages":[{"content":"the model"}]}');
   t.equal(jsonAttemptBody(single, JSON.parse(single.toString()), 'team-m', undefined).body, single, 'one "model": the client\'s own buffer');
+});
+
+t.test('listed requests naming the routed model are mapped, buffered or scanned alike; nothing else is', async (t) => {
+  const raw = Buffer.from(
+    '{"model":"e","requests":[{"model":"models/e","x":{"model":"e"}},"e",[{"model":"e"}],{"model" : "e","model":"models/e"},{"model":"models/f"},{"model":1}],' +
+      '"requests":{"model":"e"},"other":[{"model":"e"}],"requests":[{"model":"e\\u0000"}, {"model":"models/e"}]}',
+  );
+  const expected = raw
+    .toString()
+    .replace('[{"model":"models/e","x"', '[{"model":"models/up","x"')
+    .replace('{"model" : "e","model":"models/e"}', '{"model" : "up","model":"models/up"}')
+    .replace('{"model":"models/e"}]}', '{"model":"models/up"}]}');
+  const listed = listedModels('batch-embed-contents', 'e', 'up')!;
+  t.equal(listed.key, 'requests[].model');
+  t.equal(jsonAttemptBody(raw, JSON.parse(raw.toString()), null, undefined, listed).body.toString(), expected, 'buffered');
+  const scanner = new JsonMemberScanner(new Map([[listedModelKey('batch-embed-contents')!, 100]]));
+  scanner.push(raw);
+  t.equal(applySplices(raw, attemptSplices(scanner.end(), (m) => m.raw, undefined, false, listed)).toString(), expected, 'scanned');
+  t.equal(listedModels('batch-embed-contents', 'e', 'e'), undefined, 'a model that maps to itself changes nothing');
+  t.equal(listedModels('embed-content', 'e', 'up'), undefined, 'an operation without listed requests');
 });

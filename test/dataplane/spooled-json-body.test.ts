@@ -4,7 +4,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { attemptSplices, receiveJsonBody, type ReceiveJsonOptions } from '../../src/dataplane/body/index.ts';
-import { eventually } from './helpers/dataplane-scenarios.ts';
+import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 function options(t: Test, o: Partial<ReceiveJsonOptions> = {}): ReceiveJsonOptions {
   const spoolDir = mkdtempSync(path.join(tmpdir(), 'switchyard-spool-unit-'));
@@ -55,4 +56,42 @@ t.test('malformed JSON, a body over maxBodyBytes and a failing source leave no f
   setImmediate(() => failing.destroy(new Error('reset')));
   await t.rejects(receiveJsonBody(failing, o), { code: 'client_closed' });
   await eventually(() => (readdirSync(o.spoolDir).length === 0 ? true : undefined), 'no file left');
+});
+
+t.test('through the gateway, a spooled body with many large duplicates routes on the last one and arrives as sent', async (t) => {
+  const spoolDir = mkdtempSync(path.join(tmpdir(), 'switchyard-spool-dup-'));
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"results":[]}');
+    },
+    { spoolDir, bufferedJsonBytes: 64 * 1024 },
+  );
+  // Rerank (note 5) refuses any input that is not text: the input kind routing reads decides.
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch21', baseUrl: upstream.url, models: [{ external: 'rr', upstream: 'rr' }], protocols: ['rerank'] });
+  const rerank = (body: string) => fetch(`${gw.url}/v1/rerank`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
+  const text = (i: number) => `["doc ${i} ${'t'.repeat(30_000)}","${'u'.repeat(29_000)}"]`;
+  const image = (i: number) => `[{"image":"data:image/png;base64,${i}${'A'.repeat(60_000)}"}]`;
+  const duplicates = (value: (i: number) => string, last: string) =>
+    `{"model":"rr",${Array.from({ length: 40 }, (_, i) => `"query":"q${i}","documents":${value(i)}`).join(',')},"query":"last","documents":${last}}`;
+
+  const images = duplicates(image, text(40));
+  t.ok(images.length > 2 * 1024 * 1024, 'a body of large duplicates');
+  const routed = await rerank(images);
+  t.equal(routed.status, 200, 'forty image duplicates, then text: routed as text');
+  await routed.arrayBuffer();
+  t.ok(upstream.requests[0]!.body.equals(Buffer.from(images)), 'forwarded byte for byte');
+
+  const refused = await rerank(duplicates(text, image(40)));
+  t.equal(refused.status, 400, 'forty text duplicates, then images: refused');
+  t.match(await refused.json(), { error: { code: 'restricted_by_channel_note' } });
+
+  // A last value too large to keep has no known kind: what earlier duplicates were no longer counts.
+  const unknown = await rerank(duplicates(image, `[${text(41)},${text(42)},${text(43)}]`));
+  t.equal(unknown.status, 200, 'images, then an array too large to tell: no rule on the kind applies');
+  await unknown.arrayBuffer();
+  t.equal(upstream.requests.length, 2);
+  t.match(await waitForLog(gw, unknown.headers.get('x-switchyard-request-id')), { status: 200, external_model: 'rr' });
 });

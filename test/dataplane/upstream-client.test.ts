@@ -241,9 +241,44 @@ t.test('exchange: the body reaches a sink attached after the reply, however much
   t.equal(reply.status, 200);
   t.equal(reply.headers['content-type'], 'application/octet-stream');
   await new Promise((resolve) => setTimeout(resolve, 50));
-  const body = await reply.readAll();
+  const { head: body, rest } = await reply.readHead(Infinity);
   t.ok(body.equals(payload), 'every byte, in order');
-  await t.rejects(reply.readAll(), /consumed once/, 'a body is consumed once');
+  t.equal(rest, undefined, 'nothing left');
+  await t.rejects(reply.readHead(Infinity), /consumed once/, 'a body is consumed once');
+});
+
+t.test('exchange: the rest after readHead keeps a pause its consumer makes while the head is replayed', async (t) => {
+  const payload = Buffer.alloc(16 * 1024 * 1024, 7);
+  const server = await startLoopbackServer((_req, res) => {
+    res.writeHead(500);
+    for (let at = 0; at < payload.length; at += 64 * 1024) res.write(payload.subarray(at, at + 64 * 1024));
+    res.end();
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.destroy();
+    await server.close();
+  });
+  const reply = await client.exchange({ url: `${server.url}/big-error`, method: 'GET', headers: {} }).reply;
+  const { head, rest } = await reply.readHead(1024 * 1024);
+  const next = rest!({}, head);
+  let received = 0;
+  const done = new Promise<void>((resolve, reject) => {
+    // As the relay does when the client's buffer is full: one pause, lifted later.
+    next.consume({
+      onData: (chunk) => {
+        if (received === 0) next.pause();
+        received += chunk.length;
+      },
+      onEnd: resolve,
+      onError: reject,
+    });
+  });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  t.ok(received < 2 * 1024 * 1024, `still paused after the head (${received} bytes)`);
+  next.resume();
+  await done;
+  t.equal(received, payload.length, 'then everything');
 });
 
 t.test('exchange: a paused reply resumes and still delivers everything', async (t) => {
@@ -284,7 +319,7 @@ t.test('exchange: a paused reply resumes and still delivers everything', async (
   t.ok(pauses > 0, 'the consumer paused along the way');
 });
 
-t.test('exchange: abort before the answer rejects the reply as aborted; readAll keeps at most its limit', async (t) => {
+t.test('exchange: abort before the answer rejects the reply as aborted; readHead stops past its limit and rest() goes on', async (t) => {
   const server = await startLoopbackServer((req, res) => {
     if (req.url === '/text') res.end('0123456789');
   });
@@ -298,7 +333,13 @@ t.test('exchange: abort before the answer rejects the reply as aborted; readAll 
   const error = await pending.reply.then(() => undefined, (e: unknown) => e);
   t.equal(classifyUpstreamError(error).kind, 'aborted');
   const reply = await client.exchange({ url: `${server.url}/text`, method: 'GET', headers: {} }).reply;
-  t.equal((await reply.readAll(4)).toString(), '0123');
+  const { head, rest } = await reply.readHead(4);
+  t.equal(head.toString(), '0123');
+  const next = rest!({ 'x-next': 'yes' }, Buffer.from('ab'));
+  t.same([next.status, next.headers], [200, { 'x-next': 'yes' }]);
+  t.equal((await next.readHead(Infinity)).head.toString(), 'ab456789', 'the rewritten head, then the rest');
+  const whole = await client.exchange({ url: `${server.url}/text`, method: 'GET', headers: {} }).reply;
+  t.same(await whole.readHead(10), { head: Buffer.from('0123456789'), rest: undefined }, 'a body that ends at the limit is whole');
 });
 
 t.test('exchange: abort mid-body ends the sink with an error', async (t) => {

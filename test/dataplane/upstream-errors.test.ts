@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { clientAuthHeaders, createKey, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // Upstream errors are preserved (issue 4 item 2, spec section 7 item 6, decisions.md §6):
 // status, body, content-type, retry-after and request ids come back exactly as the upstream
@@ -95,4 +95,78 @@ t.test('a streaming request answered with an upstream error gets the error as se
   t.equal(res.status, 400);
   t.equal(res.headers.get('content-type'), 'application/json');
   t.equal(await res.text(), '{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}');
+});
+
+// An error body without content-length larger than the gateway reads whole (1 MiB): the first
+// MiB has the secret masked, the rest streams on as sent.
+const BIG_ERROR_TAIL = '"tail":"the last bytes, 0123456789"}}';
+
+function bigErrorBody(secret: string): Buffer {
+  const head = Buffer.from(`{"error":{"message":"bad key ${secret} (really ${secret})","filler":"`);
+  const tail = Buffer.from(`",${BIG_ERROR_TAIL}`);
+  const filler = Buffer.alloc(3 * 1024 * 1024 - head.length - tail.length);
+  for (let i = 0; i < filler.length; i++) filler[i] = 0x61 + (i % 26);
+  return Buffer.concat([head, filler, tail]);
+}
+
+/** Answers 500 chunked with `body`, in 64 KiB writes. */
+function answerChunked(body: Buffer, headers: Record<string, string>, res: import('node:http').ServerResponse): void {
+  res.writeHead(500, { 'content-type': 'application/json', ...headers });
+  for (let at = 0; at < body.length; at += 64 * 1024) res.write(body.subarray(at, at + 64 * 1024));
+  res.end();
+}
+
+const masked = (secret: string) => `${secret.slice(0, 4)}...${secret.slice(-4)}`;
+
+for (const c of [
+  { name: 'answered at once (not replay safe)', protocol: 'x-responses', channel: 'ch32', path: '/v1/responses/vendor-ns/act', body: {}, secrets: ['sk-big-error-0001'] },
+  { name: 'kept while the other credential is tried', protocol: 'x-completions', channel: 'ch02', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, secrets: ['sk-big-error-0001', 'sk-big-error-0002'] },
+]) {
+  t.test(`a chunked 3 MiB error body reaches the client whole, its first MiB masked: ${c.name}`, async (t) => {
+    const secret = (auth: string | string[] | undefined) => String(auth).replace(/^Bearer /, '');
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
+      const key = secret(req.headers.authorization);
+      answerChunked(bigErrorBody(key), { 'x-echoed-key': key }, res);
+    });
+    await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: c.secrets });
+    const { keyValue } = await createKey(gw.store, { protocols: [c.protocol] });
+    const res = await fetch(`${gw.url}${c.path}`, { method: 'POST', headers: { ...clientAuthHeaders(c.protocol, keyValue), 'content-type': 'application/json' }, body: JSON.stringify(c.body) });
+    const body = Buffer.from(await res.arrayBuffer());
+    t.equal(res.status, 500);
+    t.equal(upstream.requests.length, c.secrets.length);
+    const last = c.secrets.at(-1)!;
+    t.equal(res.headers.get('x-echoed-key'), masked(last), 'the secret masked in the headers');
+    const sent = bigErrorBody(last);
+    const expected = Buffer.from(sent.toString('latin1').split(last).join(masked(last)), 'latin1');
+    t.equal(body.length, expected.length, 'every byte arrived');
+    t.ok(body.equals(expected), 'byte for byte, but the masked secret');
+    t.ok(body.subarray(-BIG_ERROR_TAIL.length).equals(Buffer.from(BIG_ERROR_TAIL)), 'up to the last bytes');
+    t.notOk(body.includes(last), 'no secret left');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 500, error_code: 'upstream_500', attempt_count: c.secrets.length });
+  });
+}
+
+t.test('a large chunked error kept for failover is let go when the next credential answers', async (t) => {
+  let firstClosed: Promise<unknown> | undefined;
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
+    if (req.headers.authorization === 'Bearer sk-big-error-0001') {
+      // Held paused, the connection would stay open (keep-alive) until the test ends.
+      firstClosed = new Promise((resolve) => res.socket!.once('close', resolve));
+      return answerChunked(bigErrorBody('sk-big-error-0001'), {}, res);
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"choices":[]}');
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-big-error-0001', 'sk-big-error-0002'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const send = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [] }) });
+  // Round-robin: one of the first two requests starts with the failing credential.
+  for (const res of [await send(), await send()]) {
+    t.equal(res.status, 200);
+    t.equal(await res.text(), '{"choices":[]}');
+  }
+  t.equal(upstream.requests.length, 3);
+  await withTimeout(firstClosed!, 2000, 'the kept error answer to be closed');
+  t.pass('the kept error answer was aborted, its connection closed');
 });

@@ -1,5 +1,6 @@
 import { streamUsageMissing } from '../../usage/index.ts';
 import { applySplices, attemptSplices, STREAM_USAGE_MEMBER } from './json-body-splices.ts';
+import { locateListedModels, type ListedModels } from './listed-request-models.ts';
 import { locateMembers } from './locate-members.ts';
 
 const CLOSE_BRACE = 0x7d;
@@ -16,24 +17,28 @@ export interface JsonAttemptBody {
  * so numbers, key order, duplicate keys and unknown fields arrive exactly as sent. A mapped
  * model and a stream-usage request the client did not make are spliced into those bytes; the
  * object is never re-serialized. `requestStreamUsage` is given for operations that ask for
- * stream usage (completions).
+ * stream usage (completions); `listed` for path-model operations whose listed requests name
+ * the model again.
  */
 export function jsonAttemptBody(
   raw: Buffer,
   value: Record<string, unknown>,
   upstreamModel: string | null,
   requestStreamUsage: ((body: Record<string, unknown>) => boolean) | undefined,
+  listed?: ListedModels,
 ): JsonAttemptBody {
   // Routing read the last "model" (JSON.parse's); a body that may hold another one has every
   // one spliced, so that an upstream reading the first cannot be sent a model the key may not use.
   const model = upstreamModel !== null && (value['model'] !== upstreamModel || raw.indexOf(MODEL_KEY) !== raw.lastIndexOf(MODEL_KEY)) ? upstreamModel : undefined;
   const addsUsage = requestStreamUsage !== undefined && streamUsageMissing(value);
-  if (model === undefined && !addsUsage) return { body: raw, addedStreamUsage: false };
+  if (model === undefined && !addsUsage && listed === undefined) return { body: raw, addedStreamUsage: false };
   // The streaming benchmark's case: no need to find the members to append one.
-  if (model === undefined && !('stream_options' in value)) {
+  if (model === undefined && listed === undefined && !('stream_options' in value)) {
     const close = raw.lastIndexOf(CLOSE_BRACE);
     return { body: Buffer.concat([raw.subarray(0, close), STREAM_USAGE_MEMBER, raw.subarray(close)]), addedStreamUsage: true };
   }
-  const splices = attemptSplices(locateMembers(raw), (m) => raw.subarray(m.start, m.end), model, addsUsage);
+  const layout = locateMembers(raw);
+  const members = listed === undefined ? layout.members : [...layout.members, ...locateListedModels(raw, layout, listed.key)];
+  const splices = attemptSplices({ members, close: layout.close }, (m) => raw.subarray(m.start, m.end), model, addsUsage, listed);
   return { body: applySplices(raw, splices), addedStreamUsage: addsUsage };
 }

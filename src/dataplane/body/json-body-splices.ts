@@ -1,3 +1,4 @@
+import { mappedListedModel, type ListedModels } from './listed-request-models.ts';
 import { locateMembers, type MemberSpan } from './locate-members.ts';
 
 /** Bytes [start, end) of the body replaced by `bytes` (start === end inserts). */
@@ -17,14 +18,17 @@ const TRUE = Buffer.from('true');
  * The edits one upstream attempt makes to a JSON object body, everything else staying byte for
  * byte: every top-level "model" value becomes `upstreamModel` (a duplicate key cannot smuggle
  * another model past the mapping, whichever one the upstream honours), and with
- * `addStreamUsage` the last `stream_options` (the one JSON.parse reads) asks for usage.
- * `valueOf` gives a member's value bytes; only stream_options' are read.
+ * `addStreamUsage` the last `stream_options` (the one JSON.parse reads) asks for usage. With
+ * `listed`, the listed requests' members (`layout` holds them under `listed.key`) that name
+ * the routed model name the upstream one. `valueOf` gives a member's value bytes (undefined
+ * when too large to keep); only stream_options' and the listed models' are read.
  */
 export function attemptSplices<M extends MemberSpan>(
   layout: { readonly members: readonly M[]; readonly close: number },
-  valueOf: (member: M) => Buffer,
+  valueOf: (member: M) => Buffer | undefined,
   upstreamModel: string | undefined,
   addStreamUsage: boolean,
+  listed?: ListedModels,
 ): Splice[] {
   const splices: Splice[] = [];
   const model = upstreamModel === undefined ? undefined : Buffer.from(JSON.stringify(upstreamModel), 'utf8');
@@ -32,13 +36,17 @@ export function attemptSplices<M extends MemberSpan>(
   for (const member of layout.members) {
     if (member.key === 'model' && model !== undefined) splices.push({ start: member.start, end: member.end, bytes: model });
     else if (member.key === 'stream_options') options = member;
+    else if (member.key === listed?.key) {
+      const value = valueOf(member);
+      const bytes = value === undefined ? undefined : mappedListedModel(value, listed);
+      if (bytes !== undefined) splices.push({ start: member.start, end: member.end, bytes });
+    }
   }
   if (addStreamUsage) {
     if (options === undefined) splices.push({ start: layout.close, end: layout.close, bytes: STREAM_USAGE_MEMBER });
-    else splices.push(...includeUsage(valueOf(options), options.start));
-    splices.sort((a, b) => a.start - b.start);
+    else splices.push(...includeUsage(valueOf(options)!, options.start));
   }
-  return splices;
+  return splices.sort((a, b) => a.start - b.start);
 }
 
 // As requestStreamUsage does on the parsed object: an object gains (or has set) include_usage,

@@ -40,12 +40,15 @@ export interface ScannedMember {
   readonly end: number;
   /** The value's first byte, so a value too large to keep still tells its type. */
   readonly first: number;
-  /** The value's bytes, or undefined when they exceeded the key's limit. */
+  /**
+   * The value's bytes, or undefined when they exceeded the key's limit or when a later
+   * duplicate of the top-level key superseded them (only the last counts, as in JSON.parse).
+   */
   readonly raw: Buffer | undefined;
 }
 
 export interface ScannedObject {
-  /** The wanted members in body order, duplicates included. */
+  /** The wanted members in body order, duplicates included (with their spans). */
   readonly members: ScannedMember[];
   /** Offset of the top-level object's closing brace. */
   readonly close: number;
@@ -61,7 +64,10 @@ interface OpenMember {
  * Byte-level JSON validator for a body that must be one object, fed chunk by chunk. It checks
  * every byte (structure, escapes, numbers, literals) and reports where the wanted top-level
  * members sit, keeping each one's value bytes up to that key's limit; everything else passes
- * by without being kept.
+ * by without being kept. A wanted key `list[].name` asks for the member `name` of each object
+ * in the top-level array `list` (which must not be wanted itself). Of a top-level key given
+ * more than once only the last value is kept: an earlier one is let go when the next starts,
+ * so duplicates cannot hold more than one value each in memory.
  */
 export class JsonMemberScanner {
   readonly #wanted: ReadonlyMap<string, number>;
@@ -83,12 +89,19 @@ export class JsonMemberScanner {
   #captureFrom = 0;
   #wantedKey: string | undefined;
   #member: OpenMember | undefined;
+  #memberDepth = 0;
+  // Top-level keys with wanted members in their array's objects, and the one being read.
+  readonly #lists: ReadonlySet<string>;
+  #list: string | undefined;
   readonly #members: ScannedMember[] = [];
+  // Where each top-level key's last value is in #members, to let it go at the next duplicate.
+  readonly #lastOf = new Map<string, number>();
   #closeAt = -1;
 
   /** `wanted`: top-level keys to report, each with how many value bytes may be kept. */
   constructor(wanted: ReadonlyMap<string, number>) {
     this.#wanted = wanted;
+    this.#lists = new Set([...wanted.keys()].filter((key) => key.includes('[].')).map((key) => key.slice(0, key.indexOf('[].'))));
     this.#maxKeyBytes = Math.max(0, ...[...wanted.keys()].map((key) => Buffer.byteLength(key) * 6)) + 2;
   }
 
@@ -164,8 +177,7 @@ export class JsonMemberScanner {
       throw new BodyRewriteError('not_an_object', 'The body must be a JSON object.');
     }
     if (this.#wantedKey !== undefined) {
-      this.#member = { key: this.#wantedKey, start: this.#base + i, first: c };
-      this.#startCapture(i, this.#wanted.get(this.#wantedKey)!);
+      this.#openMember(this.#wantedKey, i, c);
       this.#wantedKey = undefined;
     }
     if (c === 0x22) {
@@ -188,12 +200,28 @@ export class JsonMemberScanner {
     return i + 1;
   }
 
+  #openMember(key: string, i: number, first: number): void {
+    this.#memberDepth = this.#stack.length;
+    if (this.#memberDepth === 1) {
+      const earlier = this.#lastOf.get(key);
+      if (earlier !== undefined) this.#members[earlier] = { ...this.#members[earlier]!, raw: undefined };
+      this.#lastOf.set(key, this.#members.length);
+    }
+    this.#member = { key, start: this.#base + i, first };
+    this.#startCapture(i, this.#wanted.get(key)!);
+  }
+
   #startKey(c: number, i: number): number {
     if (c !== 0x22) this.#fail('expected a string key', i);
     this.#state = STRING;
     this.#stringIsKey = true;
-    if (this.#stack.length === 1) this.#startCapture(i, this.#maxKeyBytes);
+    if (this.#stack.length === 1 || this.#inListObject()) this.#startCapture(i, this.#maxKeyBytes);
     return i + 1;
+  }
+
+  // Directly inside an object element of a list's array: {"list": [{here}]}.
+  #inListObject(): boolean {
+    return this.#list !== undefined && this.#stack.length === 3 && this.#stack[1] === ARRAY && this.#stack[2] === OBJECT;
   }
 
   #startCapture(i: number, limit: number): void {
@@ -226,12 +254,16 @@ export class JsonMemberScanner {
       return;
     }
     this.#state = COLON;
-    if (this.#stack.length !== 1) return;
+    const topLevel = this.#stack.length === 1;
+    if (!topLevel && !this.#inListObject()) return;
     const raw = this.#takeCapture(i + 1);
+    if (topLevel) this.#list = undefined;
     if (raw === undefined) return;
     // Escapes were validated byte by byte, so parsing cannot throw.
     const key = raw.includes(0x5c) ? (JSON.parse(raw.toString('utf8')) as string) : raw.toString('utf8', 1, raw.length - 1);
-    if (this.#wanted.has(key)) this.#wantedKey = key;
+    const wanted = topLevel ? key : `${this.#list}[].${key}`;
+    if (this.#wanted.has(wanted)) this.#wantedKey = wanted;
+    else if (topLevel && this.#lists.has(key)) this.#list = key;
   }
 
   #captureSegment(segment: Buffer): void {
@@ -304,7 +336,7 @@ export class JsonMemberScanner {
   }
 
   #valueEnded(next: number): void {
-    if (this.#stack.length === 1 && this.#member !== undefined) {
+    if (this.#member !== undefined && this.#stack.length === this.#memberDepth) {
       const member = this.#member;
       this.#member = undefined;
       this.#members.push({ ...member, end: this.#base + next, raw: this.#takeCapture(next) });

@@ -37,6 +37,19 @@ export function locateMembers(json: Buffer, from = 0): ObjectLayout {
   return { members, close: i };
 }
 
+/** Where the elements of the JSON array starting at `json[from]` sit, as [start, end) offsets. */
+export function locateElements(json: Buffer, from: number): Array<{ start: number; end: number }> {
+  const elements: Array<{ start: number; end: number }> = [];
+  let i = skipSpace(json, skipSpace(json, from) + 1);
+  while (json[i] !== 0x5d) {
+    if (json[i] === 0x2c) i = skipSpace(json, i + 1);
+    const end = valueEnd(json, i);
+    elements.push({ start: i, end });
+    i = skipSpace(json, end);
+  }
+  return elements;
+}
+
 function valueEnd(json: Buffer, start: number): number {
   const c = json[start];
   if (c === QUOTE) return stringEnd(json, start);
