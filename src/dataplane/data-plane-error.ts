@@ -15,3 +15,13 @@ export class DataPlaneError extends Error {
     this.status = entry.status;
   }
 }
+
+/**
+ * What a failure is answered with: its own DataPlaneError, or for anything else (a bug of
+ * ours) `internal_error`, with the stack as a process warning to find it by.
+ */
+export function dataPlaneFailure(err: unknown): DataPlaneError {
+  if (err instanceof DataPlaneError) return err;
+  process.emitWarning(`data plane: ${(err as Error)?.stack ?? String(err)}`);
+  return new DataPlaneError('internal_error');
+}

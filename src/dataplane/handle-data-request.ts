@@ -7,7 +7,7 @@ import { computeCost, requestStreamUsage } from '../usage/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { ConfigSnapshot, type Snapshot } from './config-snapshot.ts';
 import { CredentialPool } from './credential-pool.ts';
-import { DataPlaneError } from './data-plane-error.ts';
+import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative, type ForwardDeps } from './forward-native.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
@@ -148,15 +148,12 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? model ?? ''));
       }
     } catch (err) {
-      const failure = err instanceof DataPlaneError ? err : undefined;
-      if (!failure) process.emitWarning(`data plane: ${(err as Error)?.stack ?? String(err)}`);
-      const status = failure?.status ?? 500;
-      const code = failure?.code ?? 'internal_error';
-      log.status = status;
-      log.error_code = code;
+      const failure = dataPlaneFailure(err);
+      log.status = failure.status;
+      log.error_code = failure.code;
       if (!res.headersSent && !res.destroyed) {
-        const body = renderErrorBody(errorStyle, status, code, failure?.message ?? 'Internal error.');
-        res.writeHead(status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...(failure?.headers ?? {}) }, requestId));
+        const body = renderErrorBody(errorStyle, failure.status, failure.code, failure.message);
+        res.writeHead(failure.status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...failure.headers }, requestId));
         res.end(body);
       } else if (!res.writableEnded) {
         res.destroy();

@@ -11,7 +11,7 @@ import { checkClientHandshake } from './check-client-handshake.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
 import { CredentialPool, verdictFor } from './credential-pool.ts';
-import { DataPlaneError } from './data-plane-error.ts';
+import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
@@ -182,15 +182,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       }
       throw new DataPlaneError('no_available_credential');
     } catch (err) {
-      // Anything else is a bug of ours, as on the HTTP side: 500, and a warning to find it by.
-      const failure = err instanceof DataPlaneError ? err : undefined;
-      if (!failure) process.emitWarning(`data plane: ${(err as Error)?.stack ?? String(err)}`);
-      const status = failure?.status ?? 500;
-      const code = failure?.code ?? 'internal_error';
-      log.status = status;
-      log.error_code = code;
-      const body = Buffer.from(renderErrorBody(style, status, code, failure?.message ?? 'Internal error.'));
-      answerUpgrade(socket, status, withRequestId({ 'content-type': 'application/json', ...failure?.headers }, requestId), body);
+      const failure = dataPlaneFailure(err);
+      log.status = failure.status;
+      log.error_code = failure.code;
+      const body = Buffer.from(renderErrorBody(style, failure.status, failure.code, failure.message));
+      answerUpgrade(socket, failure.status, withRequestId({ 'content-type': 'application/json', ...failure.headers }, requestId), body);
     } finally {
       log.attempt_count = log.attempts.length;
       log.timings.duration_ms = deps.clock() - started;

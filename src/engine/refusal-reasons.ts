@@ -30,6 +30,7 @@ export const REFUSAL_REASONS = {
   request_too_large: { status: 413, en: 'The request body is too large.', zh: '请求体过大。' },
   invalid_websocket_handshake: { status: 400, en: 'The request is not a valid WebSocket opening handshake.', zh: '请求不是有效的 WebSocket 握手。' },
   subprotocol_not_accepted: { status: 400, en: 'The upstream accepted none of the offered WebSocket subprotocols.', zh: '上游不接受所提供的任何 WebSocket 子协议。' },
+  internal_error: { status: 500, en: 'Internal error.', zh: '内部错误。' },
   upstream_unreachable: { status: 502, en: 'No upstream could be reached.', zh: '无法连接任何上游。' },
   shutting_down: { status: 503, en: 'The gateway is shutting down.', zh: '网关正在关闭。' },
   upstream_timeout: { status: 504, en: 'The upstream did not answer in time.', zh: '上游未及时响应。' },

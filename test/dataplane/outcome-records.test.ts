@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { seedRoute, startDataPlane, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 
 // What a request that fails for a reason other than the upstream's answer does to the
 // credential pool, and what its log record says.
@@ -96,4 +97,27 @@ t.test('an upstream that resets the connection during a streamed upload is answe
   t.equal(res.status, 502);
   t.match(await res.json(), { error: { code: 'upstream_unreachable' } });
   t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 502, error_code: 'upstream_unreachable', client_aborted: false });
+});
+
+t.test('an error of none of the data plane\'s kinds (a credential that no longer decrypts) is a 500 internal_error in the client\'s protocol, logged and reported as a warning', async (t) => {
+  const upstream = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  let connections = 0;
+  upstream.on('connection', () => connections++);
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const { port } = upstream.address() as AddressInfo;
+  const gw = await gatewayWithUndecryptableCredential((store) => seedRoute(store, { channel: 'ch14', baseUrl: `http://127.0.0.1:${port}`, models: [{ external: 'claude', upstream: 'claude-up' }], protocols: ['x-messages'] }));
+  t.teardown(async () => {
+    await gw.close();
+    await new Promise<void>((resolve) => upstream.close(() => resolve()));
+  });
+  const res = await fetch(`${gw.server.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': gw.seeded.keyValue, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: 'claude', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }) });
+  t.equal(res.status, 500);
+  const body = (await res.json()) as { type: string; error: { type: string; message: string; code: string } };
+  t.match(body, { type: 'error', error: { type: 'api_error', code: 'internal_error' } }, 'in the messages error shape');
+  t.notMatch(body.error.message, /authenticate|\n\s+at /, 'neither the cause nor a stack reaches the client');
+  const warning = await eventually(() => gw.warnings.find((w) => w.message.startsWith('data plane:')), 'the warning');
+  t.match(warning.message, /unable to authenticate data/, 'the warning carries the cause');
+  t.equal(connections, 0, 'nothing reached the upstream');
+  const requestId = res.headers.get('x-switchyard-request-id')!;
+  t.match(await eventually(() => gw.server.logs.get(requestId), 'the log record'), { status: 500, error_code: 'internal_error' });
 });

@@ -12,6 +12,7 @@ import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
+import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 
 interface Refusal {
@@ -416,34 +417,19 @@ t.test('an invalid WebSocket handshake is answered 400 invalid_websocket_handsha
 
 t.test('an unexpected error in the upgrade handler (a credential that no longer decrypts) is answered 500 internal_error and reported as a warning', async (t) => {
   const upstream = await startWsUpstream();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-ws-internal-'));
-  const start = () => createGateway({ dataDir, port: 0, authKey: 'websocket-internal-auth-key-0123456789', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
-  const first = await start();
-  const { key, keyValue } = await seedRoute(first.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'] });
-  await first.close();
-  // A sealed secret whose authentication tag no longer matches (a damaged config.json).
-  const configFile = path.join(dataDir, 'config.json');
-  const config = JSON.parse(readFileSync(configFile, 'utf8')) as { credentials: { sealed: string }[] };
-  const [format, iv, , body] = config.credentials[0]!.sealed.split(':');
-  config.credentials[0]!.sealed = [format, iv, Buffer.alloc(16).toString('base64'), body].join(':');
-  writeFileSync(configFile, JSON.stringify(config));
-  const server = await start();
-  const warnings: Error[] = [];
-  const onWarning = (w: Error) => warnings.push(w);
-  process.on('warning', onWarning);
+  const gw = await gatewayWithUndecryptableCredential((store) => seedRoute(store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'] }));
   t.teardown(async () => {
-    process.off('warning', onWarning);
-    await server.close();
+    await gw.close();
     await upstream.close();
-    rmSync(dataDir, { recursive: true, force: true });
   });
+  const { key, keyValue } = gw.seeded;
 
-  const answer = await upgradeAnswer(`${server.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
+  const answer = await upgradeAnswer(`${gw.server.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
   t.equal(answer.status, 500, 'a bug of ours, not an upstream failure');
   t.match(JSON.parse(answer.body), { error: { code: 'internal_error' } });
-  const warning = await eventually(() => warnings.find((w) => w.message.startsWith('data plane:')), 'the warning');
+  const warning = await eventually(() => gw.warnings.find((w) => w.message.startsWith('data plane:')), 'the warning');
   t.match(warning.message, /unable to authenticate data/, 'with the cause');
   t.equal(upstream.connections(), 0);
-  const record = await eventually(async () => (await server.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0], 'the log record');
+  const record = await eventually(async () => (await gw.server.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0], 'the log record');
   t.match(record, { status: 500, error_code: 'internal_error' });
 });
