@@ -10,7 +10,7 @@ import type { Candidate } from './plan-candidates.ts';
 import { verdictFor, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
-import { jsonAttemptBody, listedModels, type ListedModels } from './body/index.ts';
+import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions } from './deliver-upstream-response.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -26,7 +26,7 @@ export type ForwardBody =
       kind: 'stream';
       /** open() may be called again for another attempt (a spooled body); else the body is sent once. */
       replayable?: boolean;
-      open(upstreamModel: string | null, listed?: ListedModels): Promise<{ stream: Readable; length?: number; addedStreamUsage?: boolean }>;
+      open(upstreamModel: string | null, listed?: BodyModelMapping): Promise<{ stream: Readable; length?: number; addedStreamUsage?: boolean }>;
     };
 
 export interface ForwardInput {
@@ -126,8 +126,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           const headers = upstreamRequestHeaders(input.req.headers);
           setUpstreamCredential(headers, input.op.protocol, secret);
           let body: Buffer | Readable | null = null;
-          // Listed requests that name the path's model get the upstream name too.
-          const listed = listedModels(input.op.id, input.params['model'], candidate.upstream_model);
+          // Body members that name the path's model again get the upstream name too.
+          const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
           if (input.body.kind === 'json') {
             const built = jsonAttemptBody(input.body.raw, input.body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed);
             body = built.body;

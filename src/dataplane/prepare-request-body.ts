@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, listedModelKey, receiveJsonBody, rewriteMultipartModelStream, type ListedModels, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, bodyModelKey, receiveJsonBody, rewriteMultipartModelStream, type BodyModelMapping, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -48,8 +48,8 @@ const SMALL_MEMBER_BYTES = 64 * 1024;
 /** Members whose kind routing reads (text, token ids, other); their values may be large. */
 const INPUT_MEMBERS = ['input', 'query', 'documents'];
 const ROUTING_MEMBERS = [...SMALL_MEMBERS, ...INPUT_MEMBERS];
-/** A listed request's model is kept up to this size; a longer value names no routed model and stays as sent. */
-const LISTED_MODEL_BYTES = 1024;
+/** A body's nested model member is kept up to this size; a longer value names no routed model and stays as sent. */
+const BODY_MODEL_BYTES = 1024;
 const QUOTE = 0x22;
 
 /**
@@ -66,8 +66,9 @@ export async function prepareRequestBody(req: IncomingMessage, op: OperationEntr
   if (contentType.toLowerCase().startsWith('multipart/form-data')) return streamMultipart(req, contentType, declared, record, limits);
   if (declared !== undefined && declared <= limits.bufferedJsonBytes) return bufferedJson(await readBody(req, limits.bufferedJsonBytes), record);
   const wanted = new Map([...SMALL_MEMBERS.map((k) => [k, SMALL_MEMBER_BYTES] as const), ...INPUT_MEMBERS.map((k) => [k, limits.bufferedJsonBytes] as const)]);
-  const listedKey = listedModelKey(op.id);
-  if (listedKey !== undefined) wanted.set(listedKey, LISTED_MODEL_BYTES);
+  const listedKey = bodyModelKey(op.id);
+  // A top-level `model` (embedContent's) is wanted already, with routing's limit.
+  if (listedKey !== undefined && !wanted.has(listedKey)) wanted.set(listedKey, BODY_MODEL_BYTES);
   let received;
   try {
     received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, keepBytes: record ? RECORD_PREFIX_BYTES : 0 });
@@ -99,7 +100,7 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   }
   const addStreamUsage = op.protocol === 'x-completions' && streamUsageMissing(fields);
   const duplicateModel = spooled.scanned.members.filter((m) => m.key === 'model').length > 1;
-  const open = async (upstreamModel: string | null, listed?: ListedModels): Promise<OpenedSpooledBody> => {
+  const open = async (upstreamModel: string | null, listed?: BodyModelMapping): Promise<OpenedSpooledBody> => {
     // As for a buffered body: a duplicate "model" is spliced too, whichever one the upstream reads.
     const model = op.model === 'body' && upstreamModel !== null && (fields['model'] !== upstreamModel || duplicateModel) ? upstreamModel : undefined;
     const splices = attemptSplices(spooled.scanned, (m) => m.raw, model, addStreamUsage, listed);

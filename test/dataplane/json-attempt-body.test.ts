@@ -1,5 +1,5 @@
 import t from 'tap';
-import { applySplices, attemptSplices, JsonMemberScanner, jsonAttemptBody, listedModelKey, listedModels } from '../../src/dataplane/body/index.ts';
+import { applySplices, attemptSplices, JsonMemberScanner, jsonAttemptBody, bodyModelKey, bodyModelMapping } from '../../src/dataplane/body/index.ts';
 import { requestStreamUsage } from '../../src/usage/index.ts';
 
 // Formatting JSON.stringify would not reproduce: spaces, 1.0, an escaped character, key order.
@@ -96,12 +96,12 @@ t.test('listed requests naming the routed model are mapped, buffered or scanned 
     .replace('[{"model":"models/e","x"', '[{"model":"models/up","x"')
     .replace('{"model" : "e","model":"models/e"}', '{"model" : "up","model":"models/up"}')
     .replace('{"model":"models/e"}]}', '{"model":"models/up"}]}');
-  const listed = listedModels('batch-embed-contents', 'e', 'up')!;
+  const listed = bodyModelMapping('batch-embed-contents', 'e', 'up')!;
   t.equal(listed.key, 'requests[].model');
   t.equal(jsonAttemptBody(raw, JSON.parse(raw.toString()), null, undefined, listed).body.toString(), expected, 'buffered');
-  const scanner = new JsonMemberScanner(new Map([[listedModelKey('batch-embed-contents')!, 100]]));
+  const scanner = new JsonMemberScanner(new Map([[bodyModelKey('batch-embed-contents')!, 100]]));
   scanner.push(raw);
   t.equal(applySplices(raw, attemptSplices(scanner.end(), (m) => m.raw, undefined, false, listed)).toString(), expected, 'scanned');
-  t.equal(listedModels('batch-embed-contents', 'e', 'e'), undefined, 'a model that maps to itself changes nothing');
-  t.equal(listedModels('embed-content', 'e', 'up'), undefined, 'an operation without listed requests');
+  t.equal(bodyModelMapping('batch-embed-contents', 'e', 'e'), undefined, 'a model that maps to itself changes nothing');
+  t.equal(bodyModelMapping('generate-content', 'e', 'up'), undefined, 'an operation whose body does not name the model');
 });

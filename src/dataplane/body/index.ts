@@ -14,5 +14,5 @@ export { applySplices, attemptSplices } from './json-body-splices.ts';
 export type { Splice } from './json-body-splices.ts';
 export { receiveJsonBody, SpooledJsonBody } from './receive-json-body.ts';
 export type { ReceiveJsonOptions, ReceivedJson } from './receive-json-body.ts';
-export { listedModelKey, listedModels } from './listed-request-models.ts';
-export type { ListedModels } from './listed-request-models.ts';
+export { bodyModelKey, bodyModelMapping } from './body-model-members.ts';
+export type { BodyModelMapping } from './body-model-members.ts';

@@ -1,6 +1,6 @@
 import { streamUsageMissing } from '../../usage/index.ts';
 import { applySplices, attemptSplices, STREAM_USAGE_MEMBER } from './json-body-splices.ts';
-import { locateListedModels, type ListedModels } from './listed-request-models.ts';
+import { locateBodyModels, type BodyModelMapping } from './body-model-members.ts';
 import { locateMembers } from './locate-members.ts';
 
 const CLOSE_BRACE = 0x7d;
@@ -17,15 +17,15 @@ export interface JsonAttemptBody {
  * so numbers, key order, duplicate keys and unknown fields arrive exactly as sent. A mapped
  * model and a stream-usage request the client did not make are spliced into those bytes; the
  * object is never re-serialized. `requestStreamUsage` is given for operations that ask for
- * stream usage (completions); `listed` for path-model operations whose listed requests name
- * the model again.
+ * stream usage (completions); `listed` for path-model operations whose body names the model
+ * again.
  */
 export function jsonAttemptBody(
   raw: Buffer,
   value: Record<string, unknown>,
   upstreamModel: string | null,
   requestStreamUsage: ((body: Record<string, unknown>) => boolean) | undefined,
-  listed?: ListedModels,
+  listed?: BodyModelMapping,
 ): JsonAttemptBody {
   // Routing read the last "model" (JSON.parse's); a body that may hold another one has every
   // one spliced, so that an upstream reading the first cannot be sent a model the key may not use.
@@ -38,7 +38,7 @@ export function jsonAttemptBody(
     return { body: Buffer.concat([raw.subarray(0, close), STREAM_USAGE_MEMBER, raw.subarray(close)]), addedStreamUsage: true };
   }
   const layout = locateMembers(raw);
-  const members = listed === undefined ? layout.members : [...layout.members, ...locateListedModels(raw, layout, listed.key)];
+  const members = listed === undefined ? layout.members : [...layout.members, ...locateBodyModels(raw, layout, listed.key)];
   const splices = attemptSplices({ members, close: layout.close }, (m) => raw.subarray(m.start, m.end), model, addsUsage, listed);
   return { body: applySplices(raw, splices), addedStreamUsage: addsUsage };
 }

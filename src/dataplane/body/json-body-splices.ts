@@ -1,4 +1,4 @@
-import { mappedListedModel, type ListedModels } from './listed-request-models.ts';
+import { mappedBodyModel, type BodyModelMapping } from './body-model-members.ts';
 import { locateMembers, type MemberSpan } from './locate-members.ts';
 
 /** Bytes [start, end) of the body replaced by `bytes` (start === end inserts). */
@@ -19,16 +19,18 @@ const TRUE = Buffer.from('true');
  * byte: every top-level "model" value becomes `upstreamModel` (a duplicate key cannot smuggle
  * another model past the mapping, whichever one the upstream honours), and with
  * `addStreamUsage` the last `stream_options` (the one JSON.parse reads) asks for usage. With
- * `listed`, the listed requests' members (`layout` holds them under `listed.key`) that name
- * the routed model name the upstream one. `valueOf` gives a member's value bytes (undefined
- * when too large to keep); only stream_options' and the listed models' are read.
+ * `listed` (path-model operations only, so `upstreamModel` is undefined and a top-level
+ * `model` is spliced once), the body's own model members (`layout` holds them under
+ * `listed.key`) that name the routed model name the upstream one. `valueOf` gives a member's
+ * value bytes (undefined when too large to keep); only stream_options' and the listed models'
+ * are read.
  */
 export function attemptSplices<M extends MemberSpan>(
   layout: { readonly members: readonly M[]; readonly close: number },
   valueOf: (member: M) => Buffer | undefined,
   upstreamModel: string | undefined,
   addStreamUsage: boolean,
-  listed?: ListedModels,
+  listed?: BodyModelMapping,
 ): Splice[] {
   const splices: Splice[] = [];
   const model = upstreamModel === undefined ? undefined : Buffer.from(JSON.stringify(upstreamModel), 'utf8');
@@ -38,7 +40,7 @@ export function attemptSplices<M extends MemberSpan>(
     else if (member.key === 'stream_options') options = member;
     else if (member.key === listed?.key) {
       const value = valueOf(member);
-      const bytes = value === undefined ? undefined : mappedListedModel(value, listed);
+      const bytes = value === undefined ? undefined : mappedBodyModel(value, listed);
       if (bytes !== undefined) splices.push({ start: member.start, end: member.end, bytes });
     }
   }

@@ -64,8 +64,9 @@ interface OpenMember {
  * Byte-level JSON validator for a body that must be one object, fed chunk by chunk. It checks
  * every byte (structure, escapes, numbers, literals) and reports where the wanted top-level
  * members sit, keeping each one's value bytes up to that key's limit; everything else passes
- * by without being kept. A wanted key `list[].name` asks for the member `name` of each object
- * in the top-level array `list` (which must not be wanted itself). Of a top-level key given
+ * by without being kept. A wanted key `parent.name` asks for the member `name` of the top-level
+ * object `parent`, and `list[].name` for that member of each object in the top-level array
+ * `list` (neither parent may be wanted itself). Of a top-level key given
  * more than once only the last value is kept: an earlier one is let go when the next starts,
  * so duplicates cannot hold more than one value each in memory.
  */
@@ -90,9 +91,9 @@ export class JsonMemberScanner {
   #wantedKey: string | undefined;
   #member: OpenMember | undefined;
   #memberDepth = 0;
-  // Top-level keys with wanted members in their array's objects, and the one being read.
-  readonly #lists: ReadonlySet<string>;
-  #list: string | undefined;
+  // Top-level keys with wanted members in their object or their array's objects, and the one being read.
+  readonly #parents: ReadonlySet<string>;
+  #parent: string | undefined;
   readonly #members: ScannedMember[] = [];
   // Where each top-level key's last value is in #members, to let it go at the next duplicate.
   readonly #lastOf = new Map<string, number>();
@@ -101,7 +102,7 @@ export class JsonMemberScanner {
   /** `wanted`: top-level keys to report, each with how many value bytes may be kept. */
   constructor(wanted: ReadonlyMap<string, number>) {
     this.#wanted = wanted;
-    this.#lists = new Set([...wanted.keys()].filter((key) => key.includes('[].')).map((key) => key.slice(0, key.indexOf('[].'))));
+    this.#parents = new Set([...wanted.keys()].flatMap((key) => /^(.+?)(?:\[\])?\./.exec(key)?.[1] ?? []));
     this.#maxKeyBytes = Math.max(0, ...[...wanted.keys()].map((key) => Buffer.byteLength(key) * 6)) + 2;
   }
 
@@ -215,13 +216,18 @@ export class JsonMemberScanner {
     if (c !== 0x22) this.#fail('expected a string key', i);
     this.#state = STRING;
     this.#stringIsKey = true;
-    if (this.#stack.length === 1 || this.#inListObject()) this.#startCapture(i, this.#maxKeyBytes);
+    if (this.#stack.length === 1 || this.#nesting() !== undefined) this.#startCapture(i, this.#maxKeyBytes);
     return i + 1;
   }
 
-  // Directly inside an object element of a list's array: {"list": [{here}]}.
-  #inListObject(): boolean {
-    return this.#list !== undefined && this.#stack.length === 3 && this.#stack[1] === ARRAY && this.#stack[2] === OBJECT;
+  // What joins the parent to a key directly inside its object, {"parent": {here}}, or inside an
+  // object element of its array, {"list": [{here}]}; undefined anywhere else.
+  #nesting(): '.' | '[].' | undefined {
+    if (this.#parent === undefined) return undefined;
+    const s = this.#stack;
+    if (s.length === 2 && s[1] === OBJECT) return '.';
+    if (s.length === 3 && s[1] === ARRAY && s[2] === OBJECT) return '[].';
+    return undefined;
   }
 
   #startCapture(i: number, limit: number): void {
@@ -255,15 +261,16 @@ export class JsonMemberScanner {
     }
     this.#state = COLON;
     const topLevel = this.#stack.length === 1;
-    if (!topLevel && !this.#inListObject()) return;
+    const nesting = topLevel ? undefined : this.#nesting();
+    if (!topLevel && nesting === undefined) return;
     const raw = this.#takeCapture(i + 1);
-    if (topLevel) this.#list = undefined;
+    if (topLevel) this.#parent = undefined;
     if (raw === undefined) return;
     // Escapes were validated byte by byte, so parsing cannot throw.
     const key = raw.includes(0x5c) ? (JSON.parse(raw.toString('utf8')) as string) : raw.toString('utf8', 1, raw.length - 1);
-    const wanted = topLevel ? key : `${this.#list}[].${key}`;
+    const wanted = topLevel ? key : `${this.#parent}${nesting}${key}`;
     if (this.#wanted.has(wanted)) this.#wantedKey = wanted;
-    else if (topLevel && this.#lists.has(key)) this.#list = key;
+    else if (topLevel && this.#parents.has(key)) this.#parent = key;
   }
 
   #captureSegment(segment: Buffer): void {
