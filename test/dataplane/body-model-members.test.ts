@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { JsonMemberScanner, locateMembers } from '../../src/dataplane/body/index.ts';
 import { locateBodyModels } from '../../src/dataplane/body/body-model-members.ts';
@@ -13,15 +10,13 @@ import { waitForLog } from './helpers/dataplane-scenarios.ts';
 
 /** A gateway routing `external` (of `protocol`) to `upstreamModel`, and how to POST to `:{method}` on it. */
 async function pathModelGateway(t: Test, protocol: string, external: string, upstreamModel: string, method: string) {
-  const spoolDir = mkdtempSync(path.join(tmpdir(), 'switchyard-listed-'));
-  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
   const { upstream, gw } = await startUpstreamAndDataPlane(
     t,
     (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{}');
     },
-    { spoolDir, bufferedJsonBytes: 64 * 1024 },
+    { bufferedJsonBytes: 64 * 1024 },
   );
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external, upstream: upstreamModel }], protocols: [protocol] });
   const send = (body: string) =>

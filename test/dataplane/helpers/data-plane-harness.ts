@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -70,10 +70,13 @@ export async function startUpstreamAndDataPlane(
 /** The real data plane with real stores in a temporary data directory, on 127.0.0.1. */
 export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-dp-'));
+  // As the server's mount has it: bodies spool inside the gateway's own data directory.
+  const spoolDir = path.join(dataDir, 'spool');
+  mkdirSync(spoolDir, { mode: 0o700 });
   const store = await openLowdbConfigStore(dataDir);
   const logs = openSqliteLogStore(dataDir);
   const upstream = new UpstreamClient();
-  const deps = { store, logs, upstream, clock: Date.now, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options } };
+  const deps = { store, logs, upstream, clock: Date.now, options: { ...DEFAULT_DATA_PLANE_OPTIONS, spoolDir, ...options } };
   const handler = createDataPlaneHandler(deps);
   const upgrade = createUpgradeHandler(deps);
   const server = createServer((req, res) => void handler(req, res));
