@@ -5,6 +5,7 @@ import t, { type Test } from 'tap';
 import {
   BodyRewriteError,
   JsonMemberScanner,
+  MAX_SCANNED_MEMBERS,
   SMALL_FIELD_BYTES,
   locateMembers,
   rewriteMultipartModelStream,
@@ -161,6 +162,20 @@ t.test('JSON: many large duplicates hold one value per key, the last', async (t)
   t.same(kept.map((m) => body.subarray(m.start, m.end).equals(m.raw!)), [true, true, true, true]);
   t.same(kept.slice(0, 3).map((m) => m.raw!.toString().includes(`-39-`)), [true, true, true], 'and it is the last');
   t.ok(kept.reduce((sum, m) => sum + m.raw!.length, 0) < 3 * 60_100, 'what is held is about one value per key');
+});
+
+t.test('JSON: past maxMembers wanted members (duplicates and list elements counted) the body is refused', async (t) => {
+  const wanted = new Map([['input', 100], ['requests[].model', 100]]);
+  const scanWith = (text: string) => {
+    const scanner = new JsonMemberScanner(wanted, 3);
+    scanner.push(Buffer.from(text));
+    return scanner.end();
+  };
+  t.equal(scanWith('{"input":1,"other":2,"input":3,"input":4}').members.length, 3, 'exactly maxMembers, other keys not counted');
+  t.throws(() => scanWith('{"input":1,"input":2,"input":3,"input":4}'), { name: 'BodyRewriteError', code: 'too_many_members', message: /more than 3 .*\("input" at byte 39\)/ });
+  t.throws(() => scanWith('{"input":1,"requests":[{"model":"a"},{"model":"b"},{"model":"c"}]}'), { code: 'too_many_members' }, 'list elements count too');
+  const many = `{${Array.from({ length: MAX_SCANNED_MEMBERS + 1 }, () => '"input":0').join(',')}}`;
+  t.throws(() => scan([many], wanted), { code: 'too_many_members' }, 'the default bound');
 });
 
 t.test('JSON: list[].name reports that member of each object in a top-level array, and nothing else', async (t) => {

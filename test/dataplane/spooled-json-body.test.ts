@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
-import { attemptSplices, receiveJsonBody, type ReceiveJsonOptions } from '../../src/dataplane/body/index.ts';
+import { MAX_SCANNED_MEMBERS, attemptSplices, receiveJsonBody, type ReceiveJsonOptions } from '../../src/dataplane/body/index.ts';
 import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
 
@@ -92,4 +92,33 @@ t.test('through the gateway, a spooled body with many large duplicates routes on
   await unknown.arrayBuffer();
   t.equal(upstream.requests.length, 2);
   t.match(await waitForLog(gw, unknown.headers.get('x-switchyard-request-id')), { status: 200, external_model: 'rr' });
+});
+
+t.test('through the gateway, a spooled body naming its members too many times is refused before any upstream call, and its file removed', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"object":"list","data":[]}');
+    },
+    { bufferedJsonBytes: 64 * 1024 },
+  );
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'emb', upstream: 'emb-up' }], protocols: ['x-chat-embeddings'] });
+  const embed = (inputs: number) =>
+    fetch(`${gw.url}/v1/embeddings`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' },
+      body: `{"model":"emb",${Array.from({ length: inputs }, () => '"input":"x"').join(',')}}`,
+    });
+
+  // The model member counts too: the bound is on every member the gateway reads.
+  const atBound = await embed(MAX_SCANNED_MEMBERS - 1);
+  t.equal(atBound.status, 200, 'exactly the bound: forwarded');
+  await atBound.arrayBuffer();
+  const refused = await embed(MAX_SCANNED_MEMBERS);
+  t.equal(refused.status, 400);
+  t.match(await refused.json(), { error: { code: 'invalid_request_body', message: new RegExp(`more than ${MAX_SCANNED_MEMBERS} `) } });
+  t.equal(upstream.requests.length, 1, 'the refused body never went upstream');
+  t.match(await waitForLog(gw, refused.headers.get('x-switchyard-request-id')), { status: 400, error_code: 'invalid_request_body' });
+  await eventually(() => (readdirSync(path.join(gw.dataDir, 'spool')).length === 0 ? true : undefined), 'no spool file left');
 });

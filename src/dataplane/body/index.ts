@@ -6,7 +6,7 @@ export type { MultipartModelRewrite, MultipartModelStreamOptions } from './rewri
 export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
 export { jsonAttemptBody } from './json-attempt-body.ts';
 export type { JsonAttemptBody } from './json-attempt-body.ts';
-export { JsonMemberScanner } from './json-member-scanner.ts';
+export { JsonMemberScanner, MAX_SCANNED_MEMBERS } from './json-member-scanner.ts';
 export type { ScannedMember, ScannedObject } from './json-member-scanner.ts';
 export { locateMembers } from './locate-members.ts';
 export type { MemberSpan, ObjectLayout } from './locate-members.ts';

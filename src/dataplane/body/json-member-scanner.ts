@@ -32,6 +32,11 @@ const ARRAY = 1;
 const MAX_DEPTH = 128;
 const SIMPLE_ESCAPES = new Set([...'"\\/bfnrt'].map((c) => c.charCodeAt(0)));
 const LITERALS = new Map(['true', 'false', 'null'].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
+/**
+ * Wanted members a body may hold, duplicates and listed requests counted. Each costs a small
+ * record, so without a bound a body of tiny duplicates would cost many times its own size.
+ */
+export const MAX_SCANNED_MEMBERS = 100_000;
 
 /** One top-level member the scanner was asked for; offsets are absolute, [start, end). */
 export interface ScannedMember {
@@ -68,10 +73,12 @@ interface OpenMember {
  * object `parent`, and `list[].name` for that member of each object in the top-level array
  * `list` (neither parent may be wanted itself). Of a top-level key given
  * more than once only the last value is kept: an earlier one is let go when the next starts,
- * so duplicates cannot hold more than one value each in memory.
+ * so duplicates cannot hold more than one value each in memory. Past `maxMembers` wanted
+ * members (duplicates and list elements counted) the body is refused.
  */
 export class JsonMemberScanner {
   readonly #wanted: ReadonlyMap<string, number>;
+  readonly #maxMembers: number;
   // The longest wanted key written entirely in \u escapes, plus quotes; a longer raw key is none of them.
   readonly #maxKeyBytes: number;
   #state = VALUE;
@@ -100,8 +107,9 @@ export class JsonMemberScanner {
   #closeAt = -1;
 
   /** `wanted`: top-level keys to report, each with how many value bytes may be kept. */
-  constructor(wanted: ReadonlyMap<string, number>) {
+  constructor(wanted: ReadonlyMap<string, number>, maxMembers = MAX_SCANNED_MEMBERS) {
     this.#wanted = wanted;
+    this.#maxMembers = maxMembers;
     this.#parents = new Set([...wanted.keys()].flatMap((key) => /^(.+?)(?:\[\])?\./.exec(key)?.[1] ?? []));
     this.#maxKeyBytes = Math.max(0, ...[...wanted.keys()].map((key) => Buffer.byteLength(key) * 6)) + 2;
   }
@@ -202,6 +210,9 @@ export class JsonMemberScanner {
   }
 
   #openMember(key: string, i: number, first: number): void {
+    if (this.#members.length === this.#maxMembers) {
+      throw new BodyRewriteError('too_many_members', `more than ${this.#maxMembers} of the members the gateway reads ("${key}" at byte ${this.#base + i})`);
+    }
     this.#memberDepth = this.#stack.length;
     if (this.#memberDepth === 1) {
       const earlier = this.#lastOf.get(key);
