@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -8,12 +7,12 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
+import { spawnServe } from '../helpers/spawn-serve.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
 import { call } from '../management/support/http-client.ts';
 import { startHttpConnectProxy, type HttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { loopbackCert } from './helpers/loopback-server.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const CERT_PATH = path.join(import.meta.dirname, 'fixtures/loopback-cert.pem');
 const REALTIME_PATH = '/v1/audio/transcriptions/realtime';
 const UPSTREAM_KEY = 'sk-upstream-tls-0001';
@@ -24,34 +23,20 @@ const UPSTREAM_KEY = 'sk-upstream-tls-0001';
  */
 async function spawnGateway(t: Test) {
   const dataDir = tempDataDir(t);
-  const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', '--port', '0', '--data', dataDir], {
-    cwd: ROOT,
-    env: { ...process.env, AUTH_KEY: undefined, NODE_EXTRA_CA_CERTS: CERT_PATH },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = once(child, 'exit');
+  const child = spawnServe(['--port', '0', '--data', dataDir], { NODE_EXTRA_CA_CERTS: CERT_PATH });
   // Registered before the URL is awaited, so a gateway that fails to start is still stopped.
   t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
+    child.kill('SIGTERM');
+    await child.exit;
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      const m = /switchyard (http:\/\/\S+) /.exec(stdout);
-      if (m?.[1]) resolve(m[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code} before listening:\n${stderr}`)));
-  });
+  const url = await child.url;
   const authKey = readFileSync(path.join(dataDir, 'auth_key'), 'utf8').trim();
   const create = async (p: string, body: unknown) => {
     const res = await call(url, 'POST', p, { token: authKey, body, headers: { 'Idempotency-Key': randomUUID() } });
     if (res.status !== 201 && res.status !== 200) throw new Error(`POST ${p}: ${res.status} ${res.text}`);
     return res.json.data;
   };
-  return { url, create, stderr: () => stderr };
+  return { url, create, stderr: child.stderr };
 }
 
 /** Group (with the proxy at Group scope), one imported API key, and an access key, all over the management API. */

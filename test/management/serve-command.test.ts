@@ -1,40 +1,16 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
+import { spawnServe } from '../helpers/spawn-serve.ts';
 import { call } from './support/http-client.ts';
 import { tempDataDir } from './support/gateway.ts';
-
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-interface Child {
-  url: Promise<string>;
-  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
-  kill(signal: NodeJS.Signals): void;
-}
-
-function serve(args: string[], env: Record<string, string | undefined> = {}): Child {
-  const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', ...args], { cwd: ROOT, env: { ...process.env, AUTH_KEY: undefined, ...env } });
-  let stdout = '';
-  let stderr = '';
-  let resolveUrl: (u: string) => void;
-  const url = new Promise<string>((resolve) => (resolveUrl = resolve));
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-    const m = /switchyard (http:\/\/\S+) /.exec(stdout);
-    if (m?.[1]) resolveUrl(m[1]);
-  });
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-  return { url, exit, kill: (s) => child.kill(s) };
-}
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`serve starts with nothing and ${signal} stops it without losing an acknowledged write`, async (t) => {
     const dataDir = tempDataDir(t);
-    const child = serve(['--port', '0', '--data', dataDir]);
+    const child = spawnServe(['--port', '0', '--data', dataDir]);
     t.teardown(() => child.kill('SIGKILL'));
     const url = await child.url;
     const authKey = readFileSync(path.join(dataDir, 'auth_key'), 'utf8').trim();
@@ -61,14 +37,14 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 t.test('serve refuses to start over a corrupted data file, naming it', async (t) => {
   const dataDir = tempDataDir(t);
   writeFileSync(path.join(dataDir, 'config.json'), '{"version": 1,');
-  const { code, stderr } = await serve(['--port', '0', '--data', dataDir], { AUTH_KEY: 'k' }).exit;
+  const { code, stderr } = await spawnServe(['--port', '0', '--data', dataDir], { AUTH_KEY: 'k' }).exit;
   t.equal(code, 1);
   t.match(stderr, path.join(dataDir, 'config.json'));
   t.equal(readFileSync(path.join(dataDir, 'config.json'), 'utf8'), '{"version": 1,');
 });
 
 t.test('serve rejects a bad port', async (t) => {
-  const { code, stderr } = await serve(['--port', 'eighty']).exit;
+  const { code, stderr } = await spawnServe(['--port', 'eighty']).exit;
   t.equal(code, 2);
   t.match(stderr, /--port must be a port number/);
 });
@@ -78,7 +54,7 @@ t.test('serve on a port already in use says so and exits 1, not with the usage c
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
   t.teardown(() => taken.close());
   const port = (taken.address() as AddressInfo).port;
-  const { code, stderr } = await serve(['--port', String(port), '--data', tempDataDir(t)], { AUTH_KEY: 'k' }).exit;
+  const { code, stderr } = await spawnServe(['--port', String(port), '--data', tempDataDir(t)], { AUTH_KEY: 'k' }).exit;
   t.equal(code, 1);
   t.match(stderr, new RegExp(`port ${port} on 127.0.0.1 is already in use`));
 });
