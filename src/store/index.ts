@@ -1,6 +1,5 @@
 export type * from './config-store.ts';
 export type * from './records.ts';
-export type { DataPlaneConfig } from './data-plane-config.ts';
 export type { LogReader } from './log-store.ts';
 export { systemClock, type Clock } from './clock.ts';
 export { DEFAULT_SETTINGS } from './default-settings.ts';
