@@ -188,6 +188,11 @@ for (const { name, open } of IMPLEMENTATIONS) {
       t.same(stats.top_models.map((m) => [m.model, m.requests]), [['small-model', 80]]);
       const scoped = await store.statistics({ access_key_id: 1 });
       t.equal(scoped.requests, 50);
+      // The gateway's own refusals never reach an upstream: no first byte to average.
+      for (let i = 100; i < 200; i++) store.append(record(i, { status: 401, error_code: 'access_key_invalid', timings: { started_at: T0 + i * 1000, ttfb_ms: null, duration_ms: 0 } }));
+      const withRefusals = await store.statistics({});
+      t.equal(withRefusals.avg_duration_ms, 20, 'duration averages every request');
+      t.equal(withRefusals.avg_ttfb_ms, 12, 'time to first byte averages only the requests that had one');
     });
 
     t.test('batches are written without a read, on the timer and when full', async (t) => {
