@@ -151,6 +151,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const failure = dataPlaneFailure(err);
       log.status = failure.status;
       log.error_code = failure.code;
+      // A client that left while its body was read is as much an abort as one that left mid-answer.
+      if (failure.code === 'client_closed') log.client_aborted = true;
       if (!res.headersSent && !res.destroyed) {
         const body = renderErrorBody(errorStyle, failure.status, failure.code, failure.message);
         res.writeHead(failure.status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...failure.headers }, requestId));

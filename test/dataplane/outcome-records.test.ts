@@ -80,7 +80,7 @@ t.test('a client that leaves while its form is being read is logged as client_cl
     await gw.logs.flush();
     return (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items[0];
   }, 'the log record');
-  t.match(record, { status: 499, error_code: 'client_closed' });
+  t.match(record, { status: 499, error_code: 'client_closed', client_aborted: true });
   t.same(upstream.requests, []);
 });
 

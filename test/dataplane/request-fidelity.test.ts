@@ -35,6 +35,7 @@ t.test('a client that leaves before its body ends is logged as client_closed, an
   }, 'the log record of the abandoned request');
   t.equal(record.error_code, 'client_closed');
   t.equal(record.status, 499);
+  t.equal(record.client_aborted, true, 'counted with the other client aborts');
   t.equal(upstream.requests.length, 0);
 });
 

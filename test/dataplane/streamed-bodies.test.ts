@@ -198,6 +198,7 @@ t.test('a client that leaves mid-upload leaves no spool file', async (t) => {
     return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0];
   }, 'the log record of the abandoned request');
   t.equal(record.error_code, 'client_closed');
+  t.equal(record.client_aborted, true);
   await eventually(() => (spool.left().length === 0 ? true : undefined), 'the spool file removed');
   t.equal(upstream.requests.length, 0);
 });
