@@ -104,7 +104,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
-      if (key.quota) await quota.enforce(key, started);
+      if (key.quota) await quota.enforce(key, started, log);
 
       prepared = await prepareRequestBody(req, op, key.record_request_body, options);
       const model = modelOf(op, prepared.fields, match.params, query);

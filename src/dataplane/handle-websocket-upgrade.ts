@@ -97,7 +97,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
-      await quota.enforce(key, started);
+      await quota.enforce(key, started, log);
       const model = url.searchParams.get('model') ?? undefined;
       if (model === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
       log.external_model = model;

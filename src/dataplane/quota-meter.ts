@@ -10,6 +10,8 @@ interface Meter {
   periodKind: QuotaPeriod | undefined;
   periodStart: number;
   period: QuotaUsage;
+  /** Requests admitted by `enforce` whose records have not arrived yet. */
+  inFlight: number;
   /** Records that arrived while the totals were being read, added once they are in. */
   queued: LogRecord[] | undefined;
   loaded: Promise<void>;
@@ -19,39 +21,58 @@ interface Meter {
  * What each AccessKey with a quota has used, kept in memory: read from the log store the first
  * time the key is checked, then advanced by every log record the data plane appends. The
  * check before each request is then a lookup, not a query. Counts match `quotaStatus`
- * (requests that reached an upstream; tokens are input plus output).
+ * (requests that reached an upstream; tokens are input plus output). A request admitted by
+ * `enforce` counts toward a requests limit until its record arrives, so that concurrent
+ * requests cannot all pass the last free one; tokens and cost are only known at the end.
  */
 export class QuotaMeter {
   readonly #logs: LogReader;
   readonly #meters = new Map<number, Meter>();
+  /** The meter each admitted request holds a place in, until its record arrives. */
+  readonly #admitted = new WeakMap<LogRecord, Meter>();
 
   constructor(logs: LogReader) {
     this.#logs = logs;
   }
 
-  /** Refuses a request of a key that has reached a limit (429 quota_exceeded). */
-  async enforce(key: AccessKeyRecord, now: number): Promise<void> {
+  /**
+   * Refuses a request of a key that has reached a limit (429 quota_exceeded); otherwise admits
+   * it, holding its place toward a requests limit until `record(log)` receives its record.
+   */
+  async enforce(key: AccessKeyRecord, now: number, log: LogRecord): Promise<void> {
     if (!key.quota) return;
-    const line = await this.exceeded(key, now);
+    const meter = await this.#loadedMeter(key, now);
+    const line = firstReached(key, meter);
     if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`);
+    // No await since the check: no other request can take the same place.
+    meter.inFlight++;
+    this.#admitted.set(log, meter);
   }
 
-  /** The first limit the key has reached, if any. */
+  /** The first limit the key has reached, requests in flight included, if any. */
   async exceeded(key: AccessKeyRecord, now: number): Promise<QuotaLine | undefined> {
-    const quota = key.quota;
-    if (!quota) return undefined;
-    const meter = this.#meterFor(key, now);
-    await meter.loaded;
-    rollOver(meter, now);
-    return quotaLines(quota, meter.total, meter.period).find((l) => l.used >= l.limit);
+    if (!key.quota) return undefined;
+    return firstReached(key, await this.#loadedMeter(key, now));
   }
 
   /** Counts a request of a metered key; call it for every record appended to the log store. */
   record(log: LogRecord): void {
+    const admittedTo = this.#admitted.get(log);
+    if (admittedTo !== undefined) {
+      admittedTo.inFlight--;
+      this.#admitted.delete(log);
+    }
     const meter = log.access_key_id === null ? undefined : this.#meters.get(log.access_key_id);
     if (meter === undefined) return;
     if (meter.queued !== undefined) meter.queued.push(log);
     else add(meter, log);
+  }
+
+  async #loadedMeter(key: AccessKeyRecord, now: number): Promise<Meter> {
+    const meter = this.#meterFor(key, now);
+    await meter.loaded;
+    rollOver(meter, now);
+    return meter;
   }
 
   #meterFor(key: AccessKeyRecord, now: number): Meter {
@@ -59,7 +80,7 @@ export class QuotaMeter {
     const existing = this.#meters.get(key.id);
     if (existing !== undefined && existing.quota === quota) return existing;
     const periodKind = key.quota?.per_period?.period;
-    const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), queued: [], loaded: Promise.resolve() };
+    const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), inFlight: 0, queued: [], loaded: Promise.resolve() };
     // Records appended after these reads are issued are not in their answers: they queue.
     const reads = [key.quota?.total ? this.#logs.keyUsage(key.id) : undefined, periodKind ? this.#logs.keyUsage(key.id, meter.periodStart) : undefined];
     meter.loaded = Promise.all(reads).then(
@@ -78,6 +99,11 @@ export class QuotaMeter {
     this.#meters.set(key.id, meter);
     return meter;
   }
+}
+
+function firstReached(key: AccessKeyRecord, meter: Meter): QuotaLine | undefined {
+  const held = (used: QuotaUsage) => ({ ...used, requests: used.requests + meter.inFlight });
+  return quotaLines(key.quota!, held(meter.total), held(meter.period)).find((l) => l.used >= l.limit);
 }
 
 function add(meter: Meter, log: LogRecord): void {

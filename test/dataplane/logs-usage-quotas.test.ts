@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import type { IncomingHttpHeaders } from 'node:http';
 import { startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
-import { closedPortUrl, clientAuthHeaders, createKey, rawRequest, seedGroup, splitUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { closedPortUrl, clientAuthHeaders, createKey, deferred, eventually, rawRequest, seedGroup, splitUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
 import type { AccessKeyQuota } from '../../src/store/records.ts';
 
 // Logs, usage and quotas (issue 4 item 6), and what never crosses the gateway: client
@@ -302,6 +302,30 @@ t.test('refused requests and model lists do not use up a requests quota, so rais
   t.equal(await chat(), 200, 'one more request fits the raised limit');
   t.equal(await chat(), 429);
   t.equal(upstream.requests.length, 2);
+});
+
+t.test('concurrent requests cannot pass a requests quota together: those in flight hold their places', async (t) => {
+  const release = deferred();
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, async (_req, res) => {
+    await release.promise;
+    json({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })(_req, res);
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { requests: 3 } } });
+  let refused = 0;
+  const answers = Array.from({ length: 10 }, async () => {
+    const res = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
+    if (res.status === 429) refused++;
+    await res.text();
+    return res.status;
+  });
+  // The admitted requests wait at the upstream until every request has been decided.
+  await eventually(() => (refused + upstream.requests.length === 10 ? true : undefined), 'every request admitted or refused');
+  release.resolve();
+  const statuses = await Promise.all(answers);
+  t.equal(statuses.filter((s) => s === 200).length, 3, 'exactly the limit was let through');
+  t.equal(statuses.filter((s) => s === 429).length, 7);
+  t.equal(upstream.requests.length, 3);
 });
 
 t.test('a cost quota refuses once the priced usage reaches it', async (t) => {

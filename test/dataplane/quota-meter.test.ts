@@ -126,6 +126,27 @@ t.test('a request the gateway refused itself (no upstream attempt) does not coun
   t.match((await quotaStatus(k, logs, T0))?.lines, [{ scope: 'total', used: 1 }, { scope: 'per_period', used: 1 }], 'the store agrees');
 });
 
+t.test('admitted requests hold their place toward a requests limit until their records arrive', async (t) => {
+  const logs = store(t);
+  const meter = new QuotaMeter(logs);
+  const k = key(8, { total: { requests: 2 }, per_period: { period: 'day', requests: 5 } });
+  const forwarded = log(8, T0, 1);
+  const refusedLater = logRecord({ request_id: `q_${++seq}`, access_key_id: 8, created_at: T0, status: 400, error_code: 'model_missing', attempt_count: 0, attempts: [] });
+  await meter.enforce(k, T0, forwarded);
+  await meter.enforce(k, T0, refusedLater);
+  await t.rejects(meter.enforce(k, T0, log(8, T0, 1)), { code: 'quota_exceeded', message: /Total requests limit 2/ }, 'two in flight fill a limit of two');
+  t.match(await meter.exceeded(k, T0), { scope: 'total', metric: 'requests', used: 2 });
+  meter.record(refusedLater);
+  const next = log(8, T0, 1);
+  await meter.enforce(k, T0, next);
+  t.pass('a request the gateway refused itself gives its place back');
+  logs.append(forwarded);
+  meter.record(forwarded);
+  await t.rejects(meter.enforce(k, T0, log(8, T0, 1)), { code: 'quota_exceeded' }, 'one forwarded and one in flight');
+  meter.record(next);
+  t.match(await meter.exceeded(k, T0), { metric: 'requests', used: 2 }, 'two forwarded, none in flight');
+});
+
 for (const kind of ['sqlite', 'worker', 'memory'] as const) {
   t.test(`${kind}: records deleted by retention still count toward the total quota, not toward the period`, async (t) => {
     const logs = kind === 'sqlite' ? store(t) : kind === 'worker' ? await workerStore(t) : new MemoryLogStore();
