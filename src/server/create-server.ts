@@ -21,6 +21,7 @@ import type { LogStore } from '../store/logs/index.ts';
 import { openLowdbConfigStore } from '../store/lowdb/index.ts';
 import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
 import { loadAuthKey } from './auth-key.ts';
+import { ConnectionDrain } from './connection-drain.ts';
 import { hourlyRetention, startLogRetention, type RetentionSchedule } from './log-retention.ts';
 import { packageVersion } from './package-version.ts';
 
@@ -123,15 +124,13 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
 
     const koa = app.callback();
     const dataRequest = dataPlane.request;
-    const server = createHttpServer(
-      dataRequest
-        ? (req, res) => {
-            const url = req.url ?? '/';
-            if (url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) void koa(req, res);
-            else dataRequest(req, res);
-          }
-        : koa,
-    );
+    const server = createHttpServer((req, res) => {
+      drain.admit(res);
+      const url = req.url ?? '/';
+      if (dataRequest === undefined || url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) void koa(req, res);
+      else dataRequest(req, res);
+    });
+    const drain = new ConnectionDrain(server);
     if (dataPlane.upgrade) server.on('upgrade', dataPlane.upgrade);
     else server.on('upgrade', (_req, socket) => socket.destroy());
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
@@ -149,7 +148,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       managementRoutes: management.routes,
       close() {
         stopRetention();
-        closing ??= shutdown(server, store, openLogs, dataPlane);
+        closing ??= shutdown(server, drain, store, openLogs, dataPlane);
         return closing;
       },
     };
@@ -169,9 +168,9 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: Server, store: ConfigStore, logs: LogStore, dataPlane: MountedDataPlane): Promise<void> {
+async function shutdown(server: Server, drain: ConnectionDrain, store: ConfigStore, logs: LogStore, dataPlane: MountedDataPlane): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
+  drain.start();
   const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
   // Alongside, not after: the server's close also waits for upgraded (WebSocket) sockets, which
   // only the data plane ends.

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -6,6 +7,7 @@ import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { createServer } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
+import { deferred, eventually } from './helpers/dataplane-scenarios.ts';
 
 const AUTH_KEY = 'end-to-end-auth-key-0123456789abcdef';
 
@@ -78,4 +80,92 @@ t.test('a cooldown the data plane sets after an upstream 429 shows in route insp
   const refused = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key.value}` }, body: JSON.stringify({ model: 'chat', messages: [] }) });
   t.equal(refused.status, 503, 'the data plane agrees: nothing is sent while the only credential cools down');
   t.equal(upstream.requests.length, 1);
+});
+
+interface KeptAliveAnswer {
+  status: number;
+  connection: string | undefined;
+  body: string;
+}
+
+/** A chat request on the agent's one keep-alive connection; `onHead` sees the answer's head before its body ends. */
+function chatOn(agent: Agent, url: string, keyValue: string, stream: boolean, onHead: () => void = () => {}): Promise<KeptAliveAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/chat/completions`, { method: 'POST', agent, headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' } }, (res) => {
+      onHead();
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ model: 'chat', stream, messages: [] }));
+  });
+}
+
+/** What a request sent after shutdown began may get: no connection, or an answer that closes its connection. */
+async function afterShutdown(answer: Promise<KeptAliveAnswer>): Promise<string> {
+  try {
+    const { status, connection } = await answer;
+    return `answered ${status} with connection: ${connection}`;
+  } catch {
+    return 'refused';
+  }
+}
+
+t.test('shutdown ends a keep-alive connection with the request in flight on it instead of serving more on it', async (t) => {
+  const release = deferred();
+  const upstream = await startUpstream(async (_req, res) => {
+    await release.promise;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"id":"c","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}');
+  });
+  t.teardown(() => upstream.close());
+  const { server, api } = await serve(t);
+  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
+  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0003' });
+  const key = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'] })).json.data;
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+
+  const inFlight = chatOn(agent, server.url, key.value, false);
+  await eventually(() => (upstream.requests.length === 1 ? true : undefined), 'the request at the upstream');
+  const closing = server.close();
+  release.resolve();
+  const answer = await inFlight;
+  t.equal(answer.status, 200, 'the request in flight is answered');
+  t.equal(answer.connection, 'close', 'and told that its connection ends');
+  t.equal(await afterShutdown(chatOn(agent, server.url, key.value, false)), 'refused', 'the next request finds no connection to be served on');
+  await closing;
+  t.equal(upstream.requests.length, 1);
+});
+
+t.test('shutdown closes a keep-alive connection once the stream in flight on it ends', async (t) => {
+  const release = deferred();
+  const upstream = await startUpstream(async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n');
+    await release.promise;
+    res.end('data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}\n\ndata: [DONE]\n\n');
+  });
+  t.teardown(() => upstream.close());
+  const { server, api } = await serve(t);
+  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
+  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0004' });
+  const key = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'] })).json.data;
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+
+  const headSeen = deferred();
+  const stream = chatOn(agent, server.url, key.value, true, () => headSeen.resolve());
+  await headSeen.promise;
+  const closing = server.close();
+  release.resolve();
+  const answer = await stream;
+  t.equal(answer.connection, 'keep-alive', 'its head went out before the shutdown');
+  t.match(answer.body, /\[DONE\]/, 'the stream is delivered to its end');
+  const next = await afterShutdown(chatOn(agent, server.url, key.value, false));
+  t.ok(next === 'refused' || next === 'answered 200 with connection: close', `a request sent after the stream ended is not served on a kept connection (${next})`);
+  await closing;
 });

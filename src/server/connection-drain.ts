@@ -1,0 +1,41 @@
+import type { Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * Ends keep-alive connections with the requests in flight at shutdown. node:http's close()
+ * stops accepting connections, but a client that keeps its connection busy (any SDK under
+ * load) is served on it until the grace period cuts everything, requests in flight included.
+ * While draining, every answer not yet started says `Connection: close` (node then closes the
+ * connection after it), and a connection whose answer already promised keep-alive is closed as
+ * soon as that answer ends.
+ */
+export class ConnectionDrain {
+  readonly #server: Server;
+  readonly #sockets = new Set<Socket>();
+  #draining = false;
+
+  constructor(server: Server) {
+    this.#server = server;
+    server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+  }
+
+  /** Called for each request: one that arrives while draining is the last on its connection. */
+  admit(res: ServerResponse): void {
+    if (this.#draining) res.shouldKeepAlive = false;
+  }
+
+  start(): void {
+    this.#draining = true;
+    for (const socket of this.#sockets) {
+      // Where node:http keeps the answer a connection is writing (its own closeIdleConnections reads it too).
+      const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      if (!res) continue;
+      if (!res.headersSent) res.shouldKeepAlive = false;
+      else res.once('finish', () => this.#server.closeIdleConnections());
+    }
+    this.#server.closeIdleConnections();
+  }
+}
