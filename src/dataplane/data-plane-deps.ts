@@ -30,4 +30,6 @@ export interface DataPlaneDeps {
   upstream: UpstreamClient;
   clock: Clock;
   options: DataPlaneOptions;
+  /** True once a shutdown's grace ran out and the server cuts the connections still open. */
+  cutOff?: () => boolean;
 }

@@ -24,6 +24,7 @@ import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
+import { REFUSAL_REASONS } from '../engine/index.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -161,6 +162,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         res.destroy();
       }
     } finally {
+      // A connection the shutdown cut looks to the relay like a client that left.
+      if (log.error_code === 'client_closed' && deps.cutOff?.()) cutByShutdown(log);
       const recorded = prepared?.recorded();
       if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;
@@ -168,6 +171,13 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       deps.logs.append(log);
     }
   };
+}
+
+function cutByShutdown(log: LogRecord): void {
+  log.status = REFUSAL_REASONS.shutting_down.status;
+  log.error_code = 'shutting_down';
+  log.client_aborted = false;
+  for (const attempt of log.attempts) if (attempt.error_code === 'client_closed') attempt.error_code = 'shutting_down';
 }
 
 function errorStyleOf(target: RouteTarget): OperationEntry['error_style'] {

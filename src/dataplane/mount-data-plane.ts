@@ -16,13 +16,17 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
     const spoolDir = options.spoolDir ?? path.join(dataDir, 'spool');
     await resetSpoolDir(spoolDir);
     const upstream = new UpstreamClient();
-    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir } };
+    let cutOff = false;
+    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, cutOff: () => cutOff };
     const handle = createDataPlaneHandler(deps);
     const upgrade = createUpgradeHandler(deps);
     return {
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
       endSessions: () => upgrade.close(),
+      cutOff: () => {
+        cutOff = true;
+      },
       close: () => upstream.close(),
     };
   };

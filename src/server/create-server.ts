@@ -41,6 +41,8 @@ export interface MountedDataPlane {
   upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Ends the WebSocket sessions, which the HTTP server neither ends nor finishes closing while they are open. */
   endSessions?: () => Promise<void>;
+  /** Told just before the connections still open when the shutdown's grace ends are cut: the gateway, not their clients, ends those requests. */
+  cutOff?: () => void;
   /** Releases the rest (upstream connections) once every request is done. */
   close?: () => Promise<void>;
 }
@@ -70,6 +72,8 @@ export interface ServerOptions {
   version?: string;
   /** When log retention (`log_retention_days`) runs after the run at start. Default: hourly. */
   logRetentionSchedule?: RetentionSchedule;
+  /** How long a shutdown lets requests in flight finish before it cuts their connections. Default 10 s. */
+  shutdownGraceMs?: number;
 }
 
 export interface RunningServer {
@@ -148,7 +152,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       managementRoutes: management.routes,
       close() {
         stopRetention();
-        closing ??= shutdown(server, drain, store, openLogs, dataPlane);
+        closing ??= shutdown(server, drain, store, openLogs, dataPlane, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
         return closing;
       },
     };
@@ -168,10 +172,13 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: Server, drain: ConnectionDrain, store: ConfigStore, logs: LogStore, dataPlane: MountedDataPlane): Promise<void> {
+async function shutdown(server: Server, drain: ConnectionDrain, store: ConfigStore, logs: LogStore, dataPlane: MountedDataPlane, graceMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   drain.start();
-  const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+  const force = setTimeout(() => {
+    dataPlane.cutOff?.();
+    server.closeAllConnections();
+  }, graceMs);
   // Alongside, not after: the server's close also waits for upgraded (WebSocket) sockets, which
   // only the data plane ends.
   await Promise.all([closed, dataPlane.endSessions?.()]);

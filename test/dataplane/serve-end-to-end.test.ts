@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
-import { createServer } from '../../src/server/create-server.ts';
+import { createServer, type ServerOptions } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
 import { deferred, eventually } from './helpers/dataplane-scenarios.ts';
@@ -12,9 +12,9 @@ import { deferred, eventually } from './helpers/dataplane-scenarios.ts';
 const AUTH_KEY = 'end-to-end-auth-key-0123456789abcdef';
 
 /** The composition `switchyard serve` runs: management plane, data plane, SQLite logs, one port. */
-async function serve(t: Test) {
+async function serve(t: Test, options: Pick<ServerOptions, 'shutdownGraceMs'> = {}) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-e2e-'));
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
+  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {}, ...options });
   t.teardown(async () => {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -25,7 +25,7 @@ async function serve(t: Test) {
     const res = await fetch(`${server.url}${p}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     return { status: res.status, json: (await res.json()) as { code: number | string; data: Record<string, any> } };
   };
-  return { server, api };
+  return { server, api, dataDir };
 }
 
 t.test('a recorded request body written by the data plane is readable by the AUTH_KEY and the key that sent it only', async (t) => {
@@ -168,4 +168,36 @@ t.test('shutdown closes a keep-alive connection once the stream in flight on it 
   const next = await afterShutdown(chatOn(agent, server.url, key.value, false));
   t.ok(next === 'refused' || next === 'answered 200 with connection: close', `a request sent after the stream ended is not served on a kept connection (${next})`);
   await closing;
+});
+
+t.test('requests still running when the shutdown grace ends are cut, and their records say the gateway ended them', async (t) => {
+  const upstream = await startUpstream((req, res) => {
+    // A stream that has begun, or no answer at all.
+    if (!JSON.parse(req.body.toString()).stream) return;
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n');
+  });
+  t.teardown(() => upstream.close());
+  const { server, api, dataDir } = await serve(t, { shutdownGraceMs: 200 });
+  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
+  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0005' });
+  const key = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'] })).json.data;
+  const agents = [new Agent({ keepAlive: true }), new Agent({ keepAlive: true })];
+  t.teardown(() => agents.forEach((a) => a.destroy()));
+  const outcome = (answer: Promise<KeptAliveAnswer>) => answer.then(() => 'ended', () => 'cut');
+
+  const headSeen = deferred();
+  const stream = outcome(chatOn(agents[0]!, server.url, key.value, true, () => headSeen.resolve()));
+  const waiting = outcome(chatOn(agents[1]!, server.url, key.value, false));
+  await headSeen.promise;
+  await eventually(() => (upstream.requests.length === 2 ? true : undefined), 'both requests at the upstream');
+  await server.close();
+  t.same([await stream, await waiting], ['cut', 'cut'], 'both clients see their connections end');
+  const logs = openSqliteLogStore(dataDir);
+  t.teardown(() => logs.close());
+  const records = (await logs.list({ access_key_id: key.id }, { limit: 5 })).items;
+  t.equal(records.length, 2);
+  for (const record of records) t.match(record, { status: 503, error_code: 'shutting_down', client_aborted: false, channel: 'ch02' }, 'not blamed on the client');
+  const attempts = records.map((r) => r.attempts[0]).sort((a, b) => (a?.status ?? 0) - (b?.status ?? 0));
+  t.match(attempts, [{ status: null, error_code: 'shutting_down' }, { status: 200, error_code: null }], 'the attempt cut before the upstream answered says so too');
 });
