@@ -25,7 +25,14 @@ async function serve(t: Test, options: Pick<ServerOptions, 'shutdownGraceMs'> = 
     const res = await fetch(`${server.url}${p}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     return { status: res.status, json: (await res.json()) as { code: number | string; data: Record<string, any> } };
   };
-  return { server, api, dataDir };
+  /** One ch02 Group (`chat` to `vendor-chat`) in front of `upstreamUrl` with one imported key, over the management API. */
+  const chatGroup = async (upstreamUrl: string, secret: string) => {
+    const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstreamUrl, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
+    await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: secret });
+    return group;
+  };
+  const accessKey = async (fields: Record<string, unknown> = {}) => (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'], ...fields })).json.data;
+  return { server, api, dataDir, chatGroup, accessKey };
 }
 
 t.test('a recorded request body written by the data plane is readable by the AUTH_KEY and the key that sent it only', async (t) => {
@@ -34,11 +41,10 @@ t.test('a recorded request body written by the data plane is readable by the AUT
     res.end('{"id":"c","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":1}}');
   });
   t.teardown(() => upstream.close());
-  const { server, api } = await serve(t);
-  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
-  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0001' });
-  const sender = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'sender', protocols: ['x-completions'], record_request_body: true })).json.data;
-  const other = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'other', protocols: ['x-completions'] })).json.data;
+  const { server, api, chatGroup, accessKey } = await serve(t);
+  await chatGroup(upstream.url, 'sk-upstream-e2e-0001');
+  const sender = await accessKey({ name: 'sender', record_request_body: true });
+  const other = await accessKey({ name: 'other' });
 
   const original = { model: 'chat', messages: [{ role: 'user', content: 'my secret prompt' }] };
   const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${sender.value}`, 'content-type': 'application/json' }, body: JSON.stringify(original) });
@@ -61,10 +67,9 @@ t.test('a cooldown the data plane sets after an upstream 429 shows in route insp
     res.end('{"error":{"message":"slow down","type":"rate_limit_error"}}');
   });
   t.teardown(() => upstream.close());
-  const { server, api } = await serve(t);
-  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
-  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0002' });
-  const key = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'] })).json.data;
+  const { server, api, chatGroup, accessKey } = await serve(t);
+  await chatGroup(upstream.url, 'sk-upstream-e2e-0002');
+  const key = await accessKey();
 
   const before = (await api('POST', '/api/route/inspect', AUTH_KEY, { protocol: 'x-completions', external_model: 'chat', access_key_id: key.id })).json.data;
   t.match(before, { routable: true, candidates: [{ included: true, credentials: [{ available: true }] }] });
@@ -122,10 +127,9 @@ t.test('shutdown ends a keep-alive connection with the request in flight on it i
     res.end('{"id":"c","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}');
   });
   t.teardown(() => upstream.close());
-  const { server, api } = await serve(t);
-  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
-  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0003' });
-  const key = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'] })).json.data;
+  const { server, chatGroup, accessKey } = await serve(t);
+  await chatGroup(upstream.url, 'sk-upstream-e2e-0003');
+  const key = await accessKey();
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   t.teardown(() => agent.destroy());
 
@@ -150,10 +154,9 @@ t.test('shutdown closes a keep-alive connection once the stream in flight on it 
     res.end('data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1}}\n\ndata: [DONE]\n\n');
   });
   t.teardown(() => upstream.close());
-  const { server, api } = await serve(t);
-  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
-  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0004' });
-  const key = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'] })).json.data;
+  const { server, chatGroup, accessKey } = await serve(t);
+  await chatGroup(upstream.url, 'sk-upstream-e2e-0004');
+  const key = await accessKey();
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   t.teardown(() => agent.destroy());
 
@@ -178,10 +181,9 @@ t.test('requests still running when the shutdown grace ends are cut, and their r
     res.write('data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n');
   });
   t.teardown(() => upstream.close());
-  const { server, api, dataDir } = await serve(t, { shutdownGraceMs: 200 });
-  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }] })).json.data;
-  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0005' });
-  const key = (await api('POST', '/api/access-keys', AUTH_KEY, { name: 'k', protocols: ['x-completions'] })).json.data;
+  const { server, dataDir, chatGroup, accessKey } = await serve(t, { shutdownGraceMs: 200 });
+  await chatGroup(upstream.url, 'sk-upstream-e2e-0005');
+  const key = await accessKey();
   const agents = [new Agent({ keepAlive: true }), new Agent({ keepAlive: true })];
   t.teardown(() => agents.forEach((a) => a.destroy()));
   const outcome = (answer: Promise<KeptAliveAnswer>) => answer.then(() => 'ended', () => 'cut');
