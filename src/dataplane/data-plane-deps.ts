@@ -2,6 +2,7 @@ import type { Clock } from '../store/clock.ts';
 import type { ConfigStore } from '../store/config-store.ts';
 import type { LogStore } from '../store/logs/index.ts';
 import type { UpstreamClient } from '../upstream/index.ts';
+import type { ActiveStreams } from './relay/active-streams.ts';
 
 export interface DataPlaneOptions {
   /** Largest request body accepted (bytes). */
@@ -32,4 +33,6 @@ export interface DataPlaneDeps {
   options: DataPlaneOptions;
   /** True once a shutdown's grace ran out and the server cuts the connections still open. */
   cutOff?: () => boolean;
+  /** The streams being relayed, which such a shutdown ends with their protocol's error event first. */
+  streams?: ActiveStreams;
 }

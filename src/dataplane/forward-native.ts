@@ -12,6 +12,7 @@ import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions } from './deliver-upstream-response.ts';
+import type { ActiveStreams } from './relay/active-streams.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
@@ -59,6 +60,7 @@ export interface ForwardDeps {
   cooldownSeconds: number;
   maxAttempts: number;
   proxyFor(candidate: Candidate, credential: CredentialView): string | undefined;
+  streams?: ActiveStreams;
 }
 
 export interface ForwardResult {
@@ -277,6 +279,7 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     },
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
+    ...(deps.streams ? { streams: deps.streams } : {}),
   };
 }
 

@@ -59,6 +59,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       cooldownSeconds: settings.credential_cooldown_seconds,
       maxAttempts: settings.max_attempts_per_request,
       proxyFor: (c, cred) => managedProxyUrl(c.group.channel, cred, c.group, settings),
+      ...(deps.streams ? { streams: deps.streams } : {}),
     };
     forwardDeps = { snap, deps: built };
     return built;

@@ -5,6 +5,7 @@ import { DEFAULT_DATA_PLANE_OPTIONS, type DataPlaneOptions } from './data-plane-
 import { createDataPlaneHandler } from './handle-data-request.ts';
 import { createUpgradeHandler } from './handle-websocket-upgrade.ts';
 import { resetSpoolDir } from './reset-spool-dir.ts';
+import { ActiveStreams } from './relay/active-streams.ts';
 
 /**
  * Mounts the data plane beside the management plane: the server hands every path outside
@@ -17,7 +18,8 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
     await resetSpoolDir(spoolDir);
     const upstream = new UpstreamClient();
     let cutOff = false;
-    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, cutOff: () => cutOff };
+    const streams = new ActiveStreams();
+    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, cutOff: () => cutOff, streams };
     const handle = createDataPlaneHandler(deps);
     const upgrade = createUpgradeHandler(deps);
     return {
@@ -26,6 +28,7 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
       endSessions: () => upgrade.close(),
       cutOff: () => {
         cutOff = true;
+        return streams.endAll('shutting_down');
       },
       close: () => upstream.close(),
     };

@@ -41,8 +41,11 @@ export interface MountedDataPlane {
   upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Ends the WebSocket sessions, which the HTTP server neither ends nor finishes closing while they are open. */
   endSessions?: () => Promise<void>;
-  /** Told just before the connections still open when the shutdown's grace ends are cut: the gateway, not their clients, ends those requests. */
-  cutOff?: () => void;
+  /**
+   * Told when the shutdown's grace ends, before the connections still open are cut: the
+   * gateway, not their clients, ends those requests. Resolves once it has ended its streams.
+   */
+  cutOff?: () => Promise<void>;
   /** Releases the rest (upstream connections) once every request is done. */
   close?: () => Promise<void>;
 }
@@ -176,8 +179,7 @@ async function shutdown(server: Server, drain: ConnectionDrain, store: ConfigSto
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   drain.start();
   const force = setTimeout(() => {
-    dataPlane.cutOff?.();
-    server.closeAllConnections();
+    void Promise.resolve(dataPlane.cutOff?.()).then(() => server.closeAllConnections());
   }, graceMs);
   // Alongside, not after: the server's close also waits for upgraded (WebSocket) sockets, which
   // only the data plane ends.

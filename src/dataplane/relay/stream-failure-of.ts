@@ -2,9 +2,13 @@ import type { StreamFailure } from '../../streaming/index.ts';
 import { watchIdle, type IdleWatcher } from '../../streaming/index.ts';
 import type { RelayContext } from './relay-context.ts';
 
+const MESSAGES: Readonly<Record<string, string>> = {
+  upstream_idle_timeout: 'The upstream stopped sending; the stream was ended.',
+  shutting_down: 'The gateway is shutting down; the stream was ended.',
+};
+
 export function streamFailureOf(code: string): StreamFailure {
-  const idle = code === 'upstream_idle_timeout';
-  return { kind: idle ? 'timeout' : 'upstream', code, message: idle ? 'The upstream stopped sending; the stream was ended.' : 'The upstream stream broke off.' };
+  return { kind: code === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code, message: MESSAGES[code] ?? 'The upstream stream broke off.' };
 }
 
 /** Ends an upstream stream that stays silent for the idle timeout, recording why. */
