@@ -31,8 +31,9 @@ export interface DataPlaneDeps {
   upstream: UpstreamClient;
   clock: Clock;
   options: DataPlaneOptions;
-  /** True once a shutdown's grace ran out and the server cuts the connections still open. */
-  cutOff?: () => boolean;
-  /** The streams being relayed, which such a shutdown ends with their protocol's error event first. */
+  /**
+   * The streams being relayed, which a shutdown whose grace ran out ends with their protocol's
+   * error event before the server cuts the connections still open (`ended` from then on).
+   */
   streams?: ActiveStreams;
 }

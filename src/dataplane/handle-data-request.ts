@@ -164,7 +164,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       }
     } finally {
       // A connection the shutdown cut looks to the relay like a client that left.
-      if (log.error_code === 'client_closed' && deps.cutOff?.()) cutByShutdown(log);
+      if (log.error_code === 'client_closed' && deps.streams?.ended) cutByShutdown(log);
       const recorded = prepared?.recorded();
       if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;

@@ -17,19 +17,15 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
     const spoolDir = options.spoolDir ?? path.join(dataDir, 'spool');
     await resetSpoolDir(spoolDir);
     const upstream = new UpstreamClient();
-    let cutOff = false;
     const streams = new ActiveStreams();
-    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, cutOff: () => cutOff, streams };
+    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, streams };
     const handle = createDataPlaneHandler(deps);
     const upgrade = createUpgradeHandler(deps);
     return {
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
       endSessions: () => upgrade.close(),
-      cutOff: () => {
-        cutOff = true;
-        return streams.endAll('shutting_down');
-      },
+      cutOff: () => streams.endAll('shutting_down'),
       close: () => upstream.close(),
     };
   };

@@ -11,6 +11,12 @@ const END_WAIT_MS = 1000;
 export class ActiveStreams {
   readonly #relays = new Set<RelayContext>();
   #emptied: (() => void) | undefined;
+  #ended = false;
+
+  /** True once `endAll` was called: the server is about to cut every connection still open. */
+  get ended(): boolean {
+    return this.#ended;
+  }
 
   add(relay: RelayContext): void {
     this.#relays.add(relay);
@@ -22,6 +28,7 @@ export class ActiveStreams {
 
   /** Ends every stream with `code`; resolves once each has written its ending, or after a second. */
   endAll(code: string): Promise<void> {
+    this.#ended = true;
     if (this.#relays.size === 0) return Promise.resolve();
     const emptied = new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, END_WAIT_MS);
