@@ -2,7 +2,7 @@ import type { Clock } from '../store/clock.ts';
 import type { ConfigStore } from '../store/config-store.ts';
 import type { LogStore } from '../store/logs/index.ts';
 import type { UpstreamClient } from '../upstream/index.ts';
-import type { ActiveStreams } from './relay/active-streams.ts';
+import type { InFlightRequests } from './in-flight-requests.ts';
 
 export interface DataPlaneOptions {
   /** Largest request body accepted (bytes). */
@@ -32,8 +32,9 @@ export interface DataPlaneDeps {
   clock: Clock;
   options: DataPlaneOptions;
   /**
-   * The streams being relayed, which a shutdown whose grace ran out ends with their protocol's
-   * error event before the server cuts the connections still open (`ended` from then on).
+   * The requests in flight, which a shutdown whose grace ran out ends in their protocol (a
+   * stream's error event, a 503 answer) before the server cuts the connections still open
+   * (`ended` from then on).
    */
-  streams?: ActiveStreams;
+  inFlight?: InFlightRequests;
 }

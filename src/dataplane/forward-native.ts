@@ -12,7 +12,7 @@ import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions } from './deliver-upstream-response.ts';
-import type { ActiveStreams } from './relay/active-streams.ts';
+import type { InFlightRequests } from './in-flight-requests.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
@@ -60,7 +60,7 @@ export interface ForwardDeps {
   cooldownSeconds: number;
   maxAttempts: number;
   proxyFor(candidate: Candidate, credential: CredentialView): string | undefined;
-  streams?: ActiveStreams;
+  inFlight?: InFlightRequests;
 }
 
 export interface ForwardResult {
@@ -156,13 +156,20 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
             bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
             ...(proxy ? { proxy } : {}),
           });
+          deps.inFlight?.addWaiting(exchange);
           upstream = await exchange.reply;
         } catch (err) {
           input.res.off('close', onClientGone);
+          if (exchange) deps.inFlight?.deleteWaiting(exchange);
           if (clientGone(input)) {
             result.clientAborted = true;
             attempt.error_code = 'client_closed';
             break;
+          }
+          // The shutdown aborted the exchange: the gateway's answer, and no fault of the credential.
+          if (deps.inFlight?.ended) {
+            attempt.error_code = 'shutting_down';
+            return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate, credential });
           }
           // The client's own body failed while it streamed (too large, a broken form): the
           // upstream is not to blame. Other body errors (undici's own, on an upstream reset) are the upstream's.
@@ -180,6 +187,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           continue;
         }
         input.res.off('close', onClientGone);
+        deps.inFlight?.deleteWaiting(exchange);
         attempt.status = upstream.status;
         const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
         if (FAILOVER_STATUSES(upstream.status, input.op)) {
@@ -279,7 +287,7 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     },
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
-    ...(deps.streams ? { streams: deps.streams } : {}),
+    ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
   };
 }
 

@@ -59,7 +59,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       cooldownSeconds: settings.credential_cooldown_seconds,
       maxAttempts: settings.max_attempts_per_request,
       proxyFor: (c, cred) => managedProxyUrl(c.group.channel, cred, c.group, settings),
-      ...(deps.streams ? { streams: deps.streams } : {}),
+      ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
     };
     forwardDeps = { snap, deps: built };
     return built;
@@ -71,6 +71,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     const log = newLogDraft(requestId, started);
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;
+    deps.inFlight?.enter();
     try {
       const target = req.url ?? '/';
       const q = target.indexOf('?');
@@ -164,12 +165,13 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       }
     } finally {
       // A connection the shutdown cut looks to the relay like a client that left.
-      if (log.error_code === 'client_closed' && deps.streams?.ended) cutByShutdown(log);
+      if (log.error_code === 'client_closed' && deps.inFlight?.ended) cutByShutdown(log);
       const recorded = prepared?.recorded();
       if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;
       quota.record(log);
       deps.logs.append(log);
+      deps.inFlight?.leave();
     }
   };
 }

@@ -5,7 +5,7 @@ import { DEFAULT_DATA_PLANE_OPTIONS, type DataPlaneOptions } from './data-plane-
 import { createDataPlaneHandler } from './handle-data-request.ts';
 import { createUpgradeHandler } from './handle-websocket-upgrade.ts';
 import { resetSpoolDir } from './reset-spool-dir.ts';
-import { ActiveStreams } from './relay/active-streams.ts';
+import { InFlightRequests } from './in-flight-requests.ts';
 
 /**
  * Mounts the data plane beside the management plane: the server hands every path outside
@@ -17,16 +17,19 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
     const spoolDir = options.spoolDir ?? path.join(dataDir, 'spool');
     await resetSpoolDir(spoolDir);
     const upstream = new UpstreamClient();
-    const streams = new ActiveStreams();
-    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, streams };
+    const inFlight = new InFlightRequests();
+    const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, inFlight };
     const handle = createDataPlaneHandler(deps);
     const upgrade = createUpgradeHandler(deps);
     return {
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
       endSessions: () => upgrade.close(),
-      cutOff: () => streams.endAll('shutting_down'),
-      close: () => upstream.close(),
+      cutOff: () => inFlight.endAll('shutting_down'),
+      close: async () => {
+        await inFlight.settled();
+        await upstream.close();
+      },
     };
   };
 }

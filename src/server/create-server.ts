@@ -46,7 +46,7 @@ export interface MountedDataPlane {
    * gateway, not their clients, ends those requests. Resolves once it has ended its streams.
    */
   cutOff?: () => Promise<void>;
-  /** Releases the rest (upstream connections) once every request is done. */
+  /** Waits for every request's handler to finish (its log record written), then releases the rest (upstream connections). */
   close?: () => Promise<void>;
 }
 

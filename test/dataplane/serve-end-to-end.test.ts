@@ -173,7 +173,7 @@ t.test('shutdown closes a keep-alive connection once the stream in flight on it 
   await closing;
 });
 
-t.test('when the shutdown grace ends, a stream is ended with its error event and a waiting request is cut; the records say the gateway ended them', async (t) => {
+t.test('when the shutdown grace ends, a stream ends with its error event, a waiting request is answered 503 and an upload is cut; the records say the gateway ended them', async (t) => {
   const upstream = await startUpstream((req, res) => {
     // A stream that has begun, or no answer at all.
     if (!JSON.parse(req.body.toString()).stream) return;
@@ -184,33 +184,43 @@ t.test('when the shutdown grace ends, a stream is ended with its error event and
   const { server, dataDir, chatGroup, accessKey } = await serve(t, { shutdownGraceMs: 200 });
   await chatGroup(upstream.url, 'sk-upstream-e2e-0005');
   const key = await accessKey();
-  const agents = [new Agent({ keepAlive: true }), new Agent({ keepAlive: true })];
+  const agents = [new Agent({ keepAlive: true }), new Agent({ keepAlive: true }), new Agent({ keepAlive: true })];
   t.teardown(() => agents.forEach((a) => a.destroy()));
 
   const headSeen = deferred();
   const stream = chatOn(agents[0]!, server.url, key.value, true, () => headSeen.resolve());
-  const waiting = chatOn(agents[1]!, server.url, key.value, false).then(
-    () => 'answered',
-    () => 'cut',
-  );
+  const waiting = chatOn(agents[1]!, server.url, key.value, false);
+  // A client still sending its body: half of it, then nothing.
+  const uploading = new Promise<string>((resolve) => {
+    const req = request(`${server.url}/v1/chat/completions`, { method: 'POST', agent: agents[2]!, headers: { authorization: `Bearer ${key.value}`, 'content-type': 'application/json', 'content-length': '100' } }, (res) => resolve(`answered ${res.statusCode}`));
+    req.on('error', () => resolve('cut'));
+    req.write('{"model":"chat",');
+  });
   await headSeen.promise;
-  await eventually(() => (upstream.requests.length === 2 ? true : undefined), 'both requests at the upstream');
+  await eventually(() => (upstream.requests.length === 2 ? true : undefined), 'both complete requests at the upstream');
   await server.close();
   const streamed = await stream;
   t.match(streamed.body, /"hi"/, 'the stream kept what the upstream sent');
   const events = streamed.body.split('\n\n').filter((e) => e !== '');
-  t.match(JSON.parse(events.at(-1)!.replace(/^data: /, '')), { error: { code: 'shutting_down' } }, 'and ends with the protocol\'s error event');
-  t.equal(await waiting, 'cut', 'the request still waiting for the upstream loses its connection');
+  t.match(JSON.parse(events.at(-1)!.replace(/^data: /, '')), { error: { code: 'shutting_down' } }, "and ends with the protocol's error event");
+  const answered = await waiting;
+  t.equal(answered.status, 503, 'the request still waiting for the upstream is answered 503');
+  t.match(JSON.parse(answered.body), { error: { code: 'shutting_down', type: String, message: String } }, 'in its protocol\'s error shape');
+  t.equal(answered.connection, 'close', 'on a connection that ends');
+  t.equal(await uploading, 'cut', 'a client that had not finished its body loses its connection');
 
   const logs = openSqliteLogStore(dataDir);
   t.teardown(() => logs.close());
-  const records = (await logs.list({ access_key_id: key.id }, { limit: 5 })).items.sort((a, b) => a.status - b.status);
+  const records = (await logs.list({ access_key_id: key.id }, { limit: 5 })).items.sort((a, b) => a.status - b.status || a.attempt_count - b.attempt_count);
   t.match(
     records,
     [
       { status: 200, error_code: 'shutting_down', client_aborted: false, attempts: [{ status: 200, error_code: 'shutting_down' }] },
+      { status: 503, error_code: 'shutting_down', client_aborted: false, attempt_count: 0 },
       { status: 503, error_code: 'shutting_down', client_aborted: false, attempts: [{ status: null, error_code: 'shutting_down' }] },
     ],
-    'neither is blamed on its client',
+    'none is blamed on its client',
   );
+  t.equal(records.length, 3, 'each has its record');
+  t.equal(upstream.requests.length, 2, 'the cut upload never reached the upstream');
 });

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { StreamErrorStyle } from '../../streaming/index.ts';
 import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
 import type { UpstreamReply } from '../../upstream/index.ts';
-import type { ActiveStreams } from './active-streams.ts';
+import type { InFlightRequests } from '../in-flight-requests.ts';
 
 export interface DeliveryOptions {
   res: ServerResponse;
@@ -20,7 +20,7 @@ export interface DeliveryOptions {
   /** The operation always streams: a JSON answer is a stream framed as one array (generate style without alt=sse). */
   streamingOperation: boolean;
   /** Where a stream relay is registered while it runs, for a shutdown to end it. */
-  streams?: ActiveStreams;
+  inFlight?: InFlightRequests;
 }
 
 export interface DeliveryOutcome {

@@ -21,7 +21,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
     const { usageStyle } = relay.options;
     this.usage = usageStyle ? new StreamUsageAccumulator(usageStyle) : undefined;
     this.idle = watchUpstreamIdle(relay);
-    relay.options.streams?.add(relay);
+    relay.options.inFlight?.addStream(relay);
   }
 
   abstract onData(chunk: Buffer): void;
@@ -49,6 +49,6 @@ export abstract class StreamRelay implements UpstreamBodySink {
     const failure = this.relay.outcome.streamFailure;
     if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
     this.#done();
-    this.relay.options.streams?.delete(this.relay);
+    this.relay.options.inFlight?.deleteStream(this.relay);
   }
 }
