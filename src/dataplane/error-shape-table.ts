@@ -9,6 +9,7 @@ export const ERROR_SHAPE_TABLE: Record<number | 'default', { completions: string
   404: { completions: 'not_found_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
   405: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   413: { completions: 'invalid_request_error', messages: 'request_too_large', generate: 'INVALID_ARGUMENT' },
+  415: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   429: { completions: 'rate_limit_error', messages: 'rate_limit_error', generate: 'RESOURCE_EXHAUSTED' },
   502: { completions: 'api_error', messages: 'api_error', generate: 'UNAVAILABLE' },
   503: { completions: 'api_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },

@@ -60,6 +60,9 @@ const QUOTE = 0x22;
  */
 export async function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits): Promise<PreparedBody> {
   if (op.body === 'none' || op.body === 'websocket' || req.method === 'GET' || req.method === 'HEAD') return NO_BODY;
+  // The gateway reads every body it forwards (for the model), so a compressed one would only fail as invalid JSON or form.
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') throw new DataPlaneError('unsupported_content_encoding', `Got "${encoding}".`, { 'accept-encoding': 'identity' });
   const contentType = String(req.headers['content-type'] ?? '');
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');

@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { startDataPlane, seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
@@ -50,6 +51,27 @@ t.test('a streamed body over the limit is refused with 413', async (t) => {
   const res = await fetch(`${gw.url}/v1/ocr`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'ocr', pad: 'x'.repeat(5000) }) });
   t.equal(res.status, 413);
   t.match(await res.json(), { error: { code: 'request_too_large' } });
+});
+
+t.test('a compressed body is refused with 415 before any upstream call, in the client\'s protocol', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'vendor-img' }], protocols: ['x-images'] });
+  const json = await fetch(`${gw.url}/v1/images/generations`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify({ model: 'img', prompt: 'p' })) });
+  t.equal(json.status, 415);
+  t.equal(json.headers.get('accept-encoding'), 'identity', 'saying which coding it takes');
+  t.match(await json.json(), { error: { code: 'unsupported_content_encoding', type: 'invalid_request_error', message: /"gzip"/ } });
+  const form = new FormData();
+  form.append('model', 'img');
+  form.append('image', new Blob([Buffer.alloc(1000, 7)], { type: 'image/png' }), 'in.png');
+  const multipart = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-encoding': 'br' }, body: form });
+  t.equal(multipart.status, 415, 'a form too');
+  await multipart.body?.cancel();
+  const identity = await fetch(`${gw.url}/v1/images/generations`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json', 'content-encoding': 'Identity' }, body: JSON.stringify({ model: 'img', prompt: 'p' }) });
+  t.equal(identity.status, 200, 'identity is no compression');
+  t.equal(upstream.requests.length, 1, 'only the uncompressed request reached the upstream');
+  await gw.logs.flush();
+  const record = await gw.logs.get(json.headers.get('x-switchyard-request-id')!);
+  t.match(record, { status: 415, error_code: 'unsupported_content_encoding', attempt_count: 0 });
 });
 
 const sse = (_req: unknown, res: import('node:http').ServerResponse) => {
