@@ -14,6 +14,12 @@ export const systemClock: IdleClock = {
 export interface IdleWatcher {
   /** Records activity; cheap enough to call for every chunk. */
   touch(): void;
+  /**
+   * The silence from now on is the reader's doing (it stopped reading), not the source's: if
+   * it lasts the timeout, `onIdle` is told so. `release` when reading goes on.
+   */
+  hold(): void;
+  release(): void;
   stop(): void;
   readonly fired: boolean;
 }
@@ -24,11 +30,12 @@ const MIN_GAP_FRACTION = 1 / 16;
 class Watch implements IdleWatcher {
   last: number;
   fired = false;
+  #held = false;
   readonly timeoutMs: number;
-  readonly #onIdle: () => void;
+  readonly #onIdle: (held: boolean) => void;
   readonly #sweeper: IdleSweeper;
 
-  constructor(sweeper: IdleSweeper, timeoutMs: number, onIdle: () => void) {
+  constructor(sweeper: IdleSweeper, timeoutMs: number, onIdle: (held: boolean) => void) {
     this.#sweeper = sweeper;
     this.timeoutMs = timeoutMs;
     this.#onIdle = onIdle;
@@ -39,13 +46,24 @@ class Watch implements IdleWatcher {
     this.last = this.#sweeper.clock.now();
   }
 
+  hold(): void {
+    if (this.#held) return;
+    this.#held = true;
+    this.touch();
+  }
+
+  release(): void {
+    this.#held = false;
+    this.touch();
+  }
+
   stop(): void {
     this.#sweeper.remove(this);
   }
 
   fire(): void {
     this.fired = true;
-    this.#onIdle();
+    this.#onIdle(this.#held);
   }
 }
 
@@ -119,10 +137,11 @@ class IdleSweeper {
 const sweepers = new WeakMap<IdleClock, IdleSweeper>();
 
 /**
- * Calls `onIdle` once when `timeoutMs` pass without `touch()`. Activity only stores a
- * timestamp; the clock's shared sweeper checks the deadlines.
+ * Calls `onIdle` once when `timeoutMs` pass without `touch()`, with whether the watcher was
+ * held then (the reader, not the source, was silent). Activity only stores a timestamp; the
+ * clock's shared sweeper checks the deadlines.
  */
-export function watchIdle(timeoutMs: number, onIdle: () => void, clock: IdleClock = systemClock): IdleWatcher {
+export function watchIdle(timeoutMs: number, onIdle: (held: boolean) => void, clock: IdleClock = systemClock): IdleWatcher {
   let sweeper = sweepers.get(clock);
   if (sweeper === undefined) {
     sweeper = new IdleSweeper(clock);

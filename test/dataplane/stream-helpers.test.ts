@@ -124,10 +124,31 @@ t.test('an idle callback may start a new watcher', async (t) => {
   t.equal(liveTimers(), 0);
 });
 
+t.test('an idle watcher tells whether it was held (the reader silent) when it fired', async (t) => {
+  const { clock, advance } = fakeClock();
+  const fired: Record<string, boolean> = {};
+  const held = watchIdle(100, (h) => (fired['held'] = h), clock);
+  const released = watchIdle(100, (h) => (fired['released'] = h), clock);
+  const plain = watchIdle(100, (h) => (fired['plain'] = h), clock);
+  advance(60);
+  held.hold();
+  released.hold();
+  plain.touch();
+  advance(60);
+  released.release();
+  plain.touch();
+  advance(39);
+  t.same(fired, {}, 'holding counts the timeout from the hold, not from the last activity');
+  advance(1);
+  t.same(fired, { held: true }, 'a watcher held for the timeout fires as held');
+  advance(60);
+  t.same(fired, { held: true, released: false, plain: false }, 'a released one fires as the source going silent, the timeout counted from the release');
+});
+
 t.test('idle watcher with the system clock fires', async (t) => {
   // The watcher's timer is unref'd (an open socket keeps a real server alive); hold the loop here.
   const keepAlive = setInterval(() => {}, 1000);
   t.teardown(() => clearInterval(keepAlive));
-  await new Promise<void>((resolve) => watchIdle(5, resolve));
+  await new Promise<void>((resolve) => watchIdle(5, () => resolve()));
   t.pass('fired');
 });

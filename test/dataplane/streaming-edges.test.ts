@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import type { ServerResponse } from 'node:http';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
 
@@ -198,6 +198,37 @@ async function usageScenario(t: Test) {
 }
 
 const LOGGED_USAGE = { input_tokens: 11, output_tokens: 7, cached_tokens: 4, reasoning_tokens: 2 };
+
+t.test('a client that stops reading a stream is not taken for a silent upstream: the record says client_stalled', async (t) => {
+  const style = STYLES[0]!;
+  // The upstream keeps sending as fast as the gateway takes it; only the client's pause stops it.
+  const s = await scenario(
+    t,
+    style,
+    (res) => {
+      const event = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(16 * 1024) } }] })}\n\n`;
+      const pump = () => {
+        while (!res.destroyed && res.write(event));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
+    },
+    { streamIdleTimeoutMs: 300 },
+  );
+  const response = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request(`${s.gw.url}${style.path('team-m')}`, { method: 'POST', headers: { ...clientAuthHeaders(style.protocol, s.keyValue), 'content-type': 'application/json' } }, resolve);
+    req.on('error', reject);
+    req.end(JSON.stringify(style.body('team-m')));
+  });
+  response.pause();
+  response.on('error', () => {});
+  await withTimeout(s.upstreamClosed.promise, 10_000, 'the upstream request to be ended');
+  const record = await waitForLog(s.gw, String(response.headers['x-switchyard-request-id']));
+  t.equal(record.error_code, 'client_stalled', 'the client, not the upstream, stopped the stream');
+  t.equal(record.client_aborted, false, 'the client did not leave');
+  t.equal(record.status, 200);
+  response.destroy();
+});
 
 t.test('completions stream without stream_options: usage is requested upstream, the usage chunk is not forwarded, tokens are logged', async (t) => {
   const { gw, upstream, post } = await usageScenario(t);

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { StreamErrorStyle } from '../../streaming/index.ts';
+import type { IdleWatcher, StreamErrorStyle } from '../../streaming/index.ts';
 import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
 import type { UpstreamReply } from '../../upstream/index.ts';
 import type { InFlightRequests } from '../in-flight-requests.ts';
@@ -41,10 +41,13 @@ export class RelayContext {
   readonly res: ServerResponse;
   readonly reply: UpstreamReply;
   readonly options: DeliveryOptions;
+  /** A stream relay's idle watcher: held while the client's buffer is full, so that a client reading slowly is not taken for a silent upstream. */
+  idle: IdleWatcher | undefined;
   #first = true;
   #waitingForDrain = false;
   readonly #resume = () => {
     this.#waitingForDrain = false;
+    this.idle?.release();
     this.reply.resume();
   };
 
@@ -64,6 +67,7 @@ export class RelayContext {
     this.markFirstByte();
     if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
     this.#waitingForDrain = true;
+    this.idle?.hold();
     this.reply.pause();
     this.res.once('drain', this.#resume);
   }

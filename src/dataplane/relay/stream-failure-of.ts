@@ -11,10 +11,15 @@ export function streamFailureOf(code: string): StreamFailure {
   return { kind: code === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code, message: MESSAGES[code] ?? 'The upstream stream broke off.' };
 }
 
-/** Ends an upstream stream that stays silent for the idle timeout, recording why. */
+/**
+ * Ends a stream that stays silent for the idle timeout, recording why: the upstream stopped
+ * sending, or the client stopped reading (`client_stalled`; the upstream was paused for it).
+ */
 export function watchUpstreamIdle(relay: RelayContext): IdleWatcher {
-  return watchIdle(relay.options.idleTimeoutMs, () => {
-    relay.fail('upstream_idle_timeout');
+  const watcher = watchIdle(relay.options.idleTimeoutMs, (held) => {
+    relay.fail(held ? 'client_stalled' : 'upstream_idle_timeout');
     relay.reply.abort();
   });
+  relay.idle = watcher;
+  return watcher;
 }

@@ -47,7 +47,9 @@ export abstract class StreamRelay implements UpstreamBodySink {
   #finish(): void {
     this.relay.outcome.usage = this.usage?.result();
     const failure = this.relay.outcome.streamFailure;
-    if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
+    // A client that stopped reading would not read an error event either.
+    if (failure === 'client_stalled') this.relay.res.destroy();
+    else if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
     this.#done();
     this.relay.options.inFlight?.deleteStream(this.relay);
   }
