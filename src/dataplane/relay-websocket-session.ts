@@ -16,11 +16,8 @@ const GOING_AWAY_GRACE_MS = 1000;
 const GOING_AWAY = 1001;
 
 export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord): RelaySession {
-  const relay = (to: WebSocket) => (data: RawData, isBinary: boolean) => {
-    if (to.readyState === WebSocket.OPEN) to.send(data, { binary: isBinary });
-  };
-  client.on('message', relay(upstream));
-  upstream.on('message', relay(client));
+  client.on('message', relay(client, upstream));
+  upstream.on('message', relay(upstream, client));
   let goingAway = false;
   let grace: NodeJS.Timeout | undefined;
   let done = false;
@@ -54,6 +51,24 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
         upstream.terminate();
       }, GOING_AWAY_GRACE_MS);
     },
+  };
+}
+
+/**
+ * Frames from one side to the other. A side that reads slower than the other sends is held
+ * back (its peer's socket paused) once this much waits to be written to it, so that the
+ * gateway does not buffer a session's output without bound for a client that stopped reading.
+ */
+const HIGH_WATER_BYTES = 1024 * 1024;
+
+function relay(from: WebSocket, to: WebSocket) {
+  const written = () => {
+    if (from.isPaused && to.bufferedAmount <= HIGH_WATER_BYTES) from.resume();
+  };
+  return (data: RawData, isBinary: boolean) => {
+    if (to.readyState !== WebSocket.OPEN) return;
+    to.send(data, { binary: isBinary }, written);
+    if (to.bufferedAmount > HIGH_WATER_BYTES && !from.isPaused) from.pause();
   };
 }
 

@@ -26,7 +26,7 @@ interface Refusal {
  * response instead; `greeting` is sent the moment a session opens; `selectProtocol` picks the
  * subprotocol from those offered (false: none).
  */
-async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal | undefined; greeting?: string; selectProtocol?: (offered: Set<string>) => string | false } = {}) {
+async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal | undefined; greeting?: string; selectProtocol?: (offered: Set<string>) => string | false; onSession?: (ws: WebSocket) => void } = {}) {
   const server = createServer((_req, res) => res.writeHead(404).end());
   const wss = new WebSocketServer({ noServer: true, ...(o.selectProtocol ? { handleProtocols: o.selectProtocol } : {}) });
   const seen: IncomingMessage[] = [];
@@ -44,6 +44,7 @@ async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal |
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
   });
   wss.on('connection', (ws) => {
+    o.onSession?.(ws);
     if (o.greeting !== undefined) ws.send(o.greeting);
     ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo:${data.toString()}`, { binary: isBinary }));
     ws.on('close', (code) => closeCodes.push(code));
@@ -309,6 +310,33 @@ t.test('frames the upstream sends the moment the session opens reach the client'
   const client = new WebSocket(wsUrl);
   const first = new Promise<string>((r) => client.once('message', (d) => r(d.toString())));
   t.equal(await first, '{"type":"session.created"}');
+  await closeClient(client);
+});
+
+t.test('an upstream that sends faster than the client reads is held back instead of the gateway buffering its frames', async (t) => {
+  const FRAMES = 512;
+  const frame = (i: number) => Buffer.alloc(64 * 1024, i % 251);
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl);
+  t.teardown(() => client.terminate());
+  const received: Buffer[] = [];
+  client.on('message', (data: Buffer) => received.push(data));
+  client.pause();
+  await eventually(() => session, 'the upstream session');
+  for (let i = 0; i < FRAMES; i++) session!.send(frame(i), { binary: true });
+  // 32 MiB sent; what the gateway does not take stays queued at the upstream.
+  const heldBack = await eventually(async () => {
+    const before = session!.bufferedAmount;
+    await new Promise((r) => setTimeout(r, 200));
+    return session!.bufferedAmount === before && before > 0 ? before : undefined;
+  }, 'the upstream to stop draining');
+  t.ok(heldBack > 16 * 1024 * 1024, `most of the 32 MiB waits at the upstream, not in the gateway (${heldBack} bytes)`);
+  client.resume();
+  await eventually(() => (received.length === FRAMES ? true : undefined), 'every frame at the client');
+  t.ok(received.every((data, i) => data.equals(frame(i))), 'every frame arrives, in order, once the client reads');
   await closeClient(client);
 });
 

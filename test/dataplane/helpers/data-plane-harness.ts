@@ -88,7 +88,8 @@ export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): P
     logs,
     dataDir,
     async close() {
-      await closeServer(server);
+      // As the server's shutdown: open sessions end (and write their records) before the log store closes.
+      await Promise.all([closeServer(server), upgrade.close()]);
       await upstream.destroy();
       await logs.close();
       await store.close();
