@@ -113,6 +113,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
       for (const credential of credentials) {
         if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
+        // The shutdown's grace ran out while this request was between attempts: no new upstream call.
+        if (deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastTried?.candidate ?? candidate, credential: lastTried?.credential });
         const secret = deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
         if (secret === undefined) continue;
         const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
@@ -156,17 +158,15 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
             bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
             ...(proxy ? { proxy } : {}),
           });
-          deps.inFlight?.addWaiting(exchange);
           upstream = await exchange.reply;
         } catch (err) {
           input.res.off('close', onClientGone);
-          if (exchange) deps.inFlight?.deleteWaiting(exchange);
           if (clientGone(input)) {
             result.clientAborted = true;
             attempt.error_code = 'client_closed';
             break;
           }
-          // The shutdown aborted the exchange: the gateway's answer, and no fault of the credential.
+          // The shutdown called the upstream request off: the gateway's answer, and no fault of the credential.
           if (deps.inFlight?.ended) {
             attempt.error_code = 'shutting_down';
             return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate, credential });
@@ -187,7 +187,6 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           continue;
         }
         input.res.off('close', onClientGone);
-        deps.inFlight?.deleteWaiting(exchange);
         attempt.status = upstream.status;
         const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
         if (FAILOVER_STATUSES(upstream.status, input.op)) {

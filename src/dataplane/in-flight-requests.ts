@@ -8,10 +8,14 @@ const END_WAIT_MS = 1000;
  * one in its protocol, as the gateway's own answer, rather than leave the client a cut
  * connection: a stream with its protocol's error event (as an idle upstream's is), a request
  * still waiting for its upstream with a 503 error body.
+ *
+ * Handlers are counted, not registered: a long-lived collection holding every request's
+ * upstream exchange kept each request's objects alive into the old generation under load
+ * (measured: peak RSS from 165 to 205-217 MB in the bench). Waiting exchanges are called off
+ * all at once instead, by destroying the upstream client's connections.
  */
 export class InFlightRequests {
   readonly #streams = new Set<RelayContext>();
-  readonly #waiting = new Set<{ abort(): void }>();
   #running = 0;
   #settled: (() => void)[] = [];
   #ended = false;
@@ -48,27 +52,18 @@ export class InFlightRequests {
     this.#streams.delete(relay);
   }
 
-  /** An upstream exchange whose reply the request waits for; one started after `endAll` is aborted at once. */
-  addWaiting(exchange: { abort(): void }): void {
-    if (this.#ended) exchange.abort();
-    else this.#waiting.add(exchange);
-  }
-
-  deleteWaiting(exchange: { abort(): void }): void {
-    this.#waiting.delete(exchange);
-  }
-
   /**
-   * Ends every stream with `code` and aborts every exchange still waiting for its reply (whose
-   * request then answers `code` itself); resolves once every handler has answered, or after a second.
+   * Ends every stream with `code`, then calls off every upstream request still waiting for its
+   * reply (`abortUpstream`; forwarding sees `ended` and answers `code` itself); resolves once
+   * every handler has answered, or after a second.
    */
-  endAll(code: string): Promise<void> {
+  endAll(code: string, abortUpstream: () => Promise<void>): Promise<void> {
     this.#ended = true;
     for (const relay of this.#streams) {
       relay.fail(code);
       relay.reply.abort();
     }
-    for (const exchange of this.#waiting) exchange.abort();
+    void abortUpstream();
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, END_WAIT_MS)));
     return Promise.race([this.settled(), waited]).finally(() => clearTimeout(timer));

@@ -25,7 +25,7 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
       endSessions: () => upgrade.close(),
-      cutOff: () => inFlight.endAll('shutting_down'),
+      cutOff: () => inFlight.endAll('shutting_down', () => upstream.destroy()),
       close: async () => {
         await inFlight.settled();
         await upstream.close();
