@@ -169,9 +169,13 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const recorded = prepared?.recorded();
       if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;
-      quota.record(log);
-      deps.logs.append(log);
-      deps.inFlight?.leave();
+      try {
+        quota.record(log);
+        deps.logs.append(log);
+      } finally {
+        // Even if the record could not be written: a shutdown waits for every handler to leave.
+        deps.inFlight?.leave();
+      }
     }
   };
 }
