@@ -1,16 +1,28 @@
+/** Elements longer than this are not kept (the relay passes their bytes on regardless). */
+const DEFAULT_MAX_ELEMENT_CHARS = 16 * 1024 * 1024;
+
 /**
  * Splits a streamed top-level JSON array (generate-style streams without `alt=sse`) into the
  * text of its elements as each one completes. It tracks only nesting and strings; elements
- * are not validated, that is left to whoever parses them.
+ * are not validated, that is left to whoever parses them. An element longer than
+ * `maxElementChars` is skipped rather than held, so an upstream that never ends an element
+ * cannot make the gateway hold its bytes without bound.
  */
 export class JsonArrayStreamSplitter {
   readonly #decoder = new TextDecoder('utf-8');
+  readonly #maxElementChars: number;
+  /** The current element passed the limit: it is not kept, and not returned. */
+  #skipping = false;
   #opened = false;
   #closed = false;
   #depth = 0;
   #inString = false;
   #escaped = false;
   #element = '';
+
+  constructor(maxElementChars = DEFAULT_MAX_ELEMENT_CHARS) {
+    this.#maxElementChars = maxElementChars;
+  }
 
   push(chunk: Uint8Array | string): string[] {
     const text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
@@ -22,7 +34,8 @@ export class JsonArrayStreamSplitter {
     const elements = this.#scan(this.#decoder.decode());
     const rest = this.#element.trim();
     this.#element = '';
-    if (rest.length > 0) elements.push(rest);
+    if (rest.length > 0 && !this.#skipping) elements.push(rest);
+    this.#skipping = false;
     return elements;
   }
 
@@ -62,7 +75,13 @@ export class JsonArrayStreamSplitter {
         start = i + 1;
       }
     }
-    if (this.#opened && !this.#closed) this.#element += text.slice(start);
+    if (this.#opened && !this.#closed && !this.#skipping) {
+      this.#element += text.slice(start);
+      if (this.#element.length > this.#maxElementChars) {
+        this.#skipping = true;
+        this.#element = '';
+      }
+    }
     return elements;
   }
 
@@ -74,10 +93,14 @@ export class JsonArrayStreamSplitter {
     if (!this.#opened) return 'before_open';
     if (this.#closed) return 'closed';
     if (this.#inString || this.#depth > 0) return 'inside_element';
-    return this.#element.trim() === '' ? 'after_separator' : 'after_element';
+    return this.#skipping || this.#element.trim() !== '' ? 'after_element' : 'after_separator';
   }
 
   #take(tail: string, elements: string[]): void {
+    if (this.#skipping) {
+      this.#skipping = false;
+      return;
+    }
     const element = (this.#element + tail).trim();
     this.#element = '';
     if (element.length > 0) elements.push(element);

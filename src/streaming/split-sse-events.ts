@@ -10,6 +10,7 @@ const CR = 13;
 export class SseEventSplitter {
   /** Bytes after the last event end, from earlier chunks. */
   #pending: Buffer[] = [];
+  #pendingBytes = 0;
   #atLineStart = true;
   /** The previous chunk ended in CR: an LF starting this one completes that line end. */
   #afterCr = false;
@@ -51,14 +52,34 @@ export class SseEventSplitter {
       }
       i = next;
     }
-    if (eventStart < n) this.#pending.push(eventStart === 0 ? chunk : chunk.subarray(eventStart));
+    if (eventStart < n) {
+      this.#pending.push(eventStart === 0 ? chunk : chunk.subarray(eventStart));
+      this.#pendingBytes += n - eventStart;
+    }
     return events;
+  }
+
+  /** Bytes of the unfinished event held so far. */
+  get pendingBytes(): number {
+    return this.#pendingBytes;
+  }
+
+  /**
+   * Hands over the unfinished event's bytes so far and forgets them: the next event `push`
+   * returns is then only the rest of that event. For an event too large to hold whole.
+   */
+  takePending(): Buffer {
+    const taken = this.#pending.length === 1 ? this.#pending[0]! : Buffer.concat(this.#pending);
+    this.#pending = [];
+    this.#pendingBytes = 0;
+    return taken;
   }
 
   /** Ends the stream: the bytes of a last event sent without its blank line, if any. */
   end(): Buffer | undefined {
     const rest = this.#pending;
     this.#pending = [];
+    this.#pendingBytes = 0;
     this.#atLineStart = true;
     this.#afterCr = false;
     if (rest.length === 0) return undefined;
@@ -70,6 +91,7 @@ export class SseEventSplitter {
     if (this.#pending.length === 0) return part;
     const joined = Buffer.concat([...this.#pending, part]);
     this.#pending = [];
+    this.#pendingBytes = 0;
     return joined;
   }
 }

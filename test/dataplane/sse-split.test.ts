@@ -72,6 +72,21 @@ t.test('an unfinished last event is handed back by end(), not as an event', asyn
   t.equal(splitter.end(), undefined);
 });
 
+t.test('takePending hands over an unfinished event; its rest comes as the next event', async (t) => {
+  const splitter = new SseEventSplitter();
+  t.same(splitter.push(Buffer.from('data: first\n\ndata: lo')), [Buffer.from('data: first\n\n')]);
+  t.same(splitter.push(Buffer.from('ng-')), []);
+  t.equal(splitter.pendingBytes, 'data: long-'.length, 'what it holds of the unfinished event');
+  t.equal(splitter.takePending().toString(), 'data: long-');
+  t.equal(splitter.pendingBytes, 0, 'and holds nothing after');
+  t.same(splitter.push(Buffer.from('event\r')), []);
+  t.same(
+    splitter.push(Buffer.from('\n\r\ndata: next\n\n')).map(String),
+    ['event\r\n\r\n', 'data: next\n\n'],
+    'the rest of the event (its line end split across chunks), then the next event',
+  );
+});
+
 t.test('sseEventData reads the data of one event as the full parser does', async (t) => {
   const { events } = split([Buffer.from(STREAM)]);
   for (const event of events) t.equal(sseEventData(event.toString()), parse(event)[0]?.data, JSON.stringify(event.toString()));

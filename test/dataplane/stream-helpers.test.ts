@@ -23,6 +23,20 @@ t.test('JSON array splitter: element delivered when complete; unterminated tail 
   t.same(new JsonArrayStreamSplitter().push('[]'), []);
 });
 
+t.test('JSON array splitter: an element longer than the limit is skipped, not held; the next ones are returned', async (t) => {
+  const splitter = new JsonArrayStreamSplitter(32);
+  const long = JSON.stringify({ text: 'x'.repeat(100) });
+  t.same(splitter.push(`[{"a":1},${long.slice(0, 40)}`), ['{"a":1}']);
+  t.equal(splitter.boundary(), 'inside_element');
+  t.same(splitter.push(long.slice(40, 80)), [], 'nothing of the long element is returned');
+  t.same(splitter.push(`${long.slice(80)}`), []);
+  t.equal(splitter.boundary(), 'after_element', 'after the skipped element, as after any other');
+  t.same(splitter.push(',{"usageMetadata":{}}]'), ['{"usageMetadata":{}}'], 'the element after it is whole');
+  const endless = new JsonArrayStreamSplitter(32);
+  endless.push(`[${long.slice(0, 60)}`);
+  t.same(endless.end(), [], 'an unterminated element past the limit is not handed back at end()');
+});
+
 function fakeClock() {
   let now = 0;
   const timers: Array<{ at: number; fn: () => void; live: boolean }> = [];

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { MAX_HELD_EVENT_BYTES } from '../../src/dataplane/relay/relay-sse.ts';
 import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
 
@@ -228,6 +229,45 @@ t.test('a client that stops reading a stream is not taken for a silent upstream:
   t.equal(record.client_aborted, false, 'the client did not leave');
   t.equal(record.status, 200);
   response.destroy();
+});
+
+t.test('an SSE event larger than the relay holds is passed on before it ends, byte for byte, and the events after it are read as usual', async (t) => {
+  const style = STYLES[0]!;
+  const huge = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(MAX_HELD_EVENT_BYTES + 1024 * 1024) } }] })}\n\n`;
+  const usage = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 7, completion_tokens: 5 } })}\n\n`;
+  const tail = `${usage}data: [DONE]\n\n`;
+  const clientHasMost = deferred();
+  const s = await scenario(t, style, (res) => {
+    // All of the event but its last bytes, in pieces as a network would deliver it; the rest
+    // only once the client has the part a relay holding whole events would still be holding.
+    const cut = huge.length - 100;
+    for (let at = 0; at < cut; at += 1024 * 1024) res.write(huge.slice(at, Math.min(at + 1024 * 1024, cut)));
+    void clientHasMost.promise.then(() => res.end(huge.slice(cut) + tail));
+  });
+  const res = await send(s, style);
+  const text = await withTimeout(
+    readIncrementally(res, (soFar) => {
+      if (soFar.length > style.first.length + MAX_HELD_EVENT_BYTES) clientHasMost.resolve();
+    }),
+    20_000,
+    'the whole stream',
+  );
+  t.ok(text === style.first + huge + tail, 'every byte arrives as the upstream sent it');
+  const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null, usage: { input_tokens: 7, output_tokens: 5 } }, 'the usage event after it is read');
+});
+
+t.test('an upstream that breaks inside an SSE event too large to hold ends the client connection, since nothing valid can follow', async (t) => {
+  const style = STYLES[0]!;
+  const s = await scenario(t, style, (res) => {
+    res.write(`data: {"id":"c1","choices":[{"index":0,"delta":{"content":"${'x'.repeat(MAX_HELD_EVENT_BYTES + 1024)}`);
+    setTimeout(() => res.socket?.destroy(), 50);
+  });
+  const res = await send(s, style);
+  const outcome = await withTimeout(res.text().then((text) => `ended after ${text.length} chars`, () => 'cut'), 20_000, 'the client stream to end');
+  t.equal(outcome, 'cut', 'no error event is appended to half an event');
+  const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+  t.equal(record.error_code, 'upstream_stream_broken');
 });
 
 t.test('completions stream without stream_options: usage is requested upstream, the usage chunk is not forwarded, tokens are logged', async (t) => {

@@ -11,28 +11,51 @@ const SEQUENCE_MARK = Buffer.from('"sequence_number"');
 const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
 
 /**
+ * Largest event held whole. Past it, an event's bytes are passed on as they arrive, uninspected
+ * (a usage or id it carries is not read), so that an upstream sending an endless event cannot
+ * make the gateway hold it all. Real events stay far below it; the largest are image
+ * generation events with base64 images of a few MiB.
+ */
+export const MAX_HELD_EVENT_BYTES = 16 * 1024 * 1024;
+
+/**
  * SSE passed on event by event as bytes: each chunk's complete events in one write, exactly as
  * received. Only events that can carry usage (or the created response's id) are decoded and
- * parsed. Half an event is never written, so an error event after a break stands on its own.
+ * parsed. Half an event is never written (an event too large to hold excepted, which a break
+ * then ends with the connection), so an error event after a break stands on its own.
  */
 export class SseRelay extends StreamRelay {
   readonly #splitter = new SseEventSplitter();
   /** responses style: the last event that carried a sequence number, for the error event's. */
   #lastSequenced: Buffer | undefined;
+  /** Part of an event too large to hold was passed on; its rest comes as the next event. */
+  #passingLargeEvent = false;
 
   onData(chunk: Buffer): void {
     this.idle.touch();
     const events = this.#splitter.push(chunk);
+    if (this.#passingLargeEvent && events.length > 0) {
+      this.#passingLargeEvent = false;
+      this.#passOn(events.shift()!);
+    }
     if (events.length > 0) this.#forward(events);
+    if (this.#splitter.pendingBytes > MAX_HELD_EVENT_BYTES) {
+      this.#passingLargeEvent = true;
+      this.#passOn(this.#splitter.takePending());
+    }
   }
 
   // A stream that ended cleanly passes on a last block sent without its blank line, as sent.
   protected endCleanly(): void {
     const rest = this.#splitter.end();
-    if (rest !== undefined) this.#forward([rest]);
+    if (rest === undefined) return;
+    if (this.#passingLargeEvent) this.#passOn(rest);
+    else this.#forward([rest]);
   }
 
   protected writeFailure(code: string): void {
+    // Nothing valid can follow half an event.
+    if (this.#passingLargeEvent) return void this.relay.res.destroy();
     this.relay.markFirstByte();
     this.relay.res.write(streamErrorEvent(this.relay.options.streamStyle, streamFailureOf(code), { sequenceNumber: this.#nextSequence() }));
   }
@@ -49,6 +72,10 @@ export class SseRelay extends StreamRelay {
     const out = kept ?? events;
     if (out.length === 0 || !this.relay.clientOpen) return;
     this.relay.write(out.length === 1 ? out[0]! : joined(out));
+  }
+
+  #passOn(bytes: Buffer): void {
+    if (this.relay.clientOpen) this.relay.write(bytes);
   }
 
   /** Reads usage and ids from an event that may carry them; false when the event is to be dropped. */
