@@ -43,7 +43,7 @@ export interface MountedDataPlane {
   endSessions?: () => Promise<void>;
   /**
    * Told when the shutdown's grace ends, before the connections still open are cut: the
-   * gateway, not their clients, ends those requests. Resolves once it has ended its streams.
+   * gateway, not their clients, ends those requests. Resolves once those have been answered (at most a second).
    */
   cutOff?: () => Promise<void>;
   /** Waits for every request's handler to finish (its log record written), then releases the rest (upstream connections). */

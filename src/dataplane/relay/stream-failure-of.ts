@@ -16,10 +16,8 @@ export function streamFailureOf(code: string): StreamFailure {
  * sending, or the client stopped reading (`client_stalled`; the upstream was paused for it).
  */
 export function watchUpstreamIdle(relay: RelayContext): IdleWatcher {
-  const watcher = watchIdle(relay.options.idleTimeoutMs, (held) => {
+  return watchIdle(relay.options.idleTimeoutMs, (held) => {
     relay.fail(held ? 'client_stalled' : 'upstream_idle_timeout');
     relay.reply.abort();
   });
-  relay.idle = watcher;
-  return watcher;
 }

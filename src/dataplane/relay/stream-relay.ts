@@ -20,7 +20,8 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.#done = done;
     const { usageStyle } = relay.options;
     this.usage = usageStyle ? new StreamUsageAccumulator(usageStyle) : undefined;
-    this.idle = watchUpstreamIdle(relay);
+    // Also the relay's, which holds it while the client's buffer is full.
+    this.idle = relay.idle = watchUpstreamIdle(relay);
     relay.options.inFlight?.addStream(relay);
   }
 
