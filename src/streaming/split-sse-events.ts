@@ -1,5 +1,6 @@
 const LF = 10;
 const CR = 13;
+const BLANK_LINE = Buffer.from('\n\n');
 
 /**
  * Finds where SSE events end (a blank line: LF, CR or CRLF line ends, mixed as they come) in
@@ -57,6 +58,25 @@ export class SseEventSplitter {
       this.#pendingBytes += n - eventStart;
     }
     return events;
+  }
+
+  /**
+   * The common case in one step: with nothing pending and no CR in the chunk, its complete
+   * events come back as one block (event ends are then exactly the LF LF pairs) and the
+   * unfinished rest is kept. Undefined when the chunk needs `push` instead; nothing is kept then.
+   */
+  pushBlock(chunk: Buffer): Buffer | undefined {
+    if (this.#pending.length > 0 || !this.#atLineStart || this.#afterCr || chunk.indexOf(CR) !== -1) return undefined;
+    const last = chunk.lastIndexOf(BLANK_LINE);
+    if (last === -1) return undefined;
+    const end = last + 2;
+    if (end === chunk.length) return chunk;
+    // The rest holds no LF LF and does not start with LF (the last pair would be later), so no event ends in it.
+    const rest = chunk.subarray(end);
+    this.#pending.push(rest);
+    this.#pendingBytes = rest.length;
+    this.#atLineStart = rest[rest.length - 1] === LF;
+    return chunk.subarray(0, end);
   }
 
   /** Bytes of the unfinished event held so far. */

@@ -92,3 +92,42 @@ t.test('sseEventData reads the data of one event as the full parser does', async
   for (const event of events) t.equal(sseEventData(event.toString()), parse(event)[0]?.data, JSON.stringify(event.toString()));
   t.equal(sseEventData('\ndata: a\ndatum: no\ndata:b\ndata\n\n'), 'a\nb\n', 'a stray line end first, look-alike fields skipped, an empty data line kept');
 });
+
+t.test('pushBlock: complete events of an LF-only chunk come back as one block, the rest is kept; any other chunk is left to push', async (t) => {
+  const splitter = new SseEventSplitter();
+  t.equal(splitter.pushBlock(Buffer.from('data: a\n\ndata: b\n\n'))?.toString(), 'data: a\n\ndata: b\n\n', 'a chunk of whole events is its own block');
+  t.equal(splitter.pushBlock(Buffer.from('data: c\n\ndata: d\n'))?.toString(), 'data: c\n\n', 'the unfinished event is kept');
+  t.equal(splitter.pushBlock(Buffer.from('\n')), undefined, 'nothing is taken while an event is pending');
+  t.same(splitter.push(Buffer.from('\n')).map(String), ['data: d\n\n'], 'push finishes the kept event');
+  t.equal(splitter.pushBlock(Buffer.from('data: e\r\n\r\n')), undefined, 'CR line ends go through push');
+  t.equal(splitter.pushBlock(Buffer.from('data: f')), undefined, 'no event end: left to push');
+  t.equal(splitter.end(), undefined, 'a chunk left to push is not kept');
+});
+
+t.test('pushBlock then push under random chunkings: the same bytes, events whole, none twice', async (t) => {
+  const lfOnly = 'data: {"a":1}\n\nevent: x\ndata: two\ndata: lines\n\n: comment\n\ndata: [DONE]\n\n';
+  for (const stream of [lfOnly.repeat(4), STREAM.repeat(3)]) {
+    const bytes = Buffer.from(stream);
+    const expected = fields(parse(stream));
+    let seed = 11;
+    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let round = 0; round < 300; round++) {
+      const splitter = new SseEventSplitter();
+      const out: Buffer[] = [];
+      for (let at = 0; at < bytes.length; ) {
+        const chunk = bytes.subarray(at, at + 1 + Math.floor(random() * 60));
+        at += chunk.length;
+        const block = splitter.pushBlock(chunk);
+        if (block === undefined) out.push(...splitter.push(chunk));
+        else out.push(block);
+      }
+      const rest = splitter.end();
+      if (rest !== undefined) out.push(rest);
+      const all = Buffer.concat(out);
+      if (!all.equals(bytes)) t.fail(`bytes changed in round ${round}`);
+      // Each piece holds whole events only: parsed piece by piece they give the stream's events.
+      if (JSON.stringify(out.flatMap((piece) => fields(parse(piece)))) !== JSON.stringify(expected)) t.fail(`events differ in round ${round}`);
+    }
+  }
+  t.pass('300 chunkings of an LF-only stream and of one with every line ending');
+});

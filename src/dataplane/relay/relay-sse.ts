@@ -5,6 +5,7 @@ import { streamFailureOf } from './stream-failure-of.ts';
 import { StreamRelay } from './stream-relay.ts';
 
 const USAGE = Buffer.from('usage');
+const BLANK_LINE = Buffer.from('\n\n');
 const RESPONSE_CREATED = Buffer.from('"response.created"');
 const SEQUENCE_MARK = Buffer.from('"sequence_number"');
 /** A responses stream event's `sequence_number` (no nested object of these events has one). */
@@ -33,6 +34,8 @@ export class SseRelay extends StreamRelay {
 
   onData(chunk: Buffer): void {
     this.idle.touch();
+    const block = this.#passingLargeEvent ? undefined : this.#splitter.pushBlock(chunk);
+    if (block !== undefined) return this.#forwardBlock(block);
     const events = this.#splitter.push(chunk);
     if (this.#passingLargeEvent && events.length > 0) {
       this.#passingLargeEvent = false;
@@ -56,8 +59,7 @@ export class SseRelay extends StreamRelay {
   protected writeFailure(code: string): void {
     // Nothing valid can follow half an event.
     if (this.#passingLargeEvent) return void this.relay.res.destroy();
-    this.relay.markFirstByte();
-    this.relay.res.write(streamErrorEvent(this.relay.options.streamStyle, streamFailureOf(code), { sequenceNumber: this.#nextSequence() }));
+    this.relay.write(streamErrorEvent(this.relay.options.streamStyle, streamFailureOf(code), { sequenceNumber: this.#nextSequence() }));
   }
 
   #forward(events: Buffer[]): void {
@@ -72,6 +74,36 @@ export class SseRelay extends StreamRelay {
     const out = kept ?? events;
     if (out.length === 0 || !this.relay.clientOpen) return;
     this.relay.write(out.length === 1 ? out[0]! : joined(out));
+  }
+
+  /**
+   * Whole events with LF line ends (pushBlock's), most chunks of a stream: only the events a
+   * marker is found in are cut out and inspected; the rest goes on as the block's own bytes.
+   */
+  #forwardBlock(block: Buffer): void {
+    const { options, outcome } = this.relay;
+    if (options.streamStyle === 'responses') {
+      const at = block.lastIndexOf(SEQUENCE_MARK);
+      if (at !== -1) this.#lastSequenced = block.subarray(eventStart(block, at), eventEnd(block, at));
+    }
+    let kept: Buffer[] | undefined;
+    let from = 0;
+    for (let at = from; ; ) {
+      const usage = this.usage === undefined ? -1 : block.indexOf(USAGE, at);
+      const created = options.captureResponseId && outcome.responseId === undefined ? block.indexOf(RESPONSE_CREATED, at) : -1;
+      const found = usage === -1 ? created : created === -1 ? usage : Math.min(usage, created);
+      if (found === -1) break;
+      const start = eventStart(block, found);
+      at = eventEnd(block, found);
+      if (this.#inspect(block.subarray(start, at))) continue;
+      (kept ??= []).push(block.subarray(from, start));
+      from = at;
+    }
+    if (!this.relay.clientOpen) return;
+    if (kept === undefined) return this.relay.write(block);
+    if (from < block.length) kept.push(block.subarray(from));
+    const out = Buffer.concat(kept);
+    if (out.length > 0) this.relay.write(out);
   }
 
   #passOn(bytes: Buffer): void {
@@ -94,6 +126,17 @@ export class SseRelay extends StreamRelay {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
     return seq ? Number(seq[1]) + 1 : 0;
   }
+}
+
+/** Where the event holding byte `at` of a pushBlock block starts. */
+function eventStart(block: Buffer, at: number): number {
+  const previous = block.lastIndexOf(BLANK_LINE, at);
+  return previous === -1 ? 0 : previous + 2;
+}
+
+/** Where the event holding byte `at` of a pushBlock block ends (a block ends with an event end). */
+function eventEnd(block: Buffer, at: number): number {
+  return block.indexOf(BLANK_LINE, at) + 2;
 }
 
 /** Events side by side in one chunk are written as one view of it; others are copied together. */
