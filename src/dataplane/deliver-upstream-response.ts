@@ -31,7 +31,7 @@ export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryO
     };
     const done = () => {
       res.off('close', onClose);
-      if (!res.writableEnded && !res.destroyed) res.end();
+      relay.end();
       resolve(relay.outcome);
     };
     res.once('close', onClose);

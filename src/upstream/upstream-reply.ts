@@ -36,6 +36,9 @@ const EARLY_BUFFER_BYTES = 64 * 1024;
  * that arrive before the sink is attached are kept (the transport is paused past 64 KiB),
  * so the caller may inspect the status first. A callback sink costs far less per response
  * than a Readable, which is why the data plane consumes replies this way.
+ * The chunks of one turn of the event loop (undici hands over each HTTP chunk of a read
+ * separately, and a stream sends one event per chunk) reach the sink as one chunk, on the next
+ * tick or before the end: the sink inspects and writes once per read instead of once per event.
  */
 export class UpstreamReply {
   readonly status: number;
@@ -47,6 +50,16 @@ export class UpstreamReply {
   #earlyPaused = false;
   #outcome: 'end' | Error | undefined;
   #done = false;
+  /** Chunks of this turn not yet handed to the sink. */
+  #turn: Buffer[] = [];
+  #turnScheduled = false;
+  readonly #deliverTurn = () => {
+    this.#turnScheduled = false;
+    const chunks = this.#turn;
+    if (chunks.length === 0) return;
+    this.#turn = [];
+    this.pushData(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), true);
+  };
 
   constructor(status: number, headers: HeaderMap, transport: ReplyTransport) {
     this.status = status;
@@ -61,7 +74,7 @@ export class UpstreamReply {
     const early = this.#early;
     this.#early = undefined;
     this.#earlyBytes = 0;
-    if (early !== undefined) for (const chunk of early) this.pushData(chunk);
+    if (early !== undefined) this.pushData(early.length === 1 ? early[0]! : Buffer.concat(early), true);
     // A sink that let go while early events were replayed (readHead) leaves the rest kept.
     if (this.#sink !== sink) return;
     if (this.#outcome !== undefined) this.#finish(this.#outcome);
@@ -147,10 +160,15 @@ export class UpstreamReply {
     return readable;
   }
 
-  /** @internal transport side */
-  pushData(chunk: Buffer): void {
+  /** @internal transport side; `now` hands the chunk over at once instead of with the rest of the turn. */
+  pushData(chunk: Buffer, now = false): void {
     if (this.#sink !== undefined) {
-      this.#sink.onData(chunk);
+      if (now) return this.#sink.onData(chunk);
+      this.#turn.push(chunk);
+      if (!this.#turnScheduled) {
+        this.#turnScheduled = true;
+        process.nextTick(this.#deliverTurn);
+      }
       return;
     }
     (this.#early ??= []).push(chunk);
@@ -175,6 +193,9 @@ export class UpstreamReply {
 
   #finish(outcome: 'end' | Error): void {
     if (this.#done) return;
+    this.#deliverTurn();
+    // A sink that let go while the turn's chunks were handed over (readHead) finishes later, with the rest.
+    if (this.#sink === undefined) return;
     this.#done = true;
     if (outcome === 'end') this.#sink!.onEnd();
     else this.#sink!.onError(outcome);

@@ -368,3 +368,30 @@ t.test('exchange: abort mid-body ends the sink with an error', async (t) => {
   t.equal(outcome.data, 'data: one\n\n');
   t.equal(classifyUpstreamError(outcome.error).kind, 'aborted');
 });
+
+t.test('exchange: the chunks of one read reach the sink as one chunk, before the end, whether it came before or after the sink', async (t) => {
+  const events = Array.from({ length: 7 }, (_, i) => `data: {"n":${i}}\n\n`);
+  const server = await startLoopbackServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+    // One write per event, as streaming upstreams do: one HTTP chunk each, in one turn.
+    setTimeout(() => {
+      for (const event of events) res.write(event);
+      res.end();
+    }, req.url === '/later' ? 100 : 0);
+  });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.close();
+    await server.close();
+  });
+  for (const path of ['/sooner', '/later']) {
+    const reply = await client.exchange({ url: `${server.url}${path}`, method: 'GET', headers: {} }).reply;
+    // /sooner: the body arrived before the sink; /later: after it.
+    if (path === '/sooner') await new Promise((resolve) => setTimeout(resolve, 100));
+    const received: string[] = [];
+    await new Promise<void>((resolve, reject) => reply.consume({ onData: (chunk) => received.push(chunk.toString()), onEnd: resolve, onError: reject }));
+    t.equal(received.join(''), events.join(''), `${path}: every byte, in order`);
+    t.ok(received.length < events.length, `${path}: fewer chunks than events (${received.length} for ${events.length})`);
+  }
+});

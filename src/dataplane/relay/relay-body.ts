@@ -31,7 +31,7 @@ export class BodyRelay implements UpstreamBodySink {
   onEnd(): void {
     const relay = this.#relay;
     relay.markFirstByte();
-    if (!relay.res.writableEnded && !relay.res.destroyed) relay.res.end();
+    relay.end();
     const kept = this.#kept;
     if (kept !== undefined && kept.length > 0) {
       const parsed = parseOrUndefined((kept.length === 1 ? kept[0]! : Buffer.concat(kept)).toString('utf8'));

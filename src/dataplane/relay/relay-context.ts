@@ -35,6 +35,9 @@ export interface DeliveryOutcome {
 /**
  * What every relay shares: writes to the client that pause the upstream while the client's
  * buffer is full, the first-byte mark, and the outcome the log record is filled from.
+ * Writes made in one turn of the event loop (the chunks of one upstream read: a stream's
+ * events arrive as one chunk each) go to the client as one chunk, on the next tick or with
+ * the end: one chunk header and one buffer instead of one per event.
  */
 export class RelayContext {
   readonly outcome: DeliveryOutcome = { usage: undefined, streamFailure: undefined, clientAborted: false, responseId: undefined };
@@ -45,10 +48,22 @@ export class RelayContext {
   idle: IdleWatcher | undefined;
   #first = true;
   #waitingForDrain = false;
+  #queued: Buffer[] = [];
+  #flushScheduled = false;
   readonly #resume = () => {
     this.#waitingForDrain = false;
     this.idle?.release();
     this.reply.resume();
+  };
+  readonly #flushNow = () => {
+    this.#flushScheduled = false;
+    const data = this.#take();
+    if (data === undefined || this.res.destroyed) return;
+    if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
+    this.#waitingForDrain = true;
+    this.idle?.hold();
+    this.reply.pause();
+    this.res.once('drain', this.#resume);
   };
 
   constructor(reply: UpstreamReply, options: DeliveryOptions) {
@@ -65,11 +80,18 @@ export class RelayContext {
 
   write(data: Buffer | string): void {
     this.markFirstByte();
-    if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
-    this.#waitingForDrain = true;
-    this.idle?.hold();
-    this.reply.pause();
-    this.res.once('drain', this.#resume);
+    this.#queued.push(typeof data === 'string' ? Buffer.from(data) : data);
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    process.nextTick(this.#flushNow);
+  }
+
+  /** Ends the client's response with whatever is still queued. */
+  end(): void {
+    const data = this.#take();
+    if (this.res.writableEnded || this.res.destroyed) return;
+    if (data === undefined) this.res.end();
+    else this.res.end(data);
   }
 
   /** Records why the gateway broke off the stream, unless something else ended it first. */
@@ -80,5 +102,12 @@ export class RelayContext {
   /** The client may still be written to. */
   get clientOpen(): boolean {
     return !this.outcome.clientAborted && !this.res.destroyed;
+  }
+
+  #take(): Buffer | undefined {
+    const queued = this.#queued;
+    if (queued.length === 0) return undefined;
+    this.#queued = [];
+    return queued.length === 1 ? queued[0] : Buffer.concat(queued);
   }
 }

@@ -23,6 +23,6 @@ export class JsonArrayRelay extends StreamRelay {
   protected writeFailure(code: string): void {
     const at = this.#splitter.boundary();
     if (at === 'inside_element' || at === 'closed') this.relay.res.destroy();
-    else this.relay.res.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(streamFailureOf(code), at === 'after_element' ? 1 : 0)}`);
+    else this.relay.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(streamFailureOf(code), at === 'after_element' ? 1 : 0)}`);
   }
 }
