@@ -16,7 +16,7 @@ import type { InFlightRequests } from './in-flight-requests.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
-import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
+import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
@@ -150,7 +150,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           }
           const proxy = deps.proxyFor(candidate, credential);
           exchange = deps.upstream.exchange({
-            url: upstreamUrl(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
+            url: upstreamTarget(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
             method: input.req.method ?? 'GET',
             headers,
             body,

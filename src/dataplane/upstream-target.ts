@@ -1,19 +1,41 @@
-import type { OutgoingHeaders } from '../upstream/index.ts';
+import type { OutgoingHeaders, UpstreamTarget } from '../upstream/index.ts';
+
+const BASE_CACHE_LIMIT = 1024;
+/** Base URLs split into origin and path, by the base URL string a Group holds. */
+const bases = new Map<string, UpstreamTarget>();
 
 /**
  * Upstream URL: the group's base URL, the operation's upstream path with its parameters, and
  * the client's query string (`?...`, credentials already removed) exactly as it was encoded.
  */
 export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): string {
-  const base = baseUrl.endsWith('/') ? baseUrl.replace(/\/+$/, '') : baseUrl;
+  return `${withoutTrailingSlashes(baseUrl)}${pathWithParameters(upstreamPath, params, upstreamModel)}${search}`;
+}
+
+/** The same URL as upstreamUrl, split for the upstream client without parsing it per request. */
+export function upstreamTarget(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): UpstreamTarget {
+  let base = bases.get(baseUrl);
+  if (base === undefined) {
+    const url = new URL(withoutTrailingSlashes(baseUrl));
+    base = { origin: url.origin, path: url.pathname === '/' ? '' : url.pathname };
+    if (bases.size >= BASE_CACHE_LIMIT) bases.clear();
+    bases.set(baseUrl, base);
+  }
+  return { origin: base.origin, path: `${base.path}${pathWithParameters(upstreamPath, params, upstreamModel)}${search}` };
+}
+
+function withoutTrailingSlashes(baseUrl: string): string {
+  return baseUrl.endsWith('/') ? baseUrl.replace(/\/+$/, '') : baseUrl;
+}
+
+function pathWithParameters(upstreamPath: string, params: Record<string, string>, upstreamModel: string | null): string {
   // Most paths have no parameters: nothing to substitute.
-  if (!upstreamPath.includes('{')) return `${base}${upstreamPath}${search}`;
-  const path = upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
+  if (!upstreamPath.includes('{')) return upstreamPath;
+  return upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
     if (name === 'model' && upstreamModel !== null) return encodeURIComponent(upstreamModel);
     const value = params[name] ?? '';
     return name === 'rest' ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
   });
-  return `${base}${path}${search}`;
 }
 
 /**

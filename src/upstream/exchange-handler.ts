@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { HeaderMap } from './header-map.ts';
-import { UpstreamReply } from './upstream-reply.ts';
+import { UpstreamReply, type ReplyTransport } from './upstream-reply.ts';
 
 /**
  * One upstream exchange on undici's dispatch API: resolves with an UpstreamReply at the
@@ -8,7 +8,7 @@ import { UpstreamReply } from './upstream-reply.ts';
  * `Dispatcher.request`. An abort asked for before the request started is applied as soon as
  * undici hands over its controller.
  */
-export class ExchangeHandler implements Dispatcher.DispatchHandler {
+export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTransport {
   readonly #resolve: (reply: UpstreamReply) => void;
   readonly #reject: (error: Error) => void;
   #controller: Dispatcher.DispatchController | undefined;
@@ -26,6 +26,15 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
     else this.#pendingAbort ??= reason;
   }
 
+  /** The reply's transport: it exists only once undici has handed over its controller. */
+  pause(): void {
+    this.#controller?.pause();
+  }
+
+  resume(): void {
+    this.#controller?.resume();
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
     if (this.#pendingAbort !== undefined) controller.abort(this.#pendingAbort);
@@ -35,11 +44,8 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler {
     // 1xx answers (100 Continue, 103 Early Hints) come before the real one.
     if (statusCode < 200 || this.#settled) return;
     this.#settled = true;
-    this.#reply = new UpstreamReply(statusCode, headers, {
-      pause: () => controller.pause(),
-      resume: () => controller.resume(),
-      abort: (reason) => controller.abort(reason),
-    });
+    this.#controller = controller;
+    this.#reply = new UpstreamReply(statusCode, headers, this);
     this.#resolve(this.#reply);
   }
 

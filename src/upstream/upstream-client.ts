@@ -6,9 +6,15 @@ import { createOriginPool, createProxyDispatcher } from './create-dispatcher.ts'
 import { ExchangeHandler } from './exchange-handler.ts';
 import { upstreamAbortError, type UpstreamReply } from './upstream-reply.ts';
 
+/** An upstream URL already split: `origin` as URL.origin gives it, `path` with the query. */
+export interface UpstreamTarget {
+  origin: string;
+  path: string;
+}
+
 export interface UpstreamRequest {
-  /** Full upstream URL, query included. */
-  url: string | URL;
+  /** Full upstream URL, query included, or the same already split (the data plane's hot path). */
+  url: string | URL | UpstreamTarget;
   method: string;
   headers: OutgoingHeaders;
   /** Streamed as it is read; a Readable can be sent only once (keep a copy to fail over). */
@@ -25,11 +31,6 @@ export interface UpstreamResponse {
   headers: HeaderMap;
   /** The response body as it arrives; consume or destroy it. */
   body: Readable;
-}
-
-interface ParsedUrl {
-  origin: string;
-  path: string;
 }
 
 const URL_CACHE_LIMIT = 1024;
@@ -50,7 +51,9 @@ export interface UpstreamExchange {
 export class UpstreamClient {
   readonly #options: ResolvedUpstreamOptions;
   readonly #dispatchers = new Map<string, Dispatcher>();
-  readonly #urls = new Map<string, ParsedUrl>();
+  readonly #urls = new Map<string, UpstreamTarget>();
+  /** Direct pools by origin, apart from proxies: the hot path looks them up by the origin string itself. */
+  readonly #pools = new Map<string, Dispatcher>();
 
   constructor(options: UpstreamClientOptions = {}) {
     this.#options = resolveUpstreamOptions(options);
@@ -61,7 +64,8 @@ export class UpstreamClient {
    * plane's path. It takes no signal: the exchange's abort() calls it off.
    */
   exchange(request: Omit<UpstreamRequest, 'signal'>): UpstreamExchange {
-    const url = typeof request.url === 'string' ? this.#parse(request.url) : { origin: request.url.origin, path: `${request.url.pathname}${request.url.search}` };
+    const { url: given } = request;
+    const url = typeof given === 'string' ? this.#parse(given) : given instanceof URL ? { origin: given.origin, path: `${given.pathname}${given.search}` } : given;
     const dispatcher = this.dispatcherFor(url.origin, request.proxy);
     let handler!: ExchangeHandler;
     const reply = new Promise<UpstreamReply>((resolve, reject) => {
@@ -102,7 +106,7 @@ export class UpstreamClient {
   }
 
   /** Origin and path of a URL; the same few URLs come back on every request, so they are kept. */
-  #parse(href: string): ParsedUrl {
+  #parse(href: string): UpstreamTarget {
     let parsed = this.#urls.get(href);
     if (parsed === undefined) {
       const url = new URL(href);
@@ -115,27 +119,33 @@ export class UpstreamClient {
 
   /** The cached dispatcher for an origin, or for a proxy (which serves every origin). */
   dispatcherFor(origin: string, proxy?: string): Dispatcher {
-    const key = proxy === undefined ? `direct ${origin}` : `proxy ${proxy}`;
-    let dispatcher = this.#dispatchers.get(key);
+    const cache = proxy === undefined ? this.#pools : this.#dispatchers;
+    const key = proxy ?? origin;
+    let dispatcher = cache.get(key);
     if (dispatcher === undefined) {
       dispatcher = proxy === undefined ? createOriginPool(origin, this.#options) : createProxyDispatcher(proxy, this.#options);
-      this.#dispatchers.set(key, dispatcher);
+      cache.set(key, dispatcher);
     }
     return dispatcher;
   }
 
   /** Closes every dispatcher after its requests finish. */
   async close(): Promise<void> {
-    const all = [...this.#dispatchers.values()];
-    this.#dispatchers.clear();
+    const all = this.#takeAll();
     await Promise.all(all.map((d) => d.close()));
   }
 
   /** Closes every dispatcher now, failing requests in flight. */
   async destroy(): Promise<void> {
-    const all = [...this.#dispatchers.values()];
-    this.#dispatchers.clear();
+    const all = this.#takeAll();
     await Promise.all(all.map((d) => d.destroy()));
+  }
+
+  #takeAll(): Dispatcher[] {
+    const all = [...this.#pools.values(), ...this.#dispatchers.values()];
+    this.#pools.clear();
+    this.#dispatchers.clear();
+    return all;
   }
 }
 
