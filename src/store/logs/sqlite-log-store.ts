@@ -43,10 +43,13 @@ export class SqliteLogStore implements LogStore {
     // WAL + NORMAL survives a process crash; only a power loss can drop the last commits.
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma('busy_timeout = 5000');
-    addBodyBatchColumn(this.#db);
-    this.#db.exec(LOG_SCHEMA);
-    const writer = new LogBatchWriter(this.#db);
-    migrateRequestLogs(this.#db, writer);
+    const writer = this.#opened(() => {
+      addBodyBatchColumn(this.#db);
+      this.#db.exec(LOG_SCHEMA);
+      const writer = new LogBatchWriter(this.#db);
+      migrateRequestLogs(this.#db, writer);
+      return writer;
+    });
     this.#source = new LogBatchSource(this.#db);
     this.#pruner = new LogBatchPruner(this.#db, writer, this.#source);
     this.#bodies = this.#db.prepare('SELECT * FROM request_bodies WHERE request_id = ?');
@@ -120,6 +123,16 @@ export class SqliteLogStore implements LogStore {
     this.#appender.flushAll();
     this.#db.pragma('wal_checkpoint(TRUNCATE)');
     this.#db.close();
+  }
+
+  /** Runs the setup of a new store; should it throw, the database is closed, not left open by a store nobody holds. */
+  #opened<T>(setUp: () => T): T {
+    try {
+      return setUp();
+    } catch (error) {
+      this.#db.close();
+      throw error;
+    }
   }
 
   #readable(): void {
