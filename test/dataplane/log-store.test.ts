@@ -317,6 +317,19 @@ for (const { name, open } of IMPLEMENTATIONS) {
       t.same(db.prepare('SELECT COUNT(*) AS n FROM request_bodies').get(), { n: NEW / 10 }, 'the old records’ bodies went with them');
     });
 
+    t.test('a prune that rewrites a batch keeps the order of its remaining records: a cursor taken before goes on where it was', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      // One batch: an old record first, then four that share a created_at.
+      store.append(record(0, { created_at: T0 - 10_000 }));
+      for (let i = 1; i <= 4; i++) store.append(record(i, { created_at: T0 }));
+      const first = await store.list({}, { limit: 2 });
+      t.same(first.items.map((r) => r.request_id), ['req_000004', 'req_000003']);
+      t.equal(await store.prune(T0), 1);
+      const rest = await store.list({}, { limit: 10, cursor: first.next_cursor! });
+      t.same(rest.items.map((r) => r.request_id), ['req_000002', 'req_000001'], 'neither repeated nor skipped');
+    });
+
     t.test('records appended while a prune runs are kept', async (t) => {
       const store = await open(tempDir(t));
       t.teardown(() => store.close());
