@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_DB_FILE, openSqliteLogStore, type LogRecord, type LogStore } from '../../src/store/logs/index.ts';
+import { LOG_SCHEMA } from '../../src/store/logs/log-schema.ts';
 import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
 
 // A logs.sqlite from before batches (a request_logs row per record, in this schema) is moved
@@ -205,7 +206,7 @@ t.test('a migration cut off part way goes on at the next open, losing and duplic
   const db = new Database(join(dir, LOG_DB_FILE));
   // The new tables, as a first open creates them, with a trigger that fails the second batch's insert.
   db.exec('ALTER TABLE request_bodies ADD COLUMN batch_id INTEGER');
-  db.exec('CREATE TABLE log_batches (id INTEGER PRIMARY KEY, batch_key TEXT NOT NULL UNIQUE, first_seq INTEGER NOT NULL, end_seq INTEGER NOT NULL, count INTEGER NOT NULL, min_created_at INTEGER NOT NULL, max_created_at INTEGER NOT NULL, data BLOB NOT NULL)');
+  db.exec(LOG_SCHEMA);
   db.exec("CREATE TRIGGER cut_off BEFORE INSERT ON log_batches WHEN (SELECT COUNT(*) FROM log_batches) >= 1 BEGIN SELECT RAISE(ABORT, 'cut off by the test'); END");
   db.close();
   t.throws(() => openSqliteLogStore(dir), /cut off by the test/);

@@ -10,6 +10,8 @@
  *   seqs start; a batch rewritten by prune keeps it and its records' seqs. `batch_key` is
  *   unique per batch made: a batch sent again (after a worker died before acknowledging it)
  *   is stored once. `data` is last so that reading the other columns leaves the blob's pages.
+ *   Ids are never reused (AUTOINCREMENT, one counter update per batch), so a batch decoded and
+ *   cached by id is stale only if prune rewrote it, which drops it from the cache.
  * - `log_batch_dims`: the distinct values a batch holds per filterable dimension (kind 1
  *   access_key_id, 2 group_id, 3 external_model, 4 status), so that filtered reads skip
  *   batches without a match. `value` has no type, so it keeps what it is given: numbers for
@@ -26,7 +28,7 @@
  */
 export const LOG_SCHEMA = `
 CREATE TABLE IF NOT EXISTS log_batches (
-  id INTEGER PRIMARY KEY,
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
   batch_key TEXT NOT NULL UNIQUE,
   first_seq INTEGER NOT NULL,
   end_seq INTEGER NOT NULL,
