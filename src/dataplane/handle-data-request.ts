@@ -67,7 +67,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
 
   return async function handle(req, res) {
     const started = deps.clock();
-    const requestId = newRequestId();
+    const requestId = newRequestId(started);
     const log = newLogDraft(requestId, started);
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;

@@ -73,7 +73,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
 
   async function serve(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const started = deps.clock();
-    const requestId = newRequestId();
+    const requestId = newRequestId(started);
     const log = newLogDraft(requestId, started);
     let style: 'completions' | 'messages' | 'generate' = 'completions';
     // The HTTP server drops its error listener from an upgraded socket; a client reset while the

@@ -11,9 +11,9 @@ const AT = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 TEXT[8] = TEXT[13] = TEXT[18] = TEXT[23] = 0x2d;
 
 /**
- * A UUID version 7 (RFC 9562): the millisecond time first, then 74 random bits. Ids that sort
- * by time append to the end of the request log's unique index instead of landing at random
- * places in it, which halves the cost of writing a log record.
+ * A UUID version 7 (RFC 9562): the millisecond time first, then 74 random bits. The data plane
+ * passes the time it records as the log record's created_at, so that the log store's get()
+ * reads that millisecond from the id and searches only the batches around it.
  */
 export function newRequestId(nowMs: number = Date.now()): string {
   if (used === POOL.length) {

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore } from '../../src/store/logs/index.ts';
-import { LOG_SCHEMA } from '../../src/store/logs/log-schema.ts';
+import { openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore, type RecordedRequestBody } from '../../src/store/logs/index.ts';
 import { LOG_DB_FILE } from '../../src/store/logs/sqlite-log-store.ts';
+import { newRequestId } from '../../src/dataplane/new-request-id.ts';
 
 const T0 = Date.UTC(2025, 0, 15, 10, 0, 0);
 const HOUR = 3_600_000;
@@ -132,6 +132,68 @@ for (const { name, open } of IMPLEMENTATIONS) {
       await t.rejects(store.list({}, { limit: 10, cursor: 'garbage' }), RangeError);
     });
 
+    t.test('list: newest first across batches that overlap in time, pages crossing batch boundaries', async (t) => {
+      const store = await open(tempDir(t), { batchSize: 4, flushIntervalMs: 60_000 });
+      t.teardown(() => store.close());
+      // Appended in completion order: every fifth record is a long stream that started minutes
+      // before the records around it, so each batch's time range overlaps older batches'; records
+      // three by three share a created_at, across batch boundaries too.
+      const appended: LogRecord[] = [];
+      for (let i = 0; i < 41; i++) appended.push(record(i, { created_at: i % 5 === 4 ? T0 - (41 - i) * 60_000 : T0 + Math.floor(i / 3) * 1000 }));
+      for (const r of appended) store.append(r);
+      // Independently of the store: created_at descending, and among equal ones the later appended first.
+      const expected = (keep: (r: LogRecord) => boolean) =>
+        appended
+          .map((r, i) => ({ r, i }))
+          .filter(({ r }) => keep(r))
+          .sort((a, b) => b.r.created_at - a.r.created_at || b.i - a.i)
+          .map(({ r }) => r.request_id);
+      const pages = async (filter: Parameters<typeof store.list>[0], limit: number) => {
+        const seen: string[][] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await store.list(filter, cursor === undefined ? { limit } : { limit, cursor });
+          seen.push(page.items.map((r) => r.request_id));
+          cursor = page.next_cursor ?? undefined;
+        } while (cursor !== undefined && seen.length < 100);
+        return seen;
+      };
+      t.same((await store.list({}, { limit: 500 })).items.map((r) => r.request_id), expected(() => true), 'one page');
+      const byThree = await pages({}, 3);
+      t.same(byThree.flat(), expected(() => true), 'pages of three');
+      t.same(byThree.map((p) => p.length), [...Array(13).fill(3), 2], 'every page full but the last, which has no cursor');
+      t.same((await pages({ access_key_id: 1 }, 2)).flat(), expected((r) => r.access_key_id === 1), 'filtered pages of two');
+      t.same((await pages({ from: T0 - 20 * 60_000, to: T0 + 5000 }, 4)).flat(), expected((r) => r.created_at >= T0 - 20 * 60_000 && r.created_at < T0 + 5000), 'a time window');
+    });
+
+    t.test('list: a later batch whose newest record ties with the last of a page is still read', async (t) => {
+      const store = await open(tempDir(t), { batchSize: 3, flushIntervalMs: 60_000 });
+      t.teardown(() => store.close());
+      // Batches [20 s, 10 s, 10 s] and [10 s, 5 s]: the second batch's 10 s record came last, so it is the newest of the three.
+      for (const [i, s] of [[0, 20], [1, 10], [2, 10], [3, 10], [4, 5]] as const) store.append(record(i, { created_at: T0 + s * 1000 }));
+      const first = await store.list({}, { limit: 2 });
+      t.same(first.items.map((r) => r.request_id), ['req_000000', 'req_000003']);
+      const rest = await store.list({}, { limit: 10, cursor: first.next_cursor! });
+      t.same(rest.items.map((r) => r.request_id), ['req_000002', 'req_000001', 'req_000004']);
+    });
+
+    t.test('get: a UUIDv7 id is found in the batches of its millisecond; any other id by searching every batch', async (t) => {
+      const store = await open(tempDir(t), { batchSize: 8, flushIntervalMs: 60_000 });
+      t.teardown(() => store.close());
+      const body: RecordedRequestBody = { state: 'recorded', original_bytes: 9, body: { a: [1, 'é'] } };
+      const stored: LogRecord[] = [];
+      for (let i = 0; i < 60; i++) {
+        const created_at = T0 + i * 1000;
+        const request_id = i % 3 === 0 ? `req_${i}` : i % 3 === 1 ? newRequestId(created_at) : newRequestId(created_at - 3_600_000);
+        stored.push(record(i, { request_id, created_at, ...(i % 7 === 0 ? { request_body: body } : {}) }));
+      }
+      for (const r of stored) store.append(r);
+      for (const r of stored) t.same(await store.get(r.request_id), r, r.request_id);
+      t.equal(await store.get(newRequestId(T0 + 5000)), undefined, 'a UUIDv7 id not stored');
+      t.equal(await store.get('req_1'), undefined, 'part of a stored id (req_12) is not a match');
+      t.equal(await store.get('req_1234'), undefined, 'an id that contains a stored one (req_12) is not a match');
+    });
+
     t.test('usage aggregation by bucket and dimensions', async (t) => {
       const store = await open(tempDir(t));
       t.teardown(() => store.close());
@@ -228,16 +290,6 @@ for (const { name, open } of IMPLEMENTATIONS) {
       t.equal((await reopened.list({}, { limit: 1 })).items[0]?.request_id, `req_00${N}`);
     });
 
-    t.test('a duplicate request id does not lose the rest of its batch', async (t) => {
-      const store = await open(tempDir(t));
-      t.teardown(() => store.close());
-      store.append(record(1));
-      store.append(record(1, { status: 500 }));
-      store.append(record(2));
-      t.equal((await store.statistics({})).requests, 2);
-      t.equal((await store.get('req_000001'))?.status, 200, 'first write wins');
-    });
-
     t.test('prune deletes the records created before the cutoff and their bodies, over several batches; newer ones stay', async (t) => {
       const dir = tempDir(t);
       const store = await open(dir);
@@ -261,8 +313,21 @@ for (const { name, open } of IMPLEMENTATIONS) {
       store.append(record(OLD + NEW));
       await store.close();
       const db = openClosedStoreFile(t, dir);
-      t.same(db.prepare('SELECT COUNT(*) AS n FROM request_logs').get(), { n: NEW + 1 });
+      t.same(db.prepare('SELECT SUM(count) AS n FROM log_batches').get(), { n: NEW + 1 });
       t.same(db.prepare('SELECT COUNT(*) AS n FROM request_bodies').get(), { n: NEW / 10 }, 'the old records’ bodies went with them');
+    });
+
+    t.test('a prune that rewrites a batch keeps the order of its remaining records: a cursor taken before goes on where it was', async (t) => {
+      const store = await open(tempDir(t));
+      t.teardown(() => store.close());
+      // One batch: an old record first, then four that share a created_at.
+      store.append(record(0, { created_at: T0 - 10_000 }));
+      for (let i = 1; i <= 4; i++) store.append(record(i, { created_at: T0 }));
+      const first = await store.list({}, { limit: 2 });
+      t.same(first.items.map((r) => r.request_id), ['req_000004', 'req_000003']);
+      t.equal(await store.prune(T0), 1);
+      const rest = await store.list({}, { limit: 10, cursor: first.next_cursor! });
+      t.same(rest.items.map((r) => r.request_id), ['req_000002', 'req_000001'], 'neither repeated nor skipped');
     });
 
     t.test('records appended while a prune runs are kept', async (t) => {
@@ -277,34 +342,6 @@ for (const { name, open } of IMPLEMENTATIONS) {
     });
   });
 }
-
-t.test('a logs.sqlite created with an AUTOINCREMENT seq keeps working', async (t) => {
-  const dir = tempDir(t);
-  const old = new Database(join(dir, LOG_DB_FILE));
-  old.exec(LOG_SCHEMA.replace('seq INTEGER PRIMARY KEY,', 'seq INTEGER PRIMARY KEY AUTOINCREMENT,'));
-  old.close();
-  const store = openSqliteLogStore(dir);
-  for (let i = 0; i < 3; i++) store.append(record(i, { created_at: T0 }));
-  const page = await store.list({}, { limit: 2 });
-  t.same(page.items.map((r) => r.request_id), ['req_000002', 'req_000001'], 'ties on created_at ordered by seq');
-  const rest = await store.list({}, { limit: 2, cursor: page.next_cursor ?? '' });
-  t.same(rest.items.map((r) => r.request_id), ['req_000000']);
-  t.same(await store.get('req_000001'), record(1, { created_at: T0 }));
-  await store.close();
-  const check = openClosedStoreFile(t, dir);
-  t.same(check.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'request_logs'").get(), { seq: 3 }, 'the file kept its AUTOINCREMENT');
-});
-
-t.test('a new logs.sqlite has seq as a plain rowid', async (t) => {
-  const dir = tempDir(t);
-  const store = openSqliteLogStore(dir);
-  store.append(record(1));
-  await store.close();
-  const check = openClosedStoreFile(t, dir);
-  const sql = (check.prepare("SELECT sql FROM sqlite_master WHERE name = 'request_logs'").get() as { sql: string }).sql;
-  t.match(sql, /seq INTEGER PRIMARY KEY,/);
-  t.notMatch(sql, /AUTOINCREMENT/);
-});
 
 /** The store's database file, opened after the store closed, to look at what it wrote. */
 function openClosedStoreFile(t: Test, dir: string): Database.Database {

@@ -52,6 +52,7 @@ t.test('the log record of a request: ids, route, models, status, attempts, timin
   // (800 uncached * 3 + 200 cached * 0.5 + 500 * 15) / 1e6
   t.equal(record.cost, 0.01, 'cost from the model price');
   t.ok(record.created_at >= before, 'created_at');
+  t.equal(parseInt(requestId!.slice(0, 8) + requestId!.slice(9, 13), 16), record.created_at, 'the id (UUIDv7) carries created_at, which get() relies on');
   t.type(record.timings.ttfb_ms, 'number', 'time to first byte recorded');
   t.ok(record.timings.ttfb_ms! >= 0 && record.timings.ttfb_ms! <= record.timings.duration_ms, 'ttfb within the duration');
   t.equal(record.request_body, undefined, 'no body recorded when the key does not ask');

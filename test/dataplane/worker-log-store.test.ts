@@ -2,8 +2,12 @@ import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { LOG_DB_FILE, openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import { LogBatchEncoder } from '../../src/store/logs/encode-log-batch.ts';
+import type { FromLogWriter, ToLogWriter } from '../../src/store/logs/log-writer-messages.ts';
+import { startLogWriter } from '../../src/store/logs/start-log-writer.ts';
 import { logRecord } from '../management/support/log-records.ts';
 
 /** The shared behaviour is tested in log-store.test.ts; these are what the worker adds: ordering across threads, shutdown, crashes, failed writes. */
@@ -46,6 +50,18 @@ function otherConnection(t: Test, dir: string): Database.Database {
     db.close();
   });
   return db;
+}
+
+/** The next message of `type` the worker sends. */
+function nextMessage(worker: Worker, type: FromLogWriter['type']): Promise<FromLogWriter> {
+  return new Promise((resolve) => {
+    const listener = (message: FromLogWriter) => {
+      if (message.type !== type) return;
+      worker.off('message', listener);
+      resolve(message);
+    };
+    worker.on('message', listener);
+  });
 }
 
 const ids = (from: number, to: number): string[] => Array.from({ length: to - from }, (_, k) => record(from + k).request_id);
@@ -126,6 +142,35 @@ t.test('a worker killed mid-way loses nothing, and the store keeps working', asy
   const onDisk = await countOnDisk(dir);
   t.equal(onDisk.requests, 3001);
   t.equal(onDisk.ids.size, 3001, 'no duplicates from re-sent batches');
+});
+
+t.test('a batch a worker committed but died before acknowledging is stored once when sent again to the next worker', async (t) => {
+  const dir = tempDir(t);
+  const encoder = new LogBatchEncoder();
+  for (let i = 0; i < 20; i++) encoder.append(record(i, { access_key_id: 7, request_body: i === 3 ? { state: 'recorded', original_bytes: 2, body: {} } : undefined }));
+  // What WorkerLogStore keeps for an unacknowledged batch and posts again to a new worker: the same sealed batch, with its key.
+  const sealed = { key: 'store-a.1', ...encoder.seal()! };
+  for (const round of ['first worker', 'second worker']) {
+    const worker = startLogWriter({ dataDir: dir, maxBuffered: 100_000 });
+    await nextMessage(worker, 'ready');
+    worker.postMessage({ type: 'append', batch: 1, sealed } satisfies ToLogWriter);
+    t.match(await nextMessage(worker, 'committed'), { through: 1 }, `committed by the ${round}`);
+    // The first dies as a crash would, its acknowledgement never read; the second closes.
+    if (round === 'first worker') await worker.terminate();
+    else {
+      worker.postMessage({ type: 'close' } satisfies ToLogWriter);
+      await new Promise((resolve) => worker.once('exit', resolve));
+    }
+  }
+  const store = openSqliteLogStore(dir);
+  t.teardown(() => store.close());
+  t.equal((await store.statistics({})).requests, 20, 'statistics count the batch once');
+  t.same((await store.usage({ bucket: 'day', group_by: [] })).map((r) => r.requests), [20], 'usage too');
+  const quota = await store.keyUsage(7);
+  t.same([quota.requests, quota.tokens], [20, 20 * 15], 'and quotas');
+  t.ok(Math.abs(quota.cost - 20 * 0.001) < 1e-12, 'cost once');
+  t.equal((await store.list({}, { limit: 500 })).items.length, 20, 'the list holds each record once');
+  t.equal((await store.get('req_000003'))?.request_body?.original_bytes, 2, 'with its body');
 });
 
 t.test('a prune in flight when its worker dies is sent again to the next worker', async (t) => {
@@ -213,7 +258,7 @@ t.test('beyond maxBuffered the oldest unacknowledged records are dropped and cou
   t.equal(store.dropped, 0, 'nothing dropped while writes are committed');
 
   // A trigger, added by another connection, makes every insert of the worker fail with a SQLite error.
-  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON request_logs BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
   for (let i = 20; i < 120; i++) store.append(record(i));
   const flushed = store.flush();
   // flush() posted all ten batches of ten; only the three newest fit in maxBuffered.

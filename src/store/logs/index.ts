@@ -24,7 +24,5 @@ export type {
 } from './log-store.ts';
 export { LOG_DB_FILE, SqliteLogStore, openSqliteLogStore } from './sqlite-log-store.ts';
 export type { SqliteLogStoreOptions } from './sqlite-log-store.ts';
-export { BatchBuffer } from './batch-buffer.ts';
-export type { BatchBufferOptions } from './batch-buffer.ts';
 export { WorkerLogStore, openWorkerLogStore } from './worker-log-store.ts';
 export type { WorkerLogStoreOptions } from './worker-log-store.ts';

@@ -1,48 +1,76 @@
 /**
- * Request logs live in one compact table for scans and aggregation; recorded bodies sit in a
- * side table so that listing and usage queries never page through large bodies.
- * `seq` breaks ties between records with the same created_at and orders the cursor. It is a
- * plain rowid, not AUTOINCREMENT: only the oldest records are ever deleted (retention), so
- * rowids still grow with time, and keeping sqlite_sequence up to date cost about 1 us of the
- * ~8 us insert (files created with AUTOINCREMENT keep it; both behave the same).
+ * Request logs are stored a batch per row: the records of one batch (up to 1024, those that
+ * completed within about 100 ms) encoded together (encode-log-batch.ts) in one blob, written
+ * in one transaction. Writing a row per record with its indexes cost the writer about 10 us
+ * per record; a batch row costs a small fraction of that. Reads find their batches through
+ * the time range and the dimensions each batch holds, and aggregate reads use rollups.
+ *
+ * - `log_batches`: `seq` of a record is `first_seq` plus its offset in the batch, so
+ *   (created_at, seq) orders all records (the cursor). `end_seq` is where the next batch's
+ *   seqs start; a batch rewritten by prune keeps it and its records' seqs. `batch_key` is
+ *   unique per batch made: a batch sent again (after a worker died before acknowledging it)
+ *   is stored once. `data` is last so that reading the other columns leaves the blob's pages.
+ *   Ids are never reused (AUTOINCREMENT, one counter update per batch), so a batch decoded and
+ *   cached by id is stale only if prune rewrote it, which drops it from the cache.
+ * - `log_batch_dims`: the distinct values a batch holds per filterable dimension (kind 1
+ *   access_key_id, 2 group_id, 3 external_model, 4 status), so that filtered reads skip
+ *   batches without a match. `value` has no type, so it keeps what it is given: numbers for
+ *   keys and statuses, text for groups and models.
+ * - `usage_rollup`: per 1-minute slot of created_at and (key, group, model), the sums that
+ *   usage, statistics and quotas read. Its NULL dimensions are matched with IS, so the rows
+ *   are found through an index rather than a unique constraint (NULLs are never equal there).
+ * - `pruned_usage_by_hour`: what retention deleted, per AccessKey and UTC hour, so that quotas
+ *   keep counting it: every quota period starts on an hour, so the hours at or after a
+ *   period's start are in it.
+ * - `request_bodies`: recorded bodies, apart so that no scan reads them; `batch_id` lets prune
+ *   delete a batch's bodies (the column is last because files from before batches gain it
+ *   with ALTER TABLE).
  */
 export const LOG_SCHEMA = `
-CREATE TABLE IF NOT EXISTS request_logs (
-  seq INTEGER PRIMARY KEY,
-  request_id TEXT NOT NULL UNIQUE,
-  created_at INTEGER NOT NULL,
+CREATE TABLE IF NOT EXISTS log_batches (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  batch_key TEXT NOT NULL UNIQUE,
+  first_seq INTEGER NOT NULL,
+  end_seq INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  min_created_at INTEGER NOT NULL,
+  max_created_at INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS log_batches_newest ON log_batches (max_created_at, min_created_at);
+CREATE INDEX IF NOT EXISTS log_batches_oldest ON log_batches (min_created_at);
+CREATE TABLE IF NOT EXISTS log_batch_dims (
+  kind INTEGER NOT NULL,
+  value NOT NULL,
+  batch_id INTEGER NOT NULL,
+  PRIMARY KEY (kind, value, batch_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS log_batch_dims_batch ON log_batch_dims (batch_id);
+CREATE TABLE IF NOT EXISTS usage_rollup (
+  slot_start INTEGER NOT NULL,
   access_key_id INTEGER,
   group_id TEXT,
-  channel TEXT,
-  credential_id TEXT,
-  protocol TEXT NOT NULL,
-  operation TEXT NOT NULL,
-  route_mode TEXT,
-  effective TEXT,
   external_model TEXT,
-  upstream_model TEXT,
-  status INTEGER NOT NULL,
-  error_code TEXT,
-  attempt_count INTEGER NOT NULL,
-  attempts TEXT NOT NULL,
-  client_aborted INTEGER NOT NULL,
-  started_at INTEGER NOT NULL,
-  ttfb_ms INTEGER,
-  duration_ms INTEGER NOT NULL,
+  requests INTEGER NOT NULL,
+  errors INTEGER NOT NULL,
+  forwarded INTEGER NOT NULL,
   input_tokens INTEGER NOT NULL,
   output_tokens INTEGER NOT NULL,
   cached_tokens INTEGER NOT NULL,
   reasoning_tokens INTEGER NOT NULL,
   cost REAL NOT NULL,
-  currency TEXT NOT NULL
+  client_aborted INTEGER NOT NULL,
+  duration_sum INTEGER NOT NULL,
+  ttfb_sum INTEGER NOT NULL,
+  ttfb_count INTEGER NOT NULL,
+  s1xx INTEGER NOT NULL,
+  s2xx INTEGER NOT NULL,
+  s3xx INTEGER NOT NULL,
+  s4xx INTEGER NOT NULL,
+  s5xx INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS request_logs_time ON request_logs (created_at, seq);
-CREATE INDEX IF NOT EXISTS request_logs_key_time ON request_logs (access_key_id, created_at, seq);
-CREATE INDEX IF NOT EXISTS request_logs_group_time ON request_logs (group_id, created_at, seq);
-CREATE INDEX IF NOT EXISTS request_logs_model_time ON request_logs (external_model, created_at, seq);
-CREATE INDEX IF NOT EXISTS request_logs_status_time ON request_logs (status, created_at, seq);
--- What retention deleted, per AccessKey and UTC hour, so that quotas keep counting it: every
--- quota period starts on an hour, so the hours at or after a period's start are in it.
+CREATE INDEX IF NOT EXISTS usage_rollup_slot ON usage_rollup (slot_start, access_key_id, group_id, external_model);
+CREATE INDEX IF NOT EXISTS usage_rollup_key ON usage_rollup (access_key_id, slot_start);
 CREATE TABLE IF NOT EXISTS pruned_usage_by_hour (
   access_key_id INTEGER NOT NULL,
   hour_start INTEGER NOT NULL,
@@ -56,6 +84,14 @@ CREATE TABLE IF NOT EXISTS request_bodies (
   state TEXT NOT NULL,
   original_bytes INTEGER NOT NULL,
   body TEXT NOT NULL,
-  is_json INTEGER NOT NULL
+  is_json INTEGER NOT NULL,
+  batch_id INTEGER
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS request_bodies_batch ON request_bodies (batch_id);
 `;
+
+/** log_batch_dims.kind */
+export const DIM_KEY = 1;
+export const DIM_GROUP = 2;
+export const DIM_MODEL = 3;
+export const DIM_STATUS = 4;

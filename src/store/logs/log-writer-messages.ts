@@ -1,5 +1,5 @@
-import type { EncodedLogRecord } from './log-row.ts';
 import type { LogFilter, LogPage, StatisticsQuery, UsageQuery } from './log-store.ts';
+import type { SealedLogBatch } from './write-log-batch.ts';
 
 /** What the log-writer worker is started with (`workerData`). */
 export interface LogWriterData {
@@ -17,12 +17,15 @@ export type LogRead =
   | { method: 'keyUsage'; args: [accessKeyId: number, from: number | undefined] }
   | { method: 'prune'; args: [before: number] };
 
+/** A sealed batch as it arrives in the worker: structured clone turns its Buffer into a Uint8Array (a copy of its bytes). */
+export type PostedLogBatch = Omit<SealedLogBatch, 'data'> & { data: Uint8Array };
+
 /**
  * Main thread to worker. Batch ids increase by one per batch, and the worker handles messages
  * in order, so one `committed` id acknowledges every batch up to it.
  */
 export type ToLogWriter =
-  | { type: 'append'; batch: number; records: EncodedLogRecord[] }
+  | { type: 'append'; batch: number; sealed: PostedLogBatch }
   | { type: 'read'; id: number; read: LogRead }
   | { type: 'close' };
 

@@ -75,10 +75,11 @@ function answer(read: LogRead): Promise<unknown> {
 
 port.on('message', (message: ToLogWriter) => {
   switch (message.type) {
-    case 'append':
-      for (const record of message.records) store.appendEncoded(record);
+    case 'append': {
+      const { data } = message.sealed;
+      store.appendBatch({ ...message.sealed, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength) });
       uncommittedThrough = message.batch;
-      // Batches already queued behind this one arrive before the immediate runs, so they share its transaction.
+      // Batches already queued behind this one arrive before the immediate runs: one commit writes them all (a transaction each) and acknowledges them at once.
       if (!commitScheduled) {
         commitScheduled = true;
         setImmediate(() => {
@@ -87,6 +88,7 @@ port.on('message', (message: ToLogWriter) => {
         });
       }
       return;
+    }
     case 'read':
       // A read flushes the store anyway; committing first also acknowledges what it wrote.
       void commit()

@@ -1,13 +1,13 @@
 import type { Worker } from 'node:worker_threads';
 import type { LogRecord } from './log-record.ts';
-import { encodeLogRecord, type EncodedLogRecord } from './log-row.ts';
 import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
 import type { FromLogWriter, LogRead, ToLogWriter } from './log-writer-messages.ts';
-import { BatchBuffer } from './batch-buffer.ts';
+import { LogBatchAppender } from './log-batch-appender.ts';
 import { startLogWriter } from './start-log-writer.ts';
+import type { SealedLogBatch } from './write-log-batch.ts';
 
 export interface WorkerLogStoreOptions {
-  /** Records per posted batch; reaching it posts on the next turn. Default 1024: the worker commits each batch in one transaction, and larger ones rewrite fewer index pages. */
+  /** Records per batch; a full batch is posted on the next turn. Default 1024: the worker stores each batch as one row, in one transaction. */
   batchSize?: number;
   /** Longest a record waits on the main thread before it is posted. Default 100 ms. */
   flushIntervalMs?: number;
@@ -36,11 +36,11 @@ const MAX_RESTART_DELAY_MS = 5000;
 
 /**
  * LogStore whose SQLite work runs in a worker thread (log-writer-worker.ts, which owns a
- * SqliteLogStore). `append` only encodes and buffers (flat rows, see encodeLogRecord); batches
- * are posted as structured-cloned arrays and kept until the worker acknowledges their commit,
- * so a worker that dies loses nothing: a new one is started and the unacknowledged batches are
- * sent again (a batch that was in fact committed is ignored there, since inserts skip a known
- * request_id). Reads post the pending appends first, and the worker handles messages in order,
+ * SqliteLogStore). `append` only encodes the record into the open batch (LogBatchAppender);
+ * sealed batches are posted as one buffer each (copied by structured clone) and kept until the
+ * worker acknowledges their commit, so a worker that dies loses nothing: a new one is started
+ * and the unacknowledged batches are sent again (a batch that was in fact committed is ignored
+ * there, by its key). Reads post the pending appends first, and the worker handles messages in order,
  * so they see every appended record. A read in flight when its worker dies is sent once more
  * to the next worker; if that one dies too, or a worker dies before it could open the
  * database, the read rejects.
@@ -49,9 +49,9 @@ export class WorkerLogStore implements LogStore {
   readonly #dataDir: string;
   readonly #onError: (error: unknown) => void;
   readonly #maxBuffered: number;
-  readonly #buffer: BatchBuffer<EncodedLogRecord>;
+  readonly #appender: LogBatchAppender;
   /** Posted batches not yet acknowledged, by batch id, in posting order. */
-  readonly #unacked = new Map<number, EncodedLogRecord[]>();
+  readonly #unacked = new Map<number, SealedLogBatch>();
   readonly #reads = new Map<number, PendingRead>();
   #flushWaiters: FlushWaiter[] = [];
   #worker: Worker | undefined;
@@ -71,8 +71,8 @@ export class WorkerLogStore implements LogStore {
     this.#dataDir = dataDir;
     this.#onError = options.onError ?? (() => {});
     this.#maxBuffered = options.maxBuffered ?? 100_000;
-    this.#buffer = new BatchBuffer<EncodedLogRecord>((batch) => this.#post(batch), {
-      batchSize: options.batchSize ?? 1024,
+    this.#appender = new LogBatchAppender((batch) => this.#post(batch), {
+      ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
       ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
       onError: this.#onError,
     });
@@ -92,7 +92,7 @@ export class WorkerLogStore implements LogStore {
 
   /** Records appended but not yet committed by the worker. */
   get buffered(): number {
-    return this.#buffer.size + this.#unackedRecords;
+    return this.#appender.size + this.#unackedRecords;
   }
 
   /** Records no longer kept for re-sending because more than `maxBuffered` were unacknowledged. */
@@ -102,11 +102,11 @@ export class WorkerLogStore implements LogStore {
 
   append(record: LogRecord): void {
     if (this.#closing !== undefined) throw new Error('log store is closed');
-    this.#buffer.add(encodeLogRecord(record));
+    this.#appender.append(record);
   }
 
   async flush(): Promise<void> {
-    this.#buffer.flushAll();
+    this.#appender.flushAll();
     const through = this.#lastBatch;
     if (!this.#isUnacked(through)) return;
     if (this.#stopping && this.#worker === undefined) throw new Error('log store is closed');
@@ -152,7 +152,7 @@ export class WorkerLogStore implements LogStore {
   async #read(read: LogRead): Promise<unknown> {
     if (this.#closing !== undefined) throw new Error('log store is closed');
     // Pending appends go first, so the worker has them before it answers.
-    this.#buffer.flushAll();
+    this.#appender.flushAll();
     return await new Promise((resolve, reject) => {
       const id = ++this.#lastRead;
       this.#reads.set(id, { read, sends: 0, resolve, reject });
@@ -161,13 +161,13 @@ export class WorkerLogStore implements LogStore {
     });
   }
 
-  #post(records: EncodedLogRecord[]): void {
+  #post(sealed: SealedLogBatch): void {
     const batch = this.#lastBatch + 1;
-    // Posting first: should posting throw, the batch stays in the buffer.
-    this.#worker?.postMessage({ type: 'append', batch, records } satisfies ToLogWriter);
+    // Posting first: should posting throw, the batch stays in the appender.
+    this.#worker?.postMessage({ type: 'append', batch, sealed } satisfies ToLogWriter);
     this.#lastBatch = batch;
-    this.#unacked.set(batch, records);
-    this.#unackedRecords += records.length;
+    this.#unacked.set(batch, sealed);
+    this.#unackedRecords += sealed.count;
     this.#dropOldestBeyondLimit();
     this.#updateRef();
   }
@@ -189,7 +189,7 @@ export class WorkerLogStore implements LogStore {
       this.#workerError = error;
     });
     worker.on('exit', (code) => this.#onExit(worker, code));
-    for (const [batch, records] of this.#unacked) worker.postMessage({ type: 'append', batch, records } satisfies ToLogWriter);
+    for (const [batch, sealed] of this.#unacked) worker.postMessage({ type: 'append', batch, sealed } satisfies ToLogWriter);
     for (const id of this.#reads.keys()) this.#sendRead(id);
     this.#updateRef();
   }
@@ -222,10 +222,10 @@ export class WorkerLogStore implements LogStore {
   }
 
   #acknowledge(through: number): void {
-    for (const [batch, records] of this.#unacked) {
+    for (const [batch, sealed] of this.#unacked) {
       if (batch > through) break;
       this.#unacked.delete(batch);
-      this.#unackedRecords -= records.length;
+      this.#unackedRecords -= sealed.count;
     }
     const waiting: FlushWaiter[] = [];
     for (const waiter of this.#flushWaiters) {
@@ -279,11 +279,11 @@ export class WorkerLogStore implements LogStore {
 
   /** Bounds memory while the worker commits nothing; a healthy one keeps this to a few batches. */
   #dropOldestBeyondLimit(): void {
-    for (const [batch, records] of this.#unacked) {
+    for (const [batch, sealed] of this.#unacked) {
       if (this.#unackedRecords <= this.#maxBuffered || this.#unacked.size === 1) break;
       this.#unacked.delete(batch);
-      this.#unackedRecords -= records.length;
-      this.#dropped += records.length;
+      this.#unackedRecords -= sealed.count;
+      this.#dropped += sealed.count;
     }
   }
 

@@ -1,0 +1,145 @@
+import { randomBytes } from 'node:crypto';
+import { LogBatchEncoder } from './encode-log-batch.ts';
+import type { LogRecord } from './log-record.ts';
+import type { SealedLogBatch } from './write-log-batch.ts';
+
+export interface LogBatchAppenderOptions {
+  /** Records per batch; a full batch is handed on at the next turn of the event loop. */
+  batchSize?: number;
+  /** Longest a record waits before its batch is handed on. Default 100 ms. */
+  flushIntervalMs?: number;
+  /** Records kept in sealed batches while handing them on fails; the oldest batches are dropped beyond it. Default 100 000. */
+  maxBuffered?: number;
+  onError?: (error: unknown) => void;
+}
+
+/** A batch is also sealed once its records take this much, whatever their number. */
+const MAX_BATCH_BYTES = 1024 * 1024;
+
+/**
+ * Encodes appended records into the open batch and hands sealed batches to `handOn` (a write
+ * or a post to the log writer): a full batch at the next turn, otherwise after
+ * `flushIntervalMs`, one batch per turn so that a burst never holds the event loop. A batch
+ * whose hand-on throws stays first in line and is tried again on the timer. Each sealed batch
+ * gets a key unique to it (a random id of this appender and a counter), which makes storing
+ * it a second time a no-op.
+ */
+export class LogBatchAppender {
+  readonly #handOn: (batch: SealedLogBatch) => void;
+  readonly #batchSize: number;
+  readonly #flushIntervalMs: number;
+  readonly #maxBuffered: number;
+  readonly #onError: (error: unknown) => void;
+  readonly #encoder = new LogBatchEncoder();
+  readonly #keyPrefix = randomBytes(12).toString('base64url');
+  #sealed = 0;
+  #queue: SealedLogBatch[] = [];
+  #queuedRecords = 0;
+  #dropped = 0;
+  #failing = false;
+  #timer: NodeJS.Timeout | undefined;
+  #immediate: NodeJS.Immediate | undefined;
+
+  constructor(handOn: (batch: SealedLogBatch) => void, options: LogBatchAppenderOptions = {}) {
+    this.#handOn = handOn;
+    this.#batchSize = options.batchSize ?? 1024;
+    this.#flushIntervalMs = options.flushIntervalMs ?? 100;
+    this.#maxBuffered = options.maxBuffered ?? 100_000;
+    this.#onError = options.onError ?? (() => {});
+  }
+
+  /** Records not yet handed on. */
+  get size(): number {
+    return this.#encoder.count + this.#queuedRecords;
+  }
+
+  /** Records dropped because handing on kept failing while more than `maxBuffered` waited. */
+  get dropped(): number {
+    return this.#dropped;
+  }
+
+  append(record: LogRecord): void {
+    this.#encoder.append(record);
+    if (this.#encoder.count >= this.#batchSize || this.#encoder.bytes >= MAX_BATCH_BYTES) this.#seal();
+    this.#schedule();
+  }
+
+  /** A batch sealed elsewhere (the log writer's thread receives them so), handed on in turn. */
+  enqueue(batch: SealedLogBatch): void {
+    this.#push(batch);
+    this.#schedule();
+  }
+
+  /** Seals the open batch and hands on every batch now. Throws when a hand-on fails (the batches are kept). */
+  flushAll(): void {
+    this.#cancelTimers();
+    this.#seal();
+    try {
+      while (this.#queue.length > 0) this.#handOnFirst();
+      this.#failing = false;
+    } catch (error) {
+      this.#failing = true;
+      this.#schedule();
+      throw error;
+    }
+  }
+
+  #seal(): void {
+    const batch = this.#encoder.seal();
+    if (batch !== undefined) this.#push({ key: `${this.#keyPrefix}.${++this.#sealed}`, ...batch });
+  }
+
+  #push(batch: SealedLogBatch): void {
+    this.#queue.push(batch);
+    this.#queuedRecords += batch.count;
+    while (this.#queuedRecords > this.#maxBuffered && this.#queue.length > 1) {
+      const dropped = this.#queue.shift()!;
+      this.#queuedRecords -= dropped.count;
+      this.#dropped += dropped.count;
+    }
+  }
+
+  #handOnFirst(): void {
+    const batch = this.#queue[0]!;
+    this.#handOn(batch);
+    this.#queue.shift();
+    this.#queuedRecords -= batch.count;
+  }
+
+  #schedule(): void {
+    if (this.size === 0) return;
+    // While handing on fails, only the timer retries, so a full queue does not spin.
+    if (this.#queue.length > 0 && !this.#failing) {
+      this.#immediate ??= setImmediate(() => {
+        this.#immediate = undefined;
+        this.#handOnOne();
+      });
+    } else {
+      this.#timer ??= setTimeout(() => {
+        this.#timer = undefined;
+        this.#seal();
+        this.#handOnOne();
+      }, this.#flushIntervalMs).unref();
+    }
+  }
+
+  #handOnOne(): void {
+    if (this.#queue.length > 0) {
+      try {
+        this.#handOnFirst();
+        this.#failing = false;
+      } catch (error) {
+        this.#failing = true;
+        this.#onError(error);
+      }
+    }
+    this.#schedule();
+  }
+
+  #cancelTimers(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#immediate !== undefined) clearImmediate(this.#immediate);
+    this.#timer = undefined;
+    this.#immediate = undefined;
+  }
+}

@@ -1,0 +1,123 @@
+import type { DecodedLogBatch } from './decode-log-batch.ts';
+import { FLAG_CLIENT_ABORTED } from './encode-log-batch.ts';
+import { slotOf } from './time-slots.ts';
+
+/** The sums usage_rollup keeps, named as its columns. */
+export interface RollupSums {
+  requests: number;
+  /** status >= 400 */
+  errors: number;
+  /** attempt_count > 0: what quotas count as a request. */
+  forwarded: number;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number;
+  reasoning_tokens: number;
+  cost: number;
+  client_aborted: number;
+  duration_sum: number;
+  ttfb_sum: number;
+  /** Records with a ttfb: avg_ttfb_ms averages only those. */
+  ttfb_count: number;
+  s1xx: number;
+  s2xx: number;
+  s3xx: number;
+  s4xx: number;
+  s5xx: number;
+}
+
+export const ROLLUP_SUM_COLUMNS = [
+  'requests', 'errors', 'forwarded', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'cost',
+  'client_aborted', 'duration_sum', 'ttfb_sum', 'ttfb_count', 's1xx', 's2xx', 's3xx', 's4xx', 's5xx',
+] as const satisfies ReadonlyArray<keyof RollupSums>;
+
+/** One usage_rollup row: a slot and a combination of dimensions, with its sums. */
+export interface RollupRow extends RollupSums {
+  slot_start: number;
+  access_key_id: number | null;
+  group_id: string | null;
+  external_model: string | null;
+}
+
+export function emptySums(): RollupSums {
+  return {
+    requests: 0, errors: 0, forwarded: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0, cost: 0,
+    client_aborted: 0, duration_sum: 0, ttfb_sum: 0, ttfb_count: 0, s1xx: 0, s2xx: 0, s3xx: 0, s4xx: 0, s5xx: 0,
+  };
+}
+
+/** Adds record `i` of a batch; the status classes count as the former SQL did (a status outside 100..599 in none). */
+export function addRecord(sums: RollupSums, batch: DecodedLogBatch, i: number): void {
+  const status = batch.status[i]!;
+  const ttfb = batch.ttfbMs[i]!;
+  sums.requests++;
+  if (status >= 400) sums.errors++;
+  if (batch.attemptCount[i]! > 0) sums.forwarded++;
+  sums.input_tokens += batch.inputTokens[i]!;
+  sums.output_tokens += batch.outputTokens[i]!;
+  sums.cached_tokens += batch.cachedTokens[i]!;
+  sums.reasoning_tokens += batch.reasoningTokens[i]!;
+  sums.cost += batch.cost[i]!;
+  if ((batch.flags[i]! & FLAG_CLIENT_ABORTED) !== 0) sums.client_aborted++;
+  sums.duration_sum += batch.durationMs[i]!;
+  if (!Number.isNaN(ttfb)) {
+    sums.ttfb_sum += ttfb;
+    sums.ttfb_count++;
+  }
+  if (status >= 100 && status < 600) {
+    if (status < 200) sums.s1xx++;
+    else if (status < 300) sums.s2xx++;
+    else if (status < 400) sums.s3xx++;
+    else if (status < 500) sums.s4xx++;
+    else sums.s5xx++;
+  }
+}
+
+export function addSums(into: RollupSums, from: RollupSums): void {
+  for (const column of ROLLUP_SUM_COLUMNS) into[column] += from[column];
+}
+
+/** Rollup rows being built, one per slot and combination of dimensions. */
+export class RollupTable {
+  readonly rows: RollupRow[] = [];
+  readonly #index = new Map<number, Map<number | null, Map<string | null, Map<string | null, RollupRow>>>>();
+  /** The row of the previous record: records of a batch mostly share one. */
+  #last: RollupRow | undefined;
+
+  /** Adds the records of `batch` for which `include` holds (all when it is undefined). */
+  addBatch(batch: DecodedLogBatch, include?: (i: number) => boolean): void {
+    const { createdAt, accessKeyId, groupRef, modelRef, strings } = batch;
+    for (let i = 0; i < batch.count; i++) {
+      if (include !== undefined && !include(i)) continue;
+      const slot = slotOf(createdAt[i]!);
+      const key = accessKeyId[i]!;
+      const keyId = Number.isNaN(key) ? null : key;
+      const group = groupRef[i]! === 0 ? null : strings[groupRef[i]! - 1]!;
+      const model = modelRef[i]! === 0 ? null : strings[modelRef[i]! - 1]!;
+      const last = this.#last;
+      const row =
+        last !== undefined && last.slot_start === slot && last.access_key_id === keyId && last.group_id === group && last.external_model === model
+          ? last
+          : this.#row(slot, keyId, group, model);
+      this.#last = row;
+      addRecord(row, batch, i);
+    }
+  }
+
+  #row(slot: number, keyId: number | null, group: string | null, model: string | null): RollupRow {
+    const bySlot = getOrSet(this.#index, slot, () => new Map());
+    const byKey = getOrSet(bySlot, keyId, () => new Map());
+    const byGroup = getOrSet(byKey, group, () => new Map());
+    return getOrSet(byGroup, model, () => {
+      const row: RollupRow = { slot_start: slot, access_key_id: keyId, group_id: group, external_model: model, ...emptySums() };
+      this.rows.push(row);
+      return row;
+    });
+  }
+}
+
+function getOrSet<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) map.set(key, (value = make()));
+  return value;
+}

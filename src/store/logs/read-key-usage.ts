@@ -1,0 +1,39 @@
+import type Database from 'better-sqlite3';
+import type { LogBatchSource } from './log-batch-source.ts';
+import type { KeyUsage } from './log-store.ts';
+import { EARLIEST, splitBySlots } from './time-slots.ts';
+
+/**
+ * What an AccessKey used since `from`: the rollups of the whole minutes from then (the
+ * records of a minute cut by `from`, which quota periods never do, are read themselves), plus
+ * what retention deleted, kept per hour.
+ */
+export function readKeyUsage(prepare: (sql: string) => Database.Statement, source: LogBatchSource, accessKeyId: number, from: number | undefined): KeyUsage {
+  const usage: KeyUsage = { requests: 0, tokens: 0, cost: 0 };
+  const { whole, partial } = splitBySlots(from, undefined);
+  if (whole !== undefined) {
+    const logged = prepare(
+      `SELECT COALESCE(SUM(forwarded), 0) AS requests, COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost
+       FROM usage_rollup WHERE access_key_id = ? AND slot_start >= ?`,
+    ).get(accessKeyId, whole.from) as KeyUsage;
+    add(usage, logged);
+  }
+  for (const range of partial) {
+    source.forEachRecord({ ...range, access_key_id: accessKeyId }, (batch, i) => {
+      if (batch.attemptCount[i]! > 0) usage.requests++;
+      usage.tokens += batch.inputTokens[i]! + batch.outputTokens[i]!;
+      usage.cost += batch.cost[i]!;
+    });
+  }
+  const pruned = prepare(
+    'SELECT COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost FROM pruned_usage_by_hour WHERE access_key_id = ? AND hour_start >= ?',
+  ).get(accessKeyId, from ?? EARLIEST) as KeyUsage;
+  add(usage, pruned);
+  return usage;
+}
+
+function add(usage: KeyUsage, more: KeyUsage): void {
+  usage.requests += more.requests;
+  usage.tokens += more.tokens;
+  usage.cost += more.cost;
+}

@@ -1,0 +1,53 @@
+import type Database from 'better-sqlite3';
+import type { LogBatchSource } from './log-batch-source.ts';
+import { ROLLUP_SUM_COLUMNS, addRecord, addSums, emptySums, type RollupSums } from './log-rollup.ts';
+import type { ModelStatistics, Statistics, StatisticsQuery } from './log-store.ts';
+import { compareSqlValues } from './sql-order.ts';
+import { splitBySlots } from './time-slots.ts';
+
+/**
+ * Totals and top models: per external model, the rollups of the whole minutes inside
+ * [from, to) plus the records of the minutes cut by `from` or `to`; the totals are their sum.
+ */
+export function readStatistics(prepare: (sql: string) => Database.Statement, source: LogBatchSource, query: StatisticsQuery): Statistics {
+  const byModel = new Map<string | null, RollupSums>();
+  const sumsOf = (model: string | null): RollupSums => {
+    let sums = byModel.get(model);
+    if (sums === undefined) byModel.set(model, (sums = emptySums()));
+    return sums;
+  };
+  const { whole, partial } = splitBySlots(query.from, query.to);
+  if (whole !== undefined) {
+    const key = query.access_key_id === undefined ? '' : ' AND access_key_id = ?';
+    const rows = prepare(
+      `SELECT external_model AS model, ${ROLLUP_SUM_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')}
+       FROM usage_rollup WHERE slot_start >= ? AND slot_start < ?${key} GROUP BY external_model`,
+    ).all(whole.from, whole.to, ...(query.access_key_id === undefined ? [] : [query.access_key_id])) as Array<RollupSums & { model: string | null }>;
+    for (const { model, ...sums } of rows) addSums(sumsOf(model), sums);
+  }
+  for (const range of partial) {
+    source.forEachRecord({ ...range, access_key_id: query.access_key_id }, (batch, i) => {
+      addRecord(sumsOf(batch.modelRef[i] === 0 ? null : batch.strings[batch.modelRef[i]! - 1]!), batch, i);
+    });
+  }
+  const total = emptySums();
+  for (const sums of byModel.values()) addSums(total, sums);
+  const top_models: ModelStatistics[] = [...byModel]
+    .map(([model, sums]) => ({ model, ...usageTotals(sums) }))
+    .sort((a, b) => b.requests - a.requests || compareSqlValues(a.model, b.model))
+    .slice(0, Math.max(1, Math.trunc(query.top ?? 5)));
+  return {
+    ...usageTotals(total),
+    error_rate: total.requests === 0 ? 0 : total.errors / total.requests,
+    client_aborted: total.client_aborted,
+    avg_duration_ms: total.requests === 0 ? 0 : total.duration_sum / total.requests,
+    avg_ttfb_ms: total.ttfb_count === 0 ? 0 : total.ttfb_sum / total.ttfb_count,
+    by_status_class: { '1xx': total.s1xx, '2xx': total.s2xx, '3xx': total.s3xx, '4xx': total.s4xx, '5xx': total.s5xx },
+    top_models,
+  };
+}
+
+function usageTotals(sums: RollupSums): Omit<ModelStatistics, 'model'> {
+  const { requests, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost } = sums;
+  return { requests, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost };
+}

@@ -1,0 +1,122 @@
+import type Database from 'better-sqlite3';
+import type { BodyRowValues } from './body-row.ts';
+import { decodeLogBatch, type DecodedLogBatch } from './decode-log-batch.ts';
+import { DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
+import { ROLLUP_SUM_COLUMNS, RollupTable, type RollupRow } from './log-rollup.ts';
+
+/** A batch ready to store: its encoded records, its recorded bodies, and the key that makes storing it again a no-op. */
+export interface SealedLogBatch {
+  key: string;
+  data: Buffer;
+  count: number;
+  bodies: BodyRowValues[] | undefined;
+}
+
+const SAME_DIMENSIONS = 'slot_start = ? AND access_key_id IS ? AND group_id IS ? AND external_model IS ?';
+
+/**
+ * Stores batches: the batch row (skipped, with everything else, when its key is known), its
+ * dimensions, its recorded bodies and its records' rollups, in one transaction. Also the
+ * rollup and dimension updates that prune needs.
+ */
+export class LogBatchWriter {
+  readonly #db: Database.Database;
+  readonly #insertBatch: Database.Statement;
+  readonly #lastEndSeq: Database.Statement;
+  readonly #insertDim: Database.Statement;
+  readonly #deleteDims: Database.Statement;
+  readonly #insertBody: Database.Statement;
+  readonly #addRollup: Database.Statement;
+  readonly #insertRollup: Database.Statement;
+  readonly #deleteEmptyRollup: Database.Statement;
+  readonly #write: (batch: SealedLogBatch, seqs: { first: number; end: number } | undefined) => boolean;
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+    this.#insertBatch = db.prepare(
+      `INSERT OR IGNORE INTO log_batches (batch_key, first_seq, end_seq, count, min_created_at, max_created_at, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    // Seqs grow with ids: a batch's first_seq is where the newest batch's seqs ended.
+    this.#lastEndSeq = db.prepare('SELECT end_seq FROM log_batches ORDER BY id DESC LIMIT 1').pluck();
+    this.#insertDim = db.prepare('INSERT OR IGNORE INTO log_batch_dims (kind, value, batch_id) VALUES (?, ?, ?)');
+    this.#deleteDims = db.prepare('DELETE FROM log_batch_dims WHERE batch_id = ?');
+    this.#insertBody = db.prepare(
+      'INSERT OR IGNORE INTO request_bodies (request_id, state, original_bytes, body, is_json, batch_id) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.#addRollup = db.prepare(
+      `UPDATE usage_rollup SET ${ROLLUP_SUM_COLUMNS.map((c) => `${c} = ${c} + ?`).join(', ')} WHERE ${SAME_DIMENSIONS}`,
+    );
+    this.#insertRollup = db.prepare(
+      `INSERT INTO usage_rollup (slot_start, access_key_id, group_id, external_model, ${ROLLUP_SUM_COLUMNS.join(', ')})
+       VALUES (${['?', '?', '?', '?', ...ROLLUP_SUM_COLUMNS.map(() => '?')].join(', ')})`,
+    );
+    this.#deleteEmptyRollup = db.prepare(`DELETE FROM usage_rollup WHERE ${SAME_DIMENSIONS} AND requests <= 0`);
+    this.#write = db.transaction((batch: SealedLogBatch, seqs: { first: number; end: number } | undefined) => this.#store(batch, seqs));
+  }
+
+  /**
+   * Stores a batch in one transaction (a savepoint inside a caller's); false when a batch with
+   * its key is already stored. `seqs` keeps the seqs of records migrated from request_logs.
+   */
+  write(batch: SealedLogBatch, seqs?: { first: number; end: number }): boolean {
+    return this.#write(batch, seqs);
+  }
+
+  /** The batch's distinct keys, groups, models and statuses. */
+  insertDims(batchId: number, batch: DecodedLogBatch): void {
+    const keys = new Set<number>();
+    const groups = new Set<number>();
+    const models = new Set<number>();
+    const statuses = new Set<number>();
+    for (let i = 0; i < batch.count; i++) {
+      const key = batch.accessKeyId[i]!;
+      if (!Number.isNaN(key)) keys.add(key);
+      if (batch.groupRef[i]! !== 0) groups.add(batch.groupRef[i]!);
+      if (batch.modelRef[i]! !== 0) models.add(batch.modelRef[i]!);
+      statuses.add(batch.status[i]!);
+    }
+    for (const key of keys) this.#insertDim.run(DIM_KEY, key, batchId);
+    for (const ref of groups) this.#insertDim.run(DIM_GROUP, batch.strings[ref - 1], batchId);
+    for (const ref of models) this.#insertDim.run(DIM_MODEL, batch.strings[ref - 1], batchId);
+    for (const status of statuses) if (!Number.isNaN(status)) this.#insertDim.run(DIM_STATUS, status, batchId);
+  }
+
+  deleteDims(batchId: number): void {
+    this.#deleteDims.run(batchId);
+  }
+
+  /** Adds rows to usage_rollup, or with `sign` -1 takes them away (rows left with no request are deleted). */
+  applyRollup(rows: readonly RollupRow[], sign: 1 | -1): void {
+    for (const row of rows) {
+      const dimensions = [row.slot_start, row.access_key_id, row.group_id, row.external_model];
+      const sums = ROLLUP_SUM_COLUMNS.map((c) => sign * row[c]);
+      if (this.#addRollup.run(...sums, ...dimensions).changes === 0) {
+        if (sign === 1) this.#insertRollup.run(...dimensions, ...sums);
+      } else if (sign === -1) {
+        this.#deleteEmptyRollup.run(...dimensions);
+      }
+    }
+  }
+
+  #store(batch: SealedLogBatch, seqs: { first: number; end: number } | undefined): boolean {
+    const decoded = decodeLogBatch(batch.data);
+    let min = Infinity;
+    let max = -Infinity;
+    for (let i = 0; i < decoded.count; i++) {
+      const at = decoded.createdAt[i]!;
+      if (at < min) min = at;
+      if (at > max) max = at;
+    }
+    const first = seqs?.first ?? ((this.#lastEndSeq.get() as number | undefined) ?? 0);
+    const end = seqs?.end ?? first + decoded.count;
+    const inserted = this.#insertBatch.run(batch.key, first, end, decoded.count, min, max, batch.data);
+    if (inserted.changes === 0) return false;
+    const batchId = Number(inserted.lastInsertRowid);
+    this.insertDims(batchId, decoded);
+    for (const body of batch.bodies ?? []) this.#insertBody.run(...body, batchId);
+    const rollup = new RollupTable();
+    rollup.addBatch(decoded);
+    this.applyRollup(rollup.rows, 1);
+    return true;
+  }
+}
