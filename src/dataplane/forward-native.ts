@@ -40,7 +40,7 @@ export interface ForwardInput {
   search: string;
   body: ForwardBody;
   /** Included candidates in the order to try them. */
-  candidates: Candidate[];
+  candidates: readonly Candidate[];
   streamStyle: StreamErrorStyle;
   usageStyle: UsageStyle | undefined;
   /** Adds `stream_options.include_usage` for completions streams; true when the client did not ask. */

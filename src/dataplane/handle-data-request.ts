@@ -12,7 +12,8 @@ import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative, type ForwardDeps } from './forward-native.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { newLogDraft } from './log-draft.ts';
-import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
+import { attemptOrder, refusalFor, type Candidate } from './plan-candidates.ts';
+import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { renderErrorBody } from './render-error-body.ts';
@@ -42,6 +43,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const affinity = new ResponseAffinity(100_000);
+  const plans = new RoutePlans();
   const quota = quotaMeterFor(deps.logs);
   const { options } = deps;
   // What forwarding needs from the configuration, rebuilt only when the snapshot changes.
@@ -115,11 +117,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       log.external_model = model ?? null;
 
       const features = requestFeatures(op.stream, prepared.fields, query);
-      const groups = model === undefined ? snap.groups : (snap.groupsByModel.get(model) ?? []);
-      const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups, features });
+      const { candidates, included } = plans.plan(snap.groupsByModel, snap.groups, key, op.protocol, op.id, model, features);
       const responseId = match.params['response_id'];
       const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
-      const ordered = preferGroup(attemptOrder(candidates), remembered?.groupId);
+      const ordered = preferGroup(included.length < 2 ? included : attemptOrder(included), remembered?.groupId);
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
         const routed = candidates.find((c) => c.resolution.ok);
@@ -196,7 +197,7 @@ function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-function preferGroup(ordered: Candidate[], groupId: number | undefined): Candidate[] {
+function preferGroup(ordered: readonly Candidate[], groupId: number | undefined): readonly Candidate[] {
   if (groupId === undefined) return ordered;
   return [...ordered.filter((c) => c.group.id === groupId), ...ordered.filter((c) => c.group.id !== groupId)];
 }

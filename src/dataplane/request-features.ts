@@ -17,9 +17,22 @@ export function requestFeatures(operationStream: string, body: Record<string, un
   if (format === 'url') f.output_format = 'url';
   else if (format === 'b64_json') f.output_format = 'base64';
   if (typeof body['previous_response_id'] === 'string' && body['previous_response_id']) f.previous_response = true;
-  const kinds = (['input', 'query', 'documents'] as const).filter((k) => body[k] !== undefined).map((k) => inputKind(body[k]));
-  if (kinds.length) f.input_kind = kinds.includes('other') ? 'other' : kinds.includes('token_ids') ? 'token_ids' : 'text';
+  const kind = strongerKind(strongerKind(inputKindOf(body['input']), inputKindOf(body['query'])), inputKindOf(body['documents']));
+  if (kind !== undefined) f.input_kind = kind;
   return f;
+}
+
+type InputKind = 'text' | 'token_ids' | 'other';
+
+/** Of the members present, 'other' wins over 'token_ids', which wins over 'text'. */
+function strongerKind(a: InputKind | undefined, b: InputKind | undefined): InputKind | undefined {
+  if (a === undefined) return b;
+  if (b === undefined || a === 'other' || b === 'text') return a;
+  return b;
+}
+
+function inputKindOf(value: unknown): InputKind | undefined {
+  return value === undefined ? undefined : inputKind(value);
 }
 
 // Rerank documents may be objects carrying only text; anything else (images) is not text.
