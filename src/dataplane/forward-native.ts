@@ -22,7 +22,7 @@ import { withRequestId } from './request-id-headers.ts';
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
 export type ForwardBody =
   | { kind: 'none' }
-  | { kind: 'json'; raw: Buffer; value: Record<string, unknown> }
+  | { kind: 'json'; raw: Buffer; value: Record<string, unknown>; repeatsModel: boolean }
   | {
       kind: 'stream';
       /** open() may be called again for another attempt (a spooled body); else the body is sent once. */
@@ -133,7 +133,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           // Body members that name the path's model again get the upstream name too.
           const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
           if (input.body.kind === 'json') {
-            const built = jsonAttemptBody(input.body.raw, input.body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed);
+            const built = jsonAttemptBody(input.body.raw, input.body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed, input.body.repeatsModel);
             body = built.body;
             dropUsageChunk = built.addedStreamUsage;
             headers['content-type'] = 'application/json';

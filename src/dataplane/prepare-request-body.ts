@@ -9,7 +9,7 @@ import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import type { ForwardBody } from './forward-native.ts';
-import { parseJsonObject, readBody } from './read-body.ts';
+import { parseJsonText, readBody } from './read-body.ts';
 
 export interface PreparedBody {
   body: ForwardBody;
@@ -88,9 +88,12 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
 
 function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
   if (raw.length === 0) return NO_BODY;
-  const value = parseJsonObject(raw);
+  const text = raw.toString('utf8');
+  const value = parseJsonText(text);
+  // A second "model" (routing read the last) is looked for in the text: cheaper than in the bytes.
+  const repeatsModel = text.indexOf('"model"') !== text.lastIndexOf('"model"');
   const recorded: RecordedRequestBody | undefined = record ? { state: 'recorded', original_bytes: raw.length, body: value as RecordedRequestBody['body'] } : undefined;
-  return { body: { kind: 'json', raw, value }, fields: value, recorded: () => recorded };
+  return { body: { kind: 'json', raw, value, repeatsModel }, fields: value, recorded: () => recorded };
 }
 
 /**

@@ -37,9 +37,14 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 /** A JSON body must be one object; anything else is refused in the client's protocol. */
 export function parseJsonObject(raw: Buffer): Record<string, unknown> {
+  return parseJsonText(raw.toString('utf8'));
+}
+
+/** parseJsonObject for a body already decoded. */
+export function parseJsonText(text: string): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(raw.toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw new DataPlaneError('invalid_json');
   }

@@ -8,7 +8,7 @@ export interface RoutePlan {
   readonly included: readonly Candidate[];
 }
 
-/** Plans kept per AccessKey; a key that asks for more distinct models starts over. */
+/** Models kept per AccessKey and operation; a key that asks for more distinct ones starts over. */
 const PLANS_PER_KEY = 256;
 
 /**
@@ -19,7 +19,8 @@ const PLANS_PER_KEY = 256;
  */
 export class RoutePlans {
   #groups: ReadonlyMap<string, readonly GroupRecord[]> | undefined;
-  #byKey = new WeakMap<AccessKeyRecord, Map<string, RoutePlan>>();
+  /** AccessKey, then operation, then model, then route features. */
+  #byKey = new WeakMap<AccessKeyRecord, Map<string, Map<string, Map<number | string, RoutePlan>>>>();
 
   /** `groupsByModel` is the snapshot's (a new snapshot has a new one, which empties the cache). */
   plan(groupsByModel: ReadonlyMap<string, readonly GroupRecord[]>, allGroups: readonly GroupRecord[], key: AccessKeyRecord, protocol: string, operation: string, model: string | undefined, features: RouteFeatures): RoutePlan {
@@ -27,21 +28,31 @@ export class RoutePlans {
       this.#groups = groupsByModel;
       this.#byKey = new WeakMap();
     }
-    let plans = this.#byKey.get(key);
-    if (plans === undefined) this.#byKey.set(key, (plans = new Map()));
-    const id = `${operation}\n${model ?? ''}\n${featuresId(features)}`;
-    let plan = plans.get(id);
+    let byOperation = this.#byKey.get(key);
+    if (byOperation === undefined) this.#byKey.set(key, (byOperation = new Map()));
+    let byModel = byOperation.get(operation);
+    if (byModel === undefined) byOperation.set(operation, (byModel = new Map()));
+    const modelKey = model ?? '';
+    let byFeatures = byModel.get(modelKey);
+    if (byFeatures === undefined) {
+      if (byModel.size >= PLANS_PER_KEY) byModel.clear();
+      byModel.set(modelKey, (byFeatures = new Map()));
+    }
+    const id = featuresId(features);
+    let plan = byFeatures.get(id);
     if (plan === undefined) {
       const groups = model === undefined ? allGroups : (groupsByModel.get(model) ?? []);
       const candidates = planCandidates({ protocol, operation, model, key, groups, features });
       plan = { candidates, included: candidates.filter((c) => c.included) };
-      if (plans.size >= PLANS_PER_KEY) plans.clear();
-      plans.set(id, plan);
+      byFeatures.set(id, plan);
     }
     return plan;
   }
 }
 
-function featuresId(f: RouteFeatures): string {
-  return `${f.stream === true ? 1 : 0}${f.previous_response === true ? 1 : 0}|${f.image_count ?? ''}|${f.input_kind ?? ''}|${f.output_format ?? ''}|${f.sub_operation ?? ''}`;
+/** The features as a map key: a number for the common ones (stream, previous response), text when others are set. */
+function featuresId(f: RouteFeatures): number | string {
+  const flags = (f.stream === true ? 1 : 0) | (f.previous_response === true ? 2 : 0);
+  if (f.image_count === undefined && f.input_kind === undefined && f.output_format === undefined && f.sub_operation === undefined) return flags;
+  return `${flags}|${f.image_count ?? ''}|${f.input_kind ?? ''}|${f.output_format ?? ''}|${f.sub_operation ?? ''}`;
 }

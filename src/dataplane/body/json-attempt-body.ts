@@ -26,10 +26,12 @@ export function jsonAttemptBody(
   upstreamModel: string | null,
   requestStreamUsage: ((body: Record<string, unknown>) => boolean) | undefined,
   listed?: BodyModelMapping,
+  /** Whether `"model"` occurs more than once in `raw`, when the caller knows (it searched the decoded text, which is cheaper). */
+  repeatsModel?: boolean,
 ): JsonAttemptBody {
   // Routing read the last "model" (JSON.parse's); a body that may hold another one has every
   // one spliced, so that an upstream reading the first cannot be sent a model the key may not use.
-  const model = upstreamModel !== null && (value['model'] !== upstreamModel || raw.indexOf(MODEL_KEY) !== raw.lastIndexOf(MODEL_KEY)) ? upstreamModel : undefined;
+  const model = upstreamModel !== null && (value['model'] !== upstreamModel || (repeatsModel ?? raw.indexOf(MODEL_KEY) !== raw.lastIndexOf(MODEL_KEY))) ? upstreamModel : undefined;
   const addsUsage = requestStreamUsage !== undefined && streamUsageMissing(value);
   if (model === undefined && !addsUsage && listed === undefined) return { body: raw, addedStreamUsage: false };
   // The streaming benchmark's case: no need to find the members to append one.
