@@ -8,6 +8,8 @@ const SPACE = 32;
  * whose payload the relay has to look into.
  */
 export function sseEventData(text: string): string | undefined {
+  // Nearly every event: one `data: ` line and the blank line.
+  if (text.startsWith('data: ') && text.indexOf('\n') === text.length - 2 && text.endsWith('\n\n') && !text.includes('\r')) return text.slice(6, -2);
   let data: string | undefined;
   for (const line of text.split(LINE_END)) {
     if (!line.startsWith('data')) continue;

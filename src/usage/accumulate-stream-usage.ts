@@ -1,19 +1,19 @@
 import type { TokenUsage, UsageStyle } from './token-usage.ts';
-import type { UsageFieldTable } from './usage-field-table.ts';
-import { usageFieldTables } from './usage-field-tables.ts';
-import { readPath } from './read-path.ts';
-import { readRawCounters, unifyCounters, type RawUsageCounters } from './map-raw-usage.ts';
+import { readSegments } from './read-path.ts';
+import { compiledUsageTables, readRawCounters, unifyCounters, type CompiledUsageTable, type RawUsageCounters } from './map-raw-usage.ts';
+
+const TYPE = ['type'];
 
 /**
  * Collects usage from a stream event by event. Only events whose text matches the style's
  * hint are parsed, so a long stream costs one regex test per event, not one JSON.parse.
  */
 export class StreamUsageAccumulator {
-  readonly #table: UsageFieldTable;
+  readonly #table: CompiledUsageTable;
   #counters: RawUsageCounters | undefined;
 
   constructor(style: UsageStyle) {
-    this.#table = usageFieldTables[style];
+    this.#table = compiledUsageTables[style];
   }
 
   /**
@@ -22,7 +22,7 @@ export class StreamUsageAccumulator {
    * without parsing twice; undefined otherwise.
    */
   push(data: string): unknown {
-    if (!this.#table.streamHint.test(data)) return undefined;
+    if (!this.#table.table.streamHint.test(data)) return undefined;
     let parsed: unknown;
     try {
       parsed = JSON.parse(data);
@@ -35,16 +35,17 @@ export class StreamUsageAccumulator {
 
   /** Feeds one already parsed event. */
   pushParsed(event: unknown): void {
-    const type = readPath(event, 'type');
+    const type = readSegments(event, TYPE);
     for (const source of this.#table.stream) {
       if (source.eventType !== undefined && source.eventType !== type) continue;
-      const usageObject = readPath(event, source.usagePath);
+      const usageObject = readSegments(event, source.path);
       if (usageObject === null || typeof usageObject !== 'object') continue;
       const counters = readRawCounters(this.#table, usageObject);
-      if (source.merge === 'replace' || this.#counters === undefined) {
+      const kept = this.#counters;
+      if (source.merge === 'replace' || kept === undefined) {
         this.#counters = counters;
       } else {
-        for (const [raw, count] of counters) this.#counters.set(raw, count);
+        for (let i = 0; i < counters.length; i++) if (counters[i] !== undefined) kept[i] = counters[i];
       }
     }
   }

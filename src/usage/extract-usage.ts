@@ -1,12 +1,11 @@
 import type { TokenUsage, UsageStyle } from './token-usage.ts';
-import { usageFieldTables } from './usage-field-tables.ts';
-import { readPath } from './read-path.ts';
-import { readRawCounters, unifyCounters } from './map-raw-usage.ts';
+import { readSegments } from './read-path.ts';
+import { compiledUsageTables, readRawCounters, unifyCounters } from './map-raw-usage.ts';
 
 /** Usage from a parsed non-streaming response body; undefined when the body reports none. */
 export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | undefined {
-  const table = usageFieldTables[style];
-  const usageObject = readPath(body, table.bodyUsagePath);
+  const table = compiledUsageTables[style];
+  const usageObject = readSegments(body, table.bodyUsagePath);
   if (usageObject === null || typeof usageObject !== 'object') return undefined;
   return unifyCounters(table, readRawCounters(table, usageObject));
 }

@@ -1,21 +1,46 @@
-import { emptyUsage, type TokenUsage } from './token-usage.ts';
-import type { UsageFieldTable } from './usage-field-table.ts';
-import { readCount } from './read-path.ts';
+import { emptyUsage, type TokenUsage, type UnifiedUsageField, type UsageStyle } from './token-usage.ts';
+import type { StreamUsageSource, UsageFieldTable } from './usage-field-table.ts';
+import { usageFieldTables } from './usage-field-tables.ts';
+import { pathSegments, readCount, type PathSegments } from './read-path.ts';
 
-/** Raw counters of one usage object, keyed by the table's raw path. */
-export type RawUsageCounters = Map<string, number>;
+/** A usage table with its paths split, made once per style. */
+export interface CompiledUsageTable {
+  readonly table: UsageFieldTable;
+  readonly bodyUsagePath: PathSegments;
+  readonly fields: ReadonlyArray<{ readonly unified: UnifiedUsageField; readonly raw: PathSegments }>;
+  readonly stream: ReadonlyArray<StreamUsageSource & { readonly path: PathSegments }>;
+}
 
-export function readRawCounters(table: UsageFieldTable, usageObject: unknown): RawUsageCounters {
-  const counters: RawUsageCounters = new Map();
-  for (const row of table.fields) {
-    const count = readCount(usageObject, row.raw);
-    if (count !== undefined) counters.set(row.raw, count);
-  }
+/** Raw counters of one usage object, one per table field in the table's order; undefined where absent. */
+export type RawUsageCounters = Array<number | undefined>;
+
+function compile(table: UsageFieldTable): CompiledUsageTable {
+  return {
+    table,
+    bodyUsagePath: pathSegments(table.bodyUsagePath),
+    fields: table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) })),
+    stream: table.stream.map((source) => ({ ...source, path: pathSegments(source.usagePath) })),
+  };
+}
+
+export const compiledUsageTables: Readonly<Record<UsageStyle, CompiledUsageTable>> = {
+  completions: compile(usageFieldTables.completions),
+  responses: compile(usageFieldTables.responses),
+  messages: compile(usageFieldTables.messages),
+  generate: compile(usageFieldTables.generate),
+  embeddings: compile(usageFieldTables.embeddings),
+};
+
+export function readRawCounters(table: CompiledUsageTable, usageObject: unknown): RawUsageCounters {
+  const fields = table.fields;
+  const counters: RawUsageCounters = new Array(fields.length);
+  for (let i = 0; i < fields.length; i++) counters[i] = readCount(usageObject, fields[i]!.raw);
   return counters;
 }
 
-export function unifyCounters(table: UsageFieldTable, counters: RawUsageCounters): TokenUsage {
+export function unifyCounters(table: CompiledUsageTable, counters: RawUsageCounters): TokenUsage {
   const usage = emptyUsage();
-  for (const row of table.fields) usage[row.unified] += counters.get(row.raw) ?? 0;
+  const fields = table.fields;
+  for (let i = 0; i < fields.length; i++) usage[fields[i]!.unified] += counters[i] ?? 0;
   return usage;
 }

@@ -1,26 +1,22 @@
-/** Paths come from the usage tables, a few dozen in all: each is split once. */
-const SEGMENTS = new Map<string, readonly string[]>();
+/** A dotted path split once: the usage tables' paths are read on every response. */
+export type PathSegments = readonly string[];
 
-function segmentsOf(path: string): readonly string[] {
-  let segments = SEGMENTS.get(path);
-  if (segments === undefined) {
-    segments = path.split('.');
-    SEGMENTS.set(path, segments);
-  }
-  return segments;
+export function pathSegments(path: string): PathSegments {
+  return path.split('.');
 }
 
-/** Value at a dotted path of plain JSON objects, or undefined. */
-export function readPath(value: unknown, path: string): unknown {
+/** Value at a path of plain JSON objects, or undefined. */
+export function readSegments(value: unknown, segments: PathSegments): unknown {
   let current = value;
-  for (const key of segmentsOf(path)) {
+  for (let i = 0; i < segments.length; i++) {
     if (current === null || typeof current !== 'object' || Array.isArray(current)) return undefined;
-    current = (current as Record<string, unknown>)[key];
+    current = (current as Record<string, unknown>)[segments[i]!];
   }
   return current;
 }
 
-export function readCount(value: unknown, path: string): number | undefined {
-  const found = readPath(value, path);
+/** A token count at a path: a finite number at least 0, else undefined. */
+export function readCount(value: unknown, segments: PathSegments): number | undefined {
+  const found = readSegments(value, segments);
   return typeof found === 'number' && Number.isFinite(found) && found >= 0 ? found : undefined;
 }

@@ -91,6 +91,9 @@ t.test('sseEventData reads the data of one event as the full parser does', async
   const { events } = split([Buffer.from(STREAM)]);
   for (const event of events) t.equal(sseEventData(event.toString()), parse(event)[0]?.data, JSON.stringify(event.toString()));
   t.equal(sseEventData('\ndata: a\ndatum: no\ndata:b\ndata\n\n'), 'a\nb\n', 'a stray line end first, look-alike fields skipped, an empty data line kept');
+  for (const text of ['data: {"a":1}\n\n', 'data: a\rdata: b\n\n', 'data:x\n\n', 'data: a\ndata: b\n\n', 'data: \n\n', 'data: a\r\n\r\n', 'event: e\ndata: a\n\n']) {
+    t.equal(sseEventData(text), parse(text)[0]?.data, `as the full parser: ${JSON.stringify(text)}`);
+  }
 });
 
 t.test('pushBlock: complete events of an LF-only chunk come back as one block, the rest is kept; any other chunk is left to push', async (t) => {
