@@ -156,7 +156,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
             body,
             headersTimeoutMs: deps.headersTimeoutMs,
             bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
-            ...(proxy ? { proxy } : {}),
+            proxy,
           });
           upstream = await exchange.reply;
         } catch (err) {
@@ -286,7 +286,7 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     },
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
-    ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
+    inFlight: deps.inFlight,
   };
 }
 

@@ -140,8 +140,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           candidates: ordered,
           streamStyle: STREAM_STYLE[op.protocol] ?? 'completions',
           usageStyle: op.counts_tokens ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
-          ...(op.protocol === 'x-completions' ? { requestStreamUsage } : {}),
-          ...(remembered ? { preferredCredentialId: remembered.credentialId } : {}),
+          requestStreamUsage: op.protocol === 'x-completions' ? requestStreamUsage : undefined,
+          preferredCredentialId: remembered?.credentialId,
         },
         forwardDepsFor(snap),
       );

@@ -51,15 +51,8 @@ export class UpstreamReply {
   #outcome: 'end' | Error | undefined;
   #done = false;
   /** Chunks of this turn not yet handed to the sink. */
-  #turn: Buffer[] = [];
+  #turn: Buffer[] | undefined;
   #turnScheduled = false;
-  readonly #deliverTurn = () => {
-    this.#turnScheduled = false;
-    const chunks = this.#turn;
-    if (chunks.length === 0) return;
-    this.#turn = [];
-    this.pushData(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), true);
-  };
 
   constructor(status: number, headers: HeaderMap, transport: ReplyTransport) {
     this.status = status;
@@ -164,10 +157,10 @@ export class UpstreamReply {
   pushData(chunk: Buffer, now = false): void {
     if (this.#sink !== undefined) {
       if (now) return this.#sink.onData(chunk);
-      this.#turn.push(chunk);
+      (this.#turn ??= []).push(chunk);
       if (!this.#turnScheduled) {
         this.#turnScheduled = true;
-        process.nextTick(this.#deliverTurn);
+        process.nextTick(deliverTurn, this);
       }
       return;
     }
@@ -191,15 +184,28 @@ export class UpstreamReply {
     if (this.#sink !== undefined) this.#finish(error);
   }
 
+  /** @internal Hands the chunks of this turn to the sink as one (scheduled by pushData). */
+  deliverTurn(): void {
+    this.#turnScheduled = false;
+    const chunks = this.#turn;
+    if (chunks === undefined || chunks.length === 0) return;
+    this.#turn = undefined;
+    this.pushData(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), true);
+  }
+
   #finish(outcome: 'end' | Error): void {
     if (this.#done) return;
-    this.#deliverTurn();
+    this.deliverTurn();
     // A sink that let go while the turn's chunks were handed over (readHead) finishes later, with the rest.
     if (this.#sink === undefined) return;
     this.#done = true;
     if (outcome === 'end') this.#sink!.onEnd();
     else this.#sink!.onError(outcome);
   }
+}
+
+function deliverTurn(reply: UpstreamReply): void {
+  reply.deliverTurn();
 }
 
 /** The error an aborted exchange ends with (classified as `aborted`). */

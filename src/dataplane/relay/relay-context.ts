@@ -50,21 +50,8 @@ export class RelayContext {
   #waitingForDrain = false;
   #queued: Buffer[] = [];
   #flushScheduled = false;
-  readonly #resume = () => {
-    this.#waitingForDrain = false;
-    this.idle?.release();
-    this.reply.resume();
-  };
-  readonly #flushNow = () => {
-    this.#flushScheduled = false;
-    const data = this.#take();
-    if (data === undefined || this.res.destroyed) return;
-    if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
-    this.#waitingForDrain = true;
-    this.idle?.hold();
-    this.reply.pause();
-    this.res.once('drain', this.#resume);
-  };
+  /** Made when the client's buffer first fills (most responses never need it). */
+  #resume: (() => void) | undefined;
 
   constructor(reply: UpstreamReply, options: DeliveryOptions) {
     this.reply = reply;
@@ -83,7 +70,26 @@ export class RelayContext {
     this.#queued.push(typeof data === 'string' ? Buffer.from(data) : data);
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
-    process.nextTick(this.#flushNow);
+    process.nextTick(flushQueued, this);
+  }
+
+  /** Writes what this turn queued (scheduled by write). */
+  flush(): void {
+    this.#flushScheduled = false;
+    const data = this.#take();
+    if (data === undefined || this.res.destroyed) return;
+    if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
+    this.#waitingForDrain = true;
+    this.idle?.hold();
+    this.reply.pause();
+    this.res.once(
+      'drain',
+      (this.#resume ??= () => {
+        this.#waitingForDrain = false;
+        this.idle?.release();
+        this.reply.resume();
+      }),
+    );
   }
 
   /** Ends the client's response with whatever is still queued. */
@@ -110,4 +116,8 @@ export class RelayContext {
     this.#queued = [];
     return queued.length === 1 ? queued[0] : Buffer.concat(queued);
   }
+}
+
+function flushQueued(relay: RelayContext): void {
+  relay.flush();
 }
