@@ -1,6 +1,7 @@
 import type { TokenUsage, UsageStyle } from './token-usage.ts';
 import { readSegments } from './read-path.ts';
 import { compiledUsageTables, readRawCounters, unifyCounters } from './map-raw-usage.ts';
+import { parseObjectTail } from './parse-object-tail.ts';
 
 /** Usage from a parsed non-streaming response body; undefined when the body reports none. */
 export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | undefined {
@@ -10,8 +11,14 @@ export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | und
   return unifyCounters(table, readRawCounters(table, usageObject));
 }
 
-/** Same, from the body text; a body that is not JSON reports no usage. */
+/**
+ * Same, from the body text; a body that is not JSON reports no usage. Usage being a top-level
+ * member, only the body's tail from it is parsed when that is possible.
+ */
 export function extractUsageFromText(style: UsageStyle, text: string): TokenUsage | undefined {
+  const key = compiledUsageTables[style].bodyUsageKey;
+  const tail = key === undefined ? undefined : parseObjectTail(text, key);
+  if (tail !== undefined) return extractUsage(style, tail);
   let body: unknown;
   try {
     body = JSON.parse(text);

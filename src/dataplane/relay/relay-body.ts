@@ -1,4 +1,4 @@
-import { extractUsage } from '../../usage/index.ts';
+import { extractUsage, extractUsageFromText } from '../../usage/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import type { RelayContext } from './relay-context.ts';
@@ -34,10 +34,16 @@ export class BodyRelay implements UpstreamBodySink {
     relay.end();
     const kept = this.#kept;
     if (kept !== undefined && kept.length > 0) {
-      const parsed = parseOrUndefined((kept.length === 1 ? kept[0]! : Buffer.concat(kept)).toString('utf8'));
-      const { usageStyle } = relay.options;
-      if (usageStyle && parsed !== undefined) relay.outcome.usage = extractUsage(usageStyle, parsed);
-      if (relay.options.captureResponseId) relay.outcome.responseId = idOf(parsed);
+      const text = (kept.length === 1 ? kept[0]! : Buffer.concat(kept)).toString('utf8');
+      const { usageStyle, captureResponseId } = relay.options;
+      if (captureResponseId) {
+        // The created response's id is a member near the start: this body is parsed whole.
+        const parsed = parseOrUndefined(text);
+        if (usageStyle && parsed !== undefined) relay.outcome.usage = extractUsage(usageStyle, parsed);
+        relay.outcome.responseId = idOf(parsed);
+      } else if (usageStyle) {
+        relay.outcome.usage = extractUsageFromText(usageStyle, text);
+      }
     }
     this.#done();
   }

@@ -5,6 +5,9 @@ import { streamFailureOf } from './stream-failure-of.ts';
 import { StreamRelay } from './stream-relay.ts';
 
 const USAGE = Buffer.from('usage');
+/** What telling a usage-only chunk needs besides its usage. */
+const USAGE_ONLY_KEYS = ['choices'];
+const NO_KEYS: readonly string[] = [];
 const BLANK_LINE = Buffer.from('\n\n');
 const RESPONSE_CREATED = Buffer.from('"response.created"');
 const SEQUENCE_MARK = Buffer.from('"sequence_number"');
@@ -117,7 +120,14 @@ export class SseRelay extends StreamRelay {
     if (!wantsId && (this.usage === undefined || !event.includes(USAGE))) return true;
     const data = sseEventData(event.toString('utf8'));
     if (data === undefined) return true;
-    const parsed = this.usage?.push(data) ?? (wantsId ? parseOrUndefined(data) : undefined);
+    let parsed: unknown;
+    if (wantsId) {
+      // The id is a member of the whole event, not of the tail usage can be read from.
+      parsed = parseOrUndefined(data);
+      if (parsed !== undefined) this.usage?.pushParsed(parsed);
+    } else {
+      parsed = this.usage?.pushReading(data, options.dropUsageChunk ? USAGE_ONLY_KEYS : NO_KEYS);
+    }
     if (wantsId) outcome.responseId = idOf(parsed);
     return !(options.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed));
   }
