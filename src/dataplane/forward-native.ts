@@ -155,7 +155,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
             headers,
             body,
             headersTimeoutMs: deps.headersTimeoutMs,
-            bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs),
+            bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs, deps.headersTimeoutMs),
             proxy,
           });
           upstream = await exchange.reply;
@@ -318,10 +318,15 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   return result;
 }
 
-// Streams have their own idle watcher, which ends them with the protocol's error event; the
-// client's body timeout only catches a body that stops for far longer (a stuck connection).
-function bodyTimeoutBackstop(idleTimeoutMs: number): number {
-  return Math.max(idleTimeoutMs, 1000) * 10;
+/**
+ * Streams have their own idle watcher, which ends them with the protocol's error event; the
+ * client's body timeout only catches a body that stops for far longer (a stuck connection):
+ * at least twice the idle timeout. It is the headers timeout when that is long enough (the
+ * defaults, 300 s against 120 s), because undici makes a new timer for each phase of a
+ * request when their timeouts differ, and only refreshes one when they are the same.
+ */
+function bodyTimeoutBackstop(idleTimeoutMs: number, headersTimeoutMs: number): number {
+  return Math.max(headersTimeoutMs, Math.max(idleTimeoutMs, 1000) * 2);
 }
 
 // The request stream is destroyed once read; the response and socket tell whether the client left.
