@@ -29,12 +29,15 @@ export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryO
       relay.outcome.clientAborted = true;
       reply.abort();
     };
+    const { onClientGone } = options;
     const done = () => {
-      res.off('close', onClose);
+      if (onClientGone) onClientGone(undefined);
+      else res.off('close', onClose);
       relay.end();
       resolve(relay.outcome);
     };
-    res.once('close', onClose);
+    if (onClientGone) onClientGone(onClose);
+    else res.once('close', onClose);
     reply.consume(
       isSse ? new SseRelay(relay, done) : isJsonArrayStream ? new JsonArrayRelay(relay, done) : new BodyRelay(relay, contentType.includes('json'), done),
     );

@@ -106,6 +106,13 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   let lastTransportError: AttemptFailure | undefined;
   let lastTried: { candidate: Candidate; credential: CredentialView } | undefined;
   let bodyConsumed = false;
+  // One listener for the whole request, pointed at what a client leaving means in each phase.
+  let onClientGone: (() => void) | undefined;
+  const clientGoneListener = () => onClientGone?.();
+  const setClientGone = (handler: (() => void) | undefined) => {
+    onClientGone = handler;
+  };
+  input.res.once('close', clientGoneListener);
 
   try {
     candidates: for (const candidate of input.candidates) {
@@ -123,8 +130,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         let exchange: UpstreamExchange | undefined;
         let streamedBody: Readable | undefined;
         let dropUsageChunk = false;
-        const onClientGone = () => exchange?.abort();
-        input.res.once('close', onClientGone);
+        onClientGone = () => exchange?.abort();
         let upstream: UpstreamReply;
         try {
           const headers = upstreamRequestHeaders(input.req.headers);
@@ -160,7 +166,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           });
           upstream = await exchange.reply;
         } catch (err) {
-          input.res.off('close', onClientGone);
+          onClientGone = undefined;
           if (clientGone(input)) {
             result.clientAborted = true;
             attempt.error_code = 'client_closed';
@@ -186,7 +192,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           if (!input.op.replay_safe && !failure.notDelivered) break candidates;
           continue;
         }
-        input.res.off('close', onClientGone);
+        onClientGone = undefined;
         attempt.status = upstream.status;
         const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
         if (FAILOVER_STATUSES(upstream.status, input.op)) {
@@ -216,9 +222,9 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
             break;
           }
           result.ttfbAt = deps.now();
-          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential });
+          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, setClientGone);
         }
-        const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, dropUsageChunk));
+        const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, dropUsageChunk, setClientGone));
         if (upstream.status >= 400) attempt.error_code = `upstream_${upstream.status}`;
         result.status = upstream.status;
         result.candidate = candidate;
@@ -232,7 +238,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       }
     }
     // Awaited, so that the finally below finds its stream sent.
-    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure);
+    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, setClientGone);
     if (result.clientAborted || clientGone(input)) {
       // Logged like any other outcome: 499, with the route and credential it was on.
       result.clientAborted = true;
@@ -246,6 +252,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
+    input.res.off('close', clientGoneListener);
     // A kept error answer that was not sent still holds its upstream connection.
     lastFailure?.stream?.abort();
   }
@@ -255,7 +262,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
  * Passes an upstream's error answer on as the upstream sent it (minus its own secret). One too
  * large to read whole streams on the way any large answer does.
  */
-async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, failure: Failed): Promise<ForwardResult> {
+async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, failure: Failed, setClientGone: DeliveryOptions['onClientGone']): Promise<ForwardResult> {
   result.status = failure.status;
   result.errorCode = `upstream_${failure.status}`;
   result.candidate = failure.candidate;
@@ -265,15 +272,16 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
     sendUpstreamError(input.res, input.requestId, failure);
     return result;
   }
-  const outcome = await deliverUpstreamResponse(failure.stream, deliveryOptions(input, deps, result, false));
+  const outcome = await deliverUpstreamResponse(failure.stream, deliveryOptions(input, deps, result, false, setClientGone));
   result.clientAborted = outcome.clientAborted;
   if (outcome.clientAborted) result.errorCode = 'client_closed';
   else if (outcome.streamFailure) result.errorCode = outcome.streamFailure;
   return result;
 }
 
-function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean): DeliveryOptions {
+function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone']): DeliveryOptions {
   return {
+    onClientGone,
     res: input.res,
     requestId: input.requestId,
     streamStyle: input.streamStyle,

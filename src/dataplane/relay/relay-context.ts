@@ -21,6 +21,11 @@ export interface DeliveryOptions {
   streamingOperation: boolean;
   /** Where a stream relay is registered while it runs, for a shutdown to end it. */
   inFlight?: InFlightRequests;
+  /**
+   * Points the caller's own watch on the client's response at what a client leaving now means
+   * (undefined: nothing), instead of the delivery adding and removing a listener of its own.
+   */
+  onClientGone?: (handler: (() => void) | undefined) => void;
 }
 
 export interface DeliveryOutcome {
