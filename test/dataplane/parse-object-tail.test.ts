@@ -35,3 +35,8 @@ t.test('for every key placement the answer agrees with JSON.parse of the whole',
     else t.pass(`${text}: left to the whole parse`);
   }
 });
+
+t.test('the last of several top-level duplicates is the one read, as JSON.parse reads it', async (t) => {
+  t.same(parseObjectTail('{"usage":{"n":1},"x":2,"usage":{"n":3}}', ['usage']), { usage: { n: 3 } });
+  t.same(parseObjectTail('{"choices":[1],"usage":{"n":1},"choices":[]}', ['choices', 'usage']), { usage: { n: 1 }, choices: [] }, 'from the earlier of the two last occurrences');
+});

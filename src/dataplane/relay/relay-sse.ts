@@ -9,7 +9,8 @@ const USAGE = Buffer.from('usage');
 const USAGE_ONLY_KEYS = ['choices'];
 const NO_KEYS: readonly string[] = [];
 const BLANK_LINE = Buffer.from('\n\n');
-const RESPONSE_CREATED = Buffer.from('"response.created"');
+const RESPONSE_CREATED_TEXT = '"response.created"';
+const RESPONSE_CREATED = Buffer.from(RESPONSE_CREATED_TEXT);
 const SEQUENCE_MARK = Buffer.from('"sequence_number"');
 /** A responses stream event's `sequence_number` (no nested object of these events has one). */
 const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
@@ -71,7 +72,7 @@ export class SseRelay extends StreamRelay {
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!;
       if (options.streamStyle === 'responses' && event.includes(SEQUENCE_MARK)) this.#lastSequenced = event;
-      if (!this.#inspect(event)) (kept ??= events.slice(0, i));
+      if (this.#mayCarry(event) && !this.#inspect(event.toString('utf8'))) (kept ??= events.slice(0, i));
       else kept?.push(event);
     }
     const out = kept ?? events;
@@ -89,7 +90,8 @@ export class SseRelay extends StreamRelay {
       const at = block.lastIndexOf(SEQUENCE_MARK);
       if (at !== -1) this.#lastSequenced = block.subarray(eventStart(block, at), eventEnd(block, at));
     }
-    let kept: Buffer[] | undefined;
+    // The [start, end) ranges of the block to pass on, when an event is dropped.
+    let kept: number[] | undefined;
     let from = 0;
     for (let at = from; ; ) {
       const usage = this.usage === undefined ? -1 : block.indexOf(USAGE, at);
@@ -98,14 +100,14 @@ export class SseRelay extends StreamRelay {
       if (found === -1) break;
       const start = eventStart(block, found);
       at = eventEnd(block, found);
-      if (this.#inspect(block.subarray(start, at))) continue;
-      (kept ??= []).push(block.subarray(from, start));
+      if (this.#inspect(block.toString('utf8', start, at))) continue;
+      (kept ??= []).push(from, start);
       from = at;
     }
     if (!this.relay.clientOpen) return;
     if (kept === undefined) return this.relay.write(block);
-    if (from < block.length) kept.push(block.subarray(from));
-    const out = Buffer.concat(kept);
+    kept.push(from, block.length);
+    const out = copyRanges(block, kept);
     if (out.length > 0) this.relay.write(out);
   }
 
@@ -113,22 +115,27 @@ export class SseRelay extends StreamRelay {
     if (this.relay.clientOpen) this.relay.write(bytes);
   }
 
-  /** Reads usage and ids from an event that may carry them; false when the event is to be dropped. */
-  #inspect(event: Buffer): boolean {
+  /** Whether an event's bytes may hold usage or the created response's id (checked before decoding it). */
+  #mayCarry(event: Buffer): boolean {
     const { options, outcome } = this.relay;
-    const wantsId = options.captureResponseId && outcome.responseId === undefined && event.includes(RESPONSE_CREATED);
-    if (!wantsId && (this.usage === undefined || !event.includes(USAGE))) return true;
-    const data = sseEventData(event.toString('utf8'));
+    return (this.usage !== undefined && event.includes(USAGE)) || (options.captureResponseId && outcome.responseId === undefined && event.includes(RESPONSE_CREATED));
+  }
+
+  /** Reads usage and ids from an event's text; false when the event is to be dropped. */
+  #inspect(text: string): boolean {
+    const { options, outcome } = this.relay;
+    const data = sseEventData(text);
     if (data === undefined) return true;
+    const wantsId = options.captureResponseId && outcome.responseId === undefined && text.includes(RESPONSE_CREATED_TEXT);
     let parsed: unknown;
     if (wantsId) {
       // The id is a member of the whole event, not of the tail usage can be read from.
       parsed = parseOrUndefined(data);
       if (parsed !== undefined) this.usage?.pushParsed(parsed);
+      outcome.responseId = idOf(parsed);
     } else {
       parsed = this.usage?.pushReading(data, options.dropUsageChunk ? USAGE_ONLY_KEYS : NO_KEYS);
     }
-    if (wantsId) outcome.responseId = idOf(parsed);
     return !(options.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed));
   }
 
@@ -136,6 +143,16 @@ export class SseRelay extends StreamRelay {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
     return seq ? Number(seq[1]) + 1 : 0;
   }
+}
+
+/** The bytes of `ranges` ([start, end) pairs) of a block, in one new buffer. */
+function copyRanges(block: Buffer, ranges: readonly number[]): Buffer {
+  let size = 0;
+  for (let i = 0; i < ranges.length; i += 2) size += ranges[i + 1]! - ranges[i]!;
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (let i = 0; i < ranges.length; i += 2) at += block.copy(out, at, ranges[i]!, ranges[i + 1]!);
+  return out;
 }
 
 /** Where the event holding byte `at` of a pushBlock block starts. */
