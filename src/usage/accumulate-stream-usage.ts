@@ -1,7 +1,6 @@
 import type { TokenUsage, UsageStyle } from './token-usage.ts';
 import { readSegments } from './read-path.ts';
 import { compiledUsageTables, readRawCounters, unifyCounters, type CompiledUsageTable, type RawUsageCounters } from './map-raw-usage.ts';
-import { parseObjectTail } from './parse-object-tail.ts';
 
 const TYPE = ['type'];
 
@@ -12,8 +11,6 @@ const TYPE = ['type'];
 export class StreamUsageAccumulator {
   readonly #table: CompiledUsageTable;
   #counters: RawUsageCounters | undefined;
-  /** The usage keys with a caller's own added, made once per list of them. */
-  #withKeys: { keys: readonly string[]; all: readonly string[] } | undefined;
 
   constructor(style: UsageStyle) {
     this.#table = compiledUsageTables[style];
@@ -34,28 +31,6 @@ export class StreamUsageAccumulator {
     }
     this.pushParsed(parsed);
     return parsed;
-  }
-
-  /**
-   * push for a caller that reads only the members named in `keys` of the event: where usage is
-   * a top-level member, only the event's tail from the first of those and the usage members is
-   * parsed when that is possible (parseObjectTail), so the object returned may lack the members
-   * before them.
-   */
-  pushReading(data: string, keys: readonly string[]): unknown {
-    if (!this.#table.table.streamHint.test(data)) return undefined;
-    const tailKeys = this.#tailKeys(keys);
-    const tail = tailKeys === undefined ? undefined : parseObjectTail(data, tailKeys);
-    if (tail === undefined) return this.push(data);
-    this.pushParsed(tail);
-    return tail;
-  }
-
-  #tailKeys(keys: readonly string[]): readonly string[] | undefined {
-    const own = this.#table.streamUsageKeys;
-    if (own === undefined || keys.length === 0) return own;
-    if (this.#withKeys?.keys !== keys) this.#withKeys = { keys, all: [...own, ...keys] };
-    return this.#withKeys.all;
   }
 
   /** Feeds one already parsed event. */

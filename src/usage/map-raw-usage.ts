@@ -11,8 +11,6 @@ export interface CompiledUsageTable {
   readonly bodyUsageKey: readonly string[] | undefined;
   readonly fields: ReadonlyArray<{ readonly unified: UnifiedUsageField; readonly raw: PathSegments }>;
   readonly stream: ReadonlyArray<StreamUsageSource & { readonly path: PathSegments }>;
-  /** The stream usage keys when every source is a top-level member of any event, which an event's tail can be parsed from. */
-  readonly streamUsageKeys: readonly string[] | undefined;
 }
 
 /** Raw counters of one usage object, one per table field in the table's order; undefined where absent. */
@@ -25,7 +23,6 @@ function compile(table: UsageFieldTable): CompiledUsageTable {
     bodyUsageKey: table.bodyUsagePath.includes('.') ? undefined : [table.bodyUsagePath],
     fields: table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) })),
     stream: table.stream.map((source) => ({ ...source, path: pathSegments(source.usagePath) })),
-    streamUsageKeys: table.stream.every((source) => source.eventType === undefined && !source.usagePath.includes('.')) ? table.stream.map((source) => source.usagePath) : undefined,
   };
 }
 

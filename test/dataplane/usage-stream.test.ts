@@ -139,17 +139,3 @@ t.test('streamUsageMissing only reads the body', async (t) => {
     t.equal(JSON.stringify(body), before, 'body unchanged');
   }
 });
-
-t.test('pushReading parses only the tail a caller needs, and falls back to the whole event', async (t) => {
-  const acc = new StreamUsageAccumulator('completions');
-  const chunk = '{"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":4,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":1}}}';
-  t.same(acc.pushReading(chunk, ['choices']), { choices: [], usage: { prompt_tokens: 4, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 1 } } }, 'the members from choices on');
-  t.ok(isUsageOnlyChunk(acc.pushReading(chunk, ['choices'])));
-  t.same(acc.result(), { input_tokens: 4, output_tokens: 5, cached_tokens: 1, reasoning_tokens: 0 });
-  const nestedFirst = '{"choices":[],"usage":{"prompt_tokens":7},"x":{"usage":{"prompt_tokens":99}}}';
-  t.same(acc.pushReading(nestedFirst, ['choices']), JSON.parse(nestedFirst), 'a nested usage last: the whole event is parsed');
-  t.same(acc.result(), { input_tokens: 7, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 }, 'and the top-level usage counts');
-  const messages = new StreamUsageAccumulator('messages');
-  const start = '{"type":"message_start","message":{"id":"m","usage":{"input_tokens":3,"output_tokens":1}}}';
-  t.same(messages.pushReading(start, []), JSON.parse(start), 'usage under an event type: always the whole event');
-});

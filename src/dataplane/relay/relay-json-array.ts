@@ -2,8 +2,6 @@ import { JsonArrayStreamSplitter, jsonArrayStreamErrorTail } from '../../streami
 import { streamFailureOf } from './stream-failure-of.ts';
 import { StreamRelay } from './stream-relay.ts';
 
-const NO_KEYS: readonly string[] = [];
-
 /**
  * A stream framed as one JSON array: passed on byte for byte as it arrives, with usage read
  * from its elements. A stall or break closes the array with an error element when the stream
@@ -14,12 +12,12 @@ export class JsonArrayRelay extends StreamRelay {
 
   onData(chunk: Buffer): void {
     this.idle.touch();
-    for (const element of this.#splitter.push(chunk)) this.usage?.pushReading(element, NO_KEYS);
+    for (const element of this.#splitter.push(chunk)) this.usage?.push(element);
     if (this.relay.clientOpen) this.relay.write(chunk);
   }
 
   protected endCleanly(): void {
-    for (const element of this.#splitter.end()) this.usage?.pushReading(element, NO_KEYS);
+    for (const element of this.#splitter.end()) this.usage?.push(element);
   }
 
   protected writeFailure(code: string): void {

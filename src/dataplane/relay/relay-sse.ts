@@ -5,9 +5,6 @@ import { streamFailureOf } from './stream-failure-of.ts';
 import { StreamRelay } from './stream-relay.ts';
 
 const USAGE = Buffer.from('usage');
-/** What telling a usage-only chunk needs besides its usage. */
-const USAGE_ONLY_KEYS = ['choices'];
-const NO_KEYS: readonly string[] = [];
 const BLANK_LINE = Buffer.from('\n\n');
 const RESPONSE_CREATED_TEXT = '"response.created"';
 const RESPONSE_CREATED = Buffer.from(RESPONSE_CREATED_TEXT);
@@ -134,7 +131,7 @@ export class SseRelay extends StreamRelay {
       if (parsed !== undefined) this.usage?.pushParsed(parsed);
       outcome.responseId = idOf(parsed);
     } else {
-      parsed = this.usage?.pushReading(data, options.dropUsageChunk ? USAGE_ONLY_KEYS : NO_KEYS);
+      parsed = this.usage?.push(data);
     }
     return !(options.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed));
   }
