@@ -91,9 +91,13 @@ class IdleSweeper {
     if (!this.#sweeping && due < this.#wakeAt) this.#schedule(due, watch.last);
   }
 
+  /**
+   * The timer stays when the last watcher goes: it finds nothing to do once, which costs less
+   * than clearing it and setting another when the next stream starts, as happens on every
+   * stream when streams come one at a time.
+   */
   remove(watch: Watch): void {
-    if (!this.#watching.delete(watch) || this.#watching.size > 0 || this.#sweeping) return;
-    this.#cancel();
+    this.#watching.delete(watch);
   }
 
   readonly #sweep = (): void => {

@@ -93,10 +93,29 @@ t.test('idle watcher: touches postpone, stop cancels', async (t) => {
   const other = watchIdle(1000, () => calls++, clock);
   advance(500);
   other.stop();
-  t.equal(liveTimers(), 0);
+  t.equal(liveTimers(), 1, 'the shared timer stays when the last watcher stops');
   advance(5000);
-  t.equal(calls, 1);
+  t.equal(calls, 1, 'and finds nothing to fire');
   t.notOk(other.fired);
+  t.equal(liveTimers(), 0, 'nor a reason to wake again');
+
+  const third = watchIdle(1000, () => calls++, clock);
+  advance(1000);
+  t.equal(calls, 2, 'a watcher after that is timed as before');
+  t.ok(third.fired);
+});
+
+t.test('idle watchers that come and go one at a time share the timer of the first', async (t) => {
+  const { clock, advance, liveTimers } = fakeClock();
+  let calls = 0;
+  for (let i = 0; i < 50; i++) {
+    const watcher = watchIdle(1000, () => calls++, clock);
+    advance(5);
+    watcher.stop();
+  }
+  t.equal(liveTimers(), 1, 'one timer, not one per stream');
+  advance(2000);
+  t.equal(calls, 0, 'none fired');
 });
 
 t.test('idle watchers of one clock share one timer and still fire on time', async (t) => {

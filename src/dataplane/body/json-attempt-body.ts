@@ -37,7 +37,11 @@ export function jsonAttemptBody(
   // The streaming benchmark's case: no need to find the members to append one.
   if (model === undefined && listed === undefined && !('stream_options' in value)) {
     const close = raw.lastIndexOf(CLOSE_BRACE);
-    return { body: Buffer.concat([raw.subarray(0, close), STREAM_USAGE_MEMBER, raw.subarray(close)]), addedStreamUsage: true };
+    const body = Buffer.allocUnsafe(raw.length + STREAM_USAGE_MEMBER.length);
+    raw.copy(body, 0, 0, close);
+    STREAM_USAGE_MEMBER.copy(body, close);
+    raw.copy(body, close + STREAM_USAGE_MEMBER.length, close);
+    return { body, addedStreamUsage: true };
   }
   const layout = locateMembers(raw);
   const members = listed === undefined ? layout.members : [...layout.members, ...locateBodyModels(raw, layout, listed.key)];
