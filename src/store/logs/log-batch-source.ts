@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { PrepareStatement } from './prepared-statements.ts';
 import { decodeLogBatch, type DecodedLogBatch } from './decode-log-batch.ts';
 import type { LogFilter } from './log-store.ts';
 import { DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
@@ -25,15 +26,14 @@ const CACHED_BATCHES = 16;
  * them, keeping the last few decoded.
  */
 export class LogBatchSource {
-  readonly #db: Database.Database;
-  readonly #statements = new Map<string, Database.Statement>();
+  readonly #prepare: PrepareStatement;
   readonly #blob: Database.Statement;
   /** By batch id; a Map iterates in insertion order, so the first entry is the least recently used. */
   readonly #cache = new Map<number, { count: number; batch: DecodedLogBatch }>();
 
-  constructor(db: Database.Database) {
-    this.#db = db;
-    this.#blob = db.prepare('SELECT data FROM log_batches WHERE id = ?').pluck();
+  constructor(prepare: PrepareStatement) {
+    this.#prepare = prepare;
+    this.#blob = prepare('SELECT data FROM log_batches WHERE id = ?').pluck();
   }
 
   /**
@@ -42,7 +42,7 @@ export class LogBatchSource {
    */
   *newestFirst(filter: LogFilter): Generator<BatchMeta> {
     const { sql, params } = candidateSql(filter);
-    const statement = this.#statement(sql);
+    const statement = this.#prepare(sql);
     let after: [number, number, number] = [LATEST + 1, LATEST + 1, Number.MAX_SAFE_INTEGER];
     for (;;) {
       const rows = statement.all(...params, ...after) as BatchMeta[];
@@ -87,15 +87,6 @@ export class LogBatchSource {
   /** Drops a batch that was rewritten or deleted. */
   forget(id: number): void {
     this.#cache.delete(id);
-  }
-
-  #statement(sql: string): Database.Statement {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
-    }
-    return statement;
   }
 }
 

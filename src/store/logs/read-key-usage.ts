@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { KeyUsage } from './log-store.ts';
 import { EARLIEST, splitBySlots } from './time-slots.ts';
@@ -8,7 +8,7 @@ import { EARLIEST, splitBySlots } from './time-slots.ts';
  * records of a minute cut by `from`, which quota periods never do, are read themselves), plus
  * what retention deleted, kept per hour.
  */
-export function readKeyUsage(prepare: (sql: string) => Database.Statement, source: LogBatchSource, accessKeyId: number, from: number | undefined): KeyUsage {
+export function readKeyUsage(prepare: PrepareStatement, source: LogBatchSource, accessKeyId: number, from: number | undefined): KeyUsage {
   const usage: KeyUsage = { requests: 0, tokens: 0, cost: 0 };
   const { whole, partial } = splitBySlots(from, undefined);
   if (whole !== undefined) {

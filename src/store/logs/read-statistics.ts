@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import { ROLLUP_SUM_COLUMNS, addRecord, addSums, emptySums, type RollupSums } from './log-rollup.ts';
 import type { ModelStatistics, Statistics, StatisticsQuery } from './log-store.ts';
@@ -9,7 +9,7 @@ import { splitBySlots } from './time-slots.ts';
  * Totals and top models: per external model, the rollups of the whole minutes inside
  * [from, to) plus the records of the minutes cut by `from` or `to`; the totals are their sum.
  */
-export function readStatistics(prepare: (sql: string) => Database.Statement, source: LogBatchSource, query: StatisticsQuery): Statistics {
+export function readStatistics(prepare: PrepareStatement, source: LogBatchSource, query: StatisticsQuery): Statistics {
   const byModel = new Map<string | null, RollupSums>();
   const sumsOf = (model: string | null): RollupSums => {
     let sums = byModel.get(model);

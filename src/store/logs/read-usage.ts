@@ -1,4 +1,4 @@
-import type Database from 'better-sqlite3';
+import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { UsageDimension, UsageQuery, UsageRow, UsageTotals } from './log-store.ts';
 import { compareSqlValues } from './sql-order.ts';
@@ -19,7 +19,7 @@ const TOTALS_SQL = `SUM(requests) AS requests, SUM(errors) AS errors, SUM(input_
  * Usage per bucket and requested dimensions: the rollups of the whole minutes inside
  * [from, to), plus the records of the minutes cut by `from` or `to`, summed per row.
  */
-export function readUsage(prepare: (sql: string) => Database.Statement, source: LogBatchSource, query: UsageQuery): UsageRow[] {
+export function readUsage(prepare: PrepareStatement, source: LogBatchSource, query: UsageQuery): UsageRow[] {
   const size = query.bucket === 'hour' ? HOUR_MS : DAY_MS;
   const offset = Math.trunc(query.utc_offset_minutes ?? 0) * 60_000;
   const dimensions = [...new Set(query.group_by)].map((d) => DIMENSION[d]);

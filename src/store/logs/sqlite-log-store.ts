@@ -14,6 +14,7 @@ import { findLogRecord } from './find-log-record.ts';
 import { readUsage } from './read-usage.ts';
 import { readStatistics } from './read-statistics.ts';
 import { readKeyUsage } from './read-key-usage.ts';
+import { preparedStatements, type PrepareStatement } from './prepared-statements.ts';
 
 export const LOG_DB_FILE = 'logs.sqlite';
 
@@ -32,8 +33,7 @@ export class SqliteLogStore implements LogStore {
   readonly #source: LogBatchSource;
   readonly #pruner: LogBatchPruner;
   readonly #bodies: Database.Statement;
-  readonly #statements = new Map<string, Database.Statement>();
-  readonly #prepare = (sql: string): Database.Statement => this.#statement(sql);
+  readonly #prepare: PrepareStatement;
   #closed = false;
 
   constructor(dataDir: string, options: SqliteLogStoreOptions = {}) {
@@ -50,7 +50,8 @@ export class SqliteLogStore implements LogStore {
       migrateRequestLogs(this.#db, writer);
       return writer;
     });
-    this.#source = new LogBatchSource(this.#db);
+    this.#prepare = preparedStatements(this.#db);
+    this.#source = new LogBatchSource(this.#prepare);
     this.#pruner = new LogBatchPruner(this.#db, writer, this.#source);
     this.#bodies = this.#db.prepare('SELECT * FROM request_bodies WHERE request_id = ?');
     this.#appender = new LogBatchAppender((batch) => writer.write(batch), options);
@@ -138,15 +139,6 @@ export class SqliteLogStore implements LogStore {
   #readable(): void {
     if (this.#closed) throw new Error('log store is closed');
     this.#appender.flushAll();
-  }
-
-  #statement(sql: string): Database.Statement {
-    let statement = this.#statements.get(sql);
-    if (statement === undefined) {
-      statement = this.#db.prepare(sql);
-      this.#statements.set(sql, statement);
-    }
-    return statement;
   }
 }
 
