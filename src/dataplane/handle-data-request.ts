@@ -120,7 +120,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const { candidates, included } = plans.plan(snap.groupsByModel, snap.groups, key, op.protocol, op.id, model, features);
       const responseId = match.params['response_id'];
       const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
-      const ordered = preferGroup(included.length < 2 ? included : attemptOrder(included), remembered?.groupId);
+      const ordered = preferGroup(attemptOrder(included), remembered?.groupId);
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
         const routed = candidates.find((c) => c.resolution.ok);

@@ -103,7 +103,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.external_model = model;
       const snap = await snapshot.current();
       const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups: snap.groupsByModel.get(model) ?? [] });
-      const ordered = attemptOrder(candidates);
+      const ordered = attemptOrder(candidates.filter((c) => c.included));
       if (ordered.length === 0) {
         const r = refusalFor(candidates, model);
         throw new DataPlaneError(r.code, r.detail);

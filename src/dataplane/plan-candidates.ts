@@ -56,11 +56,10 @@ export function planCandidates(input: PlanInput): Candidate[] {
 }
 
 /**
- * Attempt order among included candidates: by priority, and within one priority a weighted
- * random draw so traffic spreads by weight.
+ * Attempt order among the included candidates: by priority, and within one priority a weighted
+ * random draw so traffic spreads by weight. Fewer than two come back as given.
  */
-export function attemptOrder(candidates: readonly Candidate[], random: () => number = Math.random): Candidate[] {
-  const included = candidates.filter((c) => c.included);
+export function attemptOrder(included: readonly Candidate[], random: () => number = Math.random): readonly Candidate[] {
   if (included.length < 2) return included;
   const byPriority = new Map<number, Candidate[]>();
   for (const c of included) byPriority.set(c.group.priority, [...(byPriority.get(c.group.priority) ?? []), c]);
