@@ -16,8 +16,8 @@ export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | und
  * member, only the body's tail from it is parsed when that is possible.
  */
 export function extractUsageFromText(style: UsageStyle, text: string): TokenUsage | undefined {
-  const key = compiledUsageTables[style].bodyUsageKey;
-  const tail = key === undefined ? undefined : parseObjectTail(text, key);
+  const member = compiledUsageTables[style].bodyUsageMember;
+  const tail = member === undefined ? undefined : parseObjectTail(text, member);
   if (tail !== undefined) return extractUsage(style, tail);
   let body: unknown;
   try {

@@ -7,8 +7,8 @@ import { pathSegments, readCount, type PathSegments } from './read-path.ts';
 export interface CompiledUsageTable {
   readonly table: UsageFieldTable;
   readonly bodyUsagePath: PathSegments;
-  /** The body usage path's key when it is a top-level member, which a body's tail can be parsed from. */
-  readonly bodyUsageKey: readonly string[] | undefined;
+  /** The body usage path's key with its quotes, when it is a top-level member (a body's tail can then be parsed from it). */
+  readonly bodyUsageMember: string | undefined;
   readonly fields: ReadonlyArray<{ readonly unified: UnifiedUsageField; readonly raw: PathSegments }>;
   readonly stream: ReadonlyArray<StreamUsageSource & { readonly path: PathSegments }>;
 }
@@ -20,7 +20,7 @@ function compile(table: UsageFieldTable): CompiledUsageTable {
   return {
     table,
     bodyUsagePath: pathSegments(table.bodyUsagePath),
-    bodyUsageKey: table.bodyUsagePath.includes('.') ? undefined : [table.bodyUsagePath],
+    bodyUsageMember: table.bodyUsagePath.includes('.') ? undefined : `"${table.bodyUsagePath}"`,
     fields: table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) })),
     stream: table.stream.map((source) => ({ ...source, path: pathSegments(source.usagePath) })),
   };

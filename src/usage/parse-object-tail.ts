@@ -1,21 +1,17 @@
 /**
- * The members of a JSON object's text from the first of `keys` on (of each key, its last
- * occurrence), parsed without the members before it. Usage is one member near the end of a
+ * The members of a JSON object's text from `member` (a key with its quotes, `"usage"`; its
+ * last occurrence) on, parsed without the members before it. Usage is one member near the end of a
  * response whose other members (choices, messages, ids) JSON.parse would build in full.
- * Undefined when the tail does not parse as the rest of the top-level object, or no key is
- * there; the caller parses the whole text then.
+ * Undefined when the tail does not parse as the rest of the top-level object, or the key is
+ * not there; the caller parses the whole text then.
  *
  * Only top-level members come out: `"key"` with its quotes cannot occur inside a JSON string
  * (quotes there are escaped), and the tail from a nested object's key holds the closing
  * brackets of every value around it, so `{` + tail is no single JSON object. A text that is
  * not JSON at all may still have a tail that is.
  */
-export function parseObjectTail(text: string, keys: readonly string[]): Record<string, unknown> | undefined {
-  let from = -1;
-  for (let i = 0; i < keys.length; i++) {
-    const at = lastOccurrence(text, quoted(keys[i]!));
-    if (at !== -1 && (from === -1 || at < from)) from = at;
-  }
+export function parseObjectTail(text: string, member: string): Record<string, unknown> | undefined {
+  const from = lastOccurrence(text, member);
   if (from === -1) return undefined;
   let parsed: unknown;
   try {
@@ -24,15 +20,6 @@ export function parseObjectTail(text: string, keys: readonly string[]): Record<s
     return undefined;
   }
   return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
-}
-
-/** The few keys callers ask for, with their quotes, made once. */
-const QUOTED = new Map<string, string>();
-
-function quoted(key: string): string {
-  let q = QUOTED.get(key);
-  if (q === undefined) QUOTED.set(key, (q = `"${key}"`));
-  return q;
 }
 
 /** lastIndexOf by forward searches: V8 searches backwards one position at a time, forwards far faster. */

@@ -124,15 +124,8 @@ export class SseRelay extends StreamRelay {
     const data = sseEventData(text);
     if (data === undefined) return true;
     const wantsId = options.captureResponseId && outcome.responseId === undefined && text.includes(RESPONSE_CREATED_TEXT);
-    let parsed: unknown;
-    if (wantsId) {
-      // The id is a member of the whole event, not of the tail usage can be read from.
-      parsed = parseOrUndefined(data);
-      if (parsed !== undefined) this.usage?.pushParsed(parsed);
-      outcome.responseId = idOf(parsed);
-    } else {
-      parsed = this.usage?.push(data);
-    }
+    const parsed = this.usage?.push(data) ?? (wantsId ? parseOrUndefined(data) : undefined);
+    if (wantsId) outcome.responseId = idOf(parsed);
     return !(options.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed));
   }
 
