@@ -142,6 +142,11 @@ export function decodeLogBatch(data: Buffer): DecodedLogBatch {
   return batch;
 }
 
+/** The string a ref names (null for 0). */
+export function refString(batch: DecodedLogBatch, ref: number): string | null {
+  return ref === 0 ? null : batch.strings[ref - 1]!;
+}
+
 /** Record `i` of a decoded batch, as list items are returned. */
 export function decodedRecord(batch: DecodedLogBatch, i: number): LogListItem {
   const r = new Reader(batch.data, batch.offset[i]!);

@@ -1,4 +1,5 @@
-import type { DecodedLogBatch } from './decode-log-batch.ts';
+import { refString, type DecodedLogBatch } from './decode-log-batch.ts';
+import type { UsageTotals } from './log-store.ts';
 import { FLAG_CLIENT_ABORTED } from './encode-log-batch.ts';
 import { slotOf } from './time-slots.ts';
 
@@ -73,6 +74,12 @@ export function addRecord(sums: RollupSums, batch: DecodedLogBatch, i: number): 
   }
 }
 
+/** The sums a usage row or the statistics report. */
+export function usageTotalsOf(sums: RollupSums): UsageTotals {
+  const { requests, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost } = sums;
+  return { requests, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost };
+}
+
 export function addSums(into: RollupSums, from: RollupSums): void {
   for (const column of ROLLUP_SUM_COLUMNS) into[column] += from[column];
 }
@@ -86,14 +93,14 @@ export class RollupTable {
 
   /** Adds the records of `batch` for which `include` holds (all when it is undefined). */
   addBatch(batch: DecodedLogBatch, include?: (i: number) => boolean): void {
-    const { createdAt, accessKeyId, groupRef, modelRef, strings } = batch;
+    const { createdAt, accessKeyId, groupRef, modelRef } = batch;
     for (let i = 0; i < batch.count; i++) {
       if (include !== undefined && !include(i)) continue;
       const slot = slotOf(createdAt[i]!);
       const key = accessKeyId[i]!;
       const keyId = Number.isNaN(key) ? null : key;
-      const group = groupRef[i]! === 0 ? null : strings[groupRef[i]! - 1]!;
-      const model = modelRef[i]! === 0 ? null : strings[modelRef[i]! - 1]!;
+      const group = refString(batch, groupRef[i]!);
+      const model = refString(batch, modelRef[i]!);
       const last = this.#last;
       const row =
         last !== undefined && last.slot_start === slot && last.access_key_id === keyId && last.group_id === group && last.external_model === model

@@ -1,6 +1,7 @@
 import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
-import { ROLLUP_SUM_COLUMNS, addRecord, addSums, emptySums, type RollupSums } from './log-rollup.ts';
+import { refString } from './decode-log-batch.ts';
+import { ROLLUP_SUM_COLUMNS, addRecord, addSums, emptySums, usageTotalsOf, type RollupSums } from './log-rollup.ts';
 import type { ModelStatistics, Statistics, StatisticsQuery } from './log-store.ts';
 import { compareSqlValues } from './sql-order.ts';
 import { splitBySlots } from './time-slots.ts';
@@ -27,17 +28,17 @@ export function readStatistics(prepare: PrepareStatement, source: LogBatchSource
   }
   for (const range of partial) {
     source.forEachRecord({ ...range, access_key_id: query.access_key_id }, (batch, i) => {
-      addRecord(sumsOf(batch.modelRef[i] === 0 ? null : batch.strings[batch.modelRef[i]! - 1]!), batch, i);
+      addRecord(sumsOf(refString(batch, batch.modelRef[i]!)), batch, i);
     });
   }
   const total = emptySums();
   for (const sums of byModel.values()) addSums(total, sums);
   const top_models: ModelStatistics[] = [...byModel]
-    .map(([model, sums]) => ({ model, ...usageTotals(sums) }))
+    .map(([model, sums]) => ({ model, ...usageTotalsOf(sums) }))
     .sort((a, b) => b.requests - a.requests || compareSqlValues(a.model, b.model))
     .slice(0, Math.max(1, Math.trunc(query.top ?? 5)));
   return {
-    ...usageTotals(total),
+    ...usageTotalsOf(total),
     error_rate: total.requests === 0 ? 0 : total.errors / total.requests,
     client_aborted: total.client_aborted,
     avg_duration_ms: total.requests === 0 ? 0 : total.duration_sum / total.requests,
@@ -45,9 +46,4 @@ export function readStatistics(prepare: PrepareStatement, source: LogBatchSource
     by_status_class: { '1xx': total.s1xx, '2xx': total.s2xx, '3xx': total.s3xx, '4xx': total.s4xx, '5xx': total.s5xx },
     top_models,
   };
-}
-
-function usageTotals(sums: RollupSums): Omit<ModelStatistics, 'model'> {
-  const { requests, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost } = sums;
-  return { requests, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost };
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { BodyRowValues } from './body-row.ts';
-import { decodeLogBatch, type DecodedLogBatch } from './decode-log-batch.ts';
+import { decodeLogBatch, refString, type DecodedLogBatch } from './decode-log-batch.ts';
 import { DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
 import { ROLLUP_SUM_COLUMNS, RollupTable, type RollupRow } from './log-rollup.ts';
 
@@ -76,8 +76,8 @@ export class LogBatchWriter {
       statuses.add(batch.status[i]!);
     }
     for (const key of keys) this.#insertDim.run(DIM_KEY, key, batchId);
-    for (const ref of groups) this.#insertDim.run(DIM_GROUP, batch.strings[ref - 1], batchId);
-    for (const ref of models) this.#insertDim.run(DIM_MODEL, batch.strings[ref - 1], batchId);
+    for (const ref of groups) this.#insertDim.run(DIM_GROUP, refString(batch, ref), batchId);
+    for (const ref of models) this.#insertDim.run(DIM_MODEL, refString(batch, ref), batchId);
     for (const status of statuses) if (!Number.isNaN(status)) this.#insertDim.run(DIM_STATUS, status, batchId);
   }
 
