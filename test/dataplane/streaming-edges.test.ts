@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { MAX_HELD_EVENT_BYTES } from '../../src/dataplane/relay/relay-sse.ts';
 import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
@@ -279,6 +280,43 @@ t.test('completions stream without stream_options: usage is requested upstream, 
   t.equal(text, [...CONTENT_CHUNKS, DONE].join(''), 'every other event intact, the usage-only chunk dropped');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, LOGGED_USAGE);
+});
+
+t.test('the events an upstream read brings reach the client in one HTTP chunk, not one per event', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+    // After the gateway is relaying: the events come as one read, one HTTP chunk each.
+    setTimeout(() => {
+      for (const chunk of [...CONTENT_CHUNKS, USAGE_CHUNK, DONE]) res.write(chunk);
+      res.end();
+    }, 50);
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const body = JSON.stringify({ model: 'team-m', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  const { port } = new URL(gw.url);
+  // A raw connection, so that the response's chunk framing is seen as sent.
+  const raw = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      socket.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${keyValue}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    });
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    socket.on('end', () => resolve(text));
+    socket.on('error', reject);
+  });
+  const payload = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+  const chunks: string[] = [];
+  for (let at = 0; ; ) {
+    const lineEnd = payload.indexOf('\r\n', at);
+    const size = parseInt(payload.slice(at, lineEnd), 16);
+    if (size === 0) break;
+    chunks.push(payload.slice(lineEnd + 2, lineEnd + 2 + size));
+    at = lineEnd + 2 + size + 2;
+  }
+  t.equal(chunks.join(''), [...CONTENT_CHUNKS, DONE].join(''), 'every event but the usage chunk, byte for byte');
+  t.equal(chunks.length, 1, `one chunk for ${CONTENT_CHUNKS.length + 1} events`);
 });
 
 t.test('completions stream with other stream_options: they are kept and include_usage is added', async (t) => {
