@@ -22,15 +22,19 @@ export async function findLogRecord(
   closed: () => boolean,
 ): Promise<LogRecord | undefined> {
   const needle = Buffer.from(requestId, 'utf8');
+  // The batches around the id's time, searched first, are not searched again by the scan.
+  const searchedFirst = new Set<number>();
   if (UUID_V7.test(requestId)) {
     const at = parseInt(requestId.slice(0, 8) + requestId.slice(9, 13), 16);
     for (const meta of source.newestFirst({ from: at, to: at + 1 })) {
       const found = search(source, meta, needle, bodies);
       if (found !== undefined) return found;
+      searchedFirst.add(meta.id);
     }
   }
   let searched = 0;
   for (const meta of source.newestFirst({})) {
+    if (searchedFirst.has(meta.id)) continue;
     const found = search(source, meta, needle, bodies);
     if (found !== undefined) return found;
     if (++searched % SCAN_CHUNK === 0) {
