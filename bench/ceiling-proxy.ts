@@ -35,9 +35,8 @@ const CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024;
 const server = createServer((req, res) => {
   const started = Date.now();
   const requestId = newRequestId(started);
-  readBody(req, DEFAULT_DATA_PLANE_OPTIONS.bufferedJsonBytes).then(
-    (raw) => {
-      const value = parseJsonObject(raw);
+  readBody(req, DEFAULT_DATA_PLANE_OPTIONS.bufferedJsonBytes, (raw) => ({ raw, value: parseJsonObject(raw) })).then(
+    ({ raw, value }) => {
       const built = jsonAttemptBody(raw, value, null, requestStreamUsage);
       const headers = upstreamRequestHeaders(req.headers);
       headers['content-length'] = String(built.body.length);

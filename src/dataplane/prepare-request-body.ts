@@ -68,7 +68,7 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
   if (contentType.toLowerCase().startsWith('multipart/form-data')) return streamMultipart(req, contentType, declared, record, limits);
   // Most requests: a small JSON body read whole, with one promise less than the async path below.
-  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes).then((raw) => bufferedJson(raw, record));
+  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedJson(raw, record));
   return receivedJson(req, op, record, limits, declared);
 }
 

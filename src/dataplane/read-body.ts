@@ -2,10 +2,11 @@ import type { IncomingMessage } from 'node:http';
 import { DataPlaneError } from './data-plane-error.ts';
 
 /**
- * Reads a whole (small) request body, refusing one over `limit` bytes. Plain 'data' events:
+ * Reads a whole (small) request body, refusing one over `limit` bytes, and resolves with what
+ * `finish` makes of it (a throw rejects). Plain 'data' events:
  * an async iterator costs a stream wrapper per request on the hot path.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: Buffer) => T): Promise<T> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.reject(new DataPlaneError('request_too_large'));
   return new Promise((resolve, reject) => {
@@ -20,7 +21,14 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     };
     // The listeners stay after the end: only 'close' can follow, which onGone ignores once the
     // body ended, and removing four listeners on every request cost more than leaving them.
-    const onEnd = () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    // What the caller makes of the body is done here, so that it costs no promise of its own.
+    const onEnd = () => {
+      try {
+        resolve(finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+      } catch (err) {
+        reject(err);
+      }
+    };
     // The request stream fails or closes early only when the client's connection does.
     const onGone = () => {
       if (req.readableEnded) return;

@@ -16,7 +16,8 @@ interface RefusalCase {
   key?: Partial<NewAccessKey>;
   /** Model mappings of the Group (external = upstream unless given). */
   models?: string[];
-  request: { method: string; path: string; protocol: string; body?: unknown; form?: FormData };
+  /** `raw` is sent as it is (a body that is not valid JSON); `body` is sent as JSON. */
+  request: { method: string; path: string; protocol: string; body?: unknown; raw?: string; form?: FormData };
   status: number;
   code: string;
   style: Style;
@@ -30,6 +31,10 @@ const COMPLETIONS_TYPE: Record<number, string> = { 400: 'invalid_request_error',
 const json = (protocol: string, path: string, body: unknown, method = 'POST') => ({ method, path, protocol, body });
 
 const CASES: RefusalCase[] = [
+  // Bodies the gateway cannot route: refused in the client's protocol, read whole or not.
+  { name: 'malformed JSON body on completions', channel: 'ch02', protocols: ['x-completions'], models: ['m'], request: { method: 'POST', path: '/v1/chat/completions', protocol: 'x-completions', raw: '{"model":"m","messages":[' }, status: 400, code: 'invalid_json', style: 'completions' },
+  { name: 'JSON array body on messages', channel: 'ch14', protocols: ['x-messages'], models: ['m'], request: { method: 'POST', path: '/v1/messages', protocol: 'x-messages', raw: '[{"model":"m"}]' }, status: 400, code: 'invalid_request_body', style: 'messages' },
+  { name: 'malformed JSON body on generate', channel: 'ch14', protocols: ['x-generate'], models: ['m'], request: { method: 'POST', path: '/v1beta/models/m:generateContent', protocol: 'x-generate', raw: '{"contents":' }, status: 400, code: 'invalid_json', style: 'generate' },
   // C cells: conversion comes with the conversion issue.
   { name: 'messages on ch02 (C)', channel: 'ch02', protocols: ['x-messages'], models: ['m'], request: json('x-messages', '/v1/messages', { model: 'm', max_tokens: 5, messages: [] }), status: 400, code: 'conversion_not_available', style: 'messages' },
   { name: 'responses on ch02 (C)', channel: 'ch02', protocols: ['x-responses'], models: ['m'], request: json('x-responses', '/v1/responses', { model: 'm', input: 'hi' }), status: 400, code: 'conversion_not_available', style: 'completions' },
@@ -110,8 +115,8 @@ for (const c of CASES) {
     const { keyValue } = await createKey(gw.store, { protocols: c.protocols, ...c.key });
     const init: RequestInit = { method: c.request.method, headers: clientAuthHeaders(c.request.protocol, keyValue) };
     if (c.request.form) init.body = c.request.form;
-    else if (c.request.body !== undefined) {
-      init.body = JSON.stringify(c.request.body);
+    else if (c.request.body !== undefined || c.request.raw !== undefined) {
+      init.body = c.request.raw ?? JSON.stringify(c.request.body);
       init.headers = { ...clientAuthHeaders(c.request.protocol, keyValue), 'content-type': 'application/json' };
     }
     const res = await fetch(`${gw.url}${c.request.path}`, init);
