@@ -104,15 +104,18 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   const result: ForwardResult = { status: 0, candidate: undefined, credential: undefined, attempts, usage: undefined, errorCode: null, clientAborted: false, responseId: undefined, ttfbAt: undefined };
   let lastFailure: Failed | undefined;
   let lastTransportError: AttemptFailure | undefined;
-  let lastTried: { candidate: Candidate; credential: CredentialView } | undefined;
+  let lastCandidate: Candidate | undefined;
+  let lastCredential: CredentialView | undefined;
   let bodyConsumed = false;
+  let exchange: UpstreamExchange | undefined;
   // One listener for the whole request, pointed at what a client leaving means in each phase.
   let onClientGone: (() => void) | undefined;
+  const abortExchange = () => exchange?.abort();
   const clientGoneListener = () => onClientGone?.();
   const setClientGone = (handler: (() => void) | undefined) => {
     onClientGone = handler;
   };
-  input.res.once('close', clientGoneListener);
+  input.res.on('close', clientGoneListener);
 
   try {
     candidates: for (const candidate of input.candidates) {
@@ -121,16 +124,17 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       for (const credential of credentials) {
         if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
-        if (deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastTried?.candidate ?? candidate, credential: lastTried?.credential });
+        if (deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? candidate, credential: lastCredential });
         const secret = deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
         if (secret === undefined) continue;
         const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
         attempts.push(attempt);
-        lastTried = { candidate, credential };
-        let exchange: UpstreamExchange | undefined;
+        lastCandidate = candidate;
+        lastCredential = credential;
+        exchange = undefined;
         let streamedBody: Readable | undefined;
         let dropUsageChunk = false;
-        onClientGone = () => exchange?.abort();
+        onClientGone = abortExchange;
         let upstream: UpstreamReply;
         try {
           const headers = upstreamRequestHeaders(input.req.headers);
@@ -244,8 +248,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       result.clientAborted = true;
       result.status = REFUSAL_REASONS.client_closed.status;
       result.errorCode = 'client_closed';
-      result.candidate = lastTried?.candidate ?? input.candidates[0];
-      result.credential = lastTried?.credential;
+      result.candidate = lastCandidate ?? input.candidates[0];
+      result.credential = lastCredential;
       return result;
     }
     if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
