@@ -37,8 +37,9 @@ const EARLY_BUFFER_BYTES = 64 * 1024;
  * so the caller may inspect the status first. A callback sink costs far less per response
  * than a Readable, which is why the data plane consumes replies this way.
  * The chunks of one turn of the event loop (undici hands over each HTTP chunk of a read
- * separately, and a stream sends one event per chunk) reach the sink as one chunk, on the next
- * tick or before the end: the sink inspects and writes once per read instead of once per event.
+ * separately, and a stream sends one event per chunk) reach the sink as one chunk, in a
+ * microtask once undici's callback returns, or before the end: the sink inspects and writes
+ * once per read instead of once per event.
  */
 export class UpstreamReply {
   readonly status: number;
@@ -160,7 +161,7 @@ export class UpstreamReply {
       (this.#turn ??= []).push(chunk);
       if (!this.#turnScheduled) {
         this.#turnScheduled = true;
-        process.nextTick(deliverTurn, this);
+        queueMicrotask(() => this.deliverTurn());
       }
       return;
     }
@@ -202,10 +203,6 @@ export class UpstreamReply {
     if (outcome === 'end') this.#sink!.onEnd();
     else this.#sink!.onError(outcome);
   }
-}
-
-function deliverTurn(reply: UpstreamReply): void {
-  reply.deliverTurn();
 }
 
 /** The error an aborted exchange ends with (classified as `aborted`). */
