@@ -4,7 +4,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
-import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, firstHeaderValue, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, firstHeaderValue, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -39,7 +39,7 @@ export interface UpgradeHandler {
 /** Headers of the client's upgrade request that belong to its own handshake with the gateway (its subprotocols are offered anew). */
 const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'];
 /** Not passed on from an upstream's non-101 answer: its length is set anew, credentials never travel back. */
-const NOT_PASSED_BACK: ReadonlySet<string> = new Set(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
+const NOT_PASSED_BACK = withHopByHop(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
 
 /** An upstream's answer to the upgrade as the client may see it (no credentials, secret masked). */
 interface UpstreamAnswer {

@@ -1,5 +1,5 @@
 import type { HeaderMap, OutgoingHeaders } from './header-map.ts';
-import { copyHeadersWithout, HOP_BY_HOP_HEADERS } from './hop-by-hop-headers.ts';
+import { copyHeadersWithout, HOP_BY_HOP_HEADERS, withHopByHop } from './hop-by-hop-headers.ts';
 import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
 
 /**
@@ -8,7 +8,7 @@ import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
  * `accept-encoding`, so that responses arrive uncompressed and usage can be read from them.
  */
 const CLIENT_ONLY_REQUEST_HEADERS = ['host', 'expect', 'accept-encoding'];
-const NOT_FORWARDED: ReadonlySet<string> = new Set([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY_REQUEST_HEADERS]);
+const NOT_FORWARDED = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY_REQUEST_HEADERS]);
 
 /**
  * Client request headers to forward: no hop-by-hop, no client credential, none of the

@@ -18,9 +18,15 @@ export function stripHopByHop(headers: HeaderMap): OutgoingHeaders {
   return copyHeadersWithout(headers, HOP_BY_HOP_HEADERS);
 }
 
+/** `names` with the hop-by-hop headers: the set copyHeadersWithout drops. */
+export function withHopByHop(names: Iterable<string>): ReadonlySet<string> {
+  return new Set([...HOP_BY_HOP_HEADERS, ...names]);
+}
+
 /**
- * Copy without the named headers, the hop-by-hop ones and any the Connection header names, in
- * one pass: it runs twice per proxied request.
+ * Copy without the headers of `drop` (made with withHopByHop, so that one lookup per header
+ * covers both) and any the Connection header names, in one pass: it runs twice per proxied
+ * request.
  */
 export function copyHeadersWithout(headers: HeaderMap, drop: ReadonlySet<string>): OutgoingHeaders {
   const named = connectionTokens(headers['connection']);
@@ -29,7 +35,7 @@ export function copyHeadersWithout(headers: HeaderMap, drop: ReadonlySet<string>
     const value = headers[name];
     if (value === undefined) continue;
     const lower = name.toLowerCase();
-    if (drop.has(lower) || HOP_BY_HOP_HEADERS.has(lower) || named?.has(lower)) continue;
+    if (drop.has(lower) || named?.has(lower)) continue;
     out[lower] = value;
   }
   return out;

@@ -1,6 +1,6 @@
 export { firstHeaderValue } from './header-map.ts';
 export type { HeaderMap, OutgoingHeaders } from './header-map.ts';
-export { HOP_BY_HOP_HEADERS, copyHeadersWithout, stripHopByHop } from './hop-by-hop-headers.ts';
+export { HOP_BY_HOP_HEADERS, copyHeadersWithout, stripHopByHop, withHopByHop } from './hop-by-hop-headers.ts';
 export {
   CLIENT_CREDENTIAL_HEADERS,
   CLIENT_CREDENTIAL_QUERY_PARAMS,
