@@ -59,21 +59,30 @@ function compile(method: string, template: string, target: RouteTarget): Compile
   return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll, prefix: open < 0 ? template : template.slice(0, open) };
 }
 
-const literalRoutes = new WeakMap<readonly CompiledRoute[], Map<string, RouteTarget>>();
+const literalRoutes = new WeakMap<readonly CompiledRoute[], Map<string, Map<string, RouteTarget>>>();
 
 // Most endpoints have no parameters: answer those with one map lookup instead of the scan.
-function literalIndex(routes: readonly CompiledRoute[]): Map<string, RouteTarget> {
+function literalIndex(routes: readonly CompiledRoute[]): Map<string, Map<string, RouteTarget>> {
   let index = literalRoutes.get(routes);
   if (!index) {
-    index = new Map(routes.filter((r) => r.params.length === 0 && r.method !== 'ANY').map((r) => [`${r.method} ${r.pattern.source.slice(1, -1).replace(/\\/g, '')}`, r.target]));
+    index = new Map();
+    for (const r of routes) {
+      if (r.params.length > 0 || r.method === 'ANY') continue;
+      let byPath = index.get(r.method);
+      if (!byPath) index.set(r.method, (byPath = new Map()));
+      byPath.set(r.pattern.source.slice(1, -1).replace(/\\/g, ''), r.target);
+    }
     literalRoutes.set(routes, index);
   }
   return index;
 }
 
+/** The parameters of a literal route: none. Shared, so frozen. */
+const NO_PARAMS: Record<string, string> = Object.freeze({});
+
 export function matchRoute(routes: readonly CompiledRoute[], method: string, path: string): RouteMatch {
-  const literal = literalIndex(routes).get(`${method} ${path}`);
-  if (literal) return { found: true, target: literal, params: {} };
+  const literal = literalIndex(routes).get(method)?.get(path);
+  if (literal) return { found: true, target: literal, params: NO_PARAMS };
   let methodNotAllowed = false;
   for (const route of routes) {
     const m = route.pattern.exec(path);
