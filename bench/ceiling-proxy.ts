@@ -7,7 +7,7 @@ import { DEFAULT_DATA_PLANE_OPTIONS } from '../src/dataplane/data-plane-deps.ts'
 import { deliverUpstreamResponse } from '../src/dataplane/deliver-upstream-response.ts';
 import { newLogDraft } from '../src/dataplane/log-draft.ts';
 import { newRequestId } from '../src/dataplane/new-request-id.ts';
-import { parseJsonObject, readBody } from '../src/dataplane/read-body.ts';
+import { parseJsonText, readBody } from '../src/dataplane/read-body.ts';
 import { DEFAULT_SETTINGS } from '../src/store/default-settings.ts';
 import { openWorkerLogStore } from '../src/store/logs/index.ts';
 import { UpstreamClient, upstreamRequestHeaders } from '../src/upstream/index.ts';
@@ -35,12 +35,15 @@ const CAPTURE_LIMIT_BYTES = 4 * 1024 * 1024;
 const server = createServer((req, res) => {
   const started = Date.now();
   const requestId = newRequestId(started);
-  readBody(req, DEFAULT_DATA_PLANE_OPTIONS.bufferedJsonBytes, (raw) => ({ raw, value: parseJsonObject(raw) })).then(
+  readBody(req, DEFAULT_DATA_PLANE_OPTIONS.bufferedJsonBytes, (raw) => ({ raw, value: parseJsonText(raw.toString('utf8')) })).then(
     ({ raw, value }) => {
       const built = jsonAttemptBody(raw, value, null, requestStreamUsage);
       const headers = upstreamRequestHeaders(req.headers);
       headers['content-length'] = String(built.body.length);
       const exchange = client.exchange({ url: `${upstreamBase}${req.url ?? '/'}`, method: req.method ?? 'POST', headers, body: built.body });
+      // One watch on the client for the request, as the data plane keeps: pointed at the relay once it runs.
+      let onClientGone: (() => void) | undefined;
+      res.on('close', () => onClientGone?.());
       exchange.reply.then(
         (reply) =>
           deliverUpstreamResponse(reply, {
@@ -54,6 +57,9 @@ const server = createServer((req, res) => {
             onFirstByte: () => {},
             captureLimitBytes: CAPTURE_LIMIT_BYTES,
             streamingOperation: false,
+            onClientGone: (handler) => {
+              onClientGone = handler;
+            },
           }).then((outcome) => record(requestId, started, String(value['model']), reply.status, outcome.usage)),
         () => fail(res, 502),
       );

@@ -31,13 +31,11 @@ export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryO
     };
     const { onClientGone } = options;
     const done = () => {
-      if (onClientGone) onClientGone(undefined);
-      else res.off('close', onClose);
+      onClientGone(undefined);
       relay.end();
       resolve(relay.outcome);
     };
-    if (onClientGone) onClientGone(onClose);
-    else res.once('close', onClose);
+    onClientGone(onClose);
     reply.consume(
       isSse ? new SseRelay(relay, done) : isJsonArrayStream ? new JsonArrayRelay(relay, done) : new BodyRelay(relay, contentType.includes('json'), done),
     );

@@ -42,12 +42,7 @@ export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: B
   });
 }
 
-/** A JSON body must be one object; anything else is refused in the client's protocol. */
-export function parseJsonObject(raw: Buffer): Record<string, unknown> {
-  return parseJsonText(raw.toString('utf8'));
-}
-
-/** parseJsonObject for a body already decoded. */
+/** A JSON body (decoded) must be one object; anything else is refused in the client's protocol. */
 export function parseJsonText(text: string): Record<string, unknown> {
   let value: unknown;
   try {

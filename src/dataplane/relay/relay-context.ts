@@ -22,10 +22,11 @@ export interface DeliveryOptions {
   /** Where a stream relay is registered while it runs, for a shutdown to end it. */
   inFlight?: InFlightRequests;
   /**
-   * Points the caller's own watch on the client's response at what a client leaving now means
-   * (undefined: nothing), instead of the delivery adding and removing a listener of its own.
+   * Points the caller's watch on the client's response ('close') at what a client leaving now
+   * means (undefined: nothing). The caller watches for the whole request, attempts included,
+   * so that a request adds one listener, not one per phase.
    */
-  onClientGone?: (handler: (() => void) | undefined) => void;
+  onClientGone: (handler: (() => void) | undefined) => void;
 }
 
 export interface DeliveryOutcome {
