@@ -1,6 +1,7 @@
 import type { TokenUsage, UsageStyle } from './token-usage.ts';
 import { readSegments } from './read-path.ts';
 import { compiledUsageTables, readRawCounters, unifyCounters, type CompiledUsageTable, type RawUsageCounters } from './map-raw-usage.ts';
+import { scanUsageEvent, type ScannedUsage } from './scan-usage-bytes.ts';
 
 const TYPE = ['type'];
 
@@ -33,6 +34,18 @@ export class StreamUsageAccumulator {
     return parsed;
   }
 
+  /**
+   * Feeds one event's data from its bytes (`bytes[from, to)`) without parsing it, for styles
+   * whose usage is a top-level member of any event. Undefined when it cannot be read so (the
+   * style, or data scanUsageEvent leaves to JSON.parse): nothing was fed, push the text then.
+   */
+  pushBytes(bytes: Uint8Array, from: number, to: number): ScannedUsage | undefined {
+    const plan = this.#table.streamScan;
+    const scanned = plan === undefined ? undefined : scanUsageEvent(bytes, from, to, plan);
+    if (scanned?.counters !== undefined) this.#merge(this.#table.stream[0]!, scanned.counters);
+    return scanned;
+  }
+
   /** Feeds one already parsed event. */
   pushParsed(event: unknown): void {
     const type = readSegments(event, TYPE);
@@ -40,13 +53,16 @@ export class StreamUsageAccumulator {
       if (source.eventType !== undefined && source.eventType !== type) continue;
       const usageObject = readSegments(event, source.path);
       if (usageObject === null || typeof usageObject !== 'object') continue;
-      const counters = readRawCounters(this.#table, usageObject);
-      const kept = this.#counters;
-      if (source.merge === 'replace' || kept === undefined) {
-        this.#counters = counters;
-      } else {
-        for (let i = 0; i < counters.length; i++) if (counters[i] !== undefined) kept[i] = counters[i];
-      }
+      this.#merge(source, readRawCounters(this.#table, usageObject));
+    }
+  }
+
+  #merge(source: CompiledUsageTable['stream'][number], counters: RawUsageCounters): void {
+    const kept = this.#counters;
+    if (source.merge === 'replace' || kept === undefined) {
+      this.#counters = counters;
+    } else {
+      for (let i = 0; i < counters.length; i++) if (counters[i] !== undefined) kept[i] = counters[i];
     }
   }
 

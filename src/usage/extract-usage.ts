@@ -2,6 +2,7 @@ import type { TokenUsage, UsageStyle } from './token-usage.ts';
 import { readSegments } from './read-path.ts';
 import { compiledUsageTables, readRawCounters, unifyCounters } from './map-raw-usage.ts';
 import { parseObjectTail } from './parse-object-tail.ts';
+import { scanUsageTail } from './scan-usage-bytes.ts';
 
 /** Usage from a parsed non-streaming response body; undefined when the body reports none. */
 export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | undefined {
@@ -26,4 +27,17 @@ export function extractUsageFromText(style: UsageStyle, text: string): TokenUsag
     return undefined;
   }
   return extractUsage(style, body);
+}
+
+/**
+ * Same, from the body's bytes: the tail from the usage member is scanned without building
+ * objects when it can be (scanUsageTail), else the text is read as extractUsageFromText does.
+ */
+export function extractUsageFromBytes(style: UsageStyle, bytes: Buffer): TokenUsage | undefined {
+  const table = compiledUsageTables[style];
+  const plan = table.bodyScan;
+  const at = plan === undefined ? -1 : bytes.lastIndexOf(plan.member);
+  const scanned = plan === undefined || at === -1 ? undefined : scanUsageTail(bytes, at, plan);
+  if (scanned?.counters !== undefined) return unifyCounters(table, scanned.counters);
+  return extractUsageFromText(style, bytes.toString('utf8'));
 }

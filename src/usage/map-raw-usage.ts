@@ -2,6 +2,7 @@ import { emptyUsage, type TokenUsage, type UnifiedUsageField, type UsageStyle } 
 import type { StreamUsageSource, UsageFieldTable } from './usage-field-table.ts';
 import { usageFieldTables } from './usage-field-tables.ts';
 import { pathSegments, readCount, type PathSegments } from './read-path.ts';
+import { usageScanPlan, type UsageScanPlan } from './scan-usage-bytes.ts';
 
 /** A usage table with its paths split, made once per style. */
 export interface CompiledUsageTable {
@@ -11,18 +12,27 @@ export interface CompiledUsageTable {
   readonly bodyUsageMember: string | undefined;
   readonly fields: ReadonlyArray<{ readonly unified: UnifiedUsageField; readonly raw: PathSegments }>;
   readonly stream: ReadonlyArray<StreamUsageSource & { readonly path: PathSegments }>;
+  /** For reading a body's usage from its bytes (a top-level usage member only). */
+  readonly bodyScan: UsageScanPlan | undefined;
+  /** For reading stream events' usage from their bytes: one source, in any event, top-level. */
+  readonly streamScan: UsageScanPlan | undefined;
 }
 
 /** Raw counters of one usage object, one per table field in the table's order; undefined where absent. */
 export type RawUsageCounters = Array<number | undefined>;
 
 function compile(table: UsageFieldTable): CompiledUsageTable {
+  const fields = table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) }));
+  const [source, ...others] = table.stream;
+  const topLevelSource = source !== undefined && others.length === 0 && source.eventType === undefined && !source.usagePath.includes('.');
   return {
     table,
     bodyUsagePath: pathSegments(table.bodyUsagePath),
     bodyUsageMember: table.bodyUsagePath.includes('.') ? undefined : `"${table.bodyUsagePath}"`,
-    fields: table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) })),
-    stream: table.stream.map((source) => ({ ...source, path: pathSegments(source.usagePath) })),
+    fields,
+    stream: table.stream.map((s) => ({ ...s, path: pathSegments(s.usagePath) })),
+    bodyScan: table.bodyUsagePath.includes('.') ? undefined : usageScanPlan(fields, table.bodyUsagePath),
+    streamScan: topLevelSource ? usageScanPlan(fields, source.usagePath) : undefined,
   };
 }
 

@@ -1,4 +1,4 @@
-import { extractUsage, extractUsageFromText } from '../../usage/index.ts';
+import { extractUsage, extractUsageFromBytes } from '../../usage/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import type { RelayContext } from './relay-context.ts';
@@ -34,15 +34,15 @@ export class BodyRelay implements UpstreamBodySink {
     relay.end();
     const kept = this.#kept;
     if (kept !== undefined && kept.length > 0) {
-      const text = (kept.length === 1 ? kept[0]! : Buffer.concat(kept)).toString('utf8');
+      const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
       const { usageStyle, captureResponseId } = relay.options;
       if (captureResponseId) {
         // The created response's id is a member near the start: this body is parsed whole.
-        const parsed = parseOrUndefined(text);
+        const parsed = parseOrUndefined(body.toString('utf8'));
         if (usageStyle && parsed !== undefined) relay.outcome.usage = extractUsage(usageStyle, parsed);
         relay.outcome.responseId = idOf(parsed);
       } else if (usageStyle) {
-        relay.outcome.usage = extractUsageFromText(usageStyle, text);
+        relay.outcome.usage = extractUsageFromBytes(usageStyle, body);
       }
     }
     this.#done();

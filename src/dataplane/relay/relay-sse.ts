@@ -6,6 +6,7 @@ import { StreamRelay } from './stream-relay.ts';
 
 const USAGE = Buffer.from('usage');
 const BLANK_LINE = Buffer.from('\n\n');
+const DATA_FIELD = Buffer.from('data: ');
 const RESPONSE_CREATED_TEXT = '"response.created"';
 const RESPONSE_CREATED = Buffer.from(RESPONSE_CREATED_TEXT);
 const SEQUENCE_MARK = Buffer.from('"sequence_number"');
@@ -97,7 +98,7 @@ export class SseRelay extends StreamRelay {
       if (found === -1) break;
       const start = eventStart(block, found);
       at = eventEnd(block, found);
-      if (this.#inspect(block.toString('utf8', start, at))) continue;
+      if (this.#inspectAt(block, start, at)) continue;
       (kept ??= []).push(from, start);
       from = at;
     }
@@ -118,6 +119,20 @@ export class SseRelay extends StreamRelay {
     return (this.usage !== undefined && event.includes(USAGE)) || (options.captureResponseId && outcome.responseId === undefined && event.includes(RESPONSE_CREATED));
   }
 
+  /**
+   * #inspect for the event at `block[start, end)`: read from its bytes when it is one `data`
+   * line and no response id is wanted from it, which spares decoding and parsing it.
+   */
+  #inspectAt(block: Buffer, start: number, end: number): boolean {
+    const { options, outcome } = this.relay;
+    const wantsId = options.captureResponseId && outcome.responseId === undefined;
+    if (!wantsId && this.usage !== undefined && isDataLine(block, start)) {
+      const scanned = this.usage.pushBytes(block, start + DATA_FIELD.length, end - 2);
+      if (scanned !== undefined) return !(options.dropUsageChunk && scanned.usageOnlyChunk);
+    }
+    return this.#inspect(block.toString('utf8', start, end));
+  }
+
   /** Reads usage and ids from an event's text; false when the event is to be dropped. */
   #inspect(text: string): boolean {
     const { options, outcome } = this.relay;
@@ -133,6 +148,12 @@ export class SseRelay extends StreamRelay {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
     return seq ? Number(seq[1]) + 1 : 0;
   }
+}
+
+/** Whether the event at `start` begins with a `data: ` field (pushBlock's events end with LF LF). */
+function isDataLine(block: Buffer, start: number): boolean {
+  for (let i = 0; i < DATA_FIELD.length; i++) if (block[start + i] !== DATA_FIELD[i]) return false;
+  return true;
 }
 
 /** The bytes of `ranges` ([start, end) pairs) of a block, in one new buffer. */
