@@ -105,7 +105,9 @@ export class SseRelay extends StreamRelay {
     if (!this.relay.clientOpen) return;
     if (kept === undefined) return this.relay.write(block);
     kept.push(from, block.length);
-    const out = copyRanges(block, kept);
+    // Its bytes are about to move: a view kept of them gets its own copy.
+    if (this.#lastSequenced !== undefined && this.#lastSequenced.buffer === block.buffer) this.#lastSequenced = Buffer.from(this.#lastSequenced);
+    const out = keepRanges(block, kept);
     if (out.length > 0) this.relay.write(out);
   }
 
@@ -156,14 +158,20 @@ function isDataLine(block: Buffer, start: number): boolean {
   return true;
 }
 
-/** The bytes of `ranges` ([start, end) pairs) of a block, in one new buffer. */
-function copyRanges(block: Buffer, ranges: readonly number[]): Buffer {
+/**
+ * The bytes of `ranges` ([start, end) pairs, in order) of a block, moved to its front: the
+ * block is the relay's own once received (it already holds it past onData, queued for the
+ * write), and moving bytes within it costs no new buffer. Only its own range is touched.
+ */
+function keepRanges(block: Buffer, ranges: readonly number[]): Buffer {
   let size = 0;
-  for (let i = 0; i < ranges.length; i += 2) size += ranges[i + 1]! - ranges[i]!;
-  const out = Buffer.allocUnsafe(size);
-  let at = 0;
-  for (let i = 0; i < ranges.length; i += 2) at += block.copy(out, at, ranges[i]!, ranges[i + 1]!);
-  return out;
+  for (let i = 0; i < ranges.length; i += 2) {
+    const start = ranges[i]!;
+    const end = ranges[i + 1]!;
+    if (start !== size) block.copyWithin(size, start, end);
+    size += end - start;
+  }
+  return block.subarray(0, size);
 }
 
 /** Where the event holding byte `at` of a pushBlock block starts. */
