@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { classifyUpstreamError, firstHeaderValue, upstreamRequestHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { classifyUpstreamError, firstHeaderValue, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
@@ -137,63 +137,30 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         onClientGone = abortExchange;
         let upstream: UpstreamReply;
         try {
-          const headers = upstreamRequestHeaders(input.req.headers);
-          setUpstreamCredential(headers, input.op.protocol, secret);
-          let body: Buffer | Readable | null = null;
-          // Body members that name the path's model again get the upstream name too.
-          const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
-          if (input.body.kind === 'json') {
-            const built = jsonAttemptBody(input.body.raw, input.body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed, input.body.repeatsModel);
-            body = built.body;
-            dropUsageChunk = built.addedStreamUsage;
-            headers['content-type'] = 'application/json';
-            headers['content-length'] = String(body.length);
-          } else if (input.body.kind === 'stream') {
-            const opened = await input.body.open(candidate.upstream_model, listed);
-            body = streamedBody = opened.stream;
-            dropUsageChunk = opened.addedStreamUsage === true;
-            bodyConsumed = input.body.replayable !== true;
-            if (opened.length !== undefined) headers['content-length'] = String(opened.length);
-            else delete headers['content-length'];
-          } else {
-            delete headers['content-length'];
-          }
-          const proxy = deps.proxyFor(candidate, credential);
+          const pending = attemptRequest(input, candidate, secret);
+          // A JSON body's request is ready at once: no turn of the event loop for it.
+          const request = pending instanceof Promise ? await pending : pending;
+          streamedBody = request.streamedBody;
+          dropUsageChunk = request.dropUsageChunk;
+          if (request.streamedBody !== undefined && input.body.kind === 'stream') bodyConsumed = input.body.replayable !== true;
           exchange = deps.upstream.exchange({
             url: upstreamTarget(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
             method: input.req.method ?? 'GET',
-            headers,
-            body,
+            headers: request.headers,
+            body: request.body,
             headersTimeoutMs: deps.headersTimeoutMs,
             bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs, deps.headersTimeoutMs),
-            proxy,
+            proxy: deps.proxyFor(candidate, credential),
           });
           upstream = await exchange.reply;
         } catch (err) {
           onClientGone = undefined;
-          if (clientGone(input)) {
-            result.clientAborted = true;
-            attempt.error_code = 'client_closed';
-            break;
-          }
-          // The shutdown called the upstream request off: the gateway's answer, and no fault of the credential.
-          if (deps.inFlight?.ended) {
-            attempt.error_code = 'shutting_down';
-            return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate, credential });
-          }
-          // The client's own body failed while it streamed (too large, a broken form): the
-          // upstream is not to blame. Other body errors (undici's own, on an upstream reset) are the upstream's.
-          const bodyFailure = streamedBody?.errored ? requestBodyFailure(streamedBody.errored) : undefined;
-          if (bodyFailure) {
-            attempt.error_code = bodyFailure.code;
-            return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
-          }
-          const failure = classifyUpstreamError(err);
-          attempt.error_code = failure.code;
-          await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
-          lastTransportError = { error: new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`), candidate, credential };
+          const failed = await attemptFailed(input, deps, result, { candidate, credential, attempt, streamedBody }, err);
+          if (failed === 'client_closed') break;
+          if ('status' in failed) return failed;
+          lastTransportError = failed;
           // A connection that never opened proves the upstream saw nothing; other failures may not.
-          if (!input.op.replay_safe && !failure.notDelivered) break candidates;
+          if (!input.op.replay_safe && !failed.notDelivered) break candidates;
           continue;
         }
         onClientGone = undefined;
@@ -300,6 +267,78 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     streamingOperation: input.op.stream === 'always',
     inFlight: deps.inFlight,
   };
+}
+
+/**
+ * One attempt's upstream request: the client's headers with the credential, and the body with
+ * the candidate's model (a JSON body rewritten in memory, a streamed one opened anew).
+ */
+function attemptRequest(input: ForwardInput, candidate: Candidate, secret: string): AttemptRequest | Promise<AttemptRequest> {
+  const headers = upstreamRequestHeaders(input.req.headers);
+  setUpstreamCredential(headers, input.op.protocol, secret);
+  // Body members that name the path's model again get the upstream name too.
+  const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
+  const { body } = input;
+  if (body.kind === 'json') {
+    const built = jsonAttemptBody(body.raw, body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed, body.repeatsModel);
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(built.body.length);
+    return { headers, body: built.body, streamedBody: undefined, dropUsageChunk: built.addedStreamUsage };
+  }
+  if (body.kind === 'none') {
+    delete headers['content-length'];
+    return { headers, body: null, streamedBody: undefined, dropUsageChunk: false };
+  }
+  return body.open(candidate.upstream_model, listed).then((opened) => {
+    if (opened.length !== undefined) headers['content-length'] = String(opened.length);
+    else delete headers['content-length'];
+    return { headers, body: opened.stream, streamedBody: opened.stream, dropUsageChunk: opened.addedStreamUsage === true };
+  });
+}
+
+interface AttemptRequest {
+  headers: OutgoingHeaders;
+  body: Buffer | Readable | null;
+  streamedBody: Readable | undefined;
+  dropUsageChunk: boolean;
+}
+
+interface Attempted {
+  candidate: Candidate;
+  credential: CredentialView;
+  attempt: AttemptRecord;
+  streamedBody: Readable | undefined;
+}
+
+/**
+ * An attempt that got no upstream answer: the client left (`client_closed`), the request is
+ * answered here (the shutdown, or the client's own body failed), or the credential cools down
+ * and the failure is kept, `notDelivered` when the upstream provably saw nothing.
+ */
+async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, at: Attempted, err: unknown): Promise<'client_closed' | ForwardResult | (AttemptFailure & { notDelivered: boolean })> {
+  const { candidate, credential, attempt } = at;
+  if (clientGone(input)) {
+    result.clientAborted = true;
+    attempt.error_code = 'client_closed';
+    return 'client_closed';
+  }
+  // The shutdown called the upstream request off: the gateway's answer, and no fault of the credential.
+  if (deps.inFlight?.ended) {
+    attempt.error_code = 'shutting_down';
+    return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate, credential });
+  }
+  // The client's own body failed while it streamed (too large, a broken form): the
+  // upstream is not to blame. Other body errors (undici's own, on an upstream reset) are the upstream's.
+  const bodyFailure = at.streamedBody?.errored ? requestBodyFailure(at.streamedBody.errored) : undefined;
+  if (bodyFailure) {
+    attempt.error_code = bodyFailure.code;
+    return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
+  }
+  const failure = classifyUpstreamError(err);
+  attempt.error_code = failure.code;
+  await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
+  const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
+  return { error, candidate, credential, notDelivered: failure.notDelivered === true };
 }
 
 interface AttemptFailure {
