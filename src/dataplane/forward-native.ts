@@ -11,7 +11,7 @@ import { verdictFor, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
-import { deliverUpstreamResponse, type DeliveryOptions } from './deliver-upstream-response.ts';
+import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -98,10 +98,109 @@ const REJECTED_BEFORE_PROCESSING = (s: number) => s === 401 || s === 403 || s ==
  * while nothing has been sent to the client and the operation may be replayed (or the
  * upstream provably rejected it before processing). The last upstream error is passed on
  * as the upstream sent it.
+ *
+ * Most requests take one attempt that succeeds: that attempt runs here straight through,
+ * outside the failover loop (measured in interleaved bench runs: +0.015 of the floor's
+ * throughput in both scenarios). Anything else (another body kind, a credential to prefer or
+ * to decrypt first, a failed or unusual answer) goes to the failover loop, which takes over a
+ * first attempt already made as if it had made it itself.
  */
 export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Promise<ForwardResult> {
+  const candidate = input.candidates[0];
+  if (candidate === undefined || input.body.kind !== 'json' || input.preferredCredentialId !== undefined || deps.maxAttempts < 1 || clientGone(input) || deps.inFlight?.ended) return forwardWithFailover(input, deps, undefined);
+  const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
+  const credential = credentials[0];
+  const secret = credential === undefined ? undefined : deps.pool.cachedSecret(credential);
+  if (credential === undefined || secret === undefined) return forwardWithFailover(input, deps, { candidate, credentials, sent: undefined });
+  const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+  const result = newResult([attempt]);
+  let exchange: UpstreamExchange | undefined;
+  let onClientGone: (() => void) | undefined;
+  const abortExchange = () => exchange?.abort();
+  const clientGoneListener = () => onClientGone?.();
+  const setClientGone = (handler: (() => void) | undefined) => {
+    onClientGone = handler;
+  };
+  input.res.on('close', clientGoneListener);
+  try {
+    let request: AttemptRequest;
+    try {
+      request = attemptRequest(input, candidate, secret) as AttemptRequest;
+      exchange = sendAttempt(input, deps, candidate, credential, request);
+    } catch {
+      return await forwardWithFailover(input, deps, { candidate, credentials, sent: undefined });
+    }
+    onClientGone = abortExchange;
+    let upstream: UpstreamReply;
+    try {
+      upstream = await exchange.reply;
+    } catch (error) {
+      onClientGone = undefined;
+      return await forwardWithFailover(input, deps, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { error } } });
+    }
+    onClientGone = undefined;
+    if (FAILOVER_STATUSES(upstream.status, input.op) || clientGone(input) || isReadableError(upstream)) {
+      return await forwardWithFailover(input, deps, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { reply: upstream } } });
+    }
+    attempt.status = upstream.status;
+    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, setClientGone));
+    return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
+  } finally {
+    input.res.off('close', clientGoneListener);
+  }
+}
+
+/** A first attempt handed to the failover loop, with the reply or the transport error it got. */
+interface SentAttempt {
+  credential: CredentialView;
+  secret: string;
+  attempt: AttemptRecord;
+  request: AttemptRequest;
+  exchange: UpstreamExchange;
+  got: { reply: UpstreamReply } | { error: unknown };
+}
+
+interface Resumed {
+  candidate: Candidate;
+  /** The first candidate's credentials in the order usable() gave (it takes a round-robin turn). */
+  credentials: CredentialView[];
+  sent: SentAttempt | undefined;
+}
+
+function newResult(attempts: AttemptRecord[]): ForwardResult {
+  return { status: 0, candidate: undefined, credential: undefined, attempts, usage: undefined, errorCode: null, clientAborted: false, responseId: undefined, ttfbAt: undefined };
+}
+
+/** The result of an attempt whose answer went to the client. */
+function recordDelivery(result: ForwardResult, attempt: AttemptRecord, candidate: Candidate, credential: CredentialView, status: number, outcome: DeliveryOutcome): ForwardResult {
+  if (status >= 400) attempt.error_code = `upstream_${status}`;
+  result.status = status;
+  result.candidate = candidate;
+  result.credential = credential;
+  result.usage = outcome.usage;
+  result.clientAborted = outcome.clientAborted;
+  result.responseId = outcome.responseId;
+  result.errorCode = outcome.clientAborted ? 'client_closed' : (outcome.streamFailure ?? attempt.error_code);
+  if (outcome.streamFailure) attempt.error_code = outcome.streamFailure;
+  return result;
+}
+
+/** Starts an attempt's upstream call. */
+function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, request: AttemptRequest): UpstreamExchange {
+  return deps.upstream.exchange({
+    url: upstreamTarget(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
+    method: input.req.method ?? 'GET',
+    headers: request.headers,
+    body: request.body,
+    headersTimeoutMs: deps.headersTimeoutMs,
+    bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs, deps.headersTimeoutMs),
+    proxy: deps.proxyFor(candidate, credential),
+  });
+}
+
+async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resumed: Resumed | undefined): Promise<ForwardResult> {
   const attempts: AttemptRecord[] = [];
-  const result: ForwardResult = { status: 0, candidate: undefined, credential: undefined, attempts, usage: undefined, errorCode: null, clientAborted: false, responseId: undefined, ttfbAt: undefined };
+  const result = newResult(attempts);
   let lastFailure: Failed | undefined;
   let lastTransportError: AttemptFailure | undefined;
   let lastCandidate: Candidate | undefined;
@@ -119,15 +218,17 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
 
   try {
     candidates: for (const candidate of input.candidates) {
-      const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
+      const credentials = candidate === resumed?.candidate ? resumed.credentials : deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
       if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
       for (const credential of credentials) {
-        if (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input)) break;
+        // The first attempt forwardFirstAttempt made (after the same checks) is taken over here.
+        const sent = attempts.length === 0 && resumed?.sent?.credential === credential ? resumed.sent : undefined;
+        if (sent === undefined && (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
-        if (deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? candidate, credential: lastCredential });
-        const secret = deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
+        if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? candidate, credential: lastCredential });
+        const secret = sent?.secret ?? deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
         if (secret === undefined) continue;
-        const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+        const attempt: AttemptRecord = sent?.attempt ?? { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
         attempts.push(attempt);
         lastCandidate = candidate;
         lastCredential = credential;
@@ -137,22 +238,16 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
         onClientGone = abortExchange;
         let upstream: UpstreamReply;
         try {
-          const pending = attemptRequest(input, candidate, secret);
+          const pending = sent?.request ?? attemptRequest(input, candidate, secret);
           // A JSON body's request is ready at once: no turn of the event loop for it.
           const request = pending instanceof Promise ? await pending : pending;
           streamedBody = request.streamedBody;
           dropUsageChunk = request.dropUsageChunk;
           if (request.streamedBody !== undefined && input.body.kind === 'stream') bodyConsumed = input.body.replayable !== true;
-          exchange = deps.upstream.exchange({
-            url: upstreamTarget(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
-            method: input.req.method ?? 'GET',
-            headers: request.headers,
-            body: request.body,
-            headersTimeoutMs: deps.headersTimeoutMs,
-            bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs, deps.headersTimeoutMs),
-            proxy: deps.proxyFor(candidate, credential),
-          });
-          upstream = await exchange.reply;
+          exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, request);
+          if (sent === undefined) upstream = await exchange.reply;
+          else if ('reply' in sent.got) upstream = sent.got.reply;
+          else throw sent.got.error;
         } catch (err) {
           onClientGone = undefined;
           const failed = await attemptFailed(input, deps, result, { candidate, credential, attempt, streamedBody }, err);
@@ -196,16 +291,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
           return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, setClientGone);
         }
         const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, dropUsageChunk, setClientGone));
-        if (upstream.status >= 400) attempt.error_code = `upstream_${upstream.status}`;
-        result.status = upstream.status;
-        result.candidate = candidate;
-        result.credential = credential;
-        result.usage = outcome.usage;
-        result.clientAborted = outcome.clientAborted;
-        result.responseId = outcome.responseId;
-        result.errorCode = outcome.clientAborted ? 'client_closed' : (outcome.streamFailure ?? attempt.error_code);
-        if (outcome.streamFailure) attempt.error_code = outcome.streamFailure;
-        return result;
+        return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
     }
     // Awaited, so that the finally below finds its stream sent.

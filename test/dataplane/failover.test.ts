@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
 import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
+import { maskSecret } from '../../src/store/mask.ts';
 import { chatBody, closedPortUrl, completionJson, createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // Credential pools and failover (issue 4 item 4): 429/5xx/connection failures cool a
@@ -519,3 +520,81 @@ for (const passthrough of [
     t.equal(create.status, 200, 'ordinary traffic still flows through the credential');
   });
 }
+
+// The first attempt of a request runs apart from the failover loop once its credential's
+// secret is cached (forwardFirstAttempt), so each of these first warms the cache with
+// successful requests, then fails the next request's first attempt.
+
+/** A substitute upstream answering `ok` except to the next `failures` requests, which get `failure`. */
+async function upstreamFailingNext(t: Test): Promise<Upstream & { secrets(): string[]; failNext(behaviour: Behaviour): void }> {
+  let pending: Behaviour | undefined;
+  const upstream = await startUpstream((req, res) => {
+    const behaviour = pending ?? ok;
+    pending = undefined;
+    behaviour(res, req);
+  });
+  t.teardown(() => upstream.close());
+  return Object.assign(upstream, { secrets: () => upstream.requests.map(secretOf), failNext: (behaviour: Behaviour) => void (pending = behaviour) });
+}
+
+async function warmed(t: Test, channel: string, protocol: string, call: (gw: Gateway, keyValue: string) => Promise<Response>) {
+  const upstream = await upstreamFailingNext(t);
+  const gw = await gateway(t);
+  const seeded = await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: [protocol] });
+  for (let i = 0; i < 2; i++) t.equal((await call(gw, keyValue)).status, 200, 'warm-up request');
+  return { upstream, gw, keyValue, ...seeded, warm: upstream.requests.length };
+}
+
+const chatCall = async (gw: Gateway, keyValue: string) => (await chat(gw, keyValue)).res;
+const embeddingsCall = (gw: Gateway, keyValue: string) =>
+  fetch(`${gw.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-chat', input: 'x' }) });
+
+t.test('secrets cached: a first attempt whose connection is lost goes on to the other credential (replay safe)', async (t) => {
+  const { upstream, gw, keyValue, credentials, warm } = await warmed(t, 'ch02', 'x-completions', chatCall);
+  upstream.failNext(hangUp);
+  const res = await chatCall(gw, keyValue);
+  t.equal(res.status, 200);
+  const [first, second] = upstream.secrets().slice(warm);
+  t.equal(upstream.requests.length, warm + 2, 'the failed attempt is not sent twice');
+  t.not(first, second, 'the second attempt uses the other credential');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  const failed = credentials[first === 'sk-a' ? 0 : 1]!;
+  t.match(record, { attempt_count: 2, attempts: [{ credential_id: String(failed.id), status: null, error_code: 'upstream_connection_lost' }, { status: 200 }] });
+});
+
+t.test('secrets cached: a non-replay-safe first attempt whose connection is lost is not sent again', async (t) => {
+  const { upstream, gw, keyValue, warm } = await warmed(t, 'ch03', 'x-chat-embeddings', embeddingsCall);
+  upstream.failNext(hangUp);
+  const res = await embeddingsCall(gw, keyValue);
+  t.equal(res.status, 502);
+  t.equal(upstream.requests.length, warm + 1, 'one upstream request');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 502, error_code: 'upstream_unreachable', attempt_count: 1, attempts: [{ status: null, error_code: 'upstream_connection_lost' }] });
+});
+
+t.test('secrets cached: a first attempt answered 429 cools its credential down and the other one serves', async (t) => {
+  const { upstream, gw, keyValue, group, credentials, warm } = await warmed(t, 'ch02', 'x-completions', chatCall);
+  upstream.failNext(status(429, { 'retry-after': '60' }));
+  const res = await chatCall(gw, keyValue);
+  t.equal(res.status, 200);
+  const [first, second] = upstream.secrets().slice(warm);
+  t.not(first, second);
+  const cooled = credentials[first === 'sk-a' ? 0 : 1]!;
+  t.equal((await credentialView(gw.store, group.id, cooled.id)).state, 'cooldown');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { attempt_count: 2, attempts: [{ credential_id: String(cooled.id), status: 429, error_code: 'upstream_429' }, { status: 200 }] });
+});
+
+t.test('secrets cached: an upstream error that names the credential reaches the client with it masked', async (t) => {
+  const { upstream, gw, keyValue, warm } = await warmed(t, 'ch02', 'x-completions', chatCall);
+  upstream.failNext((res, req) => {
+    res.writeHead(400, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: `invalid request for key ${secretOf(req)}`, type: 'invalid_request_error' } }));
+  });
+  const { res, text } = await chat(gw, keyValue);
+  t.equal(res.status, 400);
+  const secret = upstream.secrets()[warm]!;
+  t.notMatch(text, secret, 'the upstream secret does not reach the client');
+  t.match(text, `invalid request for key ${maskSecret(secret)}"`, 'it is masked where the upstream wrote it');
+});
