@@ -18,6 +18,7 @@ import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
+import { unwatchClient, watchClient } from './watch-client.ts';
 
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
 export type ForwardBody =
@@ -121,7 +122,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   const setClientGone = (handler: (() => void) | undefined) => {
     onClientGone = handler;
   };
-  input.res.on('close', clientGoneListener);
+  watchClient(input.req.socket, clientGoneListener);
   try {
     let request: AttemptRequest;
     try {
@@ -146,7 +147,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, setClientGone));
     return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
   } finally {
-    input.res.off('close', clientGoneListener);
+    unwatchClient(input.req.socket, clientGoneListener);
   }
 }
 
@@ -214,7 +215,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
   const setClientGone = (handler: (() => void) | undefined) => {
     onClientGone = handler;
   };
-  input.res.on('close', clientGoneListener);
+  watchClient(input.req.socket, clientGoneListener);
 
   try {
     candidates: for (const candidate of input.candidates) {
@@ -309,7 +310,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
     const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
-    input.res.off('close', clientGoneListener);
+    unwatchClient(input.req.socket, clientGoneListener);
     // A kept error answer that was not sent still holds its upstream connection.
     lastFailure?.stream?.abort();
   }
