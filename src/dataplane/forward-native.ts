@@ -18,7 +18,7 @@ import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
-import { unwatchClient, watchClient } from './watch-client.ts';
+import { RequestWatch } from './watch-client.ts';
 
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
 export type ForwardBody =
@@ -116,13 +116,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
   const result = newResult([attempt]);
   let exchange: UpstreamExchange | undefined;
-  let onClientGone: (() => void) | undefined;
   const abortExchange = () => exchange?.abort();
-  const clientGoneListener = () => onClientGone?.();
-  const setClientGone = (handler: (() => void) | undefined) => {
-    onClientGone = handler;
-  };
-  watchClient(input.req.socket, clientGoneListener);
+  const watch = new RequestWatch(input.req.socket);
   try {
     let request: AttemptRequest;
     try {
@@ -131,23 +126,23 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     } catch {
       return await forwardWithFailover(input, deps, { candidate, credentials, sent: undefined });
     }
-    onClientGone = abortExchange;
+    watch.point(abortExchange);
     let upstream: UpstreamReply;
     try {
       upstream = await exchange.reply;
     } catch (error) {
-      onClientGone = undefined;
+      watch.point(undefined);
       return await forwardWithFailover(input, deps, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { error } } });
     }
-    onClientGone = undefined;
+    watch.point(undefined);
     if (FAILOVER_STATUSES(upstream.status, input.op) || clientGone(input) || isReadableError(upstream)) {
       return await forwardWithFailover(input, deps, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
-    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, setClientGone));
+    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point));
     return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
   } finally {
-    unwatchClient(input.req.socket, clientGoneListener);
+    watch.stop();
   }
 }
 
@@ -208,14 +203,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
   let lastCredential: CredentialView | undefined;
   let bodyConsumed = false;
   let exchange: UpstreamExchange | undefined;
-  // One listener for the whole request, pointed at what a client leaving means in each phase.
-  let onClientGone: (() => void) | undefined;
   const abortExchange = () => exchange?.abort();
-  const clientGoneListener = () => onClientGone?.();
-  const setClientGone = (handler: (() => void) | undefined) => {
-    onClientGone = handler;
-  };
-  watchClient(input.req.socket, clientGoneListener);
+  const watch = new RequestWatch(input.req.socket);
 
   try {
     candidates: for (const candidate of input.candidates) {
@@ -236,7 +225,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
         exchange = undefined;
         let streamedBody: Readable | undefined;
         let dropUsageChunk = false;
-        onClientGone = abortExchange;
+        watch.point(abortExchange);
         let upstream: UpstreamReply;
         try {
           const pending = sent?.request ?? attemptRequest(input, candidate, secret);
@@ -250,7 +239,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
           else if ('reply' in sent.got) upstream = sent.got.reply;
           else throw sent.got.error;
         } catch (err) {
-          onClientGone = undefined;
+          watch.point(undefined);
           const failed = await attemptFailed(input, deps, result, { candidate, credential, attempt, streamedBody }, err);
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
@@ -259,7 +248,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
           if (!input.op.replay_safe && !failed.notDelivered) break candidates;
           continue;
         }
-        onClientGone = undefined;
+        watch.point(undefined);
         attempt.status = upstream.status;
         const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
         if (FAILOVER_STATUSES(upstream.status, input.op)) {
@@ -289,14 +278,14 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
             break;
           }
           result.ttfbAt = deps.now();
-          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, setClientGone);
+          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point);
         }
-        const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, dropUsageChunk, setClientGone));
+        const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, dropUsageChunk, watch.point));
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
     }
     // Awaited, so that the finally below finds its stream sent.
-    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, setClientGone);
+    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point);
     if (result.clientAborted || clientGone(input)) {
       // Logged like any other outcome: 499, with the route and credential it was on.
       result.clientAborted = true;
@@ -310,7 +299,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
     const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
-    unwatchClient(input.req.socket, clientGoneListener);
+    watch.stop();
     // A kept error answer that was not sent still holds its upstream connection.
     lastFailure?.stream?.abort();
   }

@@ -28,3 +28,27 @@ export function watchClient(socket: Socket, onGone: () => void): void {
 export function unwatchClient(socket: Socket, onGone: () => void): void {
   (socket as WatchedSocket)[WATCHERS]?.delete(onGone);
 }
+
+/**
+ * One request's watch on its client, for the whole request: `point` says what the client
+ * leaving means now (calling the upstream request off while waiting for its answer, ending the
+ * relay while relaying; undefined: nothing), so that phases change a pointer, not listeners.
+ */
+export class RequestWatch {
+  readonly #socket: Socket;
+  #onGone: (() => void) | undefined;
+  readonly #listener = (): void => this.#onGone?.();
+  /** Also the relay's DeliveryOptions.onClientGone. */
+  readonly point = (handler: (() => void) | undefined): void => {
+    this.#onGone = handler;
+  };
+
+  constructor(socket: Socket) {
+    this.#socket = socket;
+    watchClient(socket, this.#listener);
+  }
+
+  stop(): void {
+    unwatchClient(this.#socket, this.#listener);
+  }
+}
