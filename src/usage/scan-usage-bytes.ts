@@ -299,7 +299,7 @@ class Scan {
       for (; i < end && isDigit(bytes[i]!); i++) value = value * 10 + (bytes[i]! - ZERO);
       if (i === end) return value;
     }
-    return Number(String.fromCharCode(...bytes.subarray(start, end)));
+    return Number(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1'));
   }
 }
 

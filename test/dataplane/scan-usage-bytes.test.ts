@@ -57,10 +57,10 @@ t.test('duplicate members: the last one wins, as in JSON.parse', async (t) => {
 });
 
 t.test('counters that are not plain counts read as JSON.parse and readCount read them', async (t) => {
-  const values = ['0', '-0', '12', '1.25', '3e2', '2E-1', '12345678901234567890', '1e400', '-5', '"7"', 'true', 'null', '{"a":1}', '[1]'];
+  const values = ['0', '-0', '12', '1.25', '3e2', '2E-1', '12345678901234567890', '1e400', '-5', '"7"', 'true', 'null', '{"a":1}', '[1]', '9'.repeat(200_000)];
   for (const value of values) {
     const text = `{"choices":[],"usage":{"prompt_tokens":${value}}}`;
-    t.same(scanEvent('completions', text), parsedReading('completions', text), value);
+    t.same(scanEvent('completions', text), parsedReading('completions', text), value.slice(0, 20));
   }
 });
 
