@@ -20,10 +20,18 @@ import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { RequestWatch } from './watch-client.ts';
 
+/** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
+interface JsonBody {
+  kind: 'json';
+  raw: Buffer;
+  value: Record<string, unknown>;
+  repeatsModel: boolean;
+}
+
 /** The request body as the data plane holds it: parsed JSON it may rewrite, or a one-shot stream. */
 export type ForwardBody =
   | { kind: 'none' }
-  | { kind: 'json'; raw: Buffer; value: Record<string, unknown>; repeatsModel: boolean }
+  | JsonBody
   | {
       kind: 'stream';
       /** open() may be called again for another attempt (a spooled body); else the body is sent once. */
@@ -107,24 +115,27 @@ const REJECTED_BEFORE_PROCESSING = (s: number) => s === 401 || s === 403 || s ==
  * first attempt already made as if it had made it itself.
  */
 export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Promise<ForwardResult> {
-  const candidate = input.candidates[0];
-  if (candidate === undefined || input.body.kind !== 'json' || input.preferredCredentialId !== undefined || deps.maxAttempts < 1 || clientGone(input) || deps.inFlight?.ended) return forwardWithFailover(input, deps, undefined);
-  const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
-  const credential = credentials[0];
-  const secret = credential === undefined ? undefined : deps.pool.cachedSecret(credential);
-  if (credential === undefined || secret === undefined) return forwardWithFailover(input, deps, { candidate, credentials, sent: undefined });
-  const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
-  const result = newResult([attempt]);
-  let exchange: UpstreamExchange | undefined;
-  const abortExchange = () => exchange?.abort();
+  // One watch on the client for the whole request, the first attempt and the failover loop alike.
   const watch = new RequestWatch(input.req.socket);
   try {
+    const { body } = input;
+    const candidate = input.candidates[0];
+    if (candidate === undefined || body.kind !== 'json' || input.preferredCredentialId !== undefined || deps.maxAttempts < 1 || clientGone(input) || deps.inFlight?.ended) return await forwardWithFailover(input, deps, watch, undefined);
+    const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
+    const credential = credentials[0];
+    const secret = credential === undefined ? undefined : deps.pool.cachedSecret(credential);
+    if (credential === undefined || secret === undefined) return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
+    const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+    const result = newResult([attempt]);
+    let exchange: UpstreamExchange | undefined;
+    const abortExchange = () => exchange?.abort();
     let request: AttemptRequest;
     try {
-      request = attemptRequest(input, candidate, secret) as AttemptRequest;
+      request = jsonAttemptRequest(input, body, candidate, secret);
       exchange = sendAttempt(input, deps, candidate, credential, request);
     } catch {
-      return await forwardWithFailover(input, deps, { candidate, credentials, sent: undefined });
+      // Not started: the failover loop makes the attempt again and treats the failure as it does.
+      return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
     }
     watch.point(abortExchange);
     let upstream: UpstreamReply;
@@ -132,11 +143,11 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       upstream = await exchange.reply;
     } catch (error) {
       watch.point(undefined);
-      return await forwardWithFailover(input, deps, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { error } } });
+      return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { error } } });
     }
     watch.point(undefined);
     if (FAILOVER_STATUSES(upstream.status, input.op) || clientGone(input) || isReadableError(upstream)) {
-      return await forwardWithFailover(input, deps, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { reply: upstream } } });
+      return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
     const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point));
@@ -194,7 +205,7 @@ function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidat
   });
 }
 
-async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resumed: Resumed | undefined): Promise<ForwardResult> {
+async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch: RequestWatch, resumed: Resumed | undefined): Promise<ForwardResult> {
   const attempts: AttemptRecord[] = [];
   const result = newResult(attempts);
   let lastFailure: Failed | undefined;
@@ -204,14 +215,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
   let bodyConsumed = false;
   let exchange: UpstreamExchange | undefined;
   const abortExchange = () => exchange?.abort();
-  const watch = new RequestWatch(input.req.socket);
 
   try {
     candidates: for (const candidate of input.candidates) {
       const credentials = candidate === resumed?.candidate ? resumed.credentials : deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
       if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
       for (const credential of credentials) {
-        // The first attempt forwardFirstAttempt made (after the same checks) is taken over here.
+        // The first attempt forwardNative made (after the same checks) is taken over here.
         const sent = attempts.length === 0 && resumed?.sent?.credential === credential ? resumed.sent : undefined;
         if (sent === undefined && (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
@@ -233,7 +243,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
           const request = pending instanceof Promise ? await pending : pending;
           streamedBody = request.streamedBody;
           dropUsageChunk = request.dropUsageChunk;
-          if (request.streamedBody !== undefined && input.body.kind === 'stream') bodyConsumed = input.body.replayable !== true;
+          if (input.body.kind === 'stream') bodyConsumed = input.body.replayable !== true;
           exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, request);
           if (sent === undefined) upstream = await exchange.reply;
           else if ('reply' in sent.got) upstream = sent.got.reply;
@@ -299,7 +309,6 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, resum
     const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
-    watch.stop();
     // A kept error answer that was not sent still holds its upstream connection.
     lastFailure?.stream?.abort();
   }
@@ -350,26 +359,35 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
  * the candidate's model (a JSON body rewritten in memory, a streamed one opened anew).
  */
 function attemptRequest(input: ForwardInput, candidate: Candidate, secret: string): AttemptRequest | Promise<AttemptRequest> {
-  const headers = upstreamRequestHeaders(input.req.headers);
-  setUpstreamCredential(headers, input.op.protocol, secret);
-  // Body members that name the path's model again get the upstream name too.
-  const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
   const { body } = input;
-  if (body.kind === 'json') {
-    const built = jsonAttemptBody(body.raw, body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed, body.repeatsModel);
-    headers['content-type'] = 'application/json';
-    headers['content-length'] = String(built.body.length);
-    return { headers, body: built.body, streamedBody: undefined, dropUsageChunk: built.addedStreamUsage };
-  }
+  if (body.kind === 'json') return jsonAttemptRequest(input, body, candidate, secret);
+  const headers = attemptHeaders(input, secret);
   if (body.kind === 'none') {
     delete headers['content-length'];
     return { headers, body: null, streamedBody: undefined, dropUsageChunk: false };
   }
-  return body.open(candidate.upstream_model, listed).then((opened) => {
+  return body.open(candidate.upstream_model, bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model)).then((opened) => {
     if (opened.length !== undefined) headers['content-length'] = String(opened.length);
     else delete headers['content-length'];
     return { headers, body: opened.stream, streamedBody: opened.stream, dropUsageChunk: opened.addedStreamUsage === true };
   });
+}
+
+/** attemptRequest for a JSON body, which is ready at once. */
+function jsonAttemptRequest(input: ForwardInput, body: JsonBody, candidate: Candidate, secret: string): AttemptRequest {
+  const headers = attemptHeaders(input, secret);
+  const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
+  const built = jsonAttemptBody(body.raw, body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed, body.repeatsModel);
+  headers['content-type'] = 'application/json';
+  headers['content-length'] = String(built.body.length);
+  return { headers, body: built.body, streamedBody: undefined, dropUsageChunk: built.addedStreamUsage };
+}
+
+/** The client's headers to forward, with the attempt's credential. */
+function attemptHeaders(input: ForwardInput, secret: string): OutgoingHeaders {
+  const headers = upstreamRequestHeaders(input.req.headers);
+  setUpstreamCredential(headers, input.op.protocol, secret);
+  return headers;
 }
 
 interface AttemptRequest {

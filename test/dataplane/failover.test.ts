@@ -522,10 +522,10 @@ for (const passthrough of [
 }
 
 // The first attempt of a request runs apart from the failover loop once its credential's
-// secret is cached (forwardFirstAttempt), so each of these first warms the cache with
+// secret is cached (in forwardNative itself), so each of these first warms the cache with
 // successful requests, then fails the next request's first attempt.
 
-/** A substitute upstream answering `ok` except to the next `failures` requests, which get `failure`. */
+/** A substitute upstream answering `ok`, except the one request after `failNext(behaviour)`, which gets that behaviour. */
 async function upstreamFailingNext(t: Test): Promise<Upstream & { secrets(): string[]; failNext(behaviour: Behaviour): void }> {
   let pending: Behaviour | undefined;
   const upstream = await startUpstream((req, res) => {

@@ -22,9 +22,9 @@ export interface DeliveryOptions {
   /** Where a stream relay is registered while it runs, for a shutdown to end it. */
   inFlight?: InFlightRequests;
   /**
-   * Points the caller's watch on the client's response ('close') at what a client leaving now
-   * means (undefined: nothing). The caller watches for the whole request, attempts included,
-   * so that a request adds one listener, not one per phase.
+   * Points the caller's watch on the client's connection at what a client leaving now means
+   * (undefined: nothing). The caller watches for the whole request, attempts included, so
+   * that a phase changes a pointer, not listeners.
    */
   onClientGone: (handler: (() => void) | undefined) => void;
 }
