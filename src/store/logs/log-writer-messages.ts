@@ -35,7 +35,10 @@ export type FromLogWriter =
   | { type: 'ready' }
   /** Every batch up to and including `through` is committed. */
   | { type: 'committed'; through: number }
-  /** A commit failed; the worker keeps the records and retries on its own. */
-  | { type: 'write-failed'; error: Error }
+  /**
+   * A commit failed; the worker keeps the records and retries on its own. `startedAt`: when the
+   * commit began (wallClockMs), so that a flush asked for after it is not failed by it.
+   */
+  | { type: 'write-failed'; error: Error; startedAt: number }
   | { type: 'answer'; id: number; value: unknown }
   | { type: 'answer'; id: number; error: Error };

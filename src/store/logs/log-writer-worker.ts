@@ -1,4 +1,5 @@
 import { types } from 'node:util';
+import { wallClockMs } from './wall-clock-ms.ts';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteLogStore } from './sqlite-log-store.ts';
 import type { FromLogWriter, LogRead, LogWriterData, ToLogWriter } from './log-writer-messages.ts';
@@ -41,10 +42,11 @@ function transferableError(error: unknown): Error {
 async function commit(): Promise<void> {
   const through = uncommittedThrough;
   if (through === undefined) return;
+  const startedAt = wallClockMs();
   try {
     await store.flush();
   } catch (error) {
-    send({ type: 'write-failed', error: transferableError(error) });
+    send({ type: 'write-failed', error: transferableError(error), startedAt });
     retryTimer ??= setTimeout(() => {
       retryTimer = undefined;
       void commit();

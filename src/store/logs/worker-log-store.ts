@@ -5,6 +5,7 @@ import type { FromLogWriter, LogRead, ToLogWriter } from './log-writer-messages.
 import { LogBatchAppender } from './log-batch-appender.ts';
 import { startLogWriter } from './start-log-writer.ts';
 import type { SealedLogBatch } from './write-log-batch.ts';
+import { wallClockMs } from './wall-clock-ms.ts';
 
 export interface WorkerLogStoreOptions {
   /** Records per batch; a full batch is posted on the next turn. Default 1024: the worker stores each batch as one row, in one transaction. */
@@ -27,6 +28,8 @@ interface PendingRead {
 
 interface FlushWaiter {
   through: number;
+  /** When flush() was asked (wallClockMs). */
+  since: number;
   resolve: () => void;
   reject: (error: Error) => void;
 }
@@ -110,7 +113,8 @@ export class WorkerLogStore implements LogStore {
     const through = this.#lastBatch;
     if (!this.#isUnacked(through)) return;
     if (this.#stopping && this.#worker === undefined) throw new Error('log store is closed');
-    await new Promise<void>((resolve, reject) => this.#flushWaiters.push({ through, resolve, reject }));
+    const since = wallClockMs();
+    await new Promise<void>((resolve, reject) => this.#flushWaiters.push({ through, since, resolve, reject }));
   }
 
   get(requestId: string): Promise<LogRecord | undefined> {
@@ -206,7 +210,7 @@ export class WorkerLogStore implements LogStore {
         return;
       case 'write-failed':
         this.#onError(message.error);
-        this.#rejectFlushes(message.error);
+        this.#rejectFlushes(message.error, message.startedAt);
         return;
       case 'answer': {
         this.#deathsWithoutProgress = 0;
@@ -270,10 +274,18 @@ export class WorkerLogStore implements LogStore {
     return new Error(`log writer worker ${what}${cause === undefined ? '' : `: ${cause.message}`}`, cause === undefined ? {} : { cause });
   }
 
-  #rejectFlushes(error: Error): void {
-    const waiters = this.#flushWaiters;
-    this.#flushWaiters = [];
-    for (const waiter of waiters) waiter.reject(error);
+  /**
+   * Fails the flushes asked for before `startedAt` (every one by default). A failure the worker
+   * reported for a commit that began earlier says nothing of a flush asked for since (its
+   * message may still have been on its way): that flush waits for the worker's next commit.
+   */
+  #rejectFlushes(error: Error, startedAt = Infinity): void {
+    const waiting: FlushWaiter[] = [];
+    for (const waiter of this.#flushWaiters) {
+      if (waiter.since <= startedAt) waiter.reject(error);
+      else waiting.push(waiter);
+    }
+    this.#flushWaiters = waiting;
     this.#updateRef();
   }
 
