@@ -14,12 +14,11 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
  */
 export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryOptions): Promise<DeliveryOutcome> {
   const { res } = options;
-  const headers = clientResponseHeaders(reply.headers);
   const contentType = String(reply.headers['content-type'] ?? '');
   const isSse = contentType.includes('text/event-stream');
   const isJsonArrayStream = !isSse && options.streamingOperation && reply.status < 300 && contentType.includes('json');
   // An event may be dropped and an error event may follow: the length may change.
-  if (isSse || isJsonArrayStream) delete headers['content-length'];
+  const headers = clientResponseHeaders(reply.headers, isSse || isJsonArrayStream);
   withRequestId(headers, options.requestId);
   res.writeHead(reply.status, headers);
   const relay = new RelayContext(reply, options);

@@ -19,10 +19,14 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
   return copyHeadersWithout(clientHeaders, NOT_FORWARDED);
 }
 
+const HOP_BY_HOP_AND_LENGTH = withHopByHop(['content-length']);
+
 /**
- * Upstream response headers to send to the client: no hop-by-hop. `content-length` is kept;
- * a caller that alters the body (dropping an event, say) deletes it.
+ * Upstream response headers to send to the client: no hop-by-hop. `content-length` is kept
+ * unless `bodyMayChange` (a relay that may drop an event or add an error event). Left out of
+ * the copy rather than deleted after: a deleted property turns the object into a dictionary,
+ * which writeHead then reads more slowly on every streamed response.
  */
-export function clientResponseHeaders(upstreamHeaders: HeaderMap): OutgoingHeaders {
-  return copyHeadersWithout(upstreamHeaders, HOP_BY_HOP_HEADERS);
+export function clientResponseHeaders(upstreamHeaders: HeaderMap, bodyMayChange = false): OutgoingHeaders {
+  return copyHeadersWithout(upstreamHeaders, bodyMayChange ? HOP_BY_HOP_AND_LENGTH : HOP_BY_HOP_HEADERS);
 }

@@ -186,9 +186,10 @@ const USAGE_CHUNK = `data: ${JSON.stringify({
 })}\n\n`;
 const DONE = 'data: [DONE]\n\n';
 
-async function usageScenario(t: Test) {
+async function usageScenario(t: Test, { withLength = false } = {}) {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const length = Buffer.byteLength([...CONTENT_CHUNKS, USAGE_CHUNK, DONE].join(''));
+    res.writeHead(200, { 'content-type': 'text/event-stream', ...(withLength ? { 'content-length': String(length) } : {}) });
     for (const chunk of [...CONTENT_CHUNKS, USAGE_CHUNK, DONE]) res.write(chunk);
     res.end();
   });
@@ -280,6 +281,13 @@ t.test('completions stream without stream_options: usage is requested upstream, 
   t.equal(text, [...CONTENT_CHUNKS, DONE].join(''), 'every other event intact, the usage-only chunk dropped');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, LOGGED_USAGE);
+});
+
+t.test('an SSE answer with a content-length reaches the client without it, since the usage chunk is dropped', async (t) => {
+  const { post } = await usageScenario(t, { withLength: true });
+  const res = await post({ stream: true });
+  t.equal(res.headers.get('content-length'), null, 'the upstream\'s length no longer holds');
+  t.equal(await res.text(), [...CONTENT_CHUNKS, DONE].join(''), 'every other event intact');
 });
 
 t.test('the events an upstream read brings reach the client in one HTTP chunk, not one per event', async (t) => {

@@ -62,6 +62,12 @@ t.test('response headers to a client keep what matters', async (t) => {
   t.same(out, { 'content-type': 'text/event-stream', 'retry-after': '7', 'x-request-id': 'req_1', 'request-id': 'req_2' });
 });
 
+t.test('a body the relay may change goes without the upstream\'s content-length', async (t) => {
+  const upstream = { 'content-type': 'text/event-stream', 'content-length': '120', 'x-request-id': 'req_1', connection: 'keep-alive', 'keep-alive': 'timeout=5' };
+  t.same(clientResponseHeaders(upstream, true), { 'content-type': 'text/event-stream', 'x-request-id': 'req_1' });
+  t.same(clientResponseHeaders(upstream), { 'content-type': 'text/event-stream', 'content-length': '120', 'x-request-id': 'req_1' }, 'kept for a body passed on unchanged');
+});
+
 t.test('the key query parameter is removed, other parameters keep their encoding', async (t) => {
   t.equal(stripCredentialQuery('/v1beta/models/m:streamGenerateContent?alt=sse&key=AIza123'), '/v1beta/models/m:streamGenerateContent?alt=sse');
   t.equal(stripCredentialQuery('/v1/x?key=abc'), '/v1/x');
