@@ -29,7 +29,8 @@ export interface UsageScanPlan {
   readonly usage: KeyNode;
   /** The usage key with its quotes, to find the member in a body. */
   readonly member: Uint8Array;
-  readonly fieldCount: number;
+  /** A counter per field, none read yet: copied for each scan. */
+  readonly noCounters: readonly undefined[];
 }
 
 const CHOICES = Buffer.from('choices');
@@ -62,7 +63,7 @@ const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')
 /** What to read for a usage member that is top-level (`usageMember`, the key without its quotes). */
 export function usageScanPlan(fields: CompiledUsageTable['fields'], usageMember: string): UsageScanPlan {
   const paths = fields.map((f) => f.raw);
-  return { usage: keyNode(usageMember, paths, paths.map((_, i) => i)), member: Buffer.from(`"${usageMember}"`), fieldCount: paths.length };
+  return { usage: keyNode(usageMember, paths, paths.map((_, i) => i)), member: Buffer.from(`"${usageMember}"`), noCounters: paths.map(() => undefined) };
 }
 
 function keyNode(key: string, paths: readonly (readonly string[])[], indexes: readonly number[]): KeyNode {
@@ -115,7 +116,7 @@ class Scan {
     this.#end = end;
     this.#plan = plan;
     this.#lineBreaks = lineBreaks;
-    this.#counters = new Array<number | undefined>(plan.fieldCount).fill(undefined);
+    this.#counters = plan.noCounters.slice();
   }
 
   result(): ScannedUsage {
@@ -166,14 +167,14 @@ class Scan {
 
   #topValue(at: number, keyStart: number, keyEnd: number, depth: number): number {
     const { usage } = this.#plan;
-    if (this.#keyIs(usage.key, keyStart, keyEnd)) {
+    if (keyIs(this.#bytes, usage.key, keyStart, keyEnd)) {
       // An array counts as an object where JSON.parse's result is read: left to that reading.
       if (at >= this.#end || this.#bytes[at] === OPEN_ARRAY) return FAIL;
       // Any other value (`"usage": null` on every chunk of some upstreams) is no usage.
       this.#usageObject = this.#bytes[at] === OPEN_OBJECT;
       return this.#wanted(at, usage, depth);
     }
-    if (this.#keyIs(CHOICES, keyStart, keyEnd)) {
+    if (keyIs(this.#bytes, CHOICES, keyStart, keyEnd)) {
       const inner = at < this.#end && this.#bytes[at] === OPEN_ARRAY ? this.space(at + 1) : FAIL;
       this.#choicesEmpty = inner !== FAIL && inner < this.#end && this.#bytes[inner] === CLOSE_ARRAY;
     }
@@ -200,15 +201,8 @@ class Scan {
   }
 
   #child(node: KeyNode, keyStart: number, keyEnd: number): KeyNode | undefined {
-    for (const child of node.children) if (this.#keyIs(child.key, keyStart, keyEnd)) return child;
+    for (const child of node.children) if (keyIs(this.#bytes, child.key, keyStart, keyEnd)) return child;
     return undefined;
-  }
-
-  #keyIs(key: Uint8Array, start: number, end: number): boolean {
-    if (end - start !== key.length) return false;
-    const bytes = this.#bytes;
-    for (let i = 0; i < key.length; i++) if (bytes[start + i] !== key[i]) return false;
-    return true;
   }
 
   /** Any JSON value; the index after it. */
@@ -223,7 +217,7 @@ class Scan {
     if (c === OPEN_OBJECT) return depth >= MAX_DEPTH ? FAIL : this.members(this.space(at + 1), false, depth + 1);
     if (c === OPEN_ARRAY) return depth >= MAX_DEPTH ? FAIL : this.#array(this.space(at + 1), depth + 1);
     if (c === MINUS || (c >= ZERO && c <= NINE)) return this.#number(at);
-    for (const literal of LITERALS) if (this.#keyIs(literal, at, Math.min(at + literal.length, this.#end))) return at + literal.length;
+    for (const literal of LITERALS) if (keyIs(this.#bytes, literal, at, Math.min(at + literal.length, this.#end))) return at + literal.length;
     return FAIL;
   }
 
@@ -301,6 +295,12 @@ class Scan {
     }
     return Number(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1'));
   }
+}
+
+function keyIs(bytes: Uint8Array, key: Uint8Array, start: number, end: number): boolean {
+  if (end - start !== key.length) return false;
+  for (let i = 0; i < key.length; i++) if (bytes[start + i] !== key[i]) return false;
+  return true;
 }
 
 function isDigit(c: number): boolean {
