@@ -22,6 +22,7 @@ import { openLowdbConfigStore } from '../store/lowdb/index.ts';
 import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
 import { loadAuthKey } from './auth-key.ts';
 import { ConnectionDrain } from './connection-drain.ts';
+import { disableAllocationSitePretenuring } from './disable-allocation-site-pretenuring.ts';
 import { hourlyRetention, startLogRetention, type RetentionSchedule } from './log-retention.ts';
 import { packageVersion } from './package-version.ts';
 
@@ -94,6 +95,7 @@ export interface RunningServer {
 const SHUTDOWN_GRACE_MS = 10_000;
 
 export async function createServer(options: ServerOptions): Promise<RunningServer> {
+  disableAllocationSitePretenuring();
   const clock = options.clock ?? systemClock;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dataDir = path.resolve(options.dataDir);
