@@ -10,7 +10,8 @@ import { promisify } from 'node:util';
 const probe = fileURLToPath(new URL('./support/pretenuring-probe.ts', import.meta.url));
 
 async function freshObjectIsYoung(args: string[]): Promise<boolean> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--allow-natives-syntax', '--import=tsx', probe, ...args], { timeout: 60_000 });
+  const flags = ['--allow-natives-syntax', '--expose-gc', '--min-semi-space-size=1', '--max-semi-space-size=1'];
+  const { stdout } = await promisify(execFile)(process.execPath, [...flags, '--import=tsx', probe, ...args], { timeout: 60_000 });
   return (JSON.parse(stdout) as { young: boolean }).young;
 }
 
