@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { LOG_DB_FILE, openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
 import { LogBatchEncoder } from '../../src/store/logs/encode-log-batch.ts';
 import type { FromLogWriter, ToLogWriter } from '../../src/store/logs/log-writer-messages.ts';
-import { startLogWriter } from '../../src/store/logs/start-log-writer.ts';
+import { LOG_WRITER_YOUNG_GENERATION_MB, startLogWriter } from '../../src/store/logs/start-log-writer.ts';
 import { logRecord } from '../management/support/log-records.ts';
 
 /** The shared behaviour is tested in log-store.test.ts; these are what the worker adds: ordering across threads, shutdown, crashes, failed writes. */
@@ -142,6 +142,14 @@ t.test('a worker killed mid-way loses nothing, and the store keeps working', asy
   const onDisk = await countOnDisk(dir);
   t.equal(onDisk.requests, 3001);
   t.equal(onDisk.ids.size, 3001, 'no duplicates from re-sent batches');
+});
+
+t.test('the writer thread runs with its own small young generation, not the main thread\'s', async (t) => {
+  const worker = startLogWriter({ dataDir: tempDir(t), maxBuffered: 100_000 });
+  await nextMessage(worker, 'ready');
+  t.equal(worker.resourceLimits?.maxYoungGenerationSizeMb, LOG_WRITER_YOUNG_GENERATION_MB, 'as V8 reports it for the thread');
+  worker.postMessage({ type: 'close' } satisfies ToLogWriter);
+  await new Promise((resolve) => worker.once('exit', resolve));
 });
 
 t.test('a batch a worker committed but died before acknowledging is stored once when sent again to the next worker', async (t) => {
