@@ -125,7 +125,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     const credential = credentials[0];
     const secret = credential === undefined ? undefined : deps.pool.cachedSecret(credential);
     if (credential === undefined || secret === undefined) return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
-    const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+    const attempt = newAttempt(candidate, credential);
     const result = newResult([attempt]);
     let exchange: UpstreamExchange | undefined;
     const abortExchange = () => exchange?.abort();
@@ -172,6 +172,10 @@ interface Resumed {
   /** The first candidate's credentials in the order usable() gave (it takes a round-robin turn). */
   credentials: CredentialView[];
   sent: SentAttempt | undefined;
+}
+
+function newAttempt(candidate: Candidate, credential: CredentialView): AttemptRecord {
+  return { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
 }
 
 function newResult(attempts: AttemptRecord[]): ForwardResult {
@@ -228,7 +232,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? candidate, credential: lastCredential });
         const secret = sent?.secret ?? deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
         if (secret === undefined) continue;
-        const attempt: AttemptRecord = sent?.attempt ?? { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
+        const attempt = sent?.attempt ?? newAttempt(candidate, credential);
         attempts.push(attempt);
         lastCandidate = candidate;
         lastCredential = credential;

@@ -1,7 +1,7 @@
 import { types } from 'node:util';
-import { wallClockMs } from './wall-clock-ms.ts';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteLogStore } from './sqlite-log-store.ts';
+import { wallClockMs } from './wall-clock-ms.ts';
 import type { FromLogWriter, LogRead, LogWriterData, ToLogWriter } from './log-writer-messages.ts';
 
 /**

@@ -23,8 +23,8 @@ function typeScriptBootstrap(): string {
 /**
  * The writer's young generation, in MB. V8's default lets it grow as far as the main
  * thread's (2 × 16 MB), which only adds to the process's peak memory here: the rows of a
- * batch (at most 1,024 records) take a few hundred KB. Measured under continuous bench load: about 5 MB less peak
- * RSS, and the same CPU per request.
+ * batch (at most 1,024 records) take a few hundred KB. Measured under continuous bench
+ * load: about 5 MB less peak RSS, and the same CPU per request.
  */
 export const LOG_WRITER_YOUNG_GENERATION_MB = 4;
 
