@@ -28,11 +28,16 @@ function compile(script: URL): Promise<string> {
 
 /** Starts a bench server in its own process (so its memory is its own) and waits for its port. */
 export async function forkBenchChild(script: URL, args: string[] = [], execArgv: string[] = []): Promise<BenchChild> {
-  const child: ChildProcess = fork(await compile(script), args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return forkBuiltChild(await compile(script), args, execArgv);
+}
+
+/** forkBenchChild for a server already bundled (a build of other code, to compare with this one). */
+export async function forkBuiltChild(file: string, args: string[] = [], execArgv: string[] = []): Promise<BenchChild> {
+  const child: ChildProcess = fork(file, args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const [message] = (await Promise.race([
     once(child, 'message'),
     once(child, 'exit').then(([code]) => {
-      throw new Error(`${script.pathname} exited with ${String(code)} before listening`);
+      throw new Error(`${file} exited with ${String(code)} before listening`);
     }),
   ])) as [{ port: number } & Record<string, unknown>];
   return {
