@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { createServer, connect, type Socket } from 'node:net';
 import { once } from 'node:events';
-import { unwatchClient, watchClient } from '../../src/dataplane/watch-client.ts';
+import { RequestWatch } from '../../src/dataplane/watch-client.ts';
 
 /** A connected pair of real TCP sockets on 127.0.0.1: the server's side and the client's. */
 async function socketPair(t: Test): Promise<{ server: Socket; client: Socket }> {
@@ -20,30 +20,47 @@ async function socketPair(t: Test): Promise<{ server: Socket; client: Socket }> 
   return { server, client };
 }
 
-t.test('the watchers of a connection hear it close; one unwatched does not; one listener serves them all', async (t) => {
+/** A request's watch on `socket`, pointed at a handler that records `name`. */
+function watching(socket: Socket, heard: string[], name: string): RequestWatch {
+  const watch = new RequestWatch(socket);
+  watch.point(() => heard.push(name));
+  return watch;
+}
+
+t.test('the requests of a connection hear it close; one stopped does not; one listener serves them all', async (t) => {
   const { server, client } = await socketPair(t);
   const before = server.listenerCount('close');
   const heard: string[] = [];
-  const first = () => heard.push('first');
-  const second = () => heard.push('second');
-  const third = () => heard.push('third');
-  watchClient(server, first);
-  watchClient(server, second);
-  watchClient(server, third);
-  unwatchClient(server, second);
+  watching(server, heard, 'first');
+  const second = watching(server, heard, 'second');
+  watching(server, heard, 'third');
+  watching(server, heard, 'pointed away').point(undefined);
+  second.stop();
   t.equal(server.listenerCount('close'), before + 1, 'one close listener for the connection');
   client.destroy();
   await once(server, 'close');
   t.same(heard, ['first', 'third']);
 });
 
+t.test('a request that starts while an earlier one on the connection is still watched is heard too', async (t) => {
+  const { server, client } = await socketPair(t);
+  const heard: string[] = [];
+  const first = watching(server, heard, 'first');
+  watching(server, heard, 'overlapping');
+  first.stop();
+  watching(server, heard, 'next');
+  client.destroy();
+  await once(server, 'close');
+  t.same(heard.sort(), ['next', 'overlapping']);
+});
+
 t.test('requests one after another on a kept-alive connection add no listener each', async (t) => {
   const { server } = await socketPair(t);
   const before = server.listenerCount('close');
   for (let i = 0; i < 50; i++) {
-    const watcher = () => t.fail('not watching any more');
-    watchClient(server, watcher);
-    unwatchClient(server, watcher);
+    const watch = new RequestWatch(server);
+    watch.point(() => t.fail('not watching any more'));
+    watch.stop();
   }
   t.equal(server.listenerCount('close'), before + 1);
   server.destroy();
