@@ -142,6 +142,20 @@ t.test('idle watchers of one clock share one timer and still fire on time', asyn
   t.equal(liveTimers(), 0, 'no timer once nothing is watched');
 });
 
+t.test('idle watchers stopped first, in the middle or last leave the others timed as before', async (t) => {
+  const { clock, advance } = fakeClock();
+  const fired: string[] = [];
+  const watchers = ['a', 'b', 'c', 'd', 'e'].map((name) => ({ name, watch: watchIdle(100, () => fired.push(name), clock) }));
+  for (const { name, watch } of watchers) if (name === 'a' || name === 'c' || name === 'e') watch.stop();
+  const late = watchIdle(100, () => fired.push('late'), clock);
+  advance(50);
+  late.touch();
+  advance(50);
+  t.same(fired, ['b', 'd'], 'the ones not stopped fire at their deadline');
+  advance(50);
+  t.same(fired, ['b', 'd', 'late'], 'one started after the stops is swept too');
+});
+
 t.test('an idle callback may start a new watcher', async (t) => {
   const { clock, advance, liveTimers } = fakeClock();
   let calls = 0;
