@@ -56,6 +56,7 @@ async function main(): Promise<void> {
     for (const argument of process.argv.slice(2)) {
       const { name, file } = namedBundle(argument);
       if (!existsSync(file)) throw new Error(`no bundle at ${file}`);
+      if (targets.some((t) => t.name === name)) throw new Error(`a target is already named ${name}: give the bundle another name (other=${file})`);
       const child = await forkBuiltChild(file, [upstream.url]);
       started.push(child);
       targets.push({ name, url: child.url, pid: child.pid, authHeader: String(child.announced['authHeader']) });
@@ -75,7 +76,9 @@ async function main(): Promise<void> {
         const result = await driveLoad(specOf(target, body, SECONDS));
         const run = { requestsPerSecond: result.requestsPerSecond, completed: result.completed, mainThreadCpuMs: mainThreadCpuMs(target.pid) - before };
         runs.get(target.name)!.push(run);
-        line.push(`${target.name} ${run.requestsPerSecond.toFixed(0)} req/s ${((run.mainThreadCpuMs * 1000) / run.completed).toFixed(1)} µs`);
+        // Only answers in 2xx count: a build that refuses fast must not look cheap.
+        const failed = result.errors + result.non2xx;
+        line.push(`${target.name} ${run.requestsPerSecond.toFixed(0)} req/s ${((run.mainThreadCpuMs * 1000) / run.completed).toFixed(1)} µs${failed > 0 ? ` (${failed} failed)` : ''}`);
       }
       console.log(`  round ${round + 1}: ${line.join(', ')}`);
     }
