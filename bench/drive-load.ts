@@ -22,6 +22,17 @@ export interface LoadResult {
   samples: number[];
 }
 
+/** The load for one target: its URL and, when it has one, its AccessKey. */
+export function loadSpecFor(target: { url: string; authHeader?: string }, body: string, connections: number, durationSeconds: number): LoadSpec {
+  return { url: target.url, body, connections, durationSeconds, ...(target.authHeader !== undefined ? { authHeader: target.authHeader } : {}) };
+}
+
+/** The targets in round `round`'s order: each round starts one later, so that no target always runs first. */
+export function inTurn<T>(targets: readonly T[], round: number): T[] {
+  const at = round % targets.length;
+  return [...targets.slice(at), ...targets.slice(0, at)];
+}
+
 /**
  * Drives one target with autocannon. Latency percentiles come from the per-response times
  * autocannon reports (floating ms), because its summary histogram has 1 ms resolution, too

@@ -1,4 +1,4 @@
-import { driveLoad, mergeResults, type LoadResult } from './drive-load.ts';
+import { driveLoad, inTurn, loadSpecFor, mergeResults, type LoadResult } from './drive-load.ts';
 import { forkBenchChild, peakRssBytes, type BenchChild } from './bench-child.ts';
 import { nonStreamingRequest, streamingRequest } from './completions-fixtures.ts';
 import { printMeasurements, printRatios, printRss, type Measurement } from './print-report.ts';
@@ -57,14 +57,12 @@ async function main(): Promise<void> {
     const measurements: Measurement[] = [];
     for (const { scenario, body } of SCENARIOS) {
       for (const connections of CONNECTIONS) {
-        const specOf = (target: Target) => ({ url: target.url, body, connections, ...(target.authHeader !== undefined ? { authHeader: target.authHeader } : {}) });
-        for (const target of targets) await driveLoad({ ...specOf(target), durationSeconds: WARMUP_SECONDS });
+        for (const target of targets) await driveLoad(loadSpecFor(target, body, connections, WARMUP_SECONDS));
         const runs = new Map<string, LoadResult[]>(targets.map((t) => [t.name, []]));
         for (let round = 0; round < ROUNDS; round++) {
           const line: string[] = [];
-          for (let i = 0; i < targets.length; i++) {
-            const target = targets[(i + round) % targets.length]!;
-            const result = await driveLoad({ ...specOf(target), durationSeconds: SECONDS });
+          for (const target of inTurn(targets, round)) {
+            const result = await driveLoad(loadSpecFor(target, body, connections, SECONDS));
             runs.get(target.name)!.push(result);
             line.push(`${target.name} ${result.requestsPerSecond.toFixed(0)}`);
           }

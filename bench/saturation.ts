@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { driveLoad } from './drive-load.ts';
+import { driveLoad, inTurn, loadSpecFor } from './drive-load.ts';
 import { forkBenchChild, forkBuiltChild, type BenchChild } from './bench-child.ts';
 import { nonStreamingRequest, streamingRequest } from './completions-fixtures.ts';
 import { summarizeSaturation, threadCpuTicks, type SaturationRun } from './saturation-report.ts';
@@ -61,19 +61,17 @@ async function main(): Promise<void> {
       started.push(child);
       targets.push({ name, url: child.url, pid: child.pid, authHeader: String(child.announced['authHeader']) });
     }
-    const specOf = (target: Target, body: string, durationSeconds: number) => ({ url: target.url, body, connections: CONNECTIONS, durationSeconds, ...(target.authHeader !== undefined ? { authHeader: target.authHeader } : {}) });
     const body = STREAMING ? streamingRequest : nonStreamingRequest;
     console.log(`saturation: ${STREAMING ? 'streaming' : 'non-streaming'} at ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s per target`);
     // Non-streaming first, as the bench runs, then the scenario itself.
-    for (const target of targets) await driveLoad(specOf(target, nonStreamingRequest, 2));
-    for (const target of targets) await driveLoad(specOf(target, body, 1));
+    for (const target of targets) await driveLoad(loadSpecFor(target, nonStreamingRequest, CONNECTIONS, 2));
+    for (const target of targets) await driveLoad(loadSpecFor(target, body, CONNECTIONS, 1));
     const runs = new Map<string, SaturationRun[]>(targets.map((t) => [t.name, []]));
     for (let round = 0; round < ROUNDS; round++) {
       const line: string[] = [];
-      for (let i = 0; i < targets.length; i++) {
-        const target = targets[(i + round) % targets.length]!;
+      for (const target of inTurn(targets, round)) {
         const before = mainThreadCpuMs(target.pid);
-        const result = await driveLoad(specOf(target, body, SECONDS));
+        const result = await driveLoad(loadSpecFor(target, body, CONNECTIONS, SECONDS));
         const run = { requestsPerSecond: result.requestsPerSecond, completed: result.completed, mainThreadCpuMs: mainThreadCpuMs(target.pid) - before };
         runs.get(target.name)!.push(run);
         // Only answers in 2xx count: a build that refuses fast must not look cheap.

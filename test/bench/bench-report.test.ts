@@ -1,5 +1,5 @@
 import t from 'tap';
-import { mergeResults, type LoadResult } from '../../bench/drive-load.ts';
+import { inTurn, loadSpecFor, mergeResults, type LoadResult } from '../../bench/drive-load.ts';
 import { checkTargets, type Measurement } from '../../bench/print-report.ts';
 
 /** A run that completed one response per sample (latencies in ms) in `seconds`. */
@@ -87,4 +87,18 @@ t.test('when the floor adds no latency, only a switchyard that adds none meets t
 
 t.test('without a switchyard run there is nothing to judge', async (t) => {
   t.same(checkTargets(measurements({ direct: { rps32: 20_000, p50: 0.2 }, floor: { rps32: 8_000, p50: 0.4 } }), 100), []);
+});
+
+t.test('targets take turns: each round starts one later, every target once per round', async (t) => {
+  const targets = ['direct', 'floor', 'switchyard'];
+  t.same(inTurn(targets, 0), ['direct', 'floor', 'switchyard']);
+  t.same(inTurn(targets, 1), ['floor', 'switchyard', 'direct']);
+  t.same(inTurn(targets, 2), ['switchyard', 'direct', 'floor']);
+  t.same(inTurn(targets, 4), ['floor', 'switchyard', 'direct'], 'round 4 of 3 targets is round 1 again');
+  t.same(targets, ['direct', 'floor', 'switchyard'], 'the list itself is left as it was');
+});
+
+t.test('a load spec carries the AccessKey only for a target that has one', async (t) => {
+  t.same(loadSpecFor({ url: 'http://127.0.0.1:1' }, '{}', 32, 3), { url: 'http://127.0.0.1:1', body: '{}', connections: 32, durationSeconds: 3 });
+  t.same(loadSpecFor({ url: 'http://127.0.0.1:2', authHeader: 'Bearer k' }, '{}', 1, 1), { url: 'http://127.0.0.1:2', body: '{}', connections: 1, durationSeconds: 1, authHeader: 'Bearer k' });
 });
