@@ -6,6 +6,7 @@ import { LogBatchAppender } from './log-batch-appender.ts';
 import { startLogWriter } from './start-log-writer.ts';
 import type { SealedLogBatch } from './write-log-batch.ts';
 import { wallClockMs } from './wall-clock-ms.ts';
+import { FlushWaiters } from './flush-waiters.ts';
 
 export interface WorkerLogStoreOptions {
   /** Records per batch; a full batch is posted on the next turn. Default 1024: the worker stores each batch as one row, in one transaction. */
@@ -23,14 +24,6 @@ interface PendingRead {
   /** Workers it was sent to; a read is retried once on a new worker, then rejected. */
   sends: number;
   resolve: (value: unknown) => void;
-  reject: (error: Error) => void;
-}
-
-interface FlushWaiter {
-  through: number;
-  /** When flush() was asked (wallClockMs). */
-  since: number;
-  resolve: () => void;
   reject: (error: Error) => void;
 }
 
@@ -56,7 +49,7 @@ export class WorkerLogStore implements LogStore {
   /** Posted batches not yet acknowledged, by batch id, in posting order. */
   readonly #unacked = new Map<number, SealedLogBatch>();
   readonly #reads = new Map<number, PendingRead>();
-  #flushWaiters: FlushWaiter[] = [];
+  readonly #flushWaiters = new FlushWaiters();
   #worker: Worker | undefined;
   #ready = false;
   #lastBatch = 0;
@@ -113,8 +106,7 @@ export class WorkerLogStore implements LogStore {
     const through = this.#lastBatch;
     if (!this.#isUnacked(through)) return;
     if (this.#stopping && this.#worker === undefined) throw new Error('log store is closed');
-    const since = wallClockMs();
-    await new Promise<void>((resolve, reject) => this.#flushWaiters.push({ through, since, resolve, reject }));
+    await this.#flushWaiters.wait(through, wallClockMs());
   }
 
   get(requestId: string): Promise<LogRecord | undefined> {
@@ -231,12 +223,7 @@ export class WorkerLogStore implements LogStore {
       this.#unacked.delete(batch);
       this.#unackedRecords -= sealed.count;
     }
-    const waiting: FlushWaiter[] = [];
-    for (const waiter of this.#flushWaiters) {
-      if (this.#isUnacked(waiter.through)) waiting.push(waiter);
-      else waiter.resolve();
-    }
-    this.#flushWaiters = waiting;
+    this.#flushWaiters.settleAcknowledged((through) => this.#isUnacked(through));
     this.#updateRef();
   }
 
@@ -274,18 +261,9 @@ export class WorkerLogStore implements LogStore {
     return new Error(`log writer worker ${what}${cause === undefined ? '' : `: ${cause.message}`}`, cause === undefined ? {} : { cause });
   }
 
-  /**
-   * Fails the flushes asked for before `startedAt` (every one by default). A failure the worker
-   * reported for a commit that began earlier says nothing of a flush asked for since (its
-   * message may still have been on its way): that flush waits for the worker's next commit.
-   */
-  #rejectFlushes(error: Error, startedAt = Infinity): void {
-    const waiting: FlushWaiter[] = [];
-    for (const waiter of this.#flushWaiters) {
-      if (waiter.since <= startedAt) waiter.reject(error);
-      else waiting.push(waiter);
-    }
-    this.#flushWaiters = waiting;
+  /** Fails the flushes a failure concerns (FlushWaiters.reject). */
+  #rejectFlushes(error: Error, startedAt?: number): void {
+    this.#flushWaiters.reject(error, startedAt);
     this.#updateRef();
   }
 
@@ -301,7 +279,7 @@ export class WorkerLogStore implements LogStore {
 
   /** The worker keeps the process alive only while it starts, or owes an answer or a commit. */
   #updateRef(): void {
-    const owing = !this.#ready || this.#reads.size > 0 || this.#flushWaiters.length > 0 || this.#unacked.size > 0 || this.#stopping;
+    const owing = !this.#ready || this.#reads.size > 0 || this.#flushWaiters.size > 0 || this.#unacked.size > 0 || this.#stopping;
     if (owing) this.#worker?.ref();
     else this.#worker?.unref();
   }
