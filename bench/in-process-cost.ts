@@ -44,7 +44,8 @@ function answer(body: Buffer): Promise<UpstreamReply> {
       const headers = stream ? { 'content-type': 'text/event-stream', 'transfer-encoding': 'chunked', ...common } : { 'content-type': 'application/json', 'content-length': String(completionBody.length), ...common };
       const reply = new UpstreamReply(200, headers, transport);
       resolve(reply);
-      reply.pushData(stream ? (body.includes('include_usage') ? withUsage : withoutUsage) : completionBody);
+      // Bytes of its own, as a socket read gives: the relay may edit a block in place (dropping the usage chunk).
+      reply.pushData(Buffer.from(stream ? (body.includes('include_usage') ? withUsage : withoutUsage) : completionBody));
       reply.pushEnd();
     });
   });
@@ -76,12 +77,13 @@ let bytesOut = 0;
 /** A handler that refuses fast would look cheap: every answer must be the upstream's 200. */
 let notOk = 0;
 
-/** One request on its own socket; resolves when the response has finished. */
-function request(handler: Handler, body: string): Promise<void> {
+/** One request on its own socket; resolves when the response has finished. `sent` collects what the client got. */
+function request(handler: Handler, body: string, sent?: Buffer[]): Promise<void> {
   const socket = new Duplex({
     read() {},
     write(chunk: Buffer, _encoding, callback) {
       bytesOut += chunk.length;
+      sent?.push(Buffer.from(chunk));
       callback();
     },
   });
@@ -119,6 +121,21 @@ async function measure(handler: Handler, body: string, total: number): Promise<n
   return Number(process.hrtime.bigint() - started) / 1000 / total;
 }
 
+/**
+ * What a client of `handler` gets, checked after the timed rounds: the upstream's body, with
+ * the usage chunk the gateway asked for dropped. A harness whose answers went wrong (say, a
+ * fixture edited in place by a relay) would time another path than the bench's.
+ */
+async function checkAnswer(name: string, handler: Handler, body: string): Promise<void> {
+  const sent: Buffer[] = [];
+  await request(handler, body, sent);
+  const received = Buffer.concat(sent);
+  const expected = body === streamingRequest ? withoutUsage : completionBody;
+  if (!received.includes(expected) || (body === streamingRequest && received.includes('"usage"'))) {
+    throw new Error(`${name} answered other bytes than the upstream's: ${received.toString('utf8', 0, 400)}`);
+  }
+}
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 console.log(`in process: ${ROUNDS} rounds of ${REQUESTS} requests per target, ${CONNECTIONS} in flight; µs per request`);
@@ -130,6 +147,8 @@ for (const [scenario, body] of [['non-streaming', nonStreamingRequest], ['stream
     figures.floor.push(await measure(floor, body, REQUESTS));
     figures.switchyard.push(await measure(switchyard, body, REQUESTS));
   }
+  await checkAnswer('floor', floor, body);
+  await checkAnswer('switchyard', switchyard, body);
   const [f, s] = [median(figures.floor), median(figures.switchyard)];
   console.log(`  ${scenario.padEnd(14)} floor ${f.toFixed(2)}  switchyard ${s.toFixed(2)}  switchyard's own ${(s - f).toFixed(2)}  (switchyard rounds: ${figures.switchyard.map((v) => v.toFixed(2)).join(' ')})`);
 }
