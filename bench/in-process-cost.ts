@@ -10,6 +10,7 @@ import { createServer } from '../src/server/create-server.ts';
 import { openWorkerLogStore } from '../src/store/logs/index.ts';
 import { UpstreamReply, type UpstreamClient } from '../src/upstream/index.ts';
 import { floorHandler } from './floor-handler.ts';
+import { median } from './median.ts';
 import { completionBody, doneEvent, nonStreamingRequest, streamEvents, streamingRequest, usageEvent } from './completions-fixtures.ts';
 
 /**
@@ -135,8 +136,6 @@ async function checkAnswer(name: string, handler: Handler, body: string): Promis
     throw new Error(`${name} answered other bytes than the upstream's: ${received.toString('utf8', 0, 400)}`);
   }
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 console.log(`in process: ${ROUNDS} rounds of ${REQUESTS} requests per target, ${CONNECTIONS} in flight; µs per request`);
 for (const [scenario, body] of [['non-streaming', nonStreamingRequest], ['streaming', streamingRequest]] as const) {

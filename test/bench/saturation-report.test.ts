@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { median, summarizeSaturation, threadCpuTicks, type SaturationRun } from '../../bench/saturation-report.ts';
+import { median } from '../../bench/median.ts';
+import { summarizeSaturation, threadCpuTicks, type SaturationRun } from '../../bench/saturation-report.ts';
 
 const run = (requestsPerSecond: number, completed: number, mainThreadCpuMs: number): SaturationRun => ({ requestsPerSecond, completed, mainThreadCpuMs });
 
