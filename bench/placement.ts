@@ -1,11 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { driveLoad, inTurn, loadSpecFor, mergeResults, type LoadResult } from './drive-load.ts';
-import { forkBenchChild, type BenchChild } from './bench-child.ts';
+import { startBenchProcesses } from './bench-processes.ts';
 import { nonStreamingRequest, streamingRequest } from './completions-fixtures.ts';
 import { PLACEMENTS, cpuList, type BenchRole, type Placement } from './placements.ts';
 import { checkTargets, type Measurement } from './print-report.ts';
-import { startSwitchyard } from './targets/switchyard.ts';
 
 /**
  * `npm run bench:placement`: the p50 that the floor and switchyard add at 1 connection, as
@@ -54,12 +53,7 @@ async function main(): Promise<void> {
   if (cpuCount < 2) throw new Error('bench:placement needs two CPUs');
   const started: Array<{ close(): Promise<void> }> = [];
   try {
-    const upstream: BenchChild = await forkBenchChild(new URL('./substitute-upstream.ts', import.meta.url));
-    started.push(upstream);
-    const floor = await forkBenchChild(new URL('./floor-proxy.ts', import.meta.url), [upstream.url]);
-    started.push(floor);
-    const switchyard = await startSwitchyard(upstream.url);
-    started.push(switchyard);
+    const { upstream, floor, switchyard } = await startBenchProcesses(started);
     const targets: Target[] = [
       { name: 'direct', url: upstream.url, role: 'upstream', pid: upstream.pid },
       { name: 'floor', url: floor.url, role: 'proxy', pid: floor.pid },

@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { driveLoad, inTurn, loadSpecFor } from './drive-load.ts';
-import { forkBenchChild, forkBuiltChild, type BenchChild } from './bench-child.ts';
+import { forkBuiltChild } from './bench-child.ts';
+import { startBenchProcesses } from './bench-processes.ts';
 import { nonStreamingRequest, streamingRequest } from './completions-fixtures.ts';
 import { summarizeSaturation, threadCpuTicks, type SaturationRun } from './saturation-report.ts';
-import { startSwitchyard } from './targets/switchyard.ts';
 
 /**
  * `npm run bench:saturation [-- name=bundle.mjs ...]`: the floor, switchyard as built from this
@@ -43,12 +43,7 @@ function mainThreadCpuMs(pid: number): number {
 async function main(): Promise<void> {
   const started: Array<{ close(): Promise<void> }> = [];
   try {
-    const upstream: BenchChild = await forkBenchChild(new URL('./substitute-upstream.ts', import.meta.url));
-    started.push(upstream);
-    const floor = await forkBenchChild(new URL('./floor-proxy.ts', import.meta.url), [upstream.url]);
-    started.push(floor);
-    const switchyard = await startSwitchyard(upstream.url);
-    started.push(switchyard);
+    const { upstream, floor, switchyard } = await startBenchProcesses(started);
     const targets: Target[] = [
       { name: 'floor', url: floor.url, pid: floor.pid },
       { name: 'switchyard', url: switchyard.url, pid: switchyard.pid!, authHeader: switchyard.authHeader },
