@@ -4,7 +4,7 @@ import { driveLoad, inTurn, loadSpecFor, mergeResults, type LoadResult } from '.
 import { startBenchProcesses } from './bench-processes.ts';
 import { nonStreamingRequest, streamingRequest } from './completions-fixtures.ts';
 import { PLACEMENTS, cpuList, type BenchRole, type Placement } from './placements.ts';
-import { checkTargets, type Measurement } from './print-report.ts';
+import { addedP50, checkTargets, type Measurement } from './print-report.ts';
 
 /**
  * `npm run bench:placement`: the p50 that the floor and switchyard add at 1 connection, as
@@ -66,8 +66,7 @@ async function main(): Promise<void> {
     for (const placement of PLACEMENTS) {
       const measurements = await measure(targets, placement, cpuCount);
       for (const check of checkTargets(measurements, undefined)) {
-        const direct = measurements.find((m) => m.target === 'direct' && m.scenario === check.scenario)!.result.p50;
-        const added = (name: string) => measurements.find((m) => m.target === name && m.scenario === check.scenario)!.result.p50 - direct;
+        const added = (name: string) => addedP50(measurements, name, check.scenario)!;
         console.log(` ${placement.name.padEnd(26)} ${check.scenario.padEnd(14)} ${added('floor').toFixed(3).padStart(10)} ${added('switchyard').toFixed(3).padStart(14)} ${check.value.toFixed(2).padStart(17)}`);
       }
     }

@@ -37,6 +37,13 @@ function find(measurements: Measurement[], target: string, scenario: string, con
   return measurements.find((m) => m.target === target && m.scenario === scenario && m.connections === connections)?.result;
 }
 
+/** The p50 a target adds at 1 connection: its p50 minus direct's, in ms; undefined without both figures. */
+export function addedP50(measurements: Measurement[], target: string, scenario: string): number | undefined {
+  const direct = find(measurements, 'direct', scenario, 1);
+  const own = find(measurements, target, scenario, 1);
+  return direct && own ? own.p50 - direct.p50 : undefined;
+}
+
 /** One of issue 4's targets for switchyard, as measured. */
 export interface TargetCheck {
   /** `non-streaming`, `streaming`, or `memory` for peak RSS. */
@@ -68,12 +75,9 @@ export function checkTargets(measurements: Measurement[], switchyardRssBytes: nu
       checks.push({ scenario, measure: 'switchyard/floor throughput @32', value: vsFloor, target: `>= ${THROUGHPUT_VS_FLOOR}`, met: vsFloor >= THROUGHPUT_VS_FLOOR, detail: '' });
       checks.push({ scenario, measure: 'switchyard/direct throughput @32', value: vsDirect, target: `>= ${THROUGHPUT_VS_DIRECT}`, met: vsDirect >= THROUGHPUT_VS_DIRECT, detail: '' });
     }
-    const direct1 = find(measurements, 'direct', scenario, 1);
-    const floor1 = find(measurements, 'floor', scenario, 1);
-    const sy1 = find(measurements, 'switchyard', scenario, 1);
-    if (sy1 && floor1 && direct1) {
-      const floorAdded = floor1.p50 - direct1.p50;
-      const syAdded = sy1.p50 - direct1.p50;
+    const floorAdded = addedP50(measurements, 'floor', scenario);
+    const syAdded = addedP50(measurements, 'switchyard', scenario);
+    if (floorAdded !== undefined && syAdded !== undefined) {
       // With no latency added by the floor, only a switchyard that adds none either meets it.
       const value = floorAdded > 0 ? syAdded / floorAdded : Number.NaN;
       const met = floorAdded > 0 ? value <= ADDED_P50_VS_FLOOR : syAdded <= 0;
@@ -97,12 +101,11 @@ export function printRatios(measurements: Measurement[], switchyardRssBytes: num
   for (const scenario of SCENARIOS) {
     const direct32 = find(measurements, 'direct', scenario, 32);
     const floor32 = find(measurements, 'floor', scenario, 32);
-    const direct1 = find(measurements, 'direct', scenario, 1);
-    const floor1 = find(measurements, 'floor', scenario, 1);
+    const floorAdded = addedP50(measurements, 'floor', scenario);
     if (direct32 && floor32) {
       console.log(`  ${scenario}: floor/direct throughput @32 = ${(floor32.requestsPerSecond / direct32.requestsPerSecond).toFixed(2)}`);
     }
-    if (direct1 && floor1) console.log(`  ${scenario}: floor added p50 @1 = ${ms(floor1.p50 - direct1.p50)} ms`);
+    if (floorAdded !== undefined) console.log(`  ${scenario}: floor added p50 @1 = ${ms(floorAdded)} ms`);
     const ceiling32 = find(measurements, 'ceiling', scenario, 32);
     const sy32 = find(measurements, 'switchyard', scenario, 32);
     if (ceiling32 && floor32) console.log(`  ${scenario}: ceiling/floor throughput @32 = ${(ceiling32.requestsPerSecond / floor32.requestsPerSecond).toFixed(2)} (diagnostic, no target)`);

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { inTurn, loadSpecFor, mergeResults, type LoadResult } from '../../bench/drive-load.ts';
-import { checkTargets, type Measurement } from '../../bench/print-report.ts';
+import { addedP50, checkTargets, type Measurement } from '../../bench/print-report.ts';
 
 /** A run that completed one response per sample (latencies in ms) in `seconds`. */
 function run(samples: number[], seconds: number, errors = 0, non2xx = 0): LoadResult {
@@ -101,4 +101,12 @@ t.test('targets take turns: each round starts one later, every target once per r
 t.test('a load spec carries the AccessKey only for a target that has one', async (t) => {
   t.same(loadSpecFor({ url: 'http://127.0.0.1:1' }, '{}', 32, 3), { url: 'http://127.0.0.1:1', body: '{}', connections: 32, durationSeconds: 3 });
   t.same(loadSpecFor({ url: 'http://127.0.0.1:2', authHeader: 'Bearer k' }, '{}', 1, 1), { url: 'http://127.0.0.1:2', body: '{}', connections: 1, durationSeconds: 1, authHeader: 'Bearer k' });
+});
+
+t.test('added p50: a target minus direct at 1 connection, in its scenario; none without both figures', async (t) => {
+  const figures = [...measurements({ direct: { rps32: 100, p50: 0.1 }, floor: { rps32: 50, p50: 0.25 } }), ...measurements({ direct: { rps32: 90, p50: 0.2 }, floor: { rps32: 40, p50: 0.5 } }, 'streaming')];
+  t.equal(addedP50(figures, 'floor', 'non-streaming'), 0.15);
+  t.equal(addedP50(figures, 'floor', 'streaming'), 0.3);
+  t.equal(addedP50(figures, 'switchyard', 'streaming'), undefined, 'no switchyard figures');
+  t.equal(addedP50(figures.filter((m) => m.target !== 'direct'), 'floor', 'streaming'), undefined, 'no direct figures');
 });
