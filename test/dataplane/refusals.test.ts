@@ -133,8 +133,14 @@ for (const c of CASES) {
 t.test('no key, an unknown key, and a key in the wrong header are refused with 401 in the client protocol', async (t) => {
   const { gw, upstream } = await setup(t);
   await seedGroup(gw.store, { channel: 'ch14', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], secrets: ['sk-upstream-refusal'] });
-  await createKey(gw.store, { protocols: ['x-messages'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-messages'] });
   const body = JSON.stringify({ model: 'm', max_tokens: 5, messages: [] });
+  // A valid key where no SDK of decisions.md §2 puts it: Azure's api-key header, and Basic credentials.
+  for (const headers of [{ 'api-key': keyValue }, { authorization: `Basic ${keyValue}` }]) {
+    const wrong = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
+    t.equal(wrong.status, 401, `valid key in ${Object.keys(headers)[0]}`);
+    checkErrorShape(t, await wrong.json(), 'messages', 401, 'access_key_invalid');
+  }
   const none = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   t.equal(none.status, 401);
   checkErrorShape(t, await none.json(), 'messages', 401, 'access_key_invalid');

@@ -74,14 +74,8 @@ t.test('anthropic models.list(): messages-style list (anthropic-version header) 
   t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
 });
 
-// KNOWN GATEWAY BUG, this test fails until it is fixed (src/dataplane/handle-data-request.ts,
-// model_list branch, `if (list.style === 'generate') errorStyle = 'generate';`): the error
-// style of GET /v1/models is chosen from the list's base style only, so a refusal of a
-// request carrying `anthropic-version` is rendered in the completions shape
-// ({"error":{"message","type","code","param"}}) instead of the messages shape
-// ({"type":"error","error":{"type","message"}}) that the same request gets on success.
-// The SDK still raises AuthenticationError (by status), but `err.error` is not the messages
-// error body. Kept asserting the correct shape.
+// The anthropic SDK sends `anthropic-version` on GET /v1/models: its refusals must come in the
+// messages error shape, as its successes come in the messages list shape.
 t.test('anthropic models.list() with a bad key: AuthenticationError in the messages error shape', async (t) => {
   const s = await setup(t);
   const err = await new Anthropic({ apiKey: 'sk-ant-nope', baseURL: s.gw.url, maxRetries: 0 }).models.list().catch((e: unknown) => e);
