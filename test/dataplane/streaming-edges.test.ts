@@ -436,3 +436,23 @@ t.test('generate JSON-array stream: a stall ends the array cleanly with an error
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.equal(record.error_code, 'upstream_idle_timeout');
 });
+
+t.test('generate JSON-array stream: a break ends the array cleanly with an error element', async (t) => {
+  const { gw, res } = await jsonArrayScenario(t, (res) => {
+    setTimeout(() => res.socket?.destroy(), 50);
+  });
+  t.equal(res.status, 200);
+  const text = await withTimeout(res.text().catch((err: Error) => `<client stream failed: ${err.message}>`), 15_000, 'the client stream to end');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  t.ok(Array.isArray(parsed), 'the client receives a complete JSON array', { text });
+  const elements = (parsed as unknown[] | undefined) ?? [];
+  t.equal(elements.length, 2, 'the element sent before the break, then the error');
+  t.match(elements.at(-1), { error: { details: [{ reason: 'upstream_stream_broken' }] } }, 'its last element is the error');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.equal(record.error_code, 'upstream_stream_broken');
+});
