@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { startDataPlane, seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { eventually, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { deferred, eventually, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 const ok = (_req: unknown, res: import('node:http').ServerResponse) => {
   res.writeHead(200, { 'content-type': 'application/json' });
@@ -223,4 +223,45 @@ t.test('a client that leaves mid-upload leaves no spool file', async (t) => {
   t.equal(record.client_aborted, true);
   await eventually(() => (spool.left().length === 0 ? true : undefined), 'the spool file removed');
   t.equal(upstream.requests.length, 0);
+});
+
+t.test('a large binary answer (speech audio) reaches the client as it arrives, before the upstream has sent the rest', async (t) => {
+  const first = Buffer.alloc(512 * 1024, 1);
+  const rest = Buffer.alloc(512 * 1024, 2);
+  const clientHasFirst = deferred();
+  let restSent = false;
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'audio/mpeg' });
+    res.write(first);
+    // The rest is held back until the client has the first part: a gateway that buffered the whole answer would never deliver it.
+    await withTimeout(clientHasFirst.promise, 10_000, 'the client to receive the first part').catch(() => undefined);
+    restSent = true;
+    res.end(rest);
+  });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'vendor-tts' }], protocols: ['x-suite'] });
+  const res = await fetch(`${gw.url}/v1/audio/speech`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tts', input: 'hello', voice: 'alloy' }) });
+  t.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  const parts: Uint8Array[] = [];
+  let received = 0;
+  await withTimeout(
+    (async () => {
+      while (received < first.length) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parts.push(value);
+        received += value.length;
+      }
+    })(),
+    10_000,
+    'the first part to reach the client',
+  );
+  t.equal(restSent, false, 'the first part arrived while the upstream still held the rest');
+  clientHasFirst.resolve();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    parts.push(value);
+  }
+  t.ok(Buffer.concat(parts).equals(Buffer.concat([first, rest])), 'the client gets the upstream bytes as sent');
 });
