@@ -136,7 +136,7 @@ t.test('no key, an unknown key, and a key in the wrong header are refused with 4
   const { keyValue } = await createKey(gw.store, { protocols: ['x-messages'] });
   const body = JSON.stringify({ model: 'm', max_tokens: 5, messages: [] });
   // A valid key where no SDK of decisions.md §2 puts it: Azure's api-key header, and Basic credentials.
-  for (const headers of [{ 'api-key': keyValue }, { authorization: `Basic ${keyValue}` }]) {
+  for (const headers of [{ 'api-key': keyValue }, { authorization: `Basic ${keyValue}` }] as Record<string, string>[]) {
     const wrong = await fetch(`${gw.url}/v1/messages`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body });
     t.equal(wrong.status, 401, `valid key in ${Object.keys(headers)[0]}`);
     checkErrorShape(t, await wrong.json(), 'messages', 401, 'access_key_invalid');
