@@ -15,7 +15,7 @@ import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } f
 import type { InFlightRequests } from './in-flight-requests.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
-import { isReadableError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
+import { isReadableError, maskedUpstreamError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { RequestWatch } from './watch-client.ts';
@@ -146,7 +146,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { error } } });
     }
     watch.point(undefined);
-    if (FAILOVER_STATUSES(upstream.status, input.op) || clientGone(input) || isReadableError(upstream)) {
+    // Every error answer (failover, or the secret to mask) is the loop's to judge.
+    if (upstream.status >= 400 || clientGone(input)) {
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
@@ -291,10 +292,11 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
             attempt.error_code = 'client_closed';
             break;
           }
-          result.ttfbAt = deps.now();
           return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point);
         }
-        const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, dropUsageChunk, watch.point));
+        // An error answer streamed as it comes still has the secret masked out of it.
+        const delivered = upstream.status >= 400 ? maskedUpstreamError(upstream, secret) : upstream;
+        const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point));
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
     }
@@ -329,6 +331,8 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
   result.credential = failure.credential;
   if (failure.stream === undefined || clientGone(input)) {
     failure.stream?.abort();
+    // Sent whole at once: its first byte goes now (none to a client gone).
+    if (!clientGone(input)) result.ttfbAt = deps.now();
     sendUpstreamError(input.res, input.requestId, failure);
     return result;
   }

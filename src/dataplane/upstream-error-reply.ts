@@ -1,25 +1,24 @@
 import type { ServerResponse } from 'node:http';
 import { maskSecret } from '../store/mask.ts';
 import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
+import { SecretMaskingStream } from './mask-secret-in-stream.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /** An upstream error answer as the client gets it: read whole, or its first MiB and the rest to stream. */
 export interface UpstreamErrorReply {
   status: number;
   headers: OutgoingHeaders;
-  /** The body, or its first ERROR_BODY_LIMIT bytes when `stream` is set. */
+  /** The body, or its first ERROR_BODY_LIMIT bytes (masked) when `stream` is set. */
   body: Buffer;
   /**
    * A chunked body that went on past ERROR_BODY_LIMIT: the answer to stream instead (these
-   * headers, this body, then the rest as the upstream sends it). Abort it if it is not sent.
+   * headers, this body, then the rest as the upstream sends it, masked on the way). Abort it
+   * if it is not sent.
    */
   stream?: UpstreamReply;
 }
 
-/**
- * Error bodies up to this size are read whole; a larger one (rare) streams through, and only
- * its first MiB has the secret masked: masking all of it would mean holding it all.
- */
+/** Error bodies up to this size are read whole; a larger one (rare) streams through, masked as it goes. */
 export const ERROR_BODY_LIMIT = 1024 * 1024;
 
 /** An error answer to read (whole, or its first MiB) before the client gets it: not an event stream, not declared larger. */
@@ -31,8 +30,8 @@ export function isReadableError(reply: UpstreamReply): boolean {
 
 /**
  * Reads an upstream error answer (up to its first MiB) and masks the upstream secret out of
- * its headers and what was read. A body that breaks off within that is answered empty, with
- * the upstream's status and headers.
+ * its headers and body; a longer body has the rest masked as it streams. A body that breaks
+ * off within that first MiB is answered empty, with the upstream's status and headers.
  */
 export async function readUpstreamError(reply: UpstreamReply, secret: string): Promise<UpstreamErrorReply> {
   let read: ReplyHead;
@@ -41,11 +40,30 @@ export async function readUpstreamError(reply: UpstreamReply, secret: string): P
   } catch {
     read = { head: Buffer.alloc(0), rest: undefined };
   }
-  const headers = clientResponseHeaders(reply.headers);
-  const body = maskUpstreamSecret(headers, read.head, secret);
-  if (read.rest !== undefined) return { status: reply.status, headers, body, stream: read.rest(headers, body) };
-  headers['content-length'] = String(body.length);
-  return { status: reply.status, headers, body };
+  // Without content-length: masking changes the body's length.
+  const headers = clientResponseHeaders(reply.headers, true);
+  if (read.rest === undefined) {
+    const body = maskUpstreamSecret(headers, read.head, secret);
+    headers['content-length'] = String(body.length);
+    return { status: reply.status, headers, body };
+  }
+  maskSecretInHeaders(headers, secret);
+  // One masking stream for the head and the rest, so that a secret across the cut is masked too.
+  const masking = new SecretMaskingStream(secret);
+  const body = masking.data(read.head);
+  return { status: reply.status, headers, body, stream: read.rest(headers, body, masking) };
+}
+
+/**
+ * An error answer to stream as it arrives (an event stream, a body declared larger than
+ * ERROR_BODY_LIMIT), with the upstream secret masked out of its headers and, as it passes,
+ * its whole body. Event streams still go event by event.
+ */
+export function maskedUpstreamError(reply: UpstreamReply, secret: string): UpstreamReply {
+  // Without content-length: masking changes the body's length.
+  const headers = clientResponseHeaders(reply.headers, true);
+  maskSecretInHeaders(headers, secret);
+  return reply.mapped(headers, new SecretMaskingStream(secret));
 }
 
 /**
@@ -53,13 +71,19 @@ export async function readUpstreamError(reply: UpstreamReply, secret: string): P
  * relay in front of it) that echoes the key it was sent must not hand it to the client.
  */
 export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secret: string): Buffer {
+  maskSecretInHeaders(headers, secret);
+  const masked = maskSecret(secret);
+  // latin1 maps bytes one to one, so the rest of the body is unchanged whatever its encoding.
+  return body.includes(secret) ? Buffer.from(body.toString('latin1').split(secret).join(masked), 'latin1') : body;
+}
+
+/** Masks the upstream secret out of an answer's headers, in place. */
+function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): void {
   const masked = maskSecret(secret);
   for (const name in headers) {
     const value = headers[name]!;
     headers[name] = Array.isArray(value) ? value.map((v) => v.split(secret).join(masked)) : value.split(secret).join(masked);
   }
-  // latin1 maps bytes one to one, so the rest of the body is unchanged whatever its encoding.
-  return body.includes(secret) ? Buffer.from(body.toString('latin1').split(secret).join(masked), 'latin1') : body;
 }
 
 export function sendUpstreamError(res: ServerResponse, requestId: string, reply: UpstreamErrorReply): void {

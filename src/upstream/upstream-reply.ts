@@ -22,10 +22,16 @@ export interface ReplyHead {
   /**
    * Undefined when the body ended within the limit. Otherwise: a reply with this status and
    * `headers` whose body is `first` (the head as the caller rewrote it), then the rest of this
-   * body as it arrives. Until it is consumed the transport is paused past 64 KiB, as for any
-   * reply. Aborting the original reply ends both.
+   * body as it arrives, through `map` when given. Until it is consumed the transport is paused
+   * past 64 KiB, as for any reply. Aborting the original reply ends both.
    */
-  readonly rest: ((headers: HeaderMap, first: Buffer) => UpstreamReply) | undefined;
+  readonly rest: ((headers: HeaderMap, first: Buffer, map?: BodyMap) => UpstreamReply) | undefined;
+}
+
+/** Rewrites a body as it passes: what each chunk becomes, and what is left to send at its end. */
+export interface BodyMap {
+  data(chunk: Buffer): Buffer | undefined;
+  end(): Buffer | undefined;
 }
 
 /** Chunks kept for a sink not yet attached before the transport is paused. */
@@ -115,7 +121,7 @@ export class UpstreamReply {
           // Detached: what follows is kept as for a sink not yet attached, until rest() takes it.
           this.#sink = undefined;
           this.pushData(chunk.subarray(limit - kept));
-          resolve({ head: head(), rest: (headers, first) => this.#continued(headers, first) });
+          resolve({ head: head(), rest: (headers, first, map) => this.#continued(headers, first, map) });
         },
         onEnd: () => resolve({ head: head(), rest: undefined }),
         onError: reject,
@@ -123,15 +129,33 @@ export class UpstreamReply {
     });
   }
 
-  #continued(headers: HeaderMap, first: Buffer): UpstreamReply {
+  /**
+   * A reply with this status and `headers` whose body is this one's through `map`, on the same
+   * transport (pause, resume and abort act on it). This reply is consumed by it.
+   */
+  mapped(headers: HeaderMap, map: BodyMap): UpstreamReply {
+    return this.#continued(headers, undefined, map);
+  }
+
+  #continued(headers: HeaderMap, first: Buffer | undefined, map: BodyMap | undefined): UpstreamReply {
     const next = new UpstreamReply(this.status, headers, this.#transport);
-    next.pushData(first);
+    const push = (chunk: Buffer | undefined) => {
+      if (chunk !== undefined && chunk.length > 0) next.pushData(chunk);
+    };
+    push(first);
     // A pause this reply made is now the next one's to lift, once it is consumed.
     if (this.#earlyPaused) {
       this.#earlyPaused = false;
       next.#earlyPaused = true;
     }
-    this.consume({ onData: (chunk) => next.pushData(chunk), onEnd: () => next.pushEnd(), onError: (error) => next.pushError(error) });
+    this.consume({
+      onData: (chunk) => push(map === undefined ? chunk : map.data(chunk)),
+      onEnd: () => {
+        push(map?.end());
+        next.pushEnd();
+      },
+      onError: (error) => next.pushError(error),
+    });
     return next;
   }
 

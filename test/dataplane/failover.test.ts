@@ -388,6 +388,9 @@ t.test('failover exhausted: the log names the Group, channel and credential whos
     upstream_model: 'vendor-chat',
     route_mode: 'N',
   });
+  // The kept answer was sent to the client: the time to its first byte is recorded.
+  t.type(record.timings.ttfb_ms, 'number', 'time to first byte recorded');
+  t.ok(record.timings.ttfb_ms! >= 0 && record.timings.ttfb_ms! <= record.timings.duration_ms, 'within the request');
 });
 
 // ---- which Groups are tried (plan-candidates) --------------------------------------------

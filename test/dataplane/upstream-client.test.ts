@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
-import { UpstreamClient, classifyUpstreamError } from '../../src/upstream/index.ts';
+import { UpstreamClient, UpstreamReply, classifyUpstreamError, type UpstreamBodySink } from '../../src/upstream/index.ts';
 import { loopbackCert, readAll, startLoopbackServer } from './helpers/loopback-server.ts';
 
 t.test('forwards method, path, headers and body; any status resolves', async (t) => {
@@ -340,6 +340,68 @@ t.test('exchange: abort before the answer rejects the reply as aborted; readHead
   t.equal((await next.readHead(Infinity)).head.toString(), 'ab456789', 'the rewritten head, then the rest');
   const whole = await client.exchange({ url: `${server.url}/text`, method: 'GET', headers: {} }).reply;
   t.same(await whole.readHead(10), { head: Buffer.from('0123456789'), rest: undefined }, 'a body that ends at the limit is whole');
+});
+
+/** A transport that records what a reply asks of it; an abort ends the reply with the reason, as undici's does. */
+function recordingTransport() {
+  const calls: string[] = [];
+  let reply: UpstreamReply | undefined;
+  const transport = {
+    pause: () => void calls.push('pause'),
+    resume: () => void calls.push('resume'),
+    abort: (reason: Error) => {
+      calls.push('abort');
+      reply?.pushError(reason);
+    },
+  };
+  return { calls, transport, attach: (r: UpstreamReply) => (reply = r) };
+}
+
+/** Consumes a reply: the chunks it gets and how it ends. */
+function collect(reply: UpstreamReply): { chunks: string[]; ended: Promise<'end' | Error> } {
+  const chunks: string[] = [];
+  const ended = new Promise<'end' | Error>((resolve) => {
+    const sink: UpstreamBodySink = { onData: (chunk) => void chunks.push(chunk.toString()), onEnd: () => resolve('end'), onError: resolve };
+    reply.consume(sink);
+  });
+  return { chunks, ended };
+}
+
+t.test('UpstreamReply.mapped: the body through the map and its end output last, on the same transport', async (t) => {
+  const { calls, transport, attach } = recordingTransport();
+  const reply = attach(new UpstreamReply(400, { 'x-up': 'a' }, transport));
+  reply.pushData(Buffer.from('ab'));
+  const mapped = reply.mapped({ 'x-mapped': 'b' }, { data: (chunk) => Buffer.from(chunk.toString().toUpperCase()), end: () => Buffer.from('!') });
+  t.same([mapped.status, mapped.headers], [400, { 'x-mapped': 'b' }], 'the status, with the given headers');
+  const { chunks, ended } = collect(mapped);
+  reply.pushData(Buffer.from('cd'));
+  reply.pushEnd();
+  t.equal(await ended, 'end');
+  t.equal(chunks.join(''), 'ABCD!', 'every chunk through the map, then what its end gave');
+  mapped.pause();
+  mapped.resume();
+  t.same(calls, ['pause', 'resume'], 'pause and resume act on the transport');
+
+  const second = recordingTransport();
+  const aborted = second.attach(new UpstreamReply(503, {}, second.transport));
+  const next = aborted.mapped({}, { data: (chunk) => chunk, end: () => undefined });
+  const outcome = collect(next);
+  next.abort();
+  t.same(second.calls, ['abort'], 'abort acts on the transport');
+  t.match(await outcome.ended, { name: 'AbortError' }, 'and ends the mapped body with the error');
+});
+
+t.test('UpstreamReply.mapped: a pause made while nobody consumed the body is lifted once the mapped reply is consumed', async (t) => {
+  const { calls, transport, attach } = recordingTransport();
+  const reply = attach(new UpstreamReply(400, {}, transport));
+  reply.pushData(Buffer.alloc(80 * 1024, 'x'));
+  t.same(calls, ['pause'], 'paused past 64 KiB kept');
+  const mapped = reply.mapped({}, { data: (chunk) => chunk.subarray(0, 1), end: () => undefined });
+  t.same(calls, ['pause'], 'still paused: nothing consumes the mapped reply yet');
+  const { chunks } = collect(mapped);
+  t.same(calls, ['pause', 'resume'], 'resumed once it is consumed');
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(chunks, ['x'], 'the kept chunks went through the map');
 });
 
 t.test('exchange: abort mid-body ends the sink with an error', async (t) => {

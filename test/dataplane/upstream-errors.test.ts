@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
-import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { clientAuthHeaders, createKey, deferred, readIncrementally, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // Upstream errors are preserved (issue 4 item 2, spec section 7 item 6, decisions.md §6):
 // status, body, content-type, retry-after and request ids come back exactly as the upstream
@@ -97,8 +97,8 @@ t.test('a streaming request answered with an upstream error gets the error as se
   t.equal(await res.text(), '{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: required"}}');
 });
 
-// An error body without content-length larger than the gateway reads whole (1 MiB): the first
-// MiB has the secret masked, the rest streams on as sent.
+// An error body without content-length larger than the gateway reads whole (1 MiB): it streams
+// on, the secret masked in all of it.
 const BIG_ERROR_TAIL = '"tail":"the last bytes, 0123456789"}}';
 
 function bigErrorBody(secret: string): Buffer {
@@ -116,16 +116,20 @@ function answerChunked(body: Buffer, headers: Record<string, string>, res: impor
   res.end();
 }
 
+// The display form of a secret (maskSecret): its first and last four characters.
 const masked = (secret: string) => `${secret.slice(0, 4)}...${secret.slice(-4)}`;
+/** The upstream key a request carried (the cases here use bearer-credential channels). */
+const upstreamKey = (req: RecordedUpstreamRequest) => String(req.headers.authorization).replace(/^Bearer /, '');
 
-for (const c of [
+const BIG_ERROR_CASES = [
   { name: 'answered at once (not replay safe)', protocol: 'x-responses', channel: 'ch32', path: '/v1/responses/vendor-ns/act', body: {}, secrets: ['sk-big-error-0001'] },
   { name: 'kept while the other credential is tried', protocol: 'x-completions', channel: 'ch02', path: '/v1/chat/completions', body: { model: 'team-m', messages: [] }, secrets: ['sk-big-error-0001', 'sk-big-error-0002'] },
-]) {
-  t.test(`a chunked 3 MiB error body reaches the client whole, its first MiB masked: ${c.name}`, async (t) => {
-    const secret = (auth: string | string[] | undefined) => String(auth).replace(/^Bearer /, '');
+];
+
+for (const c of BIG_ERROR_CASES) {
+  t.test(`a chunked 3 MiB error body reaches the client whole, its secret masked: ${c.name}`, async (t) => {
     const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
-      const key = secret(req.headers.authorization);
+      const key = upstreamKey(req);
       answerChunked(bigErrorBody(key), { 'x-echoed-key': key }, res);
     });
     await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: c.secrets });
@@ -170,3 +174,105 @@ t.test('a large chunked error kept for failover is let go when the next credenti
   await withTimeout(firstClosed!, 2000, 'the kept error answer to be closed');
   t.pass('the kept error answer was aborted, its connection closed');
 });
+
+// The upstream credential never reaches a client (issue 4): error answers that are not read
+// whole first (an event stream, a body declared larger than 1 MiB, a chunked one that goes on
+// past it) have the secret masked in their headers and all of their body as they stream.
+
+const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// The first request of a test goes through the failover loop; once the secret is cached, the
+// next one's first attempt runs outside it (forwardNative): both paths are checked.
+const PASSES = ['secret not yet cached', 'secret cached'];
+
+t.test('an SSE error echoing the key, split across two writes, reaches the client masked, event by event', async (t) => {
+  let clientSawFirstEvent = deferred();
+  let upstreamEnded = false;
+  let sent = '';
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, async (req, res) => {
+    const key = upstreamKey(req);
+    const first = `event: error\ndata: {"error":{"message":"key ${key} is not allowed"}}\n\n`;
+    const last = `data: {"error":"again ${key}"}\n\n`;
+    sent = first + last;
+    res.writeHead(400, { 'content-type': 'text/event-stream', 'x-echo': `key=${key}` });
+    const cut = first.indexOf(key) + 7;
+    res.write(first.slice(0, cut));
+    await delay(20);
+    res.write(first.slice(cut));
+    // Held open until the client has the first event (bounded, so that a failure ends).
+    await withTimeout(clientSawFirstEvent.promise, 3000, 'the client to see the first event').catch(() => {});
+    upstreamEnded = true;
+    res.end(last);
+  });
+  const key = 'sk-sse-error-key-0001';
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: [key] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  for (const pass of PASSES) {
+    clientSawFirstEvent = deferred();
+    upstreamEnded = false;
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', stream: true, messages: [] }) });
+    t.equal(res.status, 400, pass);
+    t.equal(res.headers.get('x-echo'), `key=${masked(key)}`, `${pass}: the key masked in the header`);
+    let firstEventBeforeEnd: boolean | undefined;
+    const text = await readIncrementally(res, (soFar) => {
+      if (firstEventBeforeEnd !== undefined || !soFar.includes('\n\n')) return;
+      firstEventBeforeEnd = !upstreamEnded;
+      clientSawFirstEvent.resolve();
+    });
+    t.equal(firstEventBeforeEnd, true, `${pass}: the first event reached the client while the upstream held the stream open`);
+    t.notOk(text.includes(key), `${pass}: no key in the body`);
+    t.equal(text, sent.split(key).join(masked(key)), `${pass}: the events as sent, the key masked where it was`);
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 400, error_code: 'upstream_400', attempt_count: 1 }, pass);
+  }
+});
+
+t.test('a 2 MiB JSON error with content-length, echoing the key near its end, reaches the client masked', async (t) => {
+  let sent = Buffer.alloc(0);
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
+    const key = upstreamKey(req);
+    const head = Buffer.from('{"error":{"message":"invalid request","filler":"');
+    const tail = Buffer.from(`","key":"${key}"}}`);
+    const filler = Buffer.alloc(2 * 1024 * 1024 - head.length - tail.length, 'z');
+    sent = Buffer.concat([head, filler, tail]);
+    res.writeHead(400, { 'content-type': 'application/json', 'content-length': String(sent.length), 'x-echo': key });
+    res.end(sent);
+  });
+  const key = 'sk-long-error-key-0001';
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: [key] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  for (const pass of PASSES) {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [] }) });
+    const body = Buffer.from(await res.arrayBuffer());
+    t.equal(res.status, 400, pass);
+    t.equal(res.headers.get('x-echo'), masked(key), `${pass}: the key masked in the header`);
+    t.notOk(body.includes(key), `${pass}: no key in the body`);
+    const keyAt = sent.indexOf(key);
+    t.equal(body.subarray(keyAt, keyAt + masked(key).length).toString(), masked(key), `${pass}: the masked key where the key was`);
+    t.ok(body.equals(Buffer.from(sent.toString('latin1').split(key).join(masked(key)), 'latin1')), `${pass}: every other byte as sent`);
+  }
+});
+
+for (const c of BIG_ERROR_CASES) {
+  t.test(`a chunked error past 1 MiB with the key across the 1 MiB mark reaches the client masked: ${c.name}`, async (t) => {
+    const MiB = 1024 * 1024;
+    const bodyFor = (key: string) => {
+      const body = Buffer.alloc(MiB + MiB / 2, 'y');
+      body.write('{"error":{"filler":"');
+      // The key starts 5 bytes before the first MiB ends.
+      body.write(key, MiB - 5);
+      body.write('"}}', body.length - 3);
+      return body;
+    };
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => answerChunked(bodyFor(upstreamKey(req)), {}, res));
+    await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: c.secrets });
+    const { keyValue } = await createKey(gw.store, { protocols: [c.protocol] });
+    const res = await fetch(`${gw.url}${c.path}`, { method: 'POST', headers: { ...clientAuthHeaders(c.protocol, keyValue), 'content-type': 'application/json' }, body: JSON.stringify(c.body) });
+    const body = Buffer.from(await res.arrayBuffer());
+    t.equal(res.status, 500);
+    const key = c.secrets.at(-1)!;
+    t.notOk(body.includes(key), 'no key in the body');
+    t.equal(body.subarray(MiB - 5, MiB - 5 + masked(key).length).toString(), masked(key), 'the masked key where the key was');
+    const sent = bodyFor(key);
+    t.ok(body.equals(Buffer.from(sent.toString('latin1').split(key).join(masked(key)), 'latin1')), 'every other byte as sent');
+  });
+}
