@@ -499,7 +499,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "path",
     "replay_safe": true,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "generate"
   },
   "decisions": {
@@ -636,7 +636,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "body",
     "replay_safe": true,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "messages"
   },
   "messages-create": {
@@ -711,7 +711,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": false,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions",
     "sub_operation": "cancellation"
   },
@@ -758,7 +758,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": false,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions",
     "sub_operation": "deletion"
   },
@@ -774,7 +774,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": true,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions",
     "sub_operation": "input_items"
   },
@@ -790,7 +790,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "body",
     "replay_safe": true,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions"
   },
   "responses-namespace": {
@@ -805,7 +805,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": false,
     "preserve_upstream_status": true,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions",
     "sub_operation": "namespace_passthrough"
   },
@@ -821,7 +821,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": true,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions",
     "sub_operation": "retrieval"
   },
@@ -852,7 +852,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": false,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions"
   },
   "voices-delete": {
@@ -867,7 +867,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": false,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions"
   },
   "voices-list": {
@@ -882,7 +882,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": true,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions"
   },
   "voices-retrieve": {
@@ -897,7 +897,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": true,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions"
   },
   "voices-update": {
@@ -912,7 +912,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "model": "none",
     "replay_safe": false,
     "preserve_upstream_status": false,
-    "counts_tokens": true,
+    "counts_tokens": false,
     "error_style": "completions"
   }
 };

@@ -1,6 +1,11 @@
 import type { UsageFieldTable } from './usage-field-table.ts';
 
-/** Responses: `usage` in the body; in streams the terminal response.* event's `response.usage`. */
+/**
+ * Responses: `usage` in the body; in streams the terminal response.* event's `response.usage`.
+ * Image results share these names (the images body's top-level `usage`, with
+ * input_tokens_details.text_tokens/image_tokens that input_tokens already sums); an image
+ * stream's completed event carries its `usage` at the top level.
+ */
 export const responsesUsageFields: UsageFieldTable = {
   style: 'responses',
   bodyUsagePath: 'usage',
@@ -14,6 +19,8 @@ export const responsesUsageFields: UsageFieldTable = {
     { eventType: 'response.completed', usagePath: 'response.usage', merge: 'replace' },
     { eventType: 'response.incomplete', usagePath: 'response.usage', merge: 'replace' },
     { eventType: 'response.failed', usagePath: 'response.usage', merge: 'replace' },
+    { eventType: 'image_generation.completed', usagePath: 'usage', merge: 'replace' },
+    { eventType: 'image_edit.completed', usagePath: 'usage', merge: 'replace' },
   ],
-  streamHint: /"type"\s*:\s*"response\.(?:completed|incomplete|failed)"/,
+  streamHint: /"type"\s*:\s*"(?:response\.(?:completed|incomplete|failed)|image_(?:generation|edit)\.completed)"/,
 };

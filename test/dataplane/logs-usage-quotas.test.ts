@@ -175,6 +175,41 @@ t.test('alpha search is not counted as model token usage (note 4)', async (t) =>
   t.same(record.usage, { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
+t.test('a stored response fetched or cancelled is not counted again: usage, cost and a tokens quota see its generation once', async (t) => {
+  // The upstream keeps the response it generated and answers every read of it with the same object.
+  const stored = { id: 'resp_stored', object: 'response', status: 'completed', model: 'vendor-m', output: [], usage: { input_tokens: 100, output_tokens: 50, total_tokens: 150 } };
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json(stored));
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stored'] });
+  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'], quota: { total: { tokens: 200 } } });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${gw.url}${path}`, {
+      method,
+      headers: { ...clientAuthHeaders('x-responses', keyValue), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    await res.text();
+    return { status: res.status, record: await waitForLog(gw, res.headers.get('x-switchyard-request-id')) };
+  };
+  const none = { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+
+  const created = await call('POST', '/v1/responses', { model: 'team-m', input: 'hi' });
+  t.equal(created.status, 200);
+  t.same(created.record.usage, { input_tokens: 100, output_tokens: 50, cached_tokens: 0, reasoning_tokens: 0 }, 'the generation is counted');
+  t.equal(created.record.cost, (100 * 2 + 50 * 10) / 1e6, 'and priced');
+  for (const [method, path, operation] of [['GET', '/v1/responses/resp_stored', 'responses-retrieve'], ['POST', '/v1/responses/resp_stored/cancel', 'responses-cancel']] as const) {
+    const read = await call(method, path);
+    t.equal(read.status, 200, `${operation} answered`);
+    t.match(read.record, { operation, status: 200 });
+    t.same(read.record.usage, none, `${operation}: the stored object's usage is not counted again`);
+    t.equal(read.record.cost, 0, `${operation}: no cost`);
+  }
+  // 150 of the 200 tokens are used: one more generation fits; counted twice more, the reads would have used them up.
+  t.equal((await call('POST', '/v1/responses', { model: 'team-m', input: 'again' })).status, 200, 'the quota charged the generation once');
+  t.equal((await call('POST', '/v1/responses', { model: 'team-m', input: 'third' })).status, 429, 'two generations (300 tokens) exhaust it');
+  t.equal(upstream.requests.length, 4);
+});
+
 t.test('record_request_body: true stores the original body; false stores none', async (t) => {
   const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [] }));
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { extractUsage, extractUsageFromText } from '../../src/usage/index.ts';
+import { extractUsage, extractUsageFromBytes, extractUsageFromText } from '../../src/usage/index.ts';
+import { USAGE_STYLE_BY_PROTOCOL } from '../../src/dataplane/usage-style.ts';
 
 t.test('completions body', async (t) => {
   const body = {
@@ -44,6 +45,28 @@ t.test('responses body', async (t) => {
     },
   };
   t.same(extractUsage('responses', body), { input_tokens: 328, output_tokens: 52, cached_tokens: 256, reasoning_tokens: 40 });
+});
+
+t.test('images body: top-level usage (images.d.ts ImagesResponse.Usage)', async (t) => {
+  const body = {
+    created: 1750000000,
+    background: 'opaque',
+    data: [{ b64_json: 'iVBORw0KGgo=' }],
+    output_format: 'png',
+    quality: 'high',
+    size: '1024x1024',
+    usage: {
+      input_tokens: 50,
+      input_tokens_details: { text_tokens: 40, image_tokens: 10 },
+      output_tokens: 4160,
+      output_tokens_details: { text_tokens: 0, image_tokens: 4160 },
+      total_tokens: 4210,
+    },
+  };
+  const style = USAGE_STYLE_BY_PROTOCOL['x-images']!;
+  const expected = { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0 };
+  t.same(extractUsage(style, body), expected);
+  t.same(extractUsageFromBytes(style, Buffer.from(JSON.stringify(body))), expected, 'from the bytes, as the relay reads it');
 });
 
 t.test('messages body sums cache reads and writes into input', async (t) => {

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { StreamUsageAccumulator, isUsageOnlyChunk, requestStreamUsage, streamUsageMissing } from '../../src/usage/index.ts';
+import { USAGE_STYLE_BY_PROTOCOL } from '../../src/dataplane/usage-style.ts';
 
 function feed(style: ConstructorParameters<typeof StreamUsageAccumulator>[0], events: unknown[]) {
   const acc = new StreamUsageAccumulator(style);
@@ -62,6 +63,24 @@ t.test('responses stream: response.completed', async (t) => {
 t.test('responses stream: text mentioning usage does not confuse it', async (t) => {
   t.equal(feed('responses', [{ type: 'response.output_text.delta', delta: '"type":"response.completed"' }]), undefined);
 });
+
+// OpenAI image streams (images.d.ts ImageGenStreamEvent, ImageEditStreamEvent): partial images,
+// then a completed event whose top-level `usage` counts the whole request.
+for (const prefix of ['image_generation', 'image_edit']) {
+  t.test(`image stream: ${prefix}.completed carries the usage`, async (t) => {
+    const image = { background: 'opaque', created_at: 1750000000, output_format: 'png', quality: 'high', size: '1024x1024' };
+    const events = [
+      { type: `${prefix}.partial_image`, b64_json: 'iVBORw0KGgo=', partial_image_index: 0, ...image },
+      { type: `${prefix}.partial_image`, b64_json: 'iVBORw0KGgp=', partial_image_index: 1, ...image },
+      {
+        type: `${prefix}.completed`, b64_json: 'iVBORw0KGgq=', ...image,
+        usage: { input_tokens: 50, input_tokens_details: { text_tokens: 40, image_tokens: 10 }, output_tokens: 4160, total_tokens: 4210 },
+      },
+    ];
+    t.same(feed(USAGE_STYLE_BY_PROTOCOL['x-images']!, events), { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0 });
+    t.equal(feed(USAGE_STYLE_BY_PROTOCOL['x-images']!, events.slice(0, 2)), undefined, 'partial images carry none');
+  });
+}
 
 t.test('messages stream: message_start + cumulative message_delta', async (t) => {
   const events = [
