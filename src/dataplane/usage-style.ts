@@ -9,7 +9,7 @@ export const USAGE_STYLE_BY_PROTOCOL: Readonly<Record<string, UsageStyle>> = {
   'x-images': 'responses',
   'x-chat-embeddings': 'embeddings',
   'x-embeddings': 'generate',
-  rerank: 'completions',
+  rerank: 'rerank',
   decisions: 'completions',
   'x-suite': 'completions',
 };

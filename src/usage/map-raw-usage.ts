@@ -42,6 +42,7 @@ export const compiledUsageTables: Readonly<Record<UsageStyle, CompiledUsageTable
   messages: compile(usageFieldTables.messages),
   generate: compile(usageFieldTables.generate),
   embeddings: compile(usageFieldTables.embeddings),
+  rerank: compile(usageFieldTables.rerank),
 };
 
 export function readRawCounters(table: CompiledUsageTable, usageObject: unknown): RawUsageCounters {

@@ -5,6 +5,7 @@ import { responsesUsageFields } from './usage-fields-responses.ts';
 import { messagesUsageFields } from './usage-fields-messages.ts';
 import { generateUsageFields } from './usage-fields-generate.ts';
 import { embeddingsUsageFields } from './usage-fields-embeddings.ts';
+import { rerankUsageFields } from './usage-fields-rerank.ts';
 
 export const usageFieldTables: Readonly<Record<UsageStyle, UsageFieldTable>> = {
   completions: completionsUsageFields,
@@ -12,4 +13,5 @@ export const usageFieldTables: Readonly<Record<UsageStyle, UsageFieldTable>> = {
   messages: messagesUsageFields,
   generate: generateUsageFields,
   embeddings: embeddingsUsageFields,
+  rerank: rerankUsageFields,
 };

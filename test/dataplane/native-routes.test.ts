@@ -105,8 +105,11 @@ function upstreamUsage(op: Operation): { member: Record<string, unknown>; usage:
       return { member: { usageMetadata: { promptTokenCount: input, totalTokenCount: input } }, usage: { ...NO_USAGE, input_tokens: input } };
     case 'x-chat-embeddings':
       return { member: { usage: { prompt_tokens: input, total_tokens: input } }, usage: { ...NO_USAGE, input_tokens: input } };
+    case 'rerank':
+      // The /v1/rerank answer's usage: its total only.
+      return { member: { usage: { total_tokens: input } }, usage: { ...NO_USAGE, input_tokens: input } };
     default:
-      // Completions names: chat completions, and the rerank, decisions and suite upstreams.
+      // Completions names: chat completions, and the decisions and suite upstreams.
       return { member: { usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } }, usage: inOut };
   }
 }

@@ -116,6 +116,18 @@ t.test('embeddings body', async (t) => {
   t.same(extractUsage('embeddings', body), { input_tokens: 8, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
+t.test('rerank body: the usage total is the input, whether or not prompt_tokens is sent beside it', async (t) => {
+  t.equal(USAGE_STYLE_BY_PROTOCOL['rerank'], 'rerank');
+  const results = [{ index: 1, relevance_score: 0.92 }, { index: 0, relevance_score: 0.11 }];
+  // A total only (as Jina and Voyage answer), and prompt, completion and total (as other /v1/rerank upstreams do).
+  for (const usage of [{ total_tokens: 37 }, { prompt_tokens: 37, completion_tokens: 0, total_tokens: 37 }]) {
+    const body = { id: 'rr-1', model: 'rerank-m', results, usage };
+    const expected = { input_tokens: 37, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+    t.same(extractUsage('rerank', body), expected, JSON.stringify(usage));
+    t.same(extractUsageFromBytes('rerank', Buffer.from(JSON.stringify(body))), expected, `${JSON.stringify(usage)} from bytes`);
+  }
+});
+
 t.test('ignores counters that are not non-negative numbers', async (t) => {
   t.same(extractUsage('completions', { usage: { prompt_tokens: '12', completion_tokens: -1 } }), {
     input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0,
