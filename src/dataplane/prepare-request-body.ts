@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
@@ -60,6 +60,7 @@ const QUOTE = 0x22;
  */
 export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits): PreparedBody | Promise<PreparedBody> {
   if (op.body === 'none' || op.body === 'websocket' || req.method === 'GET' || req.method === 'HEAD') return NO_BODY;
+  if (op.body === 'raw') return rawBody(req, record, limits);
   // The gateway reads every body it forwards (for the model), so a compressed one would only fail as invalid JSON or form.
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') throw new DataPlaneError('unsupported_content_encoding', `Got "${encoding}".`, { 'accept-encoding': 'identity' });
@@ -84,6 +85,39 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
     throw requestBodyFailure(err) ?? err;
   }
   return received.kind === 'buffered' ? bufferedJson(received.raw, record) : spooledJson(received.body, op, record);
+}
+
+/**
+ * A passthrough body, sent on as the client sent it, whatever its type or encoding: nothing in
+ * it routes the request. A small one is read whole, so that another attempt can send it again;
+ * a larger one streams through once.
+ */
+function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits): PreparedBody | Promise<PreparedBody> {
+  const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
+  // HTTP/1.1: neither a length nor chunked framing means no body.
+  if (declared === 0 || (declared === undefined && req.headers['transfer-encoding'] === undefined)) return NO_BODY;
+  if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
+  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record));
+  const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes);
+  return {
+    body: { kind: 'stream', open: async () => (declared === undefined ? { stream: tee.stream } : { stream: tee.stream, length: declared }) },
+    fields: undefined,
+    recorded: () => {
+      if (!record) return undefined;
+      const { bytes, total } = tee.captured();
+      return { state: bytes.length < total ? 'truncated' : 'recorded', original_bytes: total, body: bytes.toString('utf8') };
+    },
+  };
+}
+
+function bufferedRaw(raw: Buffer, record: boolean): PreparedBody {
+  if (raw.length === 0) return NO_BODY;
+  const recorded: RecordedRequestBody | undefined = record ? { state: 'recorded', original_bytes: raw.length, body: raw.toString('utf8') } : undefined;
+  return {
+    body: { kind: 'stream', replayable: true, open: async () => ({ stream: Readable.from([raw]), length: raw.length }) },
+    fields: undefined,
+    recorded: () => recorded,
+  };
 }
 
 function bufferedJson(raw: Buffer, record: boolean): PreparedBody {

@@ -801,7 +801,7 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "upstream_path": "/v1/responses/{rest*}",
     "capability": "RRA",
     "stream": "none",
-    "body": "json",
+    "body": "raw",
     "model": "none",
     "replay_safe": false,
     "preserve_upstream_status": true,

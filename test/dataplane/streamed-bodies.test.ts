@@ -265,3 +265,55 @@ t.test('a large binary answer (speech audio) reaches the client as it arrives, b
   }
   t.ok(Buffer.concat(parts).equals(Buffer.concat([first, rest])), 'the client gets the upstream bytes as sent');
 });
+
+// ---- the responses namespace passthrough: a body the gateway reads nothing of -------------
+// decisions.md §2: other /v1/responses/* paths are a namespace passthrough; note 3: passthrough
+// does not guarantee upstream implementation, and upstream statuses are preserved. So the body
+// goes on as sent, whatever its type, and the upstream judges it.
+
+const passthroughBodies = [
+  { name: 'a binary body', contentType: 'application/octet-stream', body: Buffer.from([0x00, 0xff, 0x7b, 0x22, 0x0a, 0x80, 0x01]) },
+  { name: 'a JSON array', contentType: 'application/json', body: Buffer.from('[{"op":"a"},{"op":"b"}]') },
+  { name: 'JSON with a duplicate key and exact number formatting', contentType: 'application/json', body: Buffer.from('{"n":1.50,"n":2e3, "x" : true}') },
+];
+
+for (const c of passthroughBodies) {
+  t.test(`namespace passthrough: ${c.name} reaches the upstream as sent, with its content type, and is recorded`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+      res.writeHead(415, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"not for this extension"}}');
+    });
+    const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-responses'], recordBody: true });
+    const res = await fetch(`${gw.url}/v1/responses/vendor-ext/run`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': c.contentType }, body: c.body });
+    t.equal(res.status, 415, "the upstream's status comes back");
+    t.equal(await res.text(), '{"error":{"message":"not for this extension"}}');
+    t.equal(upstream.requests.length, 1);
+    const seen = upstream.requests[0]!;
+    t.ok(seen.body.equals(c.body), 'the bytes as sent');
+    t.equal(seen.headers['content-type'], c.contentType);
+    t.equal(seen.headers['content-length'], String(c.body.length));
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record.request_body, { state: 'recorded', original_bytes: c.body.length });
+  });
+}
+
+t.test('namespace passthrough: a body above the buffering size streams through as sent', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { bufferedJsonBytes: 1024 });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-responses'], recordBody: true });
+  const body = Buffer.alloc(200 * 1024, 0x61);
+  const res = await fetch(`${gw.url}/v1/responses/vendor-ext/upload`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'text/plain' }, body });
+  t.equal(res.status, 200);
+  t.ok(upstream.requests[0]!.body.equals(body), 'the bytes as sent');
+  t.equal(upstream.requests[0]!.headers['content-length'], String(body.length));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record.request_body, { state: 'recorded', original_bytes: body.length });
+});
+
+t.test('namespace passthrough: an empty POST body reaches the upstream empty', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-responses'] });
+  const res = await fetch(`${gw.url}/v1/responses/vendor-ext/ping`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}` } });
+  t.equal(res.status, 200);
+  t.equal(upstream.requests[0]!.body.length, 0);
+  t.equal(upstream.requests[0]!.headers['transfer-encoding'], undefined, 'not sent as a chunked body');
+});

@@ -70,7 +70,7 @@ export interface OperationDecl {
   capability: string;
   sub_operation?: string;
   stream: 'none' | 'body_flag' | 'always' | 'query_flag';
-  body: 'json' | 'multipart' | 'none' | 'websocket';
+  body: 'json' | 'multipart' | 'raw' | 'none' | 'websocket';
   model: 'body' | 'path' | 'query' | 'none';
   replay_safe: boolean;
   preserve_upstream_status?: boolean;

@@ -102,7 +102,7 @@ export interface OperationEntry {
   capability: string;
   sub_operation?: string;
   stream: 'none' | 'body_flag' | 'always' | 'query_flag';
-  body: 'json' | 'multipart' | 'none' | 'websocket';
+  body: 'json' | 'multipart' | 'raw' | 'none' | 'websocket';
   model: 'body' | 'path' | 'query' | 'none';
   replay_safe: boolean;
   preserve_upstream_status: boolean;
