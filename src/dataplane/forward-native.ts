@@ -438,6 +438,8 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   }
   const failure = classifyUpstreamError(err);
   attempt.error_code = failure.code;
+  // A stored proxy URL the gateway cannot use: its configuration is at fault, not the credential, and nothing was sent.
+  if (failure.kind === 'proxy_misconfigured') return { error: new DataPlaneError('proxy_misconfigured'), candidate, credential, notDelivered: true };
   await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };

@@ -33,6 +33,7 @@ export const REFUSAL_REASONS = {
   subprotocol_not_accepted: { status: 400, en: 'The upstream accepted none of the offered WebSocket subprotocols.', zh: '上游不接受所提供的任何 WebSocket 子协议。' },
   internal_error: { status: 500, en: 'Internal error.', zh: '内部错误。' },
   upstream_unreachable: { status: 502, en: 'No upstream could be reached.', zh: '无法连接任何上游。' },
+  proxy_misconfigured: { status: 502, en: 'The managed proxy configured for this route cannot be used (unsupported scheme or malformed URL).', zh: '为此路由配置的托管代理无法使用（不支持的协议或格式错误的 URL）。' },
   shutting_down: { status: 503, en: 'The gateway is shutting down.', zh: '网关正在关闭。' },
   upstream_timeout: { status: 504, en: 'The upstream did not answer in time.', zh: '上游未及时响应。' },
   // Never sent (the client is gone); 499 is the log's conventional "client closed request".

@@ -1,6 +1,7 @@
 import { validationFailed } from '../http/api-error.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindDecl, type CredentialKindId } from '../generated/index.ts';
 import type { GroupRecord } from '../store/records.ts';
+import { SUPPORTED_PROXY_SCHEMES, proxyUrlProblem } from '../upstream/index.ts';
 
 // Fields of a credential kind that say where the upstream is; a Group's base_url fills them.
 const LOCATION_FIELDS = ['base_url', 'endpoint'];
@@ -66,10 +67,20 @@ export function completeCredentialValues(kind: CredentialKindDecl, values: Recor
   return out;
 }
 
-/** Notes 13-14: a managed proxy applies only where the channel supports one. */
+/** Notes 13-14: a managed proxy applies only where the channel supports one, and only one the gateway can use. */
 export function checkProxyAllowed(channel: string, proxyUrl: string | null, field = 'proxy_url'): void {
   const descriptor = channelOf(channel);
   if (proxyUrl !== null && !descriptor.proxy) throw validationFailed(field, 'channel_has_no_managed_proxy', { channel, note: descriptor.no_managed_proxy_note });
+  checkProxyUrlUsable(proxyUrl, field);
+}
+
+/**
+ * A proxy URL is refused here exactly when the upstream client would refuse it at request
+ * time (the same check), so no request ever finds a stored proxy it cannot use.
+ */
+export function checkProxyUrlUsable(proxyUrl: string | null | undefined, field = 'proxy_url'): void {
+  const found = proxyUrl == null ? undefined : proxyUrlProblem(proxyUrl);
+  if (found) throw validationFailed(field, found.problem, { detail: found.message, supported_schemes: SUPPORTED_PROXY_SCHEMES });
 }
 
 export function isHttpUrl(value: string): boolean {

@@ -1,3 +1,4 @@
+import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
 
 export type UpstreamFailureKind =
@@ -7,6 +8,7 @@ export type UpstreamFailureKind =
   | 'headers_timeout'
   | 'body_timeout'
   | 'connection_lost'
+  | 'proxy_misconfigured'
   | 'unknown';
 
 export interface UpstreamFailure {
@@ -47,6 +49,8 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
   headers_timeout: { kind: 'headers_timeout', notDelivered: false, code: 'upstream_timeout' },
   body_timeout: { kind: 'body_timeout', notDelivered: false, code: 'upstream_idle_timeout' },
   connection_lost: { kind: 'connection_lost', notDelivered: false, code: 'upstream_connection_lost' },
+  // The gateway's own configuration (a stored proxy URL it cannot use): no credential is to blame.
+  proxy_misconfigured: { kind: 'proxy_misconfigured', notDelivered: true, code: 'proxy_misconfigured' },
   unknown: { kind: 'unknown', notDelivered: false, code: 'upstream_error' },
 };
 
@@ -55,6 +59,7 @@ export function classifyUpstreamError(error: unknown): UpstreamFailure {
   const code = errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
   const name = (error as { name?: unknown } | null)?.name;
   const message = String((error as { message?: unknown } | null)?.message ?? '');
+  if (code === INVALID_PROXY_URL) return FAILURES.proxy_misconfigured;
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return FAILURES.connect_timeout;
   // A proxy that refuses the tunnel surfaces as an aborted request; nothing reached the upstream.
   if (message.startsWith('Proxy response (')) return FAILURES.connect_failed;

@@ -7,7 +7,8 @@ export {
   stripCredentialQuery,
 } from './strip-client-credentials.ts';
 export { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.ts';
-export { parseProxyUrl } from './parse-proxy-url.ts';
+export { INVALID_PROXY_URL, InvalidProxyUrlError, SUPPORTED_PROXY_SCHEMES, parseProxyUrl, proxyUrlProblem } from './parse-proxy-url.ts';
+export type { ProxyUrlProblem } from './parse-proxy-url.ts';
 export { redactUrl } from './redact-url.ts';
 export type { UpstreamClientOptions } from './upstream-options.ts';
 export { UpstreamClient } from './upstream-client.ts';

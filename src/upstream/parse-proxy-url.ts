@@ -12,15 +12,55 @@ const PROXY_KIND_BY_SCHEME: Readonly<Record<string, ProxyKind>> = {
   'socks:': 'socks',
 };
 
-/** A managed proxy's URL and kind, or a TypeError that names it without its credentials. */
-export function parseProxyUrl(proxy: string): { url: URL; kind: ProxyKind } {
+/** The schemes named to operators (`socks:` is kept as a SOCKS5 alias, not advertised). */
+export const SUPPORTED_PROXY_SCHEMES: readonly string[] = ['http', 'https', 'socks5', 'socks5h'];
+
+/** Why a proxy URL cannot be used; the management API reports it as `data.reason`. */
+export type ProxyUrlProblem = 'invalid_proxy_url' | 'unsupported_proxy_scheme' | 'proxy_host_missing' | 'proxy_port_invalid';
+
+/** Error code of InvalidProxyUrlError, by which classifyUpstreamError knows it. */
+export const INVALID_PROXY_URL = 'ERR_INVALID_PROXY_URL';
+
+/** A proxy URL the gateway cannot use: the operator's configuration, not the upstream, is at fault. */
+export class InvalidProxyUrlError extends TypeError {
+  readonly code = INVALID_PROXY_URL;
+  constructor(
+    readonly problem: ProxyUrlProblem,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'InvalidProxyUrlError';
+  }
+}
+
+type Checked = { url: URL; kind: ProxyKind; problem?: undefined } | { problem: ProxyUrlProblem; message: string };
+
+/** One check for configuration time and request time alike, so both accept the same URLs. */
+function checkProxyUrl(proxy: string): Checked {
   let url: URL;
   try {
     url = new URL(proxy);
   } catch {
-    throw new TypeError(`invalid proxy URL ${redactUrl(proxy)}`);
+    return { problem: 'invalid_proxy_url', message: `invalid proxy URL ${redactUrl(proxy)}` };
   }
   const kind = PROXY_KIND_BY_SCHEME[url.protocol];
-  if (kind === undefined) throw new TypeError(`unsupported proxy scheme ${url.protocol} (use http, https, socks5 or socks5h)`);
+  const use = `use ${SUPPORTED_PROXY_SCHEMES.join(', ')}`;
+  if (kind === undefined) return { problem: 'unsupported_proxy_scheme', message: `unsupported proxy scheme ${url.protocol} (${use})` };
+  // Only special schemes (http, https) make the URL parser insist on a host; socks5:// does not.
+  if (url.hostname === '') return { problem: 'proxy_host_missing', message: `proxy URL ${redactUrl(proxy)} names no host` };
+  if (url.port === '0') return { problem: 'proxy_port_invalid', message: `proxy URL ${redactUrl(proxy)} has port 0` };
   return { url, kind };
+}
+
+/** Why `proxy` would be refused at request time (credentials redacted), or undefined when it is usable. */
+export function proxyUrlProblem(proxy: string): { problem: ProxyUrlProblem; message: string } | undefined {
+  const checked = checkProxyUrl(proxy);
+  return checked.problem === undefined ? undefined : checked;
+}
+
+/** A managed proxy's URL and kind, or an InvalidProxyUrlError that names it without its credentials. */
+export function parseProxyUrl(proxy: string): { url: URL; kind: ProxyKind } {
+  const checked = checkProxyUrl(proxy);
+  if (checked.problem !== undefined) throw new InvalidProxyUrlError(checked.problem, checked.message);
+  return checked;
 }

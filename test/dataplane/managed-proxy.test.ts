@@ -38,3 +38,69 @@ t.test('a SOCKS5 proxy carries the upstream connection', async (t) => {
   const host = await callThrough(t, 'group', () => socks.url);
   t.same(socks.destinations, [host]);
 });
+
+t.test('a SOCKS5 proxy at credential scope carries the upstream connection', async (t) => {
+  const socks = await startSocks5Server();
+  t.teardown(() => socks.close());
+  const host = await callThrough(t, 'credential', () => socks.url);
+  t.same(socks.destinations, [host]);
+});
+
+t.test('the credential\'s proxy wins over the Group\'s, which wins over the global one (note 13)', async (t) => {
+  const proxies = { credential: await startHttpConnectProxy(), group: await startHttpConnectProxy(), global: await startHttpConnectProxy() };
+  t.teardown(() => Promise.all(Object.values(proxies).map((p) => p.close())));
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+  const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
+  const [cred] = await gw.store.credentials.list(group.id);
+  await gw.store.settings.save({ proxy_url: proxies.global.url });
+  await gw.store.groups.update(group.id, { proxy_url: proxies.group.url });
+  await gw.store.credentials.update(group.id, cred!.id, { proxy_url: proxies.credential.url });
+  const host = new URL(upstream.url).host;
+  const tunnels = () => ({ credential: proxies.credential.tunnels.length, group: proxies.group.tunnels.length, global: proxies.global.tunnels.length });
+  const call = async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}` }, body: JSON.stringify({ model: 'm', messages: [] }) });
+    t.equal(res.status, 200);
+    await res.arrayBuffer();
+  };
+
+  await call();
+  t.same(tunnels(), { credential: 1, group: 0, global: 0 }, 'all three set: the credential\'s');
+  t.same(proxies.credential.tunnels, [host]);
+
+  await gw.store.credentials.update(group.id, cred!.id, { proxy_url: null });
+  await call();
+  t.same(tunnels(), { credential: 1, group: 1, global: 0 }, 'no credential proxy: the Group\'s');
+  t.same(proxies.group.tunnels, [host]);
+
+  await gw.store.groups.update(group.id, { proxy_url: null });
+  await call();
+  t.same(tunnels(), { credential: 1, group: 1, global: 1 }, 'neither: the global one');
+  t.same(proxies.global.tunnels, [host]);
+  t.equal(upstream.requests.length, 3);
+});
+
+// A proxy URL stored by an older version or by editing the data file is not checked by the
+// management API; the data plane must not blame the credentials for it.
+for (const scope of ['credential', 'group', 'global'] as const) {
+  t.test(`an unusable ${scope}-scope proxy URL already stored is a gateway error, not a credential's fault`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+    const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-upstream-1', 'sk-upstream-2'] });
+    const stored = 'ftp://proxy.test:21';
+    if (scope === 'group') await gw.store.groups.update(group.id, { proxy_url: stored });
+    if (scope === 'global') await gw.store.settings.save({ proxy_url: stored });
+    if (scope === 'credential') {
+      for (const c of await gw.store.credentials.list(group.id)) await gw.store.credentials.update(group.id, c.id, { proxy_url: stored });
+    }
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}` }, body: JSON.stringify({ model: 'm', messages: [] }) });
+    const body = (await res.json()) as { error: { code: string } };
+    t.equal(res.status, 502, 'a gateway error');
+    t.equal(body.error.code, 'proxy_misconfigured');
+    t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
+    const credentials = await gw.store.credentials.list(group.id);
+    t.equal(credentials.length, 2);
+    for (const c of credentials) {
+      t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
+      t.equal(c.cooldown_until, null);
+    }
+  });
+}

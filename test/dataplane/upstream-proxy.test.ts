@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { UpstreamClient, classifyUpstreamError, createProxyDispatcher } from '../../src/upstream/index.ts';
+import { UpstreamClient, classifyUpstreamError, createProxyDispatcher, proxyUrlProblem } from '../../src/upstream/index.ts';
 import { loopbackCert, readAll, startLoopbackServer } from './helpers/loopback-server.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
@@ -133,4 +133,22 @@ t.test('unsupported or malformed proxy URLs are refused without echoing secrets'
   })();
   t.match(error?.message, /invalid proxy URL/);
   t.notMatch(error?.message, /secretpw/);
+});
+
+t.test('an unusable proxy URL is the gateway\'s configuration failing, not the upstream: proxy_misconfigured, nothing sent', async (t) => {
+  const upstream = await echoServer(t);
+  const client = new UpstreamClient();
+  t.teardown(() => client.destroy());
+  for (const proxy of ['ftp://proxy.test:21', 'socks4://proxy.test:1080', 'socks5://', 'http://proxy.test:0', '::not a url']) {
+    const error = await client.request({ url: `${upstream.url}/`, method: 'GET', headers: {}, proxy }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    t.same(classifyUpstreamError(error), { kind: 'proxy_misconfigured', notDelivered: true, code: 'proxy_misconfigured' }, proxy);
+    t.ok(proxyUrlProblem(proxy), `${proxy}: the configuration-time check refuses it too`);
+  }
+  t.equal(upstream.connections(), 0);
+  for (const proxy of ['http://proxy.test:3128', 'https://proxy.test', 'socks5://proxy.test', 'socks5h://u:p@proxy.test:1080']) {
+    t.equal(proxyUrlProblem(proxy), undefined, `${proxy} is usable`);
+  }
 });

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { validationFailed } from '../../http/api-error.ts';
 import type { SettingsBody } from '../../generated/management/settings.ts';
+import { checkProxyUrlUsable } from '../channel-rules.ts';
 import type { ManagementDeps } from '../context.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import settingsSchema from '../schemas/settings.json' with { type: 'json' };
@@ -23,6 +24,7 @@ export function settingsRoutes(deps: ManagementDeps): RouteDef[] {
         body.trusted_proxies?.forEach((entry, i) => {
           if (!isAddressOrCidr(entry)) throw validationFailed(`trusted_proxies[${i}]`, 'invalid_value', { expected: 'IP address or CIDR' });
         });
+        checkProxyUrlUsable(body.proxy_url);
         return { data: await deps.store.settings.save(body) };
       },
     }),
