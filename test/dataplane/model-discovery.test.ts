@@ -1,47 +1,172 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { upstreamModelDiscovery } from '../../src/adapters/discovery/upstream-model-discovery.ts';
 import { createServer } from '../../src/server/create-server.ts';
 import { UpstreamClient } from '../../src/upstream/index.ts';
-import { startUpstream } from './helpers/data-plane-harness.ts';
+import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 
 const AUTH_KEY = 'discovery-test-auth-key-0123456789abcdef';
+const UPSTREAM_KEY = 'sk-up-discovery-secret-000001';
+
+/** The gateway with real discovery in front of a substitute upstream, and a Group on `channel` with one key. */
+async function startDiscovery(t: Test, channel: string, respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void) {
+  const upstream = await startUpstream(respond);
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-disc-'));
+  const client = new UpstreamClient();
+  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, modelDiscovery: upstreamModelDiscovery(client), log: () => {} });
+  t.teardown(async () => {
+    await server.close();
+    await client.destroy();
+    await upstream.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const group = await server.store.groups.create({ name: 'g', channel, base_url: upstream.url, models: [{ external: 'a', upstream: 'm-a' }] });
+  await server.store.credentials.createMany(group.id, [{ kind: 'api_key', values: { api_key: UPSTREAM_KEY }, secretFields: ['api_key'] }]);
+  const discover = async () => {
+    const res = await fetch(`${server.url}/api/models/discover`, { method: 'POST', headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ group_id: group.id }) });
+    const text = await res.text();
+    return { status: res.status, text, body: JSON.parse(text) as { code: number | string; data: { models: { id: string; configured: boolean }[]; truncated: boolean; reason?: string; upstream_status?: number } } };
+  };
+  return { upstream, discover };
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
 
 const cases = [
-  { channel: 'ch02', path: '/v1/models', header: 'authorization', value: 'Bearer sk-up', answer: { object: 'list', data: [{ id: 'm-a' }, { id: 'm-b' }] } },
-  { channel: 'ch14', path: '/v1/models', header: 'x-api-key', value: 'sk-up', answer: { data: [{ type: 'model', id: 'm-a' }, { type: 'model', id: 'm-b' }], has_more: false } },
-  { channel: 'ch15', path: '/v1beta/models', header: 'x-goog-api-key', value: 'sk-up', answer: { models: [{ name: 'models/m-a' }, { name: 'models/m-b' }] } },
+  { channel: 'ch02', path: '/v1/models', header: 'authorization', value: `Bearer ${UPSTREAM_KEY}`, answer: { object: 'list', data: [{ id: 'm-a' }, { id: 'm-b' }] } },
+  { channel: 'ch14', path: '/v1/models', header: 'x-api-key', value: UPSTREAM_KEY, answer: { data: [{ type: 'model', id: 'm-a' }, { type: 'model', id: 'm-b' }], has_more: false } },
+  { channel: 'ch15', path: '/v1beta/models', header: 'x-goog-api-key', value: UPSTREAM_KEY, answer: { models: [{ name: 'models/m-a' }, { name: 'models/m-b' }] } },
 ];
 
 for (const c of cases) {
   t.test(`DISC on ${c.channel} lists upstream models through a Group's credential`, async (t) => {
-    const upstream = await startUpstream((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(c.answer));
-    });
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-disc-'));
-    const client = new UpstreamClient();
-    const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, modelDiscovery: upstreamModelDiscovery(client), log: () => {} });
-    t.teardown(async () => {
-      await server.close();
-      await client.destroy();
-      await upstream.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-    const group = await server.store.groups.create({ name: 'g', channel: c.channel, base_url: upstream.url, models: [{ external: 'a', upstream: 'm-a' }] });
-    await server.store.credentials.createMany(group.id, [{ kind: 'api_key', values: { api_key: 'sk-up' }, secretFields: ['api_key'] }]);
-    const res = await fetch(`${server.url}/api/models/discover`, { method: 'POST', headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ group_id: group.id }) });
-    const body = (await res.json()) as { code: number; data: { models: { id: string; configured: boolean }[] } };
-    t.equal(res.status, 200, JSON.stringify(body));
+    const { upstream, discover } = await startDiscovery(t, c.channel, (_req, res) => json(res, 200, c.answer));
+    const { status, text, body } = await discover();
+    t.equal(status, 200, text);
     t.same(body.data.models, [
       { id: 'm-a', configured: true },
       { id: 'm-b', configured: false },
     ]);
+    t.equal(body.data.truncated, false);
     const seen = upstream.requests[0]!;
     t.equal(seen.url, c.path);
     t.equal(seen.headers[c.header], c.value);
-    t.notMatch(JSON.stringify(body), 'sk-up', 'the credential is not in the answer');
+    t.notMatch(text, UPSTREAM_KEY, 'the credential is not in the answer');
   });
 }
+
+/**
+ * Each dialect's paging as its list API documents it: `pages` are the model ids of each page,
+ * `answer` shapes page i (with `more` when another follows), `cursorOf` reads the cursor the
+ * client sent (undefined on the first page) and says which page it names.
+ */
+const PAGING = [
+  {
+    // OpenAI-style cursor pages: `has_more`, the next page after the last item's id (`after`).
+    channel: 'ch02',
+    answer: (ids: string[], more: boolean) => ({ object: 'list', data: ids.map((id) => ({ id, object: 'model' })), has_more: more }),
+    cursor: (url: URL) => url.searchParams.get('after'),
+    cursorAfter: (ids: string[]) => ids.at(-1)!,
+  },
+  {
+    // Anthropic GET /v1/models: `has_more`, `first_id`, `last_id`; the next page with `after_id`.
+    channel: 'ch14',
+    answer: (ids: string[], more: boolean) => ({ data: ids.map((id) => ({ type: 'model', id })), has_more: more, first_id: ids[0], last_id: ids.at(-1) }),
+    cursor: (url: URL) => url.searchParams.get('after_id'),
+    cursorAfter: (ids: string[]) => ids.at(-1)!,
+  },
+  {
+    // Gemini GET /v1beta/models: an opaque `nextPageToken`, absent on the last page; sent back as `pageToken`.
+    channel: 'ch15',
+    answer: (ids: string[], more: boolean, token: string) => ({ models: ids.map((id) => ({ name: `models/${id}` })), ...(more ? { nextPageToken: token } : {}) }),
+    cursor: (url: URL) => url.searchParams.get('pageToken'),
+    cursorAfter: (_ids: string[], page: number) => `opaque-token-${page + 1}`,
+  },
+];
+
+/** A paging upstream: the page a request's cursor names, or 400 for a cursor it never gave out. */
+function pagedUpstream(p: (typeof PAGING)[number], pages: (page: number) => string[] | undefined, lastPage: (page: number) => boolean) {
+  return (req: RecordedUpstreamRequest, res: ServerResponse) => {
+    const url = new URL(req.url, 'http://upstream.test');
+    const given = p.cursor(url);
+    let page = 0;
+    if (given !== null) {
+      page = 1;
+      while (pages(page - 1) !== undefined && p.cursorAfter(pages(page - 1)!, page - 1) !== given) page++;
+      if (pages(page) === undefined) return json(res, 400, { error: `unknown cursor ${given}` });
+    }
+    const ids = pages(page)!;
+    json(res, 200, p.answer(ids, !lastPage(page), p.cursorAfter(ids, page)));
+  };
+}
+
+for (const p of PAGING) {
+  t.test(`DISC on ${p.channel} follows the upstream's pages to the last one, in order`, async (t) => {
+    const PAGES = [['m-a', 'm-b'], ['m-c', 'm-d'], ['m-e']];
+    const { upstream, discover } = await startDiscovery(t, p.channel, pagedUpstream(p, (i) => PAGES[i], (i) => i === PAGES.length - 1));
+    const { status, text, body } = await discover();
+    t.equal(status, 200, text);
+    t.same(
+      body.data.models.map((m) => m.id),
+      PAGES.flat(),
+    );
+    t.equal(body.data.truncated, false);
+    t.equal(upstream.requests.length, PAGES.length, 'one request per page, none past the last');
+    t.same(
+      upstream.requests.map((r) => p.cursor(new URL(r.url, 'http://upstream.test'))),
+      [null, p.cursorAfter(PAGES[0]!, 0), p.cursorAfter(PAGES[1]!, 1)],
+      'each page asked for with the cursor the page before gave',
+    );
+  });
+
+  t.test(`DISC on ${p.channel} stops at 50 pages when the upstream never says it is done, and says the list is truncated`, async (t) => {
+    const { upstream, discover } = await startDiscovery(
+      t,
+      p.channel,
+      pagedUpstream(p, (i) => (i < 1000 ? [`m-${i}`] : undefined), () => false),
+    );
+    const { status, text, body } = await discover();
+    // The page cap documented in docs/management-api.md.
+    t.equal(status, 200, text);
+    t.equal(upstream.requests.length, 50);
+    t.same(
+      body.data.models.map((m) => m.id),
+      Array.from({ length: 50 }, (_, i) => `m-${i}`),
+    );
+    t.equal(body.data.truncated, true);
+  });
+}
+
+t.test('DISC stops when an upstream says there is more but hands out the same cursor again, and says the list is truncated', async (t) => {
+  // Ignores after_id: always the first page, always has_more.
+  const { upstream, discover } = await startDiscovery(t, 'ch14', (_req, res) => json(res, 200, { data: [{ type: 'model', id: 'm-a' }, { type: 'model', id: 'm-b' }], has_more: true, first_id: 'm-a', last_id: 'm-b' }));
+  const { status, text, body } = await discover();
+  t.equal(status, 200, text);
+  t.same(
+    body.data.models.map((m) => m.id),
+    ['m-a', 'm-b'],
+    'each id once',
+  );
+  t.equal(body.data.truncated, true);
+  t.equal(upstream.requests.length, 2, 'the first page, then the page after m-b, which was the same');
+});
+
+t.test('DISC with a key the upstream refuses: 502 discovery_failed with the upstream status, and the key is not in the answer', async (t) => {
+  const { upstream, discover } = await startDiscovery(t, 'ch02', (req, res) =>
+    // As some upstreams do: the refusal quotes the key it was given.
+    json(res, 401, { error: { message: `Incorrect API key provided: ${String(req.headers.authorization).slice(7)}`, type: 'invalid_request_error', code: 'invalid_api_key' } }),
+  );
+  const { status, text, body } = await discover();
+  t.equal(status, 502);
+  t.equal(body.code, 'BAD_GATEWAY');
+  t.match(body.data, { reason: 'discovery_failed', upstream_status: 401 });
+  t.equal(upstream.requests.length, 1);
+  t.notMatch(text, UPSTREAM_KEY, 'the credential is not in the answer');
+  t.notMatch(text, 'Incorrect API key', 'nor is the upstream\'s answer, which quotes it');
+});

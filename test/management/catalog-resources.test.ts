@@ -36,7 +36,7 @@ t.test('models: the project model list, and discovery needs the adapters', async
 });
 
 t.test('models: discovery through a provider', async (t) => {
-  const gw = await startGateway(t, { modelDiscovery: { list: async ({ values }) => (values.api_key === 'sk-discover-000001' ? ['alpha', 'gamma'] : []) } });
+  const gw = await startGateway(t, { modelDiscovery: { list: async ({ values }) => ({ models: values.api_key === 'sk-discover-000001' ? ['alpha', 'gamma'] : [], truncated: false }) } });
   const g = await seedGroup(gw, ['alpha']);
   const none = await gw.api('POST', '/api/models/discover', { body: { group_id: g } });
   t.equal(none.status, 409, 'no active credential to ask with');

@@ -1,11 +1,48 @@
 /**
  * How each native dialect lists its models (DISC, note 12): the path, the header carrying the
- * key, extra headers, and where the ids are in the answer. Data, keyed by dialect.
+ * key, extra headers, where the ids are in the answer, and how the list goes on to its next
+ * page. Data, keyed by dialect.
+ *
+ * Paging, per each API's list call: completions-style lists that page (OpenAI's cursor pages)
+ * say `has_more` and take `after=<last id>`; messages-style (`GET /v1/models`) says `has_more`
+ * and `last_id` and takes `after_id`; generate-style (`GET /v1beta/models`) gives
+ * `nextPageToken`, absent on the last page, and takes `pageToken`. No page size is sent: each
+ * upstream's default applies, so the first request is the same plain list call as ever.
  */
 export const DISCOVERY_DIALECTS = {
-  completions: { path: '/v1/models', keyHeader: 'authorization', bearer: true, extraHeaders: {}, list: 'data', id: 'id', stripPrefix: '' },
-  messages: { path: '/v1/models', keyHeader: 'x-api-key', bearer: false, extraHeaders: { 'anthropic-version': '2023-06-01' }, list: 'data', id: 'id', stripPrefix: '' },
-  generate: { path: '/v1beta/models', keyHeader: 'x-goog-api-key', bearer: false, extraHeaders: {}, list: 'models', id: 'name', stripPrefix: 'models/' },
+  completions: {
+    path: '/v1/models',
+    keyHeader: 'authorization',
+    bearer: true,
+    extraHeaders: {},
+    list: 'data',
+    id: 'id',
+    stripPrefix: '',
+    paging: { more: 'has_more', cursor: 'last_id', lastItemIsCursor: true, cursorParam: 'after' },
+  },
+  messages: {
+    path: '/v1/models',
+    keyHeader: 'x-api-key',
+    bearer: false,
+    extraHeaders: { 'anthropic-version': '2023-06-01' },
+    list: 'data',
+    id: 'id',
+    stripPrefix: '',
+    paging: { more: 'has_more', cursor: 'last_id', lastItemIsCursor: true, cursorParam: 'after_id' },
+  },
+  generate: {
+    path: '/v1beta/models',
+    keyHeader: 'x-goog-api-key',
+    bearer: false,
+    extraHeaders: {},
+    list: 'models',
+    id: 'name',
+    stripPrefix: 'models/',
+    paging: { more: null, cursor: 'nextPageToken', lastItemIsCursor: false, cursorParam: 'pageToken' },
+  },
 } as const;
 
 export type DiscoveryDialect = keyof typeof DISCOVERY_DIALECTS;
+
+/** Pages read at most for one discovery; an upstream still saying "more" then gives a truncated list. */
+export const MAX_DISCOVERY_PAGES = 50;

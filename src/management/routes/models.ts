@@ -2,6 +2,7 @@ import { ApiError, notFound, validationFailed } from '../../http/api-error.ts';
 import type { ModelDiscoverBody } from '../../generated/management/model-discover.ts';
 import { channelOf } from '../channel-rules.ts';
 import type { ManagementDeps } from '../context.ts';
+import { DiscoveryFailed, type DiscoveredModels } from '../model-discovery.ts';
 import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import discoverSchema from '../schemas/model-discover.json' with { type: 'json' };
@@ -45,15 +46,18 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
         }
         if (!deps.modelDiscovery) throw new ApiError('SERVICE_UNAVAILABLE', { data: { reason: 'model_discovery_not_available' } });
         const values = (await store.credentials.reveal(group.id, credential.id)) ?? {};
-        let models: string[];
+        let discovered: DiscoveredModels;
         try {
           const proxy = channelOf(group.channel).proxy ? (credential.proxy_url ?? group.proxy_url ?? (await store.settings.get()).proxy_url) : null;
-          models = await deps.modelDiscovery.list({ group, credential, values, proxy });
+          discovered = await deps.modelDiscovery.list({ group, credential, values, proxy });
         } catch (err) {
-          throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed' }, cause: err });
+          // The upstream's status says what went wrong (401: the key); its body is not passed on, as it may echo the key.
+          const upstreamStatus = err instanceof DiscoveryFailed ? err.upstreamStatus : undefined;
+          throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed', ...(upstreamStatus === undefined ? {} : { upstream_status: upstreamStatus }) }, cause: err });
         }
         const configured = new Set(group.models.map((m) => m.upstream));
-        return { data: { group_id: group.id, credential_id: credential.id, models: models.map((id) => ({ id, configured: configured.has(id) })) } };
+        const models = discovered.models.map((id) => ({ id, configured: configured.has(id) }));
+        return { data: { group_id: group.id, credential_id: credential.id, models, truncated: discovered.truncated } };
       },
     }),
   ];
