@@ -3,7 +3,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import { compileRouteTable, matchRoute, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
-import { computeCost, requestStreamUsage } from '../usage/index.ts';
+import { computeCost, hasTokens, requestStreamUsage } from '../usage/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { ConfigSnapshot, type Snapshot } from './config-snapshot.ts';
 import { CredentialPool } from './credential-pool.ts';
@@ -31,6 +31,8 @@ const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses':
 
 /** Shared by requests without a query string; only ever read. */
 const NO_QUERY = new URLSearchParams();
+/** Reads that show a background response's usage once it has run (a cancelled one's too). */
+const BACKGROUND_BILLING_READS: ReadonlySet<string> = new Set(['responses-retrieve', 'responses-cancel']);
 
 export type DataPlaneHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -120,6 +122,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const { candidates, included } = plans.plan(snap.groupsByModel, snap.groups, key, op.protocol, op.id, model, features);
       const responseId = match.params['response_id'];
       const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
+      // A background response's tokens are counted from the first read that reports them (its create reported none).
+      const billsBackground = remembered?.unbilled === true && BACKGROUND_BILLING_READS.has(op.id);
       const ordered = preferGroup(attemptOrder(included), remembered?.groupId);
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
@@ -139,17 +143,21 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           body: prepared.body,
           candidates: ordered,
           streamStyle: STREAM_STYLE[op.protocol] ?? 'completions',
-          usageStyle: op.counts_tokens ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
+          usageStyle: op.counts_tokens || billsBackground ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
           requestStreamUsage: op.protocol === 'x-completions' ? requestStreamUsage : undefined,
           preferredCredentialId: remembered?.credentialId,
         },
         forwardDepsFor(snap),
       );
       fillFromResult(log, result);
-      if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') affinity.remember(result.responseId, result.candidate.group.id, result.credential.id);
-      if (result.usage && result.candidate) {
+      if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {
+        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true, upstreamModel: result.candidate.upstream_model } : undefined;
+        affinity.remember(result.responseId, result.candidate.group.id, result.credential.id, created);
+      }
+      const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!));
+      if (counted && result.usage && result.candidate) {
         log.usage = result.usage;
-        log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? model ?? ''));
+        log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? remembered?.upstreamModel ?? model ?? ''));
       }
     } catch (err) {
       const failure = dataPlaneFailure(err);

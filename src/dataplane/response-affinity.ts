@@ -1,19 +1,46 @@
+/** Where a response was created, and what its first read with usage still owes the log. */
+export interface RememberedResponse {
+  groupId: number;
+  credentialId: number;
+  /** A background response whose usage no read has reported yet. */
+  unbilled: boolean;
+  /** The upstream model it was created with, to price what a read reports. */
+  upstreamModel: string | null;
+}
+
 /**
  * Which Group and credential created a response, so that retrieval, deletion, cancellation
  * and input items reach the upstream that holds it. Bounded: the oldest entries go first.
+ * A response created in the background (`background: true`) is answered queued, before it has
+ * used any tokens; its entry stays `unbilled` until a read of it first reports its usage.
  */
 export class ResponseAffinity {
-  readonly #entries = new Map<string, { groupId: number; credentialId: number }>();
+  readonly #entries = new Map<string, RememberedResponse>();
 
   constructor(readonly capacity: number) {}
 
-  remember(responseId: string, groupId: number, credentialId: number): void {
+  /** `created` comes with the create; a later read of the response keeps what it set. */
+  remember(responseId: string, groupId: number, credentialId: number, created?: { background: boolean; upstreamModel: string | null }): void {
+    const before = this.#entries.get(responseId);
     this.#entries.delete(responseId);
-    this.#entries.set(responseId, { groupId, credentialId });
+    this.#entries.set(responseId, {
+      groupId,
+      credentialId,
+      unbilled: created?.background ?? before?.unbilled ?? false,
+      upstreamModel: created?.upstreamModel ?? before?.upstreamModel ?? null,
+    });
     if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value!);
   }
 
-  lookup(responseId: string): { groupId: number; credentialId: number } | undefined {
+  lookup(responseId: string): RememberedResponse | undefined {
     return this.#entries.get(responseId);
+  }
+
+  /** True once for a background response not yet billed: the caller then counts the usage it read. */
+  claimUsage(responseId: string): boolean {
+    const entry = this.#entries.get(responseId);
+    if (entry === undefined || !entry.unbilled) return false;
+    entry.unbilled = false;
+    return true;
   }
 }

@@ -1,4 +1,4 @@
-export { emptyUsage } from './token-usage.ts';
+export { emptyUsage, hasTokens } from './token-usage.ts';
 export type { TokenUsage, UnifiedUsageField, UsageStyle } from './token-usage.ts';
 export type { StreamUsageSource, UsageFieldRow, UsageFieldTable } from './usage-field-table.ts';
 export { usageFieldTables } from './usage-field-tables.ts';

@@ -15,6 +15,11 @@ export interface TokenUsage {
 
 export type UnifiedUsageField = keyof TokenUsage;
 
+/** Whether a usage reports any token (a queued response reports none). */
+export function hasTokens(usage: TokenUsage): boolean {
+  return usage.input_tokens + usage.output_tokens > 0;
+}
+
 export function emptyUsage(): TokenUsage {
   return { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
 }

@@ -210,6 +210,49 @@ t.test('a stored response fetched or cancelled is not counted again: usage, cost
   t.equal(upstream.requests.length, 4);
 });
 
+t.test('a background response is counted once, from the first read that reports its usage', async (t) => {
+  // The upstream answers a background create queued (no usage yet), then each read of the
+  // response as it runs: in progress, then completed with the usage of the whole generation.
+  const usage = { input_tokens: 100, output_tokens: 50, total_tokens: 150 };
+  const reads = [{ status: 'in_progress', usage: null }, { status: 'completed', usage }];
+  let read = 0;
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, (req, res) => {
+    const state = req.method === 'POST' ? { status: 'queued', usage: null } : reads[Math.min(read++, reads.length - 1)]!;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: 'resp_bg', object: 'response', model: 'vendor-m', background: true, output: [], ...state }));
+  });
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-bg'] });
+  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'], quota: { total: { tokens: 200 } } });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${gw.url}${path}`, {
+      method,
+      headers: { ...clientAuthHeaders('x-responses', keyValue), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    await res.text();
+    return { status: res.status, record: await waitForLog(gw, res.headers.get('x-switchyard-request-id')) };
+  };
+  const none = { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+
+  const created = await call('POST', '/v1/responses', { model: 'team-m', input: 'hi', background: true });
+  t.equal(created.status, 200);
+  t.same(created.record.usage, none, 'queued: nothing used yet');
+  const running = await call('GET', '/v1/responses/resp_bg');
+  t.same(running.record.usage, none, 'in progress: nothing reported yet');
+  const done = await call('GET', '/v1/responses/resp_bg');
+  t.same(done.record.usage, { input_tokens: 100, output_tokens: 50, cached_tokens: 0, reasoning_tokens: 0 }, 'the first read that reports the usage counts it');
+  t.equal(done.record.cost, (100 * 2 + 50 * 10) / 1e6, 'and prices it');
+  for (const [method, path] of [['GET', '/v1/responses/resp_bg'], ['POST', '/v1/responses/resp_bg/cancel']] as const) {
+    const again = await call(method, path);
+    t.same(again.record.usage, none, `${method} ${path} afterwards: not counted again`);
+    t.equal(again.record.cost, 0);
+  }
+  // 150 of the 200 tokens are used: the quota saw the background generation once.
+  t.equal((await call('POST', '/v1/responses', { model: 'team-m', input: 'more', background: true })).status, 200, 'the quota has room for another');
+  t.equal(upstream.requests.length, 6);
+});
+
 t.test('record_request_body: true stores the original body; false stores none', async (t) => {
   const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [] }));
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
