@@ -13,6 +13,7 @@ import { DataPlaneError } from './data-plane-error.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
+import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, maskedUpstreamError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
@@ -89,18 +90,6 @@ interface Failed extends UpstreamErrorReply {
   credential: CredentialView;
 }
 
-/**
- * Statuses that say something about the credential or the upstream's health, so that the
- * credential is disabled or cooled down and another one may be tried (before anything reached
- * the client). 501 says the upstream does not implement the path, which another credential
- * would answer the same way. On passthrough operations (namespace passthrough, alpha search;
- * note 3: "passthrough does not guarantee upstream implementation") a 403 is the upstream's
- * answer about that path, not about the key: it is passed on and the credential kept.
- */
-const FAILOVER_STATUSES = (s: number, op: OperationEntry) =>
-  s === 401 || s === 429 || (s === 403 && !op.preserve_upstream_status) || (s >= 500 && s !== 501);
-/** Statuses that prove the upstream rejected the request before processing it. */
-const REJECTED_BEFORE_PROCESSING = (s: number) => s === 401 || s === 403 || s === 429;
 
 /**
  * Native forwarding with failover: credentials of a Group round-robin, then the next Group,

@@ -3,8 +3,9 @@ import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
-import type { CredentialView } from '../store/records.ts';
-import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, firstHeaderValue, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import type { CredentialView, ModelPriceRecord } from '../store/records.ts';
+import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
+import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, firstHeaderValue, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -22,9 +23,12 @@ import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
 import { relayWebSocketSession, type RelaySession } from './relay-websocket-session.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { withRequestId } from './request-id-headers.ts';
+import { SESSION_USAGE_STYLE_BY_PROTOCOL } from './session-usage-style.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 import { maskUpstreamSecret } from './upstream-error-reply.ts';
+import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { newRequestId } from './new-request-id.ts';
+import { UpgradeClientWatch } from './watch-upgrade-client.ts';
 
 export interface UpgradeHandler {
   (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
@@ -50,22 +54,35 @@ interface UpstreamAnswer {
   credential: CredentialView;
 }
 
+/** What a session's usage is read with and priced at. */
+interface SessionPricing {
+  usage: SessionUsageAccumulator | undefined;
+  price: ModelPriceRecord | undefined;
+}
+
 /**
  * WebSocket operations (x-live sessions, realtime transcription): authenticated and routed
  * like any request, then the client socket is joined to an upstream socket and frames pass
  * through both ways untouched. Refusals answer the upgrade with an HTTP error before joining;
  * an upstream that refuses the upgrade is failed over like an HTTP answer (401/403, 429, 5xx)
- * or passed on as it answered. The client's subprotocols are offered upstream, and the client
- * is answered with the one the upstream selected.
+ * or passed on as it answered. A handshake that failed without an answer moves on only when
+ * the operation is replay safe or the upstream provably saw nothing, as on the HTTP path. The
+ * client's subprotocols are offered upstream, and the client is answered with the one the
+ * upstream selected. A client that leaves before it is joined calls the upstream handshake off.
  */
 export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const routes = compileRouteTable();
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const quota = quotaMeterFor(deps.logs);
-  // The subprotocol each client is answered with: the one its upstream selected.
-  const agreed = new WeakMap<IncomingMessage, string>();
-  const wss = new WebSocketServer({ noServer: true, handleProtocols: (_offered, req) => agreed.get(req) || false });
+  // What each client's 101 carries: the subprotocol its upstream selected, and its request id.
+  const joining = new WeakMap<IncomingMessage, { protocol: string; requestId: string }>();
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: (_offered, req) => joining.get(req)?.protocol || false });
+  wss.on('headers', (headers: string[], req: IncomingMessage) => {
+    const requestId = joining.get(req)?.requestId;
+    if (requestId === undefined) return;
+    for (const [name, value] of Object.entries(withRequestId({}, requestId))) headers.push(`${name}: ${String(value)}`);
+  });
   const handshakes = new Set<UpstreamHandshake>();
   const sessions = new Set<RelaySession>();
   const inFlight = new Set<Promise<void>>();
@@ -79,6 +96,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     // The HTTP server drops its error listener from an upgraded socket; a client reset while the
     // upstream is being reached would otherwise be an uncaught error.
     socket.on('error', () => {});
+    const watch = new UpgradeClientWatch(socket);
     try {
       if (closing) throw new DataPlaneError('shutting_down');
       const url = new URL(req.url ?? '/', 'http://gateway.invalid');
@@ -112,13 +130,13 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const handshakeTimeoutMs = deps.options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000;
       let lastAnswer: UpstreamAnswer | undefined;
       let lastFailure: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
-      // A refused or failed upgrade opened no session, so another credential may always be tried.
       attempts: for (const candidate of ordered) {
         for (const credential of pool.usable(candidate.group, snap.credentialsByGroup.get(candidate.group.id) ?? [], deps.clock())) {
-          if (log.attempts.length >= settings.max_attempts_per_request) break attempts;
+          if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
           const secret = await pool.secretOf(credential);
           if (secret === undefined) continue;
           if (closing) throw new DataPlaneError('shutting_down');
+          if (watch.gone) break attempts;
           const headers = upstreamRequestHeaders(req.headers);
           for (const h of CLIENT_HANDSHAKE_HEADERS) delete headers[h];
           setUpstreamCredential(headers, op.protocol, secret);
@@ -132,23 +150,35 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           let handshake: UpstreamHandshake;
           try {
             handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs });
-          } catch {
-            // An invalid proxy URL or upstream address: nothing was sent.
-            attempt.error_code = 'upstream_connect_failed';
-            lastFailure = { error: new DataPlaneError('upstream_unreachable', '(upstream_connect_failed)'), candidate, credential };
+          } catch (error) {
+            // An unusable stored proxy URL or upstream address: nothing was sent, so another credential may be tried.
+            const misconfigured = classifyUpstreamError(error).kind === 'proxy_misconfigured';
+            attempt.error_code = misconfigured ? 'proxy_misconfigured' : 'upstream_connect_failed';
+            lastFailure = { error: misconfigured ? new DataPlaneError('proxy_misconfigured') : new DataPlaneError('upstream_unreachable', '(upstream_connect_failed)'), candidate, credential };
             continue;
           }
           handshakes.add(handshake);
+          watch.point(handshake.abort);
           const outcome = await handshake.outcome;
+          watch.point(undefined);
           handshakes.delete(handshake);
           if (closing) {
             if (outcome.kind === 'open') outcome.socket.terminate();
             throw new DataPlaneError('shutting_down');
           }
+          if (watch.gone) {
+            // Called off (or answered to no one) because the client left: no fault of the credential.
+            if (outcome.kind === 'open') outcome.socket.terminate();
+            attempt.error_code = 'client_closed';
+            noteRoute(log, candidate, credential);
+            throw new DataPlaneError('client_closed');
+          }
           if (outcome.kind === 'failed') {
             attempt.error_code = outcome.code;
             await pool.apply(credential, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
             lastFailure = { error: new DataPlaneError(outcome.timedOut ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
+            // As forward-native: an operation unsafe to replay moves on only when the upstream provably saw nothing.
+            if (!op.replay_safe && !outcome.notDelivered) break attempts;
             continue;
           }
           attempt.status = outcome.kind === 'answered' ? outcome.status : 101;
@@ -163,17 +193,25 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             attempt.error_code = `upstream_${outcome.status}`;
             const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
             const answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
-            // As forward-native's failover statuses: a passthrough operation's 403 is the upstream's word on the path.
-            if (verdict.action === 'none' || (outcome.status === 403 && op.preserve_upstream_status)) return passOn(socket, log, answer, requestId);
+            if (!FAILOVER_STATUSES(outcome.status, op)) return passOn(socket, log, answer, requestId);
             await pool.apply(credential, verdict, deps.clock());
+            // As forward-native: an operation unsafe to replay moves on only when the upstream provably rejected it before processing.
+            if (!op.replay_safe && !REJECTED_BEFORE_PROCESSING(outcome.status)) return passOn(socket, log, answer, requestId);
             lastAnswer = answer;
             continue;
           }
           log.status = 101;
-          agreed.set(req, outcome.socket.protocol);
-          await relay(req, socket, head, outcome.socket, log);
+          joining.set(req, { protocol: outcome.socket.protocol, requestId });
+          const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
+          const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
+          await relay(req, socket, head, outcome.socket, log, pricing);
           return;
         }
+      }
+      if (watch.gone) {
+        const last = lastAnswer ?? lastFailure;
+        if (last) noteRoute(log, last.candidate, last.credential);
+        throw new DataPlaneError('client_closed');
       }
       if (lastAnswer) return passOn(socket, log, lastAnswer, requestId);
       if (lastFailure) {
@@ -185,9 +223,16 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const failure = dataPlaneFailure(err);
       log.status = failure.status;
       log.error_code = failure.code;
-      const body = Buffer.from(renderErrorBody(style, failure.status, failure.code, failure.message));
-      answerUpgrade(socket, failure.status, withRequestId({ 'content-type': 'application/json', ...failure.headers }, requestId), body);
+      if (failure.code === 'client_closed') {
+        // No one to answer; its half of the connection is closed already.
+        log.client_aborted = true;
+        socket.destroy();
+      } else {
+        const body = Buffer.from(renderErrorBody(style, failure.status, failure.code, failure.message));
+        answerUpgrade(socket, failure.status, withRequestId({ 'content-type': 'application/json', ...failure.headers }, requestId), body);
+      }
     } finally {
+      watch.stop();
       log.attempt_count = log.attempts.length;
       log.timings.duration_ms = deps.clock() - started;
       quota.record(log);
@@ -195,8 +240,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     }
   }
 
-  /** Completes the client's upgrade and relays frames until either side closes. */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord): Promise<void> {
+  /** Completes the client's upgrade and relays frames until either side closes; the session's usage goes to its log record. */
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing): Promise<void> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -206,11 +251,16 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       return;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
-    const session = relayWebSocketSession(client, upstream, log);
+    const session = relayWebSocketSession(client, upstream, log, pricing.usage);
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));
     if (closing) session.goAway();
     await session.ended;
+    const usage = pricing.usage?.result();
+    if (usage !== undefined) {
+      log.usage = usage;
+      log.cost = computeCost(usage, pricing.price);
+    }
   }
 
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {

@@ -8,11 +8,12 @@ export type HandshakeOutcome =
   | { kind: 'answered'; status: number; headers: HeaderMap; body: Buffer }
   /** The upstream completed the handshake selecting none of the subprotocols offered, which `ws` refuses. */
   | { kind: 'no_subprotocol' }
-  | { kind: 'failed'; timedOut: boolean; code: string };
+  /** `notDelivered`: the upgrade request provably never reached the upstream (no connection was made). */
+  | { kind: 'failed'; timedOut: boolean; code: string; notDelivered: boolean };
 
 export interface UpstreamHandshake {
   outcome: Promise<HandshakeOutcome>;
-  /** Calls the handshake off (server shutdown); the outcome becomes a failure. */
+  /** Calls the handshake off (server shutdown, the client left); the outcome becomes a failure. */
   abort(): void;
 }
 
@@ -50,8 +51,10 @@ export function openUpstreamWebSocket(url: string, protocols: string[], headers:
     // Kept for the socket's life: errors after the outcome (a terminated handshake) are expected.
     ws.on('error', (error) => {
       if (error.message === WS_NO_SUBPROTOCOL) return resolve({ kind: 'no_subprotocol' });
-      const timedOut = error.message === WS_HANDSHAKE_TIMEOUT;
-      resolve({ kind: 'failed', timedOut, code: timedOut ? 'upstream_timeout' : classifyUpstreamError(error).code });
+      // ws's handshake timeout runs from before the connection opens; it does not say whether the request went out.
+      if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve({ kind: 'failed', timedOut: true, code: 'upstream_timeout', notDelivered: false });
+      const failure = classifyUpstreamError(error);
+      resolve({ kind: 'failed', timedOut: false, code: failure.code, notDelivered: failure.notDelivered });
     });
   });
   return { outcome, abort: () => ws.terminate() };

@@ -1,7 +1,11 @@
 import { WebSocket, type RawData } from 'ws';
 import type { LogRecord } from '../store/logs/index.ts';
+import type { SessionUsageAccumulator } from '../usage/index.ts';
 
-/** A client socket joined to an upstream socket, frames passing both ways untouched. */
+/**
+ * A client socket joined to an upstream socket, frames passing both ways untouched. The
+ * upstream's text frames are shown to `usage` (binary frames, audio, never are).
+ */
 export interface RelaySession {
   /** Resolves when either side has closed: the session is over for its log record. */
   readonly ended: Promise<void>;
@@ -15,9 +19,14 @@ export interface RelaySession {
 const GOING_AWAY_GRACE_MS = 1000;
 const GOING_AWAY = 1001;
 
-export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord): RelaySession {
+export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined): RelaySession {
   client.on('message', relay(client, upstream));
   upstream.on('message', relay(upstream, client));
+  if (usage !== undefined) {
+    upstream.on('message', (data, isBinary) => {
+      if (!isBinary && Buffer.isBuffer(data)) usage.push(data);
+    });
+  }
   let goingAway = false;
   let grace: NodeJS.Timeout | undefined;
   let done = false;

@@ -8,3 +8,5 @@ export { isUsageOnlyChunk } from './is-usage-only-chunk.ts';
 export { requestStreamUsage, streamUsageMissing } from './request-stream-usage.ts';
 export { computeCost } from './compute-cost.ts';
 export type { ModelPrice } from './compute-cost.ts';
+export { SessionUsageAccumulator } from './accumulate-session-usage.ts';
+export type { SessionUsageStyle } from './usage-fields-sessions.ts';

@@ -229,23 +229,135 @@ t.test('a realtime session through a credential-scope SOCKS5 proxy reaches the u
   await closeClient(client);
 });
 
-t.test('an upstream that accepts the connection but never answers the upgrade: 504 upstream_timeout once the headers timeout passes', async (t) => {
+/** An upstream that accepts connections and never answers on them; `closed` counts the ones the gateway ended. */
+async function startSilentUpstream(t: Test) {
   const accepted = new Set<Socket>();
+  let closed = 0;
   const silent = createNetServer((socket) => {
     accepted.add(socket);
     socket.on('error', () => {});
+    socket.on('close', () => closed++);
+    // Read (and dropped), so that the gateway ending the connection is seen.
+    socket.resume();
   });
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   t.teardown(async () => {
     for (const s of accepted) s.destroy();
     await new Promise<void>((r) => silent.close(() => r()));
   });
-  const { gw, key, wsUrl } = await realtimeRoute(t, `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, { options: { headersTimeoutMs: 100 } });
+  return { url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, accepted, closed: () => closed };
+}
+
+t.test('an upstream that accepts the connection but never answers the upgrade: 504 upstream_timeout once the headers timeout passes', async (t) => {
+  const silent = await startSilentUpstream(t);
+  const { gw, key, wsUrl } = await realtimeRoute(t, silent.url, { options: { headersTimeoutMs: 100 } });
   const answer = await upgradeAnswer(wsUrl);
   t.equal(answer.status, 504);
   t.match(JSON.parse(answer.body), { error: { code: 'upstream_timeout' } });
-  t.equal(accepted.size, 1, 'the upstream had accepted the connection');
+  t.equal(silent.accepted.size, 1, 'the upstream had accepted the connection');
   t.match(await logOf(gw, key.id, 504), { error_code: 'upstream_timeout', attempts: [{ status: null, error_code: 'upstream_timeout' }] });
+});
+
+// Realtime transcription is not replay_safe (protocols.yaml): the upstream may already be transcribing.
+t.test('a handshake that timed out may have reached the upstream: an operation unsafe to replay gets no second credential, and only the first cools down', async (t) => {
+  const silent = await startSilentUpstream(t);
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, silent.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'], options: { headersTimeoutMs: 100 } });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 504);
+  t.match(JSON.parse(answer.body), { error: { code: 'upstream_timeout' } }, 'the failure itself, in the protocol error shape');
+  t.equal(silent.accepted.size, 1, 'one upstream connection only');
+  const record = await logOf(gw, key.id, 504);
+  t.match(record, { error_code: 'upstream_timeout', attempt_count: 1, attempts: [{ status: null, error_code: 'upstream_timeout' }] });
+  const states = new Map((await gw.store.credentials.list(group.id)).map((c) => [String(c.id), c.state]));
+  t.equal(states.get(String(record.attempts[0]!.credential_id)), 'cooldown', 'the credential tried cools down');
+  t.same([...states.values()].sort(), ['active', 'cooldown'], 'the other is untouched');
+});
+
+t.test('an upstream that refuses the connection saw nothing: the next credential is tried even though the operation is unsafe to replay', async (t) => {
+  const closedPort = createNetServer();
+  await new Promise<void>((r) => closedPort.listen(0, '127.0.0.1', r));
+  const port = (closedPort.address() as AddressInfo).port;
+  await new Promise<void>((r) => closedPort.close(() => r()));
+  const { gw, key, wsUrl } = await realtimeRoute(t, `http://127.0.0.1:${port}`, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 502);
+  t.match(JSON.parse(answer.body), { error: { code: 'upstream_unreachable' } });
+  t.match(await logOf(gw, key.id, 502), { attempt_count: 2, attempts: [{ error_code: 'upstream_connect_failed' }, { error_code: 'upstream_connect_failed' }] });
+});
+
+t.test('an unusable proxy URL already stored is the gateway\'s configuration failing: 502 proxy_misconfigured, nothing sent, no cooldown', async (t) => {
+  const upstream = await startWsUpstream();
+  t.teardown(() => upstream.close());
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  // Written to the store directly: the management API refuses such a URL.
+  await gw.store.groups.update(group.id, { proxy_url: 'ftp://proxy.test:21' });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 502);
+  t.match(JSON.parse(answer.body), { error: { code: 'proxy_misconfigured' } });
+  t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
+  t.match(await logOf(gw, key.id, 502), { error_code: 'proxy_misconfigured', attempts: [{ error_code: 'proxy_misconfigured' }, { error_code: 'proxy_misconfigured' }] });
+  t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
+});
+
+t.test('a client that leaves during the upstream handshake calls it off: no other attempt, no cooldown, logged 499 client_closed as a client abort', async (t) => {
+  const silent = await startSilentUpstream(t);
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, silent.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'], options: { headersTimeoutMs: 30_000 } });
+  const client = new WebSocket(wsUrl);
+  client.on('error', () => {});
+  await eventually(() => (silent.accepted.size === 1 ? true : undefined), 'the upstream handshake under way');
+  client.terminate();
+  await eventually(() => (silent.closed() === 1 ? true : undefined), 'the upstream connection ended by the gateway');
+  const record = await logOf(gw, key.id, 499);
+  t.match(record, { error_code: 'client_closed', client_aborted: true, attempt_count: 1, attempts: [{ status: null, error_code: 'client_closed' }], credential_id: record.attempts[0]!.credential_id });
+  t.equal(silent.accepted.size, 1, 'no second upstream connection');
+  t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
+});
+
+t.test('the 101 carries the request id of the session\'s log record', async (t) => {
+  const upstream = await startWsUpstream();
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = new WebSocket(wsUrl);
+  let headers: IncomingMessage['headers'] = {};
+  client.once('upgrade', (res) => (headers = res.headers));
+  await new Promise((resolve, reject) => {
+    client.once('open', resolve);
+    client.once('error', reject);
+  });
+  await closeClient(client);
+  const record = await logOf(gw, key.id, 101);
+  t.equal(headers['x-switchyard-request-id'], record.request_id);
+  t.equal(headers['x-request-id'], record.request_id);
+});
+
+t.test('a realtime transcription session logs the usage of its transcription.done events, with the cost from the model price', async (t) => {
+  const done = (prompt: number, completion: number) => JSON.stringify({ type: 'transcription.done', model: 'voice-up', text: 'hi', language: 'en', usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_audio_seconds: 3 } });
+  const events = [
+    '{"type":"session.created","session":{}}',
+    // Another event that names transcription.done and carries a usage: not a transcription's.
+    '{"type":"transcription.segment","text":"transcription.done","usage":{"prompt_tokens":999,"completion_tokens":999}}',
+    done(120, 8),
+    done(45, 3),
+  ];
+  const upstream = await startWsUpstream({
+    onSession: (ws) => {
+      for (const e of events) ws.send(e);
+      // Binary frames (audio) are never read, even one that looks like a transcription.done.
+      ws.send(Buffer.from(done(1000, 1000)), { binary: true });
+    },
+  });
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
+  await gw.store.modelPrices.put('voice-up', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
+  const client = new WebSocket(wsUrl);
+  const received: string[] = [];
+  client.on('message', (d) => received.push(d.toString()));
+  await eventually(() => (received.length === events.length + 1 ? true : undefined), 'every frame at the client');
+  t.same(received.slice(0, events.length), events, 'frames pass untouched');
+  await closeClient(client);
+  const record = await logOf(gw, key.id, 101);
+  t.same(record.usage, { input_tokens: 120 + 45, output_tokens: 8 + 3, cached_tokens: 0, reasoning_tokens: 0 });
+  t.equal(record.cost, ((120 + 45) * 2 + (8 + 3) * 10) / 1_000_000);
 });
 
 t.test('an upstream answering the upgrade with 404 and a JSON body: the client gets that answer, and no other credential is tried', async (t) => {
@@ -301,6 +413,21 @@ t.test('an upgrade answered 401 moves to the next credential; when none is left,
   t.equal(answer.headers['retry-after'], '30');
   t.equal(answer.body, '{"error":"slow down"}');
   t.match(await logOf(gw, key.id, 429), { error_code: 'upstream_429', attempts: [{ status: 429 }] });
+});
+
+t.test('an upgrade answered 500 by an upstream that may have started: an operation unsafe to replay gets that answer, with no second credential', async (t) => {
+  const upstream = await startWsUpstream({ refuse: () => ({ status: 500, headers: { 'content-type': 'application/json' }, body: '{"error":"internal"}' }) });
+  t.teardown(() => upstream.close());
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 500);
+  t.equal(answer.body, '{"error":"internal"}', 'as the upstream sent it');
+  t.equal(upstream.seen.length, 1, 'one attempt only');
+  const record = await logOf(gw, key.id, 500);
+  t.match(record, { error_code: 'upstream_500', attempt_count: 1, attempts: [{ status: 500, error_code: 'upstream_500' }] });
+  const states = new Map((await gw.store.credentials.list(group.id)).map((c) => [String(c.id), c.state]));
+  t.equal(states.get(String(record.attempts[0]!.credential_id)), 'cooldown', 'the credential that answered 500 cools down');
+  t.same([...states.values()].sort(), ['active', 'cooldown']);
 });
 
 t.test('frames the upstream sends the moment the session opens reach the client', async (t) => {

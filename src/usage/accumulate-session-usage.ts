@@ -1,0 +1,50 @@
+import { emptyUsage, type TokenUsage } from './token-usage.ts';
+import { pathSegments, readCount, readSegments } from './read-path.ts';
+import { sessionUsageSources, type SessionUsageStyle } from './usage-fields-sessions.ts';
+
+const TYPE = ['type'];
+
+/** A source with its paths split, made once per style. */
+function compile(style: SessionUsageStyle) {
+  const source = sessionUsageSources[style];
+  return { ...source, path: pathSegments(source.usagePath), fields: source.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) })) };
+}
+
+type CompiledSource = ReturnType<typeof compile>;
+
+const compiled: Readonly<Record<SessionUsageStyle, CompiledSource>> = { transcription: compile('transcription'), live: compile('live') };
+
+/**
+ * Adds up a WebSocket session's usage from the upstream's text frames. A frame is parsed only
+ * when its bytes contain the style's hint, so audio and other frames cost one substring search.
+ */
+export class SessionUsageAccumulator {
+  readonly #source: CompiledSource;
+  #usage: TokenUsage | undefined;
+
+  constructor(style: SessionUsageStyle) {
+    this.#source = compiled[style];
+  }
+
+  /** Feeds one text frame from the upstream. */
+  push(frame: Buffer): void {
+    const source = this.#source;
+    if (!frame.includes(source.frameHint)) return;
+    let message: unknown;
+    try {
+      message = JSON.parse(frame.toString('utf8'));
+    } catch {
+      return;
+    }
+    if (source.eventType !== undefined && readSegments(message, TYPE) !== source.eventType) return;
+    const usageObject = readSegments(message, source.path);
+    if (usageObject === null || typeof usageObject !== 'object') return;
+    const usage = (this.#usage ??= emptyUsage());
+    for (const row of source.fields) usage[row.unified] += readCount(usageObject, row.raw) ?? 0;
+  }
+
+  /** The session's usage so far; undefined when no message carried any. */
+  result(): TokenUsage | undefined {
+    return this.#usage === undefined ? undefined : { ...this.#usage };
+  }
+}

@@ -1,0 +1,28 @@
+import type { UsageFieldRow } from './usage-field-table.ts';
+import { completionsUsageFields } from './usage-fields-completions.ts';
+import { generateUsageFields } from './usage-fields-generate.ts';
+
+/** Where a WebSocket session's server messages carry usage. Each message's usage is added to the session's. */
+export interface SessionUsageSource {
+  /** Cheap test on a text frame's bytes: only frames that contain it are JSON-parsed. */
+  frameHint: string;
+  /** Value of the message's `type` field; absent means any message. */
+  eventType?: string;
+  /** Dotted path of the usage object inside the message. */
+  usagePath: string;
+  /** Rows sharing a unified field are summed. */
+  fields: readonly UsageFieldRow[];
+}
+
+export type SessionUsageStyle = 'transcription' | 'live';
+
+export const sessionUsageSources: Readonly<Record<SessionUsageStyle, SessionUsageSource>> = {
+  /** Realtime transcription: each `transcription.done` carries its audio's `usage` in chat-completions names. */
+  transcription: { frameHint: '"transcription.done"', eventType: 'transcription.done', usagePath: 'usage', fields: completionsUsageFields.fields },
+  /**
+   * Live sessions: `usageMetadata` per model turn, as generate style names it, except that the
+   * output is `responseTokenCount` (`candidatesTokenCount` from Vertex-style upstreams; one
+   * message carries one of the two).
+   */
+  live: { frameHint: '"usageMetadata"', usagePath: 'usageMetadata', fields: [...generateUsageFields.fields, { raw: 'responseTokenCount', unified: 'output_tokens' }] },
+};
