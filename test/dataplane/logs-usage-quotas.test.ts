@@ -175,11 +175,12 @@ t.test('alpha search is not counted as model token usage (note 4)', async (t) =>
   t.same(record.usage, { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
-t.test('a stored response fetched or cancelled is not counted again: usage, cost and a tokens quota see its generation once', async (t) => {
-  // The upstream keeps the response it generated and answers every read of it with the same object.
-  const stored = { id: 'resp_stored', object: 'response', status: 'completed', model: 'vendor-m', output: [], usage: { input_tokens: 100, output_tokens: 50, total_tokens: 150 } };
-  const { gw, upstream } = await startUpstreamAndDataPlane(t, json(stored));
-  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stored'] });
+/**
+ * A ch31 Group for vendor-m (priced 2 / 10 per million tokens) and a responses key with a
+ * 200-token quota; `call` sends one request and gives its status and log record.
+ */
+async function responsesRoute(gw: Awaited<ReturnType<typeof startUpstreamAndDataPlane>>['gw'], baseUrl: string) {
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-responses'] });
   await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
   const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'], quota: { total: { tokens: 200 } } });
   const call = async (method: string, path: string, body?: unknown) => {
@@ -191,7 +192,14 @@ t.test('a stored response fetched or cancelled is not counted again: usage, cost
     await res.text();
     return { status: res.status, record: await waitForLog(gw, res.headers.get('x-switchyard-request-id')) };
   };
-  const none = { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+  return { call, none: { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 } };
+}
+
+t.test('a stored response fetched or cancelled is not counted again: usage, cost and a tokens quota see its generation once', async (t) => {
+  // The upstream keeps the response it generated and answers every read of it with the same object.
+  const stored = { id: 'resp_stored', object: 'response', status: 'completed', model: 'vendor-m', output: [], usage: { input_tokens: 100, output_tokens: 50, total_tokens: 150 } };
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json(stored));
+  const { call, none } = await responsesRoute(gw, upstream.url);
 
   const created = await call('POST', '/v1/responses', { model: 'team-m', input: 'hi' });
   t.equal(created.status, 200);
@@ -221,19 +229,7 @@ t.test('a background response is counted once, from the first read that reports 
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ id: 'resp_bg', object: 'response', model: 'vendor-m', background: true, output: [], ...state }));
   });
-  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-bg'] });
-  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'], quota: { total: { tokens: 200 } } });
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${gw.url}${path}`, {
-      method,
-      headers: { ...clientAuthHeaders('x-responses', keyValue), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    await res.text();
-    return { status: res.status, record: await waitForLog(gw, res.headers.get('x-switchyard-request-id')) };
-  };
-  const none = { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+  const { call, none } = await responsesRoute(gw, upstream.url);
 
   const created = await call('POST', '/v1/responses', { model: 'team-m', input: 'hi', background: true });
   t.equal(created.status, 200);

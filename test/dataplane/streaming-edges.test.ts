@@ -404,6 +404,19 @@ async function jsonArrayScenario(t: Test, then: (res: ServerResponse) => void, g
   return { gw, res, upstreamClosed };
 }
 
+/** The client's whole answer, checked to be one complete JSON array; undefined when it is not. */
+async function readJsonArray(t: Test, res: Response): Promise<unknown[] | undefined> {
+  const text = await withTimeout(res.text().catch((err: Error) => `<client stream failed: ${err.message}>`), 15_000, 'the client stream to end');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  t.ok(Array.isArray(parsed), 'the client receives a complete JSON array', { text });
+  return Array.isArray(parsed) ? parsed : undefined;
+}
+
 t.test('generate JSON-array stream: usage is read from the elements', async (t) => {
   const { gw, res } = await jsonArrayScenario(t, (res) => {
     res.end(`,\r\n{"candidates": [{"content": {"parts": [{"text": "b"}]}}], "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 3, "thoughtsTokenCount": 2}}]`);
@@ -423,15 +436,8 @@ t.test('generate JSON-array stream: a stall ends the array cleanly with an error
     { streamIdleTimeoutMs: 300 },
   );
   t.equal(res.status, 200);
-  const text = await withTimeout(res.text().catch((err: Error) => `<client stream failed: ${err.message}>`), 15_000, 'the client stream to end');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  t.ok(Array.isArray(parsed), 'the client receives a complete JSON array', { text });
-  t.match((parsed as unknown[] | undefined)?.at(-1), { error: { details: [{ reason: 'upstream_idle_timeout' }] } }, 'its last element is the error');
+  const parsed = await readJsonArray(t, res);
+  t.match(parsed?.at(-1), { error: { details: [{ reason: 'upstream_idle_timeout' }] } }, 'its last element is the error');
   await withTimeout(upstreamClosed.promise, 5000, 'the stalled upstream request to be closed');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.equal(record.error_code, 'upstream_idle_timeout');
@@ -442,15 +448,8 @@ t.test('generate JSON-array stream: a break ends the array cleanly with an error
     setTimeout(() => res.socket?.destroy(), 50);
   });
   t.equal(res.status, 200);
-  const text = await withTimeout(res.text().catch((err: Error) => `<client stream failed: ${err.message}>`), 15_000, 'the client stream to end');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  t.ok(Array.isArray(parsed), 'the client receives a complete JSON array', { text });
-  const elements = (parsed as unknown[] | undefined) ?? [];
+  const parsed = await readJsonArray(t, res);
+  const elements = parsed ?? [];
   t.equal(elements.length, 2, 'the element sent before the break, then the error');
   t.match(elements.at(-1), { error: { details: [{ reason: 'upstream_stream_broken' }] } }, 'its last element is the error');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
