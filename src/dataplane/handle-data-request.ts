@@ -120,7 +120,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
 
       const features = requestFeatures(op.stream, prepared.fields, query);
       const { candidates, included } = plans.plan(snap.groupsByModel, snap.groups, key, op.protocol, op.id, model, features);
-      const responseId = match.params['response_id'];
+      // A stored response, named in the path or continued by previous_response_id, lives with the credential that created it.
+      const continued = prepared.fields?.['previous_response_id'];
+      const responseId = match.params['response_id'] ?? (typeof continued === 'string' ? continued : undefined);
       const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
       // A background response's tokens are counted from the first read that reports them (its create reported none).
       const billsBackground = remembered?.unbilled === true && BACKGROUND_BILLING_READS.has(op.id);

@@ -491,6 +491,37 @@ t.test('responses resource calls go back to the Group and credential that create
   t.equal(other.requests.length, 0);
 });
 
+t.test('a continuation (previous_response_id) goes to the credential that created the response', async (t) => {
+  // As the upstream stores responses per key: a continuation sent with another key is not found.
+  const creators = new Map<string, string>();
+  let created = 0;
+  const upstream = await startUpstream((req, res) => {
+    const key = String(req.headers.authorization);
+    const previous = (JSON.parse(req.body.toString() || '{}') as { previous_response_id?: string }).previous_response_id;
+    if (previous !== undefined && creators.get(previous) !== key) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      return void res.end('{"error":{"message":"Previous response not found.","type":"invalid_request_error","code":"previous_response_not_found"}}');
+    }
+    const id = `resp_${++created}`;
+    creators.set(id, key);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id, object: 'response', status: 'completed' }));
+  });
+  t.teardown(() => upstream.close());
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: MODELS, secrets: ['sk-one', 'sk-two'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+  const headers = { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' };
+  let previous: string | undefined;
+  for (let turn = 0; turn < 5; turn++) {
+    const res = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'team-chat', input: `turn ${turn}`, ...(previous ? { previous_response_id: previous } : {}) }) });
+    const body = (await res.json()) as { id: string };
+    t.equal(res.status, 200, `turn ${turn} answered`, { body });
+    previous = body.id;
+  }
+  t.equal(new Set(creators.values()).size, 1, 'the whole chain stayed on the key that began it');
+});
+
 // ---- passthrough answers are about the path, not the credential ---------------------------
 // Note 3: "Passthrough does not guarantee upstream implementation; upstream error statuses are
 // preserved." An unimplemented extension path (501) or one the project may not use (403) must
