@@ -111,6 +111,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
+      // An upgrade comes to the upgrade handler; a plain request here must not reach the upstream as one.
+      if (op.body === 'websocket') throw new DataPlaneError('invalid_websocket_handshake', 'This endpoint opens a WebSocket session: send the request with Upgrade: websocket.');
       if (key.quota) await quota.enforce(key, started, log);
 
       prepared = await prepareRequestBody(req, op, key.record_request_body, options);

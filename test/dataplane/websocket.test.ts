@@ -299,6 +299,17 @@ t.test('an unusable proxy URL already stored is the gateway\'s configuration fai
   t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
 });
 
+t.test('a plain request (no Upgrade) to a WebSocket route is refused before any upstream call, in the error shape, and logged', async (t) => {
+  const upstream = await startWsUpstream();
+  t.teardown(() => upstream.close());
+  const { gw, key, keyValue } = await realtimeRoute(t, upstream.url);
+  const res = await fetch(`${gw.url}${REALTIME_PATH}?model=voice`, { headers: { authorization: `Bearer ${keyValue}` } });
+  t.equal(res.status, 400);
+  t.match(await res.json(), { error: { code: 'invalid_websocket_handshake' } });
+  t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
+  t.match(await logOf(gw, key.id, 400), { error_code: 'invalid_websocket_handshake', attempt_count: 0, credential_id: null });
+});
+
 t.test('a client that leaves during the upstream handshake calls it off: no other attempt, no cooldown, logged 499 client_closed as a client abort', async (t) => {
   const silent = await startSilentUpstream(t);
   const { gw, key, group, wsUrl } = await realtimeRoute(t, silent.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'], options: { headersTimeoutMs: 30_000 } });
