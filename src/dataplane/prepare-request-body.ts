@@ -67,7 +67,10 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
   const contentType = String(req.headers['content-type'] ?? '');
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
-  if (contentType.toLowerCase().startsWith('multipart/form-data')) return streamMultipart(req, contentType, declared, record, limits);
+  if (contentType.toLowerCase().startsWith('multipart/form-data')) {
+    // A form that names no model (a voice upload) has nothing to rewrite: it passes as sent, its files unscanned.
+    return op.model === 'none' ? rawBody(req, record, limits) : streamMultipart(req, contentType, declared, record, limits);
+  }
   // Most requests: a small JSON body read whole, with one promise less than the async path below.
   if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedJson(raw, record));
   return receivedJson(req, op, record, limits, declared);
