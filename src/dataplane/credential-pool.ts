@@ -1,11 +1,16 @@
 import type { CredentialStore } from '../store/config-store.ts';
 import type { CredentialView } from '../store/records.ts';
 import { credentialStateAt } from './config-snapshot.ts';
+import { credentialLocation } from './credential-location.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 
-export interface PooledCredential {
-  view: CredentialView;
-  secret: string;
+/**
+ * What an upstream call with a credential needs: its secret, and the upstream address its own
+ * values name (`base_url` or `endpoint`, by its kind), or null to use the Group's base_url.
+ */
+export interface CredentialAccess {
+  readonly secret: string;
+  readonly baseUrl: string | null;
 }
 
 /** What an upstream answer or failure means for the credential that was used. */
@@ -14,13 +19,14 @@ export type CredentialVerdict = { action: 'disable'; reason: string } | { action
 /**
  * Picks credentials of a Group by weight among the usable ones and applies upstream
  * verdicts (disable on 401/403, cooldown on 429/5xx/connection failure). Decrypted secrets are
- * cached per credential version so the hot path does not decrypt on every request.
+ * cached per credential version, together with the credential's own upstream address, so the
+ * hot path neither decrypts nor looks the address up on every request.
  */
 export class CredentialPool {
   readonly #store: CredentialStore;
   /** Smooth weighted round-robin state: each credential's current weight. */
   readonly #current = new Map<number, number>();
-  readonly #secrets = new Map<number, { version: string; secret: string }>();
+  readonly #access = new Map<number, CredentialAccess & { version: string }>();
 
   constructor(store: CredentialStore) {
     this.#store = store;
@@ -48,20 +54,23 @@ export class CredentialPool {
     return [best!, ...all.filter((c) => c !== best)];
   }
 
-  /** The decrypted secret when it is cached for this version of the credential. */
-  cachedSecret(view: CredentialView): string | undefined {
-    const cached = this.#secrets.get(view.id);
-    return cached !== undefined && cached.version === view.updated_at ? cached.secret : undefined;
+  /** The credential's access when it is cached for this version of the credential. */
+  cachedAccess(view: CredentialView): CredentialAccess | undefined {
+    const cached = this.#access.get(view.id);
+    return cached !== undefined && cached.version === view.updated_at ? cached : undefined;
   }
 
-  async secretOf(view: CredentialView): Promise<string | undefined> {
-    const cached = this.cachedSecret(view);
+  /** The secret and location come from one reading of the store, so they always belong together. */
+  async accessOf(view: CredentialView): Promise<CredentialAccess | undefined> {
+    const cached = this.cachedAccess(view);
     if (cached !== undefined) return cached;
     const values = await this.#store.reveal(view.group_id, view.id);
     const field = CREDENTIAL_KINDS[view.kind as CredentialKindId]?.fields.find((f) => f.secret && f.required);
     const secret = field && values?.[field.name];
-    if (secret !== undefined) this.#secrets.set(view.id, { version: view.updated_at, secret });
-    return secret;
+    if (secret === undefined || values === undefined) return undefined;
+    const access = { version: view.updated_at, secret, baseUrl: credentialLocation(view.kind, values) };
+    this.#access.set(view.id, access);
+    return access;
   }
 
   async apply(view: CredentialView, verdict: CredentialVerdict, now: number): Promise<void> {

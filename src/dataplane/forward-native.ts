@@ -7,7 +7,7 @@ import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import type { Candidate } from './plan-candidates.ts';
-import { verdictFor, type CredentialPool } from './credential-pool.ts';
+import { verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
@@ -112,16 +112,16 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     if (candidate === undefined || body.kind !== 'json' || input.preferredCredentialId !== undefined || deps.maxAttempts < 1 || clientGone(input) || deps.inFlight?.ended) return await forwardWithFailover(input, deps, watch, undefined);
     const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
     const credential = credentials[0];
-    const secret = credential === undefined ? undefined : deps.pool.cachedSecret(credential);
-    if (credential === undefined || secret === undefined) return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
+    const access = credential === undefined ? undefined : deps.pool.cachedAccess(credential);
+    if (credential === undefined || access === undefined) return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
     const attempt = newAttempt(candidate, credential);
     const result = newResult([attempt]);
     let exchange: UpstreamExchange | undefined;
     const abortExchange = () => exchange?.abort();
     let request: AttemptRequest;
     try {
-      request = jsonAttemptRequest(input, body, candidate, secret);
-      exchange = sendAttempt(input, deps, candidate, credential, request);
+      request = jsonAttemptRequest(input, body, candidate, access.secret);
+      exchange = sendAttempt(input, deps, candidate, credential, access, request);
     } catch {
       // Not started: the failover loop makes the attempt again and treats the failure as it does.
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
@@ -132,12 +132,12 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       upstream = await exchange.reply;
     } catch (error) {
       watch.point(undefined);
-      return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { error } } });
+      return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, access, attempt, request, exchange, got: { error } } });
     }
     watch.point(undefined);
     // Every error answer (failover, or the secret to mask) is the loop's to judge.
     if (upstream.status >= 400 || clientGone(input)) {
-      return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, secret, attempt, request, exchange, got: { reply: upstream } } });
+      return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, access, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
     const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point));
@@ -150,7 +150,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
 /** A first attempt handed to the failover loop, with the reply or the transport error it got. */
 interface SentAttempt {
   credential: CredentialView;
-  secret: string;
+  access: CredentialAccess;
   attempt: AttemptRecord;
   request: AttemptRequest;
   exchange: UpstreamExchange;
@@ -186,10 +186,10 @@ function recordDelivery(result: ForwardResult, attempt: AttemptRecord, candidate
   return result;
 }
 
-/** Starts an attempt's upstream call. */
-function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, request: AttemptRequest): UpstreamExchange {
+/** Starts an attempt's upstream call, at the credential's own address when it has one, else the Group's. */
+function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, access: CredentialAccess, request: AttemptRequest): UpstreamExchange {
   return deps.upstream.exchange({
-    url: upstreamTarget(candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
+    url: upstreamTarget(access.baseUrl ?? candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
     method: input.req.method ?? 'GET',
     headers: request.headers,
     body: request.body,
@@ -220,8 +220,9 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         if (sent === undefined && (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
         if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? candidate, credential: lastCredential });
-        const secret = sent?.secret ?? deps.pool.cachedSecret(credential) ?? (await deps.pool.secretOf(credential));
-        if (secret === undefined) continue;
+        const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
+        if (access === undefined) continue;
+        const { secret } = access;
         const attempt = sent?.attempt ?? newAttempt(candidate, credential);
         attempts.push(attempt);
         lastCandidate = candidate;
@@ -238,7 +239,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           streamedBody = request.streamedBody;
           dropUsageChunk = request.dropUsageChunk;
           if (input.body.kind === 'stream') bodyConsumed = input.body.replayable !== true;
-          exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, request);
+          exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, access, request);
           if (sent === undefined) upstream = await exchange.reply;
           else if ('reply' in sent.got) upstream = sent.got.reply;
           else throw sent.got.error;

@@ -133,8 +133,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       attempts: for (const candidate of ordered) {
         for (const credential of pool.usable(candidate.group, snap.credentialsByGroup.get(candidate.group.id) ?? [], deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
-          const secret = await pool.secretOf(credential);
-          if (secret === undefined) continue;
+          const access = await pool.accessOf(credential);
+          if (access === undefined) continue;
+          const { secret } = access;
           if (closing) throw new DataPlaneError('shutting_down');
           if (watch.gone) break attempts;
           const headers = upstreamRequestHeaders(req.headers);
@@ -143,7 +144,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const query = new URLSearchParams(url.searchParams);
           if (candidate.upstream_model !== null) query.set('model', candidate.upstream_model);
           const search = query.toString();
-          const target = upstreamUrl(candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, search ? `?${search}` : '').replace(/^http/, 'ws');
+          // The credential's own address when it has one, else the Group's.
+          const target = upstreamUrl(access.baseUrl ?? candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, search ? `?${search}` : '').replace(/^http/, 'ws');
           const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
           log.attempts.push(attempt);
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, settings);

@@ -1,10 +1,8 @@
+import { LOCATION_FIELDS } from '../dataplane/credential-location.ts';
 import { validationFailed } from '../http/api-error.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindDecl, type CredentialKindId } from '../generated/index.ts';
 import type { GroupRecord } from '../store/records.ts';
 import { SUPPORTED_PROXY_SCHEMES, proxyUrlProblem } from '../upstream/index.ts';
-
-// Fields of a credential kind that say where the upstream is; a Group's base_url fills them.
-const LOCATION_FIELDS = ['base_url', 'endpoint'];
 
 export function channelOf(id: string) {
   const channel = Object.hasOwn(CHANNELS, id) ? CHANNELS[id as ChannelId] : undefined;

@@ -1,6 +1,7 @@
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
 import { DiscoveryFailed, type ModelDiscovery } from '../../management/model-discovery.ts';
 import type { UpstreamClient } from '../../upstream/index.ts';
+import { credentialLocation } from '../../dataplane/credential-location.ts';
 import { DISCOVERY_DIALECTS, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
 
 type Dialect = (typeof DISCOVERY_DIALECTS)[DiscoveryDialect];
@@ -15,20 +16,22 @@ export function discoveryDialectOf(channel: string): DiscoveryDialect {
 }
 
 /**
- * Model discovery for static-key channels: upstream list calls through the Group's base URL
- * with the chosen credential (and its managed proxy), page after page until the upstream says
- * there are no more or MAX_DISCOVERY_PAGES were read, answered with the model ids in order.
+ * Model discovery for static-key channels: upstream list calls with the chosen credential (and
+ * its managed proxy) to its own base URL or endpoint when its kind has one, else to the Group's
+ * base URL, page after page until the upstream says there are no more or MAX_DISCOVERY_PAGES
+ * were read, answered with the model ids in order.
  */
 export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
   return {
     async list({ group, credential, values, proxy }) {
       if (CREDENTIAL_KINDS[credential.kind as CredentialKindId]?.flow !== 'static') throw new Error(`credential kind ${credential.kind} needs an authorization flow`);
-      if (!group.base_url) throw new Error('the group has no base URL');
+      const baseUrl = credentialLocation(credential.kind, values) ?? group.base_url;
+      if (!baseUrl) throw new Error('neither the credential nor the group has a base URL');
       const dialect = DISCOVERY_DIALECTS[discoveryDialectOf(group.channel)];
       const secretField = CREDENTIAL_KINDS[credential.kind as CredentialKindId].fields.find((f) => f.secret && f.required)?.name;
       const secret = secretField ? values[secretField] : undefined;
       if (!secret) throw new Error('the credential has no secret value');
-      const listUrl = `${group.base_url.replace(/\/+$/, '')}${dialect.path}`;
+      const listUrl = `${baseUrl.replace(/\/+$/, '')}${dialect.path}`;
       const headers = { [dialect.keyHeader]: dialect.bearer ? `Bearer ${secret}` : secret, accept: 'application/json', ...dialect.extraHeaders };
       const seen = new Set<string>();
       let cursor: string | undefined;
