@@ -86,7 +86,7 @@ export function resolve(input: ResolveInput): Resolution {
 
   const breach = findLimitBreach(cell.limits, cell.mode, features);
   if (breach) {
-    return refuse('restricted_by_channel_note', `${channel} ${op.capability} (${cell.mode}) refuses ${describeCondition(breach.condition)} (note ${breach.note})`, breach.note);
+    return refuse('restricted_by_channel_note', `${channel} ${op.capability} (${cell.mode}) refuses ${describeCondition(breach.condition)}`, breach.note);
   }
   for (const limit of cell.limits) {
     if (limit.mode !== cell.mode) continue;
@@ -108,11 +108,12 @@ function refuseUndeclared(ch: ChannelEntry, op: OperationEntry, cell: CellRoute)
     return refuse('not_a_conversation_channel', `${ch.id} has no conversation routes and is not used as a chat channel`, ch.not_conversation_note);
   }
   if (cell.unsupported_note !== undefined) {
-    return refuse('restricted_by_channel_note', `${ch.id} does not support ${op.capability} (note ${cell.unsupported_note})`, cell.unsupported_note);
+    return refuse('restricted_by_channel_note', `${ch.id} does not support ${op.capability} ("${op.id}")`, cell.unsupported_note);
   }
   return refuse('route_not_declared', `${ch.id} declares no route for ${op.capability} ("${op.id}")`);
 }
 
+/** A refusal a matrix note caused names the note in its detail, which the client's error message carries. */
 function refuse(reason_code: RefusalReason, detail: string, note?: number): Refusal {
-  return note === undefined ? { ok: false, reason_code, detail } : { ok: false, reason_code, note, detail };
+  return note === undefined ? { ok: false, reason_code, detail } : { ok: false, reason_code, note, detail: `${detail} (note ${note})` };
 }

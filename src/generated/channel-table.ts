@@ -2789,7 +2789,8 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "CT-G": {
         "mode": "-",
-        "limits": []
+        "limits": [],
+        "unsupported_note": 11
       },
       "RIT": {
         "mode": "-",
@@ -2810,7 +2811,8 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "x-embeddings": {
         "mode": "-",
-        "limits": []
+        "limits": [],
+        "unsupported_note": 11
       },
       "decisions": {
         "mode": "-",
@@ -2883,7 +2885,8 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "CT-G": {
         "mode": "-",
-        "limits": []
+        "limits": [],
+        "unsupported_note": 11
       },
       "RIT": {
         "mode": "-",
@@ -2904,7 +2907,8 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "x-embeddings": {
         "mode": "-",
-        "limits": []
+        "limits": [],
+        "unsupported_note": 11
       },
       "decisions": {
         "mode": "-",

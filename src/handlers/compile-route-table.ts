@@ -15,6 +15,8 @@ export interface CompiledRoute {
   catchAll: boolean;
   /** The template's literal start, up to its first parameter. */
   prefix: string;
+  /** The path template, to spell a catch-all match the way the upstream will receive it. */
+  template: string;
 }
 
 export type RouteMatch =
@@ -56,7 +58,7 @@ function compile(method: string, template: string, target: RouteTarget): Compile
     return rest ? '(.+)' : '([^/:]+)';
   });
   const open = template.indexOf('{');
-  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll, prefix: open < 0 ? template : template.slice(0, open) };
+  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll, prefix: open < 0 ? template : template.slice(0, open), template };
 }
 
 const literalRoutes = new WeakMap<readonly CompiledRoute[], Map<string, Map<string, RouteTarget>>>();
@@ -80,6 +82,12 @@ function literalIndex(routes: readonly CompiledRoute[]): Map<string, Map<string,
 /** The parameters of a literal route: none. Shared, so frozen. */
 const NO_PARAMS: Record<string, string> = Object.freeze({});
 
+/**
+ * The route a request path names. A path that differs from a declared endpoint only by empty
+ * segments (a trailing or doubled slash) is that endpoint, never the namespace passthrough:
+ * `GET /v1/responses/resp_1/` is retrieval, so an N* subset cannot be stepped around by
+ * spelling. Its parameters come from the canonical spelling, so the upstream gets that path.
+ */
 export function matchRoute(routes: readonly CompiledRoute[], method: string, path: string): RouteMatch {
   const literal = literalIndex(routes).get(method)?.get(path);
   if (literal) return { found: true, target: literal, params: NO_PARAMS };
@@ -97,9 +105,45 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
       if (value === undefined) return { found: false, methodNotAllowed: false, invalidParameter: true, near: route.target };
       params[route.params[i]!] = value;
     }
+    // Only passthrough requests pay for this: the upstream would get the rest re-split at its
+    // decoded slashes (`resp_1/cancel/`, `resp_1%2Fcancel`), so judge the path it would get.
+    if (route.catchAll) return namedOperation(routes, method, path, forwardedSpelling(route, params)) ?? { found: true, target: route.target, params };
     return { found: true, target: route.target, params };
   }
+  const canonical = withoutEmptySegments(path);
+  if (canonical !== path) return matchRoute(routes, method, canonical);
   return { found: false, methodNotAllowed, near: nearestRoute(routes, path)?.target };
+}
+
+/** The declared, non-passthrough route of `spelling` when it differs from `path`. */
+function namedOperation(routes: readonly CompiledRoute[], method: string, path: string, spelling: string): RouteMatch | undefined {
+  if (spelling === path) return undefined;
+  const named = matchRoute(namedRoutesOf(routes), method, spelling);
+  return named.found ? named : undefined;
+}
+
+const namedRoutes = new WeakMap<readonly CompiledRoute[], readonly CompiledRoute[]>();
+
+/** The routes without the catch-alls, kept per table so that its literal index is built once. */
+function namedRoutesOf(routes: readonly CompiledRoute[]): readonly CompiledRoute[] {
+  let named = namedRoutes.get(routes);
+  if (!named) namedRoutes.set(routes, (named = routes.filter((r) => !r.catchAll)));
+  return named;
+}
+
+/** A matched route's path spelled as it is forwarded (the rest re-split at its slashes), without empty segments. */
+function forwardedSpelling(route: CompiledRoute, params: Record<string, string>): string {
+  const path = route.template.replace(/\{(\w+)(\*?)\}/g, (_, name: string, rest: string) => {
+    const value = params[name] ?? '';
+    return rest ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
+  });
+  return withoutEmptySegments(path);
+}
+
+/** `//` as `/`, and no trailing `/` (except for the root itself). */
+function withoutEmptySegments(path: string): string {
+  const collapsed = path.includes('//') ? path.replace(/\/{2,}/g, '/') : path;
+  return collapsed.length > 1 && collapsed.endsWith('/') ? collapsed.slice(0, -1) : collapsed;
 }
 
 function nearestRoute(routes: readonly CompiledRoute[], path: string): CompiledRoute | undefined {

@@ -42,7 +42,8 @@ t.test('resolve prints the engine answer and exits 1 on a refusal', async (t) =>
   t.match(JSON.parse(ok.stdout), { ok: true, declared: 'C', effective: 'converted', wire: 'completions' });
   const refused = runTs(REPO_ROOT, 'src/cli/main.ts', ['resolve', '--protocol', 'x-responses', '--operation', 'responses-retrieve', '--channel', 'ch34']);
   t.equal(refused.status, 1);
-  t.match(refused.stdout, /^refused: operation_outside_native_subset \(note 3\)/);
+  t.match(refused.stdout, /^refused: operation_outside_native_subset: .*\(note 3\)$/m);
+  t.equal(refused.stdout.match(/note 3/g)?.length, 1, 'the note named once');
   const usage = runTs(REPO_ROOT, 'src/cli/main.ts', ['resolve', '--protocol', 'x-messages']);
   t.equal(usage.status, 2);
   t.match(usage.stderr, /usage: switchyard resolve/);

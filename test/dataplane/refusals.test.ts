@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
+import { startDataPlane, startUpstream, startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 import type { NewAccessKey } from '../../src/store/config-store.ts';
 
@@ -23,6 +23,8 @@ interface RefusalCase {
   style: Style;
   /** Also in the error message (a matrix note, say). */
   message?: RegExp;
+  /** The operation the log record names (the path's spelling decides it). */
+  operation?: string;
 }
 
 const GENERATE_STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 503: 'UNAVAILABLE' };
@@ -43,16 +45,28 @@ const CASES: RefusalCase[] = [
   // - cells.
   { name: 'image generation on ch02 (-)', channel: 'ch02', protocols: ['x-images'], models: ['m'], request: json('x-images', '/v1/images/generations', { model: 'm', prompt: 'p' }), status: 400, code: 'route_not_declared', style: 'completions' },
   { name: 'count tokens on ch02 (-)', channel: 'ch02', protocols: ['x-messages'], models: ['m'], request: json('x-messages', '/v1/messages/count_tokens', { model: 'm', messages: [] }), status: 400, code: 'route_not_declared', style: 'messages' },
-  { name: 'chat completions on ch01 (not a conversation channel, note 7)', channel: 'ch01', protocols: ['x-completions'], models: ['m'], request: json('x-completions', '/v1/chat/completions', { model: 'm', messages: [] }), status: 400, code: 'not_a_conversation_channel', style: 'completions' },
+  { name: 'chat completions on ch01 (not a conversation channel, note 7)', channel: 'ch01', protocols: ['x-completions'], models: ['m'], request: json('x-completions', '/v1/chat/completions', { model: 'm', messages: [] }), status: 400, code: 'not_a_conversation_channel', style: 'completions', message: /note 7\b/ },
   { name: 'responses input tokens on ch32 (-)', channel: 'ch32', protocols: ['x-responses'], models: ['m'], request: json('x-responses', '/v1/responses/input_tokens', { model: 'm', input: 'hi' }), status: 400, code: 'route_not_declared', style: 'completions' },
   { name: 'rerank on ch02 (no extra protocol)', channel: 'ch02', protocols: ['rerank'], models: ['m'], request: json('rerank', '/v1/rerank', { model: 'm', query: 'q', documents: ['a'] }), status: 400, code: 'route_not_declared', style: 'completions' },
   { name: 'retrieve on ch29 (note 11)', channel: 'ch29', protocols: ['x-responses'], request: { method: 'GET', path: '/v1/responses/resp_1', protocol: 'x-responses' }, status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 11/ },
+  // Note 11: "generate-style and responses resource endpoints are unsupported" (all of them).
+  { name: 'countTokens on ch29 (note 11)', channel: 'ch29', protocols: ['x-generate'], models: ['m'], request: json('x-generate', '/v1beta/models/m:countTokens', { contents: [] }), status: 400, code: 'restricted_by_channel_note', style: 'generate', message: /note 11/ },
+  { name: 'embedContent on ch30 (note 11)', channel: 'ch30', protocols: ['x-embeddings'], models: ['m'], request: json('x-embeddings', '/v1beta/models/m:embedContent', { content: { parts: [{ text: 'a' }] } }), status: 400, code: 'restricted_by_channel_note', style: 'generate', message: /note 11/ },
+  { name: 'batchEmbedContents on ch29 (note 11)', channel: 'ch29', protocols: ['x-embeddings'], models: ['m'], request: json('x-embeddings', '/v1beta/models/m:batchEmbedContents', { requests: [] }), status: 400, code: 'restricted_by_channel_note', style: 'generate', message: /note 11/ },
   // N* outside the subset (note 3).
-  { name: 'retrieve on ch32 (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'GET', path: '/v1/responses/resp_1', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions' },
-  { name: 'delete on ch32 (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'DELETE', path: '/v1/responses/resp_1', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions' },
-  { name: 'cancel on ch33 (N*)', channel: 'ch33', protocols: ['x-responses'], request: { method: 'POST', path: '/v1/responses/resp_1/cancel', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions' },
-  { name: 'input items on ch32 (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'GET', path: '/v1/responses/resp_1/input_items', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions' },
-  { name: 'namespace passthrough on ch34 (N*: compaction only)', channel: 'ch34', protocols: ['x-responses'], request: json('x-responses', '/v1/responses/ns/thing', { a: 1 }), status: 400, code: 'operation_outside_native_subset', style: 'completions' },
+  { name: 'retrieve on ch32 (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'GET', path: '/v1/responses/resp_1', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/ },
+  { name: 'delete on ch32 (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'DELETE', path: '/v1/responses/resp_1', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/ },
+  { name: 'cancel on ch33 (N*)', channel: 'ch33', protocols: ['x-responses'], request: { method: 'POST', path: '/v1/responses/resp_1/cancel', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/ },
+  { name: 'input items on ch32 (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'GET', path: '/v1/responses/resp_1/input_items', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/ },
+  { name: 'namespace passthrough on ch34 (N*: compaction only)', channel: 'ch34', protocols: ['x-responses'], request: json('x-responses', '/v1/responses/ns/thing', { a: 1 }), status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/ },
+  // The same operations spelled with extra slashes are still those operations, not the
+  // namespace passthrough that ch32 and ch33 allow.
+  { name: 'retrieve on ch32 with a trailing slash (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'GET', path: '/v1/responses/resp_1/', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/, operation: 'responses-retrieve' },
+  { name: 'delete on ch33 with a doubled slash (N*)', channel: 'ch33', protocols: ['x-responses'], request: { method: 'DELETE', path: '/v1/responses//resp_1', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/, operation: 'responses-delete' },
+  { name: 'cancel on ch32 with a trailing slash (N*)', channel: 'ch32', protocols: ['x-responses'], request: { method: 'POST', path: '/v1/responses/resp_1/cancel/', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/, operation: 'responses-cancel' },
+  { name: 'cancel on ch33 with an encoded slash (N*)', channel: 'ch33', protocols: ['x-responses'], request: { method: 'POST', path: '/v1/responses/resp_1%2Fcancel', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/, operation: 'responses-cancel' },
+  { name: 'input items on ch33 with two trailing slashes (N*)', channel: 'ch33', protocols: ['x-responses'], request: { method: 'GET', path: '/v1/responses/resp_1/input_items//', protocol: 'x-responses' }, status: 400, code: 'operation_outside_native_subset', style: 'completions', message: /note 3\b/, operation: 'responses-input-items' },
+  { name: 'responses input tokens on ch32 with a trailing slash (-)', channel: 'ch32', protocols: ['x-responses'], models: ['m'], request: json('x-responses', '/v1/responses/input_tokens/', { model: 'm', input: 'hi' }), status: 400, code: 'route_not_declared', style: 'completions', operation: 'responses-input-tokens' },
   // Note 1 limits on the converted image route of ch15.
   { name: 'image generation on ch15 streaming (note 1)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: json('x-images', '/v1/images/generations', { model: 'img', prompt: 'p', stream: true }), status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 1\b/ },
   { name: 'image generation on ch15 with n=2 (note 1)', channel: 'ch15', protocols: ['x-images'], models: ['img'], request: json('x-images', '/v1/images/generations', { model: 'img', prompt: 'p', n: 2 }), status: 400, code: 'restricted_by_channel_note', style: 'completions', message: /note 1\b/ },
@@ -125,7 +139,7 @@ for (const c of CASES) {
     t.match(res.headers.get('content-type'), /application\/json/);
     checkErrorShape(t, body, c.style, c.status, c.code, c.message);
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-    t.match(record, { status: c.status, error_code: c.code, attempt_count: 0, credential_id: null }, 'log record');
+    t.match(record, { status: c.status, error_code: c.code, attempt_count: 0, credential_id: null, ...(c.operation ? { operation: c.operation } : {}) }, 'log record');
     t.same(upstream.requests, [], 'the upstream received nothing');
   });
 }
@@ -151,4 +165,43 @@ t.test('no key, an unknown key, and a key in the wrong header are refused with 4
   t.equal(generate.status, 401);
   checkErrorShape(t, await generate.json(), 'generate', 401, 'access_key_invalid');
   t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
+t.test('not refused on ch31: a trailing-slash retrieval or cancellation is that operation, sent to the credential that created the response', async (t) => {
+  // Note 3: ch31 supports retrieval and cancellation; a response lives with the Group and
+  // credential that created it, whatever the spelling of its path.
+  const make = (name: string) =>
+    startUpstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(req.method === 'POST' && req.url === '/v1/responses' ? { id: `resp_${name}`, object: 'response' } : { served_by: name }));
+    });
+  const left = await make('left');
+  const right = await make('right');
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await left.close();
+    await right.close();
+  });
+  for (const upstream of [left, right]) await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], secrets: ['sk-upstream-ch31'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+  const headers = { ...clientAuthHeaders('x-responses', keyValue), 'content-type': 'application/json' };
+  const created = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'm', input: 'hi' }) });
+  const { id } = (await created.json()) as { id: string };
+  const owner = id === 'resp_left' ? left : right;
+  const other = owner === left ? right : left;
+  const calls: [string, string, string, string][] = [
+    ...Array.from({ length: 8 }, () => ['GET', `/v1/responses/${id}/`, 'responses-retrieve', `/v1/responses/${id}`] as [string, string, string, string]),
+    ['POST', `/v1/responses/${id}/cancel/`, 'responses-cancel', `/v1/responses/${id}/cancel`],
+  ];
+  for (const [method, path, operation, forwarded] of calls) {
+    const res = await fetch(`${gw.url}${path}`, { method, headers });
+    t.equal(res.status, 200, `${method} ${path}`);
+    t.same(await res.json(), { served_by: owner === left ? 'left' : 'right' }, 'answered by the upstream that created the response');
+    t.equal(owner.requests.at(-1)?.url, forwarded, 'forwarded without the extra slash');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, operation, protocol: 'x-responses' }, `logged as ${operation}`);
+  }
+  t.equal(owner.requests.length, 1 + calls.length, 'create and every later call on the owning upstream');
+  t.same(other.requests, [], 'none on the other');
 });

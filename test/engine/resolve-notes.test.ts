@@ -1,5 +1,5 @@
 import t from 'tap';
-import { CHANNEL_IDS } from '../../src/generated/index.ts';
+import { CHANNEL_IDS, OPERATIONS } from '../../src/generated/index.ts';
 import { resolve, type ResolveInput } from '../../src/engine/index.ts';
 
 // Expectations read from the specification's notes 1-14, not from the manifests.
@@ -121,6 +121,42 @@ t.test('note 11: ch29 and ch30 create responses statelessly; no generate style o
     t.match(resolve({ protocol: 'x-generate', operation: 'stream-generate-content', channel, model: 'm' }), { ok: false, reason_code: 'restricted_by_channel_note', note: 11 });
     t.match(resolve({ protocol: 'x-responses', operation: 'responses-retrieve', channel }), { ok: false, reason_code: 'restricted_by_channel_note', note: 11 });
   }
+});
+
+t.test('note 11: every generate-style and every responses resource endpoint is refused on ch29 and ch30 with the note', async (t) => {
+  // Generate style: the x-generate and x-embeddings protocols (decisions.md §2). Responses
+  // resources: the sub-operations note 2 lists.
+  const resources = ['retrieval', 'deletion', 'cancellation', 'input_items', 'compaction', 'namespace_passthrough'];
+  const ops = Object.values(OPERATIONS);
+  const generate = ops.filter((op) => op.protocol === 'x-generate' || op.protocol === 'x-embeddings');
+  const responses = ops.filter((op) => op.protocol === 'x-responses' && resources.includes(op.sub_operation ?? ''));
+  // As §2 lists them: generateContent, streamGenerateContent, countTokens, embedContent, batchEmbedContents.
+  t.equal(generate.length, 5, 'the generate-style endpoints');
+  t.same(responses.map((op) => op.sub_operation).sort(), [...resources].sort(), 'one endpoint per resource sub-operation');
+  for (const channel of ['ch29', 'ch30']) {
+    for (const op of [...generate, ...responses]) {
+      const r = resolve({ protocol: op.protocol, operation: op.id, channel, model: 'm' });
+      t.match(r, { ok: false, reason_code: 'restricted_by_channel_note', note: 11, detail: /\(note 11\)/ }, `${channel} ${op.id}`);
+    }
+  }
+});
+
+t.test('a refusal a note caused names the note in its detail (the client\'s error message)', async (t) => {
+  t.match(resolve({ protocol: 'x-responses', operation: 'responses-retrieve', channel: 'ch32' }), { reason_code: 'operation_outside_native_subset', detail: /\(note 3\)/ });
+  t.match(resolve({ protocol: 'x-completions', operation: 'chat-completions', channel: 'ch01', model: 'm' }), { reason_code: 'not_a_conversation_channel', detail: /\(note 7\)/ });
+  t.match(resolve({ protocol: 'x-images', operation: 'images-edits', channel: 'ch15', model: 'm' }), { reason_code: 'restricted_by_channel_note', detail: /\(note 1\)/ });
+  t.match(resolve({ protocol: 'x-generate', operation: 'generate-content', channel: 'ch18' }), { reason_code: 'model_required', detail: /\(note 10\)/ });
+  // And every other one, across the whole matrix.
+  let noted = 0;
+  for (const channel of CHANNEL_IDS) {
+    for (const op of Object.values(OPERATIONS)) {
+      const r = resolve({ protocol: op.protocol, operation: op.id, channel });
+      if (r.ok || r.note === undefined) continue;
+      noted++;
+      if (!r.detail.includes(`(note ${r.note})`)) t.fail(`${channel} ${op.id}: ${r.reason_code} detail "${r.detail}" does not name note ${r.note}`);
+    }
+  }
+  t.ok(noted > 0, `${noted} refusals checked`);
 });
 
 t.test('unknown ids are refused, never thrown', async (t) => {

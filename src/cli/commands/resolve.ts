@@ -23,7 +23,8 @@ export function runResolve(argv: string[]): number {
 }
 
 function describe(r: Resolution): string {
-  if (!r.ok) return `refused: ${r.reason_code}${r.note !== undefined ? ` (note ${r.note})` : ''}: ${r.detail}`;
+  // The detail of a refusal a note caused ends with that note.
+  if (!r.ok) return `refused: ${r.reason_code}: ${r.detail}`;
   const parts = [`${r.declared} -> ${r.effective}`];
   if (r.wire) parts.push(`wire ${r.wire}`);
   if (r.restrictions.length) parts.push(`restrictions: ${r.restrictions.join(', ')}`);

@@ -1,0 +1,75 @@
+import t from 'tap';
+import { MODEL_LISTS, OPERATIONS } from '../../src/generated/index.ts';
+import { compileRouteTable, matchRoute, type RouteMatch } from '../../src/handlers/compile-route-table.ts';
+
+// A path that names a declared endpoint with extra slashes is that endpoint (docs/data-plane.md,
+// "Match"), never the responses namespace passthrough: otherwise `GET /v1/responses/resp_1/`
+// would step around an N* subset (note 3) and the response affinity of ch31.
+
+const routes = compileRouteTable();
+const PASSTHROUGH = 'responses-namespace';
+/** Values for the path parameters of decisions.md §2's templates. */
+const SAMPLE: Record<string, string> = { response_id: 'resp_1', model: 'gemini-x', voice_id: 'voice_1' };
+
+const named = Object.values(OPERATIONS).filter((op) => op.id !== PASSTHROUGH && op.method !== 'ANY');
+const concrete = (template: string) => template.replace(/\{(\w+)\}/g, (_, name: string) => SAMPLE[name]!);
+const paramsOf = (template: string) => Object.fromEntries([...template.matchAll(/\{(\w+)\}/g)].map(([, name]) => [name!, SAMPLE[name!]!]));
+const idOf = (m: RouteMatch) => (m.found ? (m.target.kind === 'operation' ? m.target.operation.id : m.target.list.id) : undefined);
+
+/** The path with each one of its slashes doubled in turn, and with one and two trailing slashes. */
+function respellings(path: string): string[] {
+  const doubled = [...path].flatMap((c, i) => (c === '/' ? [`${path.slice(0, i)}/${path.slice(i)}`] : []));
+  return [`${path}/`, `${path}//`, ...doubled];
+}
+
+t.test('every declared operation is matched as itself when spelled with a trailing or doubled slash', async (t) => {
+  t.ok(named.length > 30, 'the table has its operations');
+  for (const op of named) {
+    const path = concrete(op.path);
+    t.match(matchRoute(routes, op.method, path), { found: true, params: paramsOf(op.path) }, `${op.method} ${path}`);
+    t.equal(idOf(matchRoute(routes, op.method, path)), op.id, `${op.method} ${path} is ${op.id}`);
+    for (const spelling of respellings(path)) {
+      const m = matchRoute(routes, op.method, spelling);
+      t.equal(idOf(m), op.id, `${op.method} ${spelling} is ${op.id}`);
+      // The parameters are the canonical ones, so the upstream gets the path without the extra slashes.
+      t.same(m.found ? m.params : undefined, paramsOf(op.path), `${op.method} ${spelling}: parameters`);
+    }
+  }
+});
+
+t.test('the model lists too', async (t) => {
+  for (const list of MODEL_LISTS) {
+    for (const spelling of respellings(list.path)) t.equal(idOf(matchRoute(routes, list.method, spelling)), list.id, `${list.method} ${spelling}`);
+  }
+});
+
+t.test('responses resource calls with a trailing slash are not namespace passthrough', async (t) => {
+  const cases: [string, string, string][] = [
+    ['GET', '/v1/responses/resp_1/', 'responses-retrieve'],
+    ['DELETE', '/v1/responses/resp_1/', 'responses-delete'],
+    ['POST', '/v1/responses/resp_1/cancel/', 'responses-cancel'],
+    ['GET', '/v1/responses/resp_1/input_items/', 'responses-input-items'],
+    ['POST', '/v1/responses/compact/', 'responses-compact'],
+    ['POST', '/v1/responses/input_tokens/', 'responses-input-tokens'],
+    ['POST', '/v1/responses/', 'responses-create'],
+    // The passthrough forwards its rest re-split at the decoded slashes: an encoded slash would
+    // reach the upstream as `/v1/responses/resp_1/cancel`.
+    ['POST', '/v1/responses/resp_1%2Fcancel', 'responses-cancel'],
+    ['POST', '/v1/responses/resp_1%2Fcancel%2F', 'responses-cancel'],
+  ];
+  for (const [method, path, id] of cases) t.equal(idOf(matchRoute(routes, method, path)), id, `${method} ${path}`);
+});
+
+t.test('other paths under /v1/responses stay namespace passthrough, forwarded as sent', async (t) => {
+  t.match(matchRoute(routes, 'POST', '/v1/responses/ns/thing/'), { found: true, target: { operation: { id: PASSTHROUGH } }, params: { rest: 'ns/thing/' } });
+  t.match(matchRoute(routes, 'POST', '/v1/responses/ns/thing'), { found: true, target: { operation: { id: PASSTHROUGH } }, params: { rest: 'ns/thing' } });
+  // A declared path with another method is not that operation (as without the slash).
+  t.match(matchRoute(routes, 'GET', '/v1/responses/resp_1/cancel/'), { found: true, target: { operation: { id: PASSTHROUGH } } });
+  t.match(matchRoute(routes, 'GET', '/v1/responses/resp_1/cancel'), { found: true, target: { operation: { id: PASSTHROUGH } } });
+});
+
+t.test('a known path with a trailing slash and another method is 405, an unknown one 404', async (t) => {
+  t.match(matchRoute(routes, 'GET', '/v1/chat/completions/'), { found: false, methodNotAllowed: true });
+  t.match(matchRoute(routes, 'POST', '/v1/chat/completion/'), { found: false, methodNotAllowed: false });
+  t.match(matchRoute(routes, 'GET', '/v1/responses/%2e%2e/'), { found: false, invalidParameter: true }, 'a dot segment stays refused');
+});
