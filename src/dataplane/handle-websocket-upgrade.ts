@@ -99,7 +99,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     const watch = new UpgradeClientWatch(socket);
     try {
       if (closing) throw new DataPlaneError('shutting_down');
-      const url = new URL(req.url ?? '/', 'http://gateway.invalid');
+      // Joined, not resolved: a path that starts with // is a path here, not a host.
+      const url = new URL(`http://gateway.invalid${req.url ?? '/'}`);
       const match = matchRoute(routes, 'GET', url.pathname);
       if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') throw new DataPlaneError('route_not_found');
       const op = match.target.operation;

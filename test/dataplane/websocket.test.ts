@@ -324,6 +324,20 @@ t.test('a client that leaves during the upstream handshake calls it off: no othe
   t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
 });
 
+t.test('an upgrade whose path starts with a doubled slash opens the session of the path it names', async (t) => {
+  const upstream = await startWsUpstream();
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = new WebSocket(wsUrl.replace(REALTIME_PATH, `/${REALTIME_PATH}`));
+  await new Promise((resolve, reject) => {
+    client.once('open', resolve);
+    client.once('error', reject);
+  });
+  await closeClient(client);
+  t.equal(upstream.seen.length, 1, 'the upstream session was opened');
+  t.match(await logOf(gw, key.id, 101), { operation: 'audio-transcriptions-realtime' });
+});
+
 t.test('the 101 carries the request id of the session\'s log record', async (t) => {
   const upstream = await startWsUpstream();
   t.teardown(() => upstream.close());
