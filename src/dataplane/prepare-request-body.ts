@@ -191,12 +191,13 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
   const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes);
   let rewrite;
   try {
-    rewrite = await rewriteMultipartModelStream(tee.stream, { contentType, maxPrefixBytes: limits.bufferedJsonBytes * 8 });
+    rewrite = await rewriteMultipartModelStream(tee.stream, { contentType, maxPrefixBytes: limits.bufferedJsonBytes * 8, spoolDir: limits.spoolDir ?? tmpdir() });
   } catch (err) {
     tee.stream.destroy();
     req.resume();
-    // Anything but a verdict on the form itself comes from the client's connection.
-    throw requestBodyFailure(err) ?? new DataPlaneError('client_closed', 'Its body had not ended.');
+    // Anything but a verdict on the form itself comes from the client's connection, unless it
+    // is still there: then the spool file failed, which is ours.
+    throw requestBodyFailure(err) ?? (req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err);
   }
   const fields: Record<string, unknown> = Object.fromEntries(rewrite.fields);
   if (rewrite.model !== undefined) fields['model'] = rewrite.model;
@@ -210,6 +211,7 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     },
     fields,
     recorded: () => {
+      rewrite.release();
       if (!record) return undefined;
       const { bytes, total } = tee.captured();
       return { state: bytes.length < total ? 'truncated' : 'recorded', original_bytes: total, body: bytes.toString('latin1') };

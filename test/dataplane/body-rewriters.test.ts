@@ -1,4 +1,7 @@
 import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import t, { type Test } from 'tap';
@@ -14,6 +17,8 @@ import {
 } from '../../src/dataplane/body/index.ts';
 
 const LIMIT = 64 * 1024;
+const SPOOL_DIR = mkdtempSync(path.join(tmpdir(), 'switchyard-rewriters-'));
+t.teardown(() => rmSync(SPOOL_DIR, { recursive: true, force: true }));
 
 function source(chunks: Array<Buffer | string>): Readable {
   return Readable.from(chunks, { objectMode: false });
@@ -293,7 +298,7 @@ t.test('multipart: model field at every split point; fields before it are report
   const body = multipart(partsWith('gpt-image-1 ü'), { preamble: 'ignored preamble\r\n' });
   const expected = multipart(partsWith('upstream-image'), { preamble: 'ignored preamble\r\n' });
   for (const { label, chunks } of splits(body)) {
-    const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT });
+    const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
     if (rewrite.model !== 'gpt-image-1 ü') t.fail(`${label}: model ${rewrite.model}`);
     const fields = Object.fromEntries(rewrite.fields);
     if (JSON.stringify(fields) !== JSON.stringify({ prompt: 'a cat\r\n--not a boundary', stream: 'true', n: '2' })) {
@@ -315,18 +320,92 @@ t.test('multipart: model after the file part works within the limit', async (t) 
   ];
   const body = multipart(parts('whisper-1'));
   const chunks = Array.from({ length: Math.ceil(body.length / 1000) }, (_, i) => body.subarray(i * 1000, (i + 1) * 1000));
-  const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT });
+  const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
   t.equal(rewrite.model, 'whisper-1');
   t.same(Object.fromEntries(rewrite.fields), {}, 'fields after the model are not seen; files never are');
   const { out, lengthDelta } = await rewriteAll(rewrite, 'whisper-large-v3');
   t.ok(out.equals(multipart(parts('whisper-large-v3'))));
   t.equal(lengthDelta, 7);
+});
 
-  await rejectsWith(
-    t,
-    rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: 10_000 }),
-    'model_not_found_within_limit',
-  );
+/**
+ * Produces `body` in `chunkBytes` pieces only as it is pulled (then `error`, if given), and
+ * records how many bytes it had produced beyond those already in the spool file while `holding()`.
+ */
+function meteredSource(body: Buffer, chunkBytes: number, dir: string, holding: () => boolean, error?: Error) {
+  const state = { produced: 0, maxHeld: 0, spooled: new Set<string>() };
+  const readable = new Readable({
+    read() {
+      const spooled = readdirSync(dir);
+      for (const name of spooled) state.spooled.add(name);
+      const written = spooled.reduce((sum, name) => sum + statSync(path.join(dir, name), { throwIfNoEntry: false })!.size, 0);
+      if (holding()) state.maxHeld = Math.max(state.maxHeld, state.produced - written);
+      if (state.produced >= body.length) {
+        if (error) this.destroy(error);
+        else this.push(null);
+        return;
+      }
+      const chunk = body.subarray(state.produced, state.produced + chunkBytes);
+      state.produced += chunk.length;
+      this.push(chunk);
+    },
+  });
+  return { readable, state };
+}
+
+async function emptied(dir: string): Promise<string[]> {
+  for (let i = 0; i < 200 && readdirSync(dir).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return readdirSync(dir);
+}
+
+t.test('multipart: a model field after maxPrefixBytes is found by spooling the file before it, with backpressure', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'switchyard-rewriters-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const limit = 16 * 1024;
+  const file = Buffer.concat([Buffer.from(Array.from({ length: 1024 * 1024 }, (_, i) => (i * 7919) % 251)), TRICKY_FILE]);
+  const parts = (model: string): Part[] => [
+    { name: 'file', filename: 'speech.mp3', value: file },
+    { name: 'model', value: model },
+    { name: 'language', value: 'en' },
+    { name: 'audio', filename: 'second.mp3', value: file.subarray(0, 100_000) },
+  ];
+  const body = multipart(parts('whisper-1'));
+  let pending = true;
+  const { readable, state } = meteredSource(body, 8 * 1024, dir, () => pending);
+  const rewrite = await rewriteMultipartModelStream(readable, { contentType: CONTENT_TYPE, maxPrefixBytes: limit, spoolDir: dir });
+  pending = false;
+  t.equal(rewrite.model, 'whisper-1');
+  t.equal(state.spooled.size, 1, 'what came before the model went to one file');
+  t.ok(state.produced < body.length, 'resolved before the source ended');
+  // The prefix, the file stream's queue (16 KiB) and the source's buffer (16 KiB), a chunk each way.
+  t.ok(state.maxHeld <= limit + 64 * 1024, `held at most ${state.maxHeld} bytes not yet in the file`);
+  const { out, lengthDelta } = await rewriteAll(rewrite, 'whisper-large-v3');
+  t.ok(out.equals(multipart(parts('whisper-large-v3'))), 'byte for byte but the model');
+  t.equal(lengthDelta, 'whisper-large-v3'.length - 'whisper-1'.length);
+  t.same(await emptied(dir), [], 'the spool file is gone once the body was read');
+
+  const noModel = multipart([{ name: 'file', filename: 'a.mp3', value: file }, { name: 'stream', value: 'true' }]);
+  const without = await rewriteMultipartModelStream(meteredSource(noModel, 8 * 1024, dir, () => false).readable, { contentType: CONTENT_TYPE, maxPrefixBytes: limit, spoolDir: dir });
+  t.equal(without.model, undefined, 'a form without a model is read to its end');
+  const passed = await rewriteAll(without, 'ignored');
+  t.ok(passed.out.equals(noModel), 'and comes back as sent');
+  t.equal(passed.lengthDelta, 0);
+  t.same(await emptied(dir), [], 'its spool file gone too');
+
+  const dropped = await rewriteMultipartModelStream(meteredSource(body, 8 * 1024, dir, () => false).readable, { contentType: CONTENT_TYPE, maxPrefixBytes: limit, spoolDir: dir });
+  t.equal(readdirSync(dir).length, 1, 'a rewrite whose body is never taken keeps its file');
+  dropped.release();
+  t.same(await emptied(dir), [], 'until release()');
+});
+
+t.test('multipart: a source that fails while the prefix is spooled leaves no file', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'switchyard-rewriters-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const head = multipart([{ name: 'file', filename: 'speech.mp3', value: Buffer.alloc(200_000, 3) }]).subarray(0, -`\r\n--${BOUNDARY}--`.length);
+  const { readable, state } = meteredSource(head, 8 * 1024, dir, () => false, new Error('connection reset'));
+  await t.rejects(rewriteMultipartModelStream(readable, { contentType: CONTENT_TYPE, maxPrefixBytes: 16 * 1024, spoolDir: dir }), { message: 'connection reset' });
+  t.equal(state.spooled.size, 1, 'the prefix was being spooled');
+  t.same(await emptied(dir), [], 'the spool file removed');
 });
 
 t.test('multipart: a file named "model" is not the model field', async (t) => {
@@ -336,7 +415,7 @@ t.test('multipart: a file named "model" is not the model field', async (t) => {
     { header: 'Content-Disposition: form-data; name="mo\\"del"', value: 'quoted' },
     { name: 'model', value: 'tts-1' },
   ]);
-  const rewrite = await rewriteMultipartModelStream(source([body]), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT });
+  const rewrite = await rewriteMultipartModelStream(source([body]), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
   t.equal(rewrite.model, 'tts-1');
   t.same(Object.fromEntries(rewrite.fields), { 'mo"del': 'quoted' });
 });
@@ -352,7 +431,7 @@ t.test('multipart: without a model field the original bytes come back', async (t
     { epilogue: '\r\nepilogue --' },
   );
   for (const { label, chunks } of splits(body)) {
-    const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT });
+    const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
     const { out, lengthDelta } = await rewriteAll(rewrite, 'ignored');
     if (rewrite.model !== undefined || lengthDelta !== 0 || !out.equals(body)) t.fail(label);
     if (JSON.stringify(Object.fromEntries(rewrite.fields)) !== '{"stream":"false","empty":""}') t.fail(`${label}: fields`);
@@ -366,6 +445,7 @@ t.test('multipart: quoted boundary, transport padding, empty model value', async
   const rewrite = await rewriteMultipartModelStream(source([body]), {
     contentType: `Multipart/Form-Data; charset=utf-8; boundary="${boundary}"`,
     maxPrefixBytes: LIMIT,
+    spoolDir: SPOOL_DIR,
   });
   t.equal(rewrite.model, '');
   const { out, lengthDelta } = await rewriteAll(rewrite, 'dall-e-2');
@@ -375,7 +455,7 @@ t.test('multipart: quoted boundary, transport padding, empty model value', async
 
 t.test('multipart: malformed bodies and headers are invalid_multipart', async (t) => {
   for (const contentType of [undefined, 'application/json', 'multipart/form-data', `multipart/mixed; boundary=${BOUNDARY}`, `multipart/form-data; boundary=${'b'.repeat(71)}`, `multipart/form-data; boundary=x; boundary=y`]) {
-    await rejectsWith(t, rewriteMultipartModelStream(source(['']), { contentType, maxPrefixBytes: LIMIT }), 'invalid_multipart', contentType);
+    await rejectsWith(t, rewriteMultipartModelStream(source(['']), { contentType, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR }), 'invalid_multipart', contentType);
   }
   const model = multipart([{ name: 'model', value: 'm' }]);
   const bodies: Array<[string, Buffer | string]> = [
@@ -392,7 +472,7 @@ t.test('multipart: malformed bodies and headers are invalid_multipart', async (t
     ['model not UTF-8', Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\n`), Buffer.of(0xff), Buffer.from(`\r\n--${BOUNDARY}--`)])],
   ];
   for (const [label, body] of bodies) {
-    await rejectsWith(t, rewriteMultipartModelStream(source([body]), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT }), 'invalid_multipart', label);
+    await rejectsWith(t, rewriteMultipartModelStream(source([body]), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR }), 'invalid_multipart', label);
   }
 });
 
@@ -406,6 +486,7 @@ t.test('multipart: the streamed tail is still checked (second model field, trunc
   const rewrite = await rewriteMultipartModelStream(source([body.subarray(0, cut), body.subarray(cut)]), {
     contentType: CONTENT_TYPE,
     maxPrefixBytes: LIMIT,
+    spoolDir: SPOOL_DIR,
   });
   t.equal(rewrite.model, 'a');
   await rejectsWith(t, collect(rewrite.replaceModel('u').body), 'invalid_multipart');
@@ -414,11 +495,13 @@ t.test('multipart: the streamed tail is still checked (second model field, trunc
   const truncated = await rewriteMultipartModelStream(source([complete.subarray(0, cut), complete.subarray(cut, -2)]), {
     contentType: CONTENT_TYPE,
     maxPrefixBytes: LIMIT,
+    spoolDir: SPOOL_DIR,
   });
   await rejectsWith(t, collect(truncated.replaceModel('u').body), 'invalid_multipart', 'no closing boundary');
   const crlf = await rewriteMultipartModelStream(source([multipart([{ name: 'model', value: 'a' }])]), {
     contentType: CONTENT_TYPE,
     maxPrefixBytes: LIMIT,
+    spoolDir: SPOOL_DIR,
   });
   t.throws(() => crlf.replaceModel('x\r\n'), RangeError);
 });
@@ -432,7 +515,7 @@ t.test('multipart: resolves before the file exists and streams 32 MiB with backp
   const end = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
   const { gate, open } = opener();
   const { readable, state } = gatedSource(Buffer.concat([head, fileHead]), () => piece, count, end, gate);
-  const rewrite = await rewriteMultipartModelStream(readable, { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT });
+  const rewrite = await rewriteMultipartModelStream(readable, { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
   t.notOk(state.tailStarted, 'resolved from the head alone');
   t.equal(rewrite.model, 'gpt-image-1');
   t.same(Object.fromEntries(rewrite.fields), { n: '1' });

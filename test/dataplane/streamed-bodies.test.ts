@@ -319,7 +319,7 @@ t.test('namespace passthrough: an empty POST body reaches the upstream empty', a
 });
 
 t.test('a voice upload (a form that names no model) passes as sent, however far into it its fields come', async (t) => {
-  // The model search of other forms gives up after 8 x bufferedJsonBytes; a voice form has no model to find.
+  // Other forms are searched for their model (spooled past 8 x bufferedJsonBytes); a voice form has no model to find.
   const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { bufferedJsonBytes: 16 * 1024 });
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'vendor-tts' }], protocols: ['x-suite'], recordBody: true });
   const form = new FormData();
@@ -333,4 +333,31 @@ t.test('a voice upload (a form that names no model) passes as sent, however far 
   t.match(String(seen.headers['content-type']), /^multipart\/form-data; boundary=/, 'with its boundary');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, { operation: 'voices-create', request_body: { state: 'recorded', original_bytes: seen.body.length } });
+});
+
+t.test('a transcription form with a file past 8 x bufferedJsonBytes before its model is spooled, and forwarded with the mapped model', async (t) => {
+  const dir = spoolDir(t);
+  const spool = watchSpool(t, dir);
+  // 16 KiB buffered: the model is looked for in memory up to 128 KiB, the file is 600 KB.
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok, { spoolDir: dir, bufferedJsonBytes: 16 * 1024 });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'stt', upstream: 'vendor-whisper-large' }], protocols: ['x-suite'], recordBody: true });
+  const audio = Buffer.from(Array.from({ length: 600_000 }, (_, i) => (i * 31) % 256));
+  const boundary = 'switchyard-test-boundary';
+  const form = (model: string) =>
+    Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="speech.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`),
+      audio,
+      Buffer.from(`\r\n--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${model}\r\n--${boundary}\r\nContent-Disposition: form-data; name="response_format"\r\n\r\njson\r\n--${boundary}--\r\n`),
+    ]);
+  const body = form('stt');
+  const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body });
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  const seen = upstream.requests[0]!;
+  t.ok(seen.body.equals(form('vendor-whisper-large')), 'the file intact, only the model value changed');
+  t.equal(Number(seen.headers['content-length']), body.length - 'stt'.length + 'vendor-whisper-large'.length, 'content-length follows the rewritten model');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { upstream_model: 'vendor-whisper-large', request_body: { original_bytes: body.length } });
+  t.ok(spool.seen.size > 0, 'the form was spooled');
+  await eventually(() => (spool.left().length === 0 ? true : undefined), 'the spool file removed once the request ended');
 });

@@ -1,4 +1,4 @@
-export type BodyRewriteErrorCode = 'invalid_json' | 'not_an_object' | 'model_not_found_within_limit' | 'invalid_multipart' | 'too_many_members';
+export type BodyRewriteErrorCode = 'invalid_json' | 'not_an_object' | 'invalid_multipart' | 'too_many_members';
 
 /** Why a request body could not be scanned; callers answer the client with a 4xx. */
 export class BodyRewriteError extends Error {

@@ -18,6 +18,11 @@ export interface ModelRewrite {
    * is consumed. A caller that never calls it owns the paused source (drain or destroy it).
    */
   replaceModel(upstream: string): RewrittenBody;
+  /**
+   * Removes the temporary file a long prefix was spooled to, if it is still there (the body
+   * from replaceModel() removes it once read). Call it when the request is over; idempotent.
+   */
+  release(): void;
 }
 
 /** Where the model value sits in the body, as absolute byte offsets [start, end). */

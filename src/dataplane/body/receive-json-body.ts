@@ -1,11 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { createWriteStream, type WriteStream } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import { DataPlaneError } from '../data-plane-error.ts';
 import { spliceDelta, type Splice } from './json-body-splices.ts';
 import { JsonMemberScanner, type ScannedObject } from './json-member-scanner.ts';
+import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
 
 export interface ReceiveJsonOptions {
   /** The request's content-length, when it has one. */
@@ -23,8 +20,6 @@ export interface ReceiveJsonOptions {
 
 export type ReceivedJson = { readonly kind: 'buffered'; readonly raw: Buffer } | { readonly kind: 'spooled'; readonly body: SpooledJsonBody };
 
-const READ_BYTES = 64 * 1024;
-
 /**
  * Reads a JSON body that has no content-length or a large one. A body that ends within
  * `bufferedJsonBytes` comes back whole, as if it had declared its length. A larger one goes to
@@ -39,7 +34,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
     const kept: Buffer[] = [];
     let keptBytes = 0;
     let size = 0;
-    let spool: { file: WriteStream; path: string; scanner: JsonMemberScanner } | undefined;
+    let spool: (SpoolFile & { scanner: JsonMemberScanner }) | undefined;
     let settled = false;
 
     const fail = (error: unknown) => {
@@ -48,7 +43,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       detach();
       // Drained, not destroyed: the socket still has to carry the error response.
       if (!req.readableEnded && !req.destroyed) req.resume();
-      if (spool !== undefined) discard(spool.file, spool.path);
+      if (spool !== undefined) discardSpoolFile(spool);
       reject(error);
     };
     const keep = (chunk: Buffer) => {
@@ -63,8 +58,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       return spool!.file.write(chunk);
     };
     const spill = () => {
-      const file = path.join(options.spoolDir, `switchyard-body-${randomUUID()}.json`);
-      spool = { file: createWriteStream(file, { flags: 'wx', mode: 0o600 }), path: file, scanner: new JsonMemberScanner(options.wanted) };
+      spool = { ...createSpoolFile(options.spoolDir), scanner: new JsonMemberScanner(options.wanted) };
       spool.file.on('error', fail).on('drain', () => req.resume());
       for (const chunk of head.splice(0)) toFile(chunk);
     };
@@ -142,40 +136,6 @@ export class SpooledJsonBody {
    * space is freed when it closes.
    */
   release(): void {
-    rm(this.#path, { force: true }).catch(warnNotRemoved);
+    removeSpoolFile(this.#path);
   }
-}
-
-// The file is opened on the first read, so a stream dropped unread holds no descriptor.
-async function* readSpliced(file: string, size: number, splices: readonly Splice[]): AsyncGenerator<Buffer> {
-  const handle = await open(file, 'r');
-  try {
-    let at = 0;
-    for (const splice of [...splices, { start: size, end: size, bytes: Buffer.alloc(0) }]) {
-      while (at < splice.start) {
-        const want = Math.min(READ_BYTES, splice.start - at);
-        const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(want), 0, want, at);
-        if (bytesRead === 0) throw new Error('the spooled request body is shorter than it was');
-        yield bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
-        at += bytesRead;
-      }
-      if (splice.bytes.length > 0) yield splice.bytes;
-      at = splice.end;
-    }
-  } finally {
-    await handle.close();
-  }
-}
-
-function discard(file: WriteStream, spooled: string): void {
-  // Removed once closed: an open still under way would otherwise create the file afterwards.
-  const remove = () => void rm(spooled, { force: true }).catch(warnNotRemoved);
-  if (file.closed) remove();
-  else file.once('close', remove).destroy();
-}
-
-// A spool file that cannot be removed (permissions, a read-only disk) is reported, never thrown
-// at a request that is over; the next start empties the directory.
-function warnNotRemoved(error: Error): void {
-  process.emitWarning(`switchyard: a spooled request body could not be removed: ${error.message}`);
 }

@@ -8,8 +8,10 @@ import { spliceModelStream } from './splice-model-stream.ts';
 export interface MultipartModelStreamOptions {
   /** The request's Content-Type header; it carries the boundary. */
   readonly contentType: string | undefined;
-  /** Bytes that may be buffered before the `model` field must have ended. */
+  /** Bytes kept in memory while the `model` field is looked for; past them the form is spooled. */
   readonly maxPrefixBytes: number;
+  /** Where a form whose model field comes after maxPrefixBytes is spooled until it does. */
+  readonly spoolDir: string;
 }
 
 export interface MultipartModelRewrite extends ModelRewrite {
@@ -23,23 +25,24 @@ export interface MultipartModelRewrite extends ModelRewrite {
 }
 
 /**
- * Multipart counterpart of rewriteJsonModelStream: resolves once the `model` field (a part
- * named "model" without a filename) has been read, then streams the rest unchanged. Rejects
- * with BodyRewriteError ('invalid_multipart' | 'model_not_found_within_limit') or the source's
- * own error; the body from replaceModel() errors with 'invalid_multipart' if the tail is
- * malformed or holds a second model field.
+ * Resolves once the `model` field (a part named "model" without a filename) has been read, then
+ * streams the rest unchanged. The official SDKs put the file before the model, so a field
+ * after maxPrefixBytes is waited for with the bytes before it spooled to a file (see
+ * spliceModelStream). Rejects with BodyRewriteError ('invalid_multipart'), a spool file error
+ * or the source's own error; the body from replaceModel() errors with 'invalid_multipart' if
+ * the tail is malformed or holds a second model field.
  */
 export async function rewriteMultipartModelStream(
   source: Readable,
   options: MultipartModelStreamOptions,
 ): Promise<MultipartModelRewrite> {
   const scanner = new MultipartModelScanner(boundaryOf(options.contentType));
-  const rewrite = await spliceModelStream(source, scanner, options.maxPrefixBytes, (upstream) => {
+  const rewrite = await spliceModelStream(source, scanner, options.maxPrefixBytes, options.spoolDir, (upstream) => {
     // A line break could start a delimiter line inside the value.
     if (/[\r\n]/.test(upstream)) throw new RangeError('a multipart model value cannot contain CR or LF');
     return Buffer.from(upstream, 'utf8');
   });
-  return { model: rewrite.model, replaceModel: rewrite.replaceModel, fields: scanner.fields };
+  return { model: rewrite.model, replaceModel: rewrite.replaceModel, release: rewrite.release, fields: scanner.fields };
 }
 
 function boundaryOf(contentType: string | undefined): string {

@@ -1,17 +1,30 @@
 import { Readable } from 'node:stream';
-import { BodyRewriteError } from './body-rewrite-error.ts';
+import type { Splice } from './json-body-splices.ts';
 import type { BodyScanner, ModelRewrite, ScanOutcome } from './model-rewrite.ts';
+import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
 
 interface Prefix {
+  /** The bytes read, in memory; empty when they went to `spooled`. */
   readonly chunks: Buffer[];
+  /** The bytes read, when there were more than maxPrefixBytes before the scanner settled. */
+  readonly spooled: SpooledPrefix | undefined;
   readonly outcome: ScanOutcome;
   /** The source ended while the prefix was read (scanner.end() has run). */
   readonly ended: boolean;
 }
 
+interface SpooledPrefix {
+  readonly size: number;
+  readonly path: string;
+}
+
 /**
  * Reads `source` until `scanner` settles, keeping only those bytes, then offers the body with
  * the model span replaced by `encodeModel(upstream)` and the rest of the source piped through.
+ * Up to `maxPrefixBytes` are kept in memory; past that (a large file before the model field)
+ * the bytes read go to a temporary file in `spoolDir`, with backpressure, until the scanner
+ * settles, and the body is read back from it. The file is removed once the body has been read
+ * from it, when that body is dropped, on failure, or by release(), whichever comes first.
  * The source is never destroyed here: on failure it is left paused and detached, because for
  * an HTTP request destroying it would also close the socket the error response needs.
  */
@@ -19,16 +32,31 @@ export async function spliceModelStream(
   source: Readable,
   scanner: BodyScanner,
   maxPrefixBytes: number,
+  spoolDir: string,
   encodeModel: (upstream: string) => Buffer,
 ): Promise<ModelRewrite> {
-  const prefix = await readPrefix(source, scanner, maxPrefixBytes);
+  const prefix = await readPrefix(source, scanner, maxPrefixBytes, spoolDir);
   const span = prefix.outcome.model;
+  let released = false;
+  const release = () => {
+    if (released || prefix.spooled === undefined) return;
+    released = true;
+    removeSpoolFile(prefix.spooled.path);
+  };
   let taken = false;
   return {
     model: span?.value,
     replaceModel(upstream) {
       if (taken) throw new Error('the rewritten body has already been taken');
       taken = true;
+      if (prefix.spooled !== undefined) {
+        const splices: Splice[] = span === undefined ? [] : [{ start: span.start, end: span.end, bytes: encodeModel(upstream) }];
+        const tail = bodyStream([], prefix.ended, source, scanner);
+        return {
+          body: spooledBody(prefix.spooled, splices, tail, release),
+          lengthDelta: splices.reduce((sum, splice) => sum + splice.bytes.length - (splice.end - splice.start), 0),
+        };
+      }
       if (span === undefined) return { body: bodyStream(prefix.chunks, prefix.ended, source, scanner), lengthDelta: 0 };
       const replacement = encodeModel(upstream);
       const total = prefix.chunks.reduce((sum, chunk) => sum + chunk.length, 0);
@@ -42,55 +70,96 @@ export async function spliceModelStream(
         lengthDelta: replacement.length - (span.end - span.start),
       };
     },
+    release,
   };
 }
 
-function readPrefix(source: Readable, scanner: BodyScanner, maxPrefixBytes: number): Promise<Prefix> {
+function readPrefix(source: Readable, scanner: BodyScanner, maxPrefixBytes: number, spoolDir: string): Promise<Prefix> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let read = 0;
-    const settle = (result: Prefix | { error: unknown }) => {
+    let spool: SpoolFile | undefined;
+    let settled = false;
+    const detach = () => {
       // Pause before detaching so that no chunk is emitted with nobody listening.
       source.pause();
       source.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
-      if ('error' in result) {
-        reject(result.error);
+    };
+    const fail = (error: unknown) => {
+      if (settled) return;
+      settled = true;
+      detach();
+      if (spool !== undefined) discardSpoolFile(spool);
+      reject(error);
+    };
+    const succeed = (outcome: ScanOutcome, ended: boolean) => {
+      settled = true;
+      detach();
+      source.on('error', parked);
+      if (spool === undefined) {
+        resolve({ chunks, spooled: undefined, outcome, ended });
         return;
       }
-      source.on('error', parked);
-      resolve(result);
+      const written = spool;
+      written.file.end((error?: Error | null) => {
+        if (!error) return resolve({ chunks, spooled: { size: read, path: written.path }, outcome, ended });
+        discardSpoolFile(written);
+        reject(error);
+      });
+    };
+    const spill = () => {
+      spool = createSpoolFile(spoolDir);
+      spool.file.on('error', fail).on('drain', () => settled || source.resume());
+      for (const chunk of chunks.splice(0)) spool.file.write(chunk);
+      // The prefix is in the file's queue now; nothing more is read until it has been written.
+      if (spool.file.writableNeedDrain) source.pause();
     };
     const onData = (data: unknown) => {
       try {
         const chunk = toBuffer(data);
-        chunks.push(chunk);
         read += chunk.length;
+        if (spool === undefined) chunks.push(chunk);
+        else if (!spool.file.write(chunk)) source.pause();
         scanner.push(chunk);
         const outcome = scanner.outcome;
-        if ((outcome?.at ?? read) > maxPrefixBytes) {
-          throw new BodyRewriteError(
-            'model_not_found_within_limit',
-            `the model was not found within the first ${maxPrefixBytes} bytes of the body`,
-          );
-        }
-        if (outcome !== undefined) settle({ chunks, outcome, ended: false });
+        if (outcome !== undefined) succeed(outcome, false);
+        else if (spool === undefined && read > maxPrefixBytes) spill();
       } catch (error) {
-        settle({ error });
+        fail(error);
       }
     };
     const onEnd = () => {
       try {
-        settle({ chunks, outcome: scanner.end(), ended: true });
+        succeed(scanner.end(), true);
       } catch (error) {
-        settle({ error });
+        fail(error);
       }
     };
-    const onError = (error: unknown) => settle({ error });
-    const onClose = () => settle({ error: prematureClose() });
+    const onError = (error: unknown) => fail(error);
+    const onClose = () => fail(prematureClose());
     source.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
     // A source paused earlier does not start flowing just because a data listener was added.
     source.resume();
   });
+}
+
+/**
+ * The spooled bytes with `splices` applied, then `tail`. The file goes as soon as it has been
+ * read, or when the body is dropped before that.
+ */
+function spooledBody(spooled: SpooledPrefix, splices: readonly Splice[], tail: Readable, release: () => void): Readable {
+  async function* chunks(): AsyncGenerator<Buffer> {
+    try {
+      yield* readSpliced(spooled.path, spooled.size, splices);
+      release();
+      yield* tail;
+    } finally {
+      release();
+      // Detaches the tail from the source when the body is dropped before it got there.
+      tail.destroy();
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false });
 }
 
 /** `head`, then the rest of `source` with backpressure, still fed to the scanner. */

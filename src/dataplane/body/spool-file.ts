@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { open, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Splice } from './json-body-splices.ts';
+
+/** A request body being written to a temporary file in the spool directory. */
+export interface SpoolFile {
+  readonly file: WriteStream;
+  readonly path: string;
+}
+
+const READ_BYTES = 64 * 1024;
+
+/**
+ * A new file only the gateway's user can read. The name is the one resetSpoolDir removes at
+ * start, whatever the body's type, so a file a crash left behind does not stay.
+ */
+export function createSpoolFile(dir: string): SpoolFile {
+  const file = path.join(dir, `switchyard-body-${randomUUID()}.json`);
+  return { file: createWriteStream(file, { flags: 'wx', mode: 0o600 }), path: file };
+}
+
+/** Stops writing and removes the file. */
+export function discardSpoolFile(spool: SpoolFile): void {
+  // Removed once closed: an open still under way would otherwise create the file afterwards.
+  const remove = () => removeSpoolFile(spool.path);
+  if (spool.file.closed) remove();
+  else spool.file.once('close', remove).destroy();
+}
+
+/**
+ * Removes a written file. A read already under way keeps its open descriptor and finishes; the
+ * space is freed when it closes.
+ */
+export function removeSpoolFile(file: string): void {
+  rm(file, { force: true }).catch(warnNotRemoved);
+}
+
+/**
+ * The first `size` bytes of `file` with `splices` (sorted, not overlapping) applied. The file
+ * is opened on the first read, so a stream dropped unread holds no descriptor.
+ */
+export async function* readSpliced(file: string, size: number, splices: readonly Splice[]): AsyncGenerator<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    let at = 0;
+    for (const splice of [...splices, { start: size, end: size, bytes: Buffer.alloc(0) }]) {
+      while (at < splice.start) {
+        const want = Math.min(READ_BYTES, splice.start - at);
+        const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(want), 0, want, at);
+        if (bytesRead === 0) throw new Error('the spooled request body is shorter than it was');
+        yield bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
+        at += bytesRead;
+      }
+      if (splice.bytes.length > 0) yield splice.bytes;
+      at = splice.end;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+// A spool file that cannot be removed (permissions, a read-only disk) is reported, never thrown
+// at a request that is over; the next start empties the directory.
+function warnNotRemoved(error: Error): void {
+  process.emitWarning(`switchyard: a spooled request body could not be removed: ${error.message}`);
+}
