@@ -1,4 +1,4 @@
-import type { OutgoingHeaders, UpstreamTarget } from '../upstream/index.ts';
+import { encodePathParameter, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
 
 const BASE_CACHE_LIMIT = 1024;
 /** Base URLs split into origin and path, by the base URL string a Group holds. */
@@ -34,7 +34,7 @@ function pathWithParameters(upstreamPath: string, params: Record<string, string>
   return upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
     if (name === 'model' && upstreamModel !== null) return encodeURIComponent(upstreamModel);
     const value = params[name] ?? '';
-    return name === 'rest' ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
+    return encodePathParameter(value, name === 'rest');
   });
 }
 

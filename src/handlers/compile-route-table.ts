@@ -1,4 +1,5 @@
 import { MODEL_LISTS, OPERATIONS, OPERATION_IDS, type ModelListDecl, type OperationId } from '../generated/index.ts';
+import { encodePathParameter } from '../upstream/encode-path-parameter.ts';
 
 type OperationEntry = (typeof OPERATIONS)[OperationId];
 
@@ -135,7 +136,7 @@ function namedRoutesOf(routes: readonly CompiledRoute[]): readonly CompiledRoute
 function forwardedSpelling(route: CompiledRoute, params: Record<string, string>): string {
   const path = route.template.replace(/\{(\w+)(\*?)\}/g, (_, name: string, rest: string) => {
     const value = params[name] ?? '';
-    return rest ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
+    return encodePathParameter(value, rest !== '');
   });
   return withoutEmptySegments(path);
 }

@@ -1,3 +1,4 @@
+export { encodePathParameter } from './encode-path-parameter.ts';
 export { firstHeaderValue } from './header-map.ts';
 export type { HeaderMap, OutgoingHeaders } from './header-map.ts';
 export { HOP_BY_HOP_HEADERS, copyHeadersWithout, stripHopByHop, withHopByHop } from './hop-by-hop-headers.ts';
