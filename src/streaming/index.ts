@@ -10,3 +10,5 @@ export { systemClock, watchIdle } from './watch-idle.ts';
 export type { IdleClock, IdleWatcher } from './watch-idle.ts';
 export { SseEventSplitter } from './split-sse-events.ts';
 export { sseEventData } from './sse-event-data.ts';
+export { UPSTREAM_STREAM_ERROR, upstreamStreamErrors } from './upstream-stream-errors.ts';
+export type { UpstreamStreamErrorRow } from './upstream-stream-errors.ts';

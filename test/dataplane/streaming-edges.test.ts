@@ -20,6 +20,10 @@ interface StreamStyle {
   first: string;
   /** Checks the error event that must end the client's stream. */
   errorEvent: (t: Test, block: string, code: string) => void;
+  /** The style's own error events, as an upstream sends them mid-stream (each one a failure). */
+  upstreamErrors: Record<string, string>;
+  /** Events of a stream that went well, whose text and fields merely say "error". */
+  innocent: string;
 }
 
 function dataOf(block: string): unknown {
@@ -43,6 +47,8 @@ const STYLES: StreamStyle[] = [
       t.notMatch(block, /^event:/m, 'completions errors have no event name');
       t.match(dataOf(block), { error: { code, message: String, type: String } }, 'data: {"error": ...}');
     },
+    upstreamErrors: { 'data: {"error": ...}': `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } })}\n\n` },
+    innocent: `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'no "error": here' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
   },
   {
     name: 'responses',
@@ -55,6 +61,14 @@ const STYLES: StreamStyle[] = [
       t.match(block, /^event: error$/m, 'event: error');
       t.match(dataOf(block), { type: 'error', code, message: String }, 'responses error data');
     },
+    upstreamErrors: {
+      'response.failed': `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: 1, response: { id: 'resp_1', status: 'failed', error: { code: 'server_error', message: 'The model failed.' } } })}\n\n`,
+      error: `event: error\ndata: ${JSON.stringify({ type: 'error', sequence_number: 1, code: 'server_error', message: 'The model failed.', param: null })}\n\n`,
+    },
+    innocent: [
+      `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, delta: 'no "error" here' })}\n\n`,
+      `event: response.incomplete\ndata: ${JSON.stringify({ type: 'response.incomplete', sequence_number: 2, response: { id: 'resp_1', status: 'incomplete', error: null, incomplete_details: { reason: 'max_output_tokens' } } })}\n\n`,
+    ].join(''),
   },
   {
     name: 'messages',
@@ -67,6 +81,11 @@ const STYLES: StreamStyle[] = [
       t.match(block, /^event: error$/m, 'event: error');
       t.match(dataOf(block), { type: 'error', error: { type: String, message: String, code } }, 'messages error data');
     },
+    upstreamErrors: { 'event: error': `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n` },
+    innocent: [
+      `event: content_block_delta\ndata: ${JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'no "error" here' } })}\n\n`,
+      `event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop' })}\n\n`,
+    ].join(''),
   },
   {
     name: 'generate',
@@ -78,6 +97,8 @@ const STYLES: StreamStyle[] = [
     errorEvent: (t, block, code) => {
       t.match(dataOf(block), { error: { code: Number, status: String, message: String, details: [{ reason: code }] } }, 'generate error data');
     },
+    upstreamErrors: { 'data: {"error": ...}': `data: ${JSON.stringify({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } })}\r\n\r\n` },
+    innocent: `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'no "error": here' }] }, finishReason: 'STOP' }] })}\r\n\r\n`,
   },
 ];
 
@@ -169,6 +190,37 @@ for (const style of STYLES) {
     style.errorEvent(t, blocks.at(-1) ?? '', 'upstream_stream_broken');
     const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
     t.equal(record.error_code, 'upstream_stream_broken');
+  });
+}
+
+// ---- errors the upstream sends inside its stream ------------------------------------------
+// They reach the client as sent (the SDKs throw on them), and the record counts the request as
+// failed: status 200, which the client got, and error_code upstream_stream_error.
+
+for (const style of STYLES) {
+  for (const [raw, event] of Object.entries(style.upstreamErrors)) {
+    t.test(`${style.name}: an upstream's own ${raw} event reaches the client as sent and is logged as upstream_stream_error`, async (t) => {
+      const s = await scenario(t, style, (res) => {
+        setTimeout(() => res.end(event), 20);
+      });
+      const res = await send(s, style);
+      t.equal(res.status, 200);
+      const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+      t.equal(text, style.first + event, 'the client gets the upstream stream unchanged, no event added');
+      const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+      t.match(record, { status: 200, error_code: 'upstream_stream_error', client_aborted: false });
+    });
+  }
+
+  t.test(`${style.name}: a stream whose content merely says "error" is logged as a success`, async (t) => {
+    const s = await scenario(t, style, (res) => {
+      setTimeout(() => res.end(style.innocent), 20);
+    });
+    const res = await send(s, style);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    t.equal(text, style.first + style.innocent);
+    const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: null });
   });
 }
 
@@ -425,6 +477,29 @@ t.test('generate JSON-array stream: usage is read from the elements', async (t) 
   t.same(JSON.parse(text).length, 2, 'the array arrives whole');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, { input_tokens: 9, output_tokens: 5, cached_tokens: 0, reasoning_tokens: 2 });
+});
+
+t.test('generate JSON-array stream: an error element from the upstream reaches the client as sent and is logged as upstream_stream_error', async (t) => {
+  const errorElement = { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } };
+  const { gw, res } = await jsonArrayScenario(t, (res) => {
+    setTimeout(() => res.end(`,\r\n${JSON.stringify(errorElement)}]`), 20);
+  });
+  t.equal(res.status, 200);
+  const parsed = await readJsonArray(t, res);
+  t.same(parsed?.at(-1), errorElement, 'its last element is the upstream\'s, unchanged');
+  t.equal(parsed?.length, 2, 'no element added');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: 'upstream_stream_error' });
+});
+
+t.test('generate JSON-array stream: an element whose text merely says "error" is logged as a success', async (t) => {
+  const { gw, res } = await jsonArrayScenario(t, (res) => {
+    setTimeout(() => res.end(`,\r\n${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'no "error": here' }] }, finishReason: 'STOP' }] })}]`), 20);
+  });
+  const parsed = await readJsonArray(t, res);
+  t.equal(parsed?.length, 2);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null });
 });
 
 t.test('generate JSON-array stream: a stall ends the array cleanly with an error element', async (t) => {

@@ -31,7 +31,10 @@ export interface DeliveryOptions {
 
 export interface DeliveryOutcome {
   usage: TokenUsage | undefined;
-  /** A reason code when the stream was ended by the gateway (idle upstream, broken upstream). */
+  /**
+   * A reason code when the stream was ended by the gateway (idle upstream, broken upstream),
+   * or `upstream_stream_error` when the upstream sent its own error event in it.
+   */
   streamFailure: string | undefined;
   clientAborted: boolean;
   /** `id` of a created response, for routing later resource calls back to the same upstream. */

@@ -4,7 +4,7 @@ import { StreamRelay } from './stream-relay.ts';
 
 /**
  * A stream framed as one JSON array: passed on byte for byte as it arrives, with usage read
- * from its elements. A stall or break closes the array with an error element when the stream
+ * from its elements, and an element that is an error object recorded as the upstream's error. A stall or break closes the array with an error element when the stream
  * stands between elements; inside an element nothing valid can follow, so the response ends.
  */
 export class JsonArrayRelay extends StreamRelay {
@@ -12,12 +12,18 @@ export class JsonArrayRelay extends StreamRelay {
 
   onData(chunk: Buffer): void {
     this.idle.touch();
-    for (const element of this.#splitter.push(chunk)) this.usage?.push(element);
+    for (const element of this.#splitter.push(chunk)) this.#inspect(element);
     if (this.relay.clientOpen) this.relay.write(chunk);
   }
 
   protected endCleanly(): void {
-    for (const element of this.#splitter.end()) this.usage?.push(element);
+    for (const element of this.#splitter.end()) this.#inspect(element);
+  }
+
+  #inspect(element: string): void {
+    this.usage?.push(element);
+    const errors = this.upstreamErrors;
+    if (errors !== undefined && errors.mayHold(element) && errors.isErrorData(element)) this.upstreamErrorSeen();
   }
 
   protected writeFailure(code: string): void {

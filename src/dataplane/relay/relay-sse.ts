@@ -23,8 +23,8 @@ export const MAX_HELD_EVENT_BYTES = 16 * 1024 * 1024;
 
 /**
  * SSE passed on event by event as bytes: each chunk's complete events in one write, exactly as
- * received. Only events that can carry usage (or the created response's id) are decoded and
- * parsed. Half an event is never written (an event too large to hold excepted, which a break
+ * received. Only events that can carry usage (or the created response's id), or be the
+ * upstream's own error event, are decoded and parsed. Half an event is never written (an event too large to hold excepted, which a break
  * then ends with the connection), so an error event after a break stands on its own.
  */
 export class SseRelay extends StreamRelay {
@@ -70,6 +70,8 @@ export class SseRelay extends StreamRelay {
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!;
       if (options.streamStyle === 'responses' && event.includes(SEQUENCE_MARK)) this.#lastSequenced = event;
+      const errors = this.upstreamErrors;
+      if (errors !== undefined && errors.candidateIn(event) !== -1 && errors.isErrorEvent(event.toString('utf8'))) this.upstreamErrorSeen();
       if (this.#mayCarry(event) && !this.#inspect(event.toString('utf8'))) (kept ??= events.slice(0, i));
       else kept?.push(event);
     }
@@ -88,6 +90,7 @@ export class SseRelay extends StreamRelay {
       const at = block.lastIndexOf(SEQUENCE_MARK);
       if (at !== -1) this.#lastSequenced = block.subarray(eventStart(block, at), eventEnd(block, at));
     }
+    if (this.upstreamErrors !== undefined) this.#findUpstreamError(block);
     // The [start, end) ranges of the block to pass on, when an event is dropped.
     let kept: number[] | undefined;
     let from = 0;
@@ -109,6 +112,17 @@ export class SseRelay extends StreamRelay {
     if (this.#lastSequenced !== undefined && this.#lastSequenced.buffer === block.buffer) this.#lastSequenced = Buffer.from(this.#lastSequenced);
     const out = keepRanges(block, kept);
     if (out.length > 0) this.relay.write(out);
+  }
+
+  /** Looks into the block's events that may be the upstream's own error event. */
+  #findUpstreamError(block: Buffer): void {
+    const errors = this.upstreamErrors!;
+    let at = errors.candidateIn(block);
+    while (at !== -1) {
+      const end = eventEnd(block, at);
+      if (errors.isErrorEvent(block.toString('utf8', eventStart(block, at), end))) return this.upstreamErrorSeen();
+      at = errors.candidateIn(block, end);
+    }
   }
 
   #passOn(bytes: Buffer): void {

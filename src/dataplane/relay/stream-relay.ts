@@ -1,18 +1,23 @@
-import type { IdleWatcher } from '../../streaming/index.ts';
+import { UPSTREAM_STREAM_ERROR, type IdleWatcher } from '../../streaming/index.ts';
 import { StreamUsageAccumulator } from '../../usage/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import type { RelayContext } from './relay-context.ts';
 import { watchUpstreamIdle } from './stream-failure-of.ts';
+import { UpstreamErrorDetector } from './upstream-error-detector.ts';
 
 /**
  * What the stream relays share: usage accumulated event by event, an idle watcher that breaks
- * off a silent upstream, and an ending that writes the protocol's error element when the
- * gateway broke the stream off and the client is still there.
+ * off a silent upstream, an ending that writes the protocol's error element when the
+ * gateway broke the stream off and the client is still there, and the record of an error
+ * event the upstream sent itself (passed on as sent).
  */
 export abstract class StreamRelay implements UpstreamBodySink {
   protected readonly relay: RelayContext;
   protected readonly usage: StreamUsageAccumulator | undefined;
   protected readonly idle: IdleWatcher;
+  /** Looks for the upstream's own error event; undefined once one was seen. */
+  protected upstreamErrors: UpstreamErrorDetector | undefined;
+  #upstreamErrorSeen = false;
   readonly #done: () => void;
 
   constructor(relay: RelayContext, done: () => void) {
@@ -20,6 +25,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.#done = done;
     const { usageStyle } = relay.options;
     this.usage = usageStyle ? new StreamUsageAccumulator(usageStyle) : undefined;
+    this.upstreamErrors = UpstreamErrorDetector.of(relay.options.streamStyle);
     // Also the relay's, which holds it while the client's buffer is full.
     this.idle = relay.idle = watchUpstreamIdle(relay);
     relay.options.inFlight?.addStream(relay);
@@ -39,6 +45,12 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.#finish();
   }
 
+  /** The upstream sent its own error event: the stream ends as the upstream ends it, but failed. */
+  protected upstreamErrorSeen(): void {
+    this.#upstreamErrorSeen = true;
+    this.upstreamErrors = undefined;
+  }
+
   /** Passes on what the upstream left at a clean end. */
   protected abstract endCleanly(): void;
 
@@ -51,6 +63,9 @@ export abstract class StreamRelay implements UpstreamBodySink {
     // A client that stopped reading would not read an error event either.
     if (failure === 'client_stalled') this.relay.res.destroy();
     else if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
+    // Recorded only now: the client already has the upstream's error event, the gateway adds
+    // none, and a break-off by the gateway after it is what the record names.
+    if (this.#upstreamErrorSeen) this.relay.fail(UPSTREAM_STREAM_ERROR);
     this.#done();
     this.relay.options.inFlight?.deleteStream(this.relay);
   }
