@@ -30,6 +30,11 @@ export function validateSemantics(pm: LoadedManifest, cm: LoadedManifest): Manif
     if (x) atP(['protocols', x.pi, 'operations', x.oi, 'path'], `duplicate endpoint "${routeKeys[i]}"`);
     else atP(['model_lists', i - allOps.length, 'path'], `duplicate endpoint "${routeKeys[i]}"`);
   });
+  protocols.model_lists.forEach((m, mi) => {
+    const namesModel = m.path.includes('{model}');
+    if (namesModel !== (m.answers === 'model')) atP(['model_lists', mi, 'path'], namesModel ? `"${m.path}" names a model: declare answers: model` : `answers: model needs {model} in "${m.path}"`);
+    if (/\{(?!model\})/.test(m.path)) atP(['model_lists', mi, 'path'], `"${m.path}": a model list path has no parameter but {model}`);
+  });
   protocols.protocols.forEach((p, pi) => {
     if (!p.operations.some((o) => o.id === p.primary_operation)) {
       atP(['protocols', pi, 'primary_operation'], `unknown operation id "${p.primary_operation}" in protocol "${p.id}"`);

@@ -1,5 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { OperationEntry } from '../generated/index.ts';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ModelListDecl, OperationEntry } from '../generated/index.ts';
 import { compileRouteTable, matchRoute, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
@@ -20,7 +20,7 @@ import { renderErrorBody } from './render-error-body.ts';
 import { requestFeatures } from './request-features.ts';
 import { ResponseAffinity } from './response-affinity.ts';
 import { quotaMeterFor } from './quota-meter.ts';
-import { modelListBody, sendJson } from './serve-model-list.ts';
+import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
@@ -79,9 +79,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     try {
       const target = req.url ?? '/';
       const q = target.indexOf('?');
-      const match = matchRoute(routes, req.method ?? 'GET', q < 0 ? target : target.slice(0, q));
+      const path = q < 0 ? target : target.slice(0, q);
+      const match = matchRoute(routes, req.method ?? 'GET', path);
       if (!match.found) {
-        if (match.near) errorStyle = errorStyleOf(match.near);
+        errorStyle = unmatchedErrorStyle(match.near, req.headers, path);
         throw new DataPlaneError(match.invalidParameter ? 'invalid_path_parameter' : match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
       }
       const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
@@ -93,13 +94,20 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         const list = match.target.list;
         log.protocol = 'models';
         log.operation = list.id;
-        const alternate = list.alternate !== undefined && req.headers[list.alternate.when_header] !== undefined;
-        const style = alternate && list.alternate ? list.alternate.style : list.style;
-        if (style !== 'completions') errorStyle = style;
+        const alternate = alternateListStyle(list, req.headers);
+        errorStyle = errorStyleOf(match.target, req.headers);
         if (!key) throw new DataPlaneError('access_key_invalid');
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
-        sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, started), requestId);
+        if (list.answers === 'model') {
+          const model = match.params['model']!;
+          log.external_model = model;
+          const body = modelBody(list, alternate, model, key, snap.groups, started);
+          if (body === undefined) throw new DataPlaneError('model_not_visible');
+          sendJson(res, 200, body, requestId);
+        } else {
+          sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, started), requestId);
+        }
         log.status = 200;
         return;
       }
@@ -200,8 +208,26 @@ function cutByShutdown(log: LogRecord): void {
   for (const attempt of log.attempts) if (attempt.error_code === 'client_closed') attempt.error_code = 'shutting_down';
 }
 
-function errorStyleOf(target: RouteTarget): OperationEntry['error_style'] {
-  return target.kind === 'operation' ? target.operation.error_style : target.list.style;
+/** A model list's request carries its alternate style's header (the anthropic SDK's `anthropic-version`). */
+function alternateListStyle(list: ModelListDecl, headers: IncomingHttpHeaders): boolean {
+  return list.alternate !== undefined && headers[list.alternate.when_header] !== undefined;
+}
+
+function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders): OperationEntry['error_style'] {
+  if (target.kind === 'operation') return target.operation.error_style;
+  const { list } = target;
+  return alternateListStyle(list, headers) && list.alternate ? list.alternate.style : list.style;
+}
+
+/**
+ * The error shape for a path no endpoint takes: a /v1beta path is a generate-style client's, a
+ * request with `anthropic-version` a messages client's; otherwise that of the endpoint nearest
+ * to the path.
+ */
+function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string): OperationEntry['error_style'] {
+  if (path.startsWith('/v1beta/')) return 'generate';
+  if (headers['anthropic-version'] !== undefined) return 'messages';
+  return near ? errorStyleOf(near, headers) : 'completions';
 }
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {

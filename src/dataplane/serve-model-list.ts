@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { ModelListDecl } from '../generated/index.ts';
+import type { ModelListDecl, ModelListStyle } from '../generated/index.ts';
 import { visibleModelNames } from '../management/visibility.ts';
 import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
 import { withRequestId } from './request-id-headers.ts';
@@ -10,20 +10,38 @@ import { withRequestId } from './request-id-headers.ts';
  */
 export function modelListBody(list: ModelListDecl, useAlternate: boolean, key: AccessKeyRecord, groups: readonly GroupRecord[], createdAt: number): unknown {
   const names = visibleModelNames(key, groups);
-  const style = useAlternate && list.alternate ? list.alternate.style : list.style;
-  const created = Math.floor(createdAt / 1000);
+  const style = styleOf(list, useAlternate);
+  const entries = names.map((id) => modelEntry(style, id, createdAt));
   switch (style) {
     case 'completions':
-      return { object: 'list', data: names.map((id) => ({ id, object: 'model', created, owned_by: 'switchyard' })) };
+      return { object: 'list', data: entries };
     case 'messages':
-      return {
-        data: names.map((id) => ({ type: 'model', id, display_name: id, created_at: new Date(createdAt).toISOString() })),
-        has_more: false,
-        first_id: names[0] ?? null,
-        last_id: names[names.length - 1] ?? null,
-      };
+      return { data: entries, has_more: false, first_id: names[0] ?? null, last_id: names[names.length - 1] ?? null };
     case 'generate':
-      return { models: names.map((id) => ({ name: `models/${id}`, baseModelId: id, displayName: id, supportedGenerationMethods: ['generateContent', 'countTokens'] })) };
+      return { models: entries };
+  }
+}
+
+/**
+ * One visible model, as its entry in the list (what models.retrieve / models.get parse);
+ * undefined when the key cannot see it.
+ */
+export function modelBody(list: ModelListDecl, useAlternate: boolean, model: string, key: AccessKeyRecord, groups: readonly GroupRecord[], createdAt: number): unknown {
+  return visibleModelNames(key, groups).includes(model) ? modelEntry(styleOf(list, useAlternate), model, createdAt) : undefined;
+}
+
+function styleOf(list: ModelListDecl, useAlternate: boolean): ModelListStyle {
+  return useAlternate && list.alternate ? list.alternate.style : list.style;
+}
+
+function modelEntry(style: ModelListStyle, id: string, createdAt: number): unknown {
+  switch (style) {
+    case 'completions':
+      return { id, object: 'model', created: Math.floor(createdAt / 1000), owned_by: 'switchyard' };
+    case 'messages':
+      return { type: 'model', id, display_name: id, created_at: new Date(createdAt).toISOString() };
+    case 'generate':
+      return { name: `models/${id}`, baseModelId: id, displayName: id, supportedGenerationMethods: ['generateContent', 'countTokens'] };
   }
 }
 

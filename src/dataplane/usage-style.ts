@@ -11,5 +11,5 @@ export const USAGE_STYLE_BY_PROTOCOL: Readonly<Record<string, UsageStyle>> = {
   'x-embeddings': 'generate',
   rerank: 'rerank',
   decisions: 'completions',
-  'x-suite': 'completions',
+  'x-suite': 'suite',
 };

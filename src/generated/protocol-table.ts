@@ -929,9 +929,27 @@ export const MODEL_LISTS: readonly ModelListDecl[] = [
     }
   },
   {
+    "id": "models-retrieve",
+    "method": "GET",
+    "path": "/v1/models/{model}",
+    "style": "completions",
+    "alternate": {
+      "when_header": "anthropic-version",
+      "style": "messages"
+    },
+    "answers": "model"
+  },
+  {
     "id": "generate-models-list",
     "method": "GET",
     "path": "/v1beta/models",
     "style": "generate"
+  },
+  {
+    "id": "generate-models-get",
+    "method": "GET",
+    "path": "/v1beta/models/{model}",
+    "style": "generate",
+    "answers": "model"
   }
 ];

@@ -43,6 +43,7 @@ export const compiledUsageTables: Readonly<Record<UsageStyle, CompiledUsageTable
   generate: compile(usageFieldTables.generate),
   embeddings: compile(usageFieldTables.embeddings),
   rerank: compile(usageFieldTables.rerank),
+  suite: compile(usageFieldTables.suite),
 };
 
 export function readRawCounters(table: CompiledUsageTable, usageObject: unknown): RawUsageCounters {

@@ -1,5 +1,5 @@
 /** Wire styles whose responses carry token usage. */
-export type UsageStyle = 'completions' | 'responses' | 'messages' | 'generate' | 'embeddings' | 'rerank';
+export type UsageStyle = 'completions' | 'responses' | 'messages' | 'generate' | 'embeddings' | 'rerank' | 'suite';
 
 /**
  * Unified token usage. `input_tokens` counts every prompt token (cached ones included),

@@ -6,6 +6,7 @@ import { messagesUsageFields } from './usage-fields-messages.ts';
 import { generateUsageFields } from './usage-fields-generate.ts';
 import { embeddingsUsageFields } from './usage-fields-embeddings.ts';
 import { rerankUsageFields } from './usage-fields-rerank.ts';
+import { suiteUsageFields } from './usage-fields-suite.ts';
 
 export const usageFieldTables: Readonly<Record<UsageStyle, UsageFieldTable>> = {
   completions: completionsUsageFields,
@@ -14,4 +15,5 @@ export const usageFieldTables: Readonly<Record<UsageStyle, UsageFieldTable>> = {
   generate: generateUsageFields,
   embeddings: embeddingsUsageFields,
   rerank: rerankUsageFields,
+  suite: suiteUsageFields,
 };

@@ -105,11 +105,20 @@ function upstreamUsage(op: Operation): { member: Record<string, unknown>; usage:
       return { member: { usageMetadata: { promptTokenCount: input, totalTokenCount: input } }, usage: { ...NO_USAGE, input_tokens: input } };
     case 'x-chat-embeddings':
       return { member: { usage: { prompt_tokens: input, total_tokens: input } }, usage: { ...NO_USAGE, input_tokens: input } };
+    case 'x-suite':
+      // OpenAI's token-billed transcriptions (Transcription.Tokens, TranscriptionTextDoneEvent.Usage) and
+      // speech stream (speech.audio.done) name the counters as responses does; input_tokens sums the details.
+      if (op.id === 'audio-transcriptions' || op.id === 'audio-speech') {
+        const details = op.id === 'audio-transcriptions' ? { type: 'tokens', input_token_details: { text_tokens: input - 5, audio_tokens: 5 } } : {};
+        return { member: { usage: { ...details, input_tokens: input, output_tokens: output, total_tokens: input + output } }, usage: inOut };
+      }
+      // OCR, FIM and the rest answer the completions names.
+      return { member: { usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } }, usage: inOut };
     case 'rerank':
       // The /v1/rerank answer's usage: its total only.
       return { member: { usage: { total_tokens: input } }, usage: { ...NO_USAGE, input_tokens: input } };
     default:
-      // Completions names: chat completions, and the decisions and suite upstreams.
+      // Completions names: chat completions and the decisions upstreams.
       return { member: { usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } }, usage: inOut };
   }
 }
@@ -159,13 +168,16 @@ function streamEvents(op: Operation): string[] {
         `event: ${type}.completed\ndata: ${JSON.stringify({ type: `${type}.completed`, b64_json: 'evt-3', ...image, ...usage })}\n\n`,
       ];
     }
-    default:
-      // Named events as the speech and transcription streams send them.
+    default: {
+      // x-suite: audio.speech.create({stream_format: 'sse'}) and audio.transcriptions.create({stream: true}):
+      // deltas, then a done event carrying the usage; other operations name their events by their id.
+      const type = op.id === 'audio-speech' ? 'speech.audio' : op.id === 'audio-transcriptions' ? 'transcript.text' : op.id;
       return [
-        `event: ${op.id}.delta\ndata: ${JSON.stringify({ type: `${op.id}.delta`, delta: 'evt-1' })}\n\n`,
-        `event: ${op.id}.delta\ndata: ${JSON.stringify({ type: `${op.id}.delta`, delta: 'evt-2' })}\n\n`,
-        `event: ${op.id}.done\ndata: ${JSON.stringify({ type: `${op.id}.done`, ...usage, marker: 'evt-3' })}\n\n`,
+        `event: ${type}.delta\ndata: ${JSON.stringify({ type: `${type}.delta`, delta: 'evt-1' })}\n\n`,
+        `event: ${type}.delta\ndata: ${JSON.stringify({ type: `${type}.delta`, delta: 'evt-2' })}\n\n`,
+        `event: ${type}.done\ndata: ${JSON.stringify({ type: `${type}.done`, ...usage, marker: 'evt-3' })}\n\n`,
       ];
+    }
   }
 }
 

@@ -128,6 +128,28 @@ t.test('rerank body: the usage total is the input, whether or not prompt_tokens 
   }
 });
 
+t.test('x-suite body: OpenAI audio names and completions names both read, a duration usage counts nothing', async (t) => {
+  t.equal(USAGE_STYLE_BY_PROTOCOL['x-suite'], 'suite');
+  const cases: Array<[string, unknown, object]> = [
+    // audio.transcriptions.create for a token-billed model (openai Transcription.Tokens).
+    ['transcription tokens', {
+      text: 'hello there',
+      usage: { type: 'tokens', input_tokens: 14, output_tokens: 45, total_tokens: 59, input_token_details: { text_tokens: 4, audio_tokens: 10 } },
+    }, { input_tokens: 14, output_tokens: 45, cached_tokens: 0, reasoning_tokens: 0 }],
+    // OCR and Mistral-style transcriptions answer the completions names.
+    ['ocr', { pages: [{ index: 0, markdown: '# A' }], model: 'ocr-m', usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 } },
+      { input_tokens: 120, output_tokens: 30, cached_tokens: 0, reasoning_tokens: 0 }],
+    ['fim with cache', { choices: [], usage: { prompt_tokens: 50, completion_tokens: 5, total_tokens: 55, prompt_tokens_details: { cached_tokens: 32 } } },
+      { input_tokens: 50, output_tokens: 5, cached_tokens: 32, reasoning_tokens: 0 }],
+    ['transcription duration', { text: 'hi', usage: { type: 'duration', seconds: 3 } },
+      { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 }],
+  ];
+  for (const [name, body, expected] of cases) {
+    t.same(extractUsage('suite', body), expected, name);
+    t.same(extractUsageFromBytes('suite', Buffer.from(JSON.stringify(body))), expected, `${name} from bytes`);
+  }
+});
+
 t.test('ignores counters that are not non-negative numbers', async (t) => {
   t.same(extractUsage('completions', { usage: { prompt_tokens: '12', completion_tokens: -1 } }), {
     input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0,

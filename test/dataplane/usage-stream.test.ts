@@ -124,6 +124,38 @@ t.test('generate stream: last usageMetadata wins', async (t) => {
   t.same(feed('generate', events), { input_tokens: 8, output_tokens: 35, cached_tokens: 4, reasoning_tokens: 30 });
 });
 
+t.test('x-suite streams: transcript.text.done, speech.audio.done and a FIM usage chunk', async (t) => {
+  t.equal(USAGE_STYLE_BY_PROTOCOL['x-suite'], 'suite');
+  // audio.transcriptions.create({stream: true}): deltas, then transcript.text.done with usage (openai TranscriptionTextDoneEvent).
+  const transcript = [
+    { type: 'transcript.text.delta', delta: 'hel' },
+    { type: 'transcript.text.delta', delta: 'lo' },
+    { type: 'transcript.text.done', text: 'hello', usage: { type: 'tokens', input_tokens: 14, output_tokens: 45, total_tokens: 59, input_token_details: { text_tokens: 4, audio_tokens: 10 } } },
+  ];
+  t.same(feed('suite', transcript), { input_tokens: 14, output_tokens: 45, cached_tokens: 0, reasoning_tokens: 0 });
+  // audio.speech.create({stream_format: 'sse'}): speech.audio.delta events, then speech.audio.done with usage.
+  const speech = [
+    { type: 'speech.audio.delta', audio: 'UklGRiQAAABXQVZF' },
+    { type: 'speech.audio.done', usage: { input_tokens: 7, output_tokens: 260, total_tokens: 267 } },
+  ];
+  t.same(feed('suite', speech), { input_tokens: 7, output_tokens: 260, cached_tokens: 0, reasoning_tokens: 0 });
+  const fim = [
+    { id: 'f1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x' } }] },
+    { id: 'f1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } },
+    '[DONE]',
+  ];
+  t.same(feed('suite', fim), { input_tokens: 11, output_tokens: 3, cached_tokens: 0, reasoning_tokens: 0 });
+  // The same events read from their bytes, as the SSE relay does.
+  for (const [name, events, expected] of [['transcript', transcript, 14], ['speech', speech, 7]] as const) {
+    const acc = new StreamUsageAccumulator('suite');
+    for (const e of events) {
+      const bytes = Buffer.from(JSON.stringify(e));
+      if (acc.pushBytes(bytes, 0, bytes.length) === undefined) acc.push(bytes.toString());
+    }
+    t.equal(acc.result()?.input_tokens, expected, `${name} from bytes`);
+  }
+});
+
 t.test('malformed data is ignored', async (t) => {
   t.equal(feed('generate', ['{"usageMetadata": {broken']), undefined);
 });

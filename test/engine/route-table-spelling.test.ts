@@ -39,7 +39,7 @@ t.test('every declared operation is matched as itself when spelled with a traili
 
 t.test('the model lists too', async (t) => {
   for (const list of MODEL_LISTS) {
-    for (const spelling of respellings(list.path)) t.equal(idOf(matchRoute(routes, list.method, spelling)), list.id, `${list.method} ${spelling}`);
+    for (const spelling of respellings(concrete(list.path))) t.equal(idOf(matchRoute(routes, list.method, spelling)), list.id, `${list.method} ${spelling}`);
   }
 });
 
@@ -72,4 +72,14 @@ t.test('a known path with a trailing slash and another method is 405, an unknown
   t.match(matchRoute(routes, 'GET', '/v1/chat/completions/'), { found: false, methodNotAllowed: true });
   t.match(matchRoute(routes, 'POST', '/v1/chat/completion/'), { found: false, methodNotAllowed: false });
   t.match(matchRoute(routes, 'GET', '/v1/responses/%2e%2e/'), { found: false, invalidParameter: true }, 'a dot segment stays refused');
+});
+
+t.test('one model of a list is GET /v1/models/{model} or /v1beta/models/{model}, never a generate operation', async (t) => {
+  t.match(matchRoute(routes, 'GET', '/v1/models/team-a'), { found: true, target: { list: { id: 'models-retrieve' } }, params: { model: 'team-a' } });
+  t.match(matchRoute(routes, 'GET', '/v1beta/models/team-a'), { found: true, target: { list: { id: 'generate-models-get' } }, params: { model: 'team-a' } });
+  t.match(matchRoute(routes, 'GET', '/v1/models/team%2Fa'), { found: true, params: { model: 'team/a' } }, 'an encoded slash is part of the name');
+  // `{model}` stops at ':': the operations' `models/{model}:verb` stay theirs, and are POST only.
+  t.equal(idOf(matchRoute(routes, 'POST', '/v1beta/models/team-a:generateContent')), 'generate-content');
+  t.match(matchRoute(routes, 'GET', '/v1beta/models/team-a:generateContent'), { found: false, methodNotAllowed: true });
+  t.match(matchRoute(routes, 'GET', '/v1beta/models/team-a/extra'), { found: false, methodNotAllowed: false });
 });

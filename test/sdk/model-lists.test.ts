@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
-import OpenAI, { AuthenticationError as OpenAIAuthenticationError } from 'openai';
-import Anthropic, { AuthenticationError as AnthropicAuthenticationError } from '@anthropic-ai/sdk';
+import OpenAI, { AuthenticationError as OpenAIAuthenticationError, NotFoundError as OpenAINotFoundError } from 'openai';
+import Anthropic, { AuthenticationError as AnthropicAuthenticationError, NotFoundError as AnthropicNotFoundError } from '@anthropic-ai/sdk';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import { startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
 import { logOf } from './helpers/vendor-wire.ts';
@@ -108,4 +108,67 @@ t.test('genai models.list(): generate-style list of the visible models', async (
   t.match((err as ApiError).message, /UNAUTHENTICATED/);
   t.match((err as ApiError).message, /access_key_invalid/);
   t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+// One model of the list (GET /v1/models/{model}, GET /v1beta/models/{model}): the SDKs'
+// models.retrieve / models.get, answered like the list, the model's object as its list entry.
+// A model the key cannot see (another Group's, or one it does not name) is a 404 model_not_visible.
+
+t.test('openai models.retrieve(): the visible model as its list entry, else NotFoundError', async (t) => {
+  const s = await setup(t);
+  const openai = (apiKey: string) => new OpenAI({ apiKey, baseURL: `${s.gw.url}/v1`, maxRetries: 0 });
+  const { data: model, response } = await openai(s.scoped).models.retrieve('team-c').withResponse();
+  t.match(model, { id: 'team-c', object: 'model', owned_by: String });
+  t.type(model.created, 'number');
+  t.match(await logOf(s.gw, response.headers.get('x-switchyard-request-id')), { protocol: 'models', operation: 'models-retrieve', external_model: 'team-c', status: 200 });
+
+  for (const [key, name] of [[s.scoped, 'team-d'], [s.narrow, 'team-a'], [s.narrow, 'team-hidden'], [s.scoped, 'no-such-model']] as const) {
+    const err = await openai(key).models.retrieve(name).catch((e: unknown) => e);
+    t.type(err, OpenAINotFoundError, name);
+    t.equal((err as OpenAINotFoundError).code, 'model_not_visible', name);
+  }
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('anthropic models.retrieve(): the visible model in the messages shape, else NotFoundError in the messages error shape', async (t) => {
+  const s = await setup(t);
+  const anthropic = (apiKey: string) => new Anthropic({ apiKey, baseURL: s.gw.url, maxRetries: 0 });
+  const model = await anthropic(s.scoped).models.retrieve('team-a');
+  t.match(model, { type: 'model', id: 'team-a', display_name: 'team-a' });
+  t.ok(!Number.isNaN(Date.parse(model.created_at)), 'created_at is an RFC 3339 time');
+
+  const err = await anthropic(s.narrow).models.retrieve('team-c').catch((e: unknown) => e);
+  t.type(err, AnthropicNotFoundError);
+  t.match((err as AnthropicNotFoundError).error, { type: 'error', error: { type: 'not_found_error', code: 'model_not_visible' } });
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('genai models.get(): the visible model as its list entry, else a 404 in the generate error shape', async (t) => {
+  const s = await setup(t);
+  const genai = (apiKey: string) => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: s.gw.url } });
+  const model = await genai(s.narrow).models.get({ model: 'team-d' });
+  t.equal(model.name, 'models/team-d');
+  t.equal(model.displayName, 'team-d');
+  t.ok(model.supportedActions?.includes('generateContent'), 'the SDK maps supportedGenerationMethods');
+
+  const err = await genai(s.scoped).models.get({ model: 'team-d' }).catch((e: unknown) => e);
+  t.type(err, ApiError);
+  t.equal((err as ApiError).status, 404);
+  t.match((err as ApiError).message, /NOT_FOUND/);
+  t.match((err as ApiError).message, /model_not_visible/);
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('a path no endpoint takes: generate error shape under /v1beta, messages shape with anthropic-version', async (t) => {
+  const s = await setup(t);
+  const gen = await fetch(`${s.gw.url}/v1beta/tunedModels/x`, { headers: { 'x-goog-api-key': s.scoped } });
+  t.equal(gen.status, 404);
+  t.match(await gen.json(), { error: { code: 404, status: 'NOT_FOUND', details: [{ reason: 'route_not_found' }] } });
+  const msg = await fetch(`${s.gw.url}/v1/models/team-a/extra`, { headers: { 'x-api-key': s.scoped, 'anthropic-version': '2023-06-01' } });
+  t.equal(msg.status, 404);
+  t.match(await msg.json(), { type: 'error', error: { type: 'not_found_error', code: 'route_not_found' } });
+  const elsewhere = await fetch(`${s.gw.url}/v1/organizations/me`, { headers: { 'x-api-key': s.scoped, 'anthropic-version': '2023-06-01' } });
+  t.match(await elsewhere.json(), { type: 'error', error: { code: 'route_not_found' } });
+  const plain = await fetch(`${s.gw.url}/v1/models/team-a/extra`, { headers: { authorization: `Bearer ${s.scoped}` } });
+  t.match(await plain.json(), { error: { code: 'route_not_found', param: null } });
 });

@@ -85,6 +85,10 @@ export interface ModelListDecl {
   method: 'GET';
   path: string;
   style: ModelListStyle;
+  /**
+   * list (the default): every visible model; model: the one the path's {model} names
+   */
+  answers?: 'list' | 'model';
   alternate?: {
     when_header: string;
     style: ModelListStyle;

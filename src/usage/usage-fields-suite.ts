@@ -1,0 +1,26 @@
+import type { UsageFieldTable } from './usage-field-table.ts';
+
+/**
+ * The x-suite operations (OCR, FIM, audio, moderation, classification): `usage` in the body,
+ * under either naming scheme. OpenAI's token-billed transcriptions and speech answer
+ * input_tokens/output_tokens (with input_token_details.text_tokens/audio_tokens that
+ * input_tokens already sums); OCR, FIM and Mistral-style transcriptions answer
+ * prompt_tokens/completion_tokens. An upstream sends one scheme, never both, so summing the
+ * rows of a unified field reads whichever came. A duration usage (`seconds`) counts no tokens.
+ * In streams the usage is a top-level `usage` of any event: FIM's final chunk, and the
+ * `transcript.text.done` and `speech.audio.done` events (one source for all, so the events'
+ * bytes can be read without parsing them).
+ */
+export const suiteUsageFields: UsageFieldTable = {
+  style: 'suite',
+  bodyUsagePath: 'usage',
+  fields: [
+    { raw: 'prompt_tokens', unified: 'input_tokens' },
+    { raw: 'input_tokens', unified: 'input_tokens' },
+    { raw: 'completion_tokens', unified: 'output_tokens' },
+    { raw: 'output_tokens', unified: 'output_tokens' },
+    { raw: 'prompt_tokens_details.cached_tokens', unified: 'cached_tokens' },
+  ],
+  stream: [{ usagePath: 'usage', merge: 'replace' }],
+  streamHint: /"usage"\s*:\s*\{/,
+};
