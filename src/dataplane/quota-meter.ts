@@ -36,7 +36,8 @@ export class QuotaMeter {
   }
 
   /**
-   * Refuses a request of a key that has reached a limit (429 quota_exceeded); otherwise admits
+   * Refuses a request of a key that has reached a limit (429 quota_exceeded), or whose usage
+   * cannot be read from the log store (503 log_store_unavailable); otherwise admits
    * it, holding its place toward a requests limit until `record(log)` receives its record.
    */
   async enforce(key: AccessKeyRecord, now: number, log: LogRecord): Promise<void> {
@@ -92,8 +93,10 @@ export class QuotaMeter {
         for (const log of queued) add(meter, log);
       },
       (error: unknown) => {
+        // Forgotten, so the next request reads again and the key works once the store does.
         this.#meters.delete(key.id);
-        throw error;
+        // Without its usage the quota cannot be enforced: refuse rather than let the key run unmetered.
+        throw new DataPlaneError('log_store_unavailable');
       },
     );
     this.#meters.set(key.id, meter);

@@ -73,6 +73,10 @@ export const ERROR_CODES = {
     status: 503,
     message: { en: 'This capability is not available in this deployment yet.', 'zh-CN': '此部署暂不提供该功能。' },
   },
+  LOG_STORE_UNAVAILABLE: {
+    status: 503,
+    message: { en: 'The request log store is failing; try again later.', 'zh-CN': '请求日志存储出现故障，请稍后再试。' },
+  },
   INTERNAL_SERVER_ERROR: {
     status: 500,
     message: { en: 'Internal server error.', 'zh-CN': '服务器内部错误。' },

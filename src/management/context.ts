@@ -10,6 +10,13 @@ import type { CredentialFlowProvider } from './credential-flows.ts';
 import type { ModelDiscovery } from './model-discovery.ts';
 import type { PriceCatalogEntry } from './price-catalog.ts';
 
+export interface RequestLogHealth {
+  /** Records appended but not yet written. */
+  buffered: number;
+  /** Records dropped since start because the store could not keep up. */
+  dropped: number;
+}
+
 export interface ManagementState {
   locale: Locale;
   peer: string;
@@ -32,6 +39,8 @@ export interface ManagementDeps {
   priceCatalog: readonly PriceCatalogEntry[];
   /** Provided by the adapters; without it discovery answers 503 SERVICE_UNAVAILABLE. */
   modelDiscovery: ModelDiscovery | undefined;
+  /** What /api/health shows of the request-log pipeline; without it, zeros. */
+  requestLogHealth?: () => RequestLogHealth;
   /** Provided by the adapters; without it stages wait for a manual import. */
   credentialFlows: CredentialFlowProvider | undefined;
 }

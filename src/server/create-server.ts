@@ -104,7 +104,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   try {
     const source = await loadAuthKey(dataDir, options.authKey ?? (options.env ?? process.env).AUTH_KEY);
     if (source.generatedAt) log(`switchyard: generated an AUTH_KEY and stored it in ${source.generatedAt} (readable only by its owner).`);
-    logs = options.logStore ?? (options.openLogStore ? await options.openLogStore(dataDir) : new MemoryLogStore());
+    const openLogs: LogStore = options.logStore ?? (options.openLogStore ? await options.openLogStore(dataDir) : new MemoryLogStore());
+    logs = openLogs;
 
     const validator = new SchemaValidator({
       protocol_id: () => PROTOCOL_IDS,
@@ -123,6 +124,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       priceCatalog: parsePriceList(BUNDLED_PRICE_LIST, validator.compile<PriceList>(priceListSchema)),
       modelDiscovery: options.modelDiscovery,
       credentialFlows: options.credentialFlows,
+      requestLogHealth: () => ({ buffered: openLogs.buffered ?? 0, dropped: openLogs.dropped ?? 0 }),
     };
     const management = createManagementApp(deps, { authKey: source.authKey, lockout: new Lockout(clock, options.lockoutPolicy) });
     const app = new Koa();
@@ -145,7 +147,6 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const openLogs = logs;
     const stopRetention = startLogRetention({ store, logs, clock, log }, options.logRetentionSchedule ?? hourlyRetention);
     let closing: Promise<void> | undefined;
     return {
@@ -190,5 +191,18 @@ async function shutdown(server: Server, drain: ConnectionDrain, store: ConfigSto
   // After every request, so that a failover attempt late in the grace period still has its upstream client.
   await dataPlane.close?.();
   // Requests and sessions are done, so every write they started is queued; closing waits for them.
-  await Promise.all([store.close(), logs.close()]);
+  // Each store is closed whatever the other does, and each failure is reported.
+  const [config, requestLogs] = await Promise.allSettled([store.close(), logs.close()]);
+  const failures = [
+    ...(config.status === 'rejected' ? [`config store: ${messageOf(config.reason)}`] : []),
+    ...(requestLogs.status === 'rejected' ? [`request logs: ${messageOf(requestLogs.reason)}`] : []),
+  ];
+  if (failures.length > 0) {
+    const reasons = [config, requestLogs].flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+    throw new AggregateError(reasons, `closing the stores failed: ${failures.join('; ')}`);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

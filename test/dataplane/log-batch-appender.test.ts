@@ -72,3 +72,21 @@ t.test('a failing hand-on keeps the batches and reports; beyond maxBuffered the 
   appender.flushAll();
   t.same(handed, [['r2'], ['r3', 'r4'], ['r5']]);
 });
+
+t.test('records dropped beyond maxBuffered are reported through onError with their number and the hand-on failure', async (t) => {
+  const errors: unknown[] = [];
+  const appender = new LogBatchAppender(
+    () => {
+      throw new Error('disk full');
+    },
+    { batchSize: 2, flushIntervalMs: 60_000, maxBuffered: 4, onError: (e) => errors.push(e) },
+  );
+  for (let i = 0; i < 2; i++) appender.append(record(i));
+  t.throws(() => appender.flushAll(), /disk full/);
+  // Three more batches of two: the two oldest of the five batches no longer fit.
+  for (let i = 2; i < 8; i++) appender.append(record(i));
+  t.equal(appender.dropped, 4);
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  const reports = errors.filter((e) => e instanceof Error && /dropped/.test(e.message)).map((e) => (e as Error).message);
+  t.same(reports, ['4 request records were dropped: the log store could not keep up (disk full)'], 'one report for the drops of one turn');
+});

@@ -3,6 +3,9 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { closedPortUrl, clientAuthHeaders, createKey, deferred, eventually, rawRequest, seedGroup, splitUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
 import type { AccessKeyQuota } from '../../src/store/records.ts';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { LOG_DB_FILE } from '../../src/store/logs/index.ts';
 
 // Logs, usage and quotas (issue 4 item 6), and what never crosses the gateway: client
 // credentials and hop-by-hop headers upstream, the upstream credential anywhere but upstream.
@@ -535,4 +538,37 @@ t.test('the upstream credential appears in no response and no log record', async
   }
   const page = await gw.logs.list({}, { limit: 50 });
   t.notOk(JSON.stringify(page).includes(SECRET), 'nor the log list');
+});
+
+t.test('while the log store fails, a key with a quota is refused 503 log_store_unavailable (not run unmetered); it passes again once the store works', async (t) => {
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const unmetered = await createKey(gw.store, { protocols: ['x-completions'] });
+  const metered = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { requests: 10 } } });
+  // Another connection makes every write of the store fail with a SQLite error, as a full disk would.
+  const db = new Database(join(gw.dataDir, LOG_DB_FILE));
+  t.teardown(() => {
+    db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
+    db.close();
+  });
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  const chat = (keyValue: string) => post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
+
+  const free = await chat(unmetered.keyValue);
+  t.equal(free.status, 200, 'a key without a quota does not read the store');
+  await free.text();
+  // Its record now waits in the store, which cannot write it: every read (they write first) fails.
+  await eventually(() => (gw.logs.buffered > 0 ? true : undefined), 'the record in the store');
+  for (let i = 0; i < 2; i++) {
+    const refused = await chat(metered.keyValue);
+    t.equal(refused.status, 503, `request ${i + 1} of the key with a quota is refused`);
+    t.match(await refused.json(), { error: { code: 'log_store_unavailable' } });
+  }
+  t.equal(upstream.requests.length, 1, 'no refused request reached the upstream');
+
+  db.exec('DROP TRIGGER fail_log_inserts');
+  const passed = await chat(metered.keyValue);
+  t.equal(passed.status, 200, 'once the store writes again, the key is metered and served');
+  await passed.text();
+  t.equal(upstream.requests.length, 2);
 });

@@ -299,3 +299,53 @@ async function flushOnceWritesWork(store: { flush(): Promise<void> }, expected: 
     }
   }
 }
+
+t.test('records dropped beyond maxBuffered are reported through onError, naming the write failure, without one report per drop', async (t) => {
+  const dir = tempDir(t);
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { batchSize: 10, flushIntervalMs: 60_000, maxBuffered: 30, onError: (e) => errors.push(e) });
+  t.teardown(() => store.close().catch(() => {}));
+  const db = otherConnection(t, dir);
+  t.teardown(() => db.exec('DROP TRIGGER IF EXISTS fail_log_inserts'));
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+
+  for (let i = 0; i < 10; i++) store.append(record(i));
+  await t.rejects(store.flush(), /log inserts refused by the test/, 'writes fail');
+  const dropReports = () => errors.filter((e) => e instanceof Error && /request records were dropped/.test(e.message)).map((e) => (e as Error).message);
+  t.same(dropReports(), [], 'nothing dropped yet, nothing reported');
+
+  // 110 records in batches of ten wait; only the 30 newest fit.
+  for (let i = 10; i < 110; i++) store.append(record(i));
+  const first = store.flush().catch(() => {});
+  t.equal(store.dropped, 80);
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  t.equal(dropReports().length, 1, 'one report for the whole burst');
+  t.match(dropReports()[0], /^80 request records were dropped: the log store could not keep up \(.*log inserts refused by the test\)$/, 'with the number and the cause');
+
+  for (let i = 110; i < 160; i++) store.append(record(i));
+  const second = store.flush().catch(() => {});
+  t.equal(store.dropped, 130, 'every drop is counted');
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  t.equal(dropReports().length, 1, 'drops soon after a report wait for the next one');
+  await Promise.all([first, second]);
+});
+
+t.test('close with a failing store rejects naming how many records were not written, and why', async (t) => {
+  const dir = tempDir(t);
+  const store = await openWorkerLogStore(dir, { ...HOLD, onError: () => {} });
+  const db = otherConnection(t, dir);
+  t.teardown(() => db.exec('DROP TRIGGER IF EXISTS fail_log_inserts'));
+  for (let i = 0; i < 5; i++) store.append(record(i));
+  await store.flush();
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  for (let i = 5; i < 30; i++) store.append(record(i));
+
+  const outcome = await store.close().then(() => undefined, (e: unknown) => e);
+  t.ok(outcome instanceof Error, 'close rejects');
+  const message = (outcome as Error).message;
+  t.match(message, /^25 request records could not be written: .*log inserts refused by the test; /, 'the 25 appended after the failure began, and the cause');
+  t.match(message, /log writer worker exited with code 1 while closing: .*log inserts refused by the test/, "the worker's own close failure arrives with its message");
+  t.notMatch(message, /undefined/);
+  db.exec('DROP TRIGGER fail_log_inserts');
+  t.equal((await countOnDisk(dir)).requests, 5, 'only the records written before the failure are on disk');
+});

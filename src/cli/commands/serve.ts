@@ -38,9 +38,16 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   const force = () => process.exit(1);
   process.once('SIGINT', force);
   process.once('SIGTERM', force);
-  await server.close();
-  process.off('SIGINT', force);
-  process.off('SIGTERM', force);
+  try {
+    await server.close();
+  } catch (err) {
+    // One line, no stack: the operator needs what was lost and why, not where.
+    process.stderr.write(`switchyard: stopped with an error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', force);
+    process.off('SIGTERM', force);
+  }
   process.stdout.write('switchyard: stopped\n');
   return 0;
 }

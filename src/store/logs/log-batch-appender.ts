@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { LogBatchEncoder } from './encode-log-batch.ts';
 import type { LogRecord } from './log-record.ts';
 import type { SealedLogBatch } from './write-log-batch.ts';
+import { DropReporter } from './drop-reporter.ts';
 
 export interface LogBatchAppenderOptions {
   /** Records per batch; a full batch is handed on at the next turn of the event loop. */
@@ -30,6 +31,7 @@ export class LogBatchAppender {
   readonly #flushIntervalMs: number;
   readonly #maxBuffered: number;
   readonly #onError: (error: unknown) => void;
+  readonly #drops: DropReporter;
   readonly #encoder = new LogBatchEncoder();
   readonly #keyPrefix = randomBytes(12).toString('base64url');
   #sealed = 0;
@@ -37,6 +39,8 @@ export class LogBatchAppender {
   #queuedRecords = 0;
   #dropped = 0;
   #failing = false;
+  /** Why handing on last failed: what a drop report names. */
+  #lastFailure: unknown;
   #timer: NodeJS.Timeout | undefined;
   #immediate: NodeJS.Immediate | undefined;
 
@@ -46,6 +50,7 @@ export class LogBatchAppender {
     this.#flushIntervalMs = options.flushIntervalMs ?? 100;
     this.#maxBuffered = options.maxBuffered ?? 100_000;
     this.#onError = options.onError ?? (() => {});
+    this.#drops = new DropReporter(this.#onError);
   }
 
   /** Records not yet handed on. */
@@ -79,6 +84,7 @@ export class LogBatchAppender {
       this.#failing = false;
     } catch (error) {
       this.#failing = true;
+      this.#lastFailure = error;
       this.#schedule();
       throw error;
     }
@@ -92,11 +98,14 @@ export class LogBatchAppender {
   #push(batch: SealedLogBatch): void {
     this.#queue.push(batch);
     this.#queuedRecords += batch.count;
+    let dropped = 0;
     while (this.#queuedRecords > this.#maxBuffered && this.#queue.length > 1) {
-      const dropped = this.#queue.shift()!;
-      this.#queuedRecords -= dropped.count;
-      this.#dropped += dropped.count;
+      const oldest = this.#queue.shift()!;
+      this.#queuedRecords -= oldest.count;
+      dropped += oldest.count;
     }
+    this.#dropped += dropped;
+    this.#drops.dropped(dropped, this.#lastFailure);
   }
 
   #handOnFirst(): void {
@@ -130,6 +139,7 @@ export class LogBatchAppender {
         this.#failing = false;
       } catch (error) {
         this.#failing = true;
+        this.#lastFailure = error;
         this.#onError(error);
       }
     }

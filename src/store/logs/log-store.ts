@@ -116,6 +116,10 @@ export interface LogStore {
    * at a time so that appends and reads go on in between; resolves to how many were deleted.
    */
   prune(before: number): Promise<number>;
+  /** Records appended but not yet written, where the store buffers them. */
+  readonly buffered?: number;
+  /** Records dropped since the store opened because it could not keep up, where it can drop any. */
+  readonly dropped?: number;
   /** Writes buffered records now. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -102,9 +102,14 @@ port.on('message', (message: ToLogWriter) => {
       return;
     case 'close':
       if (retryTimer !== undefined) clearTimeout(retryTimer);
-      // An error here ends the worker with a non-zero exit code, which close() on the main side reports.
+      // An error here ends the worker with a non-zero exit code, which close() on the main side
+      // reports with this error's message (hence transferable).
       void commit().then(async () => {
-        await store.close();
+        try {
+          await store.close();
+        } catch (error) {
+          throw transferableError(error);
+        }
         port!.close();
       });
       return;

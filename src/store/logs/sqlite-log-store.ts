@@ -62,6 +62,11 @@ export class SqliteLogStore implements LogStore {
     return this.#appender.size;
   }
 
+  /** Records dropped because writes kept failing while more than `maxBuffered` waited. */
+  get dropped(): number {
+    return this.#appender.dropped;
+  }
+
   append(record: LogRecord): void {
     if (this.#closed) throw new Error('log store is closed');
     this.#appender.append(record);

@@ -7,6 +7,7 @@ import { startLogWriter } from './start-log-writer.ts';
 import type { SealedLogBatch } from './write-log-batch.ts';
 import { wallClockMs } from './wall-clock-ms.ts';
 import { FlushWaiters } from './flush-waiters.ts';
+import { DropReporter } from './drop-reporter.ts';
 
 export interface WorkerLogStoreOptions {
   /** Records per batch; a full batch is posted on the next turn. Default 1024: the worker stores each batch as one row, in one transaction. */
@@ -15,7 +16,7 @@ export interface WorkerLogStoreOptions {
   flushIntervalMs?: number;
   /** Unacknowledged records kept for re-sending (while writes fail or no worker is up); the oldest are dropped beyond it. Default 100 000. */
   maxBuffered?: number;
-  /** Reports a failed write or a worker that died; the store recovers on its own. */
+  /** Reports a failed write, a worker that died, or records dropped (rate-limited); the store recovers on its own from the first two. */
   onError?: (error: unknown) => void;
 }
 
@@ -50,12 +51,15 @@ export class WorkerLogStore implements LogStore {
   readonly #unacked = new Map<number, SealedLogBatch>();
   readonly #reads = new Map<number, PendingRead>();
   readonly #flushWaiters = new FlushWaiters();
+  readonly #drops: DropReporter;
   #worker: Worker | undefined;
   #ready = false;
   #lastBatch = 0;
   #lastRead = 0;
   #unackedRecords = 0;
   #dropped = 0;
+  /** The last write failure or worker death: why records wait, and why they are dropped. */
+  #lastFailure: Error | undefined;
   #deathsWithoutProgress = 0;
   #restartTimer: NodeJS.Timeout | undefined;
   #workerError: Error | undefined;
@@ -67,6 +71,7 @@ export class WorkerLogStore implements LogStore {
     this.#dataDir = dataDir;
     this.#onError = options.onError ?? (() => {});
     this.#maxBuffered = options.maxBuffered ?? 100_000;
+    this.#drops = new DropReporter(this.#onError);
     this.#appender = new LogBatchAppender((batch) => this.#post(batch), {
       ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
       ...(options.flushIntervalMs !== undefined ? { flushIntervalMs: options.flushIntervalMs } : {}),
@@ -93,7 +98,7 @@ export class WorkerLogStore implements LogStore {
 
   /** Records no longer kept for re-sending because more than `maxBuffered` were unacknowledged. */
   get dropped(): number {
-    return this.#dropped;
+    return this.#dropped + this.#appender.dropped;
   }
 
   append(record: LogRecord): void {
@@ -201,6 +206,7 @@ export class WorkerLogStore implements LogStore {
         this.#acknowledge(message.through);
         return;
       case 'write-failed':
+        this.#lastFailure = message.error;
         this.#onError(message.error);
         this.#rejectFlushes(message.error, message.startedAt);
         return;
@@ -240,6 +246,7 @@ export class WorkerLogStore implements LogStore {
     const wasReady = this.#ready;
     this.#ready = false;
     const error = this.#deathError(`exited with code ${code}`);
+    this.#lastFailure = error;
     this.#onError(error);
     this.#deathsWithoutProgress++;
     for (const [id, pending] of this.#reads) {
@@ -269,12 +276,15 @@ export class WorkerLogStore implements LogStore {
 
   /** Bounds memory while the worker commits nothing; a healthy one keeps this to a few batches. */
   #dropOldestBeyondLimit(): void {
+    let dropped = 0;
     for (const [batch, sealed] of this.#unacked) {
       if (this.#unackedRecords <= this.#maxBuffered || this.#unacked.size === 1) break;
       this.#unacked.delete(batch);
       this.#unackedRecords -= sealed.count;
-      this.#dropped += sealed.count;
+      dropped += sealed.count;
     }
+    this.#dropped += dropped;
+    this.#drops.dropped(dropped, this.#lastFailure?.message ?? 'writes are not acknowledged fast enough');
   }
 
   /** The worker keeps the process alive only while it starts, or owes an answer or a commit. */
@@ -285,11 +295,11 @@ export class WorkerLogStore implements LogStore {
   }
 
   async #shutDown(): Promise<void> {
-    let failure: unknown;
+    const failures: unknown[] = [];
     try {
       await this.flush();
     } catch (error) {
-      failure = error;
+      failures.push(error);
     }
     this.#stopping = true;
     if (this.#restartTimer !== undefined) clearTimeout(this.#restartTimer);
@@ -299,14 +309,21 @@ export class WorkerLogStore implements LogStore {
       this.#updateRef();
       worker.postMessage({ type: 'close' } satisfies ToLogWriter);
       const [, code] = await exited;
-      if (code !== 0) failure ??= this.#deathError(`exited with code ${code} while closing`);
+      if (code !== 0) failures.push(this.#deathError(`exited with code ${code} while closing`));
     }
     this.#worker = undefined;
     const closed = new Error('log store is closed');
     for (const pending of this.#reads.values()) pending.reject(closed);
     this.#reads.clear();
     this.#rejectFlushes(closed);
-    if (failure !== undefined) throw failure;
+    if (failures.length > 0) throw this.#closeError(failures);
+  }
+
+  /** Names how many records the failed close could not write (and how many were dropped before), and why. */
+  #closeError(failures: unknown[]): Error {
+    const reasons = failures.map((f) => (f instanceof Error ? f.message : String(f))).join('; ');
+    const dropped = this.dropped > 0 ? ` (and ${this.dropped} dropped earlier)` : '';
+    return new Error(`${this.buffered} request records could not be written${dropped}: ${reasons}`, { cause: failures[0] });
   }
 }
 
