@@ -25,7 +25,8 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.#done = done;
     const { usageStyle } = relay.options;
     this.usage = usageStyle ? new StreamUsageAccumulator(usageStyle) : undefined;
-    this.upstreamErrors = UpstreamErrorDetector.of(relay.options.streamStyle);
+    // An error answer (400 and up) is logged by its status; only a successful stream can fail inside.
+    this.upstreamErrors = relay.reply.status < 400 ? UpstreamErrorDetector.of(relay.options.streamStyle) : undefined;
     // Also the relay's, which holds it while the client's buffer is full.
     this.idle = relay.idle = watchUpstreamIdle(relay);
     relay.options.inFlight?.addStream(relay);
