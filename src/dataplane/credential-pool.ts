@@ -1,5 +1,6 @@
 import type { CredentialStore } from '../store/config-store.ts';
 import type { CredentialView } from '../store/records.ts';
+import { firstHeaderValue, type HeaderMap } from '../upstream/index.ts';
 import { credentialStateAt } from './config-snapshot.ts';
 import { credentialLocation } from './credential-location.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
@@ -14,7 +15,7 @@ export interface CredentialAccess {
 }
 
 /** What an upstream answer or failure means for the credential that was used. */
-export type CredentialVerdict = { action: 'disable'; reason: string } | { action: 'cooldown'; seconds: number } | { action: 'none' };
+export type CredentialVerdict = { action: 'disable'; reason: string } | { action: 'cooldown'; ms: number } | { action: 'none' };
 
 /**
  * Picks credentials of a Group by weight among the usable ones and applies upstream
@@ -38,7 +39,7 @@ export class CredentialPool {
    * equal weights take turns; the others after it as fallbacks.
    */
   usable(group: { id: number; channel: string }, credentials: readonly CredentialView[], now: number): CredentialView[] {
-    const kinds: readonly string[] = CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
+    const kinds = kindsOf(group);
     const all = credentials.filter((c) => credentialStateAt(c, now) === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind));
     if (all.length < 2) return all;
     let total = 0;
@@ -52,6 +53,24 @@ export class CredentialPool {
     }
     this.#current.set(best!.id, this.#current.get(best!.id)! - total);
     return [best!, ...all.filter((c) => c !== best)];
+  }
+
+  /**
+   * A refusal's retry hint when no credential of these Groups is usable: the wait until the first
+   * one that cools down (of a kind its channel takes) is usable again, so that a client (the
+   * openai and anthropic SDKs honour these) retries then. None when they are all disabled.
+   */
+  retryHeaders(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): Record<string, string> {
+    let earliest: number | undefined;
+    for (const group of groups) {
+      const kinds = kindsOf(group);
+      for (const c of credentialsOf(group.id)) {
+        if (credentialStateAt(c, now) !== 'cooldown' || !isStaticKind(c.kind) || !kinds.includes(c.kind)) continue;
+        const at = Date.parse(c.cooldown_until!);
+        if (earliest === undefined || at < earliest) earliest = at;
+      }
+    }
+    return earliest === undefined ? {} : retryAfterHeaders(earliest - now);
   }
 
   /** The credential's access when it is cached for this version of the credential. */
@@ -75,8 +94,12 @@ export class CredentialPool {
 
   async apply(view: CredentialView, verdict: CredentialVerdict, now: number): Promise<void> {
     if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason });
-    if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.seconds * 1000).toISOString() });
+    if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() });
   }
+}
+
+function kindsOf(group: { channel: string }): readonly string[] {
+  return CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
 }
 
 /** Kinds that need an authorization flow are served by the adapters issue, not here. */
@@ -90,21 +113,36 @@ function isStaticKind(kind: string): boolean {
  */
 export const MAX_RETRY_AFTER_SECONDS = 86_400;
 
-/** The verdict for an upstream status (or null for a connection failure); `now` dates an HTTP-date Retry-After. */
-export function verdictFor(status: number | null, retryAfter: string | undefined, defaultCooldownSeconds: number, now = Date.now()): CredentialVerdict {
+/**
+ * The verdict for an upstream status (or null for a connection failure). The cooldown is the
+ * upstream's own hint when it gives one: `retry-after-ms` (OpenAI-style upstreams; preferred,
+ * it is the finer), else `retry-after` (seconds or an HTTP date, dated from `now`), else
+ * `credential_cooldown_seconds`.
+ */
+export function verdictFor(status: number | null, headers: HeaderMap | undefined, defaultCooldownSeconds: number, now = Date.now()): CredentialVerdict {
   if (status === 401 || status === 403) return { action: 'disable', reason: `upstream answered ${status}` };
   // 501: the upstream does not implement the path; the credential is fine.
   if (status === null || status === 429 || (status >= 500 && status !== 501)) {
-    const seconds = parseRetryAfter(retryAfter, now) ?? defaultCooldownSeconds;
-    return { action: 'cooldown', seconds: Math.min(seconds, MAX_RETRY_AFTER_SECONDS) };
+    const ms = retryAfterMs(headers, now) ?? defaultCooldownSeconds * 1000;
+    return { action: 'cooldown', ms: Math.min(ms, MAX_RETRY_AFTER_SECONDS * 1000) };
   }
   return { action: 'none' };
 }
 
-function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+function retryAfterMs(headers: HeaderMap | undefined, now: number): number | undefined {
+  if (headers === undefined) return undefined;
+  const ms = Number(firstHeaderValue(headers['retry-after-ms']) || NaN);
+  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
+  const value = firstHeaderValue(headers['retry-after']);
   if (!value) return undefined;
   const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds) * 1000;
   const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** A wait as a client is told it: `Retry-After` in whole seconds (rounded up, at least 1) and `retry-after-ms`. */
+export function retryAfterHeaders(waitMs: number): Record<string, string> {
+  const ms = Math.max(1, Math.ceil(waitMs));
+  return { 'retry-after': String(Math.ceil(ms / 1000)), 'retry-after-ms': String(ms) };
 }

@@ -1,5 +1,6 @@
 import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
 import { withRequestId } from './request-id-headers.ts';
+import { maskSecretInHeaders } from './upstream-error-reply.ts';
 import { BodyRelay } from './relay/relay-body.ts';
 import { RelayContext, type DeliveryOptions, type DeliveryOutcome } from './relay/relay-context.ts';
 import { JsonArrayRelay } from './relay/relay-json-array.ts';
@@ -10,16 +11,19 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
 /**
  * Sends an upstream reply to the client as it arrives: status, headers and body as the
  * upstream sent them. SSE goes event by event; an idle or broken upstream stream ends with the
- * client protocol's error event. A client that leaves aborts the upstream request.
+ * client protocol's error event. A client that leaves aborts the upstream request. Whatever the
+ * status, no credential header reaches the client and `secret` (the upstream's) is masked in
+ * the header values; a body below 400 goes as sent.
  */
-export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryOptions): Promise<DeliveryOutcome> {
+export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
   const { res } = options;
   const contentType = String(reply.headers['content-type'] ?? '');
   const isSse = contentType.includes('text/event-stream');
   const isJsonArrayStream = !isSse && options.streamingOperation && reply.status < 300 && contentType.includes('json');
   // An event may be dropped and an error event may follow: the length may change.
   const headers = clientResponseHeaders(reply.headers, isSse || isJsonArrayStream);
-  withRequestId(headers, options.requestId);
+  if (secret !== undefined) maskSecretInHeaders(headers, secret);
+  withRequestId(headers, options.requestId, options.streamStyle === 'messages');
   res.writeHead(reply.status, headers);
   const relay = new RelayContext(reply, options);
   return new Promise((resolve) => {

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { classifyUpstreamError, firstHeaderValue, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { classifyUpstreamError, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
@@ -140,7 +140,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, access, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
-    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point));
+    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point), access.secret);
     return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
   } finally {
     watch.stop();
@@ -255,9 +255,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         watch.point(undefined);
         attempt.status = upstream.status;
-        const retryAfter = firstHeaderValue(upstream.headers['retry-after']);
         if (FAILOVER_STATUSES(upstream.status, input.op)) {
-          await deps.pool.apply(credential, verdictFor(upstream.status, retryAfter, deps.cooldownSeconds, deps.now()), deps.now());
+          await deps.pool.apply(credential, verdictFor(upstream.status, upstream.headers, deps.cooldownSeconds, deps.now()), deps.now());
           const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
           if (mayRetry && attempts.length < deps.maxAttempts) {
             // Kept in case it is the last answer.
@@ -286,7 +285,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         // An error answer streamed as it comes still has the secret masked out of it.
         const delivered = upstream.status >= 400 ? maskedUpstreamError(upstream, secret) : upstream;
-        const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point));
+        const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
     }
@@ -302,7 +301,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       return result;
     }
     if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
-    const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.');
+    const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.', deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => deps.credentialsOf(id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
     // A kept error answer that was not sent still holds its upstream connection.
@@ -323,7 +322,7 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
     failure.stream?.abort();
     // Sent whole at once: its first byte goes now (none to a client gone).
     if (!clientGone(input)) result.ttfbAt = deps.now();
-    sendUpstreamError(input.res, input.requestId, failure);
+    sendUpstreamError(input.res, input.requestId, failure, input.op.error_style === 'messages');
     return result;
   }
   const outcome = await deliverUpstreamResponse(failure.stream, deliveryOptions(input, deps, result, false, setClientGone));
@@ -456,8 +455,8 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   result.credential = last.credential;
   if (!input.res.headersSent && !input.res.destroyed) {
     const body = renderErrorBody(input.op.error_style, error.status, error.code, error.message);
-    const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(input.op.error_style === 'messages' ? { 'request-id': input.requestId } : {}) };
-    input.res.writeHead(error.status, withRequestId(headers, input.requestId));
+    const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...error.headers };
+    input.res.writeHead(error.status, withRequestId(headers, input.requestId, input.op.error_style === 'messages'));
     input.res.end(body);
   }
   return result;

@@ -5,7 +5,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView, ModelPriceRecord } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, firstHeaderValue, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -192,7 +192,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             throw new DataPlaneError('subprotocol_not_accepted');
           }
           if (outcome.kind === 'answered') {
-            const verdict = verdictFor(outcome.status, firstHeaderValue(outcome.headers['retry-after']), settings.credential_cooldown_seconds, deps.clock());
+            const verdict = verdictFor(outcome.status, outcome.headers, settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
             const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
             const answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
@@ -207,7 +207,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, requestId });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          await relay(req, socket, head, outcome.socket, log, pricing);
+          await relay(req, socket, head, outcome.socket, log, pricing, secret);
           return;
         }
       }
@@ -221,7 +221,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         noteRoute(log, lastFailure.candidate, lastFailure.credential);
         throw lastFailure.error;
       }
-      throw new DataPlaneError('no_available_credential');
+      throw new DataPlaneError('no_available_credential', undefined, pool.retryHeaders(ordered.map((c) => c.group), (id) => snap.credentialsByGroup.get(id) ?? [], deps.clock()));
     } catch (err) {
       const failure = dataPlaneFailure(err);
       log.status = failure.status;
@@ -244,7 +244,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   }
 
   /** Completes the client's upgrade and relays frames until either side closes; the session's usage goes to its log record. */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing): Promise<void> {
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing, secret: string): Promise<void> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -254,7 +254,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       return;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
-    const session = relayWebSocketSession(client, upstream, log, pricing.usage);
+    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret);
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));
     if (closing) session.goAway();

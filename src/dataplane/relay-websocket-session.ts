@@ -1,10 +1,12 @@
 import { WebSocket, type RawData } from 'ws';
 import type { LogRecord } from '../store/logs/index.ts';
 import type { SessionUsageAccumulator } from '../usage/index.ts';
+import { maskSecretInText } from './upstream-error-reply.ts';
 
 /**
  * A client socket joined to an upstream socket, frames passing both ways untouched. The
- * upstream's text frames are shown to `usage` (binary frames, audio, never are).
+ * upstream's text frames are shown to `usage` (binary frames, audio, never are). The upstream's
+ * close reason has its `secret` masked, as error answers do; frames are not scanned.
  */
 export interface RelaySession {
   /** Resolves when either side has closed: the session is over for its log record. */
@@ -19,7 +21,7 @@ export interface RelaySession {
 const GOING_AWAY_GRACE_MS = 1000;
 const GOING_AWAY = 1001;
 
-export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined): RelaySession {
+export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string): RelaySession {
   client.on('message', relay(client, upstream));
   upstream.on('message', relay(upstream, client));
   if (usage !== undefined) {
@@ -42,7 +44,7 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   };
   const closed = Promise.all([closedEvent(client), closedEvent(upstream)]).then(() => clearTimeout(grace));
   client.on('close', (code, reason) => finish(code, reason, true));
-  upstream.on('close', (code, reason) => finish(code, reason, false));
+  upstream.on('close', (code, reason) => finish(code, maskedReason(reason, secret), false));
   client.on('error', () => finish(1011, Buffer.alloc(0), true));
   upstream.on('error', () => finish(1011, Buffer.alloc(0), false));
   // The upstream may have closed while the client's side was being joined.
@@ -79,6 +81,10 @@ function relay(from: WebSocket, to: WebSocket) {
     to.send(data, { binary: isBinary }, written);
     if (to.bufferedAmount > HIGH_WATER_BYTES && !from.isPaused) from.pause();
   };
+}
+
+function maskedReason(reason: Buffer, secret: string): Buffer {
+  return secret.length > 0 && reason.includes(secret) ? Buffer.from(maskSecretInText(reason.toString(), secret)) : reason;
 }
 
 function closedEvent(ws: WebSocket): Promise<void> {

@@ -77,16 +77,28 @@ export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secre
   return body.includes(secret) ? Buffer.from(body.toString('latin1').split(secret).join(masked), 'latin1') : body;
 }
 
-/** Masks the upstream secret out of an answer's headers, in place. */
-function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): void {
-  const masked = maskSecret(secret);
+/**
+ * Masks the upstream secret out of an answer's headers, in place. It runs on every answer, so
+ * a value is only tested unless it holds the secret: nothing is allocated when none does.
+ */
+export function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): void {
   for (const name in headers) {
     const value = headers[name]!;
-    headers[name] = Array.isArray(value) ? value.map((v) => v.split(secret).join(masked)) : value.split(secret).join(masked);
+    if (typeof value === 'string') {
+      if (value.includes(secret)) headers[name] = maskSecretInText(value, secret);
+    } else if (value.some((v) => v.includes(secret))) {
+      headers[name] = value.map((v) => maskSecretInText(v, secret));
+    }
   }
 }
 
-export function sendUpstreamError(res: ServerResponse, requestId: string, reply: UpstreamErrorReply): void {
-  res.writeHead(reply.status, withRequestId({ ...reply.headers }, requestId));
+/** The text with every occurrence of the upstream secret masked (a header value, a WebSocket close reason). */
+export function maskSecretInText(text: string, secret: string): string {
+  return secret.length > 0 && text.includes(secret) ? text.split(secret).join(maskSecret(secret)) : text;
+}
+
+/** `messages`: the client speaks the messages protocol, whose SDK reads `request-id`. */
+export function sendUpstreamError(res: ServerResponse, requestId: string, reply: UpstreamErrorReply, messages = false): void {
+  res.writeHead(reply.status, withRequestId({ ...reply.headers }, requestId, messages));
   res.end(reply.body);
 }

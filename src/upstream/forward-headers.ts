@@ -1,5 +1,5 @@
 import type { HeaderMap, OutgoingHeaders } from './header-map.ts';
-import { copyHeadersWithout, HOP_BY_HOP_HEADERS, withHopByHop } from './hop-by-hop-headers.ts';
+import { copyHeadersWithout, withHopByHop } from './hop-by-hop-headers.ts';
 import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
 
 /**
@@ -19,14 +19,19 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
   return copyHeadersWithout(clientHeaders, NOT_FORWARDED);
 }
 
-const HOP_BY_HOP_AND_LENGTH = withHopByHop(['content-length']);
+/**
+ * Credential headers never go back to the client, whatever the status: an upstream (or a relay
+ * in front of it) may echo the key it was sent under the name it was sent in.
+ */
+const NOT_PASSED_BACK = withHopByHop(CLIENT_CREDENTIAL_HEADERS);
+const NOT_PASSED_BACK_NOR_LENGTH = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, 'content-length']);
 
 /**
- * Upstream response headers to send to the client: no hop-by-hop. `content-length` is kept
+ * Upstream response headers to send to the client: no hop-by-hop, no credential header. `content-length` is kept
  * unless `bodyMayChange` (a relay that may drop an event or add an error event). Left out of
  * the copy rather than deleted after: a deleted property turns the object into a dictionary,
  * which writeHead then reads more slowly on every streamed response.
  */
 export function clientResponseHeaders(upstreamHeaders: HeaderMap, bodyMayChange = false): OutgoingHeaders {
-  return copyHeadersWithout(upstreamHeaders, bodyMayChange ? HOP_BY_HOP_AND_LENGTH : HOP_BY_HOP_HEADERS);
+  return copyHeadersWithout(upstreamHeaders, bodyMayChange ? NOT_PASSED_BACK_NOR_LENGTH : NOT_PASSED_BACK);
 }

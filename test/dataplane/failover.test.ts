@@ -13,7 +13,8 @@ type Behaviour = (res: ServerResponse, req: RecordedUpstreamRequest) => void;
 
 const ok: Behaviour = (res, req) => {
   const body = completionJson(String(JSON.parse(req.body.toString() || '{}').model));
-  res.writeHead(200, { 'content-type': 'application/json', 'request-id': `ok-${secretOf(req)}` });
+  // Names the credential that served without echoing its secret, which the gateway would mask.
+  res.writeHead(200, { 'content-type': 'application/json', 'request-id': `ok-${secretOf(req).replace('sk-', 'cred-')}` });
   res.end(body);
 };
 const status =
@@ -67,7 +68,7 @@ t.test('429 with Retry-After: the next credential serves, the first cools down f
   const first = await chat(gw, keyValue);
   const after = Date.now();
   t.equal(first.res.status, 200, 'the request succeeds through the second credential');
-  t.equal(first.res.headers.get('request-id'), 'ok-sk-b');
+  t.equal(first.res.headers.get('request-id'), 'ok-cred-b');
   t.same(upstream.secrets(), ['sk-a', 'sk-b']);
   const record = await waitForLog(gw, first.res.headers.get('x-switchyard-request-id'));
   t.match(record, {
@@ -227,6 +228,39 @@ t.test('every credential cooling down: 503 no_available_credential, nothing sent
   t.equal(second.res.status, 503);
   t.match(JSON.parse(second.text), { error: { code: 'no_available_credential' } });
   t.equal(upstream.requests.length, 1, 'the second request reached no upstream');
+});
+
+t.test('every credential cooling down without a hint: the 503 says when the first recovers, by the cooldown setting', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(429) });
+  const gw = await gateway(t);
+  const cooldownSeconds = 7;
+  await gw.store.settings.save({ credential_cooldown_seconds: cooldownSeconds });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const before = Date.now();
+  const first = await chat(gw, keyValue);
+  t.equal(first.res.status, 429);
+  const second = await chat(gw, keyValue);
+  const answered = Date.now();
+  t.equal(second.res.status, 503);
+  t.match(JSON.parse(second.text), { error: { code: 'no_available_credential' } });
+  const waitMs = Number(second.res.headers.get('retry-after-ms'));
+  // The cooldown started between `before` and the second answer, and lasts cooldownSeconds.
+  t.ok(waitMs > cooldownSeconds * 1000 - (answered - before) - 1 && waitMs <= cooldownSeconds * 1000, `retry-after-ms ${waitMs} within the cooldown left`);
+  t.equal(second.res.headers.get('retry-after'), String(Math.max(1, Math.ceil(waitMs / 1000))), 'Retry-After: the same wait in whole seconds, rounded up');
+  t.equal(upstream.requests.length, 1, 'the second request reached no upstream');
+});
+
+t.test('every credential disabled: the 503 no_available_credential carries no retry hint', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(401) });
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  t.equal((await chat(gw, keyValue)).res.status, 401);
+  const second = await chat(gw, keyValue);
+  t.equal(second.res.status, 503);
+  t.equal(second.res.headers.get('retry-after'), null);
+  t.equal(second.res.headers.get('retry-after-ms'), null);
 });
 
 // Operations that are not safe to replay (embeddings, image generation): retried only when the

@@ -6,6 +6,8 @@ import {
   stripHopByHop,
   upstreamRequestHeaders,
 } from '../../src/upstream/index.ts';
+import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { chatBody } from './helpers/dataplane-scenarios.ts';
 
 t.test('hop-by-hop headers, and those named by Connection, are dropped', async (t) => {
   const out = stripHopByHop({
@@ -81,3 +83,37 @@ t.test('redactUrl hides user info and query values', async (t) => {
   t.equal(redactUrl('https://api.example.com/v1?key=abc&alt=sse'), 'https://api.example.com/v1?key=***&alt=***');
   t.equal(redactUrl('not a url'), '[invalid url]');
 });
+
+// An upstream (or a relay in front of it) that echoes the credential it received, on a
+// successful or redirecting answer: no credential header reaches the client, and the secret
+// is masked (first four ... last four, as error answers have it) wherever a value carries it.
+const ECHOED_KEY = 'sk-upstream-echoed-0123456789';
+const CREDENTIAL_HEADER_NAMES = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key'];
+
+for (const c of [
+  { status: 200, headers: (auth: string) => ({ 'content-type': 'application/json', 'x-echo-credential': auth }), body: '{"id":"chatcmpl-1","object":"chat.completion","choices":[]}' },
+  { status: 302, headers: (auth: string) => ({ location: `https://elsewhere.invalid/retry?key=${encodeURIComponent(auth)}` }), body: '' },
+]) {
+  t.test(`a ${c.status} echoing the upstream credential: no credential header, the secret masked in the other values`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
+      const auth = String(req.headers.authorization);
+      res.writeHead(c.status, { ...c.headers(auth), authorization: auth, 'x-api-key': auth, 'x-goog-api-key': auth, 'api-key': auth, 'set-cookie': [`a=${auth}`, 'b=1'] });
+      res.end(c.body);
+    });
+    const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'], upstreamKeys: [ECHOED_KEY] });
+    // The first request reads the secret from the store; the second takes the path for a cached one.
+    for (const pass of ['secret not yet cached', 'secret cached']) {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', redirect: 'manual', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });
+      t.equal(res.status, c.status, pass);
+      t.equal(upstream.requests.at(-1)?.headers.authorization, `Bearer ${ECHOED_KEY}`, `${pass}: the upstream got the credential it echoes`);
+      for (const name of CREDENTIAL_HEADER_NAMES) t.equal(res.headers.get(name), null, `${pass}: no ${name} header`);
+      const all = [...res.headers].map(([name, value]) => `${name}: ${value}`).join('\n');
+      t.notOk(all.includes(ECHOED_KEY), `${pass}: the secret is in no header value`);
+      const masked = 'sk-u...6789';
+      if (c.status === 200) t.equal(res.headers.get('x-echo-credential'), `Bearer ${masked}`);
+      else t.equal(res.headers.get('location'), `https://elsewhere.invalid/retry?key=${encodeURIComponent(`Bearer ${masked}`)}`);
+      t.same(res.headers.getSetCookie(), [`a=Bearer ${masked}`, 'b=1'], `${pass}: each value of a repeated header masked`);
+      t.equal(await res.text(), c.body, `${pass}: the body below 400 goes as sent`);
+    }
+  });
+}

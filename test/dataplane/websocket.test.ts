@@ -412,6 +412,17 @@ t.test('an upstream that echoes its key in the upgrade answer: the client gets t
   t.equal(answer.headers['x-echo'], 'Bearer sk-u...6789');
 });
 
+t.test('an upstream that closes the session with a reason echoing its key: the client gets the code and the reason with the key masked', async (t) => {
+  const key = 'sk-upstream-closing-0123456789';
+  const upstream = await startWsUpstream({ onSession: (ws) => ws.once('message', () => ws.close(4000, `denied ${key}`)) });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: [key] });
+  const client = await connect(wsUrl);
+  const closed = new Promise<[number, string]>((r) => client.once('close', (code, reason) => r([code, reason.toString()])));
+  client.send('hello');
+  t.same(await closed, [4000, 'denied sk-u...6789']);
+});
+
 t.test('an upgrade answered 401 moves to the next credential; when none is left, the last failover answer reaches the client as sent', async (t) => {
   let limited = false;
   const upstream = await startWsUpstream({
