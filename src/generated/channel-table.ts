@@ -3073,7 +3073,8 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "RIT": {
         "mode": "-",
-        "limits": []
+        "limits": [],
+        "unsupported_note": 3
       },
       "RRA": {
         "mode": "N*",
@@ -3178,7 +3179,8 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "RIT": {
         "mode": "-",
-        "limits": []
+        "limits": [],
+        "unsupported_note": 3
       },
       "RRA": {
         "mode": "N*",
@@ -3262,7 +3264,8 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "RIT": {
         "mode": "-",
-        "limits": []
+        "limits": [],
+        "unsupported_note": 3
       },
       "RRA": {
         "mode": "N*",

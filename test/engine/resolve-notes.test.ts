@@ -64,7 +64,7 @@ t.test('note 3: N* subsets of the responses resource APIs', async (t) => {
       if (keep.includes(sub)) t.match(r, { ok: true, declared: 'N*' }, `${channel} ${sub}`);
       else t.match(r, { ok: false, reason_code: 'operation_outside_native_subset', note: 3 }, `${channel} refuses ${sub}`);
     }
-    t.match(resolve({ protocol: 'x-responses', operation: 'responses-input-tokens', channel, model: 'm' }), { ok: false }, `${channel} refuses responses input tokens`);
+    t.match(resolve({ protocol: 'x-responses', operation: 'responses-input-tokens', channel, model: 'm' }), { ok: false, reason_code: 'restricted_by_channel_note', note: 3 }, `${channel} refuses responses input tokens by note 3`);
   }
   for (const operation of [...Object.keys(subs), 'responses-input-tokens']) {
     t.match(resolve({ protocol: 'x-responses', operation, channel: 'ch31', model: 'm' }), { ok: true, declared: 'N' }, `ch31 supports ${operation}`);
