@@ -38,6 +38,8 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
     if (done) return;
     done = true;
     log.client_aborted = byClient && code !== 1000 && !goingAway;
+    // The session ran (101) until the server stopped it: the record says so, as a stream's does.
+    if (goingAway) log.error_code ??= 'shutting_down';
     const closeCode = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000;
     for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
     markEnded();

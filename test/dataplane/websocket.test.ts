@@ -524,7 +524,7 @@ t.test('closing the server ends an open session with 1001 on both sides and writ
   const logs = openSqliteLogStore(dataDir);
   try {
     const page = await logs.list({ access_key_id: key.id }, { limit: 10 });
-    t.match(page.items, [{ protocol: 'x-suite', status: 101, client_aborted: false, upstream_model: 'voice-up' }]);
+    t.match(page.items, [{ protocol: 'x-suite', status: 101, client_aborted: false, upstream_model: 'voice-up', error_code: 'shutting_down' }]);
   } finally {
     await logs.close();
   }
