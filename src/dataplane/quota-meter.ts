@@ -1,4 +1,4 @@
-import { nothingUsed, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
+import { nextPeriodStart, nothingUsed, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -44,7 +44,7 @@ export class QuotaMeter {
     if (!key.quota) return;
     const meter = await this.#loadedMeter(key, now);
     const line = firstReached(key, meter);
-    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`);
+    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, retryAfter(line, now));
     // No await since the check: no other request can take the same place.
     meter.inFlight++;
     this.#admitted.set(log, meter);
@@ -146,4 +146,13 @@ export function quotaMeterFor(logs: LogReader): QuotaMeter {
     METERS.set(logs, meter);
   }
   return meter;
+}
+
+/**
+ * A per-period limit lifts when the next period begins: said as Retry-After, so that an SDK
+ * waits (or gives up) instead of retrying at once. A total limit never lifts by itself.
+ */
+function retryAfter(line: QuotaLine, now: number): Record<string, string> | undefined {
+  if (line.scope !== 'per_period' || line.period === undefined) return undefined;
+  return { 'retry-after': String(Math.max(1, Math.ceil((nextPeriodStart(line.period, now) - now) / 1000))) };
 }

@@ -29,6 +29,21 @@ export function periodStart(period: QuotaPeriod, now: number): number {
   }
 }
 
+/** When the period after the one `now` falls in begins (UTC, as periodStart). */
+export function nextPeriodStart(period: QuotaPeriod, now: number): number {
+  const start = new Date(periodStart(period, now));
+  switch (period) {
+    case 'hour':
+      return start.getTime() + 3_600_000;
+    case 'day':
+      return Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 1);
+    case 'week':
+      return Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate() + 7);
+    case 'month':
+      return Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 1);
+  }
+}
+
 /** What an AccessKey used against a quota: forwarded requests, tokens (input + output), cost. */
 export type QuotaUsage = KeyUsage;
 

@@ -352,9 +352,19 @@ for (const c of QUOTA_CASES) {
       await res.text();
       await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     }
+    const refusedAt = Date.now();
     const refused = await post(gw, c.path, c.protocol, keyValue, c.body);
     t.equal(refused.status, 429);
     c.check(t, await refused.json());
+    // A per-period limit lifts at the next UTC hour or day (multiples of 3,600 or 86,400 s since the epoch); a total one never.
+    const period = c.quota.per_period?.period;
+    if (period === 'hour' || period === 'day') {
+      const length = period === 'hour' ? 3600 : 86_400;
+      const expected = length - Math.floor(refusedAt / 1000) % length;
+      t.ok(Math.abs(Number(refused.headers.get('retry-after')) - expected) <= 2, `Retry-After until the next ${period}`, { got: refused.headers.get('retry-after'), expected });
+    } else {
+      t.equal(refused.headers.get('retry-after'), null, 'a total limit does not lift by itself');
+    }
     t.equal(upstream.requests.length, c.allowed, 'the refused request reached no upstream');
     const record = await waitForLog(gw, refused.headers.get('x-switchyard-request-id'));
     t.match(record, { status: 429, error_code: 'quota_exceeded' });
