@@ -124,6 +124,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (key.quota) await quota.enforce(key, started, log);
 
       prepared = await prepareRequestBody(req, op, key.record_request_body, options);
+      if (prepared.refusal) throw prepared.refusal;
       const model = modelOf(op, prepared.fields, match.params, query);
       if (op.model !== 'none' && model === undefined) throw new DataPlaneError('model_missing');
       log.external_model = model ?? null;

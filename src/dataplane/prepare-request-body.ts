@@ -20,6 +20,8 @@ export interface PreparedBody {
    * body is only known then). It also removes a spooled body's temporary file.
    */
   recorded(): RecordedRequestBody | undefined;
+  /** The body was read but is refused (not JSON, not an object): kept so that the log still records it. */
+  refusal?: DataPlaneError;
 }
 
 export interface BodyLimits {
@@ -126,7 +128,15 @@ function bufferedRaw(raw: Buffer, record: boolean): PreparedBody {
 function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
   if (raw.length === 0) return NO_BODY;
   const text = raw.toString('utf8');
-  const value = parseJsonText(text);
+  let value: Record<string, unknown>;
+  try {
+    value = parseJsonText(text);
+  } catch (err) {
+    if (!record || !(err instanceof DataPlaneError)) throw err;
+    // A key that records bodies gets the refused one too: that is when its owner wants to see it.
+    const recorded: RecordedRequestBody = { state: 'recorded', original_bytes: raw.length, body: text };
+    return { body: { kind: 'none' }, fields: undefined, recorded: () => recorded, refusal: err };
+  }
   // A second "model" (routing read the last) is looked for in the text: cheaper than in the
   // bytes, and two forward searches cost less than a backward one.
   const first = text.indexOf('"model"');

@@ -276,6 +276,25 @@ t.test('record_request_body: true stores the original body; false stores none', 
   t.notOk('request_body' in without, 'no request_body field at all');
 });
 
+t.test('record_request_body: a body refused as not JSON, or not an object, is recorded as sent (and not when the key does not record)', async (t) => {
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [] }));
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const recording = await createKey(gw.store, { name: 'recording', protocols: ['x-completions'], record_request_body: true });
+  const silent = await createKey(gw.store, { name: 'silent', protocols: ['x-completions'], record_request_body: false });
+  const send = (keyValue: string, body: string) => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
+  for (const [body, code] of [['{"model": "team-m", "messages": [', 'invalid_json'], ['["team-m"]', 'invalid_request_body']] as const) {
+    const refused = await send(recording.keyValue, body);
+    t.equal(refused.status, 400);
+    t.match(await refused.json(), { error: { code } });
+    const record = await waitForLog(gw, refused.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 400, error_code: code, request_body: { state: 'recorded', original_bytes: Buffer.byteLength(body), body } }, `${code}: the body as sent`);
+    const unrecorded = await send(silent.keyValue, body);
+    await unrecorded.text();
+    t.notOk('request_body' in (await waitForLog(gw, unrecorded.headers.get('x-switchyard-request-id'))), `${code}: nothing for a key that does not record`);
+  }
+  t.equal(upstream.requests.length, 0, 'no refused body reached the upstream');
+});
+
 interface QuotaCase {
   name: string;
   quota: AccessKeyQuota;
