@@ -19,9 +19,9 @@ export class UpstreamErrorDetector {
     this.#marks = row.raw.map((name) => Buffer.from(`"${name}"`));
   }
 
+  /** The style's detector: one per style, shared by every stream (it keeps no state of one). */
   static of(style: StreamErrorStyle): UpstreamErrorDetector | undefined {
-    const row = upstreamStreamErrors.find((r) => r.style === style);
-    return row === undefined ? undefined : new UpstreamErrorDetector(row);
+    return DETECTORS.get(style);
   }
 
   /** Where in `bytes`, from `from`, the first raw name standing in its place is; -1 when none. */
@@ -80,3 +80,6 @@ export class UpstreamErrorDetector {
 function isSpace(c: number | undefined): boolean {
   return c === 32 || c === 9 || c === 10 || c === 13;
 }
+
+/** Built once: a detector per stream would allocate its marks for every streamed request. */
+const DETECTORS: ReadonlyMap<StreamErrorStyle, UpstreamErrorDetector> = new Map(upstreamStreamErrors.map((row) => [row.style, new UpstreamErrorDetector(row)]));
