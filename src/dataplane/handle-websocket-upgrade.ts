@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
-import type { CredentialView, ModelPriceRecord } from '../store/records.ts';
+import type { AccessKeyRecord, CredentialView, ModelPriceRecord } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
 import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
@@ -207,7 +207,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, requestId });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          await relay(req, socket, head, outcome.socket, log, pricing, secret);
+          await relay(req, socket, head, outcome.socket, log, pricing, secret, key);
           return;
         }
       }
@@ -244,7 +244,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   }
 
   /** Completes the client's upgrade and relays frames until either side closes; the session's usage goes to its log record. */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing, secret: string): Promise<void> {
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing, secret: string, key: AccessKeyRecord): Promise<void> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -254,7 +254,14 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       return;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
-    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret);
+    // A key with a tokens or cost quota: the session ends (1008) once its own usage goes past one.
+    const checkQuota = () => {
+      const used = pricing.usage?.result();
+      if (used === undefined || !quota.sessionOver(key, deps.clock(), used.input_tokens + used.output_tokens, computeCost(used, pricing.price))) return;
+      log.error_code = 'quota_exceeded';
+      session.endForPolicy('quota_exceeded');
+    };
+    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, key.quota ? checkQuota : undefined);
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));
     if (closing) session.goAway();

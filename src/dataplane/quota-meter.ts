@@ -56,6 +56,19 @@ export class QuotaMeter {
     return firstReached(key, await this.#loadedMeter(key, now));
   }
 
+  /**
+   * The tokens or cost limit that a session still running has gone past with what it used so
+   * far (`tokens`, `cost`), added to the key's finished requests; undefined while within them.
+   * A WebSocket session's usage is otherwise known only when it closes.
+   */
+  sessionOver(key: AccessKeyRecord, now: number, tokens: number, cost: number): QuotaLine | undefined {
+    const meter = key.quota ? this.#meters.get(key.id) : undefined;
+    if (meter === undefined) return undefined;
+    rollOver(meter, now);
+    const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: used.cost + cost });
+    return quotaLines(key.quota!, plus(meter.total), plus(meter.period)).find((l) => l.metric !== 'requests' && l.used > l.limit);
+  }
+
   /** Counts a request of a metered key; call it for every record appended to the log store. */
   record(log: LogRecord): void {
     const admittedTo = this.#admitted.get(log);

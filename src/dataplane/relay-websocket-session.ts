@@ -15,18 +15,24 @@ export interface RelaySession {
   readonly closed: Promise<void>;
   /** Server shutdown: 1001 "going away" to both sides; what has not closed after a grace is destroyed. */
   goAway(): void;
+  /** Ends the session on the gateway's own policy (a quota used up): 1008 with `reason` to both sides. */
+  endForPolicy(reason: string): void;
 }
+
+/** WebSocket close code 1008: the session broke the gateway's policy. */
+const POLICY_VIOLATION = 1008;
 
 /** Time the peers get to answer a shutdown's close frame before their sockets are destroyed. */
 const GOING_AWAY_GRACE_MS = 1000;
 const GOING_AWAY = 1001;
 
-export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string): RelaySession {
+/** `onUsage` runs after each upstream frame that carried usage (the session's quota check). */
+export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, onUsage?: () => void): RelaySession {
   client.on('message', relay(client, upstream));
   upstream.on('message', relay(upstream, client));
   if (usage !== undefined) {
     upstream.on('message', (data, isBinary) => {
-      if (!isBinary && Buffer.isBuffer(data)) usage.push(data);
+      if (!isBinary && Buffer.isBuffer(data) && usage.push(data)) onUsage?.();
     });
   }
   let goingAway = false;
@@ -55,6 +61,9 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   return {
     ended,
     closed,
+    endForPolicy(reason) {
+      finish(POLICY_VIOLATION, Buffer.from(reason), false);
+    },
     goAway() {
       if (goingAway) return;
       goingAway = true;

@@ -26,21 +26,22 @@ export class SessionUsageAccumulator {
     this.#source = compiled[style];
   }
 
-  /** Feeds one text frame from the upstream. */
-  push(frame: Buffer): void {
+  /** Feeds one text frame from the upstream; true when it carried usage. */
+  push(frame: Buffer): boolean {
     const source = this.#source;
-    if (!frame.includes(source.frameHint)) return;
+    if (!frame.includes(source.frameHint)) return false;
     let message: unknown;
     try {
       message = JSON.parse(frame.toString('utf8'));
     } catch {
-      return;
+      return false;
     }
-    if (source.eventType !== undefined && readSegments(message, TYPE) !== source.eventType) return;
+    if (source.eventType !== undefined && readSegments(message, TYPE) !== source.eventType) return false;
     const usageObject = readSegments(message, source.path);
-    if (usageObject === null || typeof usageObject !== 'object') return;
+    if (usageObject === null || typeof usageObject !== 'object') return false;
     const usage = (this.#usage ??= emptyUsage());
     for (const row of source.fields) usage[row.unified] += readCount(usageObject, row.raw) ?? 0;
+    return true;
   }
 
   /** The session's usage so far; undefined when no message carried any. */

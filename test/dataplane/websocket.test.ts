@@ -10,7 +10,7 @@ import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { createServer as createGateway } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
-import { eventually } from './helpers/dataplane-scenarios.ts';
+import { eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
@@ -383,6 +383,41 @@ t.test('a realtime transcription session logs the usage of its transcription.don
   const record = await logOf(gw, key.id, 101);
   t.same(record.usage, { input_tokens: 120 + 45, output_tokens: 8 + 3, cached_tokens: 0, reasoning_tokens: 0 });
   t.equal(record.cost, ((120 + 45) * 2 + (8 + 3) * 10) / 1_000_000);
+});
+
+t.test('a session whose own usage goes past the key\'s tokens quota is ended with 1008 quota_exceeded, and its record says so', async (t) => {
+  const done = (prompt: number, completion: number) => JSON.stringify({ type: 'transcription.done', text: 'hi', usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } });
+  const upstream = await startWsUpstream({
+    onSession: (ws) => {
+      // 60 tokens, within the 100 the key may use; then 60 more, past it.
+      ws.send(done(50, 10));
+      setTimeout(() => ws.send(done(40, 20)), 50);
+    },
+  });
+  t.teardown(() => upstream.close());
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], quota: { total: { tokens: 100 } } });
+  const client = new WebSocket(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => client.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  t.same(await withTimeout(closed, 5000, 'the gateway to end the session'), { code: 1008, reason: 'quota_exceeded' });
+  t.equal(await eventually(() => upstream.closeCodes[0], 'the upstream side closed'), 1008);
+  t.match(await logOf(gw, key.id, 101), { error_code: 'quota_exceeded', usage: { input_tokens: 90, output_tokens: 30 } });
+});
+
+t.test('a session within its key\'s tokens quota is not ended by it', async (t) => {
+  const upstream = await startWsUpstream({ onSession: (ws) => ws.send(JSON.stringify({ type: 'transcription.done', text: 'hi', usage: { prompt_tokens: 50, completion_tokens: 10 } })) });
+  t.teardown(() => upstream.close());
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], quota: { total: { tokens: 100 } } });
+  const client = new WebSocket(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
+  const frames: string[] = [];
+  client.on('message', (d) => frames.push(d.toString()));
+  await eventually(() => (frames.length === 1 ? true : undefined), 'the usage event at the client');
+  t.equal(client.readyState, WebSocket.OPEN, 'the session goes on');
+  await closeClient(client);
+  t.match(await logOf(gw, key.id, 101), { error_code: null, usage: { input_tokens: 50, output_tokens: 10 } });
 });
 
 t.test('an upstream answering the upgrade with 404 and a JSON body: the client gets that answer, and no other credential is tried', async (t) => {
