@@ -90,7 +90,6 @@ interface Failed extends UpstreamErrorReply {
   credential: CredentialView;
 }
 
-
 /**
  * Native forwarding with failover: credentials of a Group round-robin, then the next Group,
  * while nothing has been sent to the client and the operation may be replayed (or the

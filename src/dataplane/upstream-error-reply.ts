@@ -72,9 +72,11 @@ export function maskedUpstreamError(reply: UpstreamReply, secret: string): Upstr
  */
 export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secret: string): Buffer {
   maskSecretInHeaders(headers, secret);
-  const masked = maskSecret(secret);
-  // latin1 maps bytes one to one, so the rest of the body is unchanged whatever its encoding.
-  return body.includes(secret) ? Buffer.from(body.toString('latin1').split(secret).join(masked), 'latin1') : body;
+  // The streamed errors' masking, over the one chunk a body read whole is.
+  const masking = new SecretMaskingStream(secret);
+  const head = masking.data(body);
+  const held = masking.end();
+  return held === undefined ? head : Buffer.concat([head, held]);
 }
 
 /**
