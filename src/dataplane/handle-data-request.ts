@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { ModelListDecl, OperationEntry } from '../generated/index.ts';
+import { MODEL_LISTS, type ModelListDecl, type OperationEntry } from '../generated/index.ts';
 import { compileRouteTable, matchRoute, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
@@ -220,15 +220,33 @@ function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders): Operat
   return alternateListStyle(list, headers) && list.alternate ? list.alternate.style : list.style;
 }
 
+/** The headers that switch a model list to another protocol's shape (`anthropic-version`: messages). */
+const ALTERNATE_STYLES = MODEL_LISTS.flatMap((list) => (list.alternate ? [list.alternate] : []));
+
+/** A first path segment whose model lists all answer in one shape other than completions (`/v1beta`: generate). */
+const STYLE_BY_FIRST_SEGMENT = new Map(
+  [...new Set(MODEL_LISTS.map((list) => firstSegment(list.path)))].flatMap((segment) => {
+    const styles = new Set(MODEL_LISTS.filter((list) => firstSegment(list.path) === segment).map((list) => list.style));
+    const [style] = styles;
+    return styles.size === 1 && style !== 'completions' ? [[segment, style] as const] : [];
+  }),
+);
+
+function firstSegment(path: string): string {
+  const end = path.indexOf('/', 1);
+  return end < 0 ? path : path.slice(0, end);
+}
+
 /**
- * The error shape for a path no endpoint takes: a /v1beta path is a generate-style client's, a
- * request with `anthropic-version` a messages client's; otherwise that of the endpoint nearest
- * to the path.
+ * The error shape for a path no endpoint takes, told as the model lists tell their clients
+ * apart (every SDK lists models): a list's alternate header, then the endpoint nearest to the
+ * path, then the path's first segment.
  */
 function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string): OperationEntry['error_style'] {
-  if (path.startsWith('/v1beta/')) return 'generate';
-  if (headers['anthropic-version'] !== undefined) return 'messages';
-  return near ? errorStyleOf(near, headers) : 'completions';
+  const alternate = ALTERNATE_STYLES.find((a) => headers[a.when_header] !== undefined);
+  if (alternate) return alternate.style;
+  if (near) return errorStyleOf(near, headers);
+  return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
 }
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
