@@ -1,5 +1,6 @@
 import { sseEventData, upstreamStreamErrors, type StreamErrorStyle, type UpstreamStreamErrorRow } from '../../streaming/index.ts';
 import { parseOrUndefined } from './id-of.ts';
+import { QuotedNameSearch } from './quoted-name-search.ts';
 
 const COLON = 58;
 
@@ -12,11 +13,11 @@ const COLON = 58;
  */
 export class UpstreamErrorDetector {
   readonly #row: UpstreamStreamErrorRow;
-  readonly #marks: Buffer[];
+  readonly #marks: QuotedNameSearch[];
 
   constructor(row: UpstreamStreamErrorRow) {
     this.#row = row;
-    this.#marks = row.raw.map((name) => Buffer.from(`"${name}"`));
+    this.#marks = row.raw.map((name) => new QuotedNameSearch(name));
   }
 
   /** The style's detector: one per style, shared by every stream (it keeps no state of one). */
@@ -28,7 +29,7 @@ export class UpstreamErrorDetector {
   candidateIn(bytes: Buffer, from = 0): number {
     let first = -1;
     for (const mark of this.#marks) {
-      for (let at = bytes.indexOf(mark, from); at !== -1 && (first === -1 || at < first); at = bytes.indexOf(mark, at + 1)) {
+      for (let at = mark.indexIn(bytes, from); at !== -1 && (first === -1 || at < first); at = mark.indexIn(bytes, at + 1)) {
         if (this.#standsInPlace((i) => bytes[i], at, mark.length)) {
           first = at;
           break;
@@ -41,9 +42,8 @@ export class UpstreamErrorDetector {
   /** candidateIn for decoded text (a JSON-array element). */
   mayHold(text: string): boolean {
     for (const mark of this.#marks) {
-      const name = mark.toString('latin1');
-      for (let at = text.indexOf(name); at !== -1; at = text.indexOf(name, at + 1)) {
-        if (this.#standsInPlace((i) => text.charCodeAt(i), at, name.length)) return true;
+      for (let at = mark.indexInText(text); at !== -1; at = mark.indexInText(text, at + 1)) {
+        if (this.#standsInPlace((i) => text.charCodeAt(i), at, mark.length)) return true;
       }
     }
     return false;
