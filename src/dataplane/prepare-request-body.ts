@@ -69,7 +69,9 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
   const contentType = String(req.headers['content-type'] ?? '');
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
-  if (contentType.toLowerCase().startsWith('multipart/form-data')) {
+  // Only an endpoint that takes a form reads one: a JSON endpoint parses what it got as JSON
+  // (and refuses it), so that no form is routed by its fields and forwarded past rules that read the body.
+  if (op.body === 'multipart' && contentType.toLowerCase().startsWith('multipart/form-data')) {
     // A form that names no model (a voice upload) has nothing to rewrite: it passes as sent, its files unscanned.
     return op.model === 'none' ? rawBody(req, record, limits) : streamMultipart(req, contentType, declared, record, limits);
   }

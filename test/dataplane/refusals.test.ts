@@ -36,6 +36,12 @@ const CASES: RefusalCase[] = [
   // Bodies the gateway cannot route: refused in the client's protocol, read whole or not.
   { name: 'malformed JSON body on completions', channel: 'ch02', protocols: ['x-completions'], models: ['m'], request: { method: 'POST', path: '/v1/chat/completions', protocol: 'x-completions', raw: '{"model":"m","messages":[' }, status: 400, code: 'invalid_json', style: 'completions' },
   { name: 'JSON array body on messages', channel: 'ch14', protocols: ['x-messages'], models: ['m'], request: { method: 'POST', path: '/v1/messages', protocol: 'x-messages', raw: '[{"model":"m"}]' }, status: 400, code: 'invalid_request_body', style: 'messages' },
+  // A form sent to an endpoint that takes JSON is not routed by its fields: it is refused as
+  // the JSON it is not, so a rule that reads the body (note 11 below) cannot be stepped around.
+  { name: 'a form on chat completions', channel: 'ch02', protocols: ['x-completions'], models: ['m'], request: { method: 'POST', path: '/v1/chat/completions', protocol: 'x-completions', form: fields({ model: 'm', stream: 'true' }) }, status: 400, code: 'invalid_json', style: 'completions' },
+  { name: 'a form on messages', channel: 'ch14', protocols: ['x-messages'], models: ['m'], request: { method: 'POST', path: '/v1/messages', protocol: 'x-messages', form: fields({ model: 'm', max_tokens: '5' }) }, status: 400, code: 'invalid_json', style: 'messages' },
+  { name: 'a form on generate', channel: 'ch14', protocols: ['x-generate'], models: ['m'], request: { method: 'POST', path: '/v1beta/models/m:generateContent', protocol: 'x-generate', form: fields({ model: 'm' }) }, status: 400, code: 'invalid_json', style: 'generate' },
+  { name: 'a form continuing a response on ch29 (note 11 reads the JSON body)', channel: 'ch29', protocols: ['x-responses'], models: ['m'], request: { method: 'POST', path: '/v1/responses', protocol: 'x-responses', form: fields({ model: 'm', previous_response_id: 'resp_abc', input: 'hi' }) }, status: 400, code: 'invalid_json', style: 'completions' },
   { name: 'malformed JSON body on generate', channel: 'ch14', protocols: ['x-generate'], models: ['m'], request: { method: 'POST', path: '/v1beta/models/m:generateContent', protocol: 'x-generate', raw: '{"contents":' }, status: 400, code: 'invalid_json', style: 'generate' },
   // C cells: conversion comes with the conversion issue.
   { name: 'messages on ch02 (C)', channel: 'ch02', protocols: ['x-messages'], models: ['m'], request: json('x-messages', '/v1/messages', { model: 'm', max_tokens: 5, messages: [] }), status: 400, code: 'conversion_not_available', style: 'messages' },
@@ -92,6 +98,12 @@ const CASES: RefusalCase[] = [
   { name: 'model not visible to the key', channel: 'ch02', protocols: ['x-completions'], key: { models: ['another'] }, models: ['m'], request: json('x-completions', '/v1/chat/completions', { model: 'm', messages: [] }), status: 404, code: 'model_not_visible', style: 'completions' },
   { name: 'model no group serves', channel: 'ch14', protocols: ['x-messages'], models: ['m'], request: json('x-messages', '/v1/messages', { model: 'unknown', max_tokens: 5, messages: [] }), status: 404, code: 'model_not_visible', style: 'messages' },
 ];
+
+function fields(values: Record<string, string>): FormData {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(values)) form.append(name, value);
+  return form;
+}
 
 function imageEditForm(model: string): FormData {
   const form = new FormData();
