@@ -83,7 +83,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const match = matchRoute(routes, req.method ?? 'GET', path);
       if (!match.found) {
         errorStyle = unmatchedErrorStyle(match.near, req.headers, path);
-        throw new DataPlaneError(match.invalidParameter ? 'invalid_path_parameter' : match.methodNotAllowed ? 'method_not_allowed' : 'route_not_found');
+        if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');
+        if (match.allowed.length > 0) throw new DataPlaneError('method_not_allowed', undefined, { allow: match.allowed.join(', ') });
+        throw new DataPlaneError('route_not_found');
       }
       const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);

@@ -24,7 +24,8 @@ export type RouteMatch =
   | { found: true; target: RouteTarget; params: Record<string, string> }
   | {
       found: false;
-      methodNotAllowed: boolean;
+      /** The methods the path is taken with (an `Allow` header's), when it is not with this one; empty otherwise. */
+      allowed: readonly string[];
       invalidParameter?: boolean;
       /** The endpoint the path is closest to (longest literal prefix), whose protocol the error answers in. */
       near?: RouteTarget;
@@ -82,6 +83,7 @@ function literalIndex(routes: readonly CompiledRoute[]): Map<string, Map<string,
 
 /** The parameters of a literal route: none. Shared, so frozen. */
 const NO_PARAMS: Record<string, string> = Object.freeze({});
+const NO_METHODS: readonly string[] = Object.freeze([]);
 
 /**
  * The route a request path names. A path that differs from a declared endpoint only by empty
@@ -92,18 +94,18 @@ const NO_PARAMS: Record<string, string> = Object.freeze({});
 export function matchRoute(routes: readonly CompiledRoute[], method: string, path: string): RouteMatch {
   const literal = literalIndex(routes).get(method)?.get(path);
   if (literal) return { found: true, target: literal, params: NO_PARAMS };
-  let methodNotAllowed = false;
+  let allowed: string[] | undefined;
   for (const route of routes) {
     const m = route.pattern.exec(path);
     if (!m) continue;
     if (route.method !== 'ANY' && route.method !== method) {
-      methodNotAllowed = true;
+      if (!allowed?.includes(route.method)) (allowed ??= []).push(route.method);
       continue;
     }
     const params: Record<string, string> = {};
     for (let i = 0; i < route.params.length; i++) {
       const value = decodeParameter(m[i + 1]!);
-      if (value === undefined) return { found: false, methodNotAllowed: false, invalidParameter: true, near: route.target };
+      if (value === undefined) return { found: false, allowed: NO_METHODS, invalidParameter: true, near: route.target };
       params[route.params[i]!] = value;
     }
     // Only passthrough requests pay for this: the upstream would get the rest re-split at its
@@ -113,7 +115,7 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   }
   const canonical = withoutEmptySegments(path);
   if (canonical !== path) return matchRoute(routes, method, canonical);
-  return { found: false, methodNotAllowed, near: nearestRoute(routes, path)?.target };
+  return { found: false, allowed: allowed ?? NO_METHODS, near: nearestRoute(routes, path)?.target };
 }
 
 /** The declared, non-passthrough route of `spelling` when it differs from `path`. */

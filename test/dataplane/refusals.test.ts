@@ -28,7 +28,7 @@ interface RefusalCase {
 }
 
 const GENERATE_STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 503: 'UNAVAILABLE' };
-const COMPLETIONS_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 429: 'rate_limit_error', 503: 'api_error' };
+const COMPLETIONS_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'api_error' };
 
 const json = (protocol: string, path: string, body: unknown, method = 'POST') => ({ method, path, protocol, body });
 
@@ -216,4 +216,24 @@ t.test('not refused on ch31: a trailing-slash retrieval or cancellation is that 
   }
   t.equal(owner.requests.length, 1 + calls.length, 'create and every later call on the owning upstream');
   t.same(other.requests, [], 'none on the other');
+});
+
+t.test('a known path with another method is 405 with an Allow header naming the methods it takes', async (t) => {
+  const { gw, upstream } = await setup(t);
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'up-m' }], secrets: ['sk-upstream-refusal'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-messages', 'x-completions'] });
+  // decisions.md §2: messages and chat completions are POST only.
+  for (const [method, path, protocol, allowed] of [
+    ['GET', '/v1/messages', 'x-messages', ['POST']],
+    ['DELETE', '/v1/chat/completions', 'x-completions', ['POST']],
+  ] as const) {
+    const res = await fetch(`${gw.url}${path}`, { method, headers: clientAuthHeaders(protocol, keyValue) });
+    const body: unknown = await res.json();
+    t.equal(res.status, 405, `${method} ${path}`);
+    t.same(res.headers.get('allow')?.split(', ').sort(), allowed, `${method} ${path}: Allow`);
+    checkErrorShape(t, body, protocol === 'x-messages' ? 'messages' : 'completions', 405, 'method_not_allowed');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 405, error_code: 'method_not_allowed', attempt_count: 0 });
+  }
+  t.same(upstream.requests, [], 'the upstream received nothing');
 });

@@ -7,6 +7,12 @@ import { compileRouteTable, matchRoute, type RouteMatch } from '../../src/handle
 // would step around an N* subset (note 3) and the response affinity of ch31.
 
 const routes = compileRouteTable();
+
+/** The methods a path is taken with when `method` is not one of them (undefined when it is). */
+function allowedFor(method: string, path: string): readonly string[] | undefined {
+  const match = matchRoute(routes, method, path);
+  return match.found ? undefined : match.allowed;
+}
 const PASSTHROUGH = 'responses-namespace';
 /** Values for the path parameters of decisions.md §2's templates. */
 const SAMPLE: Record<string, string> = { response_id: 'resp_1', model: 'gemini-x', voice_id: 'voice_1' };
@@ -69,8 +75,8 @@ t.test('other paths under /v1/responses stay namespace passthrough, forwarded as
 });
 
 t.test('a known path with a trailing slash and another method is 405, an unknown one 404', async (t) => {
-  t.match(matchRoute(routes, 'GET', '/v1/chat/completions/'), { found: false, methodNotAllowed: true });
-  t.match(matchRoute(routes, 'POST', '/v1/chat/completion/'), { found: false, methodNotAllowed: false });
+  t.same(allowedFor('GET', '/v1/chat/completions/'), ['POST']);
+  t.same(allowedFor('POST', '/v1/chat/completion/'), []);
   t.match(matchRoute(routes, 'GET', '/v1/responses/%2e%2e/'), { found: false, invalidParameter: true }, 'a dot segment stays refused');
 });
 
@@ -80,6 +86,6 @@ t.test('one model of a list is GET /v1/models/{model} or /v1beta/models/{model},
   t.match(matchRoute(routes, 'GET', '/v1/models/team%2Fa'), { found: true, params: { model: 'team/a' } }, 'an encoded slash is part of the name');
   // `{model}` stops at ':': the operations' `models/{model}:verb` stay theirs, and are POST only.
   t.equal(idOf(matchRoute(routes, 'POST', '/v1beta/models/team-a:generateContent')), 'generate-content');
-  t.match(matchRoute(routes, 'GET', '/v1beta/models/team-a:generateContent'), { found: false, methodNotAllowed: true });
-  t.match(matchRoute(routes, 'GET', '/v1beta/models/team-a/extra'), { found: false, methodNotAllowed: false });
+  t.same(allowedFor('GET', '/v1beta/models/team-a:generateContent'), ['POST']);
+  t.same(allowedFor('GET', '/v1beta/models/team-a/extra'), []);
 });
