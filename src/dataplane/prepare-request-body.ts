@@ -127,8 +127,8 @@ function bufferedRaw(raw: Buffer, record: boolean): PreparedBody {
   };
 }
 
+// An empty body is not a JSON object either: refused as invalid JSON, not forwarded as nothing.
 function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
-  if (raw.length === 0) return NO_BODY;
   const text = raw.toString('utf8');
   let value: Record<string, unknown>;
   try {
