@@ -166,7 +166,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       );
       fillFromResult(log, result);
       if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {
-        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true, upstreamModel: result.candidate.upstream_model } : undefined;
+        // A background create that streamed to its end reported (and counted) its usage already.
+        const createCounted = result.usage !== undefined && hasTokens(result.usage);
+        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model } : undefined;
         affinity.remember(result.responseId, result.candidate.group.id, result.credential.id, created);
       }
       const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!));

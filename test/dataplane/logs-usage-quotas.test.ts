@@ -252,6 +252,34 @@ t.test('a background response is counted once, from the first read that reports 
   t.equal(upstream.requests.length, 6);
 });
 
+t.test('a background response streamed to its end is counted from its stream, not again by a read', async (t) => {
+  // The upstream streams a background create through response.completed (with the usage of the
+  // generation), and answers a later read with the completed response and the same usage.
+  const usage = { input_tokens: 100, output_tokens: 50, total_tokens: 150 };
+  const response = (status: string, withUsage: boolean) => ({ id: 'resp_bgs', object: 'response', model: 'vendor-m', background: true, status, output: [], usage: withUsage ? usage : null });
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, (req, res) => {
+    if (req.method === 'POST') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: response('queued', false) })}\n\n`);
+      res.end(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 1, response: response('completed', true) })}\n\n`);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(response('completed', true)));
+  });
+  const { call, none } = await responsesRoute(gw, upstream.url);
+
+  const created = await call('POST', '/v1/responses', { model: 'team-m', input: 'hi', background: true, stream: true });
+  t.equal(created.status, 200);
+  t.same(created.record.usage, { input_tokens: 100, output_tokens: 50, cached_tokens: 0, reasoning_tokens: 0 }, 'the stream reported the usage: counted with the create');
+  const read = await call('GET', '/v1/responses/resp_bgs');
+  t.equal(read.status, 200);
+  t.same(read.record.usage, none, 'the read repeats that usage: not counted again');
+  t.equal(read.record.cost, 0);
+  // 150 of the 200 tokens are used: the quota saw the generation once.
+  t.equal((await call('POST', '/v1/responses', { model: 'team-m', input: 'more', background: true, stream: true })).status, 200, 'the quota has room for another');
+});
+
 t.test('record_request_body: true stores the original body; false stores none', async (t) => {
   const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [] }));
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
