@@ -44,7 +44,7 @@ export class QuotaMeter {
     if (!key.quota) return;
     const meter = await this.#loadedMeter(key, now);
     const line = firstReached(key, meter);
-    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, retryAfter(line, now));
+    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
     // No await since the check: no other request can take the same place.
     meter.inFlight++;
     this.#admitted.set(log, meter);
@@ -162,10 +162,15 @@ export function quotaMeterFor(logs: LogReader): QuotaMeter {
 }
 
 /**
- * A per-period limit lifts when the next period begins: said as Retry-After, so that an SDK
- * waits (or gives up) instead of retrying at once. A total limit never lifts by itself.
+ * A refusal the SDKs must not retry (`x-should-retry: false`, which the openai and anthropic
+ * SDKs obey): the shortest period is an hour, and an SDK that honours Retry-After as sent
+ * would sleep until the period turns, days for a weekly limit, before raising. A per-period
+ * limit still says when it lifts (Retry-After, the next period's start); a total limit never
+ * lifts by itself.
  */
-function retryAfter(line: QuotaLine, now: number): Record<string, string> | undefined {
-  if (line.scope !== 'per_period' || line.period === undefined) return undefined;
-  return { 'retry-after': String(Math.max(1, Math.ceil((nextPeriodStart(line.period, now) - now) / 1000))) };
+function quotaRefusalHeaders(line: QuotaLine, now: number): Record<string, string> {
+  if (line.scope !== 'per_period' || line.period === undefined) return NO_RETRY;
+  return { ...NO_RETRY, 'retry-after': String(Math.max(1, Math.ceil((nextPeriodStart(line.period, now) - now) / 1000))) };
 }
+
+const NO_RETRY: Readonly<Record<string, string>> = Object.freeze({ 'x-should-retry': 'false' });

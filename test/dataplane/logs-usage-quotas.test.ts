@@ -412,6 +412,7 @@ for (const c of QUOTA_CASES) {
     } else {
       t.equal(refused.headers.get('retry-after'), null, 'a total limit does not lift by itself');
     }
+    t.equal(refused.headers.get('x-should-retry'), 'false', 'the SDKs are told not to retry it');
     t.equal(upstream.requests.length, c.allowed, 'the refused request reached no upstream');
     const record = await waitForLog(gw, refused.headers.get('x-switchyard-request-id'));
     t.match(record, { status: 429, error_code: 'quota_exceeded' });

@@ -45,3 +45,32 @@ t.test('anthropic: an upstream error answered without request-id: the error requ
   t.ok(log, 'the request has a log record');
   t.equal((err as RateLimitError).requestID, log!.request_id);
 });
+
+t.test('anthropic: a weekly quota refusal is raised at once, not slept on until the week turns', async (t) => {
+  const r = await rig(t, MESSAGES, (req, res) => writeJson(res, 200, message(String(jsonBody(req)['model']), 'Bonjour.')));
+  await r.gw.store.accessKeys.update(r.keyId, { quota: { per_period: { period: 'week', requests: 1 } } });
+  const anthropic = new Anthropic({ apiKey: r.keyValue, baseURL: r.gw.url, maxRetries: 2 });
+  await anthropic.messages.create(ASK);
+  // The SDK would sleep as long as Retry-After says (up to a week here) before each of its retries.
+  const err = await anthropic.messages.create(ASK).catch((e: unknown) => e);
+  t.type(err, RateLimitError);
+  t.equal((err as RateLimitError).headers?.get('x-should-retry'), 'false');
+  t.ok(Number((err as RateLimitError).headers?.get('retry-after')) > 0, 'the refusal still says when the period turns');
+  await r.gw.logs.flush();
+  const refusals = (await r.gw.logs.list({ access_key_id: r.keyId }, { limit: 10 })).items.filter((item) => item.error_code === 'quota_exceeded');
+  t.equal(refusals.length, 1, 'one request, not retried');
+  t.equal(r.upstream.requests.length, 1);
+});
+
+t.test('openai: a total quota refusal is not retried either', async (t) => {
+  const r = await rig(t, { channel: 'ch02', protocols: ['x-completions'], external: 'team-chat', upstreamModel: 'vendor-chat-1' }, (req, res) => writeJson(res, 200, chatCompletion(String(jsonBody(req)['model']), 'ok')));
+  await r.gw.store.accessKeys.update(r.keyId, { quota: { total: { requests: 1 } } });
+  const openai = new OpenAI({ apiKey: r.keyValue, baseURL: `${r.gw.url}/v1`, maxRetries: 2 });
+  const ask = { model: 'team-chat', messages: [{ role: 'user' as const, content: 'hi' }] };
+  await openai.chat.completions.create(ask);
+  const err = await openai.chat.completions.create(ask).catch((e: unknown) => e);
+  t.type(err, OpenAI.RateLimitError);
+  await r.gw.logs.flush();
+  const refusals = (await r.gw.logs.list({ access_key_id: r.keyId }, { limit: 10 })).items.filter((item) => item.error_code === 'quota_exceeded');
+  t.equal(refusals.length, 1, 'one request, not retried');
+});
