@@ -31,10 +31,14 @@ export function queryInt(ctx: ManagementContext, name: string, min: number, max:
 }
 
 /** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
+/** ISO 8601 as Date.parse reads it reliably: a date, or a date and time with an optional zone. */
+const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})?)?$/;
+
 export function queryTime(ctx: ManagementContext, name: string): number | undefined {
   const raw = queryString(ctx, name);
   if (raw === undefined) return undefined;
-  const n = /^[0-9]+$/.test(raw) ? Number(raw) : Date.parse(raw);
+  // Not Date.parse on anything: it reads "-5" or "March 7" as dates of 2001.
+  const n = /^[0-9]+$/.test(raw) ? Number(raw) : ISO_8601.test(raw) ? Date.parse(raw) : NaN;
   if (!Number.isFinite(n)) throw validationFailed(name, 'invalid_value', { expected: 'epoch milliseconds or ISO 8601' });
   return n;
 }

@@ -6,5 +6,6 @@ import type { LogStore } from './logs/log-store.ts';
  */
 export type LogReader = Pick<LogStore, 'list' | 'get' | 'usage' | 'statistics' | 'keyUsage'>;
 
+export { InvalidLogCursorError } from './logs/invalid-log-cursor.ts';
 export type { KeyUsage, LogFilter, LogPage, LogPageResult, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './logs/log-store.ts';
 export type { LogListItem, LogRecord } from './logs/log-record.ts';

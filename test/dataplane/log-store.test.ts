@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore, type RecordedRequestBody } from '../../src/store/logs/index.ts';
+import { InvalidLogCursorError, openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore, type RecordedRequestBody } from '../../src/store/logs/index.ts';
 import { LOG_DB_FILE } from '../../src/store/logs/sqlite-log-store.ts';
 import { newRequestId } from '../../src/dataplane/new-request-id.ts';
 
@@ -129,7 +129,7 @@ for (const { name, open } of IMPLEMENTATIONS) {
       t.equal(new Set(seen).size, 57, 'no duplicates');
       const created = await Promise.all(seen.map(async (id) => (await store.get(id))!.created_at));
       t.same(created, [...created].sort((a, b) => b - a), 'non-increasing created_at');
-      await t.rejects(store.list({}, { limit: 10, cursor: 'garbage' }), RangeError);
+      await t.rejects(store.list({}, { limit: 10, cursor: 'garbage' }), InvalidLogCursorError);
     });
 
     t.test('list: newest first across batches that overlap in time, pages crossing batch boundaries', async (t) => {

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { MANIFEST_DIGEST } from '../../src/generated/index.ts';
 import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
+import { openWorkerLogStore } from '../../src/store/logs/index.ts';
 import { logRecord } from './support/log-records.ts';
 import { seedGroup, startGateway } from './support/gateway.ts';
 import { staticServer } from './support/static-server.ts';
@@ -31,10 +32,31 @@ t.test('logs: filters, pages and details over the log store', async (t) => {
   t.same((await gw.api('GET', '/api/logs?status_class=error')).json.data.items.map((r: { request_id: string }) => r.request_id), ['r4']);
   const since = new Date(gw.clock.now - 2.5 * HOUR).toISOString();
   t.equal((await gw.api('GET', `/api/logs?from=${since}`)).json.data.items.length, 2);
+  t.equal((await gw.api('GET', `/api/logs?from=${gw.clock.now - 2.5 * HOUR}`)).json.data.items.length, 2, 'epoch milliseconds');
+  const offset = new Date(gw.clock.now - 2.5 * HOUR + 2 * HOUR).toISOString().slice(0, 19) + '+02:00';
+  t.equal((await gw.api('GET', `/api/logs?from=${encodeURIComponent(offset)}`)).json.data.items.length, 2, 'ISO 8601 with a zone offset');
+  // Date.parse would read these as dates of 2001: neither epoch milliseconds nor ISO 8601.
+  for (const [name, value] of [['from', '-5'], ['from', 'March 7'], ['from', '1 2'], ['to', 'Mon, 01 Jan 1990 00:00:00 GMT'], ['to', '2026-13-01']] as const) {
+    t.match((await gw.api('GET', `/api/logs?${name}=${encodeURIComponent(value)}`)).json, { code: 'VALIDATION_FAILED', data: { field: name, reason: 'invalid_value' } }, `${name}=${value}`);
+    t.match((await gw.api('GET', `/api/usage?${name}=${encodeURIComponent(value)}`)).json, { code: 'VALIDATION_FAILED', data: { field: name } }, `usage ${name}=${value}`);
+  }
   t.match((await gw.api('GET', '/api/logs?limit=0')).json.data, { field: 'limit', reason: 'invalid_value' });
   t.match((await gw.api('GET', '/api/logs?colour=red')).json.data, { field: 'colour', reason: 'unknown_field' });
   t.match((await gw.api('GET', '/api/logs?model=a&model=b')).json.data, { field: 'model', reason: 'repeated' });
   t.match((await gw.api('GET', '/api/logs/r4')).json.data, { request_id: 'r4', status: 502 });
+});
+
+t.test('logs: a cursor no page handed out is 400 VALIDATION_FAILED, not a log store outage, with either store', async (t) => {
+  for (const [name, overrides] of [['memory', { logStore: new MemoryLogStore() }], ['worker (SQLite)', { openLogStore: (dir: string) => openWorkerLogStore(dir) }]] as const) {
+    const gw = await startGateway(t, overrides);
+    for (const cursor of ['garbage', Buffer.from('1234').toString('base64url'), Buffer.from('[1,2]').toString('base64url')]) {
+      const res = await gw.api('GET', `/api/logs?cursor=${cursor}`);
+      t.equal(res.status, 400, `${name}: ${cursor}`);
+      t.match(res.json, { code: 'VALIDATION_FAILED', data: { field: 'cursor', reason: 'invalid_value' } });
+    }
+    t.match((await gw.api('GET', '/api/health')).json.data, { stores: { logs: 'ok' } }, `${name}: the store is fine`);
+    await gw.stop();
+  }
 });
 
 t.test('usage and home statistics', async (t) => {

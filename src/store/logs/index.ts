@@ -22,6 +22,7 @@ export type {
   UsageRow,
   UsageTotals,
 } from './log-store.ts';
+export { InvalidLogCursorError } from './invalid-log-cursor.ts';
 export { LOG_DB_FILE, SqliteLogStore, openSqliteLogStore } from './sqlite-log-store.ts';
 export type { SqliteLogStoreOptions } from './sqlite-log-store.ts';
 export { WorkerLogStore, openWorkerLogStore } from './worker-log-store.ts';

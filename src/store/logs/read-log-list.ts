@@ -1,5 +1,6 @@
 import type { DecodedLogBatch } from './decode-log-batch.ts';
 import { decodedRecord } from './decode-log-batch.ts';
+import { InvalidLogCursorError } from './invalid-log-cursor.ts';
 import { decodeCursor, encodeCursor } from './log-cursor.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { LogFilter, LogPage, LogPageResult } from './log-store.ts';
@@ -25,7 +26,7 @@ const newestFirst = (a: Found, b: Found): number => b.created_at - a.created_at 
 export function listLogs(source: LogBatchSource, filter: LogFilter, page: LogPage): LogPageResult {
   const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(page.limit)));
   const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor);
-  if (page.cursor !== undefined && after === undefined) throw new RangeError('invalid cursor');
+  if (page.cursor !== undefined && after === undefined) throw new InvalidLogCursorError();
   const want = limit + 1;
   // Records after the cursor are created at or before its time: later batches cannot hold any.
   const to = after === undefined ? filter.to : Math.min(filter.to ?? Infinity, after.created_at + 1);

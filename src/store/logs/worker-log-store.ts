@@ -8,6 +8,8 @@ import type { SealedLogBatch } from './write-log-batch.ts';
 import { wallClockMs } from './wall-clock-ms.ts';
 import { FlushWaiters } from './flush-waiters.ts';
 import { DropReporter } from './drop-reporter.ts';
+import { InvalidLogCursorError } from './invalid-log-cursor.ts';
+import { decodeCursor } from './log-cursor.ts';
 
 export interface WorkerLogStoreOptions {
   /** Records per batch; a full batch is posted on the next turn. Default 1024: the worker stores each batch as one row, in one transaction. */
@@ -119,6 +121,8 @@ export class WorkerLogStore implements LogStore {
   }
 
   list(filter: LogFilter, page: LogPage): Promise<LogPageResult> {
+    // Checked on this side: an error thrown in the writer's thread arrives as a plain Error.
+    if (page.cursor !== undefined && decodeCursor(page.cursor) === undefined) return Promise.reject(new InvalidLogCursorError());
     return this.#read({ method: 'list', args: [filter, page] }) as Promise<LogPageResult>;
   }
 

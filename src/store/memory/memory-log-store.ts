@@ -1,3 +1,4 @@
+import { InvalidLogCursorError } from '../logs/invalid-log-cursor.ts';
 import type { LogListItem, LogRecord } from '../logs/log-record.ts';
 import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
 
@@ -25,6 +26,7 @@ export class MemoryLogStore implements LogStore {
   async list(filter: LogFilter, page: LogPage): Promise<LogPageResult> {
     const limit = Math.min(500, Math.max(1, Math.trunc(page.limit)));
     const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor);
+    if (page.cursor !== undefined && after === undefined) throw new InvalidLogCursorError();
     const sorted = this.#matching(filter).sort(newestFirst);
     const start = after === undefined ? 0 : sorted.findIndex((r) => newestFirst(r, after) > 0);
     const slice = start < 0 ? [] : sorted.slice(start, start + limit + 1);
