@@ -67,6 +67,14 @@ t.test('model prices: update, query, reset to the catalog, delete, sync', async 
   t.equal((await gw.api('DELETE', '/api/model-prices/my%2Fcustom')).status, 404);
   const invalid = await gw.api('PUT', '/api/model-prices/x', { body: { input_per_mtok: -1, output_per_mtok: 1 } });
   t.match(invalid.json.data, { field: 'input_per_mtok', reason: 'invalid_value' });
+  // A price is for a name a Group's model can have: 1 to 300 characters, not blank.
+  for (const name of ['%20', '%20%20', 'm'.repeat(301)]) {
+    const refused = await gw.api('PUT', `/api/model-prices/${name}`, { body: { input_per_mtok: 1, output_per_mtok: 1 } });
+    t.equal(refused.status, 400, `${name.slice(0, 12)}: refused`);
+    t.match(refused.json.data, { field: 'model', reason: 'invalid_value' });
+  }
+  t.equal((await gw.api('PUT', `/api/model-prices/${'m'.repeat(300)}`, { body: { input_per_mtok: 1, output_per_mtok: 1 } })).status, 200, '300 characters');
+  t.notOk((await gw.api('GET', '/api/model-prices?source=manual')).json.data.some((p: { model: string }) => p.model.trim() === '' || p.model.length > 300), 'nothing refused was stored');
 });
 
 t.test('model prices: sync from a URL, and a failing URL is 502', async (t) => {
@@ -82,6 +90,9 @@ t.test('model prices: sync from a URL, and a failing URL is 502', async (t) => {
   t.match((await gw.api('GET', '/api/model-prices')).json.data, [{ model: 'remote-model', source: 'sync' }]);
   const needsUrl = await gw.api('POST', '/api/model-prices/sync', { body: { source: 'url' } });
   t.match(needsUrl.json.data, { field: 'url', reason: 'required' });
+  const fileUrl = await gw.api('POST', '/api/model-prices/sync', { body: { source: 'url', url: 'file:///etc/passwd' } });
+  t.equal(fileUrl.status, 400, 'a URL that is not HTTP(S) is bad input, not a remote failure');
+  t.match(fileUrl.json.data, { field: 'url', reason: 'invalid_value' });
   await gw.api('PUT', '/api/settings', { body: { model_price_sync_url: `${base}/prices.json` } });
   t.equal((await gw.api('POST', '/api/model-prices/sync', { body: { source: 'url' } })).status, 200, 'the configured URL is used');
   for (const [path, reason] of [['/broken.json', 'remote_not_json'], ['/wrong.json', 'remote_invalid'], ['/down.json', 'remote_status']] as const) {

@@ -33,6 +33,16 @@ t.test('PUT validates against the schema of known settings', async (t) => {
   const badUrl = await gw.api('PUT', '/api/settings', { body: { proxy_url: 'not a url' } });
   t.match(badUrl.json.data, { field: 'proxy_url', reason: 'invalid_value' });
   t.same((await gw.api('GET', '/api/settings')).json.data.trusted_proxies, [], 'nothing of a rejected body was saved');
+  // The release feed and the price list are fetched over HTTP(S): a file or FTP URL would only fail later, as a remote failure.
+  for (const field of ['update_feed_url', 'model_price_sync_url']) {
+    for (const url of ['file:///etc/passwd', 'ftp://example.test/prices.json']) {
+      const refused = await gw.api('PUT', '/api/settings', { body: { [field]: url } });
+      t.equal(refused.status, 400, `${field}: ${url}`);
+      t.match(refused.json.data, { field, reason: 'invalid_value' });
+    }
+    t.equal((await gw.api('PUT', '/api/settings', { body: { [field]: 'HTTPS://example.test/x.json' } })).status, 200, `${field}: https in capitals`);
+  }
+  t.equal((await gw.api('GET', '/api/settings')).json.data.update_feed_url, 'HTTPS://example.test/x.json');
 });
 
 t.test('stream_idle_timeout_seconds is a known setting: an integer from 1 to 3600, default 120', async (t) => {

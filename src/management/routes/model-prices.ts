@@ -1,8 +1,8 @@
-import { ApiError, notFound } from '../../http/api-error.ts';
+import { ApiError, notFound, validationFailed } from '../../http/api-error.ts';
 import type { ModelPriceBody } from '../../generated/management/model-price.ts';
 import type { ModelPriceSyncBody } from '../../generated/management/model-price-sync.ts';
 import type { PriceList } from '../../generated/management/price-list.ts';
-import type { ManagementDeps } from '../context.ts';
+import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { fetchJson } from '../fetch-json.ts';
 import { onlyQuery, queryEnum, queryString, stringParam } from '../params.ts';
 import { parsePriceList, type PriceCatalogEntry } from '../price-catalog.ts';
@@ -41,7 +41,7 @@ export function modelPriceRoutes(deps: ManagementDeps): RouteDef[] {
       path: '/model-prices/:model',
       body: priceSchema,
       async handle(ctx, body) {
-        return { data: await store.modelPrices.put(stringParam(ctx, 'model'), body, 'manual') };
+        return { data: await store.modelPrices.put(priceModel(ctx), body, 'manual') };
       },
     }),
     route({
@@ -85,4 +85,13 @@ export function modelPriceRoutes(deps: ManagementDeps): RouteDef[] {
       },
     }),
   ];
+}
+
+/** A price is for a model name a Group can hold (`models[].upstream`: 1 to 300 characters). */
+const MAX_MODEL_LENGTH = 300;
+
+function priceModel(ctx: ManagementContext): string {
+  const model = stringParam(ctx, 'model');
+  if (model.trim() === '' || model.length > MAX_MODEL_LENGTH) throw validationFailed('model', 'invalid_value', { max_length: MAX_MODEL_LENGTH });
+  return model;
 }
