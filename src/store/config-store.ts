@@ -15,6 +15,9 @@ import type {
 } from './records.ts';
 import type { ModelPrice } from '../usage/compute-cost.ts';
 
+export { DuplicateCredentialError } from './duplicate-credential-error.ts';
+export { UnknownGroupError } from './unknown-group-error.ts';
+
 // Storage interfaces of the configuration. The embedded implementation is lowdb
 // (src/store/lowdb); a shared database can implement the same interfaces later.
 
@@ -73,8 +76,12 @@ export interface CredentialPatch {
 export interface CredentialStore {
   list(groupId: number): Promise<CredentialView[]>;
   get(groupId: number, id: number): Promise<CredentialView | undefined>;
-  /** Creates several in one write; a credential equal to an existing one of the Group is reported, not stored. */
+  /**
+   * Creates several in one write; a credential equal to an existing one of the Group is reported, not stored.
+   * Rejects with UnknownGroupError, storing nothing, when the Group no longer exists.
+   */
   createMany(groupId: number, items: NewCredential[]): Promise<CredentialCreateOutcome[]>;
+  /** Rejects with DuplicateCredentialError, storing nothing, when the new values equal another credential of the Group. */
   update(groupId: number, id: number, patch: CredentialPatch): Promise<CredentialView | undefined>;
   setState(groupId: number, id: number, change: CredentialStateChange): Promise<CredentialView | undefined>;
   consumeResetCredit(groupId: number, id: number): Promise<CredentialView | undefined>;
@@ -105,6 +112,7 @@ export interface AccessKeyWithValue {
 export interface AccessKeyStore {
   list(): Promise<AccessKeyRecord[]>;
   get(id: number): Promise<AccessKeyRecord | undefined>;
+  /** `create` and `update` reject with UnknownGroupError, storing nothing, when a listed Group no longer exists. */
   create(input: NewAccessKey): Promise<AccessKeyWithValue>;
   update(id: number, patch: AccessKeyPatch): Promise<AccessKeyRecord | undefined>;
   rotate(id: number): Promise<AccessKeyWithValue | undefined>;
@@ -148,6 +156,7 @@ export interface CredentialStagePatch {
 export interface CredentialStageStore {
   list(): Promise<CredentialStageRecord[]>;
   get(id: number): Promise<CredentialStageRecord | undefined>;
+  /** Rejects with UnknownGroupError, storing nothing, when the Group no longer exists. */
   create(input: NewCredentialStage): Promise<CredentialStageRecord>;
   update(id: number, patch: CredentialStagePatch): Promise<CredentialStageRecord | undefined>;
   delete(id: number): Promise<boolean>;

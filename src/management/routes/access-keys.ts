@@ -1,7 +1,7 @@
 import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { AccessKeyCreateBody } from '../../generated/management/access-key-create.ts';
 import type { AccessKeyUpdateBody } from '../../generated/management/access-key-update.ts';
-import type { ConfigStore } from '../../store/config-store.ts';
+import { type ConfigStore, UnknownGroupError } from '../../store/config-store.ts';
 import { recordReveal } from '../audit-reveal.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
@@ -28,7 +28,7 @@ export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
       idempotent: true,
       async handle(_ctx, body) {
         await checkGroups(store, body.groups);
-        const { record, value } = await store.accessKeys.create(body);
+        const { record, value } = await groupGoneAsUnknown(body.groups, store.accessKeys.create(body));
         // The value is shown in this response only; a replay shows the key without it.
         return { status: 201, data: { ...record, value }, replayData: record };
       },
@@ -48,7 +48,7 @@ export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
       body: updateSchema,
       async handle(ctx, body) {
         await checkGroups(store, body.groups);
-        const saved = await store.accessKeys.update(keyId(ctx), body);
+        const saved = await groupGoneAsUnknown(body.groups, store.accessKeys.update(keyId(ctx), body));
         if (!saved) throw notFound('access_key', keyId(ctx));
         return { data: saved };
       },
@@ -90,4 +90,14 @@ async function checkGroups(store: ConfigStore, groups: number[] | null | undefin
   groups.forEach((id, i) => {
     if (!known.has(id)) throw validationFailed(`groups[${i}]`, 'unknown_group');
   });
+}
+
+/** A listed Group deleted between the check above and the write is refused the same way. */
+async function groupGoneAsUnknown<T>(groups: number[] | null | undefined, write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    if (err instanceof UnknownGroupError) throw validationFailed(`groups[${groups?.indexOf(err.groupId) ?? 0}]`, 'unknown_group');
+    throw err;
+  }
 }

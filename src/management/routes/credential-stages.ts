@@ -4,6 +4,7 @@ import type { CredentialStageImportBody } from '../../generated/management/crede
 import type { CredentialStageRecord, GroupRecord } from '../../store/records.ts';
 import { completeCredentialValues, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
+import { groupGoneAsNotFound } from '../group-gone-as-not-found.ts';
 import { idParam } from '../params.ts';
 import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
@@ -47,7 +48,7 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
     const group = await groupOf(stage);
     const kind = kindOfChannel(group.channel, stage.kind);
     const complete = completeCredentialValues(kind, values, group);
-    const [outcome] = await store.credentials.createMany(group.id, [{ kind: kind.id, name, values: complete, secretFields: secretFieldsOf(kind) }]);
+    const [outcome] = await groupGoneAsNotFound(store.credentials.createMany(group.id, [{ kind: kind.id, name, values: complete, secretFields: secretFieldsOf(kind) }]));
     const credentialId = outcome && ('created' in outcome ? outcome.created.id : outcome.duplicate_of);
     return (await store.credentialStages.update(stage.id, { state: 'imported', credential_id: credentialId ?? null })) ?? stage;
   }
@@ -69,13 +70,15 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
         const kind = kindOfChannel(group.channel, body.kind);
         if (!INTERACTIVE_FLOWS.includes(kind.flow)) throw validationFailed('kind', 'not_an_authorization_flow', { flow: kind.flow, hint: 'use credentials/connect' });
         const expiresIn = (seconds: number) => new Date(deps.clock() + seconds * 1000).toISOString();
-        let stage = await store.credentialStages.create({
-          group_id: group.id,
-          kind: kind.id,
-          flow: kind.flow,
-          authorization: null,
-          expires_at: expiresIn(DEFAULT_STAGE_TTL_SECONDS),
-        });
+        let stage = await groupGoneAsNotFound(
+          store.credentialStages.create({
+            group_id: group.id,
+            kind: kind.id,
+            flow: kind.flow,
+            authorization: null,
+            expires_at: expiresIn(DEFAULT_STAGE_TTL_SECONDS),
+          }),
+        );
         if (deps.credentialFlows) {
           try {
             const started = await deps.credentialFlows.start({ channel: group.channel, kind: kind.id, stage_id: stage.id });

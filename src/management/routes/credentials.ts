@@ -7,6 +7,8 @@ import { maskSecret } from '../../store/mask.ts';
 import { recordReveal } from '../audit-reveal.ts';
 import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
+import { duplicateCredentialAsConflict } from '../duplicate-credential-as-conflict.ts';
+import { credentialsInGroupPath } from '../group-gone-as-not-found.ts';
 import { idParam, onlyQuery, queryEnum } from '../params.ts';
 import { requireGroupInPath } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
@@ -20,7 +22,7 @@ const BASE = '/groups/:group_id/credentials';
 const IMPORT_BODY_LIMIT = 8 * 1024 * 1024;
 
 export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
-  const { store } = deps;
+  const store = { groups: deps.store.groups, credentials: credentialsInGroupPath(deps.store.credentials) };
 
   function credentialId(ctx: ManagementContext): number {
     return idParam(ctx, 'credential_id', 'credential');
@@ -136,7 +138,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
           weight: body.weight,
           ...(body.fields === undefined ? {} : { values: completeCredentialValues(kind, definedStrings(body.fields), group), secretFields: secretFieldsOf(kind) }),
         };
-        const saved = await store.credentials.update(group.id, current.id, patch);
+        const saved = await duplicateCredentialAsConflict(store.credentials.update(group.id, current.id, patch));
         if (!saved) throw notFound('credential', current.id);
         return { data: saved };
       },

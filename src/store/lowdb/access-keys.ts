@@ -6,6 +6,7 @@ import type { AccessKeyRecord } from '../records.ts';
 import type { ConfigData, StoredAccessKey } from './config-document.ts';
 import { definedOnly } from '../defined-only.ts';
 import type { JsonDocument } from './json-document.ts';
+import { requireGroups } from './require-groups.ts';
 import type { SecretBox } from './secret-box.ts';
 
 const INDEX_PURPOSE = 'access-key';
@@ -46,6 +47,7 @@ export class LowdbAccessKeyStore implements AccessKeyStore {
   create(input: NewAccessKey): Promise<AccessKeyWithValue> {
     const value = newAccessKeyValue();
     return this.#doc.mutate((d) => {
+      requireGroups(d, input.groups ?? []);
       const now = new Date(this.#clock()).toISOString();
       const id = d.next_id.access_key++;
       const stored: StoredAccessKey = {
@@ -74,6 +76,7 @@ export class LowdbAccessKeyStore implements AccessKeyStore {
     return this.#doc.mutate((d) => {
       const k = d.access_keys.find((x) => x.id === id);
       if (!k) return undefined;
+      requireGroups(d, patch.groups ?? []);
       Object.assign(k, definedOnly(patch));
       k.updated_at = new Date(this.#clock()).toISOString();
       return toRecord(k);

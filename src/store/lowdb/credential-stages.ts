@@ -4,6 +4,7 @@ import type { CredentialStageRecord } from '../records.ts';
 import type { ConfigData } from './config-document.ts';
 import { definedOnly } from '../defined-only.ts';
 import type { JsonDocument } from './json-document.ts';
+import { requireGroups } from './require-groups.ts';
 
 export class LowdbCredentialStageStore implements CredentialStageStore {
   readonly #doc: JsonDocument<ConfigData>;
@@ -25,6 +26,7 @@ export class LowdbCredentialStageStore implements CredentialStageStore {
 
   create(input: NewCredentialStage): Promise<CredentialStageRecord> {
     return this.#doc.mutate((d) => {
+      requireGroups(d, [input.group_id]);
       const now = new Date(this.#clock()).toISOString();
       const stage: CredentialStageRecord = {
         id: d.next_id.credential_stage++,

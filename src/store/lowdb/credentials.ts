@@ -1,9 +1,11 @@
 import type { Clock } from '../clock.ts';
 import type { CredentialCreateOutcome, CredentialPatch, CredentialStateChange, CredentialStore, NewCredential } from '../config-store.ts';
+import { DuplicateCredentialError } from '../duplicate-credential-error.ts';
 import { maskSecret } from '../mask.ts';
 import type { CredentialView } from '../records.ts';
 import type { ConfigData, StoredCredential } from './config-document.ts';
 import type { JsonDocument } from './json-document.ts';
+import { requireGroups } from './require-groups.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export class LowdbCredentialStore implements CredentialStore {
@@ -29,6 +31,7 @@ export class LowdbCredentialStore implements CredentialStore {
 
   createMany(groupId: number, items: NewCredential[]): Promise<CredentialCreateOutcome[]> {
     return this.#doc.mutate((d) => {
+      requireGroups(d, [groupId]);
       const nowMs = this.#clock();
       const now = new Date(nowMs).toISOString();
       const byFingerprint = new Map(d.credentials.filter((c) => c.group_id === groupId).map((c) => [c.fingerprint, c.id]));
@@ -64,16 +67,20 @@ export class LowdbCredentialStore implements CredentialStore {
   }
 
   update(groupId: number, id: number, patch: CredentialPatch): Promise<CredentialView | undefined> {
-    return this.#edit(groupId, id, (c) => {
+    return this.#edit(groupId, id, (c, d) => {
       if (patch.name !== undefined) c.name = patch.name;
       if (patch.weight !== undefined) c.weight = patch.weight;
       if (patch.proxy_url !== undefined) c.proxy_url = patch.proxy_url;
       if (patch.values !== undefined) {
+        const fingerprint = this.#fingerprint(c.kind, patch.values);
+        // Checked in the write itself, so two concurrent updates cannot both pass.
+        const twin = d.credentials.find((o) => o.group_id === groupId && o.id !== c.id && o.fingerprint === fingerprint);
+        if (twin) throw new DuplicateCredentialError(twin.id);
         const split = splitValues(patch.values, patch.secretFields ?? []);
         c.fields = split.public;
         c.masked = mapValues(split.secret, maskSecret);
         c.sealed = this.#box.encrypt(JSON.stringify(split.secret), sealContext(c.id));
-        c.fingerprint = this.#fingerprint(c.kind, patch.values);
+        c.fingerprint = fingerprint;
       }
     });
   }
@@ -119,11 +126,11 @@ export class LowdbCredentialStore implements CredentialStore {
     return list.find((c) => c.group_id === groupId && c.id === id);
   }
 
-  #edit(groupId: number, id: number, change: (c: StoredCredential) => void): Promise<CredentialView | undefined> {
+  #edit(groupId: number, id: number, change: (c: StoredCredential, d: ConfigData) => void): Promise<CredentialView | undefined> {
     return this.#doc.mutate((d) => {
       const c = this.#find(d.credentials, groupId, id);
       if (!c) return undefined;
-      change(c);
+      change(c, d);
       const now = this.#clock();
       c.updated_at = new Date(now).toISOString();
       return toView(c, now);

@@ -1,0 +1,12 @@
+import { ApiError } from '../http/api-error.ts';
+import { DuplicateCredentialError } from '../store/config-store.ts';
+
+/** A credential update refused as equal to another of its Group answers like connect does: 409 naming that one. */
+export async function duplicateCredentialAsConflict<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    if (err instanceof DuplicateCredentialError) throw new ApiError('CONFLICT', { data: { reason: 'duplicate_credential', duplicate_of: err.duplicateOf } });
+    throw err;
+  }
+}
