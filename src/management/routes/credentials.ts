@@ -7,6 +7,7 @@ import { maskSecret } from '../../store/mask.ts';
 import { recordReveal } from '../audit-reveal.ts';
 import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
+import { importLineValues } from '../credential-import-line.ts';
 import { duplicateCredentialAsConflict } from '../duplicate-credential-as-conflict.ts';
 import { credentialsInGroupPath } from '../group-gone-as-not-found.ts';
 import { idParam, onlyQuery, queryEnum } from '../params.ts';
@@ -55,9 +56,9 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
           .map((l) => l.trim())
           .filter((l) => l !== '' && !l.startsWith('#'));
         if (lines.length === 0) throw validationFailed('credentials', 'empty');
-        const items = lines.map((line) => ({
+        const items = lines.map((line, i) => ({
           kind: kind.id,
-          values: completeCredentialValues(kind, { ...common, [secretField]: line }, group),
+          values: importLineValues(kind, secretField, line, i + 1, common, group),
           secretFields: secretFieldsOf(kind),
           proxy_url: body.proxy_url ?? null,
         }));
@@ -65,7 +66,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
         const created: Array<{ line: number; id: number; masked: string }> = [];
         const duplicates: Array<{ line: number; masked: string; duplicate_of: number }> = [];
         outcomes.forEach((o, i) => {
-          const masked = maskSecret(lines[i] ?? '');
+          const masked = maskSecret(items[i]?.values[secretField] ?? '');
           if ('created' in o) created.push({ line: i + 1, id: o.created.id, masked });
           else duplicates.push({ line: i + 1, masked, duplicate_of: o.duplicate_of });
         });
