@@ -12,7 +12,7 @@ const TOKEN = /^[!#$%&'*+\-.0-9A-Z^_`|a-z~]+$/;
  * credential. Returns the subprotocols the client offers, in its order of preference.
  */
 export function checkClientHandshake(req: IncomingMessage): string[] {
-  if (req.method !== 'GET') throw new DataPlaneError('method_not_allowed');
+  if (req.method !== 'GET') throw new DataPlaneError('method_not_allowed', undefined, { allow: 'GET' });
   if (req.headers.upgrade?.toLowerCase() !== 'websocket') throw invalid('The Upgrade header must be "websocket".');
   const key = req.headers['sec-websocket-key'];
   if (key === undefined || !KEY.test(key)) throw invalid('Sec-WebSocket-Key must be 16 bytes in base64.');

@@ -637,6 +637,7 @@ t.test('an invalid WebSocket handshake is answered 400 invalid_websocket_handsha
   t.equal((await rawUpgrade(wsUrl, { 'sec-websocket-key': key, 'sec-websocket-version': '12' })).headers['sec-websocket-version'], '13', 'the supported version is named');
   const post = await rawUpgrade(wsUrl, { 'sec-websocket-key': key, 'sec-websocket-version': '13' }, 'POST');
   t.equal(post.status, 405, 'an upgrade is a GET');
+  t.equal(post.headers['allow'], 'GET', 'and the 405 says so');
   t.match(JSON.parse(post.body), { error: { code: 'method_not_allowed' } });
   t.equal(upstream.connections(), 0, 'the upstream never saw a connection');
 });
