@@ -243,7 +243,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     }
   }
 
-  /** Completes the client's upgrade and relays frames until either side closes; the session's usage goes to its log record. */
+  /** Completes the client's upgrade and relays frames until either side closes; the session's usage, up to the upstream's close, goes to its log record. */
   async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing, secret: string, key: AccessKeyRecord): Promise<void> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {

@@ -1,6 +1,7 @@
 import { WebSocket, type RawData } from 'ws';
 import type { LogRecord } from '../store/logs/index.ts';
 import type { SessionUsageAccumulator } from '../usage/index.ts';
+import { ABNORMAL_CLOSURE, passedOnCloseCode } from './session-close-code.ts';
 import { maskSecretInText } from './upstream-error-reply.ts';
 
 /**
@@ -9,7 +10,10 @@ import { maskSecretInText } from './upstream-error-reply.ts';
  * close reason has its `secret` masked, as error answers do; frames are not scanned.
  */
 export interface RelaySession {
-  /** Resolves when either side has closed: the session is over for its log record. */
+  /**
+   * Resolves when either side has closed and the upstream's socket is closed too (or destroyed
+   * after the grace): everything the upstream sent, its last usage included, has been seen.
+   */
   readonly ended: Promise<void>;
   /** Resolves when both sockets are closed. */
   readonly closed: Promise<void>;
@@ -22,8 +26,11 @@ export interface RelaySession {
 /** WebSocket close code 1008: the session broke the gateway's policy. */
 const POLICY_VIOLATION = 1008;
 
-/** Time the peers get to answer a shutdown's close frame before their sockets are destroyed. */
-const GOING_AWAY_GRACE_MS = 1000;
+/**
+ * Time a peer gets to answer the gateway's close frame before its socket is destroyed: both
+ * peers on shutdown, the upstream when a session ends (its record waits for the upstream).
+ */
+const CLOSE_GRACE_MS = 1000;
 const GOING_AWAY = 1001;
 
 /** `onUsage` runs after each upstream frame that carried usage (the session's quota check). */
@@ -32,7 +39,8 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   upstream.on('message', relay(upstream, client));
   if (usage !== undefined) {
     upstream.on('message', (data, isBinary) => {
-      if (!isBinary && Buffer.isBuffer(data) && usage.push(data)) onUsage?.();
+      // Usage sent while the upstream answers the close still counts; there is no session left to end for it.
+      if (!isBinary && Buffer.isBuffer(data) && usage.push(data) && !done) onUsage?.();
     });
   }
   let goingAway = false;
@@ -40,21 +48,29 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   let done = false;
   let markEnded!: () => void;
   const ended = new Promise<void>((resolve) => (markEnded = resolve));
+  const upstreamClosed = closedEvent(upstream);
   const finish = (code: number, reason: Buffer, byClient: boolean) => {
     if (done) return;
     done = true;
-    log.client_aborted = byClient && code !== 1000 && !goingAway;
+    // A client that sent a close frame, whatever its code, ended its session; one that dropped the connection left it.
+    log.client_aborted = byClient && code === ABNORMAL_CLOSURE && !goingAway;
     // The session ran (101) until the server stopped it: the record says so, as a stream's does.
     if (goingAway) log.error_code ??= 'shutting_down';
-    const closeCode = code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1000;
+    else if (!byClient && code === ABNORMAL_CLOSURE) log.error_code ??= 'upstream_stream_broken';
+    const closeCode = passedOnCloseCode(code, byClient);
     for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
-    markEnded();
+    if (upstream.readyState !== WebSocket.CLOSED) {
+      const destroy = setTimeout(() => upstream.terminate(), CLOSE_GRACE_MS);
+      void upstreamClosed.then(() => clearTimeout(destroy));
+    }
+    void upstreamClosed.then(markEnded);
   };
-  const closed = Promise.all([closedEvent(client), closedEvent(upstream)]).then(() => clearTimeout(grace));
+  const closed = Promise.all([closedEvent(client), upstreamClosed]).then(() => clearTimeout(grace));
   client.on('close', (code, reason) => finish(code, reason, true));
   upstream.on('close', (code, reason) => finish(code, maskedReason(reason, secret), false));
-  client.on('error', () => finish(1011, Buffer.alloc(0), true));
-  upstream.on('error', () => finish(1011, Buffer.alloc(0), false));
+  // A side that broke the protocol sent no close frame (ws closes it): an abnormal end, as a dropped connection.
+  client.on('error', () => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), true));
+  upstream.on('error', () => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), false));
   // The upstream may have closed while the client's side was being joined.
   if (upstream.readyState === WebSocket.CLOSED) finish(1000, Buffer.alloc(0), false);
   upstream.resume();
@@ -71,7 +87,7 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
       grace = setTimeout(() => {
         client.terminate();
         upstream.terminate();
-      }, GOING_AWAY_GRACE_MS);
+      }, CLOSE_GRACE_MS);
     },
   };
 }
