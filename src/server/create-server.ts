@@ -22,6 +22,7 @@ import { openLowdbConfigStore } from '../store/lowdb/index.ts';
 import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
 import { loadAuthKey } from './auth-key.ts';
 import { ConnectionDrain } from './connection-drain.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import { disableAllocationSitePretenuring } from './disable-allocation-site-pretenuring.ts';
 import { hourlyRetention, startLogRetention, type RetentionSchedule } from './log-retention.ts';
 import { packageVersion } from './package-version.ts';
@@ -99,9 +100,13 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   const clock = options.clock ?? systemClock;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const dataDir = path.resolve(options.dataDir);
-  const store = await openLowdbConfigStore(dataDir, { clock });
+  // Exclusive for as long as the server runs: a second writer would lose acknowledged writes.
+  const lock = await lockDataDir(dataDir);
+  let store: ConfigStore | undefined;
   let logs: LogStore | undefined;
   try {
+    const openStore = await openLowdbConfigStore(dataDir, { clock });
+    store = openStore;
     const source = await loadAuthKey(dataDir, options.authKey ?? (options.env ?? process.env).AUTH_KEY);
     if (source.generatedAt) log(`switchyard: generated an AUTH_KEY and stored it in ${source.generatedAt} (readable only by its owner).`);
     const openLogs: LogStore = options.logStore ?? (options.openLogStore ? await options.openLogStore(dataDir) : new MemoryLogStore());
@@ -113,7 +118,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       credential_kind_id: () => CREDENTIAL_KIND_IDS,
     });
     const deps: ManagementDeps = {
-      store,
+      store: openStore,
       logs,
       clock,
       validator,
@@ -131,7 +136,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     app.silent = true;
     app.on('error', (err: Error) => log(`switchyard: ${err.stack ?? err.message}`));
     app.use(management.middleware);
-    const dataPlane = options.mountDataPlane ? ((await options.mountDataPlane(app, { store, logs, clock, log, dataDir })) ?? {}) : {};
+    const dataPlane = options.mountDataPlane ? ((await options.mountDataPlane(app, { store: openStore, logs, clock, log, dataDir })) ?? {}) : {};
 
     const koa = app.callback();
     const dataRequest = dataPlane.request;
@@ -147,23 +152,26 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const stopRetention = startLogRetention({ store, logs, clock, log }, options.logRetentionSchedule ?? hourlyRetention);
+    const stopRetention = startLogRetention({ store: openStore, logs, clock, log }, options.logRetentionSchedule ?? hourlyRetention);
     let closing: Promise<void> | undefined;
     return {
       url: `http://${host}:${address.port}`,
       host: address.address,
       port: address.port,
-      store,
+      store: openStore,
       logs: openLogs,
       managementRoutes: management.routes,
       close() {
         stopRetention();
-        closing ??= shutdown(server, drain, store, openLogs, dataPlane, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS);
+        // The lock goes last, once no write is pending, whether or not the shutdown went cleanly.
+        closing ??= shutdown(server, drain, openStore, openLogs, dataPlane, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS).finally(() => lock.release());
         return closing;
       },
     };
   } catch (err) {
-    await Promise.allSettled([store.close(), logs?.close()]);
+    await Promise.allSettled([store?.close(), logs?.close()]);
+    // The start's own error is the one to report.
+    await lock.release().catch(() => undefined);
     throw err;
   }
 }
