@@ -4,6 +4,14 @@ import path from 'node:path';
 
 export const AUTH_KEY_FILE = 'auth_key';
 
+/** The AUTH_KEY file exists but holds no key: the operator decides, the server does not overwrite it. */
+export class AuthKeyFileError extends Error {
+  constructor(readonly file: string, problem: string) {
+    super(`${file} ${problem}`);
+    this.name = 'AuthKeyFileError';
+  }
+}
+
 export interface AuthKeySource {
   authKey: string;
   /** Set when the key was generated now: the file the operator finds it in. */
@@ -19,7 +27,7 @@ export async function loadAuthKey(dataDir: string, fromEnv: string | undefined):
   const file = path.join(dataDir, AUTH_KEY_FILE);
   try {
     const stored = (await readFile(file, 'utf8')).trim();
-    if (stored === '') throw new Error(`${file} is empty; delete it to generate a new AUTH_KEY or write one into it`);
+    if (stored === '') throw new AuthKeyFileError(file, 'is empty; delete it to generate a new AUTH_KEY or write one into it');
     return { authKey: stored };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;

@@ -4,8 +4,8 @@ import { DataDirInUseError } from '../../server/data-dir-in-use-error.ts';
 import { openWorkerLogStore } from '../../store/logs/index.ts';
 import { StoreFileError } from '../../store/lowdb/index.ts';
 import { CliError } from '../cli-error.ts';
-
-const USAGE = 'usage: switchyard serve [--port N] [--data DIR] [--host HOST]';
+import { describeRunError } from '../describe-run-error.ts';
+import { parseDecimalOption } from '../parse-decimal-option.ts';
 
 /**
  * Runs the gateway until SIGINT or SIGTERM, then stops accepting, lets requests in flight
@@ -17,8 +17,7 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
     options: { port: { type: 'string', default: '8080' }, data: { type: 'string', default: './data' }, host: { type: 'string', default: '127.0.0.1' } },
     strict: true,
   });
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`--port must be a port number\n${USAGE}`);
+  const port = parseDecimalOption('port', 'a port number', values.port, 0, 65535);
 
   let server;
   try {
@@ -26,6 +25,8 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   } catch (err) {
     if (err instanceof StoreFileError || err instanceof DataDirInUseError) throw new CliError(err.message, 1);
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`port ${port} on ${values.host} is already in use`, 1);
+    const message = describeRunError(err, `data directory ${values.data}`);
+    if (message !== undefined) throw new CliError(message, 1);
     throw err;
   }
   process.stdout.write(`switchyard ${server.url} (management API at ${server.url}/api, data in ${values.data})\n`);
