@@ -1,11 +1,14 @@
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiError } from '../../http/api-error.ts';
 import { inspectRoute, type RouteInspection } from '../../management/inspect/inspect-route.ts';
-import { LOG_DB_FILE, openSqliteLogStore, type LogStore } from '../../store/logs/index.ts';
+import { LOG_DB_FILE } from '../../store/logs/index.ts';
+import { LogFileError, openSqliteLogReader, type SqliteLogReader } from '../../store/logs/sqlite-log-reader.ts';
 import { DATA_FILES, openLowdbConfigStore, StoreFileError } from '../../store/lowdb/index.ts';
+import { PROTOCOL_IDS } from '../../generated/index.ts';
 import { CliError } from '../cli-error.ts';
+import { parseDecimalOption } from '../parse-decimal-option.ts';
 
 const USAGE = 'usage: switchyard inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL]';
 
@@ -28,8 +31,10 @@ export async function runInspect(argv: string[], env: Readonly<Record<string, st
     strict: true,
   });
   const { protocol, model } = values;
-  const accessKeyId = Number(values['access-key']);
-  if (!protocol || !model || !Number.isSafeInteger(accessKeyId) || accessKeyId < 1) throw new CliError(USAGE);
+  if (!protocol || !model || values['access-key'] === undefined) throw new CliError(USAGE);
+  // Checked before any work, as usage errors (exit 2): the id by its digits, the protocol against the manifests.
+  const accessKeyId = parseDecimalOption('access-key', 'an AccessKey id', values['access-key'], 1, Number.MAX_SAFE_INTEGER);
+  if (!(PROTOCOL_IDS as readonly string[]).includes(protocol)) throw new CliError(`--protocol must be one of ${PROTOCOL_IDS.join(', ')}, not "${protocol}"\n${USAGE}`);
   if (values.url !== undefined && values.data !== undefined) throw new CliError(`--data and --url exclude each other\n${USAGE}`);
   const input = { protocol, external_model: model, access_key_id: accessKeyId };
   const result = values.url !== undefined ? await inspectRemote(values.url, env.AUTH_KEY, input) : await inspectOffline(values.data ?? './data', input);
@@ -38,31 +43,49 @@ export async function runInspect(argv: string[], env: Readonly<Record<string, st
 }
 
 async function inspectOffline(dataDir: string, input: { protocol: string; external_model: string; access_key_id: number }): Promise<RouteInspection> {
-  if (!existsSync(path.join(dataDir, DATA_FILES.config))) throw new CliError(`no switchyard data in ${dataDir} (missing ${DATA_FILES.config})`, 1);
+  const configFile = path.join(dataDir, DATA_FILES.config);
+  try {
+    statSync(configFile);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new CliError(`no switchyard data in ${dataDir} (missing ${DATA_FILES.config})`, 1);
+    throw unreadable(err, configFile);
+  }
   let store;
   try {
     store = await openLowdbConfigStore(dataDir, { readOnly: true });
   } catch (err) {
-    if (err instanceof StoreFileError) throw new CliError(err.message, 1);
-    throw err;
+    throw unreadable(err, configFile);
   }
-  let logs: LogStore | undefined;
+  let logs: SqliteLogReader | undefined;
   try {
-    logs = existsSync(path.join(dataDir, LOG_DB_FILE)) ? openSqliteLogStore(dataDir) : undefined;
+    logs = openSqliteLogReader(dataDir);
     return await inspectRoute({ groups: store.groups, credentials: store.credentials, accessKeys: store.accessKeys, logs, now: Date.now() }, input);
   } catch (err) {
     if (err instanceof ApiError) throw new CliError(`${err.code}: ${JSON.stringify(err.data)}`, 1);
-    throw err;
+    throw unreadable(err, path.join(dataDir, LOG_DB_FILE));
   } finally {
-    await Promise.allSettled([store.close(), logs?.close()]);
+    logs?.close();
+    await store.close();
   }
+}
+
+/** One line naming the file that could not be read (`file` when the error does not name one). */
+function unreadable(err: unknown, file: string): unknown {
+  if (err instanceof StoreFileError) return new CliError(`cannot read ${err.message}`, 1);
+  if (err instanceof LogFileError) return new CliError(`cannot read ${err.file}: ${err.reason}`, 1);
+  const fsError = err as NodeJS.ErrnoException;
+  if (!(err instanceof Error) || fsError.code === undefined) return err;
+  // Node's message repeats the path after the reason ("EACCES: permission denied, open '<file>'").
+  const reason = fsError.path === undefined ? fsError.message : fsError.message.replace(/, \w+ '.*'$/, '');
+  return new CliError(`cannot read ${fsError.path ?? file}: ${reason}`, 1);
 }
 
 async function inspectRemote(url: string, authKey: string | undefined, input: object): Promise<RouteInspection> {
   if (!authKey) throw new CliError('--url needs the AUTH_KEY in the environment variable AUTH_KEY');
+  const endpoint = managementEndpoint(url, 'route/inspect');
   let res: Response;
   try {
-    res = await fetch(new URL('/api/route/inspect', url), {
+    res = await fetch(endpoint, {
       method: 'POST',
       headers: { authorization: `Bearer ${authKey}`, 'content-type': 'application/json' },
       body: JSON.stringify(input),
@@ -70,11 +93,32 @@ async function inspectRemote(url: string, authKey: string | undefined, input: ob
   } catch (err) {
     throw new CliError(`cannot reach ${url}: ${(err as Error).message}`, 1);
   }
-  const envelope = (await res.json().catch(() => undefined)) as { code?: unknown; message?: string; data?: unknown } | undefined;
-  if (!envelope || envelope.code !== 0) {
-    throw new CliError(`${url} answered ${res.status}${envelope ? ` ${String(envelope.code)}: ${envelope.message ?? ''} ${JSON.stringify(envelope.data ?? {})}` : ''}`, 1);
-  }
+  const envelope = (await res.json().catch(() => undefined)) as unknown;
+  if (!isEnvelope(envelope)) throw new CliError(`${endpoint} answered ${res.status} but did not answer as a switchyard management API`, 1);
+  if (envelope.code !== 0) throw new CliError(`${endpoint} answered ${res.status} ${String(envelope.code)}: ${envelope.message} ${JSON.stringify(envelope.data ?? {})}`, 1);
   return envelope.data as RouteInspection;
+}
+
+/** The management plane is under `{base_url}/api`, so a base URL's path (a proxy's prefix) is kept. */
+function managementEndpoint(url: string, route: string): URL {
+  let base: URL;
+  try {
+    base = new URL(url);
+  } catch {
+    throw new CliError(`--url "${url}" is not a URL\n${USAGE}`);
+  }
+  base.pathname = base.pathname.replace(/\/*$/, '/');
+  base.search = '';
+  base.hash = '';
+  return new URL(`api/${route}`, base);
+}
+
+/** The envelope of the gateway spec: numeric code 0 on success, a string code on failure, a message either way. */
+function isEnvelope(body: unknown): body is { code: 0 | string; message: string; data?: unknown } {
+  if (typeof body !== 'object' || body === null) return false;
+  const { code, message } = body as { code?: unknown; message?: unknown };
+  const success = code === 0 && (body as { data?: unknown }).data !== undefined;
+  return typeof message === 'string' && (success || typeof code === 'string');
 }
 
 function describe(r: RouteInspection): string {
