@@ -105,3 +105,28 @@ t.test('switchyard inspect gives the same answer offline and against a running s
   t.equal((refused as { code: number }).code, 1, 'exit code 1 when not routable');
   t.match((refused as { stdout: string }).stdout, /routable: no \(model_not_visible/);
 });
+
+t.test('switchyard inspect without --json still says until when a credential cools down, why one is disabled, and the route notes', async (t) => {
+  const gw = await startGateway(t);
+  const id = await group(gw, {}, 'sk-inspect-000000011\nsk-inspect-000000012');
+  const [cooling, disabled] = await gw.server.store.credentials.list(id);
+  // The CLI runs on the real clock, not the gateway's test clock.
+  const until = new Date(Date.now() + 3_600_000).toISOString();
+  await gw.server.store.credentials.setState(id, cooling!.id, { to: 'cooldown', until });
+  await gw.server.store.credentials.setState(id, disabled!.id, { to: 'disabled', reason: 'upstream answered 401' });
+  // ch29 answers responses natively but stateless (note 11), which the JSON shows as restrictions and notes.
+  await gw.create('/api/groups', { name: 'stateless', channel: 'ch29', models: [{ external: 'resp-model', upstream: 'vendor-resp' }] });
+  const key = await seedAccessKey(gw, { protocols: ['x-completions', 'x-responses'] });
+  const cli = (args: string[]) =>
+    run(process.execPath, ['--import=tsx', '--input-type=module', '-e', "const { runInspect } = await import('./src/cli/commands/inspect.ts'); process.exitCode = await runInspect(process.argv.slice(1));", '--', ...args], { cwd: ROOT }).catch(
+      (e: { stdout: string }) => e,
+    );
+  const human = (await cli(['--protocol', 'x-completions', '--model', 'chat-model', '--access-key', String(key.id), '--data', gw.dataDir])).stdout;
+  t.match(human, new RegExp(`credential #${cooling!.id} api_key cooldown: \\w+ until ${until.replace(/\./g, '\\.')}`), 'the cooldown end');
+  t.match(human, new RegExp(`credential #${disabled!.id} api_key disabled: \\w+ \\(upstream answered 401\\)`), 'the reason it was disabled');
+  const responses = (await inspect(gw, { access_key_id: key.id, protocol: 'x-responses', external_model: 'resp-model' })).json.data;
+  const route = responses.candidates[0].route as { restrictions: string[]; notes: number[] };
+  t.ok(route.notes.length > 0, 'the route has notes to show');
+  const text = (await cli(['--protocol', 'x-responses', '--model', 'resp-model', '--access-key', String(key.id), '--data', gw.dataDir])).stdout;
+  t.match(text, new RegExp(`\\(${[...(route.restrictions.length > 0 ? [route.restrictions.join(', ')] : []), `notes? ${route.notes.join(', ')}`].join('; ')}\\)`), 'restrictions and notes as the JSON has them');
+});

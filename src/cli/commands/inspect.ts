@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiError } from '../../http/api-error.ts';
-import { inspectRoute, type RouteInspection } from '../../management/inspect/inspect-route.ts';
+import { inspectRoute, type CredentialAvailability, type RouteInspection } from '../../management/inspect/inspect-route.ts';
 import { LOG_DB_FILE } from '../../store/logs/index.ts';
 import { LogFileError, openSqliteLogReader, type SqliteLogReader } from '../../store/logs/sqlite-log-reader.ts';
 import { DATA_FILES, openLowdbConfigStore, StoreFileError } from '../../store/lowdb/index.ts';
@@ -128,10 +128,23 @@ function describe(r: RouteInspection): string {
   ];
   if (r.candidates.length === 0) lines.push('candidates: none (no Group maps this model)');
   for (const c of r.candidates) {
-    const route = c.route.ok ? `${c.route.declared} -> ${c.route.effective}${c.route.wire ? ` via ${c.route.wire}` : ''}` : `refused ${c.route.reason_code}`;
+    const route = c.route.ok ? `${c.route.declared} -> ${c.route.effective}${c.route.wire ? ` via ${c.route.wire}` : ''}${routeLimits(c.route.restrictions, c.route.notes)}` : `refused ${c.route.reason_code}${c.route.note === undefined ? '' : ` (note ${c.route.note})`}`;
     const status = c.included ? `included, tier ${c.tier}, share ${Math.round((c.share_in_tier ?? 0) * 100)}%` : `excluded: ${c.reason_code}`;
     lines.push(`group #${c.group_id} "${c.group_name}" ${c.channel} priority ${c.priority} weight ${c.weight} upstream "${c.upstream_model ?? ''}": ${status}; route ${route}`);
-    for (const k of c.credentials) lines.push(`  credential #${k.id} ${k.kind} ${k.state}: ${k.available ? 'available' : k.reason_code}`);
+    for (const k of c.credentials) lines.push(`  credential #${k.id} ${k.kind} ${k.state}: ${k.available ? 'available' : k.reason_code}${credentialDetail(k)}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** What --json shows of a route's limits, in the summary too: restrictions and the notes behind them. */
+function routeLimits(restrictions: readonly string[], notes: readonly number[]): string {
+  const parts = [...(restrictions.length > 0 ? [restrictions.join(', ')] : []), ...(notes.length > 0 ? [`note${notes.length > 1 ? 's' : ''} ${notes.join(', ')}`] : [])];
+  return parts.length > 0 ? ` (${parts.join('; ')})` : '';
+}
+
+/** Until when a credential cools down, and why one is disabled: what an operator asks first. */
+function credentialDetail(k: CredentialAvailability): string {
+  if (k.cooldown_until !== null && !k.available) return ` until ${k.cooldown_until}`;
+  if (k.disabled_reason !== null) return ` (${k.disabled_reason})`;
+  return '';
 }
