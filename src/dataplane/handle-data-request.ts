@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { MODEL_LISTS, type ModelListDecl, type OperationEntry } from '../generated/index.ts';
-import { compileRouteTable, matchRoute, type RouteTarget } from '../handlers/compile-route-table.ts';
+import { compileRouteTable, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, hasTokens, requestStreamUsage } from '../usage/index.ts';
@@ -80,7 +80,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const target = req.url ?? '/';
       const q = target.indexOf('?');
       const path = q < 0 ? target : target.slice(0, q);
-      const match = matchRoute(routes, req.method ?? 'GET', path);
+      const match = modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path);
       if (!match.found) {
         errorStyle = unmatchedErrorStyle(match.near, req.headers, path);
         if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');
@@ -251,6 +251,17 @@ function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHtt
   if (alternate) return alternate.style;
   if (near) return errorStyleOf(near, headers);
   return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
+}
+
+/**
+ * HEAD of a model list is its GET without the body (node:http leaves the body out of a HEAD
+ * answer): the gateway answers those itself. Other GET endpoints are forwarded, and an
+ * upstream need not take HEAD, so they stay 405 for it.
+ */
+function modelListHead(routes: readonly CompiledRoute[], method: string | undefined, path: string): RouteMatch | undefined {
+  if (method !== 'HEAD') return undefined;
+  const match = matchRoute(routes, 'GET', path);
+  return match.found && match.target.kind === 'model_list' ? match : undefined;
 }
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {

@@ -239,3 +239,22 @@ t.test('a known path with another method is 405 with an Allow header naming the 
   }
   t.same(upstream.requests, [], 'the upstream received nothing');
 });
+
+t.test('HEAD of a model list is its GET without the body; HEAD of a forwarded GET endpoint is 405', async (t) => {
+  const { gw, upstream } = await setup(t);
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'up-m' }], secrets: ['sk-upstream-refusal'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions', 'x-responses'] });
+  const headers = clientAuthHeaders('x-completions', keyValue);
+  const get = await fetch(`${gw.url}/v1/models`, { headers });
+  const listed = await get.text();
+  const head = await fetch(`${gw.url}/v1/models`, { method: 'HEAD', headers });
+  t.equal(head.status, 200);
+  t.equal(head.headers.get('content-length'), String(Buffer.byteLength(listed)), 'the length of the list GET answers');
+  t.match(head.headers.get('content-type'), /application\/json/);
+  t.equal(await head.text(), '', 'no body');
+  t.match(await waitForLog(gw, head.headers.get('x-switchyard-request-id')), { status: 200, protocol: 'models' });
+  const forwarded = await fetch(`${gw.url}/x-suite/v1/audio/voices`, { method: 'HEAD', headers: clientAuthHeaders('x-suite', keyValue) });
+  t.equal(forwarded.status, 405, 'an upstream need not take HEAD');
+  t.match(forwarded.headers.get('allow'), /GET/);
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
