@@ -1,14 +1,25 @@
 import { ApiError, validationFailed } from '../http/api-error.ts';
-import { InvalidLogCursorError } from '../store/log-store.ts';
+import { InvalidLogCursorError, type LogReader } from '../store/log-store.ts';
 
 /**
- * A read of the request-log store, whose failure (a full disk, a dead writer) is answered 503
- * LOG_STORE_UNAVAILABLE, not 500: the gateway is fine, its log store is not. A cursor the
- * store did not hand out is the caller's mistake: 400, which a retry would not mend.
+ * The request-log store as the management routes read it: a failing read (a full disk, a dead
+ * writer) is answered 503 LOG_STORE_UNAVAILABLE, not 500, since the gateway is fine and its log
+ * store is not; a cursor the store did not hand out is the caller's mistake, 400, which a retry
+ * would not mend. Wrapped once, so that no route that reads it can miss it.
  */
-export async function logStoreRead<T>(read: () => Promise<T>): Promise<T> {
+export function logReadsAnswered(logs: LogReader): LogReader {
+  return {
+    get: (requestId) => answered(logs.get(requestId)),
+    list: (filter, page) => answered(logs.list(filter, page)),
+    usage: (query) => answered(logs.usage(query)),
+    statistics: (query) => answered(logs.statistics(query)),
+    keyUsage: (accessKeyId, from) => answered(logs.keyUsage(accessKeyId, from)),
+  };
+}
+
+async function answered<T>(read: Promise<T>): Promise<T> {
   try {
-    return await read();
+    return await read;
   } catch (error) {
     if (error instanceof InvalidLogCursorError) throw validationFailed('cursor', 'invalid_value');
     throw new ApiError('LOG_STORE_UNAVAILABLE', { cause: error });

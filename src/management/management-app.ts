@@ -8,6 +8,7 @@ import { allRoutes } from './all-routes.ts';
 import { allowedMethods, API_PREFIX, buildManagementRouter } from './build-router.ts';
 import type { ManagementDeps } from './context.ts';
 import { IdempotencyGuard } from './idempotency.ts';
+import { logReadsAnswered } from './log-store-read.ts';
 
 export interface ManagementApp {
   /** Handles /api and everything under it; passes other paths on. */
@@ -21,7 +22,7 @@ export interface ManagementApp {
  * lockout, then the router, with unknown paths and methods answered 404 / 405.
  */
 export function createManagementApp(deps: ManagementDeps, auth: { authKey: string; lockout: Lockout }): ManagementApp {
-  const router = buildManagementRouter(allRoutes(deps), deps.validator, new IdempotencyGuard(deps.store.idempotency, deps.clock));
+  const router = buildManagementRouter(allRoutes({ ...deps, logs: logReadsAnswered(deps.logs) }), deps.validator, new IdempotencyGuard(deps.store.idempotency, deps.clock));
   const chain = runChain([
     errorMiddleware(deps.log),
     async (ctx, next) => {

@@ -29,6 +29,9 @@ t.test('health shows the records waiting and dropped; log reads answer 503 LOG_S
   const { gw, db } = await gatewayWithFailableStore(t);
   t.match((await gw.api('GET', '/api/health')).json.data, { status: 'ok', request_logs: { buffered: 0, dropped: 0 } });
 
+  // A key whose quota route inspection reads from the log store.
+  const metered = (await gw.create('/api/access-keys', { name: 'metered', protocols: ['x-completions'], quota: { total: { requests: 10 } } })).json.data;
+
   db.exec(FAIL_INSERTS);
   // 100 records in batches of ten; with the writes failing only the 30 newest are kept.
   append(gw, 0, 100);
@@ -42,6 +45,9 @@ t.test('health shows the records waiting and dropped; log reads answer 503 LOG_S
     t.equal(res.status, 503, `${path} while the store fails`);
     t.match(res.json, { code: 'LOG_STORE_UNAVAILABLE' });
   }
+  const inspected = await gw.api('POST', '/api/route/inspect', { body: { protocol: 'x-completions', external_model: 'm', access_key_id: metered.id } });
+  t.equal(inspected.status, 503, 'route inspection reads the quota from the same store');
+  t.match(inspected.json, { code: 'LOG_STORE_UNAVAILABLE' });
 
   db.exec('DROP TRIGGER fail_log_inserts');
   const logs = await gw.api('GET', '/api/logs?limit=500');

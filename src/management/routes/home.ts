@@ -1,6 +1,5 @@
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
-import { logStoreRead } from '../log-store-read.ts';
 import { onlyQuery, queryEnum } from '../params.ts';
 import { periodStart, quotaStatus } from '../quota.ts';
 import { route, type RouteDef } from '../route-def.ts';
@@ -16,7 +15,7 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
   async function todayStatistics(ctx: ManagementContext) {
     const keyId = scopedKeyId(ctx.state.principal);
     const from = periodStart('day', deps.clock());
-    return logStoreRead(() => logs.statistics(keyId === undefined ? { from } : { from, access_key_id: keyId }));
+    return logs.statistics(keyId === undefined ? { from } : { from, access_key_id: keyId });
   }
 
   return [
@@ -33,7 +32,7 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
               access_key: key,
               models: visibleModelNames(key, groups).length,
               today: await todayStatistics(ctx),
-              quota: await logStoreRead(() => quotaStatus(key, logs, deps.clock())),
+              quota: await quotaStatus(key, logs, deps.clock()),
             },
           };
         }
@@ -65,9 +64,7 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
         const from = to - RANGES[range].ms;
         const keyId = scopedKeyId(ctx.state.principal);
         const scope = keyId === undefined ? {} : { access_key_id: keyId };
-        const [totals, series] = await logStoreRead(() =>
-          Promise.all([logs.statistics({ from, to, ...scope }), logs.usage({ from, to, bucket: RANGES[range].bucket, group_by: [], ...scope })]),
-        );
+        const [totals, series] = await Promise.all([logs.statistics({ from, to, ...scope }), logs.usage({ from, to, bucket: RANGES[range].bucket, group_by: [], ...scope })]);
         return { data: { range, from, to, totals, series } };
       },
     }),

@@ -2,7 +2,6 @@ import { notFound } from '../../http/api-error.ts';
 import { definedOnly } from '../../store/defined-only.ts';
 import type { LogFilter } from '../../store/log-store.ts';
 import type { ManagementDeps } from '../context.ts';
-import { logStoreRead } from '../log-store-read.ts';
 import { onlyQuery, queryEnum, queryInt, queryString, queryTime, stringParam } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { logVisibleTo, scopedKeyId } from '../scope.ts';
@@ -27,7 +26,7 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
           access_key_id: scopedKeyId(ctx.state.principal) ?? queryInt(ctx, 'access_key_id', 1, Number.MAX_SAFE_INTEGER),
         };
         const page = { limit: queryInt(ctx, 'limit', 1, 500) ?? 50, cursor: queryString(ctx, 'cursor') };
-        return { data: await logStoreRead(() => deps.logs.list(definedOnly(filter), page.cursor === undefined ? { limit: page.limit } : page)) };
+        return { data: await deps.logs.list(definedOnly(filter), page.cursor === undefined ? { limit: page.limit } : page) };
       },
     }),
     route({
@@ -35,7 +34,7 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
       path: '/logs/:request_id',
       async handle(ctx) {
         const id = stringParam(ctx, 'request_id');
-        const record = await logStoreRead(() => deps.logs.get(id));
+        const record = await deps.logs.get(id);
         if (!record || !logVisibleTo(record, ctx.state.principal)) throw notFound('log', id);
         return { data: record };
       },
