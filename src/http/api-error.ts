@@ -27,6 +27,11 @@ export function validationFailed(field: string, reason: string, extra: Record<st
   return new ApiError('VALIDATION_FAILED', { data: { field, reason, ...extra } });
 }
 
+/** A credential equal to one the Group already has (`duplicate_of`). */
+export function duplicateCredential(duplicateOf: number | undefined): ApiError {
+  return new ApiError('CONFLICT', { data: { reason: 'duplicate_credential', duplicate_of: duplicateOf } });
+}
+
 export function notFound(resource: string, id: string | number): ApiError {
   return new ApiError('NOT_FOUND', { data: { resource, id } });
 }

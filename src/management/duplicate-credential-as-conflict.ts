@@ -1,4 +1,4 @@
-import { ApiError } from '../http/api-error.ts';
+import { duplicateCredential } from '../http/api-error.ts';
 import { DuplicateCredentialError } from '../store/config-store.ts';
 
 /** A credential update refused as equal to another of its Group answers like connect does: 409 naming that one. */
@@ -6,7 +6,7 @@ export async function duplicateCredentialAsConflict<T>(write: Promise<T>): Promi
   try {
     return await write;
   } catch (err) {
-    if (err instanceof DuplicateCredentialError) throw new ApiError('CONFLICT', { data: { reason: 'duplicate_credential', duplicate_of: err.duplicateOf } });
+    if (err instanceof DuplicateCredentialError) throw duplicateCredential(err.duplicateOf);
     throw err;
   }
 }

@@ -30,10 +30,10 @@ export function queryInt(ctx: ManagementContext, name: string, min: number, max:
   return n;
 }
 
-/** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
 /** ISO 8601 as Date.parse reads it reliably: a date, or a date and time with an optional zone. */
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})?)?$/;
 
+/** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
 export function queryTime(ctx: ManagementContext, name: string): number | undefined {
   const raw = queryString(ctx, name);
   if (raw === undefined) return undefined;

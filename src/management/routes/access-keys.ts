@@ -1,7 +1,8 @@
 import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { AccessKeyCreateBody } from '../../generated/management/access-key-create.ts';
 import type { AccessKeyUpdateBody } from '../../generated/management/access-key-update.ts';
-import { type ConfigStore, UnknownGroupError } from '../../store/config-store.ts';
+import type { ConfigStore } from '../../store/config-store.ts';
+import { whenGroupGone } from '../when-group-gone.ts';
 import { recordReveal } from '../audit-reveal.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
@@ -28,7 +29,7 @@ export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
       idempotent: true,
       async handle(_ctx, body) {
         await checkGroups(store, body.groups);
-        const { record, value } = await groupGoneAsUnknown(body.groups, store.accessKeys.create(body));
+        const { record, value } = await whenGroupGone(store.accessKeys.create(body), unknownGroup(body.groups));
         // The value is shown in this response only; a replay shows the key without it.
         return { status: 201, data: { ...record, value }, replayData: record };
       },
@@ -48,7 +49,7 @@ export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
       body: updateSchema,
       async handle(ctx, body) {
         await checkGroups(store, body.groups);
-        const saved = await groupGoneAsUnknown(body.groups, store.accessKeys.update(keyId(ctx), body));
+        const saved = await whenGroupGone(store.accessKeys.update(keyId(ctx), body), unknownGroup(body.groups));
         if (!saved) throw notFound('access_key', keyId(ctx));
         return { data: saved };
       },
@@ -92,12 +93,7 @@ async function checkGroups(store: ConfigStore, groups: number[] | null | undefin
   });
 }
 
-/** A listed Group deleted between the check above and the write is refused the same way. */
-async function groupGoneAsUnknown<T>(groups: number[] | null | undefined, write: Promise<T>): Promise<T> {
-  try {
-    return await write;
-  } catch (err) {
-    if (err instanceof UnknownGroupError) throw validationFailed(`groups[${groups?.indexOf(err.groupId) ?? 0}]`, 'unknown_group');
-    throw err;
-  }
+/** A listed Group deleted between the check above and the write is refused as the check refuses it. */
+function unknownGroup(groups: number[] | null | undefined): (groupId: number) => Error {
+  return (groupId) => validationFailed(`groups[${groups?.indexOf(groupId) ?? 0}]`, 'unknown_group');
 }

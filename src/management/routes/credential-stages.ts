@@ -4,7 +4,7 @@ import type { CredentialStageImportBody } from '../../generated/management/crede
 import type { CredentialStageRecord, GroupRecord } from '../../store/records.ts';
 import { completeCredentialValues, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
-import { groupGoneAsNotFound } from '../group-gone-as-not-found.ts';
+import { whenGroupGone } from '../when-group-gone.ts';
 import { idParam } from '../params.ts';
 import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
@@ -36,7 +36,7 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
 
   async function groupOf(stage: CredentialStageRecord): Promise<GroupRecord> {
     const g = await store.groups.get(stage.group_id);
-    if (!g) throw new ApiError('CONFLICT', { data: { reason: 'group_deleted' } });
+    if (!g) throw groupDeleted();
     return g;
   }
 
@@ -48,7 +48,7 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
     const group = await groupOf(stage);
     const kind = kindOfChannel(group.channel, stage.kind);
     const complete = completeCredentialValues(kind, values, group);
-    const [outcome] = await groupGoneAsNotFound(store.credentials.createMany(group.id, [{ kind: kind.id, name, values: complete, secretFields: secretFieldsOf(kind) }]));
+    const [outcome] = await whenGroupGone(store.credentials.createMany(group.id, [{ kind: kind.id, name, values: complete, secretFields: secretFieldsOf(kind) }]), groupDeleted);
     const credentialId = outcome && ('created' in outcome ? outcome.created.id : outcome.duplicate_of);
     return (await store.credentialStages.update(stage.id, { state: 'imported', credential_id: credentialId ?? null })) ?? stage;
   }
@@ -70,7 +70,7 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
         const kind = kindOfChannel(group.channel, body.kind);
         if (!INTERACTIVE_FLOWS.includes(kind.flow)) throw validationFailed('kind', 'not_an_authorization_flow', { flow: kind.flow, hint: 'use credentials/connect' });
         const expiresIn = (seconds: number) => new Date(deps.clock() + seconds * 1000).toISOString();
-        let stage = await groupGoneAsNotFound(
+        let stage = await whenGroupGone(
           store.credentialStages.create({
             group_id: group.id,
             kind: kind.id,
@@ -78,6 +78,7 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
             authorization: null,
             expires_at: expiresIn(DEFAULT_STAGE_TTL_SECONDS),
           }),
+          (id) => notFound('group', id),
         );
         if (deps.credentialFlows) {
           try {
@@ -146,4 +147,9 @@ export function credentialStageRoutes(deps: ManagementDeps): RouteDef[] {
       },
     }),
   ];
+}
+
+/** A stage whose Group is gone cannot be completed into it. */
+function groupDeleted(): ApiError {
+  return new ApiError('CONFLICT', { data: { reason: 'group_deleted' } });
 }

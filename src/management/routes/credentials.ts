@@ -1,4 +1,4 @@
-import { ApiError, notFound, validationFailed } from '../../http/api-error.ts';
+import { duplicateCredential, notFound, validationFailed } from '../../http/api-error.ts';
 import type { CredentialConnectBody } from '../../generated/management/credential-connect.ts';
 import type { CredentialDisableBody } from '../../generated/management/credential-disable.ts';
 import type { CredentialImportBody } from '../../generated/management/credential-import.ts';
@@ -9,7 +9,7 @@ import { checkProxyAllowed, completeCredentialValues, importableKind, importSecr
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { importLineValues } from '../credential-import-line.ts';
 import { duplicateCredentialAsConflict } from '../duplicate-credential-as-conflict.ts';
-import { credentialsInGroupPath } from '../group-gone-as-not-found.ts';
+import { whenGroupGone } from '../when-group-gone.ts';
 import { idParam, onlyQuery, queryEnum } from '../params.ts';
 import { requireGroupInPath } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
@@ -23,7 +23,7 @@ const BASE = '/groups/:group_id/credentials';
 const IMPORT_BODY_LIMIT = 8 * 1024 * 1024;
 
 export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
-  const store = { groups: deps.store.groups, credentials: credentialsInGroupPath(deps.store.credentials) };
+  const { store } = deps;
 
   function credentialId(ctx: ManagementContext): number {
     return idParam(ctx, 'credential_id', 'credential');
@@ -62,7 +62,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
           secretFields: secretFieldsOf(kind),
           proxy_url: body.proxy_url ?? null,
         }));
-        const outcomes = await store.credentials.createMany(group.id, items);
+        const outcomes = await whenGroupGone(store.credentials.createMany(group.id, items), (id) => notFound('group', id));
         const created: Array<{ line: number; id: number; masked: string }> = [];
         const duplicates: Array<{ line: number; masked: string; duplicate_of: number }> = [];
         outcomes.forEach((o, i) => {
@@ -83,10 +83,13 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
         checkProxyAllowed(group.channel, body.proxy_url ?? null);
         const kind = kindOfChannel(group.channel, body.kind);
         const values = completeCredentialValues(kind, definedStrings(body.fields), group);
-        const [outcome] = await store.credentials.createMany(group.id, [
+        const [outcome] = await whenGroupGone(
+          store.credentials.createMany(group.id, [
           { kind: kind.id, name: body.name ?? null, values, secretFields: secretFieldsOf(kind), proxy_url: body.proxy_url ?? null, ...(body.weight !== undefined ? { weight: body.weight } : {}) },
-        ]);
-        if (!outcome || !('created' in outcome)) throw new ApiError('CONFLICT', { data: { reason: 'duplicate_credential', duplicate_of: outcome?.duplicate_of } });
+        ]),
+          (id) => notFound('group', id),
+        );
+        if (!outcome || !('created' in outcome)) throw duplicateCredential(outcome?.duplicate_of);
         return { status: 201, data: outcome.created };
       },
     }),
