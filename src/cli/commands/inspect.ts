@@ -64,8 +64,11 @@ async function inspectOffline(dataDir: string, input: { protocol: string; extern
     if (err instanceof ApiError) throw new CliError(`${err.code}: ${JSON.stringify(err.data)}`, 1);
     throw unreadable(err, path.join(dataDir, LOG_DB_FILE));
   } finally {
-    logs?.close();
-    await store.close();
+    try {
+      logs?.close();
+    } finally {
+      await store.close();
+    }
   }
 }
 

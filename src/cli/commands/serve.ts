@@ -1,8 +1,6 @@
 import { parseArgs } from 'node:util';
 import { createServer, type ServerOptions } from '../../server/create-server.ts';
-import { DataDirInUseError } from '../../server/data-dir-in-use-error.ts';
 import { openWorkerLogStore } from '../../store/logs/index.ts';
-import { StoreFileError } from '../../store/lowdb/index.ts';
 import { CliError } from '../cli-error.ts';
 import { describeRunError } from '../describe-run-error.ts';
 import { parseDecimalOption } from '../parse-decimal-option.ts';
@@ -23,7 +21,6 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   try {
     server = await createServer({ dataDir: values.data, host: values.host, port, openLogStore: (dir) => openWorkerLogStore(dir, { onError: reportLogStoreError }), ...extra });
   } catch (err) {
-    if (err instanceof StoreFileError || err instanceof DataDirInUseError) throw new CliError(err.message, 1);
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`port ${port} on ${values.host} is already in use`, 1);
     const message = describeRunError(err, `data directory ${values.data}`);
     if (message !== undefined) throw new CliError(message, 1);
