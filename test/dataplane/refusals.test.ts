@@ -205,6 +205,8 @@ t.test('not refused on ch31: a trailing-slash retrieval or cancellation is that 
   const owner = id === 'resp_left' ? left : right;
   const other = owner === left ? right : left;
   const calls: [string, string, string, string][] = [
+    // Eight reads: a retrieval that were not sent to the response's owner would still reach it
+    // by the weighted choice between the two Groups, but all eight times only once in 256.
     ...Array.from({ length: 8 }, () => ['GET', `/v1/responses/${id}/`, 'responses-retrieve', `/v1/responses/${id}`] as [string, string, string, string]),
     ['POST', `/v1/responses/${id}/cancel/`, 'responses-cancel', `/v1/responses/${id}/cancel`],
   ];
