@@ -1,70 +1,11 @@
-import { createServer } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import t, { type Test } from 'tap';
-import { WebSocket, WebSocketServer } from 'ws';
-import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
+import t from 'tap';
+import type { WebSocket } from 'ws';
+import type { startDataPlane } from './helpers/data-plane-harness.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
-
-/**
- * A WebSocket upstream: `onMessage` answers each client frame (default: nothing), with the
- * session's TCP socket at hand; the close code of each session's upstream side is kept in
- * `closeCodes`, in the order sessions end.
- */
-async function startWsUpstream(onMessage: (ws: WebSocket, text: string, socket: Socket) => void = () => {}) {
-  const server = createServer((_req, res) => res.writeHead(404).end());
-  const wss = new WebSocketServer({ noServer: true });
-  const closeCodes: number[] = [];
-  server.on('upgrade', (req, socket, head) =>
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      ws.on('message', (data) => onMessage(ws, data.toString(), socket as Socket));
-      ws.on('close', (code) => closeCodes.push(code));
-    }),
-  );
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    closeCodes,
-    close: async () => {
-      for (const c of wss.clients) c.terminate();
-      wss.close();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-const REALTIME_PATH = '/v1/audio/transcriptions/realtime';
-
-/** The data plane with a realtime route (x-suite on ch03) to `baseUrl`; closed when the test ends. */
-async function realtimeRoute(t: Test, baseUrl: string, quota?: Parameters<typeof seedRoute>[1]['quota']) {
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
-  const seeded = await seedRoute(gw.store, { channel: 'ch03', baseUrl, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], quota });
-  return { gw, ...seeded, wsUrl: `${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${seeded.keyValue}` };
-}
-
-function connect(url: string): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-  });
-}
+import { connect, realtimeRoute, startWsUpstream, upgradeStatus } from './helpers/ws-upstream.ts';
 
 function closeOf(ws: WebSocket): Promise<number> {
   return new Promise((r) => ws.once('close', (code) => r(code)));
-}
-
-function upgradeStatus(url: string): Promise<number> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url);
-    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
-    ws.once('error', () => resolve(-1));
-    ws.once('open', () => {
-      ws.terminate();
-      resolve(101);
-    });
-  });
 }
 
 /** The key's session records (status 101), once `count` of them are written. */
@@ -80,14 +21,16 @@ t.test('usage the upstream sends while it answers the client\'s close is in the 
   // The upstream answers the client's frame with a transcription carrying 90 + 30 tokens, sent
   // once the gateway's close frame (the client's close passed on) is at its socket, unread:
   // an upstream whose last event crosses the close.
-  const upstream = await startWsUpstream(async (ws, _text, socket) => {
-    ws.pause();
-    await eventually(() => (socket.readableLength > 0 ? true : undefined), 'the gateway\'s close frame at the upstream');
-    ws.send(JSON.stringify({ type: 'transcription.done', text: 'final words', usage: { prompt_tokens: 90, completion_tokens: 30, total_tokens: 120 } }));
-    ws.resume();
+  const upstream = await startWsUpstream({
+    onMessage: async (ws, _text, socket) => {
+      ws.pause();
+      await eventually(() => (socket.readableLength > 0 ? true : undefined), 'the gateway\'s close frame at the upstream');
+      ws.send(JSON.stringify({ type: 'transcription.done', text: 'final words', usage: { prompt_tokens: 90, completion_tokens: 30, total_tokens: 120 } }));
+      ws.resume();
+    },
   });
   t.teardown(() => upstream.close());
-  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url, { total: { tokens: 100 } });
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url, { quota: { total: { tokens: 100 } } });
   const client = await connect(wsUrl);
   const clientClose = closeOf(client);
   client.send('last audio');
@@ -100,8 +43,10 @@ t.test('usage the upstream sends while it answers the client\'s close is in the 
 });
 
 t.test('a side that drops its connection without a close frame: the other side is closed with 1014 or 1011, never 1000', async (t) => {
-  const upstream = await startWsUpstream((ws, text) => {
-    if (text === 'drop') ws.terminate();
+  const upstream = await startWsUpstream({
+    onMessage: (ws, text) => {
+      if (text === 'drop') ws.terminate();
+    },
   });
   t.teardown(() => upstream.close());
   const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);

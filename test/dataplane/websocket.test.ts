@@ -5,7 +5,7 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { WebSocket, WebSocketServer } from 'ws';
+import { WebSocket } from 'ws';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { createServer as createGateway } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
@@ -14,64 +14,7 @@ import { eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
-
-interface Refusal {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/**
- * A WebSocket upstream that echoes text frames. `refuse` may answer an upgrade with an HTTP
- * response instead; `greeting` is sent the moment a session opens; `selectProtocol` picks the
- * subprotocol from those offered (false: none).
- */
-async function startWsUpstream(o: { refuse?: (req: IncomingMessage) => Refusal | undefined; greeting?: string; selectProtocol?: (offered: Set<string>) => string | false; onSession?: (ws: WebSocket) => void } = {}) {
-  const server = createServer((_req, res) => res.writeHead(404).end());
-  const wss = new WebSocketServer({ noServer: true, ...(o.selectProtocol ? { handleProtocols: o.selectProtocol } : {}) });
-  const seen: IncomingMessage[] = [];
-  const closeCodes: number[] = [];
-  let connections = 0;
-  server.on('connection', () => connections++);
-  server.on('upgrade', (req, socket, head) => {
-    seen.push(req);
-    const refusal = o.refuse?.(req);
-    if (refusal) {
-      const headers = Object.entries({ ...refusal.headers, 'content-length': String(Buffer.byteLength(refusal.body)), connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`);
-      socket.end(`HTTP/1.1 ${refusal.status} Refused\r\n${headers.join('')}\r\n${refusal.body}`);
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
-  });
-  wss.on('connection', (ws) => {
-    o.onSession?.(ws);
-    if (o.greeting !== undefined) ws.send(o.greeting);
-    ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo:${data.toString()}`, { binary: isBinary }));
-    ws.on('close', (code) => closeCodes.push(code));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    seen,
-    closeCodes,
-    /** TCP connections accepted, whether or not an upgrade followed. */
-    connections: () => connections,
-    close: async () => {
-      for (const c of wss.clients) c.terminate();
-      wss.close();
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
-function connect(url: string, protocols: string[] = []): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, protocols);
-    ws.once('open', () => resolve(ws));
-    ws.once('error', reject);
-  });
-}
+import { connect, realtimeRoute, REALTIME_PATH, startWsUpstream, upgradeStatus, type Refusal } from './helpers/ws-upstream.ts';
 
 t.test('realtime transcription (x-suite, ch03): frames pass both ways with the upstream credential and mapped model', async (t) => {
   const c = { protocol: 'x-suite', channel: 'ch03', path: '/v1/audio/transcriptions/realtime' };
@@ -100,15 +43,6 @@ t.test('realtime transcription (x-suite, ch03): frames pass both ways with the u
     t.match(page.items[0], { protocol: c.protocol, status: 101, channel: c.channel, upstream_model: 'voice-up' });
   }
 });
-
-function upgradeStatus(url: string): Promise<number> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(url);
-    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
-    ws.once('error', () => resolve(-1));
-    ws.once('open', () => resolve(101));
-  });
-}
 
 // ch10, the only x-live channel, is authorized by OAuth; its credentials are served once the
 // adapters issue brings the authorization flows. Until then the session is refused, not hung.
@@ -147,16 +81,6 @@ t.test('a realtime session counts against the key quota; once it is used up the 
   t.equal(await upgradeStatus(wsUrl), 429, 'the second session is over the quota');
   t.equal(upstream.seen.length, 1, 'the refused one never reached the upstream');
 });
-
-const REALTIME_PATH = '/v1/audio/transcriptions/realtime';
-
-/** The data plane with a realtime route (x-suite on ch03) to `baseUrl`; closed when the test ends. */
-async function realtimeRoute(t: Test, baseUrl: string, o: { upstreamKeys?: string[]; options?: Parameters<typeof startDataPlane>[0] } = {}) {
-  const gw = await startDataPlane(o.options);
-  t.teardown(() => gw.close());
-  const seeded = await seedRoute(gw.store, { channel: 'ch03', baseUrl, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], upstreamKeys: o.upstreamKeys });
-  return { gw, ...seeded, wsUrl: `${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${seeded.keyValue}` };
-}
 
 /** The HTTP answer to an upgrade that was not accepted. */
 function upgradeAnswer(url: string, protocols: string[] = []): Promise<Refusal> {

@@ -1,0 +1,98 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Test } from 'tap';
+import { WebSocket, WebSocketServer } from 'ws';
+import { seedRoute, startDataPlane } from './data-plane-harness.ts';
+
+export interface Refusal {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * A WebSocket upstream. Each client frame is echoed (text as `echo:<text>`), unless `onMessage`
+ * answers it instead, with the session's TCP socket at hand. `refuse` may answer an upgrade
+ * with an HTTP response instead; `greeting` is sent the moment a session opens;
+ * `selectProtocol` picks the subprotocol from those offered (false: none). The close code of
+ * each session's upstream side is kept in `closeCodes`, in the order sessions end.
+ */
+export async function startWsUpstream(
+  o: {
+    refuse?: (req: IncomingMessage) => Refusal | undefined;
+    greeting?: string;
+    selectProtocol?: (offered: Set<string>) => string | false;
+    onSession?: (ws: WebSocket) => void;
+    onMessage?: (ws: WebSocket, text: string, socket: Socket) => void;
+  } = {},
+) {
+  const server = createServer((_req, res) => res.writeHead(404).end());
+  const wss = new WebSocketServer({ noServer: true, ...(o.selectProtocol ? { handleProtocols: o.selectProtocol } : {}) });
+  const seen: IncomingMessage[] = [];
+  const closeCodes: number[] = [];
+  let connections = 0;
+  const session = (ws: WebSocket, socket: Socket) => {
+    o.onSession?.(ws);
+    if (o.greeting !== undefined) ws.send(o.greeting);
+    const { onMessage } = o;
+    if (onMessage) ws.on('message', (data) => onMessage(ws, data.toString(), socket));
+    else ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo:${data.toString()}`, { binary: isBinary }));
+    ws.on('close', (code) => closeCodes.push(code));
+  };
+  server.on('connection', () => connections++);
+  server.on('upgrade', (req, socket, head) => {
+    seen.push(req);
+    const refusal = o.refuse?.(req);
+    if (refusal) {
+      const headers = Object.entries({ ...refusal.headers, 'content-length': String(Buffer.byteLength(refusal.body)), connection: 'close' }).map(([k, v]) => `${k}: ${v}\r\n`);
+      socket.end(`HTTP/1.1 ${refusal.status} Refused\r\n${headers.join('')}\r\n${refusal.body}`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => session(ws, socket as Socket));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    closeCodes,
+    /** TCP connections accepted, whether or not an upgrade followed. */
+    connections: () => connections,
+    close: async () => {
+      for (const c of wss.clients) c.terminate();
+      wss.close();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+export function connect(url: string, protocols: string[] = []): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, protocols);
+    ws.once('open', () => resolve(ws));
+    ws.once('error', reject);
+  });
+}
+
+/** The status an upgrade gets: 101 when it opened (the session is then dropped), else the HTTP answer's, -1 on an error. */
+export function upgradeStatus(url: string): Promise<number> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.once('error', () => resolve(-1));
+    ws.once('open', () => {
+      ws.terminate();
+      resolve(101);
+    });
+  });
+}
+
+export const REALTIME_PATH = '/v1/audio/transcriptions/realtime';
+
+/** The data plane with a realtime route (x-suite on ch03) to `baseUrl`; closed when the test ends. */
+export async function realtimeRoute(t: Test, baseUrl: string, o: { upstreamKeys?: string[]; options?: Parameters<typeof startDataPlane>[0]; quota?: Parameters<typeof seedRoute>[1]['quota'] } = {}) {
+  const gw = await startDataPlane(o.options);
+  t.teardown(() => gw.close());
+  const seeded = await seedRoute(gw.store, { channel: 'ch03', baseUrl, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], upstreamKeys: o.upstreamKeys, quota: o.quota });
+  return { gw, ...seeded, wsUrl: `${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${seeded.keyValue}` };
+}
