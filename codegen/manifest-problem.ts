@@ -13,7 +13,10 @@ export function formatProblem(p: ManifestProblem): string {
 
 /** Thrown when manifests do not validate; carries every problem, not only the first. */
 export class ManifestError extends Error {
-  constructor(readonly problems: ManifestProblem[]) {
-    super(`${problems.length} manifest problem(s):\n${problems.map(formatProblem).join('\n')}`);
+  constructor(
+    readonly problems: ManifestProblem[],
+    unchecked?: string,
+  ) {
+    super(`${problems.length} manifest problem(s):\n${problems.map(formatProblem).join('\n')}${unchecked ? `\n${unchecked} are checked once these problems are fixed` : ''}`);
   }
 }

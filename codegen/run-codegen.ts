@@ -12,8 +12,8 @@ export const GENERATED_DIR = 'src/generated';
 
 /** Every generated file, keyed by its path relative to the repository root. */
 export async function generateAll(root: string): Promise<Map<string, string>> {
-  const { manifests, problems } = validateManifests(root);
-  if (!manifests) throw new ManifestError(problems);
+  const { manifests, problems, unchecked } = validateManifests(root);
+  if (!manifests) throw new ManifestError(problems, unchecked);
   const routeTableSchema = JSON.parse(readFileSync(path.join(root, 'codegen', 'route-table.schema.json'), 'utf8'));
   const files = new Map<string, string>([
     [`${GENERATED_DIR}/types/protocols-manifest.ts`, await emitTypes(loadSchema(root, 'protocols'), 'ProtocolsManifest', 'manifests/schemas/protocols.schema.json')],

@@ -1,6 +1,8 @@
 import t from 'tap';
 import { readSpecMatrix } from '../fixtures/read-spec-matrix.ts';
-import { REPO_ROOT, runTs } from '../helpers/repo-copy.ts';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { copyRepo, REPO_ROOT, runTs } from '../helpers/repo-copy.ts';
 
 const spec = readSpecMatrix();
 const row = (cells: string[]) => `| ${cells.join(' | ')} |`;
@@ -53,4 +55,16 @@ t.test('manifest validate reports valid manifests', async (t) => {
   const r = runTs(REPO_ROOT, 'src/cli/main.ts', ['manifest', 'validate']);
   t.equal(r.status, 0, r.stderr);
   t.match(r.stdout, /manifests: valid/);
+});
+
+t.test('manifest validate says when schema problems kept the cross-references from being checked', async (t) => {
+  const copy = copyRepo();
+  t.teardown(copy.remove);
+  const file = path.join(copy.dir, 'manifests', 'channels.yaml');
+  writeFileSync(file, readFileSync(file, 'utf8').replace('  - id: ch07\n', '  - id: ch07\n    colour: blue\n'));
+  const r = runTs(copy.dir, 'src/cli/main.ts', ['manifest', 'validate']);
+  t.equal(r.status, 1, r.stderr);
+  const lines = r.stderr.trimEnd().split('\n');
+  t.match(lines[0], /^manifests\/channels\.yaml:\d+:\d+: channels\[6\]\.colour: .*unknown key "colour"/);
+  t.equal(lines.at(-1), 'manifests: the cross-references are checked once these problems are fixed');
 });

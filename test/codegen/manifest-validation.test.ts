@@ -94,3 +94,13 @@ t.test('semantic rules the engine depends on', async (t) => {
   const yamlBroken = check({ channels: `${channelsSource}\n  - id: [unclosed\n` });
   t.match(yamlBroken, [{ file: 'manifests/channels.yaml', field: '(yaml)' }]);
 });
+
+t.test('problems found before the cross-references say which stages did not run', async (t) => {
+  const schemaOnly = validateManifests(root, { channels: replaceOnce(channelsSource, '  - id: ch07\n', '  - id: ch07\n    colour: blue\n') });
+  t.equal(schemaOnly.unchecked, 'the cross-references');
+  const yamlBroken = validateManifests(root, { channels: `${channelsSource}\n  - id: [unclosed\n` });
+  t.equal(yamlBroken.unchecked, 'the schemas and the cross-references');
+  const crossReference = validateManifests(root, { protocols: replaceOnce(protocolsSource, 'primary_operation: messages-create', 'primary_operation: messages-creat') });
+  t.equal(crossReference.problems.length, 1);
+  t.equal(crossReference.unchecked, undefined, 'every stage ran');
+});
