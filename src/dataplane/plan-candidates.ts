@@ -2,6 +2,7 @@ import { resolve, type Resolution, type RouteFeatures } from '../engine/index.ts
 import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
 import { groupVisibleTo, modelVisibleTo } from '../management/visibility.ts';
 import type { DataPlaneCode } from './data-plane-error.ts';
+import { unservedReason } from './served-route.ts';
 
 export interface Candidate {
   group: GroupRecord;
@@ -43,11 +44,12 @@ export function planCandidates(input: PlanInput): Candidate[] {
       ...(input.features ? { features: input.features } : {}),
     });
     const candidate: Candidate = { group, upstream_model: upstream, resolution, included: false };
+    const unserved = unservedReason(resolution);
     if (!groupVisibleTo(key, group)) candidate.excluded_because = 'group_not_visible';
     else if (model !== undefined && !modelVisibleTo(key, model)) candidate.excluded_because = 'model_not_visible';
     else if (!group.enabled) candidate.excluded_because = 'group_disabled';
     else if (!resolution.ok) candidate.excluded_because = resolution.reason_code;
-    else if (resolution.effective === 'converted') candidate.excluded_because = 'conversion_not_available';
+    else if (unserved) candidate.excluded_because = unserved;
     else if (!group.base_url) candidate.excluded_because = 'upstream_base_url_missing';
     else candidate.included = true;
     out.push(candidate);

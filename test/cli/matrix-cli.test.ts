@@ -39,9 +39,15 @@ t.test('matrix refuses an unknown format', async (t) => {
 });
 
 t.test('resolve prints the engine answer and exits 1 on a refusal', async (t) => {
-  const ok = runTs(REPO_ROOT, 'src/cli/main.ts', ['resolve', '--protocol', 'x-messages', '--operation', 'messages-create', '--channel', 'ch02', '--json']);
-  t.equal(ok.status, 0, ok.stderr);
-  t.match(JSON.parse(ok.stdout), { ok: true, declared: 'C', effective: 'converted', wire: 'completions' });
+  const converted = runTs(REPO_ROOT, 'src/cli/main.ts', ['resolve', '--protocol', 'x-messages', '--operation', 'messages-create', '--channel', 'ch02', '--json']);
+  t.equal(converted.status, 1, 'the data plane refuses a converted route until conversion lands');
+  t.match(JSON.parse(converted.stdout), { ok: true, declared: 'C', effective: 'converted', wire: 'completions', served: false, unserved_reason: 'conversion_not_available' });
+  const convertedText = runTs(REPO_ROOT, 'src/cli/main.ts', ['resolve', '--protocol', 'x-messages', '--operation', 'messages-create', '--channel', 'ch02']);
+  t.match(convertedText.stdout, /^C -> converted; wire completions.*; not served by this version: conversion_not_available$/m);
+  const native = runTs(REPO_ROOT, 'src/cli/main.ts', ['resolve', '--protocol', 'x-completions', '--operation', 'chat-completions', '--channel', 'ch02', '--json']);
+  t.equal(native.status, 0, native.stderr);
+  t.match(JSON.parse(native.stdout), { ok: true, declared: 'N', effective: 'native' });
+  t.notOk('served' in JSON.parse(native.stdout), 'a native route carries no unserved flag');
   const refused = runTs(REPO_ROOT, 'src/cli/main.ts', ['resolve', '--protocol', 'x-responses', '--operation', 'responses-retrieve', '--channel', 'ch34']);
   t.equal(refused.status, 1);
   t.match(refused.stdout, /^refused: operation_outside_native_subset: .*\(note 3\)$/m);

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { resolve, type Resolution } from '../../engine/index.ts';
+import { unservedReason } from '../../dataplane/served-route.ts';
 import { CliError } from '../cli-error.ts';
 
 export function runResolve(argv: string[]): number {
@@ -18,16 +19,19 @@ export function runResolve(argv: string[]): number {
   const { protocol, operation, channel } = values;
   if (!protocol || !operation || !channel) throw new CliError('usage: switchyard resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]');
   const answer = resolve({ protocol, operation, channel, ...(values.model ? { model: values.model } : {}), ...(values.stream ? { features: { stream: true } } : {}) });
-  process.stdout.write(values.json ? `${JSON.stringify(answer, null, 2)}\n` : `${describe(answer)}\n`);
-  return answer.ok ? 0 : 1;
+  const unserved = unservedReason(answer);
+  const shown = unserved ? { ...answer, served: false, unserved_reason: unserved } : answer;
+  process.stdout.write(values.json ? `${JSON.stringify(shown, null, 2)}\n` : `${describe(answer, unserved)}\n`);
+  return answer.ok && !unserved ? 0 : 1;
 }
 
-function describe(r: Resolution): string {
+function describe(r: Resolution, unserved: string | undefined): string {
   // The detail of a refusal a note caused ends with that note.
   if (!r.ok) return `refused: ${r.reason_code}: ${r.detail}`;
   const parts = [`${r.declared} -> ${r.effective}`];
   if (r.wire) parts.push(`wire ${r.wire}`);
   if (r.restrictions.length) parts.push(`restrictions: ${r.restrictions.join(', ')}`);
   if (r.notes.length) parts.push(`notes: ${r.notes.join(', ')}`);
+  if (unserved) parts.push(`not served by this version: ${unserved}`);
   return parts.join('; ');
 }
