@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { bundleServer } from '../../build/bundle.mjs';
 import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
 import { call } from '../management/support/http-client.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
+import { copyRepo } from '../helpers/repo-copy.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const AUTH_KEY = 'bundle-test-auth-key-0123456789abcdef';
@@ -126,4 +127,21 @@ t.test('the switchyard bin serves from a bundle it builds into dist/, and a SIGT
   t.equal(await npm.exited, 0);
   t.match(npm.stdout(), /switchyard: stopped/);
   t.notMatch(npm.stderr(), /Error|Warning/);
+});
+
+t.test('where dist/ cannot be written, the switchyard bin says so and serves from the sources', async (t) => {
+  const copy = copyRepo();
+  t.teardown(copy.remove);
+  for (const part of ['bin', 'build']) cpSync(path.join(ROOT, part), path.join(copy.dir, part), { recursive: true });
+  // A file where the folder would go: no folder can be made there, whoever runs the bin (root too).
+  writeFileSync(path.join(copy.dir, 'dist'), 'not a folder\n');
+  const dataDir = tempDataDir(t);
+  const served = await startServing(t, process.execPath, [path.join(copy.dir, 'bin', 'switchyard.js'), 'serve', '--port', '0', '--data', dataDir]);
+  t.match(served.stderr(), /^switchyard: dist\/ is not writable \(.+\); serving from the sources/m);
+  t.equal((await call(served.url, 'GET', '/api/health', { token: AUTH_KEY })).status, 200);
+  t.equal(readFileSync(path.join(copy.dir, 'dist'), 'utf8'), 'not a folder\n', 'dist left as it was');
+
+  served.kill('SIGTERM');
+  t.equal(await served.exited, 0);
+  t.match(served.stdout(), /switchyard: stopped/);
 });
