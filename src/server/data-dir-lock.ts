@@ -1,4 +1,6 @@
-import { mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { setTimeout } from 'node:timers/promises';
 import path from 'node:path';
 import { DataDirInUseError } from './data-dir-in-use-error.ts';
 
@@ -10,34 +12,63 @@ export interface DataDirLock {
 }
 
 /**
- * Lock files this process holds: a lock naming our own pid is in use only when it is one of
- * these (a second server in this process); otherwise it was left by an earlier process that
- * happened to have our pid (a container's pid 1, say).
+ * Lock files this process holds (and takeover guards it holds): a lock naming our own pid is
+ * in use only when it is one of these (a second server in this process); otherwise it was left
+ * by an earlier process that happened to have our pid (a container's pid 1, say).
  */
 const heldHere = new Set<string>();
 
 /**
  * Holds `dataDir` for one server: creates `<dataDir>/switchyard.lock` exclusively with our pid,
  * taking over a lock whose process is gone (killed with -9, say). Throws DataDirInUseError
- * when a running process holds it.
+ * when a running process holds it. Servers that start together on a stale lock end with
+ * exactly one holder: the lock appears with its pid already written (a link to a file written
+ * first), and a stale lock is removed only under a second lock, `switchyard.lock.takeover`,
+ * after reading again that it is still the stale one.
  */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const file = path.join(dataDir, LOCK_FILE);
-  // Bounded: each round either creates the lock, refuses, or removes one stale lock.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      await writeFile(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+  const guard = `${file}.takeover`;
+  // Bounded: a takeover by another server takes a few file operations.
+  for (let attempt = 0; attempt < 100; attempt++) {
+    if (await createLock(file)) {
       heldHere.add(file);
       return { release: () => release(file) };
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
     const holder = await readHolder(file);
     if (holder !== undefined && isRunning(holder, file)) throw new DataDirInUseError(dataDir, holder, file);
-    await unlink(file).catch(ignoreMissing);
+    if (await createLock(guard)) {
+      heldHere.add(guard);
+      try {
+        if ((await readHolder(file)) === holder) await unlink(file).catch(ignoreMissing);
+      } finally {
+        heldHere.delete(guard);
+        await unlink(guard).catch(ignoreMissing);
+      }
+      continue;
+    }
+    const taking = await readHolder(guard);
+    // A server that died during its takeover left the guard behind.
+    if (taking === undefined || !isRunning(taking, guard)) await unlink(guard).catch(ignoreMissing);
+    else await setTimeout(10);
   }
   throw new DataDirInUseError(dataDir, (await readHolder(file)) ?? 0, file);
+}
+
+/** Makes `file` with our pid in it in one step; false when it is there already. */
+async function createLock(file: string): Promise<boolean> {
+  const written = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  await writeFile(written, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+  try {
+    await link(written, file);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return false;
+  } finally {
+    await unlink(written).catch(ignoreMissing);
+  }
 }
 
 async function release(file: string): Promise<void> {

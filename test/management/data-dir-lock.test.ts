@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { createServer, type ServerOptions } from '../../src/server/create-server.ts';
 import { DataDirInUseError } from '../../src/server/data-dir-in-use-error.ts';
+import { lockDataDir } from '../../src/server/data-dir-lock.ts';
 import { spawnServe } from '../helpers/spawn-serve.ts';
 import { call } from './support/http-client.ts';
 import { AUTH_KEY, tempDataDir } from './support/gateway.ts';
@@ -61,6 +62,36 @@ t.test('a lock left by a process that died is taken over', async (t) => {
   t.teardown(() => server.close());
   t.equal(readFileSync(path.join(dataDir, LOCK), 'utf8').trim(), String(process.pid), 'now held by this server');
   t.equal((await createGroup(server.url, 'after-crash')).status, 201);
+});
+
+t.test('servers that start together on a stale lock end with exactly one holder', async (t) => {
+  const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+  // The race is in the order of file operations, so it is run many times.
+  for (let trial = 0; trial < 100; trial++) {
+    const dataDir = tempDataDir(t);
+    writeFileSync(path.join(dataDir, LOCK), `${dead}\n`);
+    const starts = await Promise.allSettled([lockDataDir(dataDir), lockDataDir(dataDir), lockDataDir(dataDir), lockDataDir(dataDir)]);
+    const held = starts.filter((s) => s.status === 'fulfilled');
+    const refused = starts.filter((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (held.length !== 1 || !refused.every((r) => r.reason instanceof DataDirInUseError)) {
+      t.fail(`trial ${trial}: ${held.length} holders, refusals ${refused.map((r) => String(r.reason)).join('; ')}`);
+      return;
+    }
+    t.equal(readFileSync(path.join(dataDir, LOCK), 'utf8').trim(), String(process.pid));
+    await held[0]!.value.release();
+    t.same(readdirSync(dataDir).filter((f) => f.startsWith(LOCK)), [], 'no lock, guard or temporary file left');
+  }
+});
+
+t.test('a takeover guard left by a process that died does not keep the directory locked', async (t) => {
+  const dataDir = tempDataDir(t);
+  const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+  writeFileSync(path.join(dataDir, LOCK), `${dead}\n`);
+  writeFileSync(path.join(dataDir, `${LOCK}.takeover`), `${dead}\n`);
+  const lock = await lockDataDir(dataDir);
+  t.equal(readFileSync(path.join(dataDir, LOCK), 'utf8').trim(), String(process.pid));
+  t.notOk(existsSync(path.join(dataDir, `${LOCK}.takeover`)), 'the dead guard is gone');
+  await lock.release();
 });
 
 t.test('a start that fails after taking the lock releases it', async (t) => {
