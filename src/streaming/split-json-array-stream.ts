@@ -86,6 +86,17 @@ export class JsonArrayStreamSplitter {
   }
 
   /**
+   * The element held whole when the stream stops short of its next comma or `]` (a stall, a
+   * break): it is complete, only its end was not seen. Undefined when none is held whole.
+   */
+  takeWhole(): string | undefined {
+    if (this.boundary() !== 'after_element' || this.#skipping) return undefined;
+    const element = this.#element.trim();
+    this.#element = '';
+    return element;
+  }
+
+  /**
    * Where the stream stands, so that text can be appended that keeps the array valid:
    * before its `[`, inside an element, right after `[` or a comma, or after a whole element.
    */

@@ -530,3 +530,26 @@ t.test('generate JSON-array stream: a break ends the array cleanly with an error
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.equal(record.error_code, 'upstream_stream_broken');
 });
+
+// Gemini's usageMetadata is cumulative, and an element is only handed over at the comma or `]`
+// after it: the last element before a stall or break is whole at the client and must count.
+for (const [ending, end, code] of [
+  ['a stall', () => undefined, 'upstream_idle_timeout'],
+  ['a break', (res: ServerResponse) => setTimeout(() => res.socket?.destroy(), 50), 'upstream_stream_broken'],
+] as const) {
+  t.test(`generate JSON-array stream: the usage of the last whole element before ${ending} is recorded`, async (t) => {
+    const { gw, res } = await jsonArrayScenario(
+      t,
+      (res) => {
+        res.write(`,\r\n{"candidates": [{"content": {"parts": [{"text": "b"}]}}], "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 7}}`);
+        end(res);
+      },
+      { streamIdleTimeoutMs: 300 },
+    );
+    const parsed = await readJsonArray(t, res);
+    t.equal(parsed?.length, 3, 'both elements, then the error');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.equal(record.error_code, code);
+    t.same(record.usage, { input_tokens: 9, output_tokens: 7, cached_tokens: 0, reasoning_tokens: 0 }, 'the held element\'s usageMetadata');
+  });
+}

@@ -20,6 +20,12 @@ export class JsonArrayRelay extends StreamRelay {
     for (const element of this.#splitter.end()) this.#inspect(element);
   }
 
+  // An element is only handed over at the comma or `]` after it; one the client got whole before a stall or break still counts.
+  protected readHeld(): void {
+    const element = this.#splitter.takeWhole();
+    if (element !== undefined) this.#inspect(element);
+  }
+
   #inspect(element: string): void {
     this.usage?.push(element);
     const errors = this.upstreamErrors;

@@ -58,12 +58,17 @@ export abstract class StreamRelay implements UpstreamBodySink {
   /** Ends the client's stream after the gateway broke it off with `code`. */
   protected abstract writeFailure(code: string): void;
 
+  /** Reads what the client got whole but the relay still holds, when the stream stops short. */
+  protected readHeld(): void {}
+
   #finish(): void {
-    this.relay.outcome.usage = this.usage?.result();
     const failure = this.relay.outcome.streamFailure;
     // A client that stopped reading would not read an error event either.
     if (failure === 'client_stalled') this.relay.res.destroy();
     else if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
+    // After writeFailure, which places its error by what is still held.
+    this.readHeld();
+    this.relay.outcome.usage = this.usage?.result();
     // Recorded only now: the client already has the upstream's error event, the gateway adds
     // none, and a break-off by the gateway after it is what the record names.
     if (this.#upstreamErrorSeen) this.relay.fail(UPSTREAM_STREAM_ERROR);
