@@ -133,13 +133,17 @@ function retryAfterMs(headers: HeaderMap | undefined, now: number): number | und
   if (headers === undefined) return undefined;
   const ms = Number(firstHeaderValue(headers['retry-after-ms']) || NaN);
   if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
-  const value = firstHeaderValue(headers['retry-after']);
+  const value = firstHeaderValue(headers['retry-after'])?.trim();
   if (!value) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds) * 1000;
-  const at = Date.parse(value);
+  if (DELAY_SECONDS.test(value)) return Math.ceil(Number(value)) * 1000;
+  // An HTTP date names its day or month; Date.parse would also take '-5' or '1 2' for a year.
+  const at = HAS_LETTER.test(value) ? Date.parse(value) : NaN;
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
+
+/** delay-seconds (RFC 9110 §10.2.3), with a fraction as some upstreams send. */
+const DELAY_SECONDS = /^\d+(?:\.\d+)?$/;
+const HAS_LETTER = /[a-z]/i;
 
 /** A wait as a client is told it: `Retry-After` in whole seconds (rounded up, at least 1) and `retry-after-ms`. */
 export function retryAfterHeaders(waitMs: number): Record<string, string> {

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
 import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
 import { maskSecret } from '../../src/store/mask.ts';
+import { DEFAULT_SETTINGS } from '../../src/store/default-settings.ts';
 import { chatBody, closedPortUrl, completionJson, createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // Credential pools and failover (issue 4 item 4): 429/5xx/connection failures cool a
@@ -124,6 +125,22 @@ for (const retryAfter of ['99999999999999', new Date(Date.now() + 5 * 365 * 86_4
     const cooled = await credentialView(gw.store, group.id, credentials[0]!.id);
     t.equal(cooled.state, 'cooldown');
     isoWithin(t, cooled.cooldown_until, before + 86_400_000 - 1000, after + 86_400_000 + 1000, 'cooldown_until is a day ahead');
+  });
+}
+
+for (const retryAfter of ['-5', '1 2', '-1', 'soon']) {
+  t.test(`a Retry-After that is neither seconds nor a date (${retryAfter}) cools the credential down for the configured time`, async (t) => {
+    const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': retryAfter }) });
+    const gw = await gateway(t);
+    const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+    const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+    const cooldownMs = DEFAULT_SETTINGS.credential_cooldown_seconds * 1000;
+    const before = Date.now();
+    t.equal((await chat(gw, keyValue)).res.status, 200, 'the next credential serves');
+    const after = Date.now();
+    const cooled = await credentialView(gw.store, group.id, credentials[0]!.id);
+    t.equal(cooled.state, 'cooldown');
+    isoWithin(t, cooled.cooldown_until, before + cooldownMs - 1000, after + cooldownMs + 1000, 'cooldown_until is the configured cooldown ahead');
   });
 }
 
