@@ -22,6 +22,12 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
     },
   });
   source.on('error', (err) => stream.destroy(err));
+  // Its readers come and go (a form's rewriter detaches before the upload ends), and a client
+  // that leaves later errors it with no one listening: without a listener of its own that
+  // 'error' would crash the process. Readers see the failure through `errored` and their own listeners.
+  stream.on('error', ignoreError);
   source.pipe(stream);
   return { stream, captured: () => ({ bytes: Buffer.concat(kept), total }) };
 }
+
+function ignoreError(): void {}

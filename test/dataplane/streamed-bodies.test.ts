@@ -1,5 +1,6 @@
 import { mkdtempSync, readdirSync, rmSync, watch } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -361,3 +362,61 @@ t.test('a transcription form with a file past 8 x bufferedJsonBytes before its m
   t.ok(spool.seen.size > 0, 'the form was spooled');
   await eventually(() => (spool.left().length === 0 ? true : undefined), 'the spool file removed once the request ended');
 });
+
+for (const [route, channel, protocol] of [
+  ['/v1/images/edits', 'ch09', 'x-images'],
+  ['/v1/audio/transcriptions', 'ch03', 'x-suite'],
+] as const) {
+  t.test(`a client that leaves mid-upload of a form (${route}, model first) gets one record and the gateway keeps serving`, async (t) => {
+    // An upstream that reads the upload as it comes, so the gateway is mid-forward when the client leaves.
+    const receiving = deferred();
+    const upstream = createServer((req, res) => {
+      req.once('data', () => receiving.resolve());
+      req.on('error', () => {}).resume();
+      req.on('end', () => ok(undefined, res));
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
+    upstream.unref();
+    const gw = await startDataPlane();
+    t.teardown(() => gw.close());
+    const { keyValue, key } = await seedRoute(gw.store, { channel, baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, models: [{ external: 'm', upstream: 'vendor-m' }], protocols: [protocol] });
+    const boundary = 'XyZb';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nm\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`;
+    const whole = Buffer.concat([Buffer.from(head), Buffer.alloc(200_000, 0x41), Buffer.from(`\r\n--${boundary}--\r\n`)]);
+    const req = httpRequest(`${gw.url}${route}`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(whole.length) } });
+    req.on('error', () => {});
+    req.on('response', (res) => res.resume());
+    req.write(whole.subarray(0, 120_000));
+    await withTimeout(receiving.promise, 5000, 'the upload to reach the upstream');
+    req.destroy();
+    const record = await eventually(async () => {
+      await gw.logs.flush();
+      return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0];
+    }, 'the log record of the abandoned upload');
+    t.equal(record.client_aborted, true);
+    await gw.logs.flush();
+    t.equal((await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items.length, 1, 'one record');
+    const after = await fetch(`${gw.url}/v1/models`, { headers: { authorization: `Bearer ${keyValue}` } });
+    t.equal(after.status, 200, 'the gateway still answers');
+  });
+}
+
+for (const [size, what] of [[20, 'a small form'], [200_000, 'a form with a 200 KB file']] as const) {
+  t.test(`${what} without its closing boundary never reaches the upstream whole, though its length was declared`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, ok);
+    const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'vendor-img' }], protocols: ['x-images'] });
+    const boundary = 'XyZb';
+    const cut = Buffer.concat([
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nimg\r\n--${boundary}\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`),
+      Buffer.alloc(size, 0x41),
+    ]);
+    // fetch declares a Buffer's length itself.
+    const res = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: cut });
+    t.equal(res.status, 400);
+    t.match(await res.json(), { error: { code: 'invalid_request_body' } });
+    // The harness records a request only once its body has ended; an aborted upload is not one.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.equal(upstream.requests.length, 0, 'the upstream got no complete request');
+  });
+}
