@@ -162,11 +162,33 @@ function spooledBody(spooled: SpooledPrefix, splices: readonly Splice[], tail: R
   return Readable.from(chunks(), { objectMode: false });
 }
 
+/**
+ * Bytes kept back from the end of a form until the scanner has seen it end well: more than any
+ * closing delimiter (a boundary has at most 70 characters). A form cut short (no closing
+ * boundary) then never reaches the upstream whole, even when its length was declared and the
+ * upstream would otherwise take the bytes it got for a complete request.
+ */
+const HELD_BACK_BYTES = 128;
+
 /** `head`, then the rest of `source` with backpressure, still fed to the scanner. */
 function bodyStream(head: Buffer[], scannerEnded: boolean, source: Readable, scanner: BodyScanner): Readable {
   let headSent = false;
   // A paused source still ends (or fails) once its buffer is empty, maybe before we listen again.
   let sourceEnded = scannerEnded || source.readableEnded;
+  let held: Buffer | undefined;
+  /** Pushes all but the last HELD_BACK_BYTES seen so far; false when the reader wants no more now. */
+  const send = (piece: Buffer): boolean => {
+    if (piece.length === 0) return true;
+    if (piece.length >= HELD_BACK_BYTES) {
+      const before = held;
+      held = piece.subarray(piece.length - HELD_BACK_BYTES);
+      if (before !== undefined) output.push(before);
+      return output.push(piece.subarray(0, piece.length - HELD_BACK_BYTES));
+    }
+    const joined = held === undefined ? piece : Buffer.concat([held, piece]);
+    held = joined.length > HELD_BACK_BYTES ? joined.subarray(joined.length - HELD_BACK_BYTES) : joined;
+    return joined.length > HELD_BACK_BYTES ? output.push(joined.subarray(0, joined.length - HELD_BACK_BYTES)) : true;
+  };
   const finish = () => {
     try {
       if (!scannerEnded) scanner.end();
@@ -174,6 +196,7 @@ function bodyStream(head: Buffer[], scannerEnded: boolean, source: Readable, sca
       output.destroy(error as Error);
       return;
     }
+    if (held !== undefined) output.push(held);
     output.push(null);
   };
   const detach = () => {
@@ -188,7 +211,7 @@ function bodyStream(head: Buffer[], scannerEnded: boolean, source: Readable, sca
       }
       headSent = true;
       let wantsMore = true;
-      for (const piece of head) if (piece.length > 0) wantsMore = this.push(piece);
+      for (const piece of head) if (!send(piece)) wantsMore = false;
       if (sourceEnded) finish();
       else if (wantsMore) source.resume();
     },
@@ -206,7 +229,7 @@ function bodyStream(head: Buffer[], scannerEnded: boolean, source: Readable, sca
       output.destroy(error as Error);
       return;
     }
-    if (!output.push(chunk)) source.pause();
+    if (!send(chunk)) source.pause();
   };
   const onEnd = () => {
     detach();
