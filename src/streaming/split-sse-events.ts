@@ -16,14 +16,26 @@ export class SseEventSplitter {
   /** The previous chunk ended in CR: an LF starting this one completes that line end. */
   #afterCr = false;
 
-  /** Complete events in order; the bytes of an unfinished one are kept for the next chunk. */
+  /**
+   * Complete events in order; the bytes of an unfinished one are kept for the next chunk. An
+   * event whose closing CRLF was split between chunks comes back with its LF as a piece of
+   * its own, at the start of the next push.
+   */
   push(chunk: Buffer): Buffer[] {
     const events: Buffer[] = [];
     const n = chunk.length;
     let i = 0;
-    if (this.#afterCr && n > 0 && chunk[0] === LF) i = 1;
-    this.#afterCr = false;
     let eventStart = 0;
+    if (this.#afterCr && n > 0 && chunk[0] === LF) {
+      i = 1;
+      // The LF completes the CRLF that ended the last event: it is that event's last byte, not
+      // the next one's first, and goes on its own (the next event may be dropped).
+      if (this.#pending.length === 0) {
+        events.push(chunk.subarray(0, 1));
+        eventStart = 1;
+      }
+    }
+    this.#afterCr = false;
     let cr = chunk.indexOf(CR, i);
     while (i < n) {
       const lf = chunk.indexOf(LF, i);

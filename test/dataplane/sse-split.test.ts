@@ -11,10 +11,16 @@ function parse(bytes: Buffer | string): SseEvent[] {
   return [...parser.push(bytes), ...parser.end()];
 }
 
+/** Events as split, with the LF of a CRLF split between chunks joined back to the event it ends. */
 function split(chunks: Buffer[]): { events: Buffer[]; rest: Buffer | undefined } {
   const splitter = new SseEventSplitter();
   const events: Buffer[] = [];
-  for (const chunk of chunks) events.push(...splitter.push(chunk));
+  for (const chunk of chunks) {
+    for (const piece of splitter.push(chunk)) {
+      if (piece.length === 1 && piece[0] === 10 && events.length > 0 && events.at(-1)!.at(-1) === 13) events.push(Buffer.concat([events.pop()!, piece]));
+      else events.push(piece);
+    }
+  }
   return { events, rest: splitter.end() };
 }
 
@@ -37,7 +43,6 @@ t.test('a split at any byte keeps every event whole and every byte in order', as
     const { events, rest } = split([bytes.subarray(0, cut), bytes.subarray(cut)]);
     const all = Buffer.concat([...events, ...(rest ? [rest] : [])]);
     if (!all.equals(bytes)) t.fail(`bytes changed at cut ${cut}`);
-    // A CR ending one chunk may leave its LF at the start of the next event: still one event each.
     const perEvent = events.map((e) => fields(parse(e)));
     if (JSON.stringify(perEvent.flat()) !== JSON.stringify(expected) || perEvent.some((p) => p.length !== 1)) t.fail(`events differ at cut ${cut}`);
   }
@@ -133,4 +138,12 @@ t.test('pushBlock then push under random chunkings: the same bytes, events whole
     }
   }
   t.pass('300 chunkings of an LF-only stream and of one with every line ending');
+});
+
+t.test('the LF of a CRLF split between chunks ends the event before it, so it goes with that event and not the next', async (t) => {
+  const splitter = new SseEventSplitter();
+  t.same(splitter.push(Buffer.from('data: a\r\n\r')).map(String), ['data: a\r\n\r']);
+  t.same(splitter.push(Buffer.from('\ndata: b\r\n\r\n')).map(String), ['\n', 'data: b\r\n\r\n'], 'the LF alone, then the next event without it');
+  t.same(splitter.push(Buffer.from('data: c\r')).map(String), [], 'a CR inside an event');
+  t.same(splitter.push(Buffer.from('\n\r\n')).map(String), ['data: c\r\n\r\n'], 'its LF stays in the event it belongs to');
 });

@@ -553,3 +553,26 @@ for (const [ending, end, code] of [
     t.same(record.usage, { input_tokens: 9, output_tokens: 7, cached_tokens: 0, reasoning_tokens: 0 }, 'the held element\'s usageMetadata');
   });
 }
+
+t.test('a CRLF stream split between CR and LF just before the usage chunk loses only that chunk\'s bytes', async (t) => {
+  const crlf = (event: string) => event.replace(/\n/g, '\r\n');
+  const content = crlf(CONTENT_CHUNKS[0]!);
+  const usage = crlf(USAGE_CHUNK);
+  const done = crlf(DONE);
+  const pieces = [content.slice(0, -1), `${content.slice(-1)}${usage}`, done];
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    // Apart in time, so that the gateway reads them apart.
+    for (const piece of pieces) {
+      res.write(piece);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    res.end();
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [], stream: true }) });
+  t.equal(await res.text(), content + done, 'the content event with its whole CRLF, then [DONE]');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.same(record.usage, LOGGED_USAGE);
+});

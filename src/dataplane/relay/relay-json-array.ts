@@ -21,7 +21,7 @@ export class JsonArrayRelay extends StreamRelay {
   }
 
   // An element is only handed over at the comma or `]` after it; one the client got whole before a stall or break still counts.
-  protected readHeld(): void {
+  protected override readHeld(): void {
     const element = this.#splitter.takeWhole();
     if (element !== undefined) this.#inspect(element);
   }
