@@ -424,10 +424,12 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
     attempt.error_code = bodyFailure.code;
     return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
   }
-  const failure = classifyUpstreamError(err);
+  const failure = classifyUpstreamError(err, { viaProxy: deps.proxyFor(candidate, credential) !== undefined });
   attempt.error_code = failure.code;
-  // A stored proxy URL the gateway cannot use: its configuration is at fault, not the credential, and nothing was sent.
-  if (failure.kind === 'proxy_misconfigured') return { error: new DataPlaneError('proxy_misconfigured'), candidate, credential, notDelivered: true };
+  // A stored proxy URL the gateway cannot use, or a proxy that is down or refuses the gateway's
+  // login: the gateway's side is at fault, not the credential (a shared proxy would otherwise
+  // shelve every credential behind it), and nothing was sent.
+  if (failure.kind === 'proxy_misconfigured' || failure.kind === 'proxy_unreachable') return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
   await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };

@@ -176,6 +176,12 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             noteRoute(log, candidate, credential);
             throw new DataPlaneError('client_closed');
           }
+          if (outcome.kind === 'failed' && outcome.code === 'proxy_unreachable') {
+            // As forward-native: the proxy in front of the credential failed, not the credential; nothing was sent.
+            attempt.error_code = outcome.code;
+            lastFailure = { error: new DataPlaneError('proxy_unreachable'), candidate, credential };
+            continue;
+          }
           if (outcome.kind === 'failed') {
             attempt.error_code = outcome.code;
             await pool.apply(credential, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());

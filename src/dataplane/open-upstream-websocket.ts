@@ -53,7 +53,8 @@ export function openUpstreamWebSocket(url: string, protocols: string[], headers:
       if (error.message === WS_NO_SUBPROTOCOL) return resolve({ kind: 'no_subprotocol' });
       // ws's handshake timeout runs from before the connection opens; it does not say whether the request went out.
       if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve({ kind: 'failed', timedOut: true, code: 'upstream_timeout', notDelivered: false });
-      const failure = classifyUpstreamError(error);
+      // The agent is there only for a managed proxy: a connection that failed may be the proxy's.
+      const failure = classifyUpstreamError(error, { viaProxy: options.agent !== undefined });
       resolve({ kind: 'failed', timedOut: false, code: failure.code, notDelivered: failure.notDelivered });
     });
   });

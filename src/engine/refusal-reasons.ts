@@ -34,6 +34,7 @@ export const REFUSAL_REASONS = {
   internal_error: { status: 500, en: 'Internal error.', zh: '内部错误。' },
   upstream_unreachable: { status: 502, en: 'No upstream could be reached.', zh: '无法连接任何上游。' },
   proxy_misconfigured: { status: 502, en: 'The managed proxy configured for this route cannot be used (unsupported scheme or malformed URL).', zh: '为此路由配置的托管代理无法使用（不支持的协议或格式错误的 URL）。' },
+  proxy_unreachable: { status: 502, en: 'The managed proxy for this route could not be reached or refused the gateway.', zh: '无法连接此路由的托管代理，或托管代理拒绝了网关。' },
   log_store_unavailable: { status: 503, en: 'The request log store is failing, so the access key\'s quota cannot be enforced.', zh: '请求日志存储出现故障，无法执行访问密钥的配额。' },
   shutting_down: { status: 503, en: 'The gateway is shutting down.', zh: '网关正在关闭。' },
   upstream_timeout: { status: 504, en: 'The upstream did not answer in time.', zh: '上游未及时响应。' },

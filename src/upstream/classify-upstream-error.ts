@@ -9,6 +9,7 @@ export type UpstreamFailureKind =
   | 'body_timeout'
   | 'connection_lost'
   | 'proxy_misconfigured'
+  | 'proxy_unreachable'
   | 'unknown';
 
 export interface UpstreamFailure {
@@ -51,15 +52,40 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
   connection_lost: { kind: 'connection_lost', notDelivered: false, code: 'upstream_connection_lost' },
   // The gateway's own configuration (a stored proxy URL it cannot use): no credential is to blame.
   proxy_misconfigured: { kind: 'proxy_misconfigured', notDelivered: true, code: 'proxy_misconfigured' },
+  // The managed proxy is down or refused the gateway's login: the gateway's side again, not the credential's.
+  proxy_unreachable: { kind: 'proxy_unreachable', notDelivered: true, code: 'proxy_unreachable' },
   unknown: { kind: 'unknown', notDelivered: false, code: 'upstream_error' },
 };
 
-/** What a rejected upstream request (or a failed response body) means for failover. */
-export function classifyUpstreamError(error: unknown): UpstreamFailure {
+/** Connection failures that, through a proxy, are the connection to the proxy failing. */
+const PROXY_CONNECT_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_PRX_TLS',
+]);
+
+/** CONNECT answers by which an HTTP proxy says that it could not reach the upstream. */
+const PROXY_UPSTREAM_STATUSES = /^Proxy response \((?:502|503|504)\)/;
+
+/** SOCKS5 replies (as the socks package words them) by which the proxy says that it could not reach the upstream. */
+const SOCKS_UPSTREAM_REPLIES = /rejected connection - (?:HostUnreachable|ConnectionRefused|NetworkUnreachable|TTLExpired)$/;
+
+/**
+ * What a rejected upstream request (or a failed response body) means for failover.
+ * `viaProxy`: the attempt went through a managed proxy, so a connection that failed may be the
+ * proxy's rather than the upstream's.
+ */
+export function classifyUpstreamError(error: unknown, options: { viaProxy?: boolean } = {}): UpstreamFailure {
   const code = errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
   const name = (error as { name?: unknown } | null)?.name;
   const message = String((error as { message?: unknown } | null)?.message ?? '');
   if (code === INVALID_PROXY_URL) return FAILURES.proxy_misconfigured;
+  if (options.viaProxy === true && failedAtProxy(code, message)) return FAILURES.proxy_unreachable;
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return FAILURES.connect_timeout;
   // A proxy that refuses the tunnel surfaces as an aborted request; nothing reached the upstream.
   if (message.startsWith('Proxy response (')) return FAILURES.connect_failed;
@@ -69,6 +95,17 @@ export function classifyUpstreamError(error: unknown): UpstreamFailure {
   if (code === 'UND_ERR_BODY_TIMEOUT') return FAILURES.body_timeout;
   if (code !== undefined && LOST_CONNECTION_CODES.has(code)) return FAILURES.connection_lost;
   return FAILURES.unknown;
+}
+
+/**
+ * Through a proxy the gateway connects only to the proxy, so a connection that never opened is
+ * the proxy's, and so is a refused tunnel, unless the proxy says the upstream was out of its reach.
+ * Upstream TLS errors inside the tunnel are left to the upstream.
+ */
+function failedAtProxy(code: string | undefined, message: string): boolean {
+  if (message.startsWith('Proxy response (')) return !PROXY_UPSTREAM_STATUSES.test(message);
+  if (code === SOCKS_CONNECT_FAILED) return !SOCKS_UPSTREAM_REPLIES.test(message);
+  return code !== undefined && PROXY_CONNECT_CODES.has(code);
 }
 
 function errorCode(error: unknown): string | undefined {

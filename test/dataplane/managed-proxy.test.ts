@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
-import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { seedRoute, startDataPlane, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { closedPortUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 
@@ -102,5 +103,94 @@ for (const scope of ['credential', 'group', 'global'] as const) {
       t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
       t.equal(c.cooldown_until, null);
     }
+  });
+}
+
+// A managed proxy that is down or refuses the gateway's login is the gateway's side failing: a
+// Group or global proxy sits in front of every credential, and cooling them all down would
+// keep the route shut (503) after the proxy is fixed.
+type BrokenProxy = { label: string; broken: () => Promise<{ url: string; fixed: string; close(): Promise<void> }> };
+const BROKEN_PROXIES: BrokenProxy[] = [
+  {
+    label: 'an HTTP proxy on a closed port',
+    broken: async () => {
+      const working = await startHttpConnectProxy();
+      return { url: await closedPortUrl(), fixed: working.url, close: () => working.close() };
+    },
+  },
+  {
+    label: 'a SOCKS5 proxy on a closed port',
+    broken: async () => {
+      const working = await startSocks5Server();
+      return { url: (await closedPortUrl()).replace(/^http:/, 'socks5:'), fixed: working.url, close: () => working.close() };
+    },
+  },
+  {
+    label: 'an HTTP CONNECT proxy refusing a wrong password (407)',
+    broken: async () => {
+      const proxy = await startHttpConnectProxy({ username: 'puser', password: 'right' });
+      return { url: proxy.url.replace(':right@', ':wrong@'), fixed: proxy.url, close: () => proxy.close() };
+    },
+  },
+];
+
+async function setProxy(gw: Gateway, scope: 'group' | 'global', groupId: number, url: string) {
+  if (scope === 'group') await gw.store.groups.update(groupId, { proxy_url: url });
+  else await gw.store.settings.save({ proxy_url: url });
+}
+
+const complete = (gw: Gateway, keyValue: string) =>
+  fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}` }, body: JSON.stringify({ model: 'm', messages: [] }) });
+
+for (const scope of ['group', 'global'] as const) {
+  for (const { label, broken } of BROKEN_PROXIES) {
+    t.test(`${label} at ${scope} scope: 502 proxy_unreachable, no credential cooled down, fixed at once`, async (t) => {
+      const proxy = await broken();
+      t.teardown(() => proxy.close());
+      const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+      const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-upstream-1', 'sk-upstream-2'] });
+      await setProxy(gw, scope, group.id, proxy.url);
+
+      const res = await complete(gw, keyValue);
+      t.equal(res.status, 502);
+      t.match(await res.json(), { error: { code: 'proxy_unreachable' } });
+      t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
+      const credentials = await gw.store.credentials.list(group.id);
+      t.equal(credentials.length, 2);
+      for (const c of credentials) {
+        t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
+        t.equal(c.cooldown_until, null);
+      }
+      t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), {
+        status: 502,
+        error_code: 'proxy_unreachable',
+        attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }],
+      });
+
+      await setProxy(gw, scope, group.id, proxy.fixed);
+      const again = await complete(gw, keyValue);
+      t.equal(again.status, 200, 'the very next request after the fix goes through');
+      await again.arrayBuffer();
+      t.equal(upstream.requests.length, 1);
+    });
+  }
+}
+
+// The proxy answered for the upstream it could not reach: that is the upstream's failure, as without a proxy.
+for (const kind of ['http', 'socks5'] as const) {
+  t.test(`a ${kind} proxy that cannot reach the upstream still cools the credential down`, async (t) => {
+    const proxy = kind === 'http' ? await startHttpConnectProxy() : await startSocks5Server();
+    t.teardown(() => proxy.close());
+    const gw = await startDataPlane();
+    t.teardown(() => gw.close());
+    const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: await closedPortUrl(), models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
+    await gw.store.groups.update(group.id, { proxy_url: proxy.url });
+
+    const res = await complete(gw, keyValue);
+    t.equal(res.status, 502);
+    t.match(await res.json(), { error: { code: 'upstream_unreachable' } });
+    const [credential] = await gw.store.credentials.list(group.id);
+    t.equal(credential!.state, 'cooldown');
+    t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { attempts: [{ error_code: 'upstream_connect_failed' }] });
   });
 }

@@ -5,6 +5,9 @@ import { Readable } from 'node:stream';
 import { createServer, type AddressInfo } from 'node:net';
 import { UpstreamClient, UpstreamReply, classifyUpstreamError, type UpstreamBodySink } from '../../src/upstream/index.ts';
 import { loopbackCert, readAll, startLoopbackServer } from './helpers/loopback-server.ts';
+import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
+import { startSocks5Server } from './helpers/socks5-server.ts';
+import { closedPortUrl } from './helpers/dataplane-scenarios.ts';
 
 t.test('forwards method, path, headers and body; any status resolves', async (t) => {
   const server = await startLoopbackServer(async (req, res) => {
@@ -216,6 +219,47 @@ t.test('https upstream with a private CA; untrusted certificate is a connect fai
     (e: unknown) => e,
   );
   t.equal(classifyUpstreamError(error).kind, 'connect_failed');
+});
+
+t.test('through a proxy: a proxy down or refusing the gateway is proxy_unreachable, the upstream out of its reach is not', async (t) => {
+  const upstream = await startLoopbackServer((_req, res) => res.end('ok'));
+  const secureUpstream = await startLoopbackServer((_req, res) => res.end('ok'), { tls: true });
+  const http = await startHttpConnectProxy();
+  const httpAuth = await startHttpConnectProxy({ username: 'puser', password: 'right' });
+  const socks = await startSocks5Server();
+  const socksAuth = await startSocks5Server({ username: 'puser', password: 'right' });
+  const client = new UpstreamClient();
+  t.teardown(async () => {
+    await client.destroy();
+    await Promise.all([upstream.close(), secureUpstream.close(), http.close(), httpAuth.close(), socks.close(), socksAuth.close()]);
+  });
+  const closed = await closedPortUrl();
+  const failing = (url: string, proxy: string) =>
+    client.request({ url: `${url}/`, method: 'GET', headers: {}, proxy }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  const proxyUnreachable = { kind: 'proxy_unreachable', notDelivered: true, code: 'proxy_unreachable' };
+  const connectFailed = { kind: 'connect_failed', notDelivered: true, code: 'upstream_connect_failed' };
+  const cases = [
+    { what: 'HTTP proxy on a closed port', error: await failing(upstream.url, closed), viaProxy: proxyUnreachable },
+    { what: 'SOCKS5 proxy on a closed port', error: await failing(upstream.url, closed.replace(/^http:/, 'socks5:')), viaProxy: proxyUnreachable },
+    { what: 'HTTP proxy refusing a wrong password (407)', error: await failing(upstream.url, httpAuth.url.replace(':right@', ':wrong@')), viaProxy: proxyUnreachable },
+    { what: 'SOCKS5 proxy refusing a wrong password', error: await failing(upstream.url, socksAuth.url.replace(':right@', ':wrong@')), viaProxy: proxyUnreachable },
+    { what: 'HTTP proxy answering 502 for an upstream it cannot reach', error: await failing(closed, http.url), viaProxy: connectFailed },
+    { what: 'SOCKS5 proxy replying ConnectionRefused for the upstream', error: await failing(closed, socks.url), viaProxy: connectFailed },
+    { what: 'untrusted upstream certificate inside the tunnel', error: await failing(secureUpstream.url, http.url), viaProxy: connectFailed },
+  ];
+  for (const c of cases) {
+    t.same(classifyUpstreamError(c.error, { viaProxy: true }), c.viaProxy, `${c.what}, via a proxy`);
+    // Without a proxy nothing changes: every one of them is a connection never made.
+    t.same(classifyUpstreamError(c.error), connectFailed, `${c.what}, no proxy`);
+    t.same(classifyUpstreamError(c.error, { viaProxy: false }), connectFailed, `${c.what}, viaProxy false`);
+  }
+  t.equal(upstream.connections(), 0, 'the upstream saw none of them');
+  const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+  t.same(classifyUpstreamError(refused, { viaProxy: true }), proxyUnreachable);
+  t.same(classifyUpstreamError(refused), connectFailed);
 });
 
 t.test('classifies odd values without throwing', async (t) => {

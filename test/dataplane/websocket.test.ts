@@ -10,7 +10,7 @@ import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { createServer as createGateway } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
-import { eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { closedPortUrl, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
@@ -220,6 +220,19 @@ t.test('an unusable proxy URL already stored is the gateway\'s configuration fai
   t.match(JSON.parse(answer.body), { error: { code: 'proxy_misconfigured' } });
   t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
   t.match(await logOf(gw, key.id, 502), { error_code: 'proxy_misconfigured', attempts: [{ error_code: 'proxy_misconfigured' }, { error_code: 'proxy_misconfigured' }] });
+  t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
+});
+
+t.test('a managed proxy that is down is the gateway\'s side failing: 502 proxy_unreachable, nothing sent, no cooldown', async (t) => {
+  const upstream = await startWsUpstream();
+  t.teardown(() => upstream.close());
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  await gw.store.groups.update(group.id, { proxy_url: await closedPortUrl() });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 502);
+  t.match(JSON.parse(answer.body), { error: { code: 'proxy_unreachable' } });
+  t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
+  t.match(await logOf(gw, key.id, 502), { error_code: 'proxy_unreachable', attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }] });
   t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
 });
 
