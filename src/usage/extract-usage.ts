@@ -41,3 +41,25 @@ export function extractUsageFromBytes(style: UsageStyle, bytes: Buffer): TokenUs
   if (scanned?.counters !== undefined) return unifyCounters(table, scanned.counters);
   return extractUsageFromText(style, bytes.toString('utf8'));
 }
+
+/**
+ * Same, from the last bytes of a body too large to keep whole (it may start mid-string): only
+ * the tail scan reads it, as a tail is no JSON document to parse. The member must start a
+ * member (after `{` or `,`): a key whose text ends in an escaped quote and `usage` would
+ * otherwise match too.
+ */
+export function extractUsageFromTail(style: UsageStyle, tail: Buffer): TokenUsage | undefined {
+  const table = compiledUsageTables[style];
+  const plan = table.bodyScan;
+  const at = plan === undefined ? -1 : tail.lastIndexOf(plan.member);
+  if (plan === undefined || at === -1 || !startsMember(tail, at)) return undefined;
+  const counters = scanUsageTail(tail, at, plan)?.counters;
+  return counters === undefined ? undefined : unifyCounters(table, counters);
+}
+
+/** The byte before `at`, past JSON whitespace, opens an object or separates members. */
+function startsMember(bytes: Buffer, at: number): boolean {
+  let i = at - 1;
+  while (i >= 0 && (bytes[i] === 0x20 || bytes[i] === 0x09 || bytes[i] === 0x0a || bytes[i] === 0x0d)) i--;
+  return i >= 0 && (bytes[i] === 0x7b || bytes[i] === 0x2c);
+}

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { extractUsage, extractUsageFromBytes, extractUsageFromText } from '../../src/usage/index.ts';
+import { extractUsage, extractUsageFromBytes, extractUsageFromTail, extractUsageFromText } from '../../src/usage/index.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from '../../src/dataplane/usage-style.ts';
 
 t.test('completions body', async (t) => {
@@ -159,4 +159,27 @@ t.test('ignores counters that are not non-negative numbers', async (t) => {
 t.test('from text', async (t) => {
   t.same(extractUsageFromText('embeddings', '{"usage":{"prompt_tokens":3,"total_tokens":3}}')?.input_tokens, 3);
   t.equal(extractUsageFromText('embeddings', '<html>bad gateway</html>'), undefined);
+});
+
+t.test('from a tail: the last bytes of a large images body, starting mid-string', async (t) => {
+  const style = USAGE_STYLE_BY_PROTOCOL['x-images']!;
+  const usage = { input_tokens: 50, input_tokens_details: { text_tokens: 40, image_tokens: 10 }, output_tokens: 4160, total_tokens: 4210 };
+  const whole = Buffer.from(JSON.stringify({ created: 1, data: [{ b64_json: 'QUJD'.repeat(50_000) }], size: '1024x1024', usage }));
+  const tail = whole.subarray(whole.length - 1000);
+  t.equal(tail[0], 'Q'.charCodeAt(0), 'the tail starts inside the base64 string');
+  t.same(extractUsageFromTail(style, tail), { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0 });
+  const none = Buffer.from(JSON.stringify({ created: 1, data: [{ b64_json: 'QUJD'.repeat(50_000) }], size: '1024x1024' }));
+  t.equal(extractUsageFromTail(style, none.subarray(none.length - 1000)), undefined, 'no usage member: none');
+  t.equal(extractUsageFromTail(style, Buffer.from('"usage":{"input_tokens":5}}')), undefined, 'a member at the tail\'s very start: not known to be one');
+});
+
+t.test('from a tail: a "usage" that is not a top-level member is not read', async (t) => {
+  const style = USAGE_STYLE_BY_PROTOCOL['x-images']!;
+  const b64 = 'QUJD'.repeat(1000);
+  // A key whose text ends in an escaped quote and usage: its bytes end `\"usage"`, a value follows.
+  const escapedKey = Buffer.from(JSON.stringify({ data: [{ b64_json: b64 }], usage: { input_tokens: 1, output_tokens: 2 }, 'x"usage': { input_tokens: 999, output_tokens: 999 } }));
+  t.same(JSON.parse(escapedKey.toString()).usage, { input_tokens: 1, output_tokens: 2 }, 'JSON.parse reads the real member');
+  t.equal(extractUsageFromTail(style, escapedKey.subarray(100)), undefined, 'the escaped key is not taken for usage');
+  const nested = Buffer.from(JSON.stringify({ data: [{ b64_json: b64, usage: { input_tokens: 7, output_tokens: 7 } }] }));
+  t.equal(extractUsageFromTail(style, nested.subarray(100)), undefined, 'a nested usage is not the body\'s');
 });

@@ -1,17 +1,23 @@
-import { extractUsage, extractUsageFromBytes } from '../../usage/index.ts';
+import { extractUsage, extractUsageFromBytes, extractUsageFromTail } from '../../usage/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import type { RelayContext } from './relay-context.ts';
 
+/** How much of a body past the capture limit is kept: its usage member is last, and small. */
+const USAGE_TAIL_BYTES = 64 * 1024;
+
 /**
  * Any other body, passed on chunk by chunk. A JSON body up to the capture limit is also kept
- * aside and parsed once the client has it all, for usage and the created response's id.
+ * aside and parsed once the client has it all, for usage and the created response's id. Past
+ * the limit (an image's base64 before the usage) only its last bytes are kept, for usage.
  */
 export class BodyRelay implements UpstreamBodySink {
   readonly #relay: RelayContext;
   readonly #done: () => void;
   #kept: Buffer[] | undefined;
   #keptBytes = 0;
+  /** Past the capture limit: #kept holds the body's tail only. */
+  #tailOnly = false;
 
   constructor(relay: RelayContext, isJson: boolean, done: () => void) {
     this.#relay = relay;
@@ -20,10 +26,11 @@ export class BodyRelay implements UpstreamBodySink {
   }
 
   onData(chunk: Buffer): void {
-    if (this.#kept !== undefined) {
+    const kept = this.#kept;
+    if (kept !== undefined) {
+      kept.push(chunk);
       this.#keptBytes += chunk.length;
-      if (this.#keptBytes <= this.#relay.options.captureLimitBytes) this.#kept.push(chunk);
-      else this.#kept = undefined;
+      if (this.#tailOnly || this.#keptBytes > this.#relay.options.captureLimitBytes) this.#trimToTail(kept);
     }
     if (this.#relay.clientOpen) this.#relay.write(chunk);
   }
@@ -33,9 +40,11 @@ export class BodyRelay implements UpstreamBodySink {
     relay.markFirstByte();
     relay.end();
     const kept = this.#kept;
-    if (kept !== undefined && kept.length > 0) {
+    const { usageStyle, captureResponseId } = relay.options;
+    if (kept !== undefined && kept.length > 0 && this.#tailOnly) {
+      if (usageStyle) relay.outcome.usage = extractUsageFromTail(usageStyle, this.#tail(kept));
+    } else if (kept !== undefined && kept.length > 0) {
       const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
-      const { usageStyle, captureResponseId } = relay.options;
       if (captureResponseId) {
         // The created response's id is a member near the start: this body is parsed whole.
         const parsed = parseOrUndefined(body.toString('utf8'));
@@ -52,5 +61,24 @@ export class BodyRelay implements UpstreamBodySink {
     this.#relay.fail('upstream_stream_broken');
     this.#relay.res.destroy();
     this.#done();
+  }
+
+  /** Drops the leading chunks the last USAGE_TAIL_BYTES do not need (references only, no copy). */
+  #trimToTail(kept: Buffer[]): void {
+    this.#tailOnly = true;
+    let drop = 0;
+    let bytes = this.#keptBytes;
+    while (drop < kept.length - 1 && bytes - kept[drop]!.length >= USAGE_TAIL_BYTES) bytes -= kept[drop++]!.length;
+    if (drop > 0) kept.splice(0, drop);
+    this.#keptBytes = bytes;
+  }
+
+  /** The last USAGE_TAIL_BYTES (or fewer) of the body: only that much is copied. */
+  #tail(kept: Buffer[]): Buffer {
+    const first = kept[0]!;
+    const extra = Math.max(0, this.#keptBytes - USAGE_TAIL_BYTES);
+    if (kept.length === 1) return first.subarray(extra);
+    kept[0] = first.subarray(extra);
+    return Buffer.concat(kept, this.#keptBytes - extra);
   }
 }
