@@ -23,14 +23,12 @@ export interface UpstreamFailure {
   code: string;
 }
 
+/** A host that could not be connected to (refused, not found, out of reach). */
+const HOST_UNREACHED_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL'];
+
 /** Error codes meaning no connection to the upstream was established. */
 const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
+  ...HOST_UNREACHED_CODES,
   'CERT_HAS_EXPIRED',
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
@@ -58,16 +56,7 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
 };
 
 /** Connection failures that, through a proxy, are the connection to the proxy failing. */
-const PROXY_CONNECT_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_PRX_TLS',
-]);
+const PROXY_CONNECT_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_PRX_TLS']);
 
 /** CONNECT answers by which an HTTP proxy says that it could not reach the upstream. */
 const PROXY_UPSTREAM_STATUSES = /^Proxy response \((?:502|503|504)\)/;

@@ -33,6 +33,17 @@ for (const scope of ['credential', 'group', 'global'] as const) {
   });
 }
 
+
+/** Both credentials of the Group are active: none was cooled down for a failure of the gateway's side. */
+async function bothCredentialsActive(t: Test, gw: Gateway, groupId: number): Promise<void> {
+  const credentials = await gw.store.credentials.list(groupId);
+  t.equal(credentials.length, 2);
+  for (const c of credentials) {
+    t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
+    t.equal(c.cooldown_until, null);
+  }
+}
+
 t.test('a SOCKS5 proxy carries the upstream connection', async (t) => {
   const socks = await startSocks5Server();
   t.teardown(() => socks.close());
@@ -97,12 +108,7 @@ for (const scope of ['credential', 'group', 'global'] as const) {
     t.equal(res.status, 502, 'a gateway error');
     t.equal(body.error.code, 'proxy_misconfigured');
     t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
-    const credentials = await gw.store.credentials.list(group.id);
-    t.equal(credentials.length, 2);
-    for (const c of credentials) {
-      t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
-      t.equal(c.cooldown_until, null);
-    }
+    await bothCredentialsActive(t, gw, group.id);
   });
 }
 
@@ -155,12 +161,7 @@ for (const scope of ['group', 'global'] as const) {
       t.equal(res.status, 502);
       t.match(await res.json(), { error: { code: 'proxy_unreachable' } });
       t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
-      const credentials = await gw.store.credentials.list(group.id);
-      t.equal(credentials.length, 2);
-      for (const c of credentials) {
-        t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
-        t.equal(c.cooldown_until, null);
-      }
+      await bothCredentialsActive(t, gw, group.id);
       t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), {
         status: 502,
         error_code: 'proxy_unreachable',
