@@ -10,6 +10,7 @@ import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import type { ForwardBody } from './forward-native.ts';
 import { parseJsonText, readBody } from './read-body.ts';
+import { recordedBodyText } from './recorded-body-text.ts';
 
 export interface PreparedBody {
   body: ForwardBody;
@@ -112,14 +113,14 @@ function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits): Pre
     recorded: () => {
       if (!record) return undefined;
       const { bytes, total } = tee.captured();
-      return { state: bytes.length < total ? 'truncated' : 'recorded', original_bytes: total, body: bytes.toString('utf8') };
+      return recordedBodyText(bytes, total);
     },
   };
 }
 
 function bufferedRaw(raw: Buffer, record: boolean): PreparedBody {
   if (raw.length === 0) return NO_BODY;
-  const recorded: RecordedRequestBody | undefined = record ? { state: 'recorded', original_bytes: raw.length, body: raw.toString('utf8') } : undefined;
+  const recorded: RecordedRequestBody | undefined = record ? recordedBodyText(raw, raw.length) : undefined;
   return {
     body: { kind: 'stream', replayable: true, open: async () => ({ stream: Readable.from([raw]), length: raw.length }) },
     fields: undefined,
@@ -136,14 +137,15 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
   } catch (err) {
     if (!record || !(err instanceof DataPlaneError)) throw err;
     // A key that records bodies gets the refused one too: that is when its owner wants to see it.
-    const recorded: RecordedRequestBody = { state: 'recorded', original_bytes: raw.length, body: text };
+    const recorded = recordedBodyText(raw, raw.length);
     return { body: { kind: 'none' }, fields: undefined, recorded: () => recorded, refusal: err };
   }
   // A second "model" (routing read the last) is looked for in the text: cheaper than in the
   // bytes, and two forward searches cost less than a backward one.
   const first = text.indexOf('"model"');
   const repeatsModel = first !== -1 && text.indexOf('"model"', first + 7) !== -1;
-  const recorded: RecordedRequestBody | undefined = record ? { state: 'recorded', original_bytes: raw.length, body: value as RecordedRequestBody['body'] } : undefined;
+  // The bytes as sent, not the parsed value: that would lose number precision, duplicate keys and escapes.
+  const recorded = record ? recordedBodyText(raw, raw.length) : undefined;
   return { body: { kind: 'json', raw, value, repeatsModel }, fields: value, recorded: () => recorded };
 }
 
@@ -175,7 +177,7 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
       spooled.release();
       if (!record) return undefined;
       const { head, size } = spooled;
-      return { state: head.length < size ? 'truncated' : 'recorded', original_bytes: size, body: head.toString('utf8') };
+      return recordedBodyText(head, size);
     },
   };
 }
@@ -226,7 +228,7 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
       rewrite.release();
       if (!record) return undefined;
       const { bytes, total } = tee.captured();
-      return { state: bytes.length < total ? 'truncated' : 'recorded', original_bytes: total, body: bytes.toString('latin1') };
+      return recordedBodyText(bytes, total);
     },
   };
 }

@@ -46,8 +46,8 @@ t.test('a recorded request body written by the data plane is readable by the AUT
   const sender = await accessKey({ name: 'sender', record_request_body: true });
   const other = await accessKey({ name: 'other' });
 
-  const original = { model: 'chat', messages: [{ role: 'user', content: 'my secret prompt' }] };
-  const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${sender.value}`, 'content-type': 'application/json' }, body: JSON.stringify(original) });
+  const original = JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'my secret prompt' }] });
+  const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${sender.value}`, 'content-type': 'application/json' }, body: original });
   t.equal(res.status, 200);
   const id = res.headers.get('x-switchyard-request-id')!;
   await server.logs.flush();
@@ -55,10 +55,83 @@ t.test('a recorded request body written by the data plane is readable by the AUT
   const own = await api('GET', `/api/logs/${id}`, sender.value);
   t.equal(own.status, 200);
   t.match(own.json.data, { access_key_id: sender.id, upstream_model: 'vendor-chat', usage: { input_tokens: 4, output_tokens: 1 } });
-  t.same(own.json.data.request_body.body, original, 'the original body, as sent');
+  t.equal(own.json.data.request_body.body, original, 'the original body, as sent');
   t.same((await api('GET', `/api/logs/${id}`)).json.data.request_body, own.json.data.request_body, 'the AUTH_KEY reads it too');
   t.equal((await api('GET', `/api/logs/${id}`, other.value)).status, 404, 'another key does not see the request at all');
   t.notMatch(JSON.stringify(own.json.data), 'sk-upstream-e2e-0001', 'the upstream credential is in no log');
+});
+
+t.test('a recorded JSON body is its text byte for byte: big numbers, duplicate keys and escapes as sent', async (t) => {
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"id":"c","choices":[]}');
+  });
+  t.teardown(() => upstream.close());
+  const { server, api, chatGroup, accessKey } = await serve(t);
+  await chatGroup(upstream.url, 'sk-upstream-e2e-0003');
+  const sender = await accessKey({ record_request_body: true });
+  const sent = '{"model":"chat","seed":12345678901234567890,"x":1,"x":2,"s":"caf\\u00e9","n":1.0}';
+  const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${sender.value}`, 'content-type': 'application/json' }, body: sent });
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  await server.logs.flush();
+  const detail = await api('GET', `/api/logs/${res.headers.get('x-switchyard-request-id')}`);
+  t.same(detail.json.data.request_body, { state: 'recorded', original_bytes: Buffer.byteLength(sent), body: sent }, 'the text as sent, with no encoding');
+});
+
+/** A multipart form as exact bytes: fields are [name, value] or [name, filename, content type, bytes]. */
+function multipartForm(boundary: string, parts: ([string, string] | [string, string, string, Buffer])[]): Buffer {
+  const chunks: Buffer[] = [];
+  for (const part of parts) {
+    const [name] = part;
+    if (part.length === 2) chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${part[1]}\r\n`));
+    else chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"; filename="${part[1]}"\r\nContent-Type: ${part[2]}\r\n\r\n`), part[3], Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return Buffer.concat(chunks);
+}
+
+t.test('a recorded form is its UTF-8 text when it is text, and base64 of the bytes sent when a part is binary', async (t) => {
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"created":1,"data":[]}');
+  });
+  t.teardown(() => upstream.close());
+  const { server, api, accessKey } = await serve(t);
+  const group = (await api('POST', '/api/groups', AUTH_KEY, { name: 'img', channel: 'ch09', base_url: upstream.url, models: [{ external: 'img', upstream: 'vendor-img' }] })).json.data;
+  await api('POST', `/api/groups/${group.id}/credentials/import`, AUTH_KEY, { credentials: 'sk-upstream-e2e-0004' });
+  const sender = await accessKey({ protocols: ['x-images'], record_request_body: true });
+  const boundary = 'switchyard-e2e-boundary';
+  const recordOf = async (form: Buffer) => {
+    const res = await fetch(`${server.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${sender.value}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: form });
+    t.equal(res.status, 200);
+    await res.arrayBuffer();
+    await server.logs.flush();
+    return (await api('GET', `/api/logs/${res.headers.get('x-switchyard-request-id')}`)).json.data.request_body;
+  };
+  const MiB = 1024 * 1024;
+  // Every byte value: not UTF-8 text.
+  const png = Buffer.from(Array.from({ length: 4096 }, (_, i) => i % 256));
+
+  const textForm = multipartForm(boundary, [['model', 'img'], ['prompt', 'café ☕']]);
+  t.same(await recordOf(textForm), { state: 'recorded', original_bytes: textForm.length, body: textForm.toString('utf8') }, 'a text-only form: its UTF-8 text, no encoding');
+
+  const withFile = multipartForm(boundary, [['model', 'img'], ['prompt', 'café ☕'], ['image', 'in.png', 'image/png', png]]);
+  const binary = await recordOf(withFile);
+  t.match(binary, { state: 'recorded', original_bytes: withFile.length, encoding: 'base64' });
+  t.ok(Buffer.from(binary.body, 'base64').equals(withFile), 'base64 of exactly the bytes sent');
+
+  const large = multipartForm(boundary, [['model', 'img'], ['prompt', 'café ☕'], ['image', 'in.png', 'image/png', Buffer.concat(Array.from({ length: 400 }, () => png))]]);
+  const cut = await recordOf(large);
+  t.match(cut, { state: 'truncated', original_bytes: large.length, encoding: 'base64' });
+  t.ok(Buffer.from(cut.body, 'base64').equals(large.subarray(0, MiB)), 'base64 of the first MiB sent');
+
+  // A text file whose first MiB ends inside a two-byte "é": the kept text stops before it.
+  const head = multipartForm(boundary, [['model', 'img'], ['image', 'notes.txt', 'text/plain', Buffer.alloc(0)]]).indexOf('\r\n\r\n', 100) + 4;
+  const notes = Buffer.from('a'.repeat(MiB - 1 - head) + 'é'.repeat(1000));
+  const longText = multipartForm(boundary, [['model', 'img'], ['image', 'notes.txt', 'text/plain', notes]]);
+  t.equal(longText[MiB - 1], 0xc3, 'the first MiB ends with the first byte of "é"');
+  t.same(await recordOf(longText), { state: 'truncated', original_bytes: longText.length, body: longText.subarray(0, MiB - 1).toString('utf8') }, 'a text cut mid-character: its complete characters, as text');
 });
 
 t.test('a cooldown the data plane sets after an upstream 429 shows in route inspection', async (t) => {

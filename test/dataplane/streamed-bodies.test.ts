@@ -115,6 +115,8 @@ t.test('a 3 MiB chat completion with the model last is forwarded byte for byte b
   await gw.logs.flush();
   const record = await gw.logs.get(res.headers.get('x-switchyard-request-id')!);
   t.match(record, { upstream_model: 'vendor-chat', request_body: { state: 'truncated', original_bytes: Buffer.byteLength(body) } });
+  t.equal(record?.request_body?.body, Buffer.from(body).subarray(0, 1024 * 1024).toString('utf8'), 'its first MiB as text, as a buffered JSON body is recorded');
+  t.notOk(record?.request_body && 'encoding' in record.request_body, 'not base64');
   await eventually(() => (readdirSync(dir).length === 0 ? true : undefined), 'the spooled body removed once the request ended');
 });
 
@@ -273,9 +275,9 @@ t.test('a large binary answer (speech audio) reaches the client as it arrives, b
 // goes on as sent, whatever its type, and the upstream judges it.
 
 const passthroughBodies = [
-  { name: 'a binary body', contentType: 'application/octet-stream', body: Buffer.from([0x00, 0xff, 0x7b, 0x22, 0x0a, 0x80, 0x01]) },
-  { name: 'a JSON array', contentType: 'application/json', body: Buffer.from('[{"op":"a"},{"op":"b"}]') },
-  { name: 'JSON with a duplicate key and exact number formatting', contentType: 'application/json', body: Buffer.from('{"n":1.50,"n":2e3, "x" : true}') },
+  { name: 'a binary body', contentType: 'application/octet-stream', body: Buffer.from([0x00, 0xff, 0x7b, 0x22, 0x0a, 0x80, 0x01]), text: undefined },
+  { name: 'a JSON array', contentType: 'application/json', body: Buffer.from('[{"op":"a"},{"op":"b"}]'), text: '[{"op":"a"},{"op":"b"}]' },
+  { name: 'JSON with a duplicate key and exact number formatting', contentType: 'application/json', body: Buffer.from('{"n":1.50,"n":2e3, "x" : "é"}'), text: '{"n":1.50,"n":2e3, "x" : "é"}' },
 ];
 
 for (const c of passthroughBodies) {
@@ -294,7 +296,11 @@ for (const c of passthroughBodies) {
     t.equal(seen.headers['content-type'], c.contentType);
     t.equal(seen.headers['content-length'], String(c.body.length));
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-    t.match(record.request_body, { state: 'recorded', original_bytes: c.body.length });
+    if (c.text !== undefined) t.same(record.request_body, { state: 'recorded', original_bytes: c.body.length, body: c.text }, 'recorded as its text');
+    else {
+      t.match(record.request_body, { state: 'recorded', original_bytes: c.body.length, encoding: 'base64' });
+      t.ok(Buffer.from(String(record.request_body?.body), 'base64').equals(c.body), 'recorded as base64 of the bytes sent');
+    }
   });
 }
 
@@ -307,7 +313,7 @@ t.test('namespace passthrough: a body above the buffering size streams through a
   t.ok(upstream.requests[0]!.body.equals(body), 'the bytes as sent');
   t.equal(upstream.requests[0]!.headers['content-length'], String(body.length));
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-  t.match(record.request_body, { state: 'recorded', original_bytes: body.length });
+  t.same(record.request_body, { state: 'recorded', original_bytes: body.length, body: 'a'.repeat(body.length) }, 'recorded as its text');
 });
 
 t.test('namespace passthrough: an empty POST body reaches the upstream empty', async (t) => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { LOG_DB_FILE, openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
+import { LOG_DB_FILE, openSqliteLogStore, openWorkerLogStore, type LogRecord, type RecordedRequestBody } from '../../src/store/logs/index.ts';
 import { LogBatchEncoder } from '../../src/store/logs/encode-log-batch.ts';
 import type { FromLogWriter, ToLogWriter } from '../../src/store/logs/log-writer-messages.ts';
 import { LOG_WRITER_YOUNG_GENERATION_MB, startLogWriter } from '../../src/store/logs/start-log-writer.ts';
@@ -155,7 +155,12 @@ t.test('the writer thread runs with its own small young generation, not the main
 t.test('a batch a worker committed but died before acknowledging is stored once when sent again to the next worker', async (t) => {
   const dir = tempDir(t);
   const encoder = new LogBatchEncoder();
-  for (let i = 0; i < 20; i++) encoder.append(record(i, { access_key_id: 7, request_body: i === 3 ? { state: 'recorded', original_bytes: 2, body: {} } : undefined }));
+  const bytes = Buffer.from([0x00, 0xff, 0xc3]);
+  const bodies = new Map<number, RecordedRequestBody>([
+    [3, { state: 'recorded', original_bytes: 2, body: {} }],
+    [5, { state: 'truncated', original_bytes: 9, body: bytes.toString('base64'), encoding: 'base64' }],
+  ]);
+  for (let i = 0; i < 20; i++) encoder.append(record(i, { access_key_id: 7, request_body: bodies.get(i) }));
   // What WorkerLogStore keeps for an unacknowledged batch and posts again to a new worker: the same sealed batch, with its key.
   const sealed = { key: 'store-a.1', ...encoder.seal()! };
   for (const round of ['first worker', 'second worker']) {
@@ -179,6 +184,9 @@ t.test('a batch a worker committed but died before acknowledging is stored once 
   t.ok(Math.abs(quota.cost - 20 * 0.001) < 1e-12, 'cost once');
   t.equal((await store.list({}, { limit: 500 })).items.length, 20, 'the list holds each record once');
   t.equal((await store.get('req_000003'))?.request_body?.original_bytes, 2, 'with its body');
+  const binary = (await store.get('req_000005'))?.request_body;
+  t.match(binary, { state: 'truncated', original_bytes: 9, encoding: 'base64' }, 'a base64 body keeps its encoding');
+  t.ok(Buffer.from(String(binary?.body), 'base64').equals(bytes), 'and its bytes');
 });
 
 t.test('a prune in flight when its worker dies is sent again to the next worker', async (t) => {

@@ -42,7 +42,7 @@ t.test('the seven routes are scoped to the key\'s own data', async (t) => {
   await seedGroup(gw, ['chat-model', 'other-model']);
   const mine = await seedAccessKey(gw, { models: ['chat-model'] });
   const theirs = await seedAccessKey(gw);
-  logs.append(logRecord({ request_id: 'mine-1', access_key_id: mine.id, created_at: gw.clock.now - 1000, request_body: { state: 'recorded', original_bytes: 47, body: { model: 'chat-model', api_key_in_prompt: 'sk-visible' } } }));
+  logs.append(logRecord({ request_id: 'mine-1', access_key_id: mine.id, created_at: gw.clock.now - 1000, request_body: { state: 'recorded', original_bytes: 55, body: '{"model":"chat-model","api_key_in_prompt":"sk-visible"}' } }));
   logs.append(logRecord({ request_id: 'mine-2', access_key_id: mine.id, created_at: gw.clock.now - 500 }));
   logs.append(logRecord({ request_id: 'theirs-1', access_key_id: theirs.id, created_at: gw.clock.now - 100, usage: { input_tokens: 1000, output_tokens: 1000, cached_tokens: 0, reasoning_tokens: 0 } }));
 
@@ -58,7 +58,7 @@ t.test('the seven routes are scoped to the key\'s own data', async (t) => {
 
   const own = await gw.api('GET', '/api/logs/mine-1', { token: mine.value });
   t.equal(own.status, 200);
-  t.same(own.json.data.request_body, { state: 'recorded', original_bytes: 47, body: { model: 'chat-model', api_key_in_prompt: 'sk-visible' } }, 'the original body, unredacted, to the key that sent it');
+  t.same(own.json.data.request_body, { state: 'recorded', original_bytes: 55, body: '{"model":"chat-model","api_key_in_prompt":"sk-visible"}' }, 'the original body, unredacted, to the key that sent it');
   const adminDetail = await gw.api('GET', '/api/logs/mine-1');
   t.same(adminDetail.json.data.request_body, own.json.data.request_body, 'and to the AUTH_KEY');
   const notRecorded = await gw.api('GET', '/api/logs/mine-2', { token: mine.value });

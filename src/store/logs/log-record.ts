@@ -25,8 +25,13 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 export interface RecordedRequestBody {
   state: 'recorded' | 'truncated';
   original_bytes: number;
-  /** The original body: parsed JSON when it was JSON, else text. */
+  /**
+   * The original body as sent: its text when it is valid UTF-8, else base64 (`encoding`). A
+   * parsed JSON value only in records stored before bodies were kept as sent.
+   */
   body: string | JsonValue;
+  /** Present when `body` is the base64 of bytes that are not UTF-8 text (a binary upload, a form with files). */
+  encoding?: 'base64';
 }
 
 /** One request-log record. Ids of groups and credentials are stored as strings. */

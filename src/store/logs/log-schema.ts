@@ -22,7 +22,8 @@
  * - `pruned_usage_by_hour`: what retention deleted, per AccessKey and UTC hour, so that quotas
  *   keep counting it: every quota period starts on an hour, so the hours at or after a
  *   period's start are in it.
- * - `request_bodies`: recorded bodies, apart so that no scan reads them; `batch_id` lets prune
+ * - `request_bodies`: recorded bodies, apart so that no scan reads them; `is_json` says how
+ *   `body` is stored (text, JSON or base64: body-row.ts); `batch_id` lets prune
  *   delete a batch's bodies (the column is last because files from before batches gain it
  *   with ALTER TABLE).
  */
