@@ -81,21 +81,26 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const q = target.indexOf('?');
       const path = q < 0 ? target : target.slice(0, q);
       const match = modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path);
-      if (!match.found) {
-        errorStyle = unmatchedErrorStyle(match.near, req.headers, path);
-        if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');
-        if (match.allowed.length > 0) throw new DataPlaneError('method_not_allowed', undefined, { allow: match.allowed.join(', ') });
-        throw new DataPlaneError('route_not_found');
-      }
       const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
+      if (!match.found) {
+        errorStyle = unmatchedErrorStyle(match.near, req.headers, path);
+        // Not checked (the path is the refusal), but named, so that the key's logs show its wrong calls too.
+        if (key) log.access_key_id = key.id;
+        if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');
+        if (match.allowed.length > 0) {
+          // The path is an endpoint's: the record names it.
+          if (match.near) nameTarget(log, match.near);
+          throw new DataPlaneError('method_not_allowed', undefined, { allow: match.allowed.join(', ') });
+        }
+        throw new DataPlaneError('route_not_found');
+      }
       const snap = snapshot.fresh() ?? (await snapshot.current());
 
       if (match.target.kind === 'model_list') {
         const list = match.target.list;
-        log.protocol = 'models';
-        log.operation = list.id;
+        nameTarget(log, match.target);
         const alternate = alternateListStyle(list, req.headers);
         errorStyle = errorStyleOf(match.target, req.headers);
         if (!key) throw new DataPlaneError('access_key_invalid');
@@ -118,6 +123,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       errorStyle = op.error_style;
       log.protocol = op.protocol;
       log.operation = op.id;
+      // A model in the path or query is known before the key's checks, and a refusal's record names it.
+      log.external_model = modelOf(op, undefined, match.params, query) ?? null;
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
@@ -262,6 +269,11 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
   if (method !== 'HEAD') return undefined;
   const match = matchRoute(routes, 'GET', path);
   return match.found && match.target.kind === 'model_list' ? match : undefined;
+}
+
+function nameTarget(log: LogRecord, target: RouteTarget): void {
+  log.protocol = target.kind === 'operation' ? target.operation.protocol : 'models';
+  log.operation = target.kind === 'operation' ? target.operation.id : target.list.id;
 }
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {

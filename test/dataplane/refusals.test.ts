@@ -225,11 +225,11 @@ t.test('not refused on ch31: a trailing-slash retrieval or cancellation is that 
 t.test('a known path with another method is 405 with an Allow header naming the methods it takes', async (t) => {
   const { gw, upstream } = await setup(t);
   await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'up-m' }], secrets: ['sk-upstream-refusal'] });
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-messages', 'x-completions'] });
+  const { keyValue, key } = await createKey(gw.store, { protocols: ['x-messages', 'x-completions'] });
   // decisions.md §2: messages and chat completions are POST only.
-  for (const [method, path, protocol, allowed] of [
-    ['GET', '/v1/messages', 'x-messages', ['POST']],
-    ['DELETE', '/v1/chat/completions', 'x-completions', ['POST']],
+  for (const [method, path, protocol, allowed, operation] of [
+    ['GET', '/v1/messages', 'x-messages', ['POST'], 'messages-create'],
+    ['DELETE', '/v1/chat/completions', 'x-completions', ['POST'], 'chat-completions'],
   ] as const) {
     const res = await fetch(`${gw.url}${path}`, { method, headers: clientAuthHeaders(protocol, keyValue) });
     const body: unknown = await res.json();
@@ -237,9 +237,28 @@ t.test('a known path with another method is 405 with an Allow header naming the 
     t.same(res.headers.get('allow')?.split(', ').sort(), allowed, `${method} ${path}: Allow`);
     checkErrorShape(t, body, protocol === 'x-messages' ? 'messages' : 'completions', 405, 'method_not_allowed');
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-    t.match(record, { status: 405, error_code: 'method_not_allowed', attempt_count: 0 });
+    t.match(record, { status: 405, error_code: 'method_not_allowed', attempt_count: 0, access_key_id: key.id, protocol, operation }, 'the record names the key and the endpoint of that path');
   }
   t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
+t.test('a path no endpoint has is 404, and its record names the key that called it', async (t) => {
+  const { gw, upstream } = await setup(t);
+  const { keyValue, key } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/no-such-endpoint`, { headers: clientAuthHeaders('x-completions', keyValue) });
+  t.equal(res.status, 404);
+  checkErrorShape(t, await res.json(), 'completions', 404, 'route_not_found');
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 404, error_code: 'route_not_found', access_key_id: key.id });
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
+t.test('a refusal on an endpoint with the model in its path names that model in its record', async (t) => {
+  const { gw, upstream } = await setup(t);
+  await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'vis', upstream: 'up-vis' }], secrets: ['sk-upstream-refusal'] });
+  const { keyValue, key } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1beta/models/vis:generateContent`, { method: 'POST', headers: { ...clientAuthHeaders('x-generate', keyValue), 'content-type': 'application/json' }, body: '{"contents":[]}' });
+  t.equal(res.status, 403);
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { error_code: 'protocol_not_allowed', access_key_id: key.id, external_model: 'vis' });
 });
 
 t.test('HEAD of a model list is its GET without the body; HEAD of a forwarded GET endpoint is 405', async (t) => {
