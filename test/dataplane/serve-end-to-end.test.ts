@@ -297,3 +297,29 @@ t.test('when the shutdown grace ends, a stream ends with its error event, a wait
   t.equal(records.length, 3, 'each has its record');
   t.equal(upstream.requests.length, 2, 'the cut upload never reached the upstream');
 });
+
+t.test('a plain answer cut mid-body when the shutdown grace runs out is recorded shutting_down, not as the upstream breaking', async (t) => {
+  const upstream = await startUpstream((_req, res) => {
+    // The head and part of a JSON body, then nothing until the gateway gives up on it.
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"id":"c","object":"chat.completion","choices":[');
+  });
+  t.teardown(() => upstream.close());
+  const { server, dataDir, chatGroup, accessKey } = await serve(t, { shutdownGraceMs: 200 });
+  await chatGroup(upstream.url, 'sk-upstream-e2e-0006');
+  const key = await accessKey();
+  const agent = new Agent({ keepAlive: true });
+  t.teardown(() => agent.destroy());
+  const headSeen = deferred();
+  const answer = chatOn(agent, server.url, key.value, false, () => headSeen.resolve()).then(
+    () => 'ended',
+    () => 'cut',
+  );
+  await headSeen.promise;
+  await server.close();
+  t.equal(await answer, 'cut', 'the client loses the unfinished body');
+  const logs = openSqliteLogStore(dataDir);
+  t.teardown(() => logs.close());
+  const records = (await logs.list({ access_key_id: key.id }, { limit: 5 })).items;
+  t.match(records, [{ status: 200, error_code: 'shutting_down', client_aborted: false }], 'the upstream is not blamed for the gateway\'s own stop');
+});

@@ -58,7 +58,8 @@ export class BodyRelay implements UpstreamBodySink {
   }
 
   onError(): void {
-    this.#relay.fail('upstream_stream_broken');
+    // The shutdown's grace ran out and cut the body: the gateway stopped it, not the upstream.
+    this.#relay.fail(this.#relay.options.inFlight?.ended ? 'shutting_down' : 'upstream_stream_broken');
     this.#relay.res.destroy();
     this.#done();
   }
