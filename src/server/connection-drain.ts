@@ -32,6 +32,9 @@ export class ConnectionDrain {
     for (const socket of this.#sockets) {
       // Where node:http keeps the answer a connection is writing (its own closeIdleConnections reads it too).
       const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+      // A connection that has not sent a byte (opened ahead by a pool, a probe) has no request
+      // to finish, and node's closeIdleConnections leaves it open until the grace runs out.
+      if (!res && socket.bytesRead === 0) socket.destroy();
       if (!res) continue;
       if (!res.headersSent) res.shouldKeepAlive = false;
       else res.once('finish', () => this.#server.closeIdleConnections());

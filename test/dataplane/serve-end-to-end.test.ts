@@ -1,5 +1,7 @@
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -7,7 +9,7 @@ import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { createServer, type ServerOptions } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
-import { deferred, eventually } from './helpers/dataplane-scenarios.ts';
+import { deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 const AUTH_KEY = 'end-to-end-auth-key-0123456789abcdef';
 
@@ -322,4 +324,16 @@ t.test('a plain answer cut mid-body when the shutdown grace runs out is recorded
   t.teardown(() => logs.close());
   const records = (await logs.list({ access_key_id: key.id }, { limit: 5 })).items;
   t.match(records, [{ status: 200, error_code: 'shutting_down', client_aborted: false }], 'the upstream is not blamed for the gateway\'s own stop');
+});
+
+t.test('shutdown ends a connection that never sent a request at once, rather than when the grace runs out', async (t) => {
+  const { server } = await serve(t, { shutdownGraceMs: 60_000 });
+  const { port } = new URL(server.url);
+  const socket = connect(Number(port), '127.0.0.1');
+  await once(socket, 'connect');
+  const ended = once(socket, 'close');
+  const closing = server.close();
+  await withTimeout(ended, 5000, 'the gateway to end the silent connection');
+  await withTimeout(closing, 5000, 'the shutdown to finish with nothing in flight');
+  t.ok(socket.destroyed, 'the connection is gone');
 });
