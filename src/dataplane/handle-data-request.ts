@@ -113,7 +113,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           if (body === undefined) throw new DataPlaneError('model_not_visible');
           sendJson(res, 200, body, requestId);
         } else {
-          sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, started), requestId);
+          sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, query, started), requestId);
         }
         log.status = 200;
         return;

@@ -2,23 +2,29 @@ import type { ServerResponse } from 'node:http';
 import type { ModelListDecl, ModelListStyle } from '../generated/index.ts';
 import { visibleModelNames } from '../management/visibility.ts';
 import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
+import { generatePage, messagesPage } from './model-list-pages.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /**
  * The configured models visible to the calling key (note 12), in the shape the client's SDK
- * lists models; no upstream is asked.
+ * lists models, one page of it as the query's paging parameters ask (the completions list takes
+ * none); no upstream is asked.
  */
-export function modelListBody(list: ModelListDecl, useAlternate: boolean, key: AccessKeyRecord, groups: readonly GroupRecord[], createdAt: number): unknown {
+export function modelListBody(list: ModelListDecl, useAlternate: boolean, key: AccessKeyRecord, groups: readonly GroupRecord[], query: URLSearchParams, createdAt: number): unknown {
   const names = visibleModelNames(key, groups);
   const style = styleOf(list, useAlternate);
-  const entries = names.map((id) => modelEntry(style, id, createdAt));
+  const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, createdAt));
   switch (style) {
     case 'completions':
-      return { object: 'list', data: entries };
-    case 'messages':
-      return { data: entries, has_more: false, first_id: names[0] ?? null, last_id: names[names.length - 1] ?? null };
-    case 'generate':
-      return { models: entries };
+      return { object: 'list', data: entries(names) };
+    case 'messages': {
+      const page = messagesPage(names, query);
+      return { data: entries(page.names), has_more: page.hasMore, first_id: page.names[0] ?? null, last_id: page.names[page.names.length - 1] ?? null };
+    }
+    case 'generate': {
+      const page = generatePage(names, query);
+      return { models: entries(page.names), ...(page.nextPageToken ? { nextPageToken: page.nextPageToken } : {}) };
+    }
   }
 }
 

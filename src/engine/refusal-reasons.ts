@@ -24,6 +24,7 @@ export const REFUSAL_REASONS = {
   route_not_found: { status: 404, en: 'Unknown endpoint.', zh: '未知的端点。' },
   invalid_path_parameter: { status: 400, en: 'A path parameter is malformed (bad percent-encoding, or a "." or ".." segment).', zh: '路径参数格式错误（百分号编码无效，或含有 "." 或 ".." 段）。' },
   method_not_allowed: { status: 405, en: 'Method not allowed for this endpoint.', zh: '此端点不允许该方法。' },
+  invalid_query_parameter: { status: 400, en: 'A query parameter is malformed or out of range.', zh: '查询参数格式错误或超出范围。' },
   invalid_json: { status: 400, en: 'The request body is not valid JSON.', zh: '请求体不是有效的 JSON。' },
   invalid_request_body: { status: 400, en: 'The request body is not what this endpoint accepts.', zh: '请求体不符合此端点的要求。' },
   model_missing: { status: 400, en: 'The request names no model.', zh: '请求没有指定模型。' },

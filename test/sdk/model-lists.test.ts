@@ -172,3 +172,127 @@ t.test('a path no endpoint takes: generate error shape under /v1beta, messages s
   const plain = await fetch(`${s.gw.url}/v1/models/team-a/extra`, { headers: { authorization: `Bearer ${s.scoped}` } });
   t.match(await plain.json(), { error: { code: 'route_not_found', param: null } });
 });
+
+// Paging (Anthropic `limit` / `after_id` / `before_id`, Google `pageSize` / `pageToken`): pages
+// of the visible list in its order (sorted by name), so an SDK walking every page sees each
+// visible model once. The openai list takes no paging and stays whole.
+
+async function pagingSetup(t: Test) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(500);
+    res.end();
+  });
+  const groups = gw.store.groups;
+  const one = await groups.create({ name: 'one', channel: 'ch02', base_url: upstream.url, models: [{ external: 'm-e', upstream: 'u' }, { external: 'm-a', upstream: 'u' }, { external: 'm-c', upstream: 'u' }] });
+  const two = await groups.create({ name: 'two', channel: 'ch14', base_url: upstream.url, models: [{ external: 'm-d', upstream: 'u' }, { external: 'm-b', upstream: 'u' }] });
+  // Names that sort between the visible ones: a Group the key does not have, and a disabled one.
+  await groups.create({ name: 'other', channel: 'ch02', base_url: upstream.url, models: [{ external: 'm-bb', upstream: 'u' }] });
+  const off = await groups.create({ name: 'off', channel: 'ch02', base_url: upstream.url, enabled: false, models: [{ external: 'm-cc', upstream: 'u' }] });
+  const key = await gw.store.accessKeys.create({ name: 'pager', protocols: ['x-completions', 'x-messages', 'x-generate'], groups: [one.id, two.id, off.id] });
+  const get = (path: string, headers: Record<string, string>) => fetch(`${gw.url}${path}`, { headers });
+  const messages = (query: string) => get(`/v1/models?${query}`, { 'x-api-key': key.value, 'anthropic-version': '2023-06-01' });
+  const generate = (query: string) => get(`/v1beta/models?${query}`, { 'x-goog-api-key': key.value });
+  return { gw, upstream, key: key.value, messages, generate, visible: ['m-a', 'm-b', 'm-c', 'm-d', 'm-e'] };
+}
+
+t.test('anthropic models.list({ limit: 2 }): pages of two, every visible model once over all pages', async (t) => {
+  const s = await pagingSetup(t);
+  const anthropic = new Anthropic({ apiKey: s.key, baseURL: s.gw.url, maxRetries: 0 });
+  const first = await anthropic.models.list({ limit: 2 });
+  t.same(first.data.map((m) => m.id), s.visible.slice(0, 2));
+  t.equal(first.has_more, true);
+  t.ok(first.hasNextPage(), 'a next page exists');
+
+  const pages: string[][] = [];
+  for await (const page of first.iterPages()) pages.push(page.data.map((m) => m.id));
+  t.same(pages, [s.visible.slice(0, 2), s.visible.slice(2, 4), s.visible.slice(4)], 'pages of at most two, in order');
+  const ids: string[] = [];
+  for await (const model of anthropic.models.list({ limit: 2 })) ids.push(model.id);
+  t.same(ids, s.visible, 'each visible model exactly once, hidden ones never');
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('messages-style list: after_id, before_id and limit as raw query parameters', async (t) => {
+  const s = await pagingSetup(t);
+  const page = async (query: string) => {
+    const res = await s.messages(query);
+    t.equal(res.status, 200, query);
+    const body = (await res.json()) as { data: { id: string }[]; has_more: boolean; first_id: string | null; last_id: string | null };
+    return { ids: body.data.map((m) => m.id), has_more: body.has_more, first_id: body.first_id, last_id: body.last_id };
+  };
+  t.same(await page('after_id=m-b'), { ids: ['m-c', 'm-d', 'm-e'], has_more: false, first_id: 'm-c', last_id: 'm-e' });
+  t.same(await page('after_id=m-a&limit=2'), { ids: ['m-b', 'm-c'], has_more: true, first_id: 'm-b', last_id: 'm-c' });
+  t.same(await page('before_id=m-c'), { ids: ['m-a', 'm-b'], has_more: false, first_id: 'm-a', last_id: 'm-b' });
+  t.same(await page('before_id=m-e&limit=2'), { ids: ['m-c', 'm-d'], has_more: true, first_id: 'm-c', last_id: 'm-d' }, 'the page just before the cursor; more before it');
+  t.same(await page('limit=1000'), { ids: s.visible, has_more: false, first_id: 'm-a', last_id: 'm-e' });
+  // A cursor naming no visible model is a position in the order: it leaks nothing and resumes.
+  t.same(await page('after_id=m-bb'), { ids: ['m-c', 'm-d', 'm-e'], has_more: false, first_id: 'm-c', last_id: 'm-e' });
+  t.same(await page('before_id=m-cc'), { ids: ['m-a', 'm-b', 'm-c'], has_more: false, first_id: 'm-a', last_id: 'm-c' });
+  t.same(await page('after_id=m-e'), { ids: [], has_more: false, first_id: null, last_id: null }, 'past the end: an empty page');
+
+  for (const query of ['limit=0', 'limit=abc', 'limit=1001', 'limit=2.5', 'limit=-1', 'after_id=m-a&before_id=m-e']) {
+    const res = await s.messages(query);
+    t.equal(res.status, 400, query);
+    t.match(await res.json(), { type: 'error', error: { type: 'invalid_request_error', code: 'invalid_query_parameter' } }, query);
+  }
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('messages-style list: 20 models a page by default (Anthropic documents limit default 20)', async (t) => {
+  const s = await pagingSetup(t);
+  const names = Array.from({ length: 25 }, (_, i) => `n-${String(i).padStart(2, '0')}`);
+  const group = await s.gw.store.groups.create({ name: 'many', channel: 'ch14', base_url: s.upstream.url, models: names.map((external) => ({ external, upstream: 'u' })) });
+  const key = await s.gw.store.accessKeys.create({ name: 'many', protocols: ['x-messages'], groups: [group.id] });
+  const first = await new Anthropic({ apiKey: key.value, baseURL: s.gw.url, maxRetries: 0 }).models.list();
+  t.same(first.data.map((m) => m.id), names.slice(0, 20));
+  t.equal(first.has_more, true);
+  const rest = await first.getNextPage();
+  t.same(rest.data.map((m) => m.id), names.slice(20));
+  t.equal(rest.has_more, false);
+});
+
+t.test('genai models.list({ config: { pageSize: 2 } }): pages of two, every visible model once over all pages', async (t) => {
+  const s = await pagingSetup(t);
+  const genai = new GoogleGenAI({ apiKey: s.key, httpOptions: { baseUrl: s.gw.url } });
+  const pager = await genai.models.list({ config: { pageSize: 2 } });
+  t.same(pager.page.map((m) => m.name), s.visible.slice(0, 2).map((n) => `models/${n}`));
+  t.ok(pager.hasNextPage(), 'a next page exists');
+  const names: (string | undefined)[] = [];
+  for await (const model of pager) names.push(model.name);
+  t.same(names, s.visible.map((n) => `models/${n}`), 'each visible model exactly once, hidden ones never');
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('generate-style list: pageToken round-trips, nextPageToken only when more remain, bad paging is INVALID_ARGUMENT', async (t) => {
+  const s = await pagingSetup(t);
+  const page = async (query: string) => {
+    const res = await s.generate(query);
+    t.equal(res.status, 200, query);
+    const body = (await res.json()) as { models: { name: string }[]; nextPageToken?: string };
+    return { names: body.models.map((m) => m.name.replace(/^models\//, '')), token: body.nextPageToken };
+  };
+  const first = await page('pageSize=3');
+  t.same(first.names, s.visible.slice(0, 3));
+  t.type(first.token, 'string');
+  const second = await page(`pageSize=3&pageToken=${encodeURIComponent(first.token!)}`);
+  t.same(second, { names: s.visible.slice(3), token: undefined }, 'the rest, and no nextPageToken');
+  t.same(await page(''), { names: s.visible, token: undefined }, 'default page size holds them all');
+  t.same(await page('pageSize=0&pageToken='), { names: s.visible, token: undefined }, 'pageSize 0 and an empty token are the defaults');
+  t.same(await page('pageSize=5000'), { names: s.visible, token: undefined }, 'a page size above the maximum is the maximum');
+
+  for (const query of ['pageToken=garbage', `pageToken=${Buffer.from('m-b').toString('base64url')}`, 'pageSize=-1', 'pageSize=abc', 'pageSize=1.5']) {
+    const res = await s.generate(query);
+    t.equal(res.status, 400, query);
+    t.match(await res.json(), { error: { code: 400, status: 'INVALID_ARGUMENT', details: [{ reason: 'invalid_query_parameter' }] } }, query);
+  }
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('openai models.list() ignores paging parameters: the whole list', async (t) => {
+  const s = await pagingSetup(t);
+  const res = await fetch(`${s.gw.url}/v1/models?limit=2&after_id=m-b`, { headers: { authorization: `Bearer ${s.key}` } });
+  t.equal(res.status, 200);
+  const body = (await res.json()) as { object: string; data: { id: string }[] };
+  t.equal(body.object, 'list');
+  t.same(body.data.map((m) => m.id), s.visible);
+});
