@@ -1,6 +1,7 @@
-import { nextPeriodStart, nothingUsed, periodStart, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
+import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, withRoundedCost, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
+import { roundCost } from '../usage/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
 interface Meter {
@@ -10,8 +11,6 @@ interface Meter {
   periodKind: QuotaPeriod | undefined;
   periodStart: number;
   period: QuotaUsage;
-  /** Requests admitted by `enforce` whose records have not arrived yet. */
-  inFlight: number;
   /** Records that arrived while the totals were being read, added once they are in. */
   queued: LogRecord[] | undefined;
   loaded: Promise<void>;
@@ -24,12 +23,19 @@ interface Meter {
  * (requests that reached an upstream; tokens are input plus output). A request admitted by
  * `enforce` counts toward a requests limit until its record arrives, so that concurrent
  * requests cannot all pass the last free one; tokens and cost are only known at the end.
+ * A quota that sets no limit (`{ total: {} }`) is no quota: nothing is read for it.
  */
 export class QuotaMeter {
   readonly #logs: LogReader;
   readonly #meters = new Map<number, Meter>();
-  /** The meter each admitted request holds a place in, until its record arrives. */
-  readonly #admitted = new WeakMap<LogRecord, Meter>();
+  /**
+   * Requests admitted by `enforce` whose records have not arrived yet, per key. Kept beside the
+   * meters, not in them: a meter rebuilt for an edited quota still counts the requests admitted
+   * under the old one, and each releases its place once, whichever meter is current.
+   */
+  readonly #inFlight = new Map<number, number>();
+  /** The key each admitted request holds a place of, until its record arrives. */
+  readonly #admitted = new WeakMap<LogRecord, number>();
 
   constructor(logs: LogReader) {
     this.#logs = logs;
@@ -41,19 +47,20 @@ export class QuotaMeter {
    * it, holding its place toward a requests limit until `record(log)` receives its record.
    */
   async enforce(key: AccessKeyRecord, now: number, log: LogRecord): Promise<void> {
-    if (!key.quota) return;
+    if (!quotaHasLimits(key.quota)) return;
     const meter = await this.#loadedMeter(key, now);
-    const line = firstReached(key, meter);
+    const line = firstReached(key, meter, this.#held(key.id));
     if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
     // No await since the check: no other request can take the same place.
-    meter.inFlight++;
-    this.#admitted.set(log, meter);
+    this.#inFlight.set(key.id, this.#held(key.id) + 1);
+    this.#admitted.set(log, key.id);
   }
 
   /** The first limit the key has reached, requests in flight included, if any. */
   async exceeded(key: AccessKeyRecord, now: number): Promise<QuotaLine | undefined> {
-    if (!key.quota) return undefined;
-    return firstReached(key, await this.#loadedMeter(key, now));
+    if (!quotaHasLimits(key.quota)) return undefined;
+    const meter = await this.#loadedMeter(key, now);
+    return firstReached(key, meter, this.#held(key.id));
   }
 
   /**
@@ -62,24 +69,30 @@ export class QuotaMeter {
    * A WebSocket session's usage is otherwise known only when it closes.
    */
   sessionOver(key: AccessKeyRecord, now: number, tokens: number, cost: number): QuotaLine | undefined {
-    const meter = key.quota ? this.#meters.get(key.id) : undefined;
+    const meter = quotaHasLimits(key.quota) ? this.#meters.get(key.id) : undefined;
     if (meter === undefined) return undefined;
     rollOver(meter, now);
-    const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: used.cost + cost });
+    const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: roundCost(used.cost + cost) });
     return quotaLines(key.quota!, plus(meter.total), plus(meter.period)).find((l) => l.metric !== 'requests' && l.used > l.limit);
   }
 
   /** Counts a request of a metered key; call it for every record appended to the log store. */
   record(log: LogRecord): void {
-    const admittedTo = this.#admitted.get(log);
-    if (admittedTo !== undefined) {
-      admittedTo.inFlight--;
+    const admittedFor = this.#admitted.get(log);
+    if (admittedFor !== undefined) {
+      const held = this.#held(admittedFor) - 1;
+      if (held > 0) this.#inFlight.set(admittedFor, held);
+      else this.#inFlight.delete(admittedFor);
       this.#admitted.delete(log);
     }
     const meter = log.access_key_id === null ? undefined : this.#meters.get(log.access_key_id);
     if (meter === undefined) return;
     if (meter.queued !== undefined) meter.queued.push(log);
     else add(meter, log);
+  }
+
+  #held(keyId: number): number {
+    return this.#inFlight.get(keyId) ?? 0;
   }
 
   async #loadedMeter(key: AccessKeyRecord, now: number): Promise<Meter> {
@@ -94,13 +107,13 @@ export class QuotaMeter {
     const existing = this.#meters.get(key.id);
     if (existing !== undefined && existing.quota === quota) return existing;
     const periodKind = key.quota?.per_period?.period;
-    const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), inFlight: 0, queued: [], loaded: Promise.resolve() };
+    const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), queued: [], loaded: Promise.resolve() };
     // Records appended after these reads are issued are not in their answers: they queue.
     const reads = [key.quota?.total ? this.#logs.keyUsage(key.id) : undefined, periodKind ? this.#logs.keyUsage(key.id, meter.periodStart) : undefined];
     meter.loaded = Promise.all(reads).then(
       ([total, inPeriod]) => {
-        if (total) meter.total = total;
-        if (inPeriod) meter.period = inPeriod;
+        if (total) meter.total = withRoundedCost(total);
+        if (inPeriod) meter.period = withRoundedCost(inPeriod);
         const queued = meter.queued ?? [];
         meter.queued = undefined;
         for (const log of queued) add(meter, log);
@@ -117,8 +130,8 @@ export class QuotaMeter {
   }
 }
 
-function firstReached(key: AccessKeyRecord, meter: Meter): QuotaLine | undefined {
-  const held = (used: QuotaUsage) => ({ ...used, requests: used.requests + meter.inFlight });
+function firstReached(key: AccessKeyRecord, meter: Meter, inFlight: number): QuotaLine | undefined {
+  const held = (used: QuotaUsage) => ({ ...used, requests: used.requests + inFlight });
   return quotaLines(key.quota!, held(meter.total), held(meter.period)).find((l) => l.used >= l.limit);
 }
 
@@ -128,11 +141,12 @@ function add(meter: Meter, log: LogRecord): void {
   const requests = log.attempt_count > 0 ? 1 : 0;
   meter.total.requests += requests;
   meter.total.tokens += tokens;
-  meter.total.cost += log.cost;
+  // Rounded as each cost is, so that the sums compare with a limit without float noise.
+  meter.total.cost = roundCost(meter.total.cost + log.cost);
   if (meter.periodKind === undefined || !rollOver(meter, log.created_at)) return;
   meter.period.requests += requests;
   meter.period.tokens += tokens;
-  meter.period.cost += log.cost;
+  meter.period.cost = roundCost(meter.period.cost + log.cost);
 }
 
 /**

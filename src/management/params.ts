@@ -31,16 +31,37 @@ export function queryInt(ctx: ManagementContext, name: string, min: number, max:
 }
 
 /** ISO 8601 as Date.parse reads it reliably: a date, or a date and time with an optional zone. */
-const ISO_8601 = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})?)?$/;
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))?)?$/;
 
 /** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
 export function queryTime(ctx: ManagementContext, name: string): number | undefined {
   const raw = queryString(ctx, name);
   if (raw === undefined) return undefined;
   // Not Date.parse on anything: it reads "-5" or "March 7" as dates of 2001.
-  const n = /^[0-9]+$/.test(raw) ? Number(raw) : ISO_8601.test(raw) ? Date.parse(raw) : NaN;
+  const n = /^[0-9]+$/.test(raw) ? Number(raw) : isoTime(raw);
   if (!Number.isFinite(n)) throw validationFailed(name, 'invalid_value', { expected: 'epoch milliseconds or ISO 8601' });
   return n;
+}
+
+/**
+ * An ISO 8601 time as Date.parse reads it, or NaN when it names no such time: Date.parse rolls
+ * "2026-02-30" over to March 2 and "T24:00" to the next day, so the fields it read must be the digits given.
+ */
+function isoTime(raw: string): number {
+  const m = ISO_8601.exec(raw);
+  if (m === null) return NaN;
+  const at = Date.parse(raw);
+  if (!Number.isFinite(at)) return NaN;
+  const [, year, month, day, hour, minute, second, zone, sign, zoneHours, zoneMinutes] = m;
+  // A date alone is UTC, a time with no zone local time, otherwise the zone's wall clock.
+  const offset = zone === undefined || zone === 'Z' ? 0 : (sign === '-' ? -1 : 1) * (Number(zoneHours) * 60 + Number(zoneMinutes));
+  const local = hour !== undefined && zone === undefined;
+  const d = new Date(at + offset * 60_000);
+  const read = local
+    ? [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()]
+    : [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()];
+  const given = [year, month, day, hour ?? '0', minute ?? '0', second ?? '0'].map(Number);
+  return given.every((v, i) => v === read[i]) ? at : NaN;
 }
 
 export function queryEnum<T extends string>(ctx: ManagementContext, name: string, allowed: readonly T[]): T | undefined {

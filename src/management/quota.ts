@@ -1,5 +1,6 @@
 import type { KeyUsage, LogReader } from '../store/log-store.ts';
 import type { AccessKeyQuota, AccessKeyRecord, QuotaLimits, QuotaPeriod } from '../store/records.ts';
+import { roundCost } from '../usage/index.ts';
 
 export interface QuotaLine {
   scope: 'total' | 'per_period';
@@ -49,7 +50,6 @@ export type QuotaUsage = KeyUsage;
 
 const METRICS = ['requests', 'tokens', 'cost'] as const;
 
-
 /** One line per limit the quota sets, beside what was used: lifetime (`total`) and in the current period (`period`). */
 export function quotaLines(quota: AccessKeyQuota, total: QuotaUsage, period: QuotaUsage): QuotaLine[] {
   const lines: QuotaLine[] = [];
@@ -62,6 +62,11 @@ export function quotaLines(quota: AccessKeyQuota, total: QuotaUsage, period: Quo
   if (quota.total) add('total', quota.total, total);
   if (quota.per_period) add('per_period', quota.per_period, period, quota.per_period.period);
   return lines;
+}
+
+/** Whether the quota sets any limit; `{ total: {} }` or a period alone limits nothing. */
+export function quotaHasLimits(quota: AccessKeyQuota | null | undefined): quota is AccessKeyQuota {
+  return !!quota && quotaLines(quota, nothingUsed(), nothingUsed()).length > 0;
 }
 
 /** A fresh zero usage (the data plane's meter adds to it in place). */
@@ -77,8 +82,13 @@ export async function quotaStatus(key: AccessKeyRecord, logs: LogReader, now: nu
   const { quota } = key;
   if (!quota) return null;
   const pp = quota.per_period;
-  const total = quota.total ? await logs.keyUsage(key.id) : nothingUsed();
-  const period = pp ? await logs.keyUsage(key.id, periodStart(pp.period, now)) : nothingUsed();
+  const total = withRoundedCost(quota.total ? await logs.keyUsage(key.id) : nothingUsed());
+  const period = withRoundedCost(pp ? await logs.keyUsage(key.id, periodStart(pp.period, now)) : nothingUsed());
   const lines = quotaLines(quota, total, period);
   return { exceeded: lines.some((l) => l.used >= l.limit), lines };
+}
+
+/** The usage with its cost sum rounded as each cost is (a store's SUM carries float noise). */
+export function withRoundedCost<T extends { cost: number }>(usage: T): T {
+  return { ...usage, cost: roundCost(usage.cost) };
 }

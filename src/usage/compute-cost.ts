@@ -1,3 +1,4 @@
+import { roundCost } from './round-cost.ts';
 import type { TokenUsage } from './token-usage.ts';
 
 /** A model price in USD per million tokens. */
@@ -19,5 +20,5 @@ export function computeCost(usage: TokenUsage, price: ModelPrice | undefined): n
   const usd =
     (uncached * price.input_per_mtok + cached * cachedPrice + usage.output_tokens * price.output_per_mtok) *
     PER_TOKEN;
-  return Math.round(usd * 1e10) / 1e10;
+  return roundCost(usd);
 }

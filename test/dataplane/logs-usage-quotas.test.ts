@@ -1,16 +1,18 @@
 import t, { type Test } from 'tap';
 import type { IncomingHttpHeaders } from 'node:http';
-import { startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { startUpstream, startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { closedPortUrl, clientAuthHeaders, createKey, deferred, eventually, rawRequest, seedGroup, splitUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
 import type { AccessKeyQuota } from '../../src/store/records.ts';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_DB_FILE } from '../../src/store/logs/index.ts';
+import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
+import { seedAccessKey, seedGroup as seedManagedGroup, startGateway } from '../management/support/gateway.ts';
 
 // Logs, usage and quotas (issue 4 item 6), and what never crosses the gateway: client
 // credentials and hop-by-hop headers upstream, the upstream credential anywhere but upstream.
 
-function post(gw: Gateway, path: string, protocol: string, keyValue: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
+function post(gw: Pick<Gateway, 'url'>, path: string, protocol: string, keyValue: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
   return fetch(`${gw.url}${path}`, { method: 'POST', headers: { ...clientAuthHeaders(protocol, keyValue), 'content-type': 'application/json', ...extraHeaders }, body: JSON.stringify(body) });
 }
 
@@ -479,6 +481,63 @@ t.test('a cost quota refuses once the priced usage reaches it', async (t) => {
   t.equal(upstream.requests.length, 1);
 });
 
+t.test('ten costs of $0.10 reach a cost limit of 1 exactly: the 11th is refused, and usage, home and statistics show 1', async (t) => {
+  // 1000 input tokens at 100 USD per million: 0.1 USD a request, which floats do not sum to 1.
+  const upstream = await startUpstream(json({ choices: [], usage: { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 } }));
+  t.teardown(() => upstream.close());
+  const gw = await startGateway(t, { mountDataPlane: dataPlaneMount() });
+  const groupId = await seedManagedGroup(gw, ['team-m'], { base_url: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }] });
+  t.equal((await gw.create(`/api/groups/${groupId}/credentials/import`, { credentials: 'sk-upstream-cost-0001' })).status, 200);
+  t.equal((await gw.api('PUT', '/api/model-prices/vendor-m', { body: { input_per_mtok: 100, output_per_mtok: 0 }, headers: { 'Idempotency-Key': 'price-1' } })).status, 200);
+  const key = await seedAccessKey(gw, { quota: { total: { cost: 1 } } });
+  const statuses: number[] = [];
+  for (let i = 0; i < 11; i++) {
+    const res = await post(gw, '/v1/chat/completions', 'x-completions', key.value, { model: 'team-m', messages: [] });
+    statuses.push(res.status);
+    await res.text();
+  }
+  t.same(statuses, [...Array(10).fill(200), 429], 'ten requests within the limit, the 11th refused');
+  t.equal(upstream.requests.length, 10);
+  const usage = (await gw.api('GET', '/api/usage')).json.data;
+  t.equal(usage.totals.cost, 1, 'usage totals');
+  t.same(usage.rows.map((r: { cost: number }) => r.cost), [1], 'the one day row');
+  const home = (await gw.api('GET', '/api/home', { token: key.value })).json.data;
+  t.match(home.quota, { exceeded: true, lines: [{ metric: 'cost', limit: 1, used: 1 }] });
+  t.equal(home.today.cost, 1, 'today');
+  gw.clock.advance(1);
+  const statistics = (await gw.api('GET', '/api/home/statistics')).json.data;
+  t.equal(statistics.totals.cost, 1, 'statistics totals');
+  t.same(statistics.series.map((r: { cost: number }) => r.cost), [1], 'statistics series');
+});
+
+t.test('a quota edited while a request is in flight: the request keeps its place, and gives it back once', async (t) => {
+  const release = deferred();
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, async (req, res) => {
+    if (JSON.parse(req.body.toString()).slow) await release.promise;
+    json({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } })(req, res);
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { key, keyValue } = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { requests: 1 } } });
+  const chat = async (body: Record<string, unknown> = {}) => {
+    const res = await post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [], ...body });
+    await res.text();
+    await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    return res.status;
+  };
+  const slow = chat({ slow: true });
+  await eventually(() => (upstream.requests.length === 1 ? true : undefined), 'the slow request at the upstream');
+  t.equal(await chat(), 429, 'the one place is held by the request in flight');
+  await gw.store.accessKeys.update(key.id, { quota: { total: { requests: 1, tokens: 1_000_000 } } });
+  t.same(await Promise.all([chat(), chat()]), [429, 429], 'after the edit the request in flight still holds the place');
+  release.resolve();
+  t.equal(await slow, 200);
+  t.equal(await chat(), 429, 'one request forwarded of one');
+  await gw.store.accessKeys.update(key.id, { quota: { total: { requests: 2 } } });
+  t.equal(await chat(), 200, 'the finished request gave its place back: a raised limit of 2 lets one more through');
+  t.equal(await chat(), 429);
+  t.equal(upstream.requests.length, 2);
+});
+
 t.test('the key query parameter authenticates and is removed before forwarding; other parameters stay', async (t) => {
   const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -629,4 +688,31 @@ t.test('while the log store fails, a key with a quota is refused 503 log_store_u
   t.equal(passed.status, 200, 'once the store writes again, the key is metered and served');
   await passed.text();
   t.equal(upstream.requests.length, 2);
+});
+
+t.test('while the log store fails, a key whose quota sets no limit is served like a key without one', async (t) => {
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const unmetered = await createKey(gw.store, { protocols: ['x-completions'] });
+  const limitless = [
+    await createKey(gw.store, { protocols: ['x-completions'], quota: { total: {} } }),
+    await createKey(gw.store, { protocols: ['x-completions'], quota: { per_period: { period: 'day' } } }),
+  ];
+  const db = new Database(join(gw.dataDir, LOG_DB_FILE));
+  t.teardown(() => {
+    db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
+    db.close();
+  });
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  const chat = (keyValue: string) => post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
+  const free = await chat(unmetered.keyValue);
+  t.equal(free.status, 200);
+  await free.text();
+  await eventually(() => (gw.logs.buffered > 0 ? true : undefined), 'the record in the store');
+  for (const k of limitless) {
+    const res = await chat(k.keyValue);
+    t.equal(res.status, 200, `quota ${JSON.stringify(k.key.quota)} reads no usage`);
+    await res.text();
+  }
+  t.equal(upstream.requests.length, 3);
 });

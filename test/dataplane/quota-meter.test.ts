@@ -184,3 +184,64 @@ for (const kind of ['sqlite', 'worker', 'memory'] as const) {
     t.match((await quotaStatus(k, logs, lastDay))?.lines, [{ scope: 'per_period', used: 3 }]);
   });
 }
+
+for (const kind of ['sqlite', 'worker', 'memory'] as const) {
+  t.test(`${kind}: ten costs of 0.1 read back as 1, so a cost limit of 1 is reached`, async (t) => {
+    const logs = kind === 'sqlite' ? store(t) : kind === 'worker' ? await workerStore(t) : new MemoryLogStore();
+    for (let i = 0; i < 10; i++) logs.append(logRecord({ request_id: `q_${++seq}`, access_key_id: 9, created_at: T0 + i, cost: 0.1 }));
+    // The memory store is a test double that sums as it goes; the SQLite stores round their sums.
+    if (kind !== 'memory') t.equal((await logs.keyUsage(9)).cost, 1, 'the store sums to 1');
+    const k = key(9, { total: { cost: 1 }, per_period: { period: 'day', cost: 1 } });
+    t.match(await new QuotaMeter(logs).exceeded(k, T0 + 10), { scope: 'total', metric: 'cost', used: 1 }, 'the meter loads 1 and the limit is reached');
+    t.same((await quotaStatus(k, logs, T0 + 10))?.lines.map((l) => l.used), [1, 1], 'the status shows 1, lifetime and today');
+  });
+}
+
+t.test('costs recorded one by one sum to what they add up to, for the limit and a running session', async (t) => {
+  const logs = store(t);
+  const meter = new QuotaMeter(logs);
+  const k = key(10, { total: { cost: 1 } });
+  t.equal(await meter.exceeded(k, T0), undefined);
+  for (let i = 0; i < 9; i++) {
+    const r = logRecord({ request_id: `q_${++seq}`, access_key_id: 10, created_at: T0, cost: 0.1 });
+    logs.append(r);
+    meter.record(r);
+  }
+  t.equal(await meter.exceeded(k, T0), undefined, '0.9 of 1');
+  const tenth = logRecord({ request_id: `q_${++seq}`, access_key_id: 10, created_at: T0, cost: 0.1 });
+  logs.append(tenth);
+  meter.record(tenth);
+  t.match(await meter.exceeded(k, T0), { metric: 'cost', used: 1 });
+  // 0.2 + 0.1 is 0.30000000000000004 in floats: past a limit of 0.3 unless rounded.
+  const two = key(13, { per_period: { period: 'day', cost: 0.3 } });
+  await meter.exceeded(two, T0);
+  for (let i = 0; i < 2; i++) meter.record(logRecord({ request_id: `q_${++seq}`, access_key_id: 13, created_at: T0, cost: 0.1 }));
+  t.equal(meter.sessionOver(two, T0, 0, 0.1), undefined, 'a session using 0.1 more reaches 0.3 but does not go past it');
+  t.match(meter.sessionOver(two, T0, 0, 0.1000000001), { metric: 'cost', limit: 0.3 }, 'a little more goes past it');
+  meter.record(logRecord({ request_id: `q_${++seq}`, access_key_id: 13, created_at: T0, cost: 0.1 }));
+  t.match(await meter.exceeded(two, T0), { scope: 'per_period', metric: 'cost', used: 0.3 }, 'the period sums to 0.3');
+});
+
+t.test('a quota edited while requests are in flight: they keep their places in the rebuilt meter and give them back once', async (t) => {
+  const logs = store(t);
+  const meter = new QuotaMeter(logs);
+  const first = log(11, T0, 1);
+  await meter.enforce(key(11, { total: { requests: 1 } }), T0, first);
+  const edited = key(11, { total: { requests: 1, tokens: 1000 } });
+  await t.rejects(meter.enforce(edited, T0, log(11, T0, 1)), { code: 'quota_exceeded' }, 'the place stays taken after the edit');
+  t.match(await meter.exceeded(edited, T0), { metric: 'requests', used: 1 });
+  logs.append(first);
+  meter.record(first);
+  t.equal(await meter.exceeded(key(11, { total: { requests: 2 } }), T0), undefined, 'its record counts it and its place is free: 1 of 2');
+  t.match(await meter.exceeded(key(11, { total: { requests: 1 } }), T0), { metric: 'requests', used: 1 }, 'given back once, not twice: 1 of 1');
+});
+
+t.test('a quota that sets no limit reads nothing and refuses nothing', async (t) => {
+  const failing = { keyUsage: () => Promise.reject(new Error('store down')) } as unknown as ConstructorParameters<typeof QuotaMeter>[0];
+  const meter = new QuotaMeter(failing);
+  for (const quota of [{ total: {} }, { per_period: { period: 'day' } }, {}] as AccessKeyQuota[]) {
+    await meter.enforce(key(12, quota), T0, log(12, T0, 1));
+    t.equal(await meter.exceeded(key(12, quota), T0), undefined, JSON.stringify(quota));
+  }
+  await t.rejects(meter.enforce(key(12, { total: { requests: 5 } }), T0, log(12, T0, 1)), { code: 'log_store_unavailable' }, 'a limit does read');
+});

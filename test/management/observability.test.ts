@@ -3,7 +3,7 @@ import { MANIFEST_DIGEST } from '../../src/generated/index.ts';
 import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
 import { openWorkerLogStore } from '../../src/store/logs/index.ts';
 import { logRecord } from './support/log-records.ts';
-import { seedGroup, startGateway } from './support/gateway.ts';
+import { seedAccessKey, seedGroup, startGateway } from './support/gateway.ts';
 import { staticServer } from './support/static-server.ts';
 
 const HOUR = 3_600_000;
@@ -57,6 +57,33 @@ t.test('logs: a cursor no page handed out is 400 VALIDATION_FAILED, not a log st
     t.match((await gw.api('GET', '/api/health')).json.data, { stores: { logs: 'ok' } }, `${name}: the store is fine`);
     await gw.stop();
   }
+});
+
+t.test('from and to must name a date that exists: no rollover into the next day or month', async (t) => {
+  const gw = await startGateway(t, { logStore: new MemoryLogStore() });
+  for (const value of ['2026-02-30', '2026-04-31', '2025-02-29', '2026-03-01T24:00:00Z', '2026-03-01T10:00:00+24:00']) {
+    for (const path of ['/api/logs', '/api/usage']) {
+      for (const name of ['from', 'to']) {
+        const res = await gw.api('GET', `${path}?${name}=${encodeURIComponent(value)}`);
+        t.equal(res.status, 400, `${path} ${name}=${value}`);
+        t.match(res.json, { code: 'VALIDATION_FAILED', data: { field: name, reason: 'invalid_value' } });
+      }
+    }
+  }
+  for (const value of ['2024-02-29', '2026-03-01T23:59:59Z', '2026-03-01T01:30:00+05:30']) {
+    for (const path of ['/api/logs', '/api/usage']) t.equal((await gw.api('GET', `${path}?from=${encodeURIComponent(value)}`)).status, 200, `${path} from=${value}`);
+  }
+});
+
+t.test('cost sums are whole 1e-10 USD: usage totals and a key\'s quota show 0.3 for 0.1 + 0.2, not 0.30000000000000004', async (t) => {
+  const logs = new MemoryLogStore();
+  const gw = await startGateway(t, { logStore: logs });
+  await seedGroup(gw);
+  const key = await seedAccessKey(gw, { quota: { total: { cost: 1 } } });
+  logs.append(logRecord({ request_id: 'a', created_at: gw.clock.now - HOUR, access_key_id: key.id, external_model: 'm1', cost: 0.1 }));
+  logs.append(logRecord({ request_id: 'b', created_at: gw.clock.now - HOUR, access_key_id: key.id, external_model: 'm2', cost: 0.2 }));
+  t.equal((await gw.api('GET', '/api/usage?group_by=model')).json.data.totals.cost, 0.3, 'the totals of two rows');
+  t.match((await gw.api('GET', '/api/home', { token: key.value })).json.data.quota, { exceeded: false, lines: [{ metric: 'cost', used: 0.3 }] });
 });
 
 t.test('usage and home statistics', async (t) => {

@@ -1,7 +1,8 @@
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
+import type { Statistics } from '../../store/log-store.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { onlyQuery, queryEnum } from '../params.ts';
-import { periodStart, quotaStatus } from '../quota.ts';
+import { periodStart, quotaStatus, withRoundedCost } from '../quota.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
 import { visibleModelNames } from '../visibility.ts';
@@ -15,7 +16,7 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
   async function todayStatistics(ctx: ManagementContext) {
     const keyId = scopedKeyId(ctx.state.principal);
     const from = periodStart('day', deps.clock());
-    return logs.statistics(keyId === undefined ? { from } : { from, access_key_id: keyId });
+    return roundedStatistics(await logs.statistics(keyId === undefined ? { from } : { from, access_key_id: keyId }));
   }
 
   return [
@@ -65,8 +66,13 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
         const keyId = scopedKeyId(ctx.state.principal);
         const scope = keyId === undefined ? {} : { access_key_id: keyId };
         const [totals, series] = await Promise.all([logs.statistics({ from, to, ...scope }), logs.usage({ from, to, bucket: RANGES[range].bucket, group_by: [], ...scope })]);
-        return { data: { range, from, to, totals, series } };
+        return { data: { range, from, to, totals: roundedStatistics(totals), series: series.map(withRoundedCost) } };
       },
     }),
   ];
+}
+
+/** Statistics with every cost sum rounded as each cost is (the store's sums carry float noise). */
+function roundedStatistics(statistics: Statistics): Statistics {
+  return { ...withRoundedCost(statistics), top_models: statistics.top_models.map(withRoundedCost) };
 }

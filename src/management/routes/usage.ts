@@ -5,6 +5,8 @@ import type { ManagementDeps } from '../context.ts';
 import { onlyQuery, queryEnum, queryInt, queryString, queryTime } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
+import { roundCost } from '../../usage/index.ts';
+import { withRoundedCost } from '../quota.ts';
 
 const DIMENSIONS = ['key', 'group', 'model'] as const;
 
@@ -27,9 +29,10 @@ export function usageRoutes(deps: ManagementDeps): RouteDef[] {
           access_key_id: scopedKeyId(ctx.state.principal) ?? queryInt(ctx, 'access_key_id', 1, Number.MAX_SAFE_INTEGER),
           utc_offset_minutes: queryInt(ctx, 'utc_offset_minutes', -840, 840),
         });
-        const rows = await deps.logs.usage(query);
+        const rows = (await deps.logs.usage(query)).map(withRoundedCost);
         const totals = { requests: 0, errors: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0, cost: 0 };
         for (const r of rows) for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += r[k];
+        totals.cost = roundCost(totals.cost);
         return { data: { bucket: query.bucket, group_by: query.group_by, totals, rows } };
       },
     }),

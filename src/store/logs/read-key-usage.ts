@@ -2,6 +2,7 @@ import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { KeyUsage } from './log-store.ts';
 import { EARLIEST, splitBySlots } from './time-slots.ts';
+import { roundCost } from '../../usage/round-cost.ts';
 
 /**
  * What an AccessKey used since `from`: the rollups of the whole minutes from then (the
@@ -29,7 +30,8 @@ export function readKeyUsage(prepare: PrepareStatement, source: LogBatchSource, 
     'SELECT COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost FROM pruned_usage_by_hour WHERE access_key_id = ? AND hour_start >= ?',
   ).get(accessKeyId, from ?? EARLIEST) as KeyUsage;
   add(usage, pruned);
-  return usage;
+  // SQL's SUM and the additions above carry float noise; costs are whole 1e-10 USD.
+  return { ...usage, cost: roundCost(usage.cost) };
 }
 
 function add(usage: KeyUsage, more: KeyUsage): void {

@@ -1,0 +1,8 @@
+/**
+ * A sum of costs (USD) rounded to the 1e-10 USD each cost is rounded to (computeCost), so
+ * that ten costs of 0.1 sum to 1, not 0.9999999999999999: a limit compares, and a report shows,
+ * what was charged rather than float noise.
+ */
+export function roundCost(usd: number): number {
+  return Math.round(usd * 1e10) / 1e10;
+}
