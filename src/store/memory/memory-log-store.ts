@@ -1,3 +1,4 @@
+import { roundCost } from '../../usage/index.ts';
 import { InvalidLogCursorError } from '../logs/invalid-log-cursor.ts';
 import type { LogListItem, LogRecord } from '../logs/log-record.ts';
 import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
@@ -97,7 +98,8 @@ export class MemoryLogStore implements LogStore {
       usage.tokens += pruned.tokens;
       usage.cost += pruned.cost;
     }
-    return usage;
+    // As the SQLite reader: costs are whole 1e-10 USD, and a sum is rounded to them.
+    return { ...usage, cost: roundCost(usage.cost) };
   }
 
   async prune(before: number): Promise<number> {
