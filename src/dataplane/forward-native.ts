@@ -55,8 +55,11 @@ export interface ForwardInput {
   usageStyle: UsageStyle | undefined;
   /** Adds `stream_options.include_usage` for completions streams; true when the client did not ask. */
   requestStreamUsage?: (body: Record<string, unknown>) => boolean;
-  /** A credential to try first (the one that created a response the request refers to). */
-  preferredCredentialId?: number;
+  /**
+   * The only credential to try (the one that holds a response the request refers to): an
+   * upstream stores responses per key, so another credential's answer would be a false 404.
+   */
+  onlyCredentialId?: number;
 }
 
 export interface ForwardDeps {
@@ -93,14 +96,14 @@ interface Failed extends UpstreamErrorReply {
 /**
  * Native forwarding with failover: credentials of a Group round-robin, then the next Group,
  * while nothing has been sent to the client and the operation may be replayed (or the
- * upstream provably rejected it before processing). The last upstream error is passed on
- * as the upstream sent it.
+ * upstream provably rejected it before processing). A request bound to a stored response
+ * tries its one credential only. The last upstream error is passed on as the upstream sent it.
  *
  * Most requests take one attempt that succeeds: that attempt runs here straight through,
  * outside the failover loop (measured in interleaved bench runs: +0.015 of the floor's
- * throughput in both scenarios). Anything else (another body kind, a credential to prefer or
- * to decrypt first, a failed or unusual answer) goes to the failover loop, which takes over a
- * first attempt already made as if it had made it itself.
+ * throughput in both scenarios). Anything else (another body kind, a single credential to
+ * use or one to decrypt first, a failed or unusual answer) goes to the failover loop, which
+ * takes over a first attempt already made as if it had made it itself.
  */
 export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Promise<ForwardResult> {
   // One watch on the client for the whole request, the first attempt and the failover loop alike.
@@ -108,7 +111,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
   try {
     const { body } = input;
     const candidate = input.candidates[0];
-    if (candidate === undefined || body.kind !== 'json' || input.preferredCredentialId !== undefined || deps.maxAttempts < 1 || clientGone(input) || deps.inFlight?.ended) return await forwardWithFailover(input, deps, watch, undefined);
+    if (candidate === undefined || body.kind !== 'json' || input.onlyCredentialId !== undefined || deps.maxAttempts < 1 || clientGone(input) || deps.inFlight?.ended) return await forwardWithFailover(input, deps, watch, undefined);
     const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
     const credential = credentials[0];
     const access = credential === undefined ? undefined : deps.pool.cachedAccess(credential);
@@ -211,8 +214,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
 
   try {
     candidates: for (const candidate of input.candidates) {
-      const credentials = candidate === resumed?.candidate ? resumed.credentials : deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
-      if (input.preferredCredentialId !== undefined) credentials.sort((a, b) => Number(b.id === input.preferredCredentialId) - Number(a.id === input.preferredCredentialId));
+      const credentials = candidate === resumed?.candidate ? resumed.credentials : deps.pool.usable(candidate.group, credentialsToTry(input, deps, candidate.group.id), deps.now());
       for (const credential of credentials) {
         // The first attempt forwardNative made (after the same checks) is taken over here.
         const sent = attempts.length === 0 && resumed?.sent?.credential === credential ? resumed.sent : undefined;
@@ -300,12 +302,20 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       return result;
     }
     if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
-    const error = new DataPlaneError('no_available_credential', 'Every credential of the candidate groups is disabled or cooling down.', deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => deps.credentialsOf(id), deps.now()));
+    const why = input.onlyCredentialId === undefined ? 'Every credential of the candidate groups is disabled or cooling down.' : 'The credential that holds this response is disabled, cooling down or gone.';
+    const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
     // A kept error answer that was not sent still holds its upstream connection.
     lastFailure?.stream?.abort();
   }
+}
+
+/** A Group's credentials this request may use: all of them, or only the one it is bound to. */
+function credentialsToTry(input: ForwardInput, deps: ForwardDeps, groupId: number): readonly CredentialView[] {
+  const all = deps.credentialsOf(groupId);
+  const only = input.onlyCredentialId;
+  return only === undefined ? all : all.filter((c) => c.id === only);
 }
 
 /**

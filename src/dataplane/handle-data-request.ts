@@ -12,13 +12,13 @@ import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative, type ForwardDeps } from './forward-native.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { newLogDraft } from './log-draft.ts';
-import { attemptOrder, refusalFor, type Candidate } from './plan-candidates.ts';
+import { attemptOrder, refusalFor } from './plan-candidates.ts';
 import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestFeatures } from './request-features.ts';
-import { ResponseAffinity } from './response-affinity.ts';
+import { owesUsageTo, ResponseAffinity } from './response-affinity.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
@@ -144,15 +144,18 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const continued = prepared.fields?.['previous_response_id'];
       const responseId = match.params['response_id'] ?? (typeof continued === 'string' ? continued : undefined);
       const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
-      // A background response's tokens are counted from the first read that reports them (its create reported none).
-      const billsBackground = remembered?.unbilled === true && BACKGROUND_BILLING_READS.has(op.id);
-      const ordered = preferGroup(attemptOrder(included), remembered?.groupId);
-      if (ordered.length === 0) {
+      // A background response's tokens are counted from the first read by its creator that reports them (its create reported none).
+      const billsBackground = remembered !== undefined && owesUsageTo(remembered, key.id) && BACKGROUND_BILLING_READS.has(op.id);
+      const routable = attemptOrder(included);
+      if (routable.length === 0) {
         const refusal = refusalFor(candidates, model);
         const routed = candidates.find((c) => c.resolution.ok);
         if (routed?.resolution.ok) log.route_mode = routed.resolution.declared;
         throw new DataPlaneError(refusal.code, refusal.detail);
       }
+      // Only the Group that holds the response can answer for it: another one's "not found" would be false.
+      const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
+      if (ordered.length === 0) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.');
 
       const result = await forwardNative(
         {
@@ -167,7 +170,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           streamStyle: STREAM_STYLE[op.protocol] ?? 'completions',
           usageStyle: op.counts_tokens || billsBackground ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
           requestStreamUsage: op.protocol === 'x-completions' ? requestStreamUsage : undefined,
-          preferredCredentialId: remembered?.credentialId,
+          onlyCredentialId: remembered?.credentialId,
         },
         forwardDepsFor(snap),
       );
@@ -175,10 +178,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {
         // A background create that streamed to its end reported (and counted) its usage already.
         const createCounted = result.usage !== undefined && hasTokens(result.usage);
-        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model } : undefined;
+        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, accessKeyId: key.id } : undefined;
         affinity.remember(result.responseId, result.candidate.group.id, result.credential.id, created);
       }
-      const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!));
+      const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!, key.id));
       if (counted && result.usage && result.candidate) {
         log.usage = result.usage;
         log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? remembered?.upstreamModel ?? model ?? ''));
@@ -279,11 +282,6 @@ function nameTarget(log: LogRecord, target: RouteTarget): void {
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
   const value = op.model === 'body' ? fields?.['model'] : op.model === 'path' ? params['model'] : op.model === 'query' ? query.get('model') : undefined;
   return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-function preferGroup(ordered: readonly Candidate[], groupId: number | undefined): readonly Candidate[] {
-  if (groupId === undefined) return ordered;
-  return [...ordered.filter((c) => c.group.id === groupId), ...ordered.filter((c) => c.group.id !== groupId)];
 }
 
 function fillFromResult(log: LogRecord, result: Awaited<ReturnType<typeof forwardNative>>): void {

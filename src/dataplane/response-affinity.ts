@@ -1,8 +1,10 @@
-/** Where a response was created, and what its first read with usage still owes the log. */
+/** Where a response was created, by whom, and what its first read with usage still owes the log. */
 export interface RememberedResponse {
   groupId: number;
   credentialId: number;
-  /** A background response whose usage no read has reported yet. */
+  /** The AccessKey that created it, whose reads alone count a background response's usage. */
+  createdBy: number | null;
+  /** A background response whose usage no read by its creator has reported yet. */
   unbilled: boolean;
   /** The upstream model it was created with, to price what a read reports. */
   upstreamModel: string | null;
@@ -12,7 +14,8 @@ export interface RememberedResponse {
  * Which Group and credential created a response, so that retrieval, deletion, cancellation
  * and input items reach the upstream that holds it. Bounded: the oldest entries go first.
  * A response created in the background (`background: true`) is answered queued, before it has
- * used any tokens; its entry stays `unbilled` until a read of it first reports its usage.
+ * used any tokens; its entry stays `unbilled` until a read of it by the AccessKey that created
+ * it first reports its usage.
  */
 export class ResponseAffinity {
   readonly #entries = new Map<string, RememberedResponse>();
@@ -20,12 +23,13 @@ export class ResponseAffinity {
   constructor(readonly capacity: number) {}
 
   /** `created` comes with the create; a later read of the response keeps what it set. */
-  remember(responseId: string, groupId: number, credentialId: number, created?: { background: boolean; upstreamModel: string | null }): void {
+  remember(responseId: string, groupId: number, credentialId: number, created?: { background: boolean; upstreamModel: string | null; accessKeyId: number }): void {
     const before = this.#entries.get(responseId);
     this.#entries.delete(responseId);
     this.#entries.set(responseId, {
       groupId,
       credentialId,
+      createdBy: created?.accessKeyId ?? before?.createdBy ?? null,
       unbilled: created?.background ?? before?.unbilled ?? false,
       upstreamModel: created?.upstreamModel ?? before?.upstreamModel ?? null,
     });
@@ -36,11 +40,16 @@ export class ResponseAffinity {
     return this.#entries.get(responseId);
   }
 
-  /** True once for a background response not yet billed: the caller then counts the usage it read. */
-  claimUsage(responseId: string): boolean {
+  /** True once for a background response not yet billed, read by its creator: the caller then counts the usage it read. */
+  claimUsage(responseId: string, accessKeyId: number): boolean {
     const entry = this.#entries.get(responseId);
-    if (entry === undefined || !entry.unbilled) return false;
+    if (entry === undefined || !owesUsageTo(entry, accessKeyId)) return false;
     entry.unbilled = false;
     return true;
   }
+}
+
+/** Whether a read by this AccessKey is to count the response's usage: it created it, and none was counted yet. */
+export function owesUsageTo(entry: RememberedResponse, accessKeyId: number): boolean {
+  return entry.unbilled && entry.createdBy === accessKeyId;
 }

@@ -573,6 +573,130 @@ t.test('a continuation (previous_response_id) goes to the credential that create
   t.equal(new Set(creators.values()).size, 1, 'the whole chain stayed on the key that began it');
 });
 
+/**
+ * A responses upstream that stores responses per key (another key's lookup is not found), and
+ * answers the next request of `failNext(secret, ...)` made with that key with the given status.
+ */
+async function responsesPerKey(t: Test): Promise<Upstream & { ownerOf(id: string): string | undefined; failNext(secret: string, behaviour: Behaviour): void }> {
+  const owners = new Map<string, string>();
+  let created = 0;
+  let failing: { secret: string; behaviour: Behaviour } | undefined;
+  const notFound = (res: ServerResponse, message: string) => {
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message, type: 'invalid_request_error', code: null } }));
+  };
+  const upstream = await startUpstream((req, res) => {
+    const secret = secretOf(req);
+    if (failing?.secret === secret) {
+      const { behaviour } = failing;
+      failing = undefined;
+      return behaviour(res, req);
+    }
+    const stored = /^\/v1\/responses\/([^/]+)/.exec(req.url)?.[1];
+    const previous = (JSON.parse(req.body.toString() || '{}') as { previous_response_id?: string }).previous_response_id;
+    const about = stored ?? previous;
+    if (about !== undefined && owners.get(about) !== secret) return notFound(res, `No response found with id '${about}'.`);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    if (stored === undefined) {
+      const id = `resp_${++created}`;
+      owners.set(id, secret);
+      return void res.end(JSON.stringify({ id, object: 'response', status: 'completed' }));
+    }
+    res.end(JSON.stringify(req.method === 'DELETE' ? { id: stored, object: 'response.deleted', deleted: true } : { id: stored, object: 'response', status: req.url.endsWith('/cancel') ? 'cancelled' : 'completed' }));
+  });
+  t.teardown(() => upstream.close());
+  return Object.assign(upstream, { ownerOf: (id: string) => owners.get(id), failNext: (secret: string, behaviour: Behaviour) => void (failing = { secret, behaviour }) });
+}
+
+/** Every request about a stored response: its retrieval, cancellation, deletion, input items and a continuation of it. */
+const ABOUT_STORED = [
+  { name: 'retrieve', method: 'GET', path: (id: string) => `/v1/responses/${id}`, body: undefined },
+  { name: 'cancel', method: 'POST', path: (id: string) => `/v1/responses/${id}/cancel`, body: undefined },
+  { name: 'delete', method: 'DELETE', path: (id: string) => `/v1/responses/${id}`, body: undefined },
+  { name: 'input items', method: 'GET', path: (id: string) => `/v1/responses/${id}/input_items`, body: undefined },
+  { name: 'continuation', method: 'POST', path: () => '/v1/responses', body: (id: string) => ({ model: 'team-chat', input: 'next', previous_response_id: id }) },
+] as const;
+
+async function storedResponseScenario(t: Test) {
+  const upstream = await responsesPerKey(t);
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: MODELS, secrets: ['sk-one', 'sk-two'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+  const headers = { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' };
+  const send = (method: string, path: string, body?: unknown) => fetch(`${gw.url}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const created = await send('POST', '/v1/responses', { model: 'team-chat', input: 'hi' });
+  const { id } = (await created.json()) as { id: string };
+  const owner = upstream.ownerOf(id)!;
+  return { upstream, gw, send, id, owner, other: owner === 'sk-one' ? 'sk-two' : 'sk-one' };
+}
+
+for (const about of ABOUT_STORED) {
+  t.test(`${about.name} of a stored response whose credential answers 429: that 429 and its retry-after, no other credential`, async (t) => {
+    const { upstream, send, id, owner } = await storedResponseScenario(t);
+    const before = upstream.requests.length;
+    upstream.failNext(owner, status(429, { 'retry-after': '7' }));
+    const res = await send(about.method, about.path(id), about.body?.(id));
+    t.equal(res.status, 429, "the owner's answer, not another key's 404");
+    t.equal(res.headers.get('retry-after'), '7');
+    t.match(await res.json(), { error: { code: 'u429', message: 'upstream says 429' } });
+    t.same(upstream.requests.slice(before).map(secretOf), [owner], 'one attempt, with the key that holds the response');
+  });
+}
+
+t.test('a stored response whose credential answers 500 on retrieval: that 500, no other credential', async (t) => {
+  const { upstream, send, id, owner } = await storedResponseScenario(t);
+  const before = upstream.requests.length;
+  upstream.failNext(owner, status(500));
+  const res = await send('GET', `/v1/responses/${id}`);
+  t.equal(res.status, 500);
+  t.match(await res.json(), { error: { code: 'u500' } });
+  t.same(upstream.requests.slice(before).map(secretOf), [owner]);
+});
+
+t.test('a stored response whose credential cools down: 503 no_available_credential with its retry hint, never the other key', async (t) => {
+  const { upstream, gw, send, id, owner, other } = await storedResponseScenario(t);
+  upstream.failNext(owner, status(429, { 'retry-after': '600' }));
+  t.equal((await send('GET', `/v1/responses/${id}`)).status, 429, 'the owner cools down for 600 s');
+  const before = upstream.requests.length;
+  for (const about of ABOUT_STORED) {
+    const res = await send(about.method, about.path(id), about.body?.(id));
+    t.equal(res.status, 503, `${about.name}: refused, not sent to another key`);
+    const body = (await res.json()) as { error: { code: string } };
+    t.equal(body.error.code, 'no_available_credential');
+    const wait = Number(res.headers.get('retry-after'));
+    t.ok(wait > 0 && wait <= 600, `${about.name}: retry-after ${wait} within the owner's cooldown`);
+    t.ok(Number(res.headers.get('retry-after-ms')) > 0, `${about.name}: retry-after-ms too`);
+  }
+  t.equal(upstream.requests.length, before, 'nothing reached the upstream');
+  const fresh = await send('POST', '/v1/responses', { model: 'team-chat', input: 'new' });
+  t.equal(fresh.status, 200, 'a request about no stored response is still served');
+  t.same(upstream.requests.slice(before).map(secretOf), [other], 'by the other key');
+  const record = await waitForLog(gw, fresh.headers.get('x-switchyard-request-id'));
+  t.equal(record.status, 200);
+});
+
+t.test("a stored response whose Group was deleted: 503 no_available_credential, never another Group", async (t) => {
+  const holder = await responsesPerKey(t);
+  const fallback = await responsesPerKey(t);
+  const gw = await gateway(t);
+  const { group } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: holder.url, models: MODELS, secrets: ['sk-one'], priority: 1 });
+  const { group: other } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: fallback.url, models: MODELS, secrets: ['sk-two'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+  const headers = { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' };
+  const created = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'team-chat', input: 'hi' }) });
+  const { id } = (await created.json()) as { id: string };
+  t.equal(holder.ownerOf(id), 'sk-one', 'created in the Group of higher priority');
+  await gw.store.groups.delete(group.id);
+  for (const about of ABOUT_STORED) {
+    const res = await fetch(`${gw.url}${about.path(id)}`, { method: about.method, headers, ...(about.body ? { body: JSON.stringify(about.body(id)) } : {}) });
+    t.equal(res.status, 503, `${about.name}: refused`);
+    t.match(await res.json(), { error: { code: 'no_available_credential' } });
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.not(record.group_id, String(other.id), `${about.name}: the record names no other Group`);
+  }
+  t.equal(fallback.requests.length, 0, 'the other Group was never asked');
+});
+
 // ---- passthrough answers are about the path, not the credential ---------------------------
 // Note 3: "Passthrough does not guarantee upstream implementation; upstream error statuses are
 // preserved." An unimplemented extension path (501) or one the project may not use (403) must

@@ -254,6 +254,42 @@ t.test('a background response is counted once, from the first read that reports 
   t.equal(upstream.requests.length, 6);
 });
 
+t.test("a background response read by another AccessKey is counted for the key that created it, not the reader", async (t) => {
+  // The upstream answers the background create queued, and every read completed with the usage of the generation.
+  const usage = { input_tokens: 100, output_tokens: 50, total_tokens: 150 };
+  const { gw, upstream } = await startUpstreamAndDataPlane(t, (req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: 'resp_shared', object: 'response', model: 'vendor-m', background: true, output: [], ...(req.method === 'POST' && req.url === '/v1/responses' ? { status: 'queued', usage: null } : { status: 'completed', usage }) }));
+  });
+  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-responses'] });
+  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2, output_per_mtok: 10 }, 'manual');
+  const creator = await createKey(gw.store, { name: 'creator', protocols: ['x-responses'] });
+  const reader = await createKey(gw.store, { name: 'reader', protocols: ['x-responses'] });
+  const call = async (keyValue: string, method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${gw.url}${path}`, { method, headers: { ...clientAuthHeaders('x-responses', keyValue), ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    await res.text();
+    return { status: res.status, record: await waitForLog(gw, res.headers.get('x-switchyard-request-id')) };
+  };
+  const none = { input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+
+  t.equal((await call(creator.keyValue, 'POST', '/v1/responses', { model: 'team-m', input: 'hi', background: true })).status, 200);
+  for (const [method, path] of [['GET', '/v1/responses/resp_shared'], ['POST', '/v1/responses/resp_shared/cancel']] as const) {
+    const other = await call(reader.keyValue, method, path);
+    t.equal(other.status, 200, `the other key's ${method} ${path} is answered`);
+    t.match(other.record, { access_key_id: reader.key.id });
+    t.same(other.record.usage, none, `the other key's ${method} ${path} counts nothing`);
+    t.equal(other.record.cost, 0);
+  }
+  const own = await call(creator.keyValue, 'GET', '/v1/responses/resp_shared');
+  t.match(own.record, { access_key_id: creator.key.id });
+  t.same(own.record.usage, { input_tokens: 100, output_tokens: 50, cached_tokens: 0, reasoning_tokens: 0 }, "the creator's first read that reports the usage counts it");
+  t.equal(own.record.cost, (100 * 2 + 50 * 10) / 1e6);
+  const again = await call(creator.keyValue, 'GET', '/v1/responses/resp_shared');
+  t.same(again.record.usage, none, 'and only once');
+  const counted = await gw.logs.list({ access_key_id: creator.key.id }, { limit: 10 });
+  t.equal(counted.items.reduce((sum, r) => sum + (r.usage?.input_tokens ?? 0) + (r.usage?.output_tokens ?? 0), 0), 150, "the creator's records hold the 150 tokens once");
+});
+
 t.test('a background response streamed to its end is counted from its stream, not again by a read', async (t) => {
   // The upstream streams a background create through response.completed (with the usage of the
   // generation), and answers a later read with the completed response and the same usage.
