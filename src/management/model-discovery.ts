@@ -6,13 +6,26 @@ export interface DiscoveredModels {
   truncated: boolean;
 }
 
+/** How long discovery waits on the upstream, from the settings current when it starts. */
+export interface DiscoveryTimeouts {
+  /** Time each list call has to its response headers (`request_timeout_seconds`). */
+  headersMs: number;
+  /** Longest silence inside a list call's answer (`stream_idle_timeout_seconds`). */
+  bodyIdleMs: number;
+  /** Time for the whole discovery, all pages (`request_timeout_seconds`). */
+  totalMs: number;
+}
+
 /** Lists upstream models with one credential of a Group; provided by the adapters. */
 export interface ModelDiscovery {
   /** `proxy` is the managed proxy that applies (credential, then Group, then global), if any. */
-  list(input: { group: GroupRecord; credential: CredentialView; values: Record<string, string>; proxy: string | null }): Promise<DiscoveredModels>;
+  list(input: { group: GroupRecord; credential: CredentialView; values: Record<string, string>; proxy: string | null; timeouts: DiscoveryTimeouts }): Promise<DiscoveredModels>;
 }
 
-/** A discovery that failed at the upstream; `upstreamStatus` when it answered with an error status. */
+/**
+ * A discovery that failed at the upstream; `upstreamStatus` when it answered with an error
+ * status. The message is the gateway's own words (never the upstream's), shown as `detail`.
+ */
 export class DiscoveryFailed extends Error {
   constructor(
     message: string,

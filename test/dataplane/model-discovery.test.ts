@@ -7,6 +7,7 @@ import { upstreamModelDiscovery } from '../../src/adapters/discovery/upstream-mo
 import { createServer } from '../../src/server/create-server.ts';
 import { UpstreamClient } from '../../src/upstream/index.ts';
 import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { withTimeout } from './helpers/dataplane-scenarios.ts';
 
 const AUTH_KEY = 'discovery-test-auth-key-0123456789abcdef';
 const UPSTREAM_KEY = 'sk-up-discovery-secret-000001';
@@ -28,9 +29,9 @@ async function startDiscovery(t: Test, channel: string, respond: (req: RecordedU
   const discover = async () => {
     const res = await fetch(`${server.url}/api/models/discover`, { method: 'POST', headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ group_id: group.id }) });
     const text = await res.text();
-    return { status: res.status, text, body: JSON.parse(text) as { code: number | string; data: { models: { id: string; configured: boolean }[]; truncated: boolean; reason?: string; upstream_status?: number } } };
+    return { status: res.status, text, body: JSON.parse(text) as { code: number | string; data: { models: { id: string; configured: boolean }[]; truncated: boolean; reason?: string; upstream_status?: number; detail?: string } } };
   };
-  return { upstream, discover };
+  return { upstream, server, discover };
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
@@ -169,4 +170,36 @@ t.test('DISC with a key the upstream refuses: 502 discovery_failed with the upst
   t.equal(upstream.requests.length, 1);
   t.notMatch(text, UPSTREAM_KEY, 'the credential is not in the answer');
   t.notMatch(text, 'Incorrect API key', 'nor is the upstream\'s answer, which quotes it');
+});
+
+t.test('DISC gives up on an upstream that never answers after request_timeout_seconds: 502 discovery_failed, saying it timed out', async (t) => {
+  // Takes the request and never answers (the 300 s client default would hang the call for minutes).
+  const { upstream, server, discover } = await startDiscovery(t, 'ch02', () => {});
+  await server.store.settings.save({ request_timeout_seconds: 1 });
+  const { status, text, body } = await withTimeout(discover(), 20_000, 'the discovery answer');
+  t.equal(status, 502, text);
+  t.equal(body.code, 'BAD_GATEWAY');
+  t.match(body.data, { reason: 'discovery_failed', detail: /timed out/ });
+  t.notOk('upstream_status' in body.data, 'the upstream gave no status');
+  t.equal(upstream.requests.length, 1, 'the upstream did get the list call');
+});
+
+t.test('DISC on a 200 answer that is not a model list: 502 discovery_failed, not an empty list', async (t) => {
+  // An error body sent with 200, as some upstreams and gateways in front of them do; it quotes the key.
+  const { discover } = await startDiscovery(t, 'ch02', (req, res) => json(res, 200, { error: { message: `quota exceeded for ${String(req.headers.authorization).slice(7)}`, type: 'insufficient_quota' } }));
+  const { status, text, body } = await discover();
+  t.equal(status, 502, text);
+  t.equal(body.code, 'BAD_GATEWAY');
+  t.match(body.data, { reason: 'discovery_failed', detail: /no data array/ });
+  t.notMatch(text, UPSTREAM_KEY, 'the credential is not in the answer');
+});
+
+t.test('DISC lists only the entries whose id is a non-empty string', async (t) => {
+  const { discover } = await startDiscovery(t, 'ch02', (_req, res) => json(res, 200, { object: 'list', data: [{ id: { x: 1 } }, { id: 42 }, { id: 'm-a' }, { id: '' }, { id: null }, {}, null, { id: 'm-b' }] }));
+  const { status, text, body } = await discover();
+  t.equal(status, 200, text);
+  t.same(
+    body.data.models.map((m) => m.id),
+    ['m-a', 'm-b'],
+  );
 });

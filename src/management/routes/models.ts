@@ -48,12 +48,15 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
         const values = (await store.credentials.reveal(group.id, credential.id)) ?? {};
         let discovered: DiscoveredModels;
         try {
-          const proxy = channelOf(group.channel).proxy ? (credential.proxy_url ?? group.proxy_url ?? (await store.settings.get()).proxy_url) : null;
-          discovered = await deps.modelDiscovery.list({ group, credential, values, proxy });
+          const settings = await store.settings.get();
+          const proxy = channelOf(group.channel).proxy ? (credential.proxy_url ?? group.proxy_url ?? settings.proxy_url) : null;
+          const timeouts = { headersMs: settings.request_timeout_seconds * 1000, bodyIdleMs: settings.stream_idle_timeout_seconds * 1000, totalMs: settings.request_timeout_seconds * 1000 };
+          discovered = await deps.modelDiscovery.list({ group, credential, values, proxy, timeouts });
         } catch (err) {
           // The upstream's status says what went wrong (401: the key); its body is not passed on, as it may echo the key.
-          const upstreamStatus = err instanceof DiscoveryFailed ? err.upstreamStatus : undefined;
-          throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed', ...(upstreamStatus === undefined ? {} : { upstream_status: upstreamStatus }) }, cause: err });
+          const failed = err instanceof DiscoveryFailed ? err : undefined;
+          const upstreamStatus = failed?.upstreamStatus;
+          throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed', ...(upstreamStatus === undefined ? {} : { upstream_status: upstreamStatus }), ...(failed ? { detail: failed.message } : {}) }, cause: err });
         }
         const configured = new Set(group.models.map((m) => m.upstream));
         const models = discovered.models.map((id) => ({ id, configured: configured.has(id) }));
