@@ -43,6 +43,20 @@ const cases = [
   { channel: 'ch02', path: '/v1/models', header: 'authorization', value: `Bearer ${UPSTREAM_KEY}`, answer: { object: 'list', data: [{ id: 'm-a' }, { id: 'm-b' }] } },
   { channel: 'ch14', path: '/v1/models', header: 'x-api-key', value: UPSTREAM_KEY, answer: { data: [{ type: 'model', id: 'm-a' }, { type: 'model', id: 'm-b' }], has_more: false } },
   { channel: 'ch15', path: '/v1beta/models', header: 'x-goog-api-key', value: UPSTREAM_KEY, answer: { models: [{ name: 'models/m-a' }, { name: 'models/m-b' }] } },
+  // Deployment style (decisions.md §4): the vendor's "Models - List", GET {endpoint}/openai/models at its GA api-version 2024-10-21, keyed with `api-key`.
+  {
+    channel: 'ch16',
+    path: '/openai/models?api-version=2024-10-21',
+    header: 'api-key',
+    value: UPSTREAM_KEY,
+    answer: {
+      object: 'list',
+      data: [
+        { id: 'm-a', object: 'model', status: 'succeeded', lifecycle_status: 'generally-available', capabilities: { chat_completion: true, inference: true }, created_at: 1646126127 },
+        { id: 'm-b', object: 'model', status: 'succeeded', lifecycle_status: 'preview', capabilities: { chat_completion: true, inference: true }, created_at: 1646126127 },
+      ],
+    },
+  },
 ];
 
 for (const c of cases) {
@@ -58,6 +72,7 @@ for (const c of cases) {
     const seen = upstream.requests[0]!;
     t.equal(seen.url, c.path);
     t.equal(seen.headers[c.header], c.value);
+    if (c.header !== 'authorization') t.notOk('authorization' in seen.headers, `the key goes in ${c.header} only`);
     t.notMatch(text, UPSTREAM_KEY, 'the credential is not in the answer');
   });
 }

@@ -8,10 +8,13 @@
  * and `last_id` and takes `after_id`; generate-style (`GET /v1beta/models`) gives
  * `nextPageToken`, absent on the last page, and takes `pageToken`. No page size is sent: each
  * upstream's default applies, so the first request is the same plain list call as ever.
+ * Deployment style (`GET {endpoint}/openai/models?api-version=...`, "Models - List") answers
+ * `{object: 'list', data: [{id, ...}]}` in one piece and takes no cursor: `paging` null.
  */
 export const DISCOVERY_DIALECTS = {
   completions: {
     path: '/v1/models',
+    query: {},
     keyHeader: 'authorization',
     bearer: true,
     extraHeaders: {},
@@ -22,6 +25,7 @@ export const DISCOVERY_DIALECTS = {
   },
   messages: {
     path: '/v1/models',
+    query: {},
     keyHeader: 'x-api-key',
     bearer: false,
     extraHeaders: { 'anthropic-version': '2023-06-01' },
@@ -32,6 +36,7 @@ export const DISCOVERY_DIALECTS = {
   },
   generate: {
     path: '/v1beta/models',
+    query: {},
     keyHeader: 'x-goog-api-key',
     bearer: false,
     extraHeaders: {},
@@ -40,9 +45,30 @@ export const DISCOVERY_DIALECTS = {
     stripPrefix: 'models/',
     paging: { more: null, cursor: 'nextPageToken', lastItemIsCursor: false, cursorParam: 'pageToken' },
   },
+  deployment: {
+    path: '/openai/models',
+    // decisions.md §4 leaves the api-version open: the vendor's current GA data-plane version.
+    query: { 'api-version': '2024-10-21' },
+    keyHeader: 'api-key',
+    bearer: false,
+    extraHeaders: {},
+    list: 'data',
+    id: 'id',
+    stripPrefix: '',
+    paging: null,
+  },
 } as const;
 
 export type DiscoveryDialect = keyof typeof DISCOVERY_DIALECTS;
+
+/**
+ * Channels with no native conversation route list models in the dialect of the wire their
+ * converted routes go through (the manifest's `wire`), when that wire has a list call of its
+ * own; any other wire lists completions style.
+ */
+export const DISCOVERY_DIALECT_OF_WIRE: Readonly<Record<string, DiscoveryDialect>> = {
+  'deployment-completions': 'deployment',
+};
 
 /** Pages read at most for one discovery; an upstream still saying "more" then gives a truncated list. */
 export const MAX_DISCOVERY_PAGES = 50;

@@ -2,16 +2,23 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 import { DiscoveryFailed, type DiscoveredModels, type DiscoveryTimeouts, type ModelDiscovery } from '../../management/model-discovery.ts';
 import { classifyUpstreamError, type UpstreamClient } from '../../upstream/index.ts';
 import { credentialLocation } from '../../dataplane/credential-location.ts';
-import { DISCOVERY_DIALECTS, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
+import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
 
 type Dialect = (typeof DISCOVERY_DIALECTS)[DiscoveryDialect];
 
-/** The dialect a channel lists models in: the one its native conversation routes speak. */
+/**
+ * The dialect a channel lists models in: the one its native conversation routes speak, else
+ * the one its converted routes' fixed wire has a list call in (DISCOVERY_DIALECT_OF_WIRE).
+ */
 export function discoveryDialectOf(channel: string): DiscoveryDialect {
   const cells = CHANNELS[channel as ChannelId]?.cells;
   if (!cells || cells.CC.mode === 'N' || cells.RC.mode === 'N') return 'completions';
   if (cells.MS.mode === 'N') return 'messages';
   if (cells.GG.mode === 'N' || cells.GG.mode === 'N/C') return 'generate';
+  for (const cell of [cells.CC, cells.RC, cells.MS, cells.GG]) {
+    const listed = cell.wire?.kind === 'fixed' ? DISCOVERY_DIALECT_OF_WIRE[cell.wire.dialect] : undefined;
+    if (listed) return listed;
+  }
   return 'completions';
 }
 
@@ -61,7 +68,9 @@ async function listPages(client: UpstreamClient, dialect: Dialect, request: List
   const seen = new Set<string>();
   let cursor: string | undefined;
   for (let page = 0; page < MAX_DISCOVERY_PAGES; page++) {
-    const query = cursor === undefined ? '' : `?${new URLSearchParams({ [dialect.paging.cursorParam]: cursor })}`;
+    const params = new URLSearchParams(dialect.query);
+    if (cursor !== undefined && dialect.paging) params.set(dialect.paging.cursorParam, cursor);
+    const query = params.toString() === '' ? '' : `?${params}`;
     const response = await client.request({
       url: `${request.listUrl}${query}`,
       method: 'GET',
@@ -111,6 +120,7 @@ function readPage(dialect: Dialect, text: string, seen: Set<string>): { more: fa
     const name = id.startsWith(dialect.stripPrefix) ? id.slice(dialect.stripPrefix.length) : id;
     if (name !== '') seen.add(name);
   }
+  if (!dialect.paging) return { more: false };
   const { more, cursor, lastItemIsCursor } = dialect.paging;
   const given = parsed[cursor];
   const next = typeof given === 'string' && given !== '' ? given : lastItemIsCursor ? ids.at(-1) : undefined;
