@@ -3,6 +3,7 @@ import { validationFailed } from '../http/api-error.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindDecl, type CredentialKindId } from '../generated/index.ts';
 import type { GroupRecord } from '../store/records.ts';
 import { SUPPORTED_PROXY_SCHEMES, proxyUrlProblem } from '../upstream/index.ts';
+import { checkBaseUrl } from './check-base-url.ts';
 
 export function channelOf(id: string) {
   const channel = Object.hasOwn(CHANNELS, id) ? CHANNELS[id as ChannelId] : undefined;
@@ -59,7 +60,7 @@ export function completeCredentialValues(kind: CredentialKindDecl, values: Recor
       if (f.required) throw validationFailed(`${fieldPrefix}.${f.name}`, 'required');
       continue;
     }
-    if (LOCATION_FIELDS.includes(f.name) && !isHttpUrl(v)) throw validationFailed(`${fieldPrefix}.${f.name}`, 'invalid_value', { expected: 'http or https URL' });
+    if (LOCATION_FIELDS.includes(f.name)) checkBaseUrl(v, `${fieldPrefix}.${f.name}`);
     out[f.name] = v;
   }
   return out;
@@ -79,13 +80,4 @@ export function checkProxyAllowed(channel: string, proxyUrl: string | null, fiel
 export function checkProxyUrlUsable(proxyUrl: string | null | undefined, field = 'proxy_url'): void {
   const found = proxyUrl == null ? undefined : proxyUrlProblem(proxyUrl);
   if (found) throw validationFailed(field, found.problem, { detail: found.message, supported_schemes: SUPPORTED_PROXY_SCHEMES });
-}
-
-export function isHttpUrl(value: string): boolean {
-  try {
-    const u = new URL(value);
-    return u.protocol === 'http:' || u.protocol === 'https:';
-  } catch {
-    return false;
-  }
 }

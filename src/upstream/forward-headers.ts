@@ -21,7 +21,8 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
 
 /**
  * Credential headers never go back to the client, whatever the status: an upstream (or a relay
- * in front of it) may echo the key it was sent under the name it was sent in.
+ * in front of it) may echo the key it was sent under the name it was sent in, and OpenAI names
+ * the organization and project of the gateway's key in `openai-organization`/`openai-project`.
  */
 const NOT_PASSED_BACK = withHopByHop(CLIENT_CREDENTIAL_HEADERS);
 const NOT_PASSED_BACK_NOR_LENGTH = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, 'content-length']);

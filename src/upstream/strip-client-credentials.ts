@@ -1,8 +1,17 @@
 /**
- * Where clients put their AccessKey. `api-key` is the deployment-style SDKs' header; whatever
- * a client sends there is its own secret, never something to forward.
+ * The OpenAI account scope a key acts in (the openai SDK sends them whenever OPENAI_ORG_ID or
+ * OPENAI_PROJECT_ID is set). A client's names its own account: forwarded, an upstream answers
+ * 401 mismatched_organization and the gateway's credential is disabled for it. An upstream's
+ * names the operator's account, which is not the client's business either.
  */
-export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key'];
+const ACCOUNT_SCOPE_HEADERS = ['openai-organization', 'openai-project'];
+
+/**
+ * Where clients put their AccessKey, and the account scope that goes with it. `api-key` is the
+ * deployment-style SDKs' header; whatever a client sends there is its own, never something to
+ * forward, and none of these goes back to the client.
+ */
+export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', ...ACCOUNT_SCOPE_HEADERS];
 export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key'];
 
 /**

@@ -1,4 +1,7 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import OpenAI from 'openai';
 import t from 'tap';
+import { WebSocket } from 'ws';
 import {
   clientResponseHeaders,
   redactUrl,
@@ -7,7 +10,8 @@ import {
   upstreamRequestHeaders,
 } from '../../src/upstream/index.ts';
 import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { chatBody } from './helpers/dataplane-scenarios.ts';
+import { chatBody, completionJson } from './helpers/dataplane-scenarios.ts';
+import { realtimeRoute, startWsUpstream } from './helpers/ws-upstream.ts';
 
 t.test('hop-by-hop headers, and those named by Connection, are dropped', async (t) => {
   const out = stripHopByHop({
@@ -27,13 +31,15 @@ t.test('hop-by-hop headers, and those named by Connection, are dropped', async (
   t.same(out, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
 });
 
-t.test('request headers to an upstream: no client credential, host, expect or accept-encoding', async (t) => {
+t.test('request headers to an upstream: no client credential or account scope, host, expect or accept-encoding', async (t) => {
   const out = upstreamRequestHeaders({
     host: 'gateway.local',
     authorization: 'Bearer sk-client-access-key',
     'x-api-key': 'client-key',
     'x-goog-api-key': 'client-key',
     'api-key': 'client-key',
+    'openai-organization': 'org-client',
+    'openai-project': 'proj-client',
     expect: '100-continue',
     'accept-encoding': 'gzip, br',
     connection: 'keep-alive',
@@ -117,3 +123,48 @@ for (const c of [
     }
   });
 }
+
+// OpenAI-Organization and OpenAI-Project name the account scope of the key they come with. A
+// client's (the openai SDK sends them from OPENAI_ORG_ID / OPENAI_PROJECT_ID) name the client's
+// own account, which an upstream keyed to another organization refuses with 401, as OpenAI does.
+const ACCOUNT_SCOPE = ['openai-organization', 'openai-project'];
+const mismatchedOrganization = JSON.stringify({ error: { message: 'OpenAI-Organization header should match organization for API key', type: 'invalid_request_error', param: null, code: 'mismatched_organization' } });
+const carriesScope = (headers: IncomingHttpHeaders) => ACCOUNT_SCOPE.some((h) => headers[h] !== undefined);
+
+t.test('an openai SDK client with organization and project: neither reaches the upstream, the credentials stay enabled, the upstream\'s own do not come back', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
+    if (carriesScope(req.headers)) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(mismatchedOrganization);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'openai-organization': 'org-gateway-operator', 'openai-project': 'proj_gateway_operator' }).end(completionJson('vendor-chat'));
+  });
+  const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'], upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  const client = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, organization: 'org-x', project: 'proj-y', maxRetries: 0 });
+
+  const { data, response } = await client.chat.completions.create({ model: 'team-chat', messages: [{ role: 'user', content: 'hello' }] }).withResponse();
+  t.equal(data.choices[0]?.message.content, 'hi');
+  t.equal(upstream.requests.length, 1, 'one attempt, not refused');
+  for (const h of ACCOUNT_SCOPE) t.equal(upstream.requests[0]?.headers[h], undefined, `no ${h} upstream`);
+  for (const h of ACCOUNT_SCOPE) t.equal(response.headers.get(h), null, `the upstream's ${h} (the operator's account) not passed back`);
+  const credentials = await gw.store.credentials.list(group.id);
+  t.same(credentials.map((c) => [c.enabled, c.disabled_reason]), [[true, null], [true, null]], 'every credential still enabled');
+});
+
+t.test('a WebSocket upgrade with OpenAI-Organization and OpenAI-Project: neither reaches the upstream, the credential stays enabled', async (t) => {
+  const upstream = await startWsUpstream({ refuse: (req) => (carriesScope(req.headers) ? { status: 401, headers: { 'content-type': 'application/json' }, body: mismatchedOrganization } : undefined) });
+  t.teardown(() => upstream.close());
+  const { gw, group, wsUrl } = await realtimeRoute(t, upstream.url);
+  const ws = new WebSocket(wsUrl, { headers: { 'openai-organization': 'org-x', 'openai-project': 'proj-y' } });
+  const opened = await new Promise<boolean>((resolve) => {
+    ws.once('open', () => resolve(true));
+    ws.once('unexpected-response', () => resolve(false));
+    ws.once('error', () => resolve(false));
+  });
+  ws.terminate();
+  t.ok(opened, 'the session opened');
+  t.equal(upstream.seen.length, 1);
+  for (const h of ACCOUNT_SCOPE) t.equal(upstream.seen[0]?.headers[h], undefined, `no ${h} upstream`);
+  const credentials = await gw.store.credentials.list(group.id);
+  t.same(credentials.map((c) => [c.enabled, c.disabled_reason]), [[true, null]], 'the credential still enabled');
+});

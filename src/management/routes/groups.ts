@@ -3,7 +3,8 @@ import type { GroupCreateBody } from '../../generated/management/group-create.ts
 import type { GroupModelsBody } from '../../generated/management/group-models.ts';
 import type { GroupSettingsBody } from '../../generated/management/group-settings.ts';
 import type { GroupModel, GroupRecord } from '../../store/records.ts';
-import { channelOf, channelRequiresBaseUrl, checkProxyAllowed, isHttpUrl } from '../channel-rules.ts';
+import { channelOf, channelRequiresBaseUrl, checkProxyAllowed } from '../channel-rules.ts';
+import { checkBaseUrl } from '../check-base-url.ts';
 import type { ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
 import { requireGroupInPath } from '../require-group.ts';
@@ -106,7 +107,7 @@ function settingsOf(g: GroupRecord) {
 function checkLocation(channel: string, baseUrl: string | null, proxyUrl: string | null): void {
   channelOf(channel);
   if (baseUrl === null && channelRequiresBaseUrl(channel)) throw validationFailed('base_url', 'required', { channel });
-  if (baseUrl !== null && !isHttpUrl(baseUrl)) throw validationFailed('base_url', 'invalid_value', { expected: 'http or https URL' });
+  if (baseUrl !== null) checkBaseUrl(baseUrl, 'base_url');
   checkProxyAllowed(channel, proxyUrl);
 }
 
