@@ -12,6 +12,8 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 export interface CredentialAccess {
   readonly secret: string;
   readonly baseUrl: string | null;
+  /** The credential's revision these values are of: an upstream's verdict on them holds only while it is current. */
+  readonly revision: number;
 }
 
 /** What an upstream answer or failure means for the credential that was used. */
@@ -20,14 +22,16 @@ export type CredentialVerdict = { action: 'disable'; reason: string } | { action
 /**
  * Picks credentials of a Group by weight among the usable ones and applies upstream
  * verdicts (disable on 401/403, cooldown on 429/5xx/connection failure). Decrypted secrets are
- * cached per credential version, together with the credential's own upstream address, so the
- * hot path neither decrypts nor looks the address up on every request.
+ * cached per credential revision, together with the credential's own upstream address, so the
+ * hot path neither decrypts nor looks the address up on every request. A verdict applies only
+ * while the credential is at the revision whose secret was used: a 401 for a secret rotated
+ * since, or a cooldown arriving after a hand enable, is dropped.
  */
 export class CredentialPool {
   readonly #store: CredentialStore;
   /** Smooth weighted round-robin state: each credential's current weight. */
   readonly #current = new Map<number, number>();
-  readonly #access = new Map<number, CredentialAccess & { version: string }>();
+  readonly #access = new Map<number, CredentialAccess>();
 
   constructor(store: CredentialStore) {
     this.#store = store;
@@ -73,28 +77,33 @@ export class CredentialPool {
     return earliest === undefined ? {} : retryAfterHeaders(earliest - now);
   }
 
-  /** The credential's access when it is cached for this version of the credential. */
+  /** The credential's access when it is cached for this revision of the credential. */
   cachedAccess(view: CredentialView): CredentialAccess | undefined {
     const cached = this.#access.get(view.id);
-    return cached !== undefined && cached.version === view.updated_at ? cached : undefined;
+    return cached !== undefined && cached.revision === view.revision ? cached : undefined;
   }
 
-  /** The secret and location come from one reading of the store, so they always belong together. */
+  /**
+   * The secret, location and revision come from one reading of the store, so they always belong
+   * together (the revision may be newer than the view's, when the credential changed since).
+   */
   async accessOf(view: CredentialView): Promise<CredentialAccess | undefined> {
     const cached = this.cachedAccess(view);
     if (cached !== undefined) return cached;
-    const values = await this.#store.reveal(view.group_id, view.id);
+    const unsealed = await this.#store.unseal(view.group_id, view.id);
     const field = CREDENTIAL_KINDS[view.kind as CredentialKindId]?.fields.find((f) => f.secret && f.required);
-    const secret = field && values?.[field.name];
-    if (secret === undefined || values === undefined) return undefined;
-    const access = { version: view.updated_at, secret, baseUrl: credentialLocation(view.kind, values) };
+    const secret = field && unsealed?.values[field.name];
+    if (secret === undefined || unsealed === undefined) return undefined;
+    const access = { revision: unsealed.revision, secret, baseUrl: credentialLocation(view.kind, unsealed.values) };
     this.#access.set(view.id, access);
     return access;
   }
 
-  async apply(view: CredentialView, verdict: CredentialVerdict, now: number): Promise<void> {
-    if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason });
-    if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() });
+  /** The verdict on an attempt made with `used`; dropped (in the store's write) when the credential has changed since. */
+  async apply(view: CredentialView, used: CredentialAccess, verdict: CredentialVerdict, now: number): Promise<void> {
+    const options = { expectedRevision: used.revision };
+    if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason }, options);
+    if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() }, options);
   }
 }
 

@@ -246,7 +246,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           else throw sent.got.error;
         } catch (err) {
           watch.point(undefined);
-          const failed = await attemptFailed(input, deps, result, { candidate, credential, attempt, streamedBody }, err);
+          const failed = await attemptFailed(input, deps, result, { candidate, credential, access, attempt, streamedBody }, err);
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
@@ -257,7 +257,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         watch.point(undefined);
         attempt.status = upstream.status;
         if (FAILOVER_STATUSES(upstream.status, input.op)) {
-          await deps.pool.apply(credential, verdictFor(upstream.status, upstream.headers, deps.cooldownSeconds, deps.now()), deps.now());
+          await deps.pool.apply(credential, access, verdictFor(upstream.status, upstream.headers, deps.cooldownSeconds, deps.now()), deps.now());
           const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
           if (mayRetry && attempts.length < deps.maxAttempts) {
             // Kept in case it is the last answer.
@@ -406,6 +406,8 @@ interface AttemptRequest {
 interface Attempted {
   candidate: Candidate;
   credential: CredentialView;
+  /** The secret the attempt used: a verdict holds only for its revision. */
+  access: CredentialAccess;
   attempt: AttemptRecord;
   streamedBody: Readable | undefined;
 }
@@ -440,7 +442,7 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // login: the gateway's side is at fault, not the credential (a shared proxy would otherwise
   // shelve every credential behind it), and nothing was sent.
   if (failure.kind === 'proxy_misconfigured' || failure.kind === 'proxy_unreachable') return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
-  await deps.pool.apply(credential, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
+  await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };
 }

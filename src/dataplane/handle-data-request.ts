@@ -96,9 +96,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         }
         throw new DataPlaneError('route_not_found');
       }
-      const snap = snapshot.fresh() ?? (await snapshot.current());
-
       if (match.target.kind === 'model_list') {
+        const snap = snapshot.fresh() ?? (await snapshot.current());
         const list = match.target.list;
         nameTarget(log, match.target);
         const alternate = alternateListStyle(list, req.headers);
@@ -134,6 +133,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
 
       prepared = await prepareRequestBody(req, op, key.record_request_body, options);
       if (prepared.refusal) throw prepared.refusal;
+      // Taken once the body is in, not before: a credential rotated or a Group deleted while it
+      // uploaded must not be forwarded to as it was.
+      const snap = snapshot.fresh() ?? (await snapshot.current());
       const model = modelOf(op, prepared.fields, match.params, query);
       if (op.model !== 'none' && model === undefined) throw new DataPlaneError('model_missing');
       log.external_model = model ?? null;

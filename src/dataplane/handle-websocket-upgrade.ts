@@ -184,7 +184,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           }
           if (outcome.kind === 'failed') {
             attempt.error_code = outcome.code;
-            await pool.apply(credential, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
+            await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
             lastFailure = { error: new DataPlaneError(outcome.timedOut ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably saw nothing.
             if (!op.replay_safe && !outcome.notDelivered) break attempts;
@@ -203,7 +203,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
             const answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
             if (!FAILOVER_STATUSES(outcome.status, op)) return passOn(socket, log, answer, requestId);
-            await pool.apply(credential, verdict, deps.clock());
+            await pool.apply(credential, access, verdict, deps.clock());
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably rejected it before processing.
             if (!op.replay_safe && !REJECTED_BEFORE_PROCESSING(outcome.status)) return passOn(socket, log, answer, requestId);
             lastAnswer = answer;

@@ -64,6 +64,11 @@ export type CredentialStateChange =
   | { to: 'disabled'; reason: string }
   | { to: 'cooldown'; until: string };
 
+export interface CredentialStateOptions {
+  /** Change the state only while the credential is still at this revision; otherwise nothing is written. */
+  expectedRevision?: number;
+}
+
 export interface CredentialPatch {
   name?: string | null;
   weight?: number;
@@ -83,11 +88,14 @@ export interface CredentialStore {
   createMany(groupId: number, items: NewCredential[]): Promise<CredentialCreateOutcome[]>;
   /** Rejects with DuplicateCredentialError, storing nothing, when the new values equal another credential of the Group. */
   update(groupId: number, id: number, patch: CredentialPatch): Promise<CredentialView | undefined>;
-  setState(groupId: number, id: number, change: CredentialStateChange): Promise<CredentialView | undefined>;
+  /** Undefined when the credential is gone, or (nothing written) when it is no longer at `expectedRevision`. */
+  setState(groupId: number, id: number, change: CredentialStateChange, options?: CredentialStateOptions): Promise<CredentialView | undefined>;
   consumeResetCredit(groupId: number, id: number): Promise<CredentialView | undefined>;
   delete(groupId: number, id: number): Promise<boolean>;
   /** Secret and public values of one credential. Callers audit this. */
   reveal(groupId: number, id: number): Promise<Record<string, string> | undefined>;
+  /** As reveal, with the revision those values belong to, read together; for the data plane, not audited. */
+  unseal(groupId: number, id: number): Promise<{ values: Record<string, string>; revision: number } | undefined>;
 }
 
 export interface NewAccessKey {

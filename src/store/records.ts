@@ -51,6 +51,12 @@ export interface CredentialRecord {
   proxy_url: string | null;
   created_at: string;
   updated_at: string;
+  /**
+   * Increases by one on every change to the credential (its secret, its state, its settings);
+   * 0 for a credential stored before revisions existed. What the data plane learned about one
+   * revision (a cached secret, an upstream's verdict) does not hold for another.
+   */
+  revision: number;
 }
 
 /** A credential as listed, with its state derived at the time of reading. */

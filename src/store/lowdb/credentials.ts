@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.ts';
-import type { CredentialCreateOutcome, CredentialPatch, CredentialStateChange, CredentialStore, NewCredential } from '../config-store.ts';
+import type { CredentialCreateOutcome, CredentialPatch, CredentialStateChange, CredentialStateOptions, CredentialStore, NewCredential } from '../config-store.ts';
 import { DuplicateCredentialError } from '../duplicate-credential-error.ts';
 import { maskSecret } from '../mask.ts';
 import type { CredentialView } from '../records.ts';
@@ -56,6 +56,7 @@ export class LowdbCredentialStore implements CredentialStore {
           proxy_url: item.proxy_url ?? null,
           created_at: now,
           updated_at: now,
+          revision: 1,
           sealed: this.#box.encrypt(JSON.stringify(split.secret), sealContext(id)),
           fingerprint,
         };
@@ -85,8 +86,14 @@ export class LowdbCredentialStore implements CredentialStore {
     });
   }
 
-  setState(groupId: number, id: number, change: CredentialStateChange): Promise<CredentialView | undefined> {
+  async setState(groupId: number, id: number, change: CredentialStateChange, options: CredentialStateOptions = {}): Promise<CredentialView | undefined> {
+    const expected = options.expectedRevision;
+    // Most stale verdicts are seen here already, without queueing a write.
+    const stored = this.#find(this.#doc.data.credentials, groupId, id);
+    if (stored === undefined || (expected !== undefined && revisionOf(stored) !== expected)) return undefined;
     return this.#edit(groupId, id, (c) => {
+      // Checked again in the write itself: a rotation or a hand enable may have landed in between.
+      if (expected !== undefined && revisionOf(c) !== expected) throw STALE_REVISION;
       if (change.to === 'active') {
         c.enabled = true;
         c.disabled_reason = null;
@@ -97,6 +104,9 @@ export class LowdbCredentialStore implements CredentialStore {
       } else {
         c.cooldown_until = change.until;
       }
+    }).catch((err: unknown) => {
+      if (err === STALE_REVISION) return undefined;
+      throw err;
     });
   }
 
@@ -116,10 +126,14 @@ export class LowdbCredentialStore implements CredentialStore {
   }
 
   async reveal(groupId: number, id: number): Promise<Record<string, string> | undefined> {
+    return (await this.unseal(groupId, id))?.values;
+  }
+
+  async unseal(groupId: number, id: number): Promise<{ values: Record<string, string>; revision: number } | undefined> {
     const c = this.#find(this.#doc.data.credentials, groupId, id);
     if (!c) return undefined;
     const secret = JSON.parse(this.#box.decrypt(c.sealed, sealContext(c.id))) as Record<string, string>;
-    return { ...c.fields, ...secret };
+    return { values: { ...c.fields, ...secret }, revision: revisionOf(c) };
   }
 
   #find(list: readonly StoredCredential[], groupId: number, id: number): StoredCredential | undefined {
@@ -133,6 +147,8 @@ export class LowdbCredentialStore implements CredentialStore {
       change(c, d);
       const now = this.#clock();
       c.updated_at = new Date(now).toISOString();
+      // Not the time: two writes in the same millisecond must still tell apart.
+      c.revision = revisionOf(c) + 1;
       return toView(c, now);
     });
   }
@@ -143,13 +159,21 @@ export class LowdbCredentialStore implements CredentialStore {
   }
 }
 
+/** Thrown inside a write to abandon it unwritten when the credential moved past the expected revision. */
+const STALE_REVISION = Symbol('stale credential revision');
+
+/** Credentials stored before revisions existed are at revision 0. */
+function revisionOf(c: StoredCredential): number {
+  return c.revision ?? 0;
+}
+
 function sealContext(id: number): string {
   return `credential:${id}`;
 }
 
 function toView(c: StoredCredential, now: number): CredentialView {
   // Credentials stored before weights existed weigh 1.
-  const { sealed: _sealed, fingerprint: _fingerprint, ...record } = { ...c, weight: c.weight ?? 1 };
+  const { sealed: _sealed, fingerprint: _fingerprint, ...record } = { ...c, weight: c.weight ?? 1, revision: revisionOf(c) };
   const state = !c.enabled ? 'disabled' : c.cooldown_until !== null && Date.parse(c.cooldown_until) > now ? 'cooldown' : 'active';
   return { ...structuredClone(record), state };
 }
