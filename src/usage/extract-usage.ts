@@ -51,11 +51,20 @@ export function extractUsageFromBytes(style: UsageStyle, bytes: Buffer): TokenUs
 export function extractUsageFromTail(style: UsageStyle, tail: Buffer): TokenUsage | undefined {
   const table = compiledUsageTables[style];
   const plan = table.bodyScan;
-  const at = plan === undefined ? -1 : tail.lastIndexOf(plan.member);
-  if (plan === undefined || at === -1 || !startsMember(tail, at)) return undefined;
-  const counters = scanUsageTail(tail, at, plan)?.counters;
-  return counters === undefined ? undefined : unifyCounters(table, counters);
+  if (plan === undefined) return undefined;
+  // The last "usage" may be nested in a member after the top-level one (a responses answer's
+  // metadata, which the client chose): earlier ones are tried, a bounded number of times.
+  let at = tail.length;
+  for (let tries = 0; tries < MAX_TAIL_TRIES; tries++) {
+    at = at === 0 ? -1 : tail.lastIndexOf(plan.member, at - 1);
+    if (at === -1) return undefined;
+    const counters = startsMember(tail, at) ? scanUsageTail(tail, at, plan)?.counters : undefined;
+    if (counters !== undefined) return unifyCounters(table, counters);
+  }
+  return undefined;
 }
+
+const MAX_TAIL_TRIES = 16;
 
 /** The byte before `at`, past JSON whitespace, opens an object or separates members. */
 function startsMember(bytes: Buffer, at: number): boolean {

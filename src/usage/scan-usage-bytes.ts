@@ -146,7 +146,8 @@ class Scan {
     for (;;) {
       if (at >= this.#end || bytes[at] !== QUOTE) return FAIL;
       const keyStart = at + 1;
-      const keyEnd = this.#stringEnd(keyStart, true);
+      // Only a key whose name is read must be plain; in a value skipped whole none is read.
+      const keyEnd = this.#stringEnd(keyStart, top || node !== undefined);
       if (keyEnd === FAIL) return FAIL;
       at = this.space(keyEnd + 1);
       if (at >= this.#end || bytes[at] !== COLON) return FAIL;

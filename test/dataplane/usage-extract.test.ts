@@ -183,3 +183,13 @@ t.test('from a tail: a "usage" that is not a top-level member is not read', asyn
   const nested = Buffer.from(JSON.stringify({ data: [{ b64_json: b64, usage: { input_tokens: 7, output_tokens: 7 } }] }));
   t.equal(extractUsageFromTail(style, nested.subarray(100)), undefined, 'a nested usage is not the body\'s');
 });
+
+t.test('from a tail: members after the top-level usage that hold a "usage" key or escaped keys (a responses answer\'s metadata) do not hide it', async (t) => {
+  const style = USAGE_STYLE_BY_PROTOCOL['x-responses']!;
+  const usage = { input_tokens: 1000, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1005 };
+  for (const metadata of [{ usage: 'billing-team' }, { 'a"b': 'v' }, { note: 'café "q"' }, {}]) {
+    // OpenAI's Responses object: `usage`, then `user` and the request's `metadata`.
+    const whole = Buffer.from(JSON.stringify({ id: 'resp_1', object: 'response', output: [{ type: 'image_generation_call', result: 'QUJD'.repeat(5000) }], usage, user: null, metadata }));
+    t.same(extractUsageFromTail(style, whole.subarray(whole.length - 2000)), { input_tokens: 1000, output_tokens: 5, cached_tokens: 0, reasoning_tokens: 0 }, `metadata ${JSON.stringify(metadata)}`);
+  }
+});
