@@ -180,13 +180,18 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {
         // A background create that streamed to its end reported (and counted) its usage already.
         const createCounted = result.usage !== undefined && hasTokens(result.usage);
-        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, accessKeyId: key.id } : undefined;
+        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, externalModel: model ?? null, accessKeyId: key.id } : undefined;
         affinity.remember(result.responseId, result.candidate.group.id, result.credential.id, created);
       }
       const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!, key.id));
       if (counted && result.usage && result.candidate) {
         log.usage = result.usage;
         log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? remembered?.upstreamModel ?? model ?? ''));
+        // A read that bills a background response names no model itself: the usage goes under the one it was created with.
+        if (!op.counts_tokens && remembered !== undefined) {
+          log.external_model ??= remembered.externalModel;
+          log.upstream_model ??= remembered.upstreamModel;
+        }
       }
     } catch (err) {
       const failure = dataPlaneFailure(err);

@@ -8,6 +8,8 @@ export interface RememberedResponse {
   unbilled: boolean;
   /** The upstream model it was created with, to price what a read reports. */
   upstreamModel: string | null;
+  /** The model the client named at its creation, under which a read's usage is reported. */
+  externalModel: string | null;
 }
 
 /**
@@ -23,7 +25,7 @@ export class ResponseAffinity {
   constructor(readonly capacity: number) {}
 
   /** `created` comes with the create; a later read of the response keeps what it set. */
-  remember(responseId: string, groupId: number, credentialId: number, created?: { background: boolean; upstreamModel: string | null; accessKeyId: number }): void {
+  remember(responseId: string, groupId: number, credentialId: number, created?: { background: boolean; upstreamModel: string | null; externalModel: string | null; accessKeyId: number }): void {
     const before = this.#entries.get(responseId);
     this.#entries.delete(responseId);
     this.#entries.set(responseId, {
@@ -32,6 +34,7 @@ export class ResponseAffinity {
       createdBy: created?.accessKeyId ?? before?.createdBy ?? null,
       unbilled: created?.background ?? before?.unbilled ?? false,
       upstreamModel: created?.upstreamModel ?? before?.upstreamModel ?? null,
+      externalModel: created?.externalModel ?? before?.externalModel ?? null,
     });
     if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value!);
   }

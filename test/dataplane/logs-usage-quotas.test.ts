@@ -244,6 +244,8 @@ t.test('a background response is counted once, from the first read that reports 
   const done = await call('GET', '/v1/responses/resp_bg');
   t.same(done.record.usage, { input_tokens: 100, output_tokens: 50, cached_tokens: 0, reasoning_tokens: 0 }, 'the first read that reports the usage counts it');
   t.equal(done.record.cost, (100 * 2 + 50 * 10) / 1e6, 'and prices it');
+  t.match(done.record, { external_model: 'team-m', upstream_model: 'vendor-m' }, 'under the model it was created with, so usage by model counts it');
+  t.match(running.record, { external_model: null }, 'a read that bills nothing names no model');
   for (const [method, path] of [['GET', '/v1/responses/resp_bg'], ['POST', '/v1/responses/resp_bg/cancel']] as const) {
     const again = await call(method, path);
     t.same(again.record.usage, none, `${method} ${path} afterwards: not counted again`);
