@@ -5,7 +5,8 @@ import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
 /**
  * Request headers a client sent that must not reach an upstream besides hop-by-hop ones:
  * `host` (the upstream's own is set from its URL), `expect` (100-continue is per hop), and
- * `accept-encoding`, so that responses arrive uncompressed and usage can be read from them.
+ * `accept-encoding`, replaced by `identity`, so that responses arrive uncompressed and usage can
+ * be read from them.
  */
 const CLIENT_ONLY_REQUEST_HEADERS = ['host', 'expect', 'accept-encoding'];
 const NOT_FORWARDED = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY_REQUEST_HEADERS]);
@@ -16,7 +17,11 @@ const NOT_FORWARDED = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY
  * the body sets the new length (or deletes it to stream chunked).
  */
 export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeaders {
-  return copyHeadersWithout(clientHeaders, NOT_FORWARDED);
+  const headers = copyHeadersWithout(clientHeaders, NOT_FORWARDED);
+  // Said, not left out: with no Accept-Encoding any coding is acceptable (RFC 9110 §12.5.3),
+  // and a compressed answer would hide its usage (and a dropped usage chunk) from the relay.
+  headers['accept-encoding'] = 'identity';
+  return headers;
 }
 
 /**

@@ -576,3 +576,68 @@ t.test('a CRLF stream split between CR and LF just before the usage chunk loses 
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.same(record.usage, LOGGED_USAGE);
 });
+
+// ---- plain (non-streamed) answers: the same stalls, on a body relayed chunk by chunk --------
+
+async function plainScenario(t: Test, then: (res: ServerResponse) => void, gatewayOptions = {}) {
+  const upstreamClosed = deferred();
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.on('close', () => upstreamClosed.resolve());
+    then(res);
+  }, gatewayOptions);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-plain'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const response = await new Promise<IncomingMessage>((resolve, reject) => {
+    const req = request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' } }, resolve);
+    req.on('error', reject);
+    req.end(JSON.stringify({ model: 'team-m', messages: [] }));
+  });
+  response.on('error', () => {});
+  return { gw, response, upstreamClosed };
+}
+
+t.test('a client that stops reading a plain answer has its connection closed and the upstream request aborted: client_stalled', async (t) => {
+  const { gw, response, upstreamClosed } = await plainScenario(
+    t,
+    (res) => {
+      // A large JSON answer (a b64 image, say) that keeps coming as fast as the gateway takes it.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"data":[{"b64_json":"');
+      const piece = 'QUJD'.repeat(16 * 1024);
+      const pump = () => {
+        while (!res.destroyed && res.write(piece));
+        if (!res.destroyed) res.once('drain', pump);
+      };
+      pump();
+    },
+    { streamIdleTimeoutMs: 300 },
+  );
+  response.pause();
+  await withTimeout(upstreamClosed.promise, 10_000, 'the upstream request to be ended');
+  const record = await waitForLog(gw, String(response.headers['x-switchyard-request-id']));
+  t.match(record, { status: 200, error_code: 'client_stalled', client_aborted: false }, 'the client, not the upstream, stopped the answer');
+  response.destroy();
+});
+
+t.test('a plain answer whose upstream goes silent mid-body is recorded upstream_idle_timeout, not as broken', async (t) => {
+  const { gw, response } = await plainScenario(
+    t,
+    (res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
+      res.write('{"id":"c1",');
+    },
+    { streamIdleTimeoutMs: 300, headersTimeoutMs: 1000 },
+  );
+  const outcome = await withTimeout(
+    new Promise<string>((resolve) => {
+      response.on('end', () => resolve('ended'));
+      response.on('close', () => resolve('cut'));
+      response.resume();
+    }),
+    15_000,
+    'the client answer to end',
+  );
+  t.equal(outcome, 'cut', 'nothing valid can follow half a body');
+  const record = await waitForLog(gw, String(response.headers['x-switchyard-request-id']));
+  t.match(record, { status: 200, error_code: 'upstream_idle_timeout' });
+});

@@ -31,7 +31,7 @@ t.test('hop-by-hop headers, and those named by Connection, are dropped', async (
   t.same(out, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
 });
 
-t.test('request headers to an upstream: no client credential or account scope, host, expect or accept-encoding', async (t) => {
+t.test('request headers to an upstream: no client credential or account scope, host or expect, and accept-encoding identity in place of the client\'s', async (t) => {
   const out = upstreamRequestHeaders({
     host: 'gateway.local',
     authorization: 'Bearer sk-client-access-key',
@@ -55,6 +55,8 @@ t.test('request headers to an upstream: no client credential or account scope, h
     'anthropic-version': '2023-06-01',
     'openai-beta': 'assistants=v2',
     'x-request-id': 'abc',
+    // RFC 9110 §12.5.3: no Accept-Encoding would allow any coding, and usage is read from the answer.
+    'accept-encoding': 'identity',
   });
 });
 

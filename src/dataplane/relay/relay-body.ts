@@ -1,5 +1,5 @@
 import { extractUsage, extractUsageFromBytes, extractUsageFromTail } from '../../usage/index.ts';
-import type { UpstreamBodySink } from '../../upstream/index.ts';
+import { classifyUpstreamError, type UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import type { RelayContext } from './relay-context.ts';
 
@@ -23,9 +23,13 @@ export class BodyRelay implements UpstreamBodySink {
     this.#relay = relay;
     this.#done = done;
     if (isJson) this.#kept = [];
+    // No watcher per answer: one starts if the client stops reading (a silent upstream is
+    // undici's body timeout's), and from then on the upstream's chunks keep it alive.
+    relay.watchesWhenHeld = true;
   }
 
   onData(chunk: Buffer): void {
+    this.#relay.idle?.touch();
     const kept = this.#kept;
     if (kept !== undefined) {
       kept.push(chunk);
@@ -37,6 +41,7 @@ export class BodyRelay implements UpstreamBodySink {
 
   onEnd(): void {
     const relay = this.#relay;
+    relay.idle?.stop();
     relay.markFirstByte();
     relay.end();
     const kept = this.#kept;
@@ -57,9 +62,11 @@ export class BodyRelay implements UpstreamBodySink {
     this.#done();
   }
 
-  onError(): void {
+  onError(error: Error): void {
+    this.#relay.idle?.stop();
     // The shutdown's grace ran out and cut the body: the gateway stopped it, not the upstream.
-    this.#relay.fail(this.#relay.options.inFlight?.ended ? 'shutting_down' : 'upstream_stream_broken');
+    // A body that went silent past undici's body timeout is the upstream's stall, not a break.
+    this.#relay.fail(this.#relay.options.inFlight?.ended ? 'shutting_down' : classifyUpstreamError(error).kind === 'body_timeout' ? 'upstream_idle_timeout' : 'upstream_stream_broken');
     this.#relay.res.destroy();
     this.#done();
   }

@@ -3,6 +3,7 @@ import type { IdleWatcher, StreamErrorStyle } from '../../streaming/index.ts';
 import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
 import type { UpstreamReply } from '../../upstream/index.ts';
 import type { InFlightRequests } from '../in-flight-requests.ts';
+import { watchUpstreamIdle } from './stream-failure-of.ts';
 
 export interface DeliveryOptions {
   res: ServerResponse;
@@ -57,6 +58,11 @@ export class RelayContext {
   readonly options: DeliveryOptions;
   /** A stream relay's idle watcher: held while the client's buffer is full, so that a client reading slowly is not taken for a silent upstream. */
   idle: IdleWatcher | undefined;
+  /**
+   * A relay with no idle watcher of its own (a plain body) gets one when the client's buffer
+   * first fills: a client that then reads nothing for the idle timeout is `client_stalled`.
+   */
+  watchesWhenHeld = false;
   #first = true;
   #waitingForDrain = false;
   #queued: Buffer[] = [];
@@ -91,6 +97,7 @@ export class RelayContext {
     if (data === undefined || this.res.destroyed) return;
     if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
     this.#waitingForDrain = true;
+    if (this.idle === undefined && this.watchesWhenHeld) this.idle = watchUpstreamIdle(this);
     this.idle?.hold();
     this.reply.pause();
     this.res.once(
