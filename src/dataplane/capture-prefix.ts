@@ -1,11 +1,14 @@
 import { Transform, type Readable } from 'node:stream';
+import { watchBodySilence } from './body/watch-body-silence.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
 /**
  * Passes a request body through unchanged while keeping its first `keepBytes` (for the
- * recorded request body) and counting it against `maxBytes`.
+ * recorded request body) and counting it against `maxBytes`. A body silent for
+ * `idleTimeoutMs` fails the stream with `request_timeout`, and so whatever reads it: the
+ * form's rewriter, or the upstream request it is streaming to, which is then called off.
  */
-export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number): { stream: Transform; captured(): { bytes: Buffer; total: number } } {
+export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number, idleTimeoutMs?: number): { stream: Transform; captured(): { bytes: Buffer; total: number } } {
   const kept: Buffer[] = [];
   let keptBytes = 0;
   let total = 0;
@@ -27,6 +30,12 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
   // 'error' would crash the process. Readers see the failure through `errored` and their own listeners.
   stream.on('error', ignoreError);
   source.pipe(stream);
+  const silence = watchBodySilence(source, idleTimeoutMs, (error) => stream.destroy(error));
+  // Counted as the bytes come off the connection, not as the reader takes them: a slower
+  // reader pauses the source, and the watch does not blame the client for that.
+  source.on('data', () => silence.touch());
+  source.once('end', () => silence.stop());
+  stream.once('close', () => silence.stop());
   return { stream, captured: () => ({ bytes: Buffer.concat(kept), total }) };
 }
 

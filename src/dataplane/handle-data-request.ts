@@ -131,7 +131,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (op.body === 'websocket') throw new DataPlaneError('invalid_websocket_handshake', 'This endpoint opens a WebSocket session: send the request with Upgrade: websocket.');
       if (key.quota) await quota.enforce(key, started, log);
 
-      prepared = await prepareRequestBody(req, op, key.record_request_body, options);
+      // The same setting bounds a silent request body as a silent stream.
+      const idleTimeoutMs = options.streamIdleTimeoutMs ?? (snapshot.fresh() ?? (await snapshot.current())).settings.stream_idle_timeout_seconds * 1000;
+      prepared = await prepareRequestBody(req, op, key.record_request_body, options, idleTimeoutMs);
       if (prepared.refusal) throw prepared.refusal;
       // Taken once the body is in, not before: a credential rotated or a Group deleted while it
       // uploaded must not be forwarded to as it was.
@@ -201,7 +203,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (failure.code === 'client_closed') log.client_aborted = true;
       if (!res.headersSent && !res.destroyed) {
         const body = renderErrorBody(errorStyle, failure.status, failure.code, failure.message);
-        res.writeHead(failure.status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...failure.headers }, requestId));
+        // Refused before its body was read: the rest of it is not waited for (the server sets
+        // no whole-request deadline, and a client could trickle it for ever).
+        const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...failure.headers };
+        if (!req.complete) headers['connection'] ??= 'close';
+        res.writeHead(failure.status, withRequestId(headers, requestId));
         res.end(body);
       } else if (!res.writableEnded) {
         res.destroy();

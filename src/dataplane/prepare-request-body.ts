@@ -59,11 +59,13 @@ const QUOTE = 0x22;
  * Reads what the operation's body kind needs to route the request. JSON up to
  * `bufferedJsonBytes` is parsed whole, larger JSON is spooled to a file and scanned for its
  * routing members, and multipart bodies stream through with only the model rewritten, so an
- * upload is never held in memory whole.
+ * upload is never held in memory whole. Whichever way it is read, a body that stops coming for
+ * `idleTimeoutMs` is refused with `request_timeout` (or, once streaming to the upstream, fails
+ * that request with it).
  */
-export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits): PreparedBody | Promise<PreparedBody> {
+export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits, idleTimeoutMs: number): PreparedBody | Promise<PreparedBody> {
   if (op.body === 'none' || op.body === 'websocket' || req.method === 'GET' || req.method === 'HEAD') return NO_BODY;
-  if (op.body === 'raw') return rawBody(req, record, limits);
+  if (op.body === 'raw') return rawBody(req, record, limits, idleTimeoutMs);
   // The gateway reads every body it forwards (for the model), so a compressed one would only fail as invalid JSON or form.
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') throw new DataPlaneError('unsupported_content_encoding', `Got "${encoding}".`, { 'accept-encoding': 'identity' });
@@ -74,21 +76,21 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
   // (and refuses it), so that no form is routed by its fields and forwarded past rules that read the body.
   if (op.body === 'multipart' && contentType.toLowerCase().startsWith('multipart/form-data')) {
     // A form that names no model (a voice upload) has nothing to rewrite: it passes as sent, its files unscanned.
-    return op.model === 'none' ? rawBody(req, record, limits) : streamMultipart(req, contentType, declared, record, limits);
+    return op.model === 'none' ? rawBody(req, record, limits, idleTimeoutMs) : streamMultipart(req, contentType, declared, record, limits, idleTimeoutMs);
   }
   // Most requests: a small JSON body read whole, with one promise less than the async path below.
-  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedJson(raw, record));
-  return receivedJson(req, op, record, limits, declared);
+  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedJson(raw, record), idleTimeoutMs);
+  return receivedJson(req, op, record, limits, declared, idleTimeoutMs);
 }
 
-async function receivedJson(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits, declared: number | undefined): Promise<PreparedBody> {
+async function receivedJson(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits, declared: number | undefined, idleTimeoutMs: number): Promise<PreparedBody> {
   const wanted = new Map([...SMALL_MEMBERS.map((k) => [k, SMALL_MEMBER_BYTES] as const), ...INPUT_MEMBERS.map((k) => [k, limits.bufferedJsonBytes] as const)]);
   const listedKey = bodyModelKey(op.id);
   // A top-level `model` (embedContent's) is wanted already, with routing's limit.
   if (listedKey !== undefined && !wanted.has(listedKey)) wanted.set(listedKey, BODY_MODEL_BYTES);
   let received;
   try {
-    received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, keepBytes: record ? RECORD_PREFIX_BYTES : 0 });
+    received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, keepBytes: record ? RECORD_PREFIX_BYTES : 0, idleTimeoutMs });
   } catch (err) {
     throw requestBodyFailure(err) ?? err;
   }
@@ -100,13 +102,13 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
  * it routes the request. A small one is read whole, so that another attempt can send it again;
  * a larger one streams through once.
  */
-function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits): PreparedBody | Promise<PreparedBody> {
+function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits, idleTimeoutMs: number): PreparedBody | Promise<PreparedBody> {
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   // HTTP/1.1: neither a length nor chunked framing means no body.
   if (declared === 0 || (declared === undefined && req.headers['transfer-encoding'] === undefined)) return NO_BODY;
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
-  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record));
-  const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes);
+  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record), idleTimeoutMs);
+  const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes, idleTimeoutMs);
   return {
     body: { kind: 'stream', open: async () => (declared === undefined ? { stream: tee.stream } : { stream: tee.stream, length: declared }) },
     fields: undefined,
@@ -201,8 +203,8 @@ function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
   return fields;
 }
 
-async function streamMultipart(req: IncomingMessage, contentType: string, declared: number | undefined, record: boolean, limits: BodyLimits): Promise<PreparedBody> {
-  const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes);
+async function streamMultipart(req: IncomingMessage, contentType: string, declared: number | undefined, record: boolean, limits: BodyLimits, idleTimeoutMs: number): Promise<PreparedBody> {
+  const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes, idleTimeoutMs);
   let rewrite;
   try {
     rewrite = await rewriteMultipartModelStream(tee.stream, { contentType, maxPrefixBytes: limits.bufferedJsonBytes * 8, spoolDir: limits.spoolDir ?? tmpdir() });

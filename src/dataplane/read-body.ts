@@ -1,18 +1,21 @@
 import type { IncomingMessage } from 'node:http';
+import { watchBodySilence } from './body/watch-body-silence.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
 /**
  * Reads a whole (small) request body, refusing one over `limit` bytes, and resolves with what
  * `finish` makes of it (a throw rejects). Plain 'data' events:
- * an async iterator costs a stream wrapper per request on the hot path.
+ * an async iterator costs a stream wrapper per request on the hot path. A body silent for
+ * `idleTimeoutMs` is refused (`request_timeout`).
  */
-export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: Buffer) => T): Promise<T> {
+export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: Buffer) => T, idleTimeoutMs?: number): Promise<T> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.reject(new DataPlaneError('request_too_large'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const onData = (chunk: Buffer) => {
+      silence.touch();
       size += chunk.length;
       if (size <= limit) return void chunks.push(chunk);
       cleanup();
@@ -23,6 +26,7 @@ export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: B
     // body ended, and removing four listeners on every request cost more than leaving them.
     // What the caller makes of the body is done here, so that it costs no promise of its own.
     const onEnd = () => {
+      silence.stop();
       try {
         resolve(finish(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
       } catch (err) {
@@ -36,8 +40,14 @@ export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: B
       reject(new DataPlaneError('client_closed', 'Its body had not ended.'));
     };
     const cleanup = () => {
+      silence.stop();
       req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
     };
+    const silence = watchBodySilence(req, idleTimeoutMs, (error) => {
+      cleanup();
+      req.resume();
+      reject(error);
+    });
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });
 }

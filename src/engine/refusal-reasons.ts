@@ -28,6 +28,7 @@ export const REFUSAL_REASONS = {
   invalid_json: { status: 400, en: 'The request body is not valid JSON.', zh: '请求体不是有效的 JSON。' },
   invalid_request_body: { status: 400, en: 'The request body is not what this endpoint accepts.', zh: '请求体不符合此端点的要求。' },
   model_missing: { status: 400, en: 'The request names no model.', zh: '请求没有指定模型。' },
+  request_timeout: { status: 408, en: 'The request body stopped arriving before it ended.', zh: '请求体在结束前停止了传输。' },
   request_too_large: { status: 413, en: 'The request body is too large.', zh: '请求体过大。' },
   unsupported_content_encoding: { status: 415, en: 'The request body must not be compressed (Content-Encoding other than identity).', zh: '请求体不能压缩（Content-Encoding 只能是 identity）。' },
   invalid_websocket_handshake: { status: 400, en: 'The request is not a valid WebSocket opening handshake.', zh: '请求不是有效的 WebSocket 握手。' },

@@ -34,6 +34,9 @@ export function errorMiddleware(log: ServerLog): Middleware {
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
+      // Refused before its body was read: the rest of it is not waited for (the server sets no
+      // whole-request deadline, and a client could trickle it for ever).
+      if (!ctx.req.complete) ctx.set('Connection', 'close');
       ctx.body = failureEnvelope(locale, apiError.code, apiError.data);
     }
   };

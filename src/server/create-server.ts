@@ -94,6 +94,11 @@ export interface RunningServer {
 }
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * node's own deadline for a request's headers (its default, made explicit): a client slower
+ * than this gets node's bare 408 and no record, as for the other refusals node makes itself.
+ */
+const HEADERS_TIMEOUT_MS = 60_000;
 
 export async function createServer(options: ServerOptions): Promise<RunningServer> {
   disableAllocationSitePretenuring();
@@ -140,7 +145,9 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
 
     const koa = app.callback();
     const dataRequest = dataPlane.request;
-    const server = createHttpServer((req, res) => {
+    // No deadline on a whole request (node's is 300 s): an upload that keeps coming is not cut.
+    // The data plane refuses a body that goes silent instead (stream_idle_timeout_seconds).
+    const server = createHttpServer({ requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS }, (req, res) => {
       drain.admit(res);
       const url = req.url ?? '/';
       if (dataRequest === undefined || url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) void koa(req, res);

@@ -3,6 +3,7 @@ import { DataPlaneError } from '../data-plane-error.ts';
 import { spliceDelta, type Splice } from './json-body-splices.ts';
 import { JsonMemberScanner, type ScannedObject } from './json-member-scanner.ts';
 import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
+import { watchBodySilence } from './watch-body-silence.ts';
 
 export interface ReceiveJsonOptions {
   /** The request's content-length, when it has one. */
@@ -16,6 +17,8 @@ export interface ReceiveJsonOptions {
   readonly wanted: ReadonlyMap<string, number>;
   /** How much of a spooled body to keep in memory for the request log. */
   readonly keepBytes: number;
+  /** A body silent this long is refused (`request_timeout`); none: not watched. */
+  readonly idleTimeoutMs?: number;
 }
 
 export type ReceivedJson = { readonly kind: 'buffered'; readonly raw: Buffer } | { readonly kind: 'spooled'; readonly body: SpooledJsonBody };
@@ -25,7 +28,7 @@ export type ReceivedJson = { readonly kind: 'buffered'; readonly raw: Buffer } |
  * `bufferedJsonBytes` comes back whole, as if it had declared its length. A larger one goes to
  * a temporary file while JsonMemberScanner checks it and notes the members routing needs, so
  * that memory holds at most `bufferedJsonBytes` plus what the scanner keeps. Rejects with
- * DataPlaneError (request_too_large, client_closed), BodyRewriteError (malformed JSON) or a
+ * DataPlaneError (request_too_large, request_timeout, client_closed), BodyRewriteError (malformed JSON) or a
  * file-system error; the temporary file is then already being removed.
  */
 export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Promise<ReceivedJson> {
@@ -40,6 +43,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
     const fail = (error: unknown) => {
       if (settled) return;
       settled = true;
+      silence.stop();
       detach();
       // Drained, not destroyed: the socket still has to carry the error response.
       if (!req.readableEnded && !req.destroyed) req.resume();
@@ -63,6 +67,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       for (const chunk of head.splice(0)) toFile(chunk);
     };
     const onData = (chunk: Buffer) => {
+      silence.touch();
       size += chunk.length;
       if (size > options.maxBodyBytes) return fail(new DataPlaneError('request_too_large'));
       try {
@@ -77,6 +82,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       }
     };
     const onEnd = () => {
+      silence.stop();
       detach();
       if (spool === undefined) {
         settled = true;
@@ -104,6 +110,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
     const detach = () => {
       req.off('data', onData).off('end', onEnd).off('error', onGone).off('close', onGone);
     };
+    const silence = watchBodySilence(req, options.idleTimeoutMs, fail);
     if (options.declared !== undefined && options.declared > options.bufferedJsonBytes) spill();
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });

@@ -32,7 +32,7 @@ export interface SettingsBody {
    */
   request_timeout_seconds?: number;
   /**
-   * An upstream stream silent this long is ended with the protocol's error event (upstream_idle_timeout).
+   * An upstream stream silent this long is ended with the protocol's error event (upstream_idle_timeout); a client that reads nothing of an answer this long is cut (client_stalled); a request body silent this long is answered 408 (request_timeout).
    */
   stream_idle_timeout_seconds?: number;
   credential_cooldown_seconds?: number;

@@ -1,0 +1,86 @@
+import type { Readable } from 'node:stream';
+import { watchIdle, type IdleWatcher } from '../../streaming/index.ts';
+import { DataPlaneError } from '../data-plane-error.ts';
+
+/** A request body's watch for silence; the reader touches it for every chunk and stops it at the end. */
+export interface BodySilence {
+  touch(): void;
+  stop(): void;
+}
+
+type WatchedBody = Readable & { readonly complete?: boolean };
+
+const UNWATCHED: BodySilence = { touch() {}, stop() {} };
+
+/**
+ * Calls `onSilent` once when no byte of a request body came for `timeoutMs` while the gateway
+ * was ready to take one, with the `request_timeout` error to answer. A body held back by its
+ * reader (paused: the spool file or the upstream is slower than the client) is not the
+ * client's silence, and its watch starts over. A watch is one entry in the relays' shared idle
+ * sweeper, not a timer, and it is only made once the turn that read the request's headers is
+ * over: most bodies come in the same packet as their headers and have ended by then.
+ */
+export function watchBodySilence(source: WatchedBody, timeoutMs: number | undefined, onSilent: (error: DataPlaneError) => void): BodySilence {
+  if (timeoutMs === undefined || !(timeoutMs > 0) || source.complete === true || source.readableEnded) return UNWATCHED;
+  const watch = new BodySilenceWatch(source, timeoutMs, onSilent);
+  armSoon(watch);
+  return watch;
+}
+
+/** Watches waiting for the end of the current turn, armed together by one microtask. */
+let waiting: BodySilenceWatch[] = [];
+
+function armSoon(watch: BodySilenceWatch): void {
+  waiting.push(watch);
+  if (waiting.length === 1) queueMicrotask(armWaiting);
+}
+
+function armWaiting(): void {
+  const due = waiting;
+  waiting = [];
+  for (const watch of due) watch.arm();
+}
+
+class BodySilenceWatch implements BodySilence {
+  readonly #source: WatchedBody;
+  readonly #timeoutMs: number;
+  readonly #onSilent: (error: DataPlaneError) => void;
+  #watch: IdleWatcher | undefined;
+  #stopped = false;
+
+  constructor(source: WatchedBody, timeoutMs: number, onSilent: (error: DataPlaneError) => void) {
+    this.#source = source;
+    this.#timeoutMs = timeoutMs;
+    this.#onSilent = onSilent;
+  }
+
+  arm(): void {
+    if (this.#stopped || this.#source.complete === true || this.#source.readableEnded) return;
+    this.#watch = watchIdle(this.#timeoutMs, () => this.#idle());
+  }
+
+  touch(): void {
+    this.#watch?.touch();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    this.#watch?.stop();
+  }
+
+  #idle(): void {
+    const source = this.#source;
+    if (this.#stopped || source.complete === true || source.readableEnded || source.destroyed) return;
+    if (source.readableFlowing !== true) {
+      this.arm();
+      return;
+    }
+    this.#stopped = true;
+    this.#onSilent(requestBodyTimeout(this.#timeoutMs));
+  }
+}
+
+/** The rest of the body is not waited for: the connection closes once the answer is sent. */
+function requestBodyTimeout(timeoutMs: number): DataPlaneError {
+  return new DataPlaneError('request_timeout', `No byte of the request body came for ${timeoutMs / 1000} s.`, { connection: 'close' });
+}
