@@ -695,18 +695,24 @@ t.test('the upstream credential appears in no response and no log record', async
   t.notOk(JSON.stringify(page).includes(SECRET), 'nor the log list');
 });
 
+/** Makes every write of the gateway's log store fail with a SQLite error, as a full disk would (from another connection) until `restore`. */
+function failLogInserts(t: Test, gw: Gateway): { restore(): void } {
+  const db = new Database(join(gw.dataDir, LOG_DB_FILE));
+  const restore = () => db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
+  t.teardown(() => {
+    restore();
+    db.close();
+  });
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  return { restore };
+}
+
 t.test('while the log store fails, a key with a quota is refused 503 log_store_unavailable (not run unmetered); it passes again once the store works', async (t) => {
   const { gw, upstream } = await startUpstreamAndDataPlane(t, json({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const unmetered = await createKey(gw.store, { protocols: ['x-completions'] });
   const metered = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { requests: 10 } } });
-  // Another connection makes every write of the store fail with a SQLite error, as a full disk would.
-  const db = new Database(join(gw.dataDir, LOG_DB_FILE));
-  t.teardown(() => {
-    db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
-    db.close();
-  });
-  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  const logInserts = failLogInserts(t, gw);
   const chat = (keyValue: string) => post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
 
   const free = await chat(unmetered.keyValue);
@@ -721,7 +727,7 @@ t.test('while the log store fails, a key with a quota is refused 503 log_store_u
   }
   t.equal(upstream.requests.length, 1, 'no refused request reached the upstream');
 
-  db.exec('DROP TRIGGER fail_log_inserts');
+  logInserts.restore();
   const passed = await chat(metered.keyValue);
   t.equal(passed.status, 200, 'once the store writes again, the key is metered and served');
   await passed.text();
@@ -736,12 +742,7 @@ t.test('while the log store fails, a key whose quota sets no limit is served lik
     await createKey(gw.store, { protocols: ['x-completions'], quota: { total: {} } }),
     await createKey(gw.store, { protocols: ['x-completions'], quota: { per_period: { period: 'day' } } }),
   ];
-  const db = new Database(join(gw.dataDir, LOG_DB_FILE));
-  t.teardown(() => {
-    db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
-    db.close();
-  });
-  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+  failLogInserts(t, gw);
   const chat = (keyValue: string) => post(gw, '/v1/chat/completions', 'x-completions', keyValue, { model: 'team-m', messages: [] });
   const free = await chat(unmetered.keyValue);
   t.equal(free.status, 200);
