@@ -167,6 +167,18 @@ t.test('a state change expecting a revision that a write queued before it replac
   t.match(current, { enabled: false, disabled_reason: 'upstream answered 401' }, 'a verdict on the current revision applies');
 });
 
+t.test('verdicts on the same revision all hold: a 401 after another request\'s 429 still disables the credential', async (t) => {
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { group, credentials } = await seedScenarioGroup(gw.store, { channel: 'ch02', baseUrl: 'https://upstream.test', models: [{ external: MODEL, upstream: MODEL }], secrets: [OLD] });
+  const seeded = credentials[0]!;
+  // Two requests in flight on the same secret: the first is answered 429, the second 401.
+  const cooled = await gw.store.credentials.setState(group.id, seeded.id, { to: 'cooldown', until: new Date(Date.now() + 60_000).toISOString() }, { expectedRevision: seeded.revision });
+  t.equal(cooled?.revision, seeded.revision, 'a verdict does not outdate the others on its secret');
+  const disabled = await gw.store.credentials.setState(group.id, seeded.id, { to: 'disabled', reason: 'upstream answered 401' }, { expectedRevision: seeded.revision });
+  t.match(disabled, { enabled: false, disabled_reason: 'upstream answered 401' }, 'the revoked key is disabled');
+});
+
 t.test('a credential stored before revisions existed reads as revision 0, is served, and counts on from there', async (t) => {
   const { gw, key, path, secrets } = await setup(t, (_req, res) => answer(res, 200));
   await gw.stop();

@@ -91,20 +91,28 @@ export class LowdbCredentialStore implements CredentialStore {
     // Most stale verdicts are seen here already, without queueing a write.
     const stored = this.#find(this.#doc.data.credentials, groupId, id);
     if (stored === undefined || (expected !== undefined && revisionOf(stored) !== expected)) return undefined;
-    return this.#edit(groupId, id, (c) => {
-      // Checked again in the write itself: a rotation or a hand enable may have landed in between.
-      if (expected !== undefined && revisionOf(c) !== expected) throw STALE_REVISION;
-      if (change.to === 'active') {
-        c.enabled = true;
-        c.disabled_reason = null;
-        c.cooldown_until = null;
-      } else if (change.to === 'disabled') {
-        c.enabled = false;
-        c.disabled_reason = change.reason;
-      } else {
-        c.cooldown_until = change.until;
-      }
-    }).catch((err: unknown) => {
+    // A verdict (made for a revision) leaves the revision as it is: verdicts on the same secret
+    // all hold (a 401 after another request's 429 still disables); only a change of the
+    // credential itself, a hand enable or disable included, outdates those still on their way.
+    return this.#edit(
+      groupId,
+      id,
+      (c) => {
+        // Checked again in the write itself: a rotation or a hand enable may have landed in between.
+        if (expected !== undefined && revisionOf(c) !== expected) throw STALE_REVISION;
+        if (change.to === 'active') {
+          c.enabled = true;
+          c.disabled_reason = null;
+          c.cooldown_until = null;
+        } else if (change.to === 'disabled') {
+          c.enabled = false;
+          c.disabled_reason = change.reason;
+        } else {
+          c.cooldown_until = change.until;
+        }
+      },
+      expected === undefined,
+    ).catch((err: unknown) => {
       if (err === STALE_REVISION) return undefined;
       throw err;
     });
@@ -140,7 +148,7 @@ export class LowdbCredentialStore implements CredentialStore {
     return list.find((c) => c.group_id === groupId && c.id === id);
   }
 
-  #edit(groupId: number, id: number, change: (c: StoredCredential, d: ConfigData) => void): Promise<CredentialView | undefined> {
+  #edit(groupId: number, id: number, change: (c: StoredCredential, d: ConfigData) => void, newRevision = true): Promise<CredentialView | undefined> {
     return this.#doc.mutate((d) => {
       const c = this.#find(d.credentials, groupId, id);
       if (!c) return undefined;
@@ -148,7 +156,7 @@ export class LowdbCredentialStore implements CredentialStore {
       const now = this.#clock();
       c.updated_at = new Date(now).toISOString();
       // Not the time: two writes in the same millisecond must still tell apart.
-      c.revision = revisionOf(c) + 1;
+      if (newRevision) c.revision = revisionOf(c) + 1;
       return toView(c, now);
     });
   }
