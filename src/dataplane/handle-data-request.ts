@@ -26,6 +26,7 @@ import { withRequestId } from './request-id-headers.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
+import { bodyOutstanding } from '../http/body-outstanding.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -203,10 +204,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (failure.code === 'client_closed') log.client_aborted = true;
       if (!res.headersSent && !res.destroyed) {
         const body = renderErrorBody(errorStyle, failure.status, failure.code, failure.message);
-        // Refused before its body was read: the rest of it is not waited for (the server sets
-        // no whole-request deadline, and a client could trickle it for ever).
         const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...failure.headers };
-        if (!req.complete) headers['connection'] ??= 'close';
+        if (bodyOutstanding(req)) headers['connection'] ??= 'close';
         res.writeHead(failure.status, withRequestId(headers, requestId));
         res.end(body);
       } else if (!res.writableEnded) {

@@ -3,6 +3,7 @@ import { ApiError } from './api-error.ts';
 import { failureEnvelope } from './envelope.ts';
 import type { ErrorCode } from './error-codes.ts';
 import { pickLocale } from './i18n.ts';
+import { bodyOutstanding } from './body-outstanding.ts';
 
 export type ServerLog = (line: string) => void;
 
@@ -34,9 +35,7 @@ export function errorMiddleware(log: ServerLog): Middleware {
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
-      // Refused before its body was read: the rest of it is not waited for (the server sets no
-      // whole-request deadline, and a client could trickle it for ever).
-      if (!ctx.req.complete) ctx.set('Connection', 'close');
+      if (bodyOutstanding(ctx.req)) ctx.set('Connection', 'close');
       ctx.body = failureEnvelope(locale, apiError.code, apiError.data);
     }
   };

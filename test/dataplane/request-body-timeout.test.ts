@@ -209,3 +209,22 @@ t.test('a request refused before its body is read is answered with Connection: c
     await withTimeout(closed, BOUND_MS, `${path}: the connection to close`);
   }
 });
+
+t.test('a refusal of a request without a body keeps its connection', async (t) => {
+  const upstream = await startUpstream(t);
+  const { gw, keyValue } = await gateway(t, upstream);
+  const get = (path: string) =>
+    new Promise<Answer>((resolve, reject) => {
+      const req = httpRequest(`${gw.url}${path}`, { headers: { authorization: `Bearer ${keyValue}` } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: '' }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  // The key is then cached: the refusal below is made while node is still reading the request's head.
+  t.equal((await get('/v1/models')).status, 200);
+  const refused = await get('/v1/models/no-such-model');
+  t.equal(refused.status, 404);
+  t.not(refused.headers['connection'], 'close', 'nothing left to read, nothing to close for');
+});
