@@ -6,6 +6,8 @@ import { DataDirInUseError } from './data-dir-in-use-error.ts';
 
 export const LOCK_FILE = 'switchyard.lock';
 
+const UNREADABLE_TRIES = 5;
+
 export interface DataDirLock {
   /** Removes the lock file, if it is still ours. Safe to call more than once. */
   release(): Promise<void>;
@@ -38,6 +40,12 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     }
     const holder = await readHolder(file);
     if (holder !== undefined && isRunning(holder, file)) throw new DataDirInUseError(dataDir, holder, file);
+    // Empty or unreadable: maybe one being written where no hard link could make it at once;
+    // only one that stays so is a crash's leftover.
+    if (holder === undefined && attempt < UNREADABLE_TRIES) {
+      await setTimeout(10);
+      continue;
+    }
     if (await createLock(guard)) {
       heldHere.add(guard);
       try {
@@ -49,8 +57,11 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
       continue;
     }
     const taking = await readHolder(guard);
+    // Gone already (its takeover just ended): try again. Removing it on that reading could
+    // remove the guard another server made since.
+    if (taking === undefined) continue;
     // A server that died during its takeover left the guard behind.
-    if (taking === undefined || !isRunning(taking, guard)) await unlink(guard).catch(ignoreMissing);
+    if (!isRunning(taking, guard)) await unlink(guard).catch(ignoreMissing);
     else await setTimeout(10);
   }
   throw new DataDirInUseError(dataDir, (await readHolder(file)) ?? 0, file);
@@ -64,10 +75,23 @@ async function createLock(file: string): Promise<boolean> {
     await link(written, file);
     return true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return false;
+    const { code } = err as NodeJS.ErrnoException;
+    if (code === 'EEXIST') return false;
+    // A file system without hard links: created exclusively, then written.
+    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') return createExclusively(file);
+    throw err;
   } finally {
     await unlink(written).catch(ignoreMissing);
+  }
+}
+
+async function createExclusively(file: string): Promise<boolean> {
+  try {
+    await writeFile(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return false;
   }
 }
 
