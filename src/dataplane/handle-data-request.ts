@@ -124,7 +124,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       log.protocol = op.protocol;
       log.operation = op.id;
       // A model in the path or query is known before the key's checks, and a refusal's record names it.
-      log.external_model = modelOf(op, undefined, match.params, query) ?? null;
+      if (op.model !== 'body') log.external_model = modelOf(op, undefined, match.params, query) ?? null;
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);

@@ -27,8 +27,9 @@ export function watchBodySilence(source: WatchedBody, timeoutMs: number | undefi
   return watch;
 }
 
-/** Watches waiting for the end of the current turn, armed together by one microtask. */
+/** Watches waiting for the end of the current turn, armed together by one microtask; two lists taking turns, so none is made per request. */
 let waiting: BodySilenceWatch[] = [];
+let spare: BodySilenceWatch[] = [];
 
 function armSoon(watch: BodySilenceWatch): void {
   waiting.push(watch);
@@ -37,8 +38,10 @@ function armSoon(watch: BodySilenceWatch): void {
 
 function armWaiting(): void {
   const due = waiting;
-  waiting = [];
+  waiting = spare;
+  spare = due;
   for (const watch of due) watch.arm();
+  due.length = 0;
 }
 
 class BodySilenceWatch implements BodySilence {

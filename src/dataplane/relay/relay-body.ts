@@ -23,13 +23,12 @@ export class BodyRelay implements UpstreamBodySink {
     this.#relay = relay;
     this.#done = done;
     if (isJson) this.#kept = [];
-    // No watcher per answer: one starts if the client stops reading (a silent upstream is
-    // undici's body timeout's), and from then on the upstream's chunks keep it alive.
+    // No watcher per answer: one watches while the client is not reading (a silent upstream is
+    // the upstream client's body timeout's).
     relay.watchesWhenHeld = true;
   }
 
   onData(chunk: Buffer): void {
-    this.#relay.idle?.touch();
     const kept = this.#kept;
     if (kept !== undefined) {
       kept.push(chunk);

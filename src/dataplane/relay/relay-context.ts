@@ -104,7 +104,11 @@ export class RelayContext {
       'drain',
       (this.#resume ??= () => {
         this.#waitingForDrain = false;
-        this.idle?.release();
+        // A watcher made for the hold goes with it: a plain body's silent upstream is the upstream client's to time out.
+        if (this.watchesWhenHeld) {
+          this.idle?.stop();
+          this.idle = undefined;
+        } else this.idle?.release();
         this.reply.resume();
       }),
     );
