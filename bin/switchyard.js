@@ -35,7 +35,7 @@ if (process.argv[2] === 'serve' && unwritable === undefined) {
   await import(pathToFileURL(bundle).href);
 } else {
   // A stale bundle must not be served: without a writable dist/, serve runs from the sources.
-  if (unwritable !== undefined) process.stderr.write(`switchyard: dist/ is not writable (${unwritable}); serving from the sources, which takes about 70 MB more memory under load\n`);
+  if (unwritable !== undefined) process.stderr.write(`switchyard: dist/ is not writable (${unwritable}); serving from the sources, which takes about 100 MB more memory under load\n`);
   const { register } = await import('tsx/esm/api');
   register();
   await import('../src/cli/main.ts');

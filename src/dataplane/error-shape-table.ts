@@ -8,7 +8,7 @@ export const ERROR_SHAPE_TABLE: Record<number | 'default', { completions: string
   403: { completions: 'permission_error', messages: 'permission_error', generate: 'PERMISSION_DENIED' },
   404: { completions: 'not_found_error', messages: 'not_found_error', generate: 'NOT_FOUND' },
   405: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
-  // The client's own body went silent: a timeout, but not the upstream's, so no 5xx naming.
+  // The client's own body went silent: named as the SDKs name a timeout (openai's has no such type).
   408: { completions: 'invalid_request_error', messages: 'timeout_error', generate: 'DEADLINE_EXCEEDED' },
   413: { completions: 'invalid_request_error', messages: 'request_too_large', generate: 'INVALID_ARGUMENT' },
   415: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },

@@ -1,4 +1,4 @@
-import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, withRoundedCost, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
+import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { roundCost } from '../usage/index.ts';
@@ -112,8 +112,8 @@ export class QuotaMeter {
     const reads = [key.quota?.total ? this.#logs.keyUsage(key.id) : undefined, periodKind ? this.#logs.keyUsage(key.id, meter.periodStart) : undefined];
     meter.loaded = Promise.all(reads).then(
       ([total, inPeriod]) => {
-        if (total) meter.total = withRoundedCost(total);
-        if (inPeriod) meter.period = withRoundedCost(inPeriod);
+        if (total) meter.total = total;
+        if (inPeriod) meter.period = inPeriod;
         const queued = meter.queued ?? [];
         meter.queued = undefined;
         for (const log of queued) add(meter, log);

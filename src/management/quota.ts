@@ -1,6 +1,5 @@
 import type { KeyUsage, LogReader } from '../store/log-store.ts';
 import type { AccessKeyQuota, AccessKeyRecord, QuotaLimits, QuotaPeriod } from '../store/records.ts';
-import { roundCost } from '../usage/index.ts';
 
 export interface QuotaLine {
   scope: 'total' | 'per_period';
@@ -82,13 +81,8 @@ export async function quotaStatus(key: AccessKeyRecord, logs: LogReader, now: nu
   const { quota } = key;
   if (!quota) return null;
   const pp = quota.per_period;
-  const total = withRoundedCost(quota.total ? await logs.keyUsage(key.id) : nothingUsed());
-  const period = withRoundedCost(pp ? await logs.keyUsage(key.id, periodStart(pp.period, now)) : nothingUsed());
+  const total = quota.total ? await logs.keyUsage(key.id) : nothingUsed();
+  const period = pp ? await logs.keyUsage(key.id, periodStart(pp.period, now)) : nothingUsed();
   const lines = quotaLines(quota, total, period);
   return { exceeded: lines.some((l) => l.used >= l.limit), lines };
-}
-
-/** The usage with its cost sum rounded as each cost is (a store's SUM carries float noise). */
-export function withRoundedCost<T extends { cost: number }>(usage: T): T {
-  return { ...usage, cost: roundCost(usage.cost) };
 }

@@ -6,3 +6,8 @@
 export function roundCost(usd: number): number {
   return Math.round(usd * 1e10) / 1e10;
 }
+
+/** The usage with its cost sum rounded as each cost is (a sum of stored costs carries float noise). */
+export function withRoundedCost<T extends { cost: number }>(usage: T): T {
+  return { ...usage, cost: roundCost(usage.cost) };
+}

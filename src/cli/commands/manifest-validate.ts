@@ -1,4 +1,4 @@
-import { formatProblem, validateManifests } from '../../../codegen/index.ts';
+import { formatProblem, formatUnchecked, validateManifests } from '../../../codegen/index.ts';
 import { repoRoot } from '../repo-root.ts';
 
 export function runManifestValidate(): number {
@@ -9,7 +9,7 @@ export function runManifestValidate(): number {
   }
   const lines = problems.map(formatProblem);
   // Without this line a clean second run would look like the end of the list.
-  if (unchecked) lines.push(`manifests: ${unchecked} are checked once these problems are fixed`);
+  if (unchecked) lines.push(`manifests: ${formatUnchecked(unchecked)}`);
   process.stderr.write(`${lines.join('\n')}\n`);
   return 1;
 }

@@ -2,7 +2,8 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 import type { Statistics } from '../../store/log-store.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { onlyQuery, queryEnum } from '../params.ts';
-import { periodStart, quotaStatus, withRoundedCost } from '../quota.ts';
+import { periodStart, quotaStatus } from '../quota.ts';
+import { withRoundedCost } from '../../usage/index.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
 import { visibleModelNames } from '../visibility.ts';

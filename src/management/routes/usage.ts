@@ -6,7 +6,7 @@ import { onlyQuery, queryEnum, queryInt, queryString, queryTime } from '../param
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
 import { roundCost } from '../../usage/index.ts';
-import { withRoundedCost } from '../quota.ts';
+import { withRoundedCost } from '../../usage/index.ts';
 
 const DIMENSIONS = ['key', 'group', 'model'] as const;
 

@@ -2,7 +2,7 @@ import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { KeyUsage } from './log-store.ts';
 import { EARLIEST, splitBySlots } from './time-slots.ts';
-import { roundCost } from '../../usage/round-cost.ts';
+import { roundCost } from '../../usage/index.ts';
 
 /**
  * What an AccessKey used since `from`: the rollups of the whole minutes from then (the
