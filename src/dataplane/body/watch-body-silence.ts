@@ -17,8 +17,8 @@ const UNWATCHED: BodySilence = { touch() {}, stop() {} };
  * was ready to take one, with the `request_timeout` error to answer. A body held back by its
  * reader (paused: the spool file or the upstream is slower than the client) is not the
  * client's silence, and its watch starts over. A watch is one entry in the relays' shared idle
- * sweeper, not a timer, and it is only made once the turn that read the request's headers is
- * over: most bodies come in the same packet as their headers and have ended by then.
+ * sweeper, not a timer, and it is only made once the loop has read what came with the
+ * request's headers: most bodies come in the same packet and have ended by then.
  */
 export function watchBodySilence(source: WatchedBody, timeoutMs: number | undefined, onSilent: (error: DataPlaneError) => void): BodySilence {
   if (timeoutMs === undefined || !(timeoutMs > 0) || source.complete === true || source.readableEnded) return UNWATCHED;
@@ -27,13 +27,18 @@ export function watchBodySilence(source: WatchedBody, timeoutMs: number | undefi
   return watch;
 }
 
-/** Watches waiting for the end of the current turn, armed together by one microtask; two lists taking turns, so none is made per request. */
+/**
+ * Watches waiting for the loop's check phase, armed together by one immediate; two lists
+ * taking turns, so none is made per request. Not a microtask: node's parser runs each of its
+ * callbacks in a scope of its own, so microtasks queued by the request's handler run before
+ * the body in the same packet is read, and every request would be armed.
+ */
 let waiting: BodySilenceWatch[] = [];
 let spare: BodySilenceWatch[] = [];
 
 function armSoon(watch: BodySilenceWatch): void {
   waiting.push(watch);
-  if (waiting.length === 1) queueMicrotask(armWaiting);
+  if (waiting.length === 1) setImmediate(armWaiting);
 }
 
 function armWaiting(): void {
