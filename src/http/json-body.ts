@@ -4,12 +4,15 @@ import { parseStrictJson, StrictJsonError } from './strict-json.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+/** Silence that ends a management request body: node's own bound on a request's headers. */
+export const BODY_IDLE_MS = 60_000;
+
 /**
  * Reads the request body as exactly one JSON object.
  * Returns undefined when the request carries no body at all (length 0).
  */
-export async function readJsonObjectBody(req: IncomingMessage, limit: number): Promise<Record<string, unknown> | undefined> {
-  const raw = await readRawBody(req, limit);
+export async function readJsonObjectBody(req: IncomingMessage, limit: number, idleMs = BODY_IDLE_MS): Promise<Record<string, unknown> | undefined> {
+  const raw = await readRawBody(req, limit, idleMs);
   if (raw.length === 0) return undefined;
   checkContentType(req.headers['content-type']);
   let text: string;
@@ -43,15 +46,24 @@ function checkContentType(header: string | undefined): void {
   }
 }
 
-async function readRawBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+async function readRawBody(req: IncomingMessage, limit: number, idleMs: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw tooLarge(limit);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
+  // The server sets no whole-request deadline: a body silent this long ends its connection, as
+  // a client that left would (nothing is answered to a client that sends nothing).
+  const silent = () => req.destroy();
+  req.setTimeout(idleMs, silent);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) throw tooLarge(limit);
+      chunks.push(chunk);
+    }
+  } finally {
+    req.off('timeout', silent);
+    req.socket?.setTimeout(0);
   }
   return Buffer.concat(chunks, size);
 }

@@ -146,7 +146,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     const koa = app.callback();
     const dataRequest = dataPlane.request;
     // No deadline on a whole request (node's is 300 s): an upload that keeps coming is not cut.
-    // The data plane refuses a body that goes silent instead (stream_idle_timeout_seconds).
+    // A body that goes silent is bounded instead: the data plane answers it 408
+    // (stream_idle_timeout_seconds), the management plane ends its connection (json-body.ts).
     const server = createHttpServer({ requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS }, (req, res) => {
       drain.admit(res);
       const url = req.url ?? '/';
