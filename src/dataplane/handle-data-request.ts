@@ -133,8 +133,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (key.quota) await quota.enforce(key, started, log);
 
       // The same setting bounds a silent request body as a silent stream.
-      const idleTimeoutMs = options.streamIdleTimeoutMs ?? (snapshot.fresh() ?? (await snapshot.current())).settings.stream_idle_timeout_seconds * 1000;
-      prepared = await prepareRequestBody(req, op, key.record_request_body, options, idleTimeoutMs);
+      const bodyIdleMs = forwardDepsFor(snapshot.fresh() ?? (await snapshot.current())).idleTimeoutMs;
+      prepared = await prepareRequestBody(req, op, key.record_request_body, options, bodyIdleMs);
       if (prepared.refusal) throw prepared.refusal;
       // Taken once the body is in, not before: a credential rotated or a Group deleted while it
       // uploaded must not be forwarded to as it was.
