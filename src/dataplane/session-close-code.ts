@@ -1,5 +1,5 @@
 /** What a side that closed without a status code reports (RFC 6455 §7.1.5): never sent on the wire. */
-export const NO_STATUS_CODE = 1005;
+const NO_STATUS_CODE = 1005;
 /** What a side whose connection dropped without a close frame reports: never sent on the wire. */
 export const ABNORMAL_CLOSURE = 1006;
 

@@ -4,14 +4,14 @@ import { parseStrictJson, StrictJsonError } from './strict-json.ts';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
-/** Silence that ends a management request body: node's own bound on a request's headers. */
-export const BODY_IDLE_MS = 60_000;
+/** How long a client may stay silent while it sends a request's head or a management body (node's default for the head). */
+export const CLIENT_SILENCE_MS = 60_000;
 
 /**
  * Reads the request body as exactly one JSON object.
  * Returns undefined when the request carries no body at all (length 0).
  */
-export async function readJsonObjectBody(req: IncomingMessage, limit: number, idleMs = BODY_IDLE_MS): Promise<Record<string, unknown> | undefined> {
+export async function readJsonObjectBody(req: IncomingMessage, limit: number, idleMs = CLIENT_SILENCE_MS): Promise<Record<string, unknown> | undefined> {
   const raw = await readRawBody(req, limit, idleMs);
   if (raw.length === 0) return undefined;
   checkContentType(req.headers['content-type']);

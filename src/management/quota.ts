@@ -65,7 +65,8 @@ export function quotaLines(quota: AccessKeyQuota, total: QuotaUsage, period: Quo
 
 /** Whether the quota sets any limit; `{ total: {} }` or a period alone limits nothing. */
 export function quotaHasLimits(quota: AccessKeyQuota | null | undefined): quota is AccessKeyQuota {
-  return !!quota && quotaLines(quota, nothingUsed(), nothingUsed()).length > 0;
+  const sets = (limits: QuotaLimits | undefined) => limits !== undefined && METRICS.some((metric) => limits[metric] !== undefined);
+  return !!quota && (sets(quota.total) || sets(quota.per_period));
 }
 
 /** A fresh zero usage (the data plane's meter adds to it in place). */

@@ -26,6 +26,7 @@ import { lockDataDir } from './data-dir-lock.ts';
 import { disableAllocationSitePretenuring } from './disable-allocation-site-pretenuring.ts';
 import { hourlyRetention, startLogRetention, type RetentionSchedule } from './log-retention.ts';
 import { packageVersion } from './package-version.ts';
+import { CLIENT_SILENCE_MS } from '../http/json-body.ts';
 
 /** What the data plane gets when the server mounts it. */
 export interface DataPlaneMountDeps {
@@ -94,11 +95,6 @@ export interface RunningServer {
 }
 
 const SHUTDOWN_GRACE_MS = 10_000;
-/**
- * node's own deadline for a request's headers (its default, made explicit): a client slower
- * than this gets node's bare 408 and no record, as for the other refusals node makes itself.
- */
-const HEADERS_TIMEOUT_MS = 60_000;
 
 export async function createServer(options: ServerOptions): Promise<RunningServer> {
   disableAllocationSitePretenuring();
@@ -146,9 +142,10 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     const koa = app.callback();
     const dataRequest = dataPlane.request;
     // No deadline on a whole request (node's is 300 s): an upload that keeps coming is not cut.
+    // The headers keep node's own deadline (a client slower gets node's bare 408, no record).
     // A body that goes silent is bounded instead: the data plane answers it 408
     // (stream_idle_timeout_seconds), the management plane ends its connection (json-body.ts).
-    const server = createHttpServer({ requestTimeout: 0, headersTimeout: HEADERS_TIMEOUT_MS }, (req, res) => {
+    const server = createHttpServer({ requestTimeout: 0, headersTimeout: CLIENT_SILENCE_MS }, (req, res) => {
       drain.admit(res);
       const url = req.url ?? '/';
       if (dataRequest === undefined || url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) void koa(req, res);

@@ -4,7 +4,7 @@ import { setTimeout } from 'node:timers/promises';
 import path from 'node:path';
 import { DataDirInUseError } from './data-dir-in-use-error.ts';
 
-export const LOCK_FILE = 'switchyard.lock';
+const LOCK_FILE = 'switchyard.lock';
 
 const UNREADABLE_TRIES = 5;
 
