@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { classifyUpstreamError, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
@@ -441,7 +441,7 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // A stored proxy URL the gateway cannot use, or a proxy that is down or refuses the gateway's
   // login: the gateway's side is at fault, not the credential (a shared proxy would otherwise
   // shelve every credential behind it), and nothing was sent.
-  if (failure.kind === 'proxy_misconfigured' || failure.kind === 'proxy_unreachable') return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
+  if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
   await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };

@@ -5,7 +5,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { AccessKeyRecord, CredentialView, ModelPriceRecord } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, failedAtGateway, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -155,9 +155,10 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs });
           } catch (error) {
             // An unusable stored proxy URL or upstream address: nothing was sent, so another credential may be tried.
-            const misconfigured = classifyUpstreamError(error).kind === 'proxy_misconfigured';
-            attempt.error_code = misconfigured ? 'proxy_misconfigured' : 'upstream_connect_failed';
-            lastFailure = { error: misconfigured ? new DataPlaneError('proxy_misconfigured') : new DataPlaneError('upstream_unreachable', '(upstream_connect_failed)'), candidate, credential };
+            const failure = classifyUpstreamError(error);
+            const misconfigured = failedAtGateway(failure);
+            attempt.error_code = misconfigured ? failure.kind : 'upstream_connect_failed';
+            lastFailure = { error: misconfigured ? new DataPlaneError(failure.kind) : new DataPlaneError('upstream_unreachable', '(upstream_connect_failed)'), candidate, credential };
             continue;
           }
           handshakes.add(handshake);
@@ -176,10 +177,10 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             noteRoute(log, candidate, credential);
             throw new DataPlaneError('client_closed');
           }
-          if (outcome.kind === 'failed' && outcome.code === 'proxy_unreachable') {
+          if (outcome.kind === 'failed' && outcome.gatewaySide !== undefined) {
             // As forward-native: the proxy in front of the credential failed, not the credential; nothing was sent.
             attempt.error_code = outcome.code;
-            lastFailure = { error: new DataPlaneError('proxy_unreachable'), candidate, credential };
+            lastFailure = { error: new DataPlaneError(outcome.gatewaySide), candidate, credential };
             continue;
           }
           if (outcome.kind === 'failed') {

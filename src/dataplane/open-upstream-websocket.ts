@@ -1,6 +1,6 @@
 import type { Agent } from 'node:http';
 import { WebSocket } from 'ws';
-import { classifyUpstreamError, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
 
 /** How an upstream answered the opening handshake. */
 export type HandshakeOutcome =
@@ -8,8 +8,11 @@ export type HandshakeOutcome =
   | { kind: 'answered'; status: number; headers: HeaderMap; body: Buffer }
   /** The upstream completed the handshake selecting none of the subprotocols offered, which `ws` refuses. */
   | { kind: 'no_subprotocol' }
-  /** `notDelivered`: the upgrade request provably never reached the upstream (no connection was made). */
-  | { kind: 'failed'; timedOut: boolean; code: string; notDelivered: boolean };
+  /**
+   * `notDelivered`: the upgrade request provably never reached the upstream (no connection was
+   * made); `gatewaySide`: the gateway's proxy failed, not the credential.
+   */
+  | { kind: 'failed'; timedOut: boolean; code: string; notDelivered: boolean; gatewaySide?: GatewaySideKind };
 
 export interface UpstreamHandshake {
   outcome: Promise<HandshakeOutcome>;
@@ -55,7 +58,7 @@ export function openUpstreamWebSocket(url: string, protocols: string[], headers:
       if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve({ kind: 'failed', timedOut: true, code: 'upstream_timeout', notDelivered: false });
       // The agent is there only for a managed proxy: a connection that failed may be the proxy's.
       const failure = classifyUpstreamError(error, { viaProxy: options.agent !== undefined });
-      resolve({ kind: 'failed', timedOut: false, code: failure.code, notDelivered: failure.notDelivered });
+      resolve({ kind: 'failed', timedOut: false, code: failure.code, notDelivered: failure.notDelivered, ...(failedAtGateway(failure) ? { gatewaySide: failure.kind } : {}) });
     });
   });
   return { outcome, abort: () => ws.terminate() };

@@ -64,6 +64,13 @@ const PROXY_UPSTREAM_STATUSES = /^Proxy response \((?:502|503|504)\)/;
 /** SOCKS5 replies (as the socks package words them) by which the proxy says that it could not reach the upstream. */
 const SOCKS_UPSTREAM_REPLIES = /rejected connection - (?:HostUnreachable|ConnectionRefused|NetworkUnreachable|TTLExpired)$/;
 
+/** Failures on the gateway's side of a credential (its proxy configuration, its proxy): no verdict on the credential. */
+export type GatewaySideKind = 'proxy_misconfigured' | 'proxy_unreachable';
+
+export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFailure & { kind: GatewaySideKind } {
+  return failure.kind === 'proxy_misconfigured' || failure.kind === 'proxy_unreachable';
+}
+
 /**
  * What a rejected upstream request (or a failed response body) means for failover.
  * `viaProxy`: the attempt went through a managed proxy, so a connection that failed may be the

@@ -17,8 +17,8 @@ export type { UpstreamRequest, UpstreamResponse, UpstreamTarget } from './upstre
 export { createOriginPool, createProxyDispatcher } from './create-dispatcher.ts';
 export { socksConnector } from './socks-connector.ts';
 export type { SocksConnectorOptions } from './socks-connector.ts';
-export { classifyUpstreamError } from './classify-upstream-error.ts';
-export type { UpstreamFailure, UpstreamFailureKind } from './classify-upstream-error.ts';
+export { classifyUpstreamError, failedAtGateway } from './classify-upstream-error.ts';
+export type { GatewaySideKind, UpstreamFailure, UpstreamFailureKind } from './classify-upstream-error.ts';
 export type { UpstreamExchange } from './upstream-client.ts';
 export { UpstreamReply, upstreamAbortError } from './upstream-reply.ts';
 export type { ReplyHead, UpstreamBodySink } from './upstream-reply.ts';
