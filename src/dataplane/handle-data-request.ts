@@ -152,15 +152,16 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // A background response's tokens are counted from the first read by its creator that reports them (its create reported none).
       const billsBackground = remembered !== undefined && owesUsageTo(remembered, key.id) && BACKGROUND_BILLING_READS.has(op.id);
       const routable = attemptOrder(included);
-      if (routable.length === 0) {
+      // Only the Group that holds the response can answer for it: another one's "not found"
+      // would be false, and so would the gateway's when that Group is gone or shut to the key.
+      const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
+      if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.');
+      if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
         const routed = candidates.find((c) => c.resolution.ok);
         if (routed?.resolution.ok) log.route_mode = routed.resolution.declared;
         throw new DataPlaneError(refusal.code, refusal.detail);
       }
-      // Only the Group that holds the response can answer for it: another one's "not found" would be false.
-      const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
-      if (ordered.length === 0) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.');
 
       const result = await forwardNative(
         {

@@ -697,6 +697,27 @@ t.test("a stored response whose Group was deleted: 503 no_available_credential, 
   t.equal(fallback.requests.length, 0, 'the other Group was never asked');
 });
 
+for (const [change, apply] of [
+  ['disabled', (gw: Gateway, id: number) => gw.store.groups.update(id, { enabled: false })],
+  ['deleted', (gw: Gateway, id: number) => gw.store.groups.delete(id)],
+] as const) {
+  t.test(`a stored response whose only Group was ${change}: 503 no_available_credential, not a not-found`, async (t) => {
+    const holder = await responsesPerKey(t);
+    const gw = await gateway(t);
+    const { group } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: holder.url, models: MODELS, secrets: ['sk-one'] });
+    const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+    const headers = { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' };
+    const created = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'team-chat', input: 'hi' }) });
+    const { id } = (await created.json()) as { id: string };
+    await apply(gw, group.id);
+    for (const about of ABOUT_STORED) {
+      const res = await fetch(`${gw.url}${about.path(id)}`, { method: about.method, headers, ...(about.body ? { body: JSON.stringify(about.body(id)) } : {}) });
+      t.equal(res.status, 503, `${about.name}: refused as unavailable`);
+      t.match(await res.json(), { error: { code: 'no_available_credential' } });
+    }
+  });
+}
+
 // ---- passthrough answers are about the path, not the credential ---------------------------
 // Note 3: "Passthrough does not guarantee upstream implementation; upstream error statuses are
 // preserved." An unimplemented extension path (501) or one the project may not use (403) must
