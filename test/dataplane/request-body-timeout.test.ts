@@ -1,5 +1,6 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { once } from 'node:events';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { startGateway, type Gateway } from '../management/support/gateway.ts';
@@ -193,20 +194,26 @@ t.test('a form upload that keeps coming, slowly, for longer than the idle timeou
 });
 
 // With no whole-request deadline, a body nobody will read must not hold its connection open.
-t.test('a request refused before its body is read is answered with Connection: close, on both planes', async (t) => {
+t.test('a request refused before its body is read is answered with Connection: close, and the gateway ends the connection, on both planes', async (t) => {
   const upstream = await startUpstream(t);
   const { gw } = await gateway(t, upstream);
+  const { port } = new URL(gw.url);
   for (const [path, auth] of [
     ['/v1/chat/completions', 'Bearer sk-not-a-key'],
+    ['/v1/no-such-endpoint', 'Bearer sk-not-a-key'],
     ['/api/groups', 'Bearer not-the-auth-key'],
   ] as const) {
-    const { req, answer } = openRequest(gw, path, { authorization: auth, 'content-type': 'application/json', 'content-length': '1000' });
-    req.write('{"model":"chat",');
-    const closed = new Promise<void>((resolve) => req.on('close', () => resolve()));
-    const got = await answer;
-    t.equal(got.status, 401, `${path}: refused`);
-    t.equal(got.headers['connection'], 'close', `${path}: the connection is not kept for the rest of the body`);
-    await withTimeout(closed, BOUND_MS, `${path}: the connection to close`);
+    // A raw socket that never sends the rest: only the gateway can end this connection.
+    const socket = connect(Number(port), '127.0.0.1');
+    let received = '';
+    socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    socket.on('error', () => {});
+    const ended = once(socket, 'end');
+    socket.write(`POST ${path} HTTP/1.1\r\nhost: gw\r\nauthorization: ${auth}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"model":"chat",`);
+    await withTimeout(ended, BOUND_MS, `${path}: the gateway to end the connection`);
+    t.match(received, /^HTTP\/1\.1 40[14] /, `${path}: refused`);
+    t.match(received, /\r\nconnection: close\r\n/i, `${path}: saying so`);
+    socket.destroy();
   }
 });
 
