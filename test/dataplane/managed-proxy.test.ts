@@ -195,3 +195,16 @@ for (const kind of ['http', 'socks5'] as const) {
     t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { attempts: [{ error_code: 'upstream_connect_failed' }] });
   });
 }
+
+t.test('a Group whose proxy is down is passed over for the next Group, and its credential is not cooled down', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+  const first = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-behind-proxy'], priority: 10 });
+  const second = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-direct'], priority: 1 });
+  await setProxy(gw, 'group', first.group.id, await closedPortUrl());
+  const res = await complete(gw, second.keyValue);
+  t.equal(res.status, 200, 'served by the Group without a proxy');
+  t.equal(upstream.requests.length, 1);
+  t.equal(upstream.requests[0]!.headers.authorization, 'Bearer sk-direct');
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, group_id: String(second.group.id), attempts: [{ error_code: 'proxy_unreachable' }, { status: 200 }] });
+  t.match(await gw.store.credentials.list(first.group.id), [{ state: 'active', cooldown_until: null }], 'the credential behind the dead proxy is untouched');
+});
