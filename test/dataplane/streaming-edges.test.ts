@@ -1,8 +1,8 @@
 import t, { type Test } from 'tap';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
 import { MAX_HELD_EVENT_BYTES } from '../../src/dataplane/relay/relay-sse.ts';
-import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
+import { startDataPlane, startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
 
 // Streaming edge cases (issue 4 item 3): a client that leaves aborts the upstream request and
@@ -640,4 +640,26 @@ t.test('a plain answer whose upstream goes silent mid-body is recorded upstream_
   t.equal(outcome, 'cut', 'nothing valid can follow half a body');
   const record = await waitForLog(gw, String(response.headers['x-switchyard-request-id']));
   t.match(record, { status: 200, error_code: 'upstream_idle_timeout' });
+});
+
+t.test('an interim 103 Early Hints before the upstream\'s answer is skipped: the client gets the answer and its usage is recorded', async (t) => {
+  const answer = JSON.stringify({ id: 'c1', object: 'chat.completion', choices: [], usage: { prompt_tokens: 4, completion_tokens: 2, total_tokens: 6 } });
+  // Raw bytes: an interim answer, then the final one, on the same request.
+  const upstream = createNetServer((socket) => {
+    socket.once('data', () => {
+      socket.write('HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n');
+      socket.end(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(answer)}\r\nconnection: close\r\n\r\n${answer}`);
+    });
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-103'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [] }) });
+  t.equal(res.status, 200);
+  t.equal(await res.text(), answer, 'the final answer, as sent');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null, usage: { input_tokens: 4, output_tokens: 2 } });
 });

@@ -193,3 +193,9 @@ t.test('from a tail: members after the top-level usage that hold a "usage" key o
     t.same(extractUsageFromTail(style, whole.subarray(whole.length - 2000)), { input_tokens: 1000, output_tokens: 5, cached_tokens: 0, reasoning_tokens: 0 }, `metadata ${JSON.stringify(metadata)}`);
   }
 });
+
+t.test('an OCR answer billed by the page (usage_info, no usage) counts no tokens; one with usage counts it', async (t) => {
+  // Mistral's OCR answer: pages and usage_info.pages_processed, no token counts.
+  t.equal(extractUsage('suite', { pages: [], model: 'ocr', usage_info: { pages_processed: 3, doc_size_bytes: 1024 } }), undefined);
+  t.match(extractUsage('suite', { pages: [], usage: { prompt_tokens: 5, completion_tokens: 1 } }), { input_tokens: 5, output_tokens: 1 });
+});
