@@ -17,8 +17,9 @@ const HOUR = 3_600_000;
 const BASE = Date.UTC(2025, 2, 9, 22, 0, 0) + 17_123;
 const SPAN = 3 * HOUR;
 const KEYS = [1, 2, 3, null];
-const GROUPS = ['g1', 'g2', 'g-ü', null];
-const MODELS = ['m-a', 'm-b', 'model-c', null];
+// A lone surrogate (a client may send `\ud800` in JSON) is stored as U+FFFD by every store.
+const GROUPS = ['g1', 'g2', 'g-ü', 'g\ud800', null];
+const MODELS = ['m-a', 'm-b', 'model-c', 'm\udc00x', null];
 const STATUSES = [200, 200, 200, 201, 101, 304, 400, 401, 429, 499, 500, 502];
 const OFFSETS = [0, 330, -480, 60, -150];
 const GROUP_BYS: UsageDimension[][] = [[], ['key'], ['group'], ['model'], ['key', 'group'], ['key', 'model'], ['group', 'model'], ['key', 'group', 'model'], ['model', 'key'], ['group', 'group']];
@@ -97,8 +98,8 @@ function randomRange(r: Random): { from?: number; to?: number } {
 function randomFilter(r: Random): LogFilter {
   const filter: LogFilter = randomRange(r);
   if (r.chance(0.3)) filter.access_key_id = r.pick([1, 2, 3, 99]);
-  if (r.chance(0.3)) filter.group_id = r.pick(['g1', 'g2', 'g-ü', 'nope']);
-  if (r.chance(0.3)) filter.model = r.pick(['m-a', 'm-b', 'model-c', 'nope']);
+  if (r.chance(0.3)) filter.group_id = r.pick(['g1', 'g2', 'g-ü', 'g\ud800', 'nope']);
+  if (r.chance(0.3)) filter.model = r.pick(['m-a', 'm-b', 'model-c', 'm\udc00x', 'nope']);
   if (r.chance(0.15)) filter.status = r.pick(STATUSES);
   else if (r.chance(0.2)) filter.status_class = r.pick(['1xx', '2xx', '3xx', '4xx', '5xx', 'error'] as const);
   return filter;
@@ -159,7 +160,7 @@ async function compare(t: Test, r: Random, store: LogStore, reference: MemoryLog
   for (const group_by of GROUP_BYS) {
     for (const bucket of ['hour', 'day'] as const) {
       const query = { ...randomRange(r), bucket, group_by, utc_offset_minutes: r.pick(OFFSETS) };
-      if (r.chance(0.3)) Object.assign(query, r.pick([{ access_key_id: r.pick([1, 2, 99]) }, { group_id: r.pick(['g1', 'g-ü']) }, { model: r.pick(['m-a', 'nope']) }]));
+      if (r.chance(0.3)) Object.assign(query, r.pick([{ access_key_id: r.pick([1, 2, 99]) }, { group_id: r.pick(['g1', 'g-ü', 'g\ud800']) }, { model: r.pick(['m-a', 'm\udc00x', 'nope']) }]));
       const got = await store.usage(query);
       const want = await reference.usage(query);
       check(same(canonicalUsage(got), canonicalUsage(want)), 'usage', { query, got: rounded(got), want: rounded(want) });

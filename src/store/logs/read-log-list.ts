@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor } from './log-cursor.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { LogFilter, LogPage, LogPageResult } from './log-store.ts';
 import { recordTest } from './record-filter.ts';
+import { wellFormedFilter } from './well-formed-text.ts';
 
 const MAX_PAGE = 500;
 
@@ -23,7 +24,8 @@ const newestFirst = (a: Found, b: Found): number => b.created_at - a.created_at 
  * (a long stream lands in a late batch with an early created_at), so the walk stops only once
  * it holds limit + 1 records and the next batch's newest record is older than the last of them.
  */
-export function listLogs(source: LogBatchSource, filter: LogFilter, page: LogPage): LogPageResult {
+export function listLogs(source: LogBatchSource, given: LogFilter, page: LogPage): LogPageResult {
+  const filter = wellFormedFilter(given);
   const limit = Math.min(MAX_PAGE, Math.max(1, Math.trunc(page.limit)));
   const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor);
   if (page.cursor !== undefined && after === undefined) throw new InvalidLogCursorError();

@@ -4,6 +4,7 @@ import { refString } from './decode-log-batch.ts';
 import { ROLLUP_SUM_COLUMNS, addRecord, addSums, emptySums, usageTotalsOf, type RollupSums } from './log-rollup.ts';
 import type { UsageDimension, UsageQuery, UsageRow } from './log-store.ts';
 import { compareSqlValues } from './sql-order.ts';
+import { wellFormedFilter } from './well-formed-text.ts';
 import { DAY_MS, HOUR_MS, splitBySlots } from './time-slots.ts';
 
 type DimensionName = 'access_key_id' | 'group_id' | 'model';
@@ -19,7 +20,8 @@ const DIMENSION: Readonly<Record<UsageDimension, { column: string; as: Dimension
  * Usage per bucket and requested dimensions: the rollups of the whole minutes inside
  * [from, to), plus the records of the minutes cut by `from` or `to`, summed per row.
  */
-export function readUsage(prepare: PrepareStatement, source: LogBatchSource, query: UsageQuery): UsageRow[] {
+export function readUsage(prepare: PrepareStatement, source: LogBatchSource, given: UsageQuery): UsageRow[] {
+  const query = wellFormedFilter(given);
   const size = query.bucket === 'hour' ? HOUR_MS : DAY_MS;
   const offset = Math.trunc(query.utc_offset_minutes ?? 0) * 60_000;
   const dimensions = [...new Set(query.group_by)].map((d) => DIMENSION[d]);

@@ -1,5 +1,6 @@
 import { roundCost } from '../../usage/index.ts';
 import { InvalidLogCursorError } from '../logs/invalid-log-cursor.ts';
+import { wellFormedFilter, wellFormedStrings } from '../logs/well-formed-text.ts';
 import type { LogListItem, LogRecord } from '../logs/log-record.ts';
 import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
 
@@ -16,7 +17,7 @@ export class MemoryLogStore implements LogStore {
   readonly #pruned = new Map<number, Map<number, KeyUsage>>();
 
   append(record: LogRecord): void {
-    this.#records.push(structuredClone(record));
+    this.#records.push(wellFormedStrings(structuredClone(record)));
   }
 
   async get(requestId: string): Promise<LogRecord | undefined> {
@@ -126,7 +127,8 @@ export class MemoryLogStore implements LogStore {
 
   async close(): Promise<void> {}
 
-  #matching(f: LogFilter): LogRecord[] {
+  #matching(filter: LogFilter): LogRecord[] {
+    const f = wellFormedFilter(filter);
     return this.#records.filter(
       (r) =>
         (f.from === undefined || r.created_at >= f.from) &&
