@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import { maskSecret } from '../store/mask.ts';
 import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
-import { SecretMaskingStream } from './mask-secret-in-stream.ts';
+import { decodedErrorReply, decodeWholeErrorBody, throwIfUndecodable } from './decode-error-body.ts';
+import { SecretMaskingStream, secretForms } from './mask-secret-in-stream.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /** An upstream error answer as the client gets it: read whole, or its first MiB and the rest to stream. */
@@ -29,19 +30,23 @@ export function isReadableError(reply: UpstreamReply): boolean {
 }
 
 /**
- * Reads an upstream error answer (up to its first MiB) and masks the upstream secret out of
- * its headers and body; a longer body has the rest masked as it streams. A body that breaks
- * off within that first MiB is answered empty, with the upstream's status and headers.
+ * Reads an upstream error answer (up to its first MiB, decoded when it came compressed) and
+ * masks the upstream secret out of its headers and body; a longer body has the rest masked as
+ * it streams. A body that breaks off within that first MiB is answered empty, with the
+ * upstream's status and headers. One in a coding the gateway cannot decode, or that does not
+ * decode, throws `upstream_unreachable`: its bytes cannot be masked.
  */
 export async function readUpstreamError(reply: UpstreamReply, secret: string): Promise<UpstreamErrorReply> {
+  // Without content-length: masking (and decoding) changes the body's length.
+  const headers = clientResponseHeaders(reply.headers, true);
+  const decoded = decodedErrorReply(reply, headers);
   let read: ReplyHead;
   try {
-    read = await reply.readHead(ERROR_BODY_LIMIT);
-  } catch {
+    read = await decoded.readHead(ERROR_BODY_LIMIT);
+  } catch (err) {
+    throwIfUndecodable(err);
     read = { head: Buffer.alloc(0), rest: undefined };
   }
-  // Without content-length: masking changes the body's length.
-  const headers = clientResponseHeaders(reply.headers, true);
   if (read.rest === undefined) {
     const body = maskUpstreamSecret(headers, read.head, secret);
     headers['content-length'] = String(body.length);
@@ -57,24 +62,30 @@ export async function readUpstreamError(reply: UpstreamReply, secret: string): P
 /**
  * An error answer to stream as it arrives (an event stream, a body declared larger than
  * ERROR_BODY_LIMIT), with the upstream secret masked out of its headers and, as it passes,
- * its whole body. Event streams still go event by event.
+ * its whole body, decoded first when it came compressed (one that stops decoding breaks off).
+ * Event streams still go event by event. A coding the gateway cannot decode throws
+ * `upstream_unreachable`.
  */
 export function maskedUpstreamError(reply: UpstreamReply, secret: string): UpstreamReply {
-  // Without content-length: masking changes the body's length.
+  // Without content-length: masking (and decoding) changes the body's length.
   const headers = clientResponseHeaders(reply.headers, true);
+  const decoded = decodedErrorReply(reply, headers);
   maskSecretInHeaders(headers, secret);
-  return reply.mapped(headers, new SecretMaskingStream(secret));
+  return decoded.mapped(headers, new SecretMaskingStream(secret));
 }
 
 /**
  * Masks the upstream secret out of an answer's headers (in place) and body: an upstream (or a
- * relay in front of it) that echoes the key it was sent must not hand it to the client.
+ * relay in front of it) that echoes the key it was sent must not hand it to the client. A
+ * compressed body is decoded first (up to ERROR_BODY_LIMIT), and its headers lose
+ * `content-encoding`; one that cannot be decoded throws `upstream_unreachable`.
  */
 export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secret: string): Buffer {
+  const decoded = decodeWholeErrorBody(headers, body, ERROR_BODY_LIMIT);
   maskSecretInHeaders(headers, secret);
   // The streamed errors' masking, over the one chunk a body read whole is.
   const masking = new SecretMaskingStream(secret);
-  const head = masking.data(body);
+  const head = masking.data(decoded);
   const held = masking.end();
   return held === undefined ? head : Buffer.concat([head, held]);
 }
@@ -84,19 +95,27 @@ export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secre
  * a value is only tested unless it holds the secret: nothing is allocated when none does.
  */
 export function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): void {
+  const forms = secretForms(secret);
   for (const name in headers) {
     const value = headers[name]!;
     if (typeof value === 'string') {
-      if (value.includes(secret)) headers[name] = maskSecretInText(value, secret);
-    } else if (value.some((v) => v.includes(secret))) {
+      if (holdsForm(value, forms)) headers[name] = maskSecretInText(value, secret);
+    } else if (value.some((v) => holdsForm(v, forms))) {
       headers[name] = value.map((v) => maskSecretInText(v, secret));
     }
   }
 }
 
-/** The text with every occurrence of the upstream secret masked (a header value, a WebSocket close reason). */
+function holdsForm(value: string, forms: readonly string[]): boolean {
+  for (const form of forms) if (value.includes(form)) return true;
+  return false;
+}
+
+/** The text with every occurrence of the upstream secret, in any of its forms (secretForms), masked (a header value, a WebSocket close reason). */
 export function maskSecretInText(text: string, secret: string): string {
-  return secret.length > 0 && text.includes(secret) ? text.split(secret).join(maskSecret(secret)) : text;
+  let masked = text;
+  for (const form of secretForms(secret)) if (masked.includes(form)) masked = masked.split(form).join(maskSecret(secret));
+  return masked;
 }
 
 /** `messages`: the client speaks the messages protocol, whose SDK reads `request-id`. */

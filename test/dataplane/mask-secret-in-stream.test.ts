@@ -62,3 +62,28 @@ t.test('a body without the secret passes through unchanged', async (t) => {
   t.ok(masking.data(chunk).equals(chunk));
   t.equal(masking.end(), undefined, 'nothing held');
 });
+
+// A secret with `/`, `+` and `=` may be echoed percent-encoded (a URL's query) or JSON-escaped
+// with `/` as `\/`: each form is masked, to the same display form, however a chunk cuts it.
+const ESCAPED_SECRET = 'sk-up/stream+key=abcdef123456';
+const ESCAPED_MASKED = 'sk-u...3456';
+for (const [name, echoed] of [
+  ['percent-encoded', encodeURIComponent(ESCAPED_SECRET)],
+  ['with / escaped as \\/', ESCAPED_SECRET.replaceAll('/', '\\/')],
+  ['as it is', ESCAPED_SECRET],
+] as const) {
+  t.test(`a secret echoed ${name} is masked, split at every position across two chunks`, async (t) => {
+    const text = `{"error":"see ?key=${echoed}&x=1"}`;
+    const expected = `{"error":"see ?key=${ESCAPED_MASKED}&x=1"}`;
+    for (let cut = 0; cut <= text.length; cut++) {
+      const { out } = run(ESCAPED_SECRET, [text.slice(0, cut), text.slice(cut)]);
+      t.equal(out, expected, `cut at ${cut}`);
+    }
+  });
+}
+
+t.test('the three forms in one body, one-byte chunks, are each masked', async (t) => {
+  const forms = [ESCAPED_SECRET, encodeURIComponent(ESCAPED_SECRET), ESCAPED_SECRET.replaceAll('/', '\\/')];
+  const text = forms.map((f) => `<${f}>`).join(' ');
+  t.equal(run(ESCAPED_SECRET, [...text]).out, forms.map(() => `<${ESCAPED_MASKED}>`).join(' '));
+});
