@@ -554,6 +554,77 @@ for (const [ending, end, code] of [
   });
 }
 
+// The first element jsonArrayScenario's upstream sends, as the client must get it back.
+const FIRST_ELEMENT = { candidates: [{ content: { parts: [{ text: 'first-element' }] } }] };
+
+// Google's canonical status for each failure (docs/data-plane-internals.md): a deadline for a
+// silent upstream, unavailable for a broken one.
+const STALL_AND_BREAK = [
+  ['a stall', (_res: ServerResponse) => undefined, 'upstream_idle_timeout', 'DEADLINE_EXCEEDED'],
+  ['a break', (res: ServerResponse) => setTimeout(() => res.socket?.destroy(), 50), 'upstream_stream_broken', 'UNAVAILABLE'],
+] as const;
+
+for (const [ending, end, code, status] of STALL_AND_BREAK) {
+  t.test(`generate JSON-array stream: ${ending} inside an element ends the array with the error element after the elements the client got whole`, async (t) => {
+    const { gw, res } = await jsonArrayScenario(
+      t,
+      // Ended once the gateway has taken the half element in (a timer could fire first on a busy machine).
+      (res) => res.write('\n,\r\n{"cand', () => end(res)),
+      { streamIdleTimeoutMs: 300 },
+    );
+    t.equal(res.status, 200);
+    const parsed = await readJsonArray(t, res);
+    t.equal(parsed?.length, 2, 'the whole element, then the error; nothing of the half one');
+    t.same(parsed?.[0], FIRST_ELEMENT, 'the whole element as the upstream sent it');
+    t.match(parsed?.at(-1), { error: { status, details: [{ reason: code }] } }, 'its last element is the error');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: code });
+  });
+}
+
+for (const [where, rest] of [
+  ['after a whole element', ''],
+  ['inside an element', ',\r\n{"cand'],
+] as const) {
+  t.test(`generate JSON-array stream: an array that ends ${where} before its \`]\` is closed with an error element and recorded as broken`, async (t) => {
+    const { gw, res } = await jsonArrayScenario(t, (res) => res.end(rest));
+    t.equal(res.status, 200);
+    const parsed = await readJsonArray(t, res);
+    t.equal(parsed?.length, 2, 'the whole element, then the error');
+    t.same(parsed?.[0], FIRST_ELEMENT);
+    t.match(parsed?.at(-1), { error: { status: 'UNAVAILABLE', details: [{ reason: 'upstream_stream_broken' }] } });
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: 'upstream_stream_broken' });
+  });
+}
+
+// ---- a stall or break after the stream is complete ----------------------------------------
+// The client already has the whole answer: it gets no error event (an SDK would throw on it),
+// its stream ends normally, and the request counts as a success.
+
+for (const [ending, end] of STALL_AND_BREAK) {
+  for (const style of STYLES.filter((s) => s.name !== 'generate')) {
+    t.test(`${style.name}: ${ending} after the stream's final event ends the client stream cleanly, without an error event`, async (t) => {
+      // style.innocent ends with the style's final event ([DONE], response.incomplete, message_stop).
+      const s = await scenario(t, style, (res) => res.write(style.innocent, () => end(res)), { streamIdleTimeoutMs: 300 });
+      const res = await send(s, style);
+      t.equal(res.status, 200);
+      const text = await withTimeout(readIncrementally(res).catch((err: Error) => `<client stream failed: ${err.message}>`), 10_000, 'the client stream to end');
+      t.equal(text, style.first + style.innocent, 'exactly what the upstream sent, no event added');
+      const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+      t.match(record, { status: 200, error_code: null, client_aborted: false });
+    });
+  }
+
+  t.test(`generate JSON-array stream: ${ending} after the array's \`]\` ends the client stream cleanly`, async (t) => {
+    const { gw, res } = await jsonArrayScenario(t, (res) => res.write(']', () => end(res)), { streamIdleTimeoutMs: 300 });
+    const parsed = await readJsonArray(t, res);
+    t.same(parsed, [FIRST_ELEMENT], 'the array as the upstream sent it, no element added');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: null });
+  });
+}
+
 t.test('a CRLF stream split between CR and LF just before the usage chunk loses only that chunk\'s bytes', async (t) => {
   const crlf = (event: string) => event.replace(/\n/g, '\r\n');
   const content = crlf(CONTENT_CHUNKS[0]!);

@@ -1,23 +1,41 @@
 import { JsonArrayStreamSplitter, jsonArrayStreamErrorTail } from '../../streaming/index.ts';
+import { MAX_HELD_EVENT_BYTES } from './relay-sse.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { StreamRelay } from './stream-relay.ts';
 
 /**
- * A stream framed as one JSON array: passed on byte for byte as it arrives, with usage read
- * from its elements, and an element that is an error object recorded as the upstream's error. A stall or break closes the array with an error element when the stream
- * stands between elements; inside an element nothing valid can follow, so the response ends.
+ * A stream framed as one JSON array: passed on byte for byte, each read's whole elements in one
+ * write, with usage read from the elements, and an element that is an error object recorded
+ * as the upstream's error. The bytes of an element not yet whole are held (like the SSE
+ * relay's half events), so that a stall or break always finds the array at a place where an
+ * error element and `]` close it validly; an element too large to hold is passed on as it
+ * comes, and a failure inside it can only end the connection. An array that ends before its
+ * `]` is a break; a stall or break after its `]` ends nothing the client still needs.
  */
 export class JsonArrayRelay extends StreamRelay {
-  readonly #splitter = new JsonArrayStreamSplitter();
+  readonly #splitter = new JsonArrayStreamSplitter(MAX_HELD_EVENT_BYTES);
+  /** Bytes after the last place the array can be cut at: part of an element not yet whole. */
+  #held: Buffer[] = [];
+  #heldBytes = 0;
+  /** Part of an element too large to hold was passed on; its rest goes on as it arrives. */
+  #passingLargeElement = false;
 
   onData(chunk: Buffer): void {
     this.idle.touch();
     for (const element of this.#splitter.push(chunk)) this.#inspect(element);
-    if (this.relay.clientOpen) this.relay.write(chunk);
+    const cut = this.#splitter.cut;
+    if (cut === -1) return this.#hold(chunk);
+    this.#passingLargeElement = false;
+    const whole = cut === chunk.length ? chunk : chunk.subarray(0, cut);
+    this.#passOn(this.#held.length === 0 ? whole : Buffer.concat([...this.#held, whole]));
+    this.#held = [];
+    this.#heldBytes = 0;
+    if (cut < chunk.length) this.#hold(chunk.subarray(cut));
   }
 
+  // Cut off before its `]`, the array is not valid JSON: it ends as a break would.
   protected endCleanly(): void {
-    for (const element of this.#splitter.end()) this.#inspect(element);
+    if (this.#splitter.boundaryAtCut() !== 'closed') this.relay.fail('upstream_stream_broken');
   }
 
   // An element is only handed over at the comma or `]` after it; one the client got whole before a stall or break still counts.
@@ -26,15 +44,36 @@ export class JsonArrayRelay extends StreamRelay {
     if (element !== undefined) this.#inspect(element);
   }
 
+  protected override completed(): boolean {
+    return this.#splitter.boundaryAtCut() === 'closed';
+  }
+
+  protected writeFailure(code: string): void {
+    // Nothing valid can follow part of an element.
+    if (this.#passingLargeElement) return void this.relay.res.destroy();
+    const at = this.#splitter.boundaryAtCut();
+    this.relay.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(streamFailureOf(code), at === 'after_element' ? 1 : 0)}`);
+  }
+
+  #hold(bytes: Buffer): void {
+    if (this.#passingLargeElement) return this.#passOn(bytes);
+    this.#held.push(bytes);
+    this.#heldBytes += bytes.length;
+    if (this.#heldBytes <= MAX_HELD_EVENT_BYTES) return;
+    this.#passingLargeElement = true;
+    const held = Buffer.concat(this.#held);
+    this.#held = [];
+    this.#heldBytes = 0;
+    this.#passOn(held);
+  }
+
+  #passOn(bytes: Buffer): void {
+    if (this.relay.clientOpen) this.relay.write(bytes);
+  }
+
   #inspect(element: string): void {
     this.usage?.push(element);
     const errors = this.upstreamErrors;
     if (errors !== undefined && errors.mayHold(element) && errors.isErrorData(element)) this.upstreamErrorSeen();
-  }
-
-  protected writeFailure(code: string): void {
-    const at = this.#splitter.boundary();
-    if (at === 'inside_element' || at === 'closed') this.relay.res.destroy();
-    else this.relay.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(streamFailureOf(code), at === 'after_element' ? 1 : 0)}`);
   }
 }

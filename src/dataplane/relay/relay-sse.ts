@@ -1,5 +1,6 @@
 import { SseEventSplitter, sseEventData, streamErrorEvent } from '../../streaming/index.ts';
 import { isUsageOnlyChunk } from '../../usage/index.ts';
+import { endsWithFinalEvent } from './final-stream-event.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { StreamRelay } from './stream-relay.ts';
@@ -33,6 +34,8 @@ export class SseRelay extends StreamRelay {
   #lastSequenced: Buffer | undefined;
   /** Part of an event too large to hold was passed on; its rest comes as the next event. */
   #passingLargeEvent = false;
+  /** What the last read passed on: looked into only when the stream fails, for its final event. */
+  #lastPassed: Buffer | undefined;
 
   onData(chunk: Buffer): void {
     this.idle.touch();
@@ -64,6 +67,10 @@ export class SseRelay extends StreamRelay {
     this.relay.write(streamErrorEvent(this.relay.options.streamStyle, streamFailureOf(code), { sequenceNumber: this.#nextSequence() }));
   }
 
+  protected override completed(): boolean {
+    return !this.#passingLargeEvent && this.#lastPassed !== undefined && endsWithFinalEvent(this.relay.options.streamStyle, this.#lastPassed);
+  }
+
   #forward(events: Buffer[]): void {
     const { options } = this.relay;
     let kept: Buffer[] | undefined;
@@ -77,7 +84,10 @@ export class SseRelay extends StreamRelay {
     }
     const out = kept ?? events;
     if (out.length === 0 || !this.relay.clientOpen) return;
-    this.relay.write(out.length === 1 ? out[0]! : joined(out));
+    const bytes = out.length === 1 ? out[0]! : joined(out);
+    // Not the lone LF of a CRLF split between reads: the event it ends is the one to look at.
+    if (bytes.length > 1) this.#lastPassed = bytes;
+    this.relay.write(bytes);
   }
 
   /**
@@ -106,12 +116,17 @@ export class SseRelay extends StreamRelay {
       from = at;
     }
     if (!this.relay.clientOpen) return;
-    if (kept === undefined) return this.relay.write(block);
+    if (kept === undefined) {
+      this.#lastPassed = block;
+      return this.relay.write(block);
+    }
     kept.push(from, block.length);
     // Its bytes are about to move: a view kept of them gets its own copy.
     if (this.#lastSequenced !== undefined && this.#lastSequenced.buffer === block.buffer) this.#lastSequenced = Buffer.from(this.#lastSequenced);
     const out = keepRanges(block, kept);
-    if (out.length > 0) this.relay.write(out);
+    if (out.length === 0) return;
+    this.#lastPassed = out;
+    this.relay.write(out);
   }
 
   /** Looks into the block's events that may be the upstream's own error event. */
@@ -126,7 +141,9 @@ export class SseRelay extends StreamRelay {
   }
 
   #passOn(bytes: Buffer): void {
-    if (this.relay.clientOpen) this.relay.write(bytes);
+    if (!this.relay.clientOpen) return;
+    this.#lastPassed = bytes;
+    this.relay.write(bytes);
   }
 
   /** Whether an event's bytes may hold usage or the created response's id (checked before decoding it). */

@@ -61,10 +61,20 @@ export abstract class StreamRelay implements UpstreamBodySink {
   /** Reads what the client got whole but the relay still holds, when the stream stops short. */
   protected readHeld(): void {}
 
+  /**
+   * Whether the protocol's final event (or the array's `]`) was passed on: the client has the
+   * whole stream. Asked only when a stall or break ends it, so that reading costs nothing.
+   */
+  protected completed(): boolean {
+    return false;
+  }
+
   #finish(): void {
     const failure = this.relay.outcome.streamFailure;
     // A client that stopped reading would not read an error event either.
     if (failure === 'client_stalled') this.relay.res.destroy();
+    // A stall or break after the final event ends the client's stream as the upstream would have.
+    else if (failure !== undefined && this.completed()) this.relay.outcome.streamFailure = undefined;
     else if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
     // After writeFailure, which places its error by what is still held.
     this.readHeld();

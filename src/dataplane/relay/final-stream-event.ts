@@ -1,0 +1,31 @@
+import { SseParser, type StreamErrorStyle } from '../../streaming/index.ts';
+import { parseOrUndefined } from './id-of.ts';
+
+/**
+ * What marks the event each protocol ends a finished stream with: its data as a whole, or its
+ * type (the `event` field, else the data's `type`). Generate's SSE has none.
+ */
+const FINAL_EVENTS: Readonly<Record<StreamErrorStyle, { data?: string; types?: readonly string[] }>> = {
+  completions: { data: '[DONE]' },
+  responses: { types: ['response.completed', 'response.failed', 'response.incomplete'] },
+  messages: { types: ['message_stop'] },
+  generate: {},
+};
+
+/** Whether the last event of `bytes` (whole SSE events) is the one `style` ends a finished stream with. */
+export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
+  const final = FINAL_EVENTS[style];
+  if (final.data === undefined && final.types === undefined) return false;
+  const parser = new SseParser();
+  const last = [...parser.push(bytes), ...parser.end()].at(-1);
+  if (last === undefined) return false;
+  if (final.data !== undefined && last.data === final.data) return true;
+  const type = last.event ?? typeOf(last.data);
+  return type !== undefined && final.types !== undefined && final.types.includes(type);
+}
+
+function typeOf(data: string | undefined): string | undefined {
+  const parsed = data === undefined ? undefined : parseOrUndefined(data);
+  const type = typeof parsed === 'object' && parsed !== null ? (parsed as { type?: unknown }).type : undefined;
+  return typeof type === 'string' ? type : undefined;
+}
