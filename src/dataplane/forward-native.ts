@@ -19,6 +19,7 @@ import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, maskedUpstreamError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { withRequestId } from './request-id-headers.ts';
+import { closeIfBodyUnread } from './close-if-body-unread.ts';
 import { RequestWatch } from './watch-client.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
@@ -469,7 +470,7 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   if (!input.res.headersSent && !input.res.destroyed) {
     const body = renderErrorBody(input.op.error_style, error.status, error.code, error.message);
     const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...error.headers };
-    input.res.writeHead(error.status, withRequestId(headers, input.requestId, input.op.error_style === 'messages'));
+    input.res.writeHead(error.status, withRequestId(closeIfBodyUnread(input.req, headers), input.requestId, input.op.error_style === 'messages'));
     input.res.end(body);
   }
   return result;

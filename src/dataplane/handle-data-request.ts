@@ -26,7 +26,7 @@ import { withRequestId } from './request-id-headers.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
-import { bodyOutstanding } from '../http/body-outstanding.ts';
+import { closeIfBodyUnread } from './close-if-body-unread.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -206,8 +206,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (!res.headersSent && !res.destroyed) {
         const body = renderErrorBody(errorStyle, failure.status, failure.code, failure.message);
         const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...failure.headers };
-        if (bodyOutstanding(req)) headers['connection'] ??= 'close';
-        res.writeHead(failure.status, withRequestId(headers, requestId));
+        res.writeHead(failure.status, withRequestId(closeIfBodyUnread(req, headers), requestId));
         res.end(body);
       } else if (!res.writableEnded) {
         res.destroy();

@@ -1,12 +1,13 @@
 import { mkdtempSync, readdirSync, rmSync, watch } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
-import { startDataPlane, seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { startDataPlane, seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { MODEL_FIELD_BYTES } from '../../src/dataplane/body/index.ts';
 import { deferred, eventually, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 const ok = (_req: unknown, res: import('node:http').ServerResponse) => {
@@ -425,4 +426,141 @@ for (const [size, what] of [[20, 'a small form'], [200_000, 'a form with a 200 K
     await new Promise((resolve) => setTimeout(resolve, 100));
     t.equal(upstream.requests.length, 0, 'the upstream got no complete request');
   });
+}
+
+/** Generous bound on waiting for the gateway to end a connection: it never ends one itself otherwise. */
+const CLOSE_BOUND_MS = 10_000;
+
+/** A raw connection to the gateway that only the gateway ends; `closed` resolves with all it received. */
+function rawConnection(t: Test, gw: Gateway) {
+  const socket = connect(Number(new URL(gw.url).port), '127.0.0.1');
+  let received = '';
+  let ended = false;
+  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+  socket.on('error', () => {});
+  // Not events.once: a write the closed connection refuses (EPIPE) would reject it.
+  const closed = new Promise<string>((resolve) =>
+    socket.once('close', () => {
+      ended = true;
+      resolve(received);
+    }),
+  );
+  t.teardown(() => void socket.destroy());
+  // Writes until done or the gateway ends the connection, honouring backpressure.
+  const send = async (pieces: Iterable<Buffer | string>) => {
+    for (const piece of pieces) {
+      if (ended) return;
+      if (!socket.write(piece)) await Promise.race([new Promise((resolve) => socket.once('drain', resolve)), closed]);
+    }
+  };
+  return { send, closed };
+}
+
+function parseRaw(text: string) {
+  const split = text.indexOf('\r\n\r\n');
+  return { head: text.slice(0, split), body: JSON.parse(text.slice(split + 4)) };
+}
+
+const chunk = (data: Buffer | string) => {
+  const bytes = Buffer.from(data);
+  return Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]);
+};
+
+t.test('a chunked form refused past maxBodyBytes while it streams upstream gets 413 with Connection: close, and the gateway ends the connection', async (t) => {
+  const upstream = await upstreamThatReads(t);
+  const gw = await startDataPlane({ maxBodyBytes: 256 * 1024 });
+  t.teardown(() => gw.close());
+  const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'stt', upstream: 'vendor-whisper' }], protocols: ['x-suite'] });
+  const boundary = 'XyZb';
+  const conn = rawConnection(t, gw);
+  // The model first, so the form is already streaming upstream when it passes the limit; no last chunk is ever sent.
+  function* pieces() {
+    yield `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ntransfer-encoding: chunked\r\n\r\n`;
+    yield chunk(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nstt\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n`);
+    for (let i = 0; i < 64; i++) yield chunk(Buffer.alloc(64 * 1024, 0x41));
+  }
+  void conn.send(pieces());
+  const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to end the connection');
+  t.match(received, /^HTTP\/1\.1 413 /, 'refused as too large');
+  const { head, body } = parseRaw(received);
+  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
+  t.notMatch(head, /keep-alive/i);
+  t.match(body, { error: { code: 'request_too_large' } });
+  await gw.logs.flush();
+  const [record] = (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items;
+  t.match(record, { status: 413, error_code: 'request_too_large', attempts: [{ error_code: 'request_too_large' }] }, 'refused by the forwarding attempt, mid-stream');
+});
+
+t.test('a declared-length form with a second model after a file part gets 400 with Connection: close, and the gateway ends the connection', async (t) => {
+  const upstream = await upstreamThatReads(t);
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'stt', upstream: 'vendor-whisper' }], protocols: ['x-suite'] });
+  const boundary = 'XyZb';
+  const model = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nstt\r\n`;
+  const form = `${model}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n${'A'.repeat(300_000)}\r\n${model}`;
+  const conn = rawConnection(t, gw);
+  // A megabyte more is declared than is sent: the rest never comes.
+  void conn.send([`POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ncontent-length: ${form.length + 1_000_000}\r\n\r\n${form}`]);
+  const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to end the connection');
+  t.match(received, /^HTTP\/1\.1 400 /, 'refused');
+  const { head, body } = parseRaw(received);
+  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
+  t.notMatch(head, /keep-alive/i);
+  t.match(body, { error: { code: 'invalid_request_body', message: /duplicate model/ } });
+  await gw.logs.flush();
+  const [record] = (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items;
+  t.match(record, { status: 400, error_code: 'invalid_request_body', attempts: [{ error_code: 'invalid_request_body' }] }, 'refused by the forwarding attempt, mid-stream');
+});
+
+t.test('a form whose model value passes the model cap is refused 400 before any upstream call, and neither quoted nor logged whole', async (t) => {
+  const upstream = await upstreamThatReads(t);
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'stt', upstream: 'vendor-whisper' }], protocols: ['x-suite'] });
+  const boundary = 'XyZb';
+  const longModel = 'm'.repeat(2048);
+  const form = `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${longModel}\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n${'A'.repeat(1000)}\r\n--${boundary}--\r\n`;
+  const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: form });
+  t.equal(res.status, 400);
+  const text = await res.text();
+  t.match(JSON.parse(text), { error: { code: 'invalid_request_body' } });
+  t.notOk(text.includes('m'.repeat(MODEL_FIELD_BYTES + 1)), 'the answer does not quote the value past the cap');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 400, error_code: 'invalid_request_body', attempt_count: 0 });
+  t.ok((record.external_model ?? '').length <= MODEL_FIELD_BYTES, 'the record keeps no model past the cap');
+  t.equal(upstream.started(), 0, 'no upstream call');
+});
+
+t.test('a model value is refused as soon as it passes the cap, while the form is still coming, with Connection: close', async (t) => {
+  const upstream = await upstreamThatReads(t);
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'stt', upstream: 'vendor-whisper' }], protocols: ['x-suite'] });
+  const boundary = 'XyZb';
+  const conn = rawConnection(t, gw);
+  // The value never ends and neither does the body: only a refusal at the cap answers it.
+  void conn.send([
+    `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ntransfer-encoding: chunked\r\n\r\n`,
+    chunk(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\n${'m'.repeat(MODEL_FIELD_BYTES + 1)}`),
+  ]);
+  const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to answer and end the connection');
+  t.match(received, /^HTTP\/1\.1 400 /, 'refused');
+  const { head, body } = parseRaw(received);
+  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
+  t.match(body, { error: { code: 'invalid_request_body' } });
+  t.equal(upstream.started(), 0, 'no upstream call');
+});
+
+/** An upstream that reads each body as it comes and counts the requests that reached it at all. */
+async function upstreamThatReads(t: Test): Promise<{ url: string; started: () => number }> {
+  let started = 0;
+  const server = createServer((req, res) => {
+    started += 1;
+    req.on('error', () => {}).resume();
+    req.on('end', () => ok(undefined, res));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, started: () => started };
 }

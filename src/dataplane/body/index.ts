@@ -3,7 +3,7 @@ export type { BodyRewriteErrorCode } from './body-rewrite-error.ts';
 export type { ModelRewrite, RewrittenBody } from './model-rewrite.ts';
 export { rewriteMultipartModelStream } from './rewrite-multipart-model-stream.ts';
 export type { MultipartModelRewrite, MultipartModelStreamOptions } from './rewrite-multipart-model-stream.ts';
-export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
+export { MODEL_FIELD_BYTES, SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
 export { jsonAttemptBody } from './json-attempt-body.ts';
 export type { JsonAttemptBody } from './json-attempt-body.ts';
 export { JsonMemberScanner, MAX_SCANNED_MEMBERS } from './json-member-scanner.ts';

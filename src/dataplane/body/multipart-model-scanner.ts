@@ -15,6 +15,8 @@ const HEADER_END = Buffer.from('\r\n\r\n');
 const MAX_HEADER_BYTES = 16 * 1024;
 /** Text fields up to this size are reported for routing; larger ones (prompts) are not. */
 export const SMALL_FIELD_BYTES = 1024;
+/** The longest model value a form may carry (as a JSON body's nested model member): no model name comes near it. */
+export const MODEL_FIELD_BYTES = 1024;
 
 interface Part {
   readonly name: string;
@@ -162,6 +164,8 @@ export class MultipartModelScanner implements BodyScanner {
     const part = this.#part;
     if (part === undefined || part.kind === 'skip' || segment.length === 0) return;
     part.bytes += segment.length;
+    // Refused as soon as it passes the cap, so that a huge value is neither held nor quoted back.
+    if (part.kind === 'model' && part.bytes > MODEL_FIELD_BYTES) this.#fail(`model field longer than ${MODEL_FIELD_BYTES} bytes`, part.start);
     if (part.kind === 'field' && part.bytes > SMALL_FIELD_BYTES) {
       part.kind = 'skip';
       part.chunks.length = 0;
