@@ -14,6 +14,8 @@ export interface CompiledRoute {
   specificity: number;
   /** Has a `{name*}` rest parameter: a fallback, tried only after every other route. */
   catchAll: boolean;
+  /** Has a `{model}` that spans segments: it yields a path a more specific route takes by another method. */
+  wide: boolean;
   /** The template's literal start, up to its first parameter. */
   prefix: string;
   /** The path template, to spell a catch-all match the way the upstream will receive it. */
@@ -34,7 +36,9 @@ export type RouteMatch =
 /**
  * Compiles every data-plane endpoint of the generated protocol table into a matcher. Path
  * templates use `{name}` for one segment (or the part before `:verb`) and `{name*}` for the
- * rest of the path.
+ * rest of the path. A generate-style `{model}` is a resource name, which the genai SDK sends
+ * unencoded (`models/org/name:generateContent`): it takes every non-empty segment up to the
+ * template's literal suffix, colons included (up to the last `:verb`).
  */
 export function compileRouteTable(): CompiledRoute[] {
   const routes: CompiledRoute[] = [
@@ -50,6 +54,7 @@ function compile(method: string, template: string, target: RouteTarget): Compile
   const params: string[] = [];
   let specificity = 0;
   let catchAll = false;
+  let wide = false;
   const source = template.replace(/\{(\w+)(\*?)\}|[^{]+/g, (part, name: string | undefined, rest: string) => {
     if (name === undefined) {
       specificity += part.length;
@@ -57,10 +62,18 @@ function compile(method: string, template: string, target: RouteTarget): Compile
     }
     params.push(name);
     if (rest) catchAll = true;
-    return rest ? '(.+)' : '([^/:]+)';
+    if (rest) return '(.+)';
+    if (name !== 'model' || !isGenerateStyle(target)) return '([^/:]+)';
+    wide = true;
+    // No empty segment: a doubled or trailing slash is respelled, as for every other route.
+    return '([^/]+(?:/[^/]+)*)';
   });
   const open = template.indexOf('{');
-  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll, prefix: open < 0 ? template : template.slice(0, open), template };
+  return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll, wide, prefix: open < 0 ? template : template.slice(0, open), template };
+}
+
+function isGenerateStyle(target: RouteTarget): boolean {
+  return target.kind === 'operation' ? target.operation.error_style === 'generate' : target.list.style === 'generate';
 }
 
 const literalRoutes = new WeakMap<readonly CompiledRoute[], Map<string, Map<string, RouteTarget>>>();
@@ -98,6 +111,8 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   for (const route of routes) {
     const m = route.pattern.exec(path);
     if (!m) continue;
+    // `GET /v1beta/models/m:generateContent` stays a 405, not `models.get` of `m:generateContent`.
+    if (route.wide && allowed) continue;
     if (route.method !== 'ANY' && route.method !== method) {
       if (!allowed?.includes(route.method)) (allowed ??= []).push(route.method);
       continue;

@@ -84,8 +84,11 @@ t.test('one model of a list is GET /v1/models/{model} or /v1beta/models/{model},
   t.match(matchRoute(routes, 'GET', '/v1/models/team-a'), { found: true, target: { list: { id: 'models-retrieve' } }, params: { model: 'team-a' } });
   t.match(matchRoute(routes, 'GET', '/v1beta/models/team-a'), { found: true, target: { list: { id: 'generate-models-get' } }, params: { model: 'team-a' } });
   t.match(matchRoute(routes, 'GET', '/v1/models/team%2Fa'), { found: true, params: { model: 'team/a' } }, 'an encoded slash is part of the name');
-  // `{model}` stops at ':': the operations' `models/{model}:verb` stay theirs, and are POST only.
+  // The operations' `models/{model}:verb` stay theirs, and are POST only.
   t.equal(idOf(matchRoute(routes, 'POST', '/v1beta/models/team-a:generateContent')), 'generate-content');
   t.same(allowedFor('GET', '/v1beta/models/team-a:generateContent'), ['POST']);
-  t.same(allowedFor('GET', '/v1beta/models/team-a/extra'), []);
+  // A generate-style name is a resource name the genai SDK sends unencoded: it may span segments.
+  t.match(matchRoute(routes, 'GET', '/v1beta/models/team-a/extra'), { found: true, target: { list: { id: 'generate-models-get' } }, params: { model: 'team-a/extra' } });
+  // The openai SDK encodes the name: its `/v1/models/{model}` stays one segment.
+  t.same(allowedFor('GET', '/v1/models/team-a/extra'), []);
 });

@@ -153,3 +153,18 @@ t.test('mid-stream upstream failure: the SDK iterator raises ApiError with the g
     });
   }
 });
+
+t.test('a model name with a slash, as the SDK sends it (unencoded): generateContent and models.get', async (t) => {
+  const r = await rig(t, { ...ROUTE, external: 'org/name', upstreamModel: 'org/up' }, (_req, res) => writeJson(res, 200, generateResponse('org/up', 'Slashed hello.')));
+  const genai = client(r.gw.url, r.keyValue);
+  const response = await genai.models.generateContent({ model: 'org/name', contents: 'hello' });
+  t.equal(response.text, 'Slashed hello.');
+  t.equal(r.upstream.requests.length, 1);
+  // The upstream model is one path segment, its slash percent-encoded.
+  t.equal(r.upstream.requests[0]?.url, `/v1beta/models/${encodeURIComponent('org/up')}:generateContent`);
+  t.match(await logOf(r.gw, requestIdOf(response)), { operation: 'generate-content', external_model: 'org/name', upstream_model: 'org/up' });
+
+  const model = await genai.models.get({ model: 'org/name' });
+  t.equal(model.name, 'models/org/name');
+  t.equal(r.upstream.requests.length, 1, 'models.get is answered by the gateway');
+});
