@@ -62,7 +62,9 @@ export class CredentialPool {
   /**
    * A refusal's retry hint when no credential of these Groups is usable: the wait until the first
    * one that cools down (of a kind its channel takes) is usable again, so that a client (the
-   * openai and anthropic SDKs honour these) retries then. None when they are all disabled.
+   * openai and anthropic SDKs honour these) retries then. When none recovers by itself (all
+   * disabled) or the first recovers later than CLIENT_RETRY_WAIT_LIMIT_MS, `x-should-retry: false`
+   * tells the SDKs to raise at once; the wait, when known, is still given.
    */
   retryHeaders(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): Record<string, string> {
     let earliest: number | undefined;
@@ -74,7 +76,9 @@ export class CredentialPool {
         if (earliest === undefined || at < earliest) earliest = at;
       }
     }
-    return earliest === undefined ? {} : retryAfterHeaders(earliest - now);
+    if (earliest === undefined) return NO_RETRY;
+    const hint = retryAfterHeaders(earliest - now);
+    return earliest - now > CLIENT_RETRY_WAIT_LIMIT_MS ? { ...hint, ...NO_RETRY } : hint;
   }
 
   /** The credential's access when it is cached for this revision of the credential. */
@@ -115,6 +119,18 @@ function kindsOf(group: { channel: string }): readonly string[] {
 function isStaticKind(kind: string): boolean {
   return CREDENTIAL_KINDS[kind as CredentialKindId]?.flow === 'static';
 }
+
+/**
+ * The longest wait for a credential's recovery that a `no_available_credential` refusal leaves to
+ * the client's retry. The openai and anthropic SDKs sleep as long as Retry-After says, with no
+ * upper bound, before each retry (their own backoff is 0.5-8 s): a recovery within half a minute
+ * is worth that wait; a longer one (the default 60 s cooldown, an upstream's daily limit) would
+ * hold the caller a minute or a day before it fails.
+ */
+const CLIENT_RETRY_WAIT_LIMIT_MS = 30_000;
+
+/** Obeyed by the openai and anthropic SDKs: no retry of this refusal. */
+const NO_RETRY: Readonly<Record<string, string>> = Object.freeze({ 'x-should-retry': 'false' });
 
 /**
  * The longest cooldown a Retry-After can ask for: the most `credential_cooldown_seconds`

@@ -25,7 +25,8 @@ export function streamErrorEvent(style: StreamErrorStyle, failure: StreamFailure
     case 'messages':
       return serializeSse({
         event: 'error',
-        data: { type: 'error', error: { type: words.messagesType, message: failure.message, code: failure.code } },
+        // `details.error_code`, as in a refusal's body: where the SDK reads APIError.errorCode.
+        data: { type: 'error', error: { type: words.messagesType, message: failure.message, code: failure.code, details: { error_code: failure.code } } },
       });
     case 'generate':
       return serializeSse({ data: generateErrorBody(failure) });

@@ -245,6 +245,23 @@ t.test('every credential cooling down: 503 no_available_credential, nothing sent
   t.equal(second.res.status, 503);
   t.match(JSON.parse(second.text), { error: { code: 'no_available_credential' } });
   t.equal(upstream.requests.length, 1, 'the second request reached no upstream');
+  // Ten minutes is too long for an SDK to sleep on before retrying: it is told not to.
+  t.equal(second.res.headers.get('x-should-retry'), 'false');
+  const wait = Number(second.res.headers.get('retry-after'));
+  t.ok(wait > 0 && wait <= 600, `retry-after ${wait}: the wait is still given`);
+});
+
+t.test('every credential cooling down for the default cooldown: the 503 tells the SDKs not to retry', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(500) });
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  t.equal((await chat(gw, keyValue)).res.status, 500);
+  const second = await chat(gw, keyValue);
+  t.equal(second.res.status, 503);
+  // The default credential_cooldown_seconds (60) is beyond the 30 s an SDK is left to wait.
+  t.equal(second.res.headers.get('x-should-retry'), 'false');
+  t.ok(Number(second.res.headers.get('retry-after-ms')) > 30_000, 'the wait is still given');
 });
 
 t.test('every credential cooling down without a hint: the 503 says when the first recovers, by the cooldown setting', async (t) => {
@@ -265,10 +282,11 @@ t.test('every credential cooling down without a hint: the 503 says when the firs
   // The cooldown started between `before` and the second answer, and lasts cooldownSeconds.
   t.ok(waitMs > cooldownSeconds * 1000 - (answered - before) - 1 && waitMs <= cooldownSeconds * 1000, `retry-after-ms ${waitMs} within the cooldown left`);
   t.equal(second.res.headers.get('retry-after'), String(Math.max(1, Math.ceil(waitMs / 1000))), 'Retry-After: the same wait in whole seconds, rounded up');
+  t.equal(second.res.headers.get('x-should-retry'), null, 'a wait of seconds is left to the SDK to retry after');
   t.equal(upstream.requests.length, 1, 'the second request reached no upstream');
 });
 
-t.test('every credential disabled: the 503 no_available_credential carries no retry hint', async (t) => {
+t.test('every credential disabled: the 503 no_available_credential carries no wait, and x-should-retry: false', async (t) => {
   const upstream = await upstreamBySecret(t, { 'sk-a': status(401) });
   const gw = await gateway(t);
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a'] });
@@ -278,6 +296,7 @@ t.test('every credential disabled: the 503 no_available_credential carries no re
   t.equal(second.res.status, 503);
   t.equal(second.res.headers.get('retry-after'), null);
   t.equal(second.res.headers.get('retry-after-ms'), null);
+  t.equal(second.res.headers.get('x-should-retry'), 'false', 'nothing recovers by itself: not worth a retry');
 });
 
 // Operations that are not safe to replay (embeddings, image generation): retried only when the

@@ -1,7 +1,7 @@
 import t from 'tap';
 import Anthropic, { APIError, AuthenticationError, BadRequestError, NotFoundError, PermissionDeniedError, RateLimitError } from '@anthropic-ai/sdk';
 import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
-import { jsonBody, leaksKey, logOf, message, messageEvents, rig, writeJson, writeSse, writeSseThenBreak } from './helpers/vendor-wire.ts';
+import { jsonBody, leaksKey, logOf, message, messageEvents, rig, sseText, writeJson, writeSse, writeSseThenBreak } from './helpers/vendor-wire.ts';
 
 // The official @anthropic-ai/sdk against switchyard's messages route (ch14, native).
 
@@ -135,6 +135,7 @@ t.test('mid-stream upstream failure: the SDK stream raises an APIError with the 
       t.type(err, APIError, 'the stream ends with a typed error, not silently and not hanging');
       t.equal((err as APIError).type, 'api_error');
       t.equal(reasonOf(err), 'upstream_stream_broken');
+      t.equal((err as APIError).errorCode, 'upstream_stream_broken', "the SDK's errorCode, as for a refusal");
       const log = await logOf(r.gw, response.headers.get('x-switchyard-request-id'));
       t.match(log, { error_code: 'upstream_stream_broken' });
       t.match(log?.usage, { input_tokens: 17 }, 'the input usage seen before the break is kept');
@@ -146,4 +147,20 @@ t.test('mid-stream upstream failure: the SDK stream raises an APIError with the 
   const err = await helper.finalMessage().catch((e: unknown) => e);
   t.type(err, APIError, 'MessageStream.finalMessage() rejects with the typed error');
   t.equal(reasonOf(err), 'upstream_stream_broken');
+  t.equal((err as APIError).errorCode, 'upstream_stream_broken');
+});
+
+t.test('mid-stream upstream silence: the SDK stream raises an APIError whose errorCode is upstream_idle_timeout', async (t) => {
+  // The upstream sends the first events, then nothing, holding the connection open.
+  const r = await rig(t, ROUTE, (req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(sseText(messageEvents(String(jsonBody(req)['model']), ['still', 'there']).slice(0, 4)));
+  });
+  await r.gw.store.settings.save({ stream_idle_timeout_seconds: 1 });
+  const helper = client(r.gw.url, r.keyValue).messages.stream({ model: 'team-msg', ...ASK });
+  const err = await helper.finalMessage().catch((e: unknown) => e);
+  t.type(err, APIError);
+  t.equal((err as APIError).type, 'timeout_error');
+  t.equal(reasonOf(err), 'upstream_idle_timeout');
+  t.equal((err as APIError).errorCode, 'upstream_idle_timeout', "the SDK's errorCode, as for a refusal");
 });
