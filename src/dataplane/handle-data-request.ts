@@ -15,6 +15,7 @@ import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, refusalFor } from './plan-candidates.ts';
 import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
+import { cappedModelName } from './body/index.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { requestFeatures } from './request-features.ts';
@@ -293,7 +294,7 @@ function nameTarget(log: LogRecord, target: RouteTarget): void {
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
   const value = op.model === 'body' ? fields?.['model'] : op.model === 'path' ? params['model'] : op.model === 'query' ? query.get('model') : undefined;
-  return typeof value === 'string' && value !== '' ? value : undefined;
+  return typeof value === 'string' && value !== '' ? cappedModelName(value) : undefined;
 }
 
 function fillFromResult(log: LogRecord, result: Awaited<ReturnType<typeof forwardNative>>): void {

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, bodyModelKey, receiveJsonBody, rewriteMultipartModelStream, type BodyModelMapping, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, rewriteMultipartModelStream, type BodyModelMapping, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -51,8 +51,6 @@ const SMALL_MEMBER_BYTES = 64 * 1024;
 /** Members whose kind routing reads (text, token ids, other); their values may be large. */
 const INPUT_MEMBERS = ['input', 'query', 'documents'];
 const ROUTING_MEMBERS = [...SMALL_MEMBERS, ...INPUT_MEMBERS];
-/** A body's nested model member is kept up to this size; a longer value names no routed model and stays as sent. */
-const BODY_MODEL_BYTES = 1024;
 const QUOTE = 0x22;
 
 /**
@@ -87,11 +85,14 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
   const wanted = new Map([...SMALL_MEMBERS.map((k) => [k, SMALL_MEMBER_BYTES] as const), ...INPUT_MEMBERS.map((k) => [k, limits.bufferedJsonBytes] as const)]);
   const listedKey = bodyModelKey(op.id);
   // A top-level `model` (embedContent's) is wanted already, with routing's limit.
-  if (listedKey !== undefined && !wanted.has(listedKey)) wanted.set(listedKey, BODY_MODEL_BYTES);
+  // A nested model longer than a model name's cap names no routed model and stays as sent.
+  if (listedKey !== undefined && !wanted.has(listedKey)) wanted.set(listedKey, MODEL_FIELD_BYTES);
   let received;
   try {
     received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, keepBytes: record ? RECORD_PREFIX_BYTES : 0, idleTimeoutMs });
   } catch (err) {
+    // As for a buffered body, a key that records bodies gets the refused one too (its first MiB).
+    if (err instanceof RefusedJsonBody) return refusedBody(requestBodyFailure(err.reason)!, recordedBodyText(err.head, err.size));
     throw requestBodyFailure(err) ?? err;
   }
   return received.kind === 'buffered' ? bufferedJson(received.raw, record) : spooledJson(received.body, op, record);
@@ -139,8 +140,7 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
   } catch (err) {
     if (!record || !(err instanceof DataPlaneError)) throw err;
     // A key that records bodies gets the refused one too: that is when its owner wants to see it.
-    const recorded = recordedBodyText(raw, raw.length);
-    return { body: { kind: 'none' }, fields: undefined, recorded: () => recorded, refusal: err };
+    return refusedBody(err, recordedBodyText(raw, raw.length));
   }
   // A second "model" (routing read the last) is looked for in the text: cheaper than in the
   // bytes, and two forward searches cost less than a backward one.
@@ -162,7 +162,8 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
     fields = fieldsOf(spooled.scanned.members);
   } catch (err) {
     spooled.release();
-    throw err;
+    if (!record || !(err instanceof DataPlaneError)) throw err;
+    return refusedBody(err, recordedBodyText(spooled.head, spooled.size));
   }
   const addStreamUsage = op.protocol === 'x-completions' && streamUsageMissing(fields);
   const duplicateModel = spooled.scanned.members.filter((m) => m.key === 'model').length > 1;
@@ -184,6 +185,10 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   };
 }
 
+function refusedBody(refusal: DataPlaneError, recorded: RecordedRequestBody | undefined): PreparedBody {
+  return { body: { kind: 'none' }, fields: undefined, recorded: () => recorded, refusal };
+}
+
 function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
   // The last duplicate wins, as in JSON.parse; the scanner kept only its value.
   const last = new Map<string, ScannedMember>();
@@ -198,7 +203,8 @@ function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
     // large response_format is a schema, not one of the words rules look at.
     else if (INPUT_MEMBERS.includes(member.key)) {
       if (member.first === QUOTE) fields[member.key] = '';
-    } else if (member.key !== 'response_format') throw new DataPlaneError('invalid_request_body', `The top-level "${member.key}" member is larger than ${SMALL_MEMBER_BYTES} bytes.`);
+    } else if (member.key === 'model') throw modelNameTooLong();
+    else if (member.key !== 'response_format') throw new DataPlaneError('invalid_request_body', `The top-level "${member.key}" member is larger than ${SMALL_MEMBER_BYTES} bytes.`);
   }
   return fields;
 }
@@ -213,7 +219,12 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     req.resume();
     // Anything but a verdict on the form itself comes from the client's connection, unless it
     // is still there: then the spool file failed, which is ours.
-    throw requestBodyFailure(err) ?? (req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err);
+    const refusal = requestBodyFailure(err);
+    if (refusal === undefined) throw req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err;
+    if (!record || !(err instanceof BodyRewriteError)) throw refusal;
+    // A malformed form is recorded as far as it was read (marked truncated when it declared more).
+    const { bytes, total } = tee.captured();
+    return refusedBody(refusal, recordedBodyText(bytes, declared ?? total));
   }
   const fields: Record<string, unknown> = Object.fromEntries(rewrite.fields);
   if (rewrite.model !== undefined) fields['model'] = rewrite.model;

@@ -49,7 +49,10 @@ t.test('a spooled body can be read once per attempt with the splices applied, un
 t.test('malformed JSON, a body over maxBodyBytes and a failing source leave no file', async (t) => {
   const o = options(t, { maxBodyBytes: 4000 });
   const big = `{"a":"${'y'.repeat(2000)}`;
-  await t.rejects(receiveJsonBody(Readable.from([Buffer.from(big), Buffer.from('", "b":}')]), o), { name: 'BodyRewriteError', code: 'invalid_json' });
+  const malformed = [Buffer.from(big), Buffer.from('", "b":}')];
+  await t.rejects(receiveJsonBody(Readable.from(malformed), { ...o, keepBytes: 0 }), { name: 'BodyRewriteError', code: 'invalid_json' });
+  // Kept for the log: the verdict comes with the body's first keepBytes and its size.
+  await t.rejects(receiveJsonBody(Readable.from(malformed), o), { name: 'RefusedJsonBody', reason: { code: 'invalid_json' }, head: Buffer.from(big.slice(0, 10)), size: big.length + 8 });
   await t.rejects(receiveJsonBody(Readable.from([Buffer.from(big), Buffer.from(big), Buffer.from(big)]), o), { code: 'request_too_large' });
   const failing = new Readable({ read() {} });
   failing.push(big);

@@ -28,8 +28,8 @@ const EXP = 7;
 const OBJECT = 0;
 const ARRAY = 1;
 
-// As in the strict parser (src/http/strict-json.ts); it also bounds the scanner's stack.
-const MAX_DEPTH = 128;
+// Open containers, one byte each: the stack grows with the nesting, so it is bounded by the body's size, as JSON.parse has no depth limit either.
+const INITIAL_STACK_BYTES = 64;
 const SIMPLE_ESCAPES = new Set([...'"\\/bfnrt'].map((c) => c.charCodeAt(0)));
 const LITERALS = new Map(['true', 'false', 'null'].map((word) => [word.charCodeAt(0), Buffer.from(word)]));
 /**
@@ -82,7 +82,8 @@ export class JsonMemberScanner {
   // The longest wanted key written entirely in \u escapes, plus quotes; a longer raw key is none of them.
   readonly #maxKeyBytes: number;
   #state = VALUE;
-  readonly #stack: number[] = [];
+  #stack = new Uint8Array(INITIAL_STACK_BYTES);
+  #depth = 0;
   #chunk: Buffer = Buffer.alloc(0);
   #base = 0; // absolute offset of the current chunk
   #number = MINUS;
@@ -170,7 +171,7 @@ export class JsonMemberScanner {
         return i + 1;
       case AFTER_VALUE:
         if (c === 0x2c) {
-          this.#state = this.#stack.at(-1) === OBJECT ? KEY : VALUE;
+          this.#state = this.#stack[this.#depth - 1] === OBJECT ? KEY : VALUE;
           return i + 1;
         }
         if (c === 0x7d) return this.#close(OBJECT, i);
@@ -182,7 +183,7 @@ export class JsonMemberScanner {
   }
 
   #startValue(c: number, i: number): number {
-    if (this.#stack.length === 0 && c !== 0x7b && (c === 0x5b || c === 0x22 || c === 0x2d || isDigit(c) || LITERALS.has(c))) {
+    if (this.#depth === 0 && c !== 0x7b && (c === 0x5b || c === 0x22 || c === 0x2d || isDigit(c) || LITERALS.has(c))) {
       throw new BodyRewriteError('not_an_object', 'The body must be a JSON object.');
     }
     if (this.#wantedKey !== undefined) {
@@ -193,8 +194,7 @@ export class JsonMemberScanner {
       this.#state = STRING;
       this.#stringIsKey = false;
     } else if (c === 0x7b || c === 0x5b) {
-      if (this.#stack.length === MAX_DEPTH) this.#fail('JSON nested too deeply', i);
-      this.#stack.push(c === 0x7b ? OBJECT : ARRAY);
+      this.#push(c === 0x7b ? OBJECT : ARRAY);
       this.#state = c === 0x7b ? FIRST_KEY : FIRST_ELEMENT;
     } else if (c === 0x2d || isDigit(c)) {
       this.#state = NUMBER;
@@ -209,11 +209,20 @@ export class JsonMemberScanner {
     return i + 1;
   }
 
+  #push(kind: number): void {
+    if (this.#depth === this.#stack.length) {
+      const grown = new Uint8Array(this.#stack.length * 2);
+      grown.set(this.#stack);
+      this.#stack = grown;
+    }
+    this.#stack[this.#depth++] = kind;
+  }
+
   #openMember(key: string, i: number, first: number): void {
     if (this.#members.length === this.#maxMembers) {
       throw new BodyRewriteError('too_many_members', `more than ${this.#maxMembers} of the members the gateway reads ("${key}" at byte ${this.#base + i})`);
     }
-    this.#memberDepth = this.#stack.length;
+    this.#memberDepth = this.#depth;
     if (this.#memberDepth === 1) {
       const earlier = this.#lastOf.get(key);
       if (earlier !== undefined) this.#members[earlier] = { ...this.#members[earlier]!, raw: undefined };
@@ -227,7 +236,7 @@ export class JsonMemberScanner {
     if (c !== 0x22) this.#fail('expected a string key', i);
     this.#state = STRING;
     this.#stringIsKey = true;
-    if (this.#stack.length === 1 || this.#nesting() !== undefined) this.#startCapture(i, this.#maxKeyBytes);
+    if (this.#depth === 1 || this.#nesting() !== undefined) this.#startCapture(i, this.#maxKeyBytes);
     return i + 1;
   }
 
@@ -236,8 +245,8 @@ export class JsonMemberScanner {
   #nesting(): '.' | '[].' | undefined {
     if (this.#parent === undefined) return undefined;
     const s = this.#stack;
-    if (s.length === 2 && s[1] === OBJECT) return '.';
-    if (s.length === 3 && s[1] === ARRAY && s[2] === OBJECT) return '[].';
+    if (this.#depth === 2 && s[1] === OBJECT) return '.';
+    if (this.#depth === 3 && s[1] === ARRAY && s[2] === OBJECT) return '[].';
     return undefined;
   }
 
@@ -271,7 +280,7 @@ export class JsonMemberScanner {
       return;
     }
     this.#state = COLON;
-    const topLevel = this.#stack.length === 1;
+    const topLevel = this.#depth === 1;
     const nesting = topLevel ? undefined : this.#nesting();
     if (!topLevel && nesting === undefined) return;
     const raw = this.#takeCapture(i + 1);
@@ -347,19 +356,19 @@ export class JsonMemberScanner {
   }
 
   #close(kind: number, i: number): number {
-    if (this.#stack.pop() !== kind) this.#fail('mismatched closing bracket', i);
-    if (this.#stack.length === 0) this.#closeAt = this.#base + i;
+    if (this.#depth === 0 || this.#stack[--this.#depth] !== kind) this.#fail('mismatched closing bracket', i);
+    if (this.#depth === 0) this.#closeAt = this.#base + i;
     this.#valueEnded(i + 1);
     return i + 1;
   }
 
   #valueEnded(next: number): void {
-    if (this.#member !== undefined && this.#stack.length === this.#memberDepth) {
+    if (this.#member !== undefined && this.#depth === this.#memberDepth) {
       const member = this.#member;
       this.#member = undefined;
       this.#members.push({ ...member, end: this.#base + next, raw: this.#takeCapture(next) });
     }
-    this.#state = this.#stack.length > 0 ? AFTER_VALUE : DONE;
+    this.#state = this.#depth > 0 ? AFTER_VALUE : DONE;
   }
 
   #fail(message: string, i: number): never {

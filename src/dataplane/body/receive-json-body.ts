@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { DataPlaneError } from '../data-plane-error.ts';
+import { BodyRewriteError } from './body-rewrite-error.ts';
 import { spliceDelta, type Splice } from './json-body-splices.ts';
 import { JsonMemberScanner, type ScannedObject } from './json-member-scanner.ts';
 import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
@@ -15,7 +16,10 @@ export interface ReceiveJsonOptions {
   readonly spoolDir: string;
   /** Top-level members to report for a spooled body, each with how many value bytes to keep. */
   readonly wanted: ReadonlyMap<string, number>;
-  /** How much of a spooled body to keep in memory for the request log. */
+  /**
+   * How much of a spooled body to keep in memory for the request log. A body refused as
+   * malformed is still read up to this much, so that its record shows what was sent.
+   */
   readonly keepBytes: number;
   /** A body silent this long is refused (`request_timeout`); none: not watched. */
   readonly idleTimeoutMs?: number;
@@ -23,13 +27,30 @@ export interface ReceiveJsonOptions {
 
 export type ReceivedJson = { readonly kind: 'buffered'; readonly raw: Buffer } | { readonly kind: 'spooled'; readonly body: SpooledJsonBody };
 
+/** A spooled body refused as malformed, with its first `keepBytes` for the request log. */
+export class RefusedJsonBody extends Error {
+  readonly reason: BodyRewriteError;
+  readonly head: Buffer;
+  /** The declared length, or the bytes read when the body has none. */
+  readonly size: number;
+
+  constructor(reason: BodyRewriteError, head: Buffer, size: number) {
+    super(reason.message);
+    this.name = 'RefusedJsonBody';
+    this.reason = reason;
+    this.head = head;
+    this.size = size;
+  }
+}
+
 /**
  * Reads a JSON body that has no content-length or a large one. A body that ends within
  * `bufferedJsonBytes` comes back whole, as if it had declared its length. A larger one goes to
  * a temporary file while JsonMemberScanner checks it and notes the members routing needs, so
  * that memory holds at most `bufferedJsonBytes` plus what the scanner keeps. Rejects with
- * DataPlaneError (request_too_large, request_timeout, client_closed), BodyRewriteError (malformed JSON) or a
- * file-system error; the temporary file is then already being removed.
+ * DataPlaneError (request_too_large, request_timeout, client_closed), BodyRewriteError (malformed JSON;
+ * RefusedJsonBody instead when `keepBytes` asks for its prefix) or a file-system error; the
+ * temporary file is then already being removed.
  */
 export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Promise<ReceivedJson> {
   return new Promise((resolve, reject) => {
@@ -39,14 +60,22 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
     let size = 0;
     let spool: (SpoolFile & { scanner: JsonMemberScanner }) | undefined;
     let settled = false;
+    let refused: BodyRewriteError | undefined;
 
     const fail = (error: unknown) => {
       if (settled) return;
+      if (refused === undefined && error instanceof BodyRewriteError && options.keepBytes > 0) {
+        refused = error;
+        if (spool !== undefined) discardSpoolFile(spool);
+        // The verdict stands; the rest of the record's prefix is read before it is given.
+        if (!req.readableEnded && size <= options.keepBytes) return void req.resume();
+      }
       settled = true;
       silence.stop();
       detach();
       // Drained, not destroyed: the socket still has to carry the error response.
       if (!req.readableEnded && !req.destroyed) req.resume();
+      if (refused !== undefined) return reject(new RefusedJsonBody(refused, Buffer.concat(kept), options.declared ?? size));
       if (spool !== undefined) discardSpoolFile(spool);
       reject(error);
     };
@@ -56,20 +85,31 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       kept.push(part);
       keptBytes += part.length;
     };
-    const toFile = (chunk: Buffer): boolean => {
+    const write = (chunk: Buffer): boolean => {
       spool!.scanner.push(chunk);
-      keep(chunk);
       return spool!.file.write(chunk);
+    };
+    const toFile = (chunk: Buffer): boolean => {
+      keep(chunk);
+      return write(chunk);
     };
     const spill = () => {
       spool = { ...createSpoolFile(options.spoolDir), scanner: new JsonMemberScanner(options.wanted) };
       spool.file.on('error', fail).on('drain', () => req.resume());
-      for (const chunk of head.splice(0)) toFile(chunk);
+      const chunks = head.splice(0);
+      // Kept before they are scanned: a body refused among them still has its whole prefix kept.
+      for (const chunk of chunks) keep(chunk);
+      for (const chunk of chunks) write(chunk);
     };
     const onData = (chunk: Buffer) => {
       silence.touch();
       size += chunk.length;
       if (size > options.maxBodyBytes) return fail(new DataPlaneError('request_too_large'));
+      if (refused !== undefined) {
+        keep(chunk);
+        if (size > options.keepBytes) fail(refused);
+        return;
+      }
       try {
         if (spool === undefined) {
           head.push(chunk);
@@ -84,6 +124,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
     const onEnd = () => {
       silence.stop();
       detach();
+      if (refused !== undefined) return fail(refused);
       if (spool === undefined) {
         settled = true;
         resolve({ kind: 'buffered', raw: head.length === 1 ? head[0]! : Buffer.concat(head) });
