@@ -1,11 +1,28 @@
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { bodyOutstanding } from '../http/body-outstanding.ts';
+
+/** Set on a connection once an answer on it said `connection: close`. */
+const CLOSING = Symbol('switchyard.closing');
+type MarkedSocket = Socket & { [CLOSING]?: true };
 
 /**
  * Marks a gateway refusal `connection: close` when the request's body is still coming: nobody
  * reads the rest, so a kept-alive connection would stall behind it (see bodyOutstanding).
+ * The connection is marked too: node still parses a request pipelined behind the refused one,
+ * but its answer would never be sent (see connectionClosing).
  */
 export function closeIfBodyUnread(req: IncomingMessage, headers: Record<string, string>): Record<string, string> {
   if (bodyOutstanding(req)) headers['connection'] ??= 'close';
+  if (headers['connection'] === 'close') (req.socket as MarkedSocket)[CLOSING] = true;
   return headers;
+}
+
+/**
+ * Whether the gateway already ended this request's connection: a request pipelined behind an
+ * answer that said `connection: close` is not served (no upstream call, no record); its client
+ * resends it on a new connection. One property read: it runs first on every data-plane request.
+ */
+export function connectionClosing(req: IncomingMessage): boolean {
+  return (req.socket as MarkedSocket)[CLOSING] === true;
 }

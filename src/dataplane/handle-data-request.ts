@@ -27,7 +27,8 @@ import { withRequestId } from './request-id-headers.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
-import { closeIfBodyUnread } from './close-if-body-unread.ts';
+import { closeIfBodyUnread, connectionClosing } from './close-if-body-unread.ts';
+import { brokenBodyFraming } from './request-body-failure.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -72,6 +73,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   };
 
   return async function handle(req, res) {
+    if (connectionClosing(req)) return;
     const started = deps.clock();
     const requestId = newRequestId(started);
     const log = newLogDraft(requestId, started);
@@ -199,7 +201,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         }
       }
     } catch (err) {
-      const failure = dataPlaneFailure(err);
+      let failure = dataPlaneFailure(err);
+      // node's parser refused the body and answered 400 itself: the client did not leave.
+      if (failure.code === 'client_closed') failure = brokenBodyFraming(req) ?? failure;
       log.status = failure.status;
       log.error_code = failure.code;
       // A client that left while its body was read is as much an abort as one that left mid-answer.

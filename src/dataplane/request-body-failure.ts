@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { BodyRewriteError } from './body/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
@@ -9,4 +10,19 @@ export function requestBodyFailure(error: unknown): DataPlaneError | undefined {
   if (error instanceof DataPlaneError) return error;
   if (error instanceof BodyRewriteError) return new DataPlaneError(error.code === 'invalid_json' ? 'invalid_json' : 'invalid_request_body', error.message);
   return undefined;
+}
+
+/** The parser's error for a connection its client ended before the message did: a client that left. */
+const CLIENT_ENDED_MID_MESSAGE = 'HPE_INVALID_EOF_STATE';
+
+/**
+ * A body node's parser refused (chunked framing with a bad chunk size, a chunk longer or
+ * shorter than its size): node answers its own bare 400 and destroys the connection with the
+ * parser's error (an `HPE_*` code), so the body's reader sees only a connection that went away.
+ * Undefined when the body was whole or its client ended the connection (or it ended otherwise).
+ */
+export function brokenBodyFraming(req: IncomingMessage): DataPlaneError | undefined {
+  if (req.complete) return undefined;
+  const code = (req.socket?.errored as NodeJS.ErrnoException | null | undefined)?.code;
+  return code?.startsWith('HPE_') && code !== CLIENT_ENDED_MID_MESSAGE ? new DataPlaneError('invalid_request_body', 'Its framing is broken.') : undefined;
 }

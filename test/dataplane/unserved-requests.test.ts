@@ -1,0 +1,92 @@
+import { connect } from 'node:net';
+import t, { type Test } from 'tap';
+import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { eventually, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+
+// Requests the gateway does not answer itself: a body node's parser refuses (node answers its
+// bare 400), and a request pipelined behind a refusal that ended the connection.
+
+const ok = (_req: unknown, res: import('node:http').ServerResponse) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end('{"id":"x","choices":[]}');
+};
+
+/** Generous bound on waiting for a connection to end: the test fails rather than hangs. */
+const CLOSE_BOUND_MS = 10_000;
+const BODY = JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] });
+
+async function chatGateway(t: Test) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'chat', upstream: 'vendor-chat' }], protocols: ['x-completions'] });
+  return { upstream, gw, keyValue };
+}
+
+/** Writes `bytes` on a new connection; `closed` resolves with all it received once the connection ends. */
+function rawExchange(t: Test, gw: Gateway, bytes: string, endAfterWrite = false) {
+  const socket = connect(Number(new URL(gw.url).port), '127.0.0.1');
+  let received = '';
+  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+  socket.on('error', () => {});
+  const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+  t.teardown(() => void socket.destroy());
+  socket.write(bytes, () => {
+    if (endAfterWrite) socket.end();
+  });
+  return withTimeout(closed, CLOSE_BOUND_MS, 'the connection to end');
+}
+
+async function onlyRecord(gw: Gateway) {
+  return eventually(async () => {
+    await gw.logs.flush();
+    const { items } = await gw.logs.list({}, { limit: 5 });
+    return items.length > 0 ? items : undefined;
+  }, 'a log record');
+}
+
+const chunkedHead = (keyValue: string) => `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n`;
+
+t.test('a chunked body whose chunk size is not hex is recorded as a 400 invalid_request_body, not as a client that left', async (t) => {
+  const { upstream, gw, keyValue } = await chatGateway(t);
+  const received = await rawExchange(t, gw, `${chunkedHead(keyValue)}zz\r\n${BODY}\r\n0\r\n\r\n`);
+  t.match(received, /^HTTP\/1\.1 400 /, 'the client is answered 400');
+  const items = await onlyRecord(gw);
+  t.equal(items.length, 1);
+  t.match(items[0], { status: 400, error_code: 'invalid_request_body', client_aborted: false, operation: 'chat-completions' });
+  t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
+});
+
+t.test('a chunk longer than its declared size is recorded as a 400 invalid_request_body', async (t) => {
+  const { gw, keyValue } = await chatGateway(t);
+  const received = await rawExchange(t, gw, `${chunkedHead(keyValue)}5\r\n${BODY}\r\n0\r\n\r\n`);
+  t.match(received, /^HTTP\/1\.1 400 /);
+  const [record] = await onlyRecord(gw);
+  t.match(record, { status: 400, error_code: 'invalid_request_body', client_aborted: false });
+});
+
+t.test('a client that ends its connection mid-chunk is still recorded as client_closed', async (t) => {
+  const { gw, keyValue } = await chatGateway(t);
+  // A whole first chunk, then the client ends the connection before the last chunk.
+  await rawExchange(t, gw, `${chunkedHead(keyValue)}${BODY.length.toString(16)}\r\n${BODY}\r\n`, true);
+  const [record] = await onlyRecord(gw);
+  t.match(record, { status: 499, error_code: 'client_closed', client_aborted: true });
+});
+
+t.test('a request pipelined behind a 401 that closed the connection is neither forwarded nor recorded', async (t) => {
+  const { upstream, gw, keyValue } = await chatGateway(t);
+  const refused = `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`;
+  const good = `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(BODY)}\r\n\r\n${BODY}`;
+  const received = await rawExchange(t, gw, refused + good);
+  t.match(received, /^HTTP\/1\.1 401 /, 'the client gets the 401');
+  t.match(received.slice(0, received.indexOf('\r\n\r\n')), /\r\nconnection: close\r\n/i, 'which ends the connection');
+  t.equal(received.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, 'and nothing after it');
+  // A request served on a new connection afterwards: once its record is in, the pair's would be too.
+  const after = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: BODY });
+  t.equal(after.status, 200);
+  const afterId = after.headers.get('x-switchyard-request-id');
+  await waitForLog(gw, afterId);
+  await gw.logs.flush();
+  const pair = (await gw.logs.list({}, { limit: 10 })).items.filter((r) => r.request_id !== afterId);
+  t.equal(pair.length, 1, 'one record for the pair');
+  t.match(pair[0], { status: 401, error_code: 'access_key_invalid' });
+  t.equal(upstream.requests.length, 1, 'only the later request reached the upstream');
+});
