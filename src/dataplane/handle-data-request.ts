@@ -96,7 +96,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         if (match.allowed.length > 0) {
           // The path is an endpoint's: the record names it.
           if (match.near) nameTarget(log, match.near);
-          throw new DataPlaneError('method_not_allowed', undefined, { allow: match.allowed.join(', ') });
+          throw new DataPlaneError('method_not_allowed', undefined, { allow: allowHeader(routes, match.allowed, path) });
         }
         throw new DataPlaneError('route_not_found');
       }
@@ -289,6 +289,11 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
   if (method !== 'HEAD') return undefined;
   const match = matchRoute(routes, 'GET', path);
   return match.found && match.target.kind === 'model_list' ? match : undefined;
+}
+
+/** The methods a path takes: a model list's GET brings its HEAD (modelListHead), which the route table does not hold. */
+function allowHeader(routes: readonly CompiledRoute[], allowed: readonly string[], path: string): string {
+  return (modelListHead(routes, 'HEAD', path) === undefined ? allowed : [...allowed, 'HEAD']).join(', ');
 }
 
 function nameTarget(log: LogRecord, target: RouteTarget): void {

@@ -274,6 +274,12 @@ t.test('HEAD of a model list is its GET without the body; HEAD of a forwarded GE
   t.match(head.headers.get('content-type'), /application\/json/);
   t.equal(await head.text(), '', 'no body');
   t.match(await waitForLog(gw, head.headers.get('x-switchyard-request-id')), { status: 200, protocol: 'models' });
+  // RFC 9110 §10.2.1: Allow names every method the resource takes, HEAD included.
+  for (const [method, path] of [['POST', '/v1/models'], ['OPTIONS', '/v1/models/m'], ['DELETE', '/v1beta/models/m']] as const) {
+    const refused = await fetch(`${gw.url}${path}`, { method, headers });
+    t.equal(refused.status, 405, `${method} ${path}`);
+    t.same(refused.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD'], `${method} ${path}: Allow names HEAD too`);
+  }
   const forwarded = await fetch(`${gw.url}/x-suite/v1/audio/voices`, { method: 'HEAD', headers: clientAuthHeaders('x-suite', keyValue) });
   t.equal(forwarded.status, 405, 'an upstream need not take HEAD');
   t.match(forwarded.headers.get('allow'), /GET/);
