@@ -261,8 +261,15 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           await deps.pool.apply(credential, access, verdictFor(upstream.status, upstream.headers, deps.cooldownSeconds, deps.now()), deps.now());
           const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
           if (mayRetry && attempts.length < deps.maxAttempts) {
+            let failure: UpstreamErrorReply;
+            try {
+              failure = await readUpstreamError(upstream, secret);
+            } catch (err) {
+              // Undecodable: this attempt failed as the status says, the next credential may still answer.
+              lastTransportError = { error: undecodableAnswer(err, attempt), candidate, credential };
+              continue;
+            }
             // Kept in case it is the last answer.
-            const failure = await readUpstreamError(upstream, secret);
             lastFailure?.stream?.abort();
             lastFailure = { ...failure, candidate, credential };
             attempt.error_code = `upstream_${upstream.status}`;
@@ -276,7 +283,12 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           break;
         }
         if (isReadableError(upstream)) {
-          const failure = await readUpstreamError(upstream, secret);
+          let failure: UpstreamErrorReply;
+          try {
+            failure = await readUpstreamError(upstream, secret);
+          } catch (err) {
+            return answerTransportFailure(input, result, { error: undecodableAnswer(err, attempt), candidate, credential });
+          }
           if (clientGone(input)) {
             failure.stream?.abort();
             result.clientAborted = true;
@@ -286,7 +298,14 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point);
         }
         // An error answer streamed as it comes still has the secret masked out of it.
-        const delivered = upstream.status >= 400 ? maskedUpstreamError(upstream, secret) : upstream;
+        let delivered = upstream;
+        if (upstream.status >= 400) {
+          try {
+            delivered = maskedUpstreamError(upstream, secret);
+          } catch (err) {
+            return answerTransportFailure(input, result, { error: undecodableAnswer(err, attempt), candidate, credential });
+          }
+        }
         const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
@@ -446,6 +465,17 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };
+}
+
+/**
+ * An error answer whose body the gateway cannot decode to mask (decode-error-body.ts throws
+ * `upstream_unreachable`): the attempt's failure, its upstream status kept. Anything else
+ * thrown is not that, and goes on.
+ */
+function undecodableAnswer(err: unknown, attempt: AttemptRecord): DataPlaneError {
+  if (!(err instanceof DataPlaneError)) throw err;
+  attempt.error_code = err.code;
+  return err;
 }
 
 interface AttemptFailure {

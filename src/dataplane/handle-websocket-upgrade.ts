@@ -202,13 +202,25 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             const verdict = verdictFor(outcome.status, outcome.headers, settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
             const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
-            const answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
-            if (!FAILOVER_STATUSES(outcome.status, op)) return passOn(socket, log, answer, requestId);
-            await pool.apply(credential, access, verdict, deps.clock());
+            let answer: UpstreamAnswer | DataPlaneError;
+            try {
+              answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
+            } catch (err) {
+              // An answer the gateway cannot decode to mask: this attempt's failure, weighed by its status all the same.
+              if (!(err instanceof DataPlaneError)) throw err;
+              attempt.error_code = err.code;
+              answer = err;
+            }
+            const failsOver = FAILOVER_STATUSES(outcome.status, op);
+            if (failsOver) await pool.apply(credential, access, verdict, deps.clock());
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably rejected it before processing.
-            if (!op.replay_safe && !REJECTED_BEFORE_PROCESSING(outcome.status)) return passOn(socket, log, answer, requestId);
-            lastAnswer = answer;
-            continue;
+            if (failsOver && (op.replay_safe || REJECTED_BEFORE_PROCESSING(outcome.status))) {
+              if (answer instanceof DataPlaneError) lastFailure = { error: answer, candidate, credential };
+              else lastAnswer = answer;
+              continue;
+            }
+            if (answer instanceof DataPlaneError) throw answer;
+            return passOn(socket, log, answer, requestId);
           }
           log.status = 101;
           joining.set(req, { protocol: outcome.socket.protocol, requestId });

@@ -110,8 +110,12 @@ function relay(from: WebSocket, to: WebSocket) {
   };
 }
 
+/** The close reason with the secret masked in any form it is echoed in (maskSecretInText checks each). */
 function maskedReason(reason: Buffer, secret: string): Buffer {
-  return secret.length > 0 && reason.includes(secret) ? Buffer.from(maskSecretInText(reason.toString(), secret)) : reason;
+  if (reason.length === 0) return reason;
+  const text = reason.toString();
+  const masked = maskSecretInText(text, secret);
+  return masked === text ? reason : Buffer.from(masked);
 }
 
 function closedEvent(ws: WebSocket): Promise<void> {

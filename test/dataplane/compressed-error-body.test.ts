@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { brotliCompressSync, constants, createGzip, deflateSync, gzipSync } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { seedRoute, startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
-import { chatBody } from './helpers/dataplane-scenarios.ts';
+import { chatBody, completionJson, createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 import { realtimeRoute } from './helpers/ws-upstream.ts';
 
 // The upstream credential never reaches a client (issue 4), even when an upstream, or a relay
@@ -135,6 +135,68 @@ t.test('a gzip error that is not gzip is answered with the gateway\'s own 502, n
   }
 });
 
+// An answer the gateway cannot decode is that attempt's failure: the attempt keeps the
+// upstream's status with the gateway's code, and the status is weighed for failover as usual.
+
+const SECOND = 'sk-second+key=987654';
+// maskSecret's display form of SECOND: its first four and last four characters.
+const SECOND_MASKED = 'sk-s...7654';
+
+async function pool(t: Test, secrets: string[], respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, respond);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], secrets });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  return { upstream, gw, group, credentials, keyValue };
+}
+
+t.test('a zstd 500 is that attempt\'s failure: the next credential answers, the record lists both attempts', async (t) => {
+  const { upstream, gw, group, credentials, keyValue } = await pool(t, [SECRET, SECOND], (req, res) => {
+    if (req.headers.authorization !== `Bearer ${SECRET}`) return void res.writeHead(200, { 'content-type': 'application/json' }).end(completionJson('vendor-chat'));
+    res.writeHead(500, { 'content-type': 'application/json', 'content-encoding': 'zstd' });
+    res.end(echoBody(String(req.headers.authorization)));
+  });
+  const [first, second] = credentials as [(typeof credentials)[0], (typeof credentials)[0]];
+  const answer = await post(gw.url, keyValue);
+  t.equal(answer.status, 200, 'the second credential\'s answer');
+  t.same(upstream.requests.map((r) => r.headers.authorization), [`Bearer ${SECRET}`, `Bearer ${SECOND}`], 'both credentials tried, in order');
+  const record = await waitForLog(gw, String(answer.headers['x-switchyard-request-id']));
+  t.match(record, {
+    status: 200,
+    error_code: null,
+    credential_id: String(second.id),
+    attempt_count: 2,
+    attempts: [
+      { credential_id: String(first.id), group_id: String(group.id), status: 500, error_code: 'upstream_unreachable' },
+      { credential_id: String(second.id), status: 200, error_code: null },
+    ],
+  });
+  t.equal((await credentialView(gw.store, group.id, first.id)).state, 'cooldown', 'the 500 cools the first credential down, as any 500 does');
+});
+
+for (const type of ['application/json', 'text/event-stream']) {
+  t.test(`a single credential's zstd 400 (${type}) is answered 502, the record naming group, channel and credential`, async (t) => {
+    const { gw, group, credentials, keyValue } = await pool(t, [SECRET], (req, res) => {
+      res.writeHead(400, { 'content-type': type, 'content-encoding': 'zstd' });
+      res.end(echoBody(String(req.headers.authorization)));
+    });
+    const answer = await post(gw.url, keyValue);
+    t.equal(answer.status, 502);
+    t.equal(JSON.parse(answer.body.toString()).error.code, 'upstream_unreachable');
+    t.notOk(answer.body.includes(SECRET), 'no upstream byte passed on');
+    const record = await waitForLog(gw, String(answer.headers['x-switchyard-request-id']));
+    t.match(record, {
+      status: 502,
+      error_code: 'upstream_unreachable',
+      group_id: String(group.id),
+      channel: 'ch02',
+      credential_id: String(credentials[0]!.id),
+      attempt_count: 1,
+      attempts: [{ credential_id: String(credentials[0]!.id), status: 400, error_code: 'upstream_unreachable' }],
+    });
+    t.equal((await credentialView(gw.store, group.id, credentials[0]!.id)).state, 'active', 'a 400 says nothing against the credential');
+  });
+}
+
 t.test('a gzip event-stream error that stops decoding breaks off with the stream\'s error event, its bytes not passed on', async (t) => {
   const { gw, keyValue } = await route(t, async (req, res) => {
     res.writeHead(400, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
@@ -188,27 +250,47 @@ function upgradeAnswer(wsUrl: string): Promise<RawAnswer> {
   });
 }
 
-t.test('a WebSocket handshake answered with a gzip 401 echoing the credential: decoded and masked; a zstd one refused', async (t) => {
-  // zstd first: refused before the 401 counts against the credential, which then leaves it aside.
-  let coding = 'zstd';
+/** A WebSocket upstream whose handshakes are answered `status`, in the coding `codingFor` picks by the credential. */
+async function refusingWsUpstream(t: Test, status: string, codingFor: (authorization: string) => string): Promise<string> {
   const server = createServer((_req, res) => res.writeHead(404).end());
   server.on('upgrade', (req, socket) => {
+    const coding = codingFor(String(req.headers.authorization));
     const plain = echoBody(String(req.headers.authorization));
     const body = coding === 'gzip' ? gzipSync(plain) : Buffer.from(plain);
-    socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\ncontent-encoding: ${coding}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`), body]));
+    socket.end(Buffer.concat([Buffer.from(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-encoding: ${coding}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`), body]));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
-  const { wsUrl } = await realtimeRoute(t, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, { upstreamKeys: [SECRET] });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+t.test('a WebSocket handshake answered with a gzip 400 echoing the credential: decoded and masked; a zstd one refused, the record naming the route', async (t) => {
+  let coding = 'zstd';
+  const { gw, group, wsUrl } = await realtimeRoute(t, await refusingWsUpstream(t, '400 Bad Request', () => coding), { upstreamKeys: [SECRET] });
   const unknown = await upgradeAnswer(wsUrl);
   t.equal(unknown.status, 502);
   t.equal(JSON.parse(unknown.body.toString()).error.code, 'upstream_unreachable');
   t.notOk(unknown.body.includes(SECRET), 'no upstream byte passed on');
+  const record = await waitForLog(gw, String(unknown.headers['x-switchyard-request-id']));
+  t.match(record, { status: 502, error_code: 'upstream_unreachable', group_id: String(group.id), channel: 'ch03', credential_id: String, attempts: [{ status: 400, error_code: 'upstream_unreachable' }] });
   coding = 'gzip';
   const gzipped = await upgradeAnswer(wsUrl);
-  t.equal(gzipped.status, 401);
+  t.equal(gzipped.status, 400);
   t.equal(gzipped.headers['content-encoding'], undefined);
   t.equal(gzipped.body.toString(), echoBody(`Bearer ${MASKED}`), 'decoded, the secret masked');
+});
+
+t.test('a WebSocket handshake answered with a zstd 401 fails over: the next credential\'s answer reaches the client', async (t) => {
+  const upstream = await refusingWsUpstream(t, '401 Unauthorized', (authorization) => (authorization === `Bearer ${SECRET}` ? 'zstd' : 'gzip'));
+  const { gw, wsUrl } = await realtimeRoute(t, upstream, { upstreamKeys: [SECRET, SECOND] });
+  const answer = await upgradeAnswer(wsUrl);
+  t.equal(answer.status, 401, 'the second credential\'s 401, passed on');
+  t.equal(answer.body.toString(), echoBody(`Bearer ${SECOND_MASKED}`), 'decoded, its secret masked');
+  const record = await waitForLog(gw, String(answer.headers['x-switchyard-request-id']));
+  t.equal(record.attempt_count, 2);
+  t.match(record, { status: 401, attempts: [{ status: 401, error_code: 'upstream_unreachable' }, { status: 401, error_code: 'upstream_401' }] });
+  t.not(record.attempts[0]?.credential_id, record.attempts[1]?.credential_id, 'two credentials');
+  t.equal(record.credential_id, record.attempts[1]?.credential_id, 'the record names the credential whose answer was passed on');
 });
 
 t.test('a gzip answer below 400 goes as sent, still compressed (bodies below 400 are not scanned)', async (t) => {

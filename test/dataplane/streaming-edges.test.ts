@@ -224,6 +224,50 @@ for (const style of STYLES) {
   });
 }
 
+// ---- streams that end cleanly without their final event -----------------------------------
+// A messages stream owes `message_stop`, a responses stream `response.completed` (or failed,
+// incomplete): one that ends without it was cut short, though its connection ended cleanly.
+// The client gets the protocol's error event so that its SDK does not take it for whole.
+
+const LAST_BEFORE_FINAL: Record<string, string> = {
+  messages: `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 5 } })}\n\n`,
+  responses: `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, delta: 'Hello' })}\n\n`,
+};
+
+for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
+  t.test(`${style.name}: a stream that ends cleanly without its final event gets the error event and is recorded upstream_stream_broken`, async (t) => {
+    const last = LAST_BEFORE_FINAL[style.name]!;
+    const s = await scenario(t, style, (res) => {
+      setTimeout(() => res.end(last), 20);
+    });
+    const res = await send(s, style);
+    t.equal(res.status, 200);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    t.ok(text.startsWith(style.first + last), 'what the upstream sent arrived as sent');
+    const blocks = sseBlocks(text.slice((style.first + last).length));
+    t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
+    style.errorEvent(t, blocks[0] ?? '', 'upstream_stream_broken');
+    if (style.name === 'messages') t.match(dataOf(blocks[0] ?? ''), { error: { type: 'api_error' } }, 'an api_error, as for a stream that broke off');
+    // The delta the upstream sent was sequence number 1: the error event follows it.
+    if (style.name === 'responses') t.match(dataOf(blocks[0] ?? ''), { sequence_number: 2 });
+    const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: 'upstream_stream_broken', client_aborted: false });
+  });
+}
+
+t.test('completions: a stream that ends cleanly without [DONE] (some compatible upstreams omit it) is still a success', async (t) => {
+  const style = STYLES.find((s) => s.name === 'completions')!;
+  const last = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`;
+  const s = await scenario(t, style, (res) => {
+    setTimeout(() => res.end(last), 20);
+  });
+  const res = await send(s, style);
+  const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+  t.equal(text, style.first + last, 'the upstream stream unchanged, no event added');
+  const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null });
+});
+
 // ---- completions usage injection ----------------------------------------------------------
 
 const CONTENT_CHUNKS = [

@@ -3,14 +3,21 @@ import { parseOrUndefined } from './id-of.ts';
 
 /**
  * What marks the event each protocol ends a finished stream with: its data as a whole, or its
- * type (the `event` field, else the data's `type`). Generate's SSE has none.
+ * type (the `event` field, else the data's `type`). Generate's SSE has none. `owed`: a stream
+ * that ends without it was cut short; not completions', whose `[DONE]` some compatible
+ * upstreams omit.
  */
-const FINAL_EVENTS: Readonly<Record<StreamErrorStyle, { data?: string; types?: readonly string[] }>> = {
+const FINAL_EVENTS: Readonly<Record<StreamErrorStyle, { data?: string; types?: readonly string[]; owed?: boolean }>> = {
   completions: { data: '[DONE]' },
-  responses: { types: ['response.completed', 'response.failed', 'response.incomplete'] },
-  messages: { types: ['message_stop'] },
+  responses: { types: ['response.completed', 'response.failed', 'response.incomplete'], owed: true },
+  messages: { types: ['message_stop'], owed: true },
   generate: {},
 };
+
+/** Whether a `style` stream that ends without its final event is incomplete, however cleanly it ended. */
+export function owesFinalEvent(style: StreamErrorStyle): boolean {
+  return FINAL_EVENTS[style].owed === true;
+}
 
 /** Whether the last event of `bytes` (whole SSE events) is the one `style` ends a finished stream with. */
 export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean {

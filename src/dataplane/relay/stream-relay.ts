@@ -2,6 +2,7 @@ import { UPSTREAM_STREAM_ERROR, type IdleWatcher } from '../../streaming/index.t
 import { StreamUsageAccumulator } from '../../usage/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import type { RelayContext } from './relay-context.ts';
+import { owesFinalEvent } from './final-stream-event.ts';
 import { watchUpstreamIdle } from './stream-failure-of.ts';
 import { UpstreamErrorDetector } from './upstream-error-detector.ts';
 
@@ -37,7 +38,20 @@ export abstract class StreamRelay implements UpstreamBodySink {
   onEnd(): void {
     this.idle.stop();
     this.endCleanly();
+    // Taken back by #finish when the final event was passed on: the stream was whole after all.
+    if (this.#finalEventOwed()) this.relay.fail('upstream_stream_broken');
     this.#finish();
+  }
+
+  /**
+   * A successful stream of a protocol that owes its final event, which a clean end leaves
+   * truncated unless that event came: the client would take it for whole. Not when the
+   * upstream sent its own error event (the stream failed as the upstream said), nor once the
+   * gateway ended it already.
+   */
+  #finalEventOwed(): boolean {
+    const { relay } = this;
+    return relay.reply.status < 400 && !this.#upstreamErrorSeen && relay.outcome.streamFailure === undefined && relay.clientOpen && owesFinalEvent(relay.options.streamStyle);
   }
 
   onError(): void {
@@ -63,7 +77,8 @@ export abstract class StreamRelay implements UpstreamBodySink {
 
   /**
    * Whether the protocol's final event (or the array's `]`) was passed on: the client has the
-   * whole stream. Asked only when a stall or break ends it, so that reading costs nothing.
+   * whole stream. Asked only when a stream ends (a stall, a break, or a clean end of a protocol
+   * that owes its final event), so that reading costs nothing.
    */
   protected completed(): boolean {
     return false;
