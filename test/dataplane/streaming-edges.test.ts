@@ -255,6 +255,22 @@ for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
   });
 }
 
+for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
+  t.test(`${style.name}: a keep-alive comment after the final event, then a clean end or a stall, leaves the stream a success`, async (t) => {
+    // Written apart, so that the comment is a read of its own, the last the gateway passes on.
+    const s = await scenario(t, style, (res) => res.write(style.innocent, () => setTimeout(() => res.write(': keep-alive\n\n', () => setTimeout(() => res.end(), 50)), 50)));
+    const res = await send(s, style);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    t.equal(text, `${style.first}${style.innocent}: keep-alive\n\n`, 'what the upstream sent, no event added');
+    t.match(await waitForLog(s.gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
+    const stalled = await scenario(t, style, (res) => res.write(style.innocent, () => setTimeout(() => res.write(': keep-alive\n\n'), 50)), { streamIdleTimeoutMs: 300 });
+    const stalledRes = await send(stalled, style);
+    const stalledText = await withTimeout(readIncrementally(stalledRes).catch((err: Error) => `<client stream failed: ${err.message}>`), 10_000, 'the stalled stream to end');
+    t.equal(stalledText, `${style.first}${style.innocent}: keep-alive\n\n`, 'a stall after it adds no event either');
+    t.match(await waitForLog(stalled.gw, stalledRes.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
+  });
+}
+
 t.test('completions: a stream that ends cleanly without [DONE] (some compatible upstreams omit it) is still a success', async (t) => {
   const style = STYLES.find((s) => s.name === 'completions')!;
   const last = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`;

@@ -23,12 +23,26 @@ export function owesFinalEvent(style: StreamErrorStyle): boolean {
 export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
   const final = FINAL_EVENTS[style];
   if (final.data === undefined && final.types === undefined) return false;
-  const parser = new SseParser();
-  const last = [...parser.push(bytes), ...parser.end()].at(-1);
+  const last = carriedEvents(bytes).at(-1);
   if (last === undefined) return false;
   if (final.data !== undefined && last.data === final.data) return true;
   const type = last.event ?? typeOf(last.data);
   return type !== undefined && final.types !== undefined && final.types.includes(type);
+}
+
+/**
+ * Whether passed-on bytes carry an event beyond comments: a keep-alive comment (`: ping`) an
+ * upstream sends after its final event must not hide that event. Only bytes that begin with a
+ * comment are parsed.
+ */
+export function carriesEvent(bytes: Buffer): boolean {
+  return bytes[0] !== 0x3a /* ':' */ || carriedEvents(bytes).length > 0;
+}
+
+/** The events of whole SSE bytes that have a field besides comments. */
+function carriedEvents(bytes: Buffer) {
+  const parser = new SseParser();
+  return [...parser.push(bytes), ...parser.end()].filter((e) => e.data !== undefined || e.event !== undefined);
 }
 
 function typeOf(data: string | undefined): string | undefined {

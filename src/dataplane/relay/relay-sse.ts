@@ -1,6 +1,6 @@
 import { SseEventSplitter, sseEventData, streamErrorEvent } from '../../streaming/index.ts';
 import { isUsageOnlyChunk } from '../../usage/index.ts';
-import { endsWithFinalEvent } from './final-stream-event.ts';
+import { carriesEvent, endsWithFinalEvent } from './final-stream-event.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { StreamRelay } from './stream-relay.ts';
@@ -86,7 +86,7 @@ export class SseRelay extends StreamRelay {
     if (out.length === 0 || !this.relay.clientOpen) return;
     const bytes = out.length === 1 ? out[0]! : joined(out);
     // Not the lone LF of a CRLF split between reads: the event it ends is the one to look at.
-    if (bytes.length > 1) this.#lastPassed = bytes;
+    if (bytes.length > 1) this.#passed(bytes);
     this.relay.write(bytes);
   }
 
@@ -117,7 +117,7 @@ export class SseRelay extends StreamRelay {
     }
     if (!this.relay.clientOpen) return;
     if (kept === undefined) {
-      this.#lastPassed = block;
+      this.#passed(block);
       return this.relay.write(block);
     }
     kept.push(from, block.length);
@@ -125,7 +125,7 @@ export class SseRelay extends StreamRelay {
     if (this.#lastSequenced !== undefined && this.#lastSequenced.buffer === block.buffer) this.#lastSequenced = Buffer.from(this.#lastSequenced);
     const out = keepRanges(block, kept);
     if (out.length === 0) return;
-    this.#lastPassed = out;
+    this.#passed(out);
     this.relay.write(out);
   }
 
@@ -142,8 +142,13 @@ export class SseRelay extends StreamRelay {
 
   #passOn(bytes: Buffer): void {
     if (!this.relay.clientOpen) return;
-    this.#lastPassed = bytes;
+    this.#passed(bytes);
     this.relay.write(bytes);
+  }
+
+  /** Remembers what went to the client, for completed(); comments alone (keep-alives) are not an event. */
+  #passed(bytes: Buffer): void {
+    if (carriesEvent(bytes)) this.#lastPassed = bytes;
   }
 
   /** Whether an event's bytes may hold usage or the created response's id (checked before decoding it). */
