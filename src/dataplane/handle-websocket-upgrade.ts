@@ -29,6 +29,7 @@ import { maskUpstreamSecret } from './upstream-error-reply.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { newRequestId } from './new-request-id.ts';
 import { UpgradeClientWatch } from './watch-upgrade-client.ts';
+import { cappedModelName } from './body/index.ts';
 
 export interface UpgradeHandler {
   (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
@@ -117,8 +118,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
       await quota.enforce(key, started, log);
-      const model = url.searchParams.get('model') ?? undefined;
-      if (model === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
+      const given = url.searchParams.get('model') || undefined;
+      if (given === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
+      const model = cappedModelName(given);
       log.external_model = model;
       const snap = await snapshot.current();
       const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups: snap.groupsByModel.get(model) ?? [] });

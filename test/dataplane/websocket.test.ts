@@ -82,6 +82,22 @@ t.test('a realtime session counts against the key quota; once it is used up the 
   t.equal(upstream.seen.length, 1, 'the refused one never reached the upstream');
 });
 
+t.test('an upgrade whose model is longer than the model-name cap, or empty, is refused before routing, and its record does not keep the name', async (t) => {
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: 'http://127.0.0.1:9', models: [{ external: 'voice', upstream: 'v' }], protocols: ['x-suite'] });
+  const long = 'm'.repeat(2048);
+  const refused = await upgradeAnswer(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=${long}&key=${keyValue}`);
+  t.equal(refused.status, 400);
+  t.match(JSON.parse(refused.body), { error: { code: 'invalid_request_body' } });
+  t.notOk(refused.body.includes(long), 'the name is not quoted back');
+  const record = await logOf(gw, key.id, 400);
+  t.ok((record.external_model ?? '').length <= 1024, 'the record does not keep the whole name');
+  const empty = await upgradeAnswer(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=&key=${keyValue}`);
+  t.equal(empty.status, 400);
+  t.match(JSON.parse(empty.body), { error: { code: 'model_missing' } }, 'an empty model is a missing one, as on HTTP routes');
+});
+
 /** The HTTP answer to an upgrade that was not accepted. */
 function upgradeAnswer(url: string, protocols: string[] = []): Promise<Refusal> {
   return new Promise((resolve, reject) => {
