@@ -295,6 +295,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
             attempt.error_code = 'client_closed';
             break;
           }
+          // As for an error answer kept for failover or streamed on: the attempt's code says what it got.
+          attempt.error_code = `upstream_${upstream.status}`;
           return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point);
         }
         // An error answer streamed as it comes still has the secret masked out of it.
@@ -310,8 +312,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
     }
-    // Awaited, so that the finally below finds its stream sent.
-    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point);
+    // First: a client that left during a later attempt never got the error kept from an earlier one.
     if (result.clientAborted || clientGone(input)) {
       // Logged like any other outcome: 499, with the route and credential it was on.
       result.clientAborted = true;
@@ -321,6 +322,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       result.credential = lastCredential;
       return result;
     }
+    // Awaited, so that the finally below finds its stream sent.
+    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point);
     if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
     const why = input.onlyCredentialId === undefined ? 'Every credential of the candidate groups is disabled or cooling down.' : 'The credential that holds this response is disabled, cooling down or gone.';
     const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));

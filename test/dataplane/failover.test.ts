@@ -231,7 +231,52 @@ t.test('attempts stop at max_attempts_per_request and the last upstream error is
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.equal(record.attempt_count, 2);
   t.equal(record.status, 502);
+  // The answer passed on is recorded on its attempt as the kept ones are, whichever path sent it.
+  t.same(record.attempts.map((a) => [a.status, a.error_code]), [[500, 'upstream_500'], [502, 'upstream_502']]);
 });
+
+t.test('a single credential whose error answer is passed on: its attempt says what it got', async (t) => {
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(400) });
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { res } = await chat(gw, keyValue);
+  t.equal(res.status, 400);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 400, error_code: 'upstream_400' });
+  t.same(record.attempts.map((a) => [a.status, a.error_code]), [[400, 'upstream_400']]);
+});
+
+t.test('a client that leaves while a later attempt waits is recorded 499 on that attempt\'s credential, not as the earlier error it never got', async (t) => {
+  let arrived: () => void = () => {};
+  const second = new Promise<void>((resolve) => (arrived = resolve));
+  const upstream = await upstreamBySecret(t, {
+    'sk-a': status(500),
+    'sk-b': () => arrived(),
+  });
+  const gw = await gateway(t);
+  const { credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue, key } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const client = new AbortController();
+  const answer = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', signal: client.signal, headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') }).catch((err: Error) => err);
+  await second;
+  client.abort();
+  t.type(await answer, Error, 'the client got no answer');
+  const record = await eventuallyRecord(gw, key.id);
+  t.match(record, { status: 499, error_code: 'client_closed', client_aborted: true, credential_id: String(credentials[1]!.id) });
+  t.same(record.attempts.map((a) => [a.credential_id, a.status, a.error_code]), [[String(credentials[0]!.id), 500, 'upstream_500'], [String(credentials[1]!.id), null, 'client_closed']]);
+});
+
+/** The one record of a key's request, once written. */
+async function eventuallyRecord(gw: Gateway, accessKeyId: number) {
+  for (let i = 0; i < 200; i++) {
+    await gw.logs.flush();
+    const [item] = (await gw.logs.list({ access_key_id: accessKeyId }, { limit: 2 })).items;
+    if (item) return (await gw.logs.get(item.request_id))!;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('no record was written');
+}
 
 t.test('every credential cooling down: 503 no_available_credential, nothing sent upstream', async (t) => {
   const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': '600' }) });
