@@ -67,6 +67,11 @@ t.test('model prices: update, query, reset to the catalog, delete, sync', async 
   t.equal((await gw.api('DELETE', '/api/model-prices/my%2Fcustom')).status, 404);
   const invalid = await gw.api('PUT', '/api/model-prices/x', { body: { input_per_mtok: -1, output_per_mtok: 1 } });
   t.match(invalid.json.data, { field: 'input_per_mtok', reason: 'invalid_value' });
+  // A price so large that a request's cost is no finite number would leave every sum null.
+  const absurd = await gw.api('PUT', '/api/model-prices/x', { body: { input_per_mtok: 1e308, output_per_mtok: 1 } });
+  t.equal(absurd.status, 400);
+  t.match(absurd.json.data, { field: 'input_per_mtok' });
+  t.equal((await gw.api('PUT', '/api/model-prices/x', { body: { input_per_mtok: 1_000_000, output_per_mtok: 1 } })).status, 200, 'a million USD per million tokens is the most a price may be');
   // A price is for a name a Group's model can have: 1 to 300 characters, not blank.
   for (const name of ['%20', '%20%20', 'm'.repeat(301)]) {
     const refused = await gw.api('PUT', `/api/model-prices/${name}`, { body: { input_per_mtok: 1, output_per_mtok: 1 } });
