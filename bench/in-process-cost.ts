@@ -59,6 +59,7 @@ const upstream = {
     const reply = Buffer.isBuffer(body) ? answer(body) : readAll(body as Readable).then(answer);
     return { reply, abort() {} };
   },
+  retain() {},
 } as unknown as UpstreamClient;
 
 async function readAll(stream: Readable): Promise<Buffer> {

@@ -32,9 +32,42 @@ export class CredentialPool {
   /** Smooth weighted round-robin state: each credential's current weight. */
   readonly #current = new Map<number, number>();
   readonly #access = new Map<number, CredentialAccess>();
+  /** The configuration `retain` last pruned for: the same one again costs one comparison. */
+  #retainedFor: object | undefined;
 
   constructor(store: CredentialStore) {
     this.#store = store;
+  }
+
+  /**
+   * Forgets what is kept for credentials a configuration snapshot no longer holds (deleted, or
+   * their Group deleted), and secrets of revisions older than its: a deleted or rotated secret
+   * does not stay decrypted in the gateway, and churn does not grow the pool. A credential
+   * forgotten while still in use is read again from the store by its next request.
+   */
+  retain(snap: { readonly credentialsByGroup: ReadonlyMap<number, readonly CredentialView[]> }): void {
+    if (snap === this.#retainedFor) return;
+    this.#retainedFor = snap;
+    const revisions = new Map<number, number>();
+    for (const views of snap.credentialsByGroup.values()) for (const view of views) revisions.set(view.id, view.revision);
+    for (const [id, access] of this.#access) {
+      const revision = revisions.get(id);
+      // A newer revision than the snapshot's was read from the store after it: still current.
+      if (revision === undefined || access.revision < revision) this.#access.delete(id);
+    }
+    for (const id of this.#current.keys()) if (!revisions.has(id)) this.#current.delete(id);
+  }
+
+  /** The upstream addresses of the credentials whose access is kept: their requests may go there. */
+  cachedLocations(): string[] {
+    const locations: string[] = [];
+    for (const access of this.#access.values()) if (access.baseUrl !== null) locations.push(access.baseUrl);
+    return locations;
+  }
+
+  /** For diagnostics (tests of churn): how many secrets and round-robin weights are kept. */
+  diagnosticSizes(): { secrets: number; weights: number } {
+    return { secrets: this.#access.size, weights: this.#current.size };
   }
 
   /**

@@ -11,6 +11,7 @@ import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative, type ForwardDeps } from './forward-native.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
+import { liveUpstreams } from './live-upstreams.ts';
 import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, refusalFor } from './plan-candidates.ts';
 import { RoutePlans } from './route-plans.ts';
@@ -69,7 +70,15 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
     };
     forwardDeps = { snap, deps: built };
+    // Only the current snapshot prunes: a request that took an older one must not drop what a newer one uses.
+    if (snapshot.fresh() === snap) forgetRemoved(snap);
     return built;
+  };
+  // What deleted credentials, AccessKeys, proxies and upstreams left behind, once per configuration change.
+  const forgetRemoved = (snap: Snapshot): void => {
+    pool.retain(snap);
+    deps.upstream.retain(liveUpstreams(snap, pool.cachedLocations()));
+    quota.retain(async () => (await deps.store.accessKeys.list()).map((k) => k.id)).catch(() => undefined);
   };
 
   return async function handle(req, res) {

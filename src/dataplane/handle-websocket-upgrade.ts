@@ -123,6 +123,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const model = cappedModelName(given);
       log.external_model = model;
       const snap = await snapshot.current();
+      pool.retain(snap);
       const candidates = planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups: snap.groupsByModel.get(model) ?? [] });
       const ordered = attemptOrder(candidates.filter((c) => c.included));
       if (ordered.length === 0) {

@@ -91,6 +91,24 @@ export class QuotaMeter {
     else add(meter, log);
   }
 
+  /**
+   * Forgets the meters of AccessKeys that no longer exist, by a reading of the ids that do.
+   * Only meters made before the reading began are judged (a key created since may have one
+   * and not be in it), and only keys absent from it lose theirs: an edited key keeps its meter
+   * and its places in flight. A deleted key's requests still in flight release their places
+   * when their records arrive, as any other's.
+   */
+  async retain(existingKeyIds: () => Promise<Iterable<number>>): Promise<void> {
+    const judged = [...this.#meters];
+    const existing = new Set(await existingKeyIds());
+    for (const [id, meter] of judged) if (!existing.has(id) && this.#meters.get(id) === meter) this.#meters.delete(id);
+  }
+
+  /** For diagnostics (tests of churn): how many keys have a meter, and how many have requests in flight. */
+  diagnosticSizes(): { meters: number; inFlight: number } {
+    return { meters: this.#meters.size, inFlight: this.#inFlight.size };
+  }
+
   #held(keyId: number): number {
     return this.#inFlight.get(keyId) ?? 0;
   }

@@ -43,10 +43,17 @@ export interface UpstreamExchange {
   abort(reason?: Error): void;
 }
 
+/** The proxy URLs and upstream origins a configuration can send requests to. */
+export interface LiveUpstreams {
+  origins: ReadonlySet<string>;
+  proxies: ReadonlySet<string>;
+}
+
 /**
  * HTTP client for upstream calls on undici: a keep-alive Pool per origin, one dispatcher per
- * proxy URL, both created on first use and kept until close(). Any status resolves; only
- * transport failures reject (see classifyUpstreamError).
+ * proxy URL, both created on first use and kept until close(), or until retain() is told the
+ * configuration no longer names them. Any status resolves; only transport failures reject
+ * (see classifyUpstreamError).
  */
 export class UpstreamClient {
   readonly #options: ResolvedUpstreamOptions;
@@ -54,6 +61,8 @@ export class UpstreamClient {
   readonly #urls = new Map<string, UpstreamTarget>();
   /** Direct pools by origin, apart from proxies: the hot path looks them up by the origin string itself. */
   readonly #pools = new Map<string, Dispatcher>();
+  /** Dispatchers retain() let go, until their last requests finish: close() and destroy() still reach them. */
+  readonly #closing = new Map<Dispatcher, Promise<void>>();
 
   constructor(options: UpstreamClientOptions = {}) {
     this.#options = resolveUpstreamOptions(options);
@@ -129,15 +138,44 @@ export class UpstreamClient {
     return dispatcher;
   }
 
+  /**
+   * Closes and forgets the dispatchers of origins and proxies `live` does not name: kept, each
+   * would hold its connections (and a proxy's its credentials) for the process's life. Their
+   * requests in flight finish (undici's close()). A closed one is never handed out: it leaves
+   * the cache before it closes, and exchange() takes a dispatcher and dispatches on it in one
+   * synchronous step. A later request to the same origin or proxy gets a new one.
+   */
+  retain(live: LiveUpstreams): void {
+    this.#release(this.#pools, live.origins);
+    this.#release(this.#dispatchers, live.proxies);
+  }
+
+  /** For diagnostics (tests of churn): dispatchers kept, and those let go that still finish requests. */
+  diagnosticSizes(): { pools: number; proxies: number; closing: number } {
+    return { pools: this.#pools.size, proxies: this.#dispatchers.size, closing: this.#closing.size };
+  }
+
+  #release(cache: Map<string, Dispatcher>, live: ReadonlySet<string>): void {
+    for (const [key, dispatcher] of cache) {
+      if (live.has(key)) continue;
+      cache.delete(key);
+      const closed = dispatcher.close().then(
+        () => undefined,
+        () => undefined,
+      );
+      this.#closing.set(dispatcher, closed.then(() => void this.#closing.delete(dispatcher)));
+    }
+  }
+
   /** Closes every dispatcher after its requests finish. */
   async close(): Promise<void> {
     const all = this.#takeAll();
-    await Promise.all(all.map((d) => d.close()));
+    await Promise.all([...all.map((d) => d.close()), ...this.#closing.values()]);
   }
 
   /** Closes every dispatcher now, failing requests in flight. */
   async destroy(): Promise<void> {
-    const all = this.#takeAll();
+    const all = [...this.#takeAll(), ...this.#closing.keys()];
     await Promise.all(all.map((d) => d.destroy()));
   }
 
