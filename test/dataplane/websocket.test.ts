@@ -400,26 +400,15 @@ t.test('an upstream that echoes its key in the upgrade answer: the client gets t
   t.equal(answer.headers['x-echo'], 'Bearer sk-u...6789');
 });
 
-t.test('an upstream that closes the session with a reason echoing its key: the client gets the code and the reason with the key masked', async (t) => {
-  const key = 'sk-upstream-closing-0123456789';
-  const upstream = await startWsUpstream({ onSession: (ws) => ws.once('message', () => ws.close(4000, `denied ${key}`)) });
-  t.teardown(() => upstream.close());
-  const { wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: [key] });
-  const client = await connect(wsUrl);
-  const closed = new Promise<[number, string]>((r) => client.once('close', (code, reason) => r([code, reason.toString()])));
-  client.send('hello');
-  t.same(await closed, [4000, 'denied sk-u...6789']);
-});
-
 for (const [form, echo] of [
+  ['as it is', (key: string) => key],
   ['percent-encoded', encodeURIComponent],
   ['with / escaped as \\/', (key: string) => key.replaceAll('/', '\\/')],
 ] as const) {
-  t.test(`an upstream that closes the session with a reason echoing its key ${form}: the client gets the reason with the key masked`, async (t) => {
+  t.test(`an upstream that closes the session with a reason echoing its key ${form}: the client gets the code and the reason with the key masked`, async (t) => {
     // `/`, `+` and `=` are what the escapes change.
     const key = 'sk-up/closing+key=0123456789';
     const echoed = echo(key);
-    t.not(echoed, key, 'the echo differs from the raw key');
     const upstream = await startWsUpstream({ onSession: (ws) => ws.once('message', () => ws.close(4000, `denied ${echoed}`)) });
     t.teardown(() => upstream.close());
     const { wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: [key] });
