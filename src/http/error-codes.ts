@@ -77,6 +77,10 @@ export const ERROR_CODES = {
     status: 503,
     message: { en: 'The request log store is failing; try again later.', 'zh-CN': '请求日志存储出现故障，请稍后再试。' },
   },
+  CONFIG_STORE_UNAVAILABLE: {
+    status: 503,
+    message: { en: 'The configuration could not be saved; it was left unchanged. Try again later.', 'zh-CN': '配置无法保存，已保持不变，请稍后再试。' },
+  },
   INTERNAL_SERVER_ERROR: {
     status: 500,
     message: { en: 'Internal server error.', 'zh-CN': '服务器内部错误。' },

@@ -4,6 +4,7 @@ import { failureEnvelope } from './envelope.ts';
 import type { ErrorCode } from './error-codes.ts';
 import { pickLocale } from './i18n.ts';
 import { bodyOutstanding } from './body-outstanding.ts';
+import { ConfigStoreUnavailableError } from '../store/lowdb/config-store-unavailable.ts';
 
 export type ServerLog = (line: string) => void;
 
@@ -43,6 +44,7 @@ export function errorMiddleware(log: ServerLog): Middleware {
 
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof ConfigStoreUnavailableError) return new ApiError('CONFIG_STORE_UNAVAILABLE', { cause: err });
   const status = typeof err === 'object' && err !== null && 'status' in err ? Number((err as { status: unknown }).status) : NaN;
   const code = STATUS_CODES[status];
   return new ApiError(code ?? 'INTERNAL_SERVER_ERROR');

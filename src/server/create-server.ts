@@ -92,6 +92,12 @@ export interface RunningServer {
   managementRoutes(): Array<{ method: string; path: string }>;
   /** Stops accepting, lets requests in flight finish, then flushes and closes the stores. */
   close(): Promise<void>;
+  /**
+   * Ends the shutdown's grace now (starting the shutdown if need be): the requests still in
+   * flight are ended as when it runs out. Resolves once their connections are cut; `close()`'s
+   * promise then settles once their records and those already appended are written.
+   */
+  cutShort(): Promise<void>;
 }
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -159,6 +165,15 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
     const stopRetention = startLogRetention({ store: openStore, logs, clock, log }, options.logRetentionSchedule ?? hourlyRetention);
     let closing: Promise<void> | undefined;
+    let cutting: Promise<void> | undefined;
+    // Once: the grace running out and a second signal cut the same way.
+    const cut = (): Promise<void> => (cutting ??= Promise.resolve(dataPlane.cutOff?.()).then(() => server.closeAllConnections()));
+    const close = (): Promise<void> => {
+      stopRetention();
+      // The lock goes last, once no write is pending, whether or not the shutdown went cleanly.
+      closing ??= shutdown(server, drain, openStore, openLogs, dataPlane, cut, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS).finally(() => lock.release());
+      return closing;
+    };
     return {
       url: `http://${host}:${address.port}`,
       host: address.address,
@@ -166,11 +181,11 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       store: openStore,
       logs: openLogs,
       managementRoutes: management.routes,
-      close() {
-        stopRetention();
-        // The lock goes last, once no write is pending, whether or not the shutdown went cleanly.
-        closing ??= shutdown(server, drain, openStore, openLogs, dataPlane, options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS).finally(() => lock.release());
-        return closing;
+      close,
+      cutShort() {
+        // Its failure is close()'s to report.
+        close().catch(() => undefined);
+        return cut();
       },
     };
   } catch (err) {
@@ -191,12 +206,18 @@ function listen(server: Server, port: number, host: string): Promise<void> {
   });
 }
 
-async function shutdown(server: Server, drain: ConnectionDrain, store: ConfigStore, logs: LogStore, dataPlane: MountedDataPlane, graceMs: number): Promise<void> {
+async function shutdown(
+  server: Server,
+  drain: ConnectionDrain,
+  store: ConfigStore,
+  logs: LogStore,
+  dataPlane: MountedDataPlane,
+  cut: () => Promise<void>,
+  graceMs: number,
+): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   drain.start();
-  const force = setTimeout(() => {
-    void Promise.resolve(dataPlane.cutOff?.()).then(() => server.closeAllConnections());
-  }, graceMs);
+  const force = setTimeout(() => void cut(), graceMs);
   // Alongside, not after: the server's close also waits for upgraded (WebSocket) sockets, which
   // only the data plane ends.
   await Promise.all([closed, dataPlane.endSessions?.()]);

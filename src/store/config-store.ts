@@ -194,6 +194,8 @@ export interface ConfigStore {
   readonly audit: AuditStore;
   /** Changes whenever groups, credentials, access keys, settings or prices change. */
   generation(): number;
+  /** Whether the last write of one of its files failed (a full disk): reads come from memory and cannot tell. */
+  writesFailing(): boolean;
   /** Waits for every pending write; the store is unusable afterwards. */
   close(): Promise<void>;
 }

@@ -5,6 +5,9 @@ import { CliError } from '../cli-error.ts';
 import { describeRunError } from '../describe-run-error.ts';
 import { parseDecimalOption } from '../parse-decimal-option.ts';
 
+/** How long a second signal leaves the records already appended to be written. */
+const FORCED_FLUSH_MS = 2000;
+
 /**
  * Runs the gateway until SIGINT or SIGTERM, then stops accepting, lets requests in flight
  * finish and flushes the stores before resolving. `extra` lets the CLI add the data plane.
@@ -33,8 +36,20 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
   process.stdout.write(`switchyard: ${signal} received, finishing requests and flushing stores\n`);
-  // A second signal while draining means "now".
-  const force = () => process.exit(1);
+  // A second signal while draining means "now": the requests in flight are cut, and the
+  // records already appended still get a bounded moment to be written.
+  let cutShort = false;
+  const force = () => {
+    cutShort = true;
+    process.stdout.write('switchyard: second signal, cutting the requests in flight\n');
+    void server.cutShort().catch(() => undefined).then(() => {
+      setTimeout(() => {
+        const unwritten = server.logs.buffered ?? 0;
+        process.stderr.write(`switchyard: stopped with an error: ${unwritten} request records could not be written: still being written ${FORCED_FLUSH_MS / 1000} s after the second signal cut the requests\n`);
+        process.exit(1);
+      }, FORCED_FLUSH_MS).unref();
+    });
+  };
   process.once('SIGINT', force);
   process.once('SIGTERM', force);
   try {
@@ -46,6 +61,10 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   } finally {
     process.off('SIGINT', force);
     process.off('SIGTERM', force);
+  }
+  if (cutShort) {
+    process.stdout.write('switchyard: stopped, requests in flight cut short\n');
+    return 1;
   }
   process.stdout.write('switchyard: stopped\n');
   return 0;

@@ -16,7 +16,8 @@ export function healthRoutes(deps: ManagementDeps): RouteDef[] {
           }
         };
         const stores = {
-          config: await probe(() => deps.store.settings.get()),
+          // Reads are served from memory: a disk that refuses writes shows only in the last write.
+          config: deps.store.writesFailing() ? 'failing' : await probe(() => deps.store.settings.get()),
           logs: await probe(() => deps.logs.list({}, { limit: 1 })),
         };
         const memory = process.memoryUsage();

@@ -1,5 +1,8 @@
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
+import { asConfigStoreUnavailable } from './config-store-unavailable.ts';
 import { StoreFileError } from './store-file-error.ts';
 
 /** Returns a description of what is wrong with the parsed content, or undefined when it is usable. */
@@ -8,7 +11,8 @@ export type ShapeCheck = (data: unknown) => string | undefined;
 /**
  * One lowdb JSON file. Writes go through steno (temporary file + rename, so a crash never
  * leaves a half-written file in place) and are serialized here: each mutation works on a
- * copy that replaces the live data only once it is on disk.
+ * copy that replaces the live data only once it is on disk, so a write that fails (a full disk)
+ * leaves the data as the file still has it.
  */
 export class JsonDocument<T extends object> {
   readonly file: string;
@@ -16,6 +20,7 @@ export class JsonDocument<T extends object> {
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
   #generation = 0;
+  #lastWriteFailed = false;
 
   private constructor(file: string, db: Low<T>) {
     this.file = file;
@@ -52,6 +57,11 @@ export class JsonDocument<T extends object> {
     return this.#db.data;
   }
 
+  /** Whether the last write failed; the next one that succeeds clears it. */
+  get lastWriteFailed(): boolean {
+    return this.#lastWriteFailed;
+  }
+
   /** Changes with every successful mutation, so readers can cache what they derive from the data. */
   get generation(): number {
     return this.#generation;
@@ -62,7 +72,15 @@ export class JsonDocument<T extends object> {
     const run = this.#queue.then(async () => {
       const draft = structuredClone(this.#db.data);
       const result = fn(draft);
-      await this.#db.adapter.write(draft);
+      try {
+        await this.#db.adapter.write(draft);
+      } catch (error) {
+        this.#lastWriteFailed = true;
+        // steno's temporary file (`.<name>.tmp`), empty or cut short: the next write replaces it anyway.
+        await rm(path.join(path.dirname(this.file), `.${path.basename(this.file)}.tmp`), { force: true }).catch(() => undefined);
+        throw asConfigStoreUnavailable(error);
+      }
+      this.#lastWriteFailed = false;
       this.#db.data = draft;
       this.#generation++;
       return result;

@@ -54,6 +54,7 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
     idempotency: new LowdbIdempotencyStore(idempotency),
     audit: new LowdbAuditStore(audit),
     generation: () => config.generation,
+    writesFailing: () => [config, idempotency, audit].some((doc) => doc.lastWriteFailed),
     async close() {
       await Promise.all([config.close(), idempotency.close(), audit.close()]);
     },
