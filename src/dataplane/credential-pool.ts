@@ -4,6 +4,7 @@ import { firstHeaderValue, type HeaderMap } from '../upstream/index.ts';
 import { credentialStateAt } from './config-snapshot.ts';
 import { credentialLocation } from './credential-location.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
+import { ConfigStoreUnavailableError } from '../store/lowdb/config-store-unavailable.ts';
 
 /**
  * What an upstream call with a credential needs: its secret, and the upstream address its own
@@ -139,8 +140,14 @@ export class CredentialPool {
   /** The verdict on an attempt made with `used`; dropped (in the store's write) when the credential has changed since. */
   async apply(view: CredentialView, used: CredentialAccess, verdict: CredentialVerdict, now: number): Promise<void> {
     const options = { expectedRevision: used.revision };
-    if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason }, options);
-    if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() }, options);
+    try {
+      if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason }, options);
+      if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() }, options);
+    } catch (error) {
+      // A disk that refuses the write (health says so) must not fail the request too: it goes on
+      // to the next credential, and this one is judged again by its next answer.
+      if (!(error instanceof ConfigStoreUnavailableError)) throw error;
+    }
   }
 }
 

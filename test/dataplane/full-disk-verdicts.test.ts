@@ -1,0 +1,45 @@
+import fsPromises from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
+import t from 'tap';
+import { startDataPlane, startUpstream } from './helpers/data-plane-harness.ts';
+import { chatBody, completionJson, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+
+// A credential's verdict (cooldown, disable) is a configuration write: on a disk that refuses it,
+// the request it came from still fails over and is answered, never a 500.
+
+t.test('an upstream 429 while the configuration disk is full: the next credential answers, and the request is not failed by the lost cooldown', async (t) => {
+  const upstream = await startUpstream((req, res) => {
+    if (String(req.headers.authorization) === 'Bearer sk-limited') {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '30' }).end('{"error":{"message":"slow down"}}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end(completionJson('vendor-chat'));
+  });
+  t.teardown(() => upstream.close());
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], secrets: ['sk-limited', 'sk-fine'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+
+  // Writes of the configuration's temporary file fail as on a full disk (steno imports writeFile from node:fs/promises).
+  const original = fsPromises.writeFile;
+  fsPromises.writeFile = (async (file: Parameters<typeof original>[0], data: Parameters<typeof original>[1], options?: Parameters<typeof original>[2]) => {
+    if (!String(file).endsWith('.config.json.tmp')) return original(file, data, options);
+    throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+  }) as typeof original;
+  syncBuiltinESMExports();
+  t.teardown(() => {
+    fsPromises.writeFile = original;
+    syncBuiltinESMExports();
+  });
+
+  for (let i = 0; i < 2; i++) {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });
+    t.equal(res.status, 200, `request ${i + 1}: answered by a credential`);
+    await res.text();
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.equal(record.status, 200);
+  }
+  t.ok(gw.store.writesFailing(), 'the store says its writes fail');
+  t.ok(upstream.requests.some((r) => String(r.headers.authorization) === 'Bearer sk-limited'), 'the limited credential was tried and answered 429');
+});
