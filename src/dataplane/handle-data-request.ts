@@ -151,18 +151,27 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // Taken once the body is in, not before: a credential rotated or a Group deleted while it
       // uploaded must not be forwarded to as it was.
       const snap = snapshot.fresh() ?? (await snapshot.current());
+      // The key too, by its presented value: one deleted, disabled, rotated or narrowed while it
+      // uploaded is refused, or planned, recorded and logged as it is now.
+      const current = snapshot.cachedAccessKey(presented!) === key ? key : await snapshot.accessKey(presented!);
+      if (current !== key) {
+        if (!current?.record_request_body) prepared = unrecorded(prepared);
+        if (!current) throw new DataPlaneError('access_key_invalid');
+        checkAccessKey(current, op.protocol, deps.clock());
+        if (current.quota) await quota.enforce(current, started, log);
+      }
       const model = modelOf(op, prepared.fields, match.params, query);
       if (op.model !== 'none' && model === undefined) throw new DataPlaneError('model_missing');
       log.external_model = model ?? null;
 
       const features = requestFeatures(op.stream, prepared.fields, query);
-      const { candidates, included } = plans.plan(snap.groupsByModel, snap.groups, key, op.protocol, op.id, model, features);
+      const { candidates, included } = plans.plan(snap.groupsByModel, snap.groups, current, op.protocol, op.id, model, features);
       // A stored response, named in the path or continued by previous_response_id, lives with the credential that created it.
       const continued = prepared.fields?.['previous_response_id'];
       const responseId = match.params['response_id'] ?? (typeof continued === 'string' ? continued : undefined);
       const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
       // A background response's tokens are counted from the first read by its creator that reports them (its create reported none).
-      const billsBackground = remembered !== undefined && owesUsageTo(remembered, key.id) && BACKGROUND_BILLING_READS.has(op.id);
+      const billsBackground = remembered !== undefined && owesUsageTo(remembered, current.id) && BACKGROUND_BILLING_READS.has(op.id);
       const routable = attemptOrder(included);
       // Only the Group that holds the response can answer for it: another one's "not found"
       // would be false, and so would the gateway's when that Group is gone or shut to the key.
@@ -196,10 +205,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {
         // A background create that streamed to its end reported (and counted) its usage already.
         const createCounted = result.usage !== undefined && hasTokens(result.usage);
-        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, externalModel: model ?? null, accessKeyId: key.id } : undefined;
+        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, externalModel: model ?? null, accessKeyId: current.id } : undefined;
         affinity.remember(result.responseId, result.candidate.group.id, result.credential.id, created);
       }
-      const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!, key.id));
+      const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!, current.id));
       if (counted && result.usage && result.candidate) {
         log.usage = result.usage;
         log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? remembered?.upstreamModel ?? model ?? ''));
@@ -240,6 +249,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       }
     }
   };
+}
+
+/** The body as read, but left out of the record: its key no longer records request bodies. The spool is still cleaned up. */
+function unrecorded(body: PreparedBody): PreparedBody {
+  return { ...body, recorded: () => void body.recorded() };
 }
 
 function cutByShutdown(log: LogRecord): void {

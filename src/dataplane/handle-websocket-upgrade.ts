@@ -229,7 +229,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, requestId });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          await relay(req, socket, head, outcome.socket, log, pricing, secret, key);
+          await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!, protocol: op.protocol });
           return;
         }
       }
@@ -266,7 +266,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   }
 
   /** Completes the client's upgrade and relays frames until either side closes; the session's usage, up to the upstream's close, goes to its log record. */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing, secret: string, key: AccessKeyRecord): Promise<void> {
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey): Promise<void> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -276,14 +276,49 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       return;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
+    let key = admitted.key;
+    let stopped = false;
+    const end = (code: string) => {
+      if (stopped) return;
+      stopped = true;
+      log.error_code = code;
+      session.endForPolicy(code);
+    };
     // A key with a tokens or cost quota: the session ends (1008) once its own usage goes past one.
     const checkQuota = () => {
       const used = pricing.usage?.result();
-      if (used === undefined || !quota.sessionOver(key, deps.clock(), used.input_tokens + used.output_tokens, computeCost(used, pricing.price))) return;
-      log.error_code = 'quota_exceeded';
-      session.endForPolicy('quota_exceeded');
+      if (stopped || used === undefined || !quota.sessionOver(key, deps.clock(), used.input_tokens + used.output_tokens, computeCost(used, pricing.price))) return;
+      end('quota_exceeded');
     };
-    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, key.quota ? checkQuota : undefined);
+    // The session follows its key: read again by its presented value once the configuration
+    // changed, and ended (1008) as a new request would be refused (deleted, rotated, disabled, expired, quota).
+    const followKey = async (): Promise<void> => {
+      const now = deps.clock();
+      const current = snapshot.cachedAccessKey(admitted.presented) === key ? key : await snapshot.accessKey(admitted.presented);
+      if (stopped) return;
+      if (!current) return end('access_key_invalid');
+      try {
+        checkAccessKey(current, admitted.protocol, now);
+      } catch (err) {
+        return end(dataPlaneFailure(err).code);
+      }
+      if (current === key) return;
+      await quota.load(current, now);
+      key = current;
+      checkQuota();
+    };
+    // A store that cannot be read now is read again at the next turn.
+    const follow = () => void followKey().catch(() => undefined);
+    const onUsage = () => {
+      if (snapshot.cachedAccessKey(admitted.presented) === key) checkQuota();
+      else follow();
+    };
+    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, onUsage);
+    const watch = setInterval(follow, KEY_CHECK_MS).unref();
+    void session.ended.then(() => {
+      stopped = true;
+      clearInterval(watch);
+    });
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));
     if (closing) session.goAway();
@@ -310,6 +345,16 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     },
   });
 }
+
+/** The AccessKey a session was admitted with, and what it is read again by. */
+interface AdmittedKey {
+  key: AccessKeyRecord;
+  presented: string;
+  protocol: string;
+}
+
+/** How often an open session reads its AccessKey again (only a changed configuration costs more than a lookup). */
+const KEY_CHECK_MS = 1000;
 
 /** Passes an upstream's non-101 answer to the client as the upstream sent it. */
 function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string): void {

@@ -49,8 +49,11 @@ export class QuotaMeter {
   async enforce(key: AccessKeyRecord, now: number, log: LogRecord): Promise<void> {
     if (!quotaHasLimits(key.quota)) return;
     const meter = await this.#loadedMeter(key, now);
-    const line = firstReached(key, meter, this.#held(key.id));
+    // A request checked again (its key edited while its body came in) is judged without the place it holds, and keeps only that one.
+    const own = this.#admitted.get(log) === key.id ? 1 : 0;
+    const line = firstReached(key, meter, this.#held(key.id) - own);
     if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
+    if (own === 1) return;
     // No await since the check: no other request can take the same place.
     this.#inFlight.set(key.id, this.#held(key.id) + 1);
     this.#admitted.set(log, key.id);
@@ -74,6 +77,14 @@ export class QuotaMeter {
     rollOver(meter, now);
     const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: roundCost(used.cost + cost) });
     return quotaLines(key.quota!, plus(meter.total), plus(meter.period)).find((l) => l.metric !== 'requests' && l.used > l.limit);
+  }
+
+  /**
+   * Reads the key's usage for the quota it has now, unless read already: a session whose key
+   * was given a quota, or another one, is then judged by `sessionOver` against it.
+   */
+  async load(key: AccessKeyRecord, now: number): Promise<void> {
+    if (quotaHasLimits(key.quota)) await this.#loadedMeter(key, now);
   }
 
   /** Counts a request of a metered key; call it for every record appended to the log store. */

@@ -373,6 +373,71 @@ t.test('a session within its key\'s tokens quota is not ended by it', async (t) 
   t.match(await logOf(gw, key.id, 101), { error_code: null, usage: { input_tokens: 50, output_tokens: 10 } });
 });
 
+/** An upstream that answers a client frame `usage N` with a transcription.done of N input tokens, and echoes the rest. */
+function usageUpstream() {
+  return startWsUpstream({
+    onMessage: (ws, text) => {
+      const n = text.startsWith('usage ') ? Number(text.slice('usage '.length)) : undefined;
+      ws.send(n === undefined ? `echo:${text}` : JSON.stringify({ type: 'transcription.done', text: 'hi', usage: { prompt_tokens: n, completion_tokens: 0, total_tokens: n } }));
+    },
+  });
+}
+
+function closeOf(client: WebSocket): Promise<{ code: number; reason: string }> {
+  return new Promise((resolve) => client.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+}
+
+/** Sends a frame and waits for the upstream's answer to it at the client. */
+function roundTrip(client: WebSocket, frame: string): Promise<string> {
+  const reply = new Promise<string>((resolve) => client.once('message', (d) => resolve(d.toString())));
+  client.send(frame);
+  return withTimeout(reply, 5000, `the answer to ${frame}`);
+}
+
+const keyEnds: { name: string; change: (gw: Awaited<ReturnType<typeof startDataPlane>>, id: number) => Promise<unknown>; code: string }[] = [
+  { name: 'deleted', change: (gw, id) => gw.store.accessKeys.delete(id), code: 'access_key_invalid' },
+  { name: 'rotated', change: (gw, id) => gw.store.accessKeys.rotate(id), code: 'access_key_invalid' },
+  { name: 'disabled', change: (gw, id) => gw.store.accessKeys.update(id, { enabled: false }), code: 'access_key_disabled' },
+  { name: 'expired', change: (gw, id) => gw.store.accessKeys.update(id, { expires_at: new Date(Date.now() - 60_000).toISOString() }), code: 'access_key_expired' },
+];
+
+for (const c of keyEnds) {
+  t.test(`an open session whose key is ${c.name} is ended with 1008 ${c.code} on both sides, and its record says so`, async (t) => {
+    const upstream = await usageUpstream();
+    t.teardown(() => upstream.close());
+    const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
+    const client = await connect(wsUrl);
+    const closed = closeOf(client);
+    t.equal(await roundTrip(client, 'before'), 'echo:before', 'the session runs');
+    await c.change(gw, key.id);
+    t.same(await withTimeout(closed, 15_000, 'the gateway to end the session'), { code: 1008, reason: c.code });
+    t.equal(await eventually(() => upstream.closeCodes[0], 'the upstream side closed'), 1008);
+    t.match(await logOf(gw, key.id, 101), { error_code: c.code });
+  });
+}
+
+const quotaEdits = [
+  { name: 'lowered below what it used', initial: { total: { tokens: 1000 } } },
+  { name: 'added', initial: null },
+];
+
+for (const c of quotaEdits) {
+  t.test(`a session whose key's tokens quota is ${c.name} mid-session is ended with 1008 quota_exceeded when its next usage goes past it`, async (t) => {
+    const upstream = await usageUpstream();
+    t.teardown(() => upstream.close());
+    const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url, { quota: c.initial });
+    const client = await connect(wsUrl);
+    const closed = closeOf(client);
+    await roundTrip(client, 'usage 10');
+    await gw.store.accessKeys.update(key.id, { quota: { total: { tokens: 50 } } });
+    // 10 + 60 tokens, past the 50 the key may now use.
+    client.send('usage 60');
+    t.same(await withTimeout(closed, 15_000, 'the gateway to end the session'), { code: 1008, reason: 'quota_exceeded' });
+    t.equal(await eventually(() => upstream.closeCodes[0], 'the upstream side closed'), 1008);
+    t.match(await logOf(gw, key.id, 101), { error_code: 'quota_exceeded', usage: { input_tokens: 70 } });
+  });
+}
+
 t.test('an upstream answering the upgrade with 404 and a JSON body: the client gets that answer, and no other credential is tried', async (t) => {
   const body = '{"error":{"message":"no such model: voice-up","code":"model_not_found"}}';
   const upstream = await startWsUpstream({ refuse: () => ({ status: 404, headers: { 'content-type': 'application/json', 'x-upstream-trace': 'trace-1' }, body }) });

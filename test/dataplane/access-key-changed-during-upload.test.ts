@@ -1,0 +1,118 @@
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import t from 'tap';
+import type { ConfigStore } from '../../src/store/config-store.ts';
+import type { AccessKeyRecord } from '../../src/store/records.ts';
+import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
+
+// A request is admitted by its AccessKey before its body is read; the key may change while the
+// body uploads. What the key is once the body is in decides: a key deleted, rotated, disabled or
+// shut out of every Group is refused then, before any upstream call (docs/data-plane.md, step 2).
+
+const BOUND_MS = 30_000;
+const HEAD = '{"model":"team-model",';
+const REST = '"messages":[{"role":"user","content":"hi"}]}';
+
+/** Resolves once the gateway has looked `value` up (the admitting check runs right after, with no wait). */
+function lookedUp(store: ConfigStore, value: string): Promise<void> {
+  const seen = deferred();
+  const findByValue = store.accessKeys.findByValue.bind(store.accessKeys);
+  store.accessKeys.findByValue = async (v) => {
+    const found = await findByValue(v);
+    if (v === value) setImmediate(() => seen.resolve());
+    return found;
+  };
+  return seen.promise;
+}
+
+function answerOk(_req: unknown, res: ServerResponse): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"c","choices":[]}');
+}
+
+interface Answer {
+  status: number;
+  body: { error?: { code?: string } };
+  requestId: string | undefined;
+}
+
+/** Sends the head of a chat request's body, runs `change` once the key was checked, then sends the rest. */
+async function uploadAcross(url: string, store: ConfigStore, keyValue: string, change: () => Promise<unknown>): Promise<Answer> {
+  const checked = lookedUp(store, keyValue);
+  const u = new URL(url);
+  const body = HEAD + REST;
+  const answered = new Promise<Answer>((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } }, (res: IncomingMessage) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), requestId: res.headers['x-request-id'] as string | undefined }));
+    });
+    req.on('error', reject);
+    req.write(HEAD);
+    void withTimeout(checked, BOUND_MS, 'the gateway to check the key')
+      .then(change)
+      .then(() => req.end(REST), reject);
+  });
+  return withTimeout(answered, BOUND_MS, 'the answer');
+}
+
+const changes: { name: string; change: (store: ConfigStore, key: AccessKeyRecord) => Promise<unknown>; status: number; code: string }[] = [
+  { name: 'deleted', change: (store, key) => store.accessKeys.delete(key.id), status: 401, code: 'access_key_invalid' },
+  { name: 'rotated', change: (store, key) => store.accessKeys.rotate(key.id), status: 401, code: 'access_key_invalid' },
+  { name: 'disabled', change: (store, key) => store.accessKeys.update(key.id, { enabled: false }), status: 403, code: 'access_key_disabled' },
+  { name: 'given no Group (groups: [])', change: (store, key) => store.accessKeys.update(key.id, { groups: [] }), status: 404, code: 'model_not_visible' },
+];
+
+for (const c of changes) {
+  t.test(`a key ${c.name} while the request body uploads: ${c.status} ${c.code}, no upstream request, one record with that code`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, answerOk);
+    const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-model', upstream: 'vendor-model-1' }], protocols: ['x-completions'] });
+    const answer = await uploadAcross(gw.url, gw.store, keyValue, () => c.change(gw.store, key));
+    t.equal(answer.status, c.status);
+    t.equal(answer.body.error?.code, c.code);
+    t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
+    const records = await eventually(async () => {
+      await gw.logs.flush();
+      const items = (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items;
+      return items.length > 0 ? items : undefined;
+    }, 'the record');
+    t.equal(records.length, 1, 'one record');
+    t.match(records[0], { status: c.status, error_code: c.code, attempt_count: 0 });
+  });
+}
+
+t.test('a key that stops recording request bodies while the body uploads: forwarded, and the record keeps no body', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answerOk);
+  const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-model', upstream: 'vendor-model-1' }], protocols: ['x-completions'], recordBody: true });
+  const answer = await uploadAcross(gw.url, gw.store, keyValue, () => gw.store.accessKeys.update(key.id, { record_request_body: false }));
+  t.equal(answer.status, 200);
+  t.equal(upstream.requests.length, 1);
+  t.same(JSON.parse(upstream.requests[0]!.body.toString()).messages, JSON.parse(HEAD + REST).messages, 'the body went through whole');
+  const record = await eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0];
+  }, 'the record');
+  t.match(record, { status: 200, has_request_body: false });
+});
+
+t.test('a key with a requests quota edited while the body uploads: checked again without the place it holds, and holds only that one', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answerOk);
+  const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-model', upstream: 'vendor-model-1' }], protocols: ['x-completions'], quota: { total: { requests: 2 } } });
+  const recorded = (n: number) =>
+    eventually(async () => {
+      await gw.logs.flush();
+      return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items.length >= n ? true : undefined;
+    }, `${n} records`);
+  const send = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: HEAD + REST }).then(async (r) => ({ status: r.status, code: r.ok ? undefined : ((await r.json()) as Answer['body']).error?.code }));
+  t.same(await send(), { status: 200, code: undefined }, 'the first of two requests');
+  await recorded(1);
+  // An edit between the requests: the key is looked up afresh, as lookedUp watches for.
+  await gw.store.accessKeys.update(key.id, { name: 'first' });
+  const answer = await uploadAcross(gw.url, gw.store, keyValue, () => gw.store.accessKeys.update(key.id, { name: 'renamed' }));
+  t.equal(answer.status, 200, 'the second of two requests passes its second check');
+  await recorded(2);
+  await gw.store.accessKeys.update(key.id, { quota: { total: { requests: 3 } } });
+  t.same(await send(), { status: 200, code: undefined }, 'the third of three passes: the second left no place held behind');
+  await recorded(3);
+  t.same(await send(), { status: 429, code: 'quota_exceeded' }, 'the fourth is past the limit');
+  t.equal(upstream.requests.length, 3);
+});
