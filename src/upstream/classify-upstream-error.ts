@@ -1,5 +1,6 @@
 import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
+import { PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
 
 export type UpstreamFailureKind =
   | 'aborted'
@@ -27,17 +28,26 @@ export interface UpstreamFailure {
 const HOST_UNREACHED_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL'];
 
 /** Error codes meaning no connection to the upstream was established. */
-const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([
-  ...HOST_UNREACHED_CODES,
-  'CERT_HAS_EXPIRED',
+const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, 'UND_ERR_PRX_TLS', SOCKS_CONNECT_FAILED]);
+
+/**
+ * TLS failures, which come before the session is established (node's `ERR_SSL_` / `ERR_TLS_`
+ * codes: a plain-HTTP port, no common protocol, a certificate name mismatch; OpenSSL's
+ * certificate verification codes), by code prefix and by the verification codes without one.
+ */
+const TLS_FAILURE_CODE_PREFIXES: readonly string[] = ['ERR_SSL_', 'ERR_TLS_', 'CERT_', 'UNABLE_TO_'];
+const TLS_FAILURE_CODES: ReadonlySet<string> = new Set([
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'UND_ERR_PRX_TLS',
-  SOCKS_CONNECT_FAILED,
+  'HOSTNAME_MISMATCH',
+  'INVALID_CA',
+  'INVALID_PURPOSE',
+  'PATH_LENGTH_EXCEEDED',
 ]);
+
+function failedBeforeTls(code: string): boolean {
+  return TLS_FAILURE_CODES.has(code) || TLS_FAILURE_CODE_PREFIXES.some((prefix) => code.startsWith(prefix));
+}
 
 const LOST_CONNECTION_CODES: ReadonlySet<string> = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'UND_ERR_CLOSED']);
 
@@ -56,7 +66,7 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
 };
 
 /** Connection failures that, through a proxy, are the connection to the proxy failing. */
-const PROXY_CONNECT_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_PRX_TLS']);
+const PROXY_CONNECT_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, PROXY_CONNECT_TIMEOUT, 'UND_ERR_PRX_TLS']);
 
 /** CONNECT answers by which an HTTP proxy says that it could not reach the upstream. */
 const PROXY_UPSTREAM_STATUSES = /^Proxy response \((?:502|503|504)\)/;
@@ -82,10 +92,11 @@ export function classifyUpstreamError(error: unknown, options: { viaProxy?: bool
   const message = String((error as { message?: unknown } | null)?.message ?? '');
   if (code === INVALID_PROXY_URL) return FAILURES.proxy_misconfigured;
   if (options.viaProxy === true && failedAtProxy(code, message)) return FAILURES.proxy_unreachable;
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') return FAILURES.connect_timeout;
+  // Through a proxy, a connect timeout not re-coded as the proxy's is the upstream's TLS handshake in the tunnel.
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === PROXY_CONNECT_TIMEOUT) return FAILURES.connect_timeout;
   // A proxy that refuses the tunnel surfaces as an aborted request; nothing reached the upstream.
   if (message.startsWith('Proxy response (')) return FAILURES.connect_failed;
-  if (code !== undefined && CONNECT_FAILURE_CODES.has(code)) return FAILURES.connect_failed;
+  if (code !== undefined && (CONNECT_FAILURE_CODES.has(code) || failedBeforeTls(code))) return FAILURES.connect_failed;
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return FAILURES.aborted;
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return FAILURES.headers_timeout;
   if (code === 'UND_ERR_BODY_TIMEOUT') return FAILURES.body_timeout;

@@ -2,6 +2,7 @@ import { Agent, Pool, ProxyAgent, type Dispatcher } from 'undici';
 import type { ResolvedUpstreamOptions } from './upstream-options.ts';
 import { socksConnector } from './socks-connector.ts';
 import { parseProxyUrl } from './parse-proxy-url.ts';
+import { proxyTunnelPool } from './proxy-tunnel-pool.ts';
 
 /** A keep-alive pool for one origin, no proxy. */
 export function createOriginPool(origin: string, options: ResolvedUpstreamOptions): Dispatcher {
@@ -23,6 +24,7 @@ export function createProxyDispatcher(proxy: string, options: ResolvedUpstreamOp
       uri: url.href,
       connections: options.connections,
       keepAliveTimeout: options.keepAliveTimeoutMs,
+      clientFactory: proxyTunnelPool(options.connectTimeoutMs),
       proxyTls: { timeout: options.connectTimeoutMs },
       requestTls: { ...options.tls, timeout: options.connectTimeoutMs },
     });

@@ -1,7 +1,7 @@
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import type { Socket } from 'node:net';
 import { SocksClient } from 'socks';
-import type { buildConnector } from 'undici';
+import { errors, type buildConnector } from 'undici';
 
 export const SOCKS_CONNECT_FAILED = 'SOCKS_CONNECT_FAILED';
 
@@ -27,6 +27,8 @@ export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): b
   return (target, callback) => {
     const secure = target.protocol === 'https:';
     const host = unbracket(target.hostname);
+    // undici times only the connections it opens itself: one deadline for the SOCKS negotiation and the TLS handshake.
+    const deadline = Date.now() + options.connectTimeoutMs;
     SocksClient.createConnection({
       proxy,
       command: 'connect',
@@ -40,7 +42,7 @@ export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): b
           callback(null, socket);
           return;
         }
-        upgradeToTls(socket, target.servername ?? host, options.tls, callback);
+        upgradeToTls(socket, target.servername ?? host, options.tls, deadline - Date.now(), callback);
       },
       // Tagged so that failover can tell the upstream never saw the request.
       (error: Error) => callback(Object.assign(new Error(`SOCKS5 proxy: ${error.message}`), { code: SOCKS_CONNECT_FAILED, cause: error }), null),
@@ -52,6 +54,7 @@ function upgradeToTls(
   socket: Socket,
   servername: string,
   tls: ConnectionOptions | undefined,
+  timeoutMs: number,
   callback: buildConnector.Callback,
 ): void {
   const secured: TLSSocket = tlsConnect({
@@ -61,13 +64,24 @@ function upgradeToTls(
     ...(/^[\d.]+$|:/.test(servername) ? {} : { servername }),
     ALPNProtocols: ['http/1.1'],
   });
-  const onError = (error: Error): void => {
+  let settled = false;
+  const fail = (error: Error): void => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
     secured.destroy();
+    socket.destroy();
     callback(error, null);
   };
-  secured.once('error', onError);
+  // Coded as undici codes its own connect timeouts, so it is the upstream's connect timeout.
+  const timer = setTimeout(() => fail(new errors.ConnectTimeoutError('Connect Timeout Error: TLS handshake through the SOCKS5 proxy')), Math.max(timeoutMs, 0));
+  // Left on after a failure, so that a late error of the destroyed socket is not unhandled.
+  secured.on('error', fail);
   secured.once('secureConnect', () => {
-    secured.off('error', onError);
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    secured.off('error', fail);
     callback(null, secured);
   });
 }
