@@ -42,5 +42,9 @@ export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryO
     reply.consume(
       isSse ? new SseRelay(relay, done) : isJsonArrayStream ? new JsonArrayRelay(relay, done) : new BodyRelay(relay, contentType.includes('json'), done),
     );
+    // node sends the headers with the first body bytes. None came with them (a model that
+    // thinks before its first event): the client gets the headers now, as from the upstream,
+    // so that its SDK's wait for a response ends and it sees the request id.
+    if (!relay.started && !res.writableEnded) res.flushHeaders();
   });
 }

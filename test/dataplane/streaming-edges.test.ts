@@ -133,6 +133,27 @@ function send(s: Scenario, style: StreamStyle, signal?: AbortSignal): Promise<Re
 }
 
 for (const style of STYLES) {
+  t.test(`${style.name}: the answer's headers reach the client before the first event when the upstream sends them alone`, async (t) => {
+    // The upstream holds its first event until the client has the headers: held back by the
+    // gateway until a body byte, they would never come, and the wait below would fail.
+    const gotHeaders = deferred();
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.flushHeaders();
+      await gotHeaders.promise;
+      res.end(style.first);
+    });
+    await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
+    const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
+    const res = await withTimeout(send({ gw, upstream, keyValue, upstreamClosed: deferred() }, style), 5_000, 'the response headers before any event');
+    t.equal(res.status, 200);
+    t.ok(res.headers.get('x-switchyard-request-id'), 'with the request id');
+    gotHeaders.resolve();
+    t.ok((await res.text()).startsWith(style.first), 'then the event, as sent');
+  });
+}
+
+for (const style of STYLES) {
   t.test(`${style.name}: a client that disconnects mid-stream aborts the upstream request; the log says client_aborted`, async (t) => {
     const s = await scenario(t, style, () => {
       /* keeps the stream open */

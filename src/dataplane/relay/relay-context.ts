@@ -76,6 +76,11 @@ export class RelayContext {
     this.res = options.res;
   }
 
+  /** Whether anything was written (or queued to be) to the client yet. */
+  get started(): boolean {
+    return !this.#first;
+  }
+
   markFirstByte(): void {
     if (!this.#first) return;
     this.#first = false;
