@@ -45,6 +45,13 @@ export const ERROR_CODES = {
     status: 410,
     message: { en: 'The stored result for this Idempotency-Key has expired; use a new key.', 'zh-CN': '此 Idempotency-Key 的已存结果已过期，请使用新的键。' },
   },
+  IDEMPOTENCY_OUTCOME_LOST: {
+    status: 409,
+    message: {
+      en: 'An earlier attempt with this Idempotency-Key was applied, but its result was lost in a restart; it was not applied again. Check the current state.',
+      'zh-CN': '使用此 Idempotency-Key 的先前尝试已生效，但其结果因重启而丢失；未再次执行。请查看当前状态。',
+    },
+  },
   NOT_FOUND: {
     status: 404,
     message: { en: 'The requested resource does not exist.', 'zh-CN': '请求的资源不存在。' },

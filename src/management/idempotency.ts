@@ -46,7 +46,9 @@ export interface Execution {
 /**
  * Runs an operation at most once per Idempotency-Key. Requests with the same key are queued
  * behind each other in this process, so concurrent duplicates execute once and the later
- * ones replay; the stored result is durable before the first response leaves.
+ * ones replay; the stored result is durable before the first response leaves. Across a crash:
+ * a pending record is written before the operation and each configuration write notes the key
+ * atomically, so a retry either runs (nothing was applied) or is refused (applied, result lost).
  */
 export class IdempotencyGuard {
   readonly #store: IdempotencyStore;
@@ -76,16 +78,39 @@ export class IdempotencyGuard {
     const existing = await this.#store.get(key);
     if (existing) {
       if (existing.fingerprint !== fingerprint) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
-      if (existing.result === null || now - existing.created_at >= IDEMPOTENCY_RESULT_TTL_MS) {
-        throw new ApiError('IDEMPOTENCY_RESULT_EXPIRED');
-      }
-      return { result: existing.result, replayed: true };
+      if (existing.pending) this.#refuseIfApplied(key, existing.created_at);
+      else if (existing.result === null || now - existing.created_at >= IDEMPOTENCY_RESULT_TTL_MS) throw new ApiError('IDEMPOTENCY_RESULT_EXPIRED');
+      else return { result: existing.result, replayed: true };
     }
-    const { result, forReplay } = await execute();
+    // Durable before the operation runs, so that after a crash a retry knows to look for its change.
+    await this.#store.put({ key, fingerprint, created_at: now, result: null, pending: true });
+    let executed: Execution;
+    try {
+      executed = await this.#store.noteChanges(key, execute);
+    } catch (error) {
+      await this.#dropPendingIfUnchanged(key);
+      throw error;
+    }
+    const { result, forReplay } = executed;
     // A 5xx says nothing about what happened; the client may retry with the same key.
     if (result.status < 500) await this.#store.put({ key, fingerprint, created_at: now, result: forReplay });
+    else await this.#dropPendingIfUnchanged(key);
     await this.#maybePrune(now);
     return { result, replayed: false };
+  }
+
+  /** A pending record outlived its attempt (a crash): if the change is in the configuration, running again would apply it twice. */
+  #refuseIfApplied(key: string, attemptedAt: number): void {
+    const appliedAt = this.#store.changedAt(key);
+    if (appliedAt === undefined) return;
+    throw new ApiError('IDEMPOTENCY_OUTCOME_LOST', { data: { attempted_at: new Date(attemptedAt).toISOString(), applied_at: new Date(appliedAt).toISOString() } });
+  }
+
+  /** A failed attempt that wrote nothing leaves no trace; one that wrote keeps its pending record, so a retry is refused rather than run twice. */
+  async #dropPendingIfUnchanged(key: string): Promise<void> {
+    if (this.#store.changedAt(key) !== undefined) return;
+    // A pending record with no change behind it only makes the retry run, as it should.
+    await this.#store.delete(key).catch(() => undefined);
   }
 
   async #maybePrune(now: number): Promise<void> {

@@ -174,8 +174,13 @@ export interface IdempotencyStore {
   get(key: string): Promise<IdempotencyRecord | undefined>;
   /** Durable before it resolves: a restart after this still replays. */
   put(record: IdempotencyRecord): Promise<void>;
-  /** Drops results older than `resultTtlMs` and records older than `recordTtlMs`. */
+  delete(key: string): Promise<void>;
+  /** Drops results older than `resultTtlMs`, and records and configuration notes older than `recordTtlMs`. */
   prune(now: number, resultTtlMs: number, recordTtlMs: number): Promise<void>;
+  /** Runs `operation` so that each configuration write it makes also notes `key`, in the same atomic write. */
+  noteChanges<R>(key: string, operation: () => Promise<R>): Promise<R>;
+  /** When a configuration write noted `key` (ms), or undefined when none is on disk. */
+  changedAt(key: string): number | undefined;
 }
 
 export interface AuditStore {

@@ -154,6 +154,8 @@ export interface IdempotencyRecord {
   created_at: number;
   /** Dropped once expired; the record stays for a while to answer 410. */
   result: StoredResult | null;
+  /** Written before the operation runs and replaced by the result: still there only after a crash (or a failed save of the result). */
+  pending?: true;
 }
 
 export type AuditAction = 'credential.reveal' | 'credential.download' | 'access_key.reveal';

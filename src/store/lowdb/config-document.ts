@@ -21,6 +21,17 @@ export interface ConfigData {
   settings: Partial<Settings>;
   model_prices: ModelPriceRecord[];
   credential_stages: CredentialStageRecord[];
+  /**
+   * Idempotency-Keys whose operation wrote this file, written with the change itself so a
+   * crash before the result is stored still shows that the change was applied. Internal.
+   */
+  idempotency_journal?: IdempotencyNote[];
+}
+
+export interface IdempotencyNote {
+  key: string;
+  /** Time of the first write under the key (ms). */
+  at: number;
 }
 
 export function emptyConfig(): ConfigData {
@@ -48,6 +59,7 @@ export function checkConfigShape(data: unknown): string | undefined {
   for (const name of ['groups', 'credentials', 'access_keys', 'model_prices', 'credential_stages']) {
     if (!Array.isArray(d[name])) return `${name} is not a list`;
   }
+  if (d.idempotency_journal !== undefined && !Array.isArray(d.idempotency_journal)) return 'idempotency_journal is not a list';
   if (typeof d.settings !== 'object' || d.settings === null || Array.isArray(d.settings)) return 'settings is not an object';
   return undefined;
 }

@@ -9,6 +9,12 @@ import { StoreFileError } from './store-file-error.ts';
 export type ShapeCheck = (data: unknown) => string | undefined;
 
 /**
+ * Asked when a mutation is requested (in the caller's async context); a returned edit is
+ * applied to the same draft after the mutation, so it reaches the disk in the same write.
+ */
+export type WriteStamp<T> = () => ((draft: T) => void) | undefined;
+
+/**
  * One lowdb JSON file. Writes go through steno (temporary file + rename, so a crash never
  * leaves a half-written file in place) and are serialized here: each mutation works on a
  * copy that replaces the live data only once it is on disk, so a write that fails (a full disk)
@@ -21,14 +27,16 @@ export class JsonDocument<T extends object> {
   #closed = false;
   #generation = 0;
   #lastWriteFailed = false;
+  readonly #stamp: WriteStamp<T> | undefined;
 
-  private constructor(file: string, db: Low<T>) {
+  private constructor(file: string, db: Low<T>, stamp: WriteStamp<T> | undefined) {
     this.file = file;
     this.#db = db;
+    this.#stamp = stamp;
   }
 
   /** `readOnly` never writes: a missing file reads as the defaults and mutations fail. */
-  static async open<T extends object>(file: string, defaults: () => T, check: ShapeCheck, readOnly = false): Promise<JsonDocument<T>> {
+  static async open<T extends object>(file: string, defaults: () => T, check: ShapeCheck, readOnly = false, stamp?: WriteStamp<T>): Promise<JsonDocument<T>> {
     const adapter = new DataFile<T>(file, {
       parse: (text) => {
         let parsed: unknown;
@@ -46,7 +54,7 @@ export class JsonDocument<T extends object> {
     });
     const db = new Low<T>(adapter, defaults());
     const existing = await adapter.read();
-    const doc = new JsonDocument(file, db);
+    const doc = new JsonDocument(file, db, stamp);
     doc.#closed = readOnly;
     if (existing !== null) db.data = existing;
     else if (!readOnly) await db.write();
@@ -69,9 +77,11 @@ export class JsonDocument<T extends object> {
 
   mutate<R>(fn: (draft: T) => R): Promise<R> {
     if (this.#closed) return Promise.reject(new Error(`${this.file} is closed or opened read-only`));
+    const stamp = this.#stamp?.();
     const run = this.#queue.then(async () => {
       const draft = structuredClone(this.#db.data);
       const result = fn(draft);
+      stamp?.(draft);
       try {
         await this.#db.adapter.write(draft);
       } catch (error) {

@@ -8,6 +8,7 @@ import { checkConfigShape, emptyConfig } from './config-document.ts';
 import { LowdbCredentialStageStore } from './credential-stages.ts';
 import { LowdbCredentialStore } from './credentials.ts';
 import { LowdbGroupStore } from './groups.ts';
+import { journalStamp } from './idempotency-journal.ts';
 import { checkIdempotencyShape, emptyIdempotency, LowdbIdempotencyStore } from './idempotency.ts';
 import { JsonDocument } from './json-document.ts';
 import { LowdbModelPriceStore } from './model-prices.ts';
@@ -39,7 +40,7 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
     await chmod(dataDir, 0o700);
   }
   const file = (name: string) => path.join(dataDir, name);
-  const config = await JsonDocument.open(file(DATA_FILES.config), emptyConfig, checkConfigShape, readOnly);
+  const config = await JsonDocument.open(file(DATA_FILES.config), emptyConfig, checkConfigShape, readOnly, journalStamp(clock));
   const idempotency = await JsonDocument.open(file(DATA_FILES.idempotency), emptyIdempotency, checkIdempotencyShape, readOnly);
   const audit = await JsonDocument.open(file(DATA_FILES.audit), emptyAudit, checkAuditShape, readOnly);
   const holdsSecrets = config.data.credentials.length > 0 || config.data.access_keys.length > 0;
@@ -51,7 +52,7 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
     settings: new LowdbSettingsStore(config),
     modelPrices: new LowdbModelPriceStore(config, clock),
     credentialStages: new LowdbCredentialStageStore(config, clock),
-    idempotency: new LowdbIdempotencyStore(idempotency),
+    idempotency: new LowdbIdempotencyStore(idempotency, config),
     audit: new LowdbAuditStore(audit),
     generation: () => config.generation,
     writesFailing: () => [config, idempotency, audit].some((doc) => doc.lastWriteFailed),
