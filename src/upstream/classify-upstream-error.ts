@@ -1,6 +1,7 @@
 import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
 import { PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
+import { requestWritten } from './request-written.ts';
 
 export type UpstreamFailureKind =
   | 'aborted'
@@ -87,6 +88,12 @@ export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFa
  * proxy's rather than the upstream's.
  */
 export function classifyUpstreamError(error: unknown, options: { viaProxy?: boolean } = {}): UpstreamFailure {
+  const failure = classifyByCode(error, options);
+  // Failed before undici started writing it: the upstream saw nothing, whatever the code says.
+  return requestWritten(error) === false && !failure.notDelivered && failure.kind !== 'aborted' ? { ...failure, notDelivered: true } : failure;
+}
+
+function classifyByCode(error: unknown, options: { viaProxy?: boolean }): UpstreamFailure {
   const code = errorCode(error) ?? errorCode((error as { cause?: unknown } | null)?.cause);
   const name = (error as { name?: unknown } | null)?.name;
   const message = String((error as { message?: unknown } | null)?.message ?? '');
@@ -96,7 +103,9 @@ export function classifyUpstreamError(error: unknown, options: { viaProxy?: bool
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === PROXY_CONNECT_TIMEOUT) return FAILURES.connect_timeout;
   // A proxy that refuses the tunnel surfaces as an aborted request; nothing reached the upstream.
   if (message.startsWith('Proxy response (')) return FAILURES.connect_failed;
-  if (code !== undefined && (CONNECT_FAILURE_CODES.has(code) || failedBeforeTls(code))) return FAILURES.connect_failed;
+  if (code !== undefined && CONNECT_FAILURE_CODES.has(code)) return FAILURES.connect_failed;
+  // A TLS failure is the handshake's, unless the exchange says the request was being written (a broken session then).
+  if (code !== undefined && failedBeforeTls(code)) return requestWritten(error) === true ? FAILURES.connection_lost : FAILURES.connect_failed;
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return FAILURES.aborted;
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return FAILURES.headers_timeout;
   if (code === 'UND_ERR_BODY_TIMEOUT') return FAILURES.body_timeout;

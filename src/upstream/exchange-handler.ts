@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { HeaderMap } from './header-map.ts';
 import { UpstreamReply, type ReplyTransport } from './upstream-reply.ts';
+import { noteRequestWritten } from './request-written.ts';
 
 /**
  * One upstream exchange on undici's dispatch API: resolves with an UpstreamReply at the
@@ -15,6 +16,8 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
   #pendingAbort: Error | undefined;
   #reply: UpstreamReply | undefined;
   #settled = false;
+  /** undici started writing the request (see request-written.ts). */
+  #started = false;
 
   constructor(resolve: (reply: UpstreamReply) => void, reject: (error: Error) => void) {
     this.#resolve = resolve;
@@ -36,6 +39,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#started = true;
     this.#controller = controller;
     if (this.#pendingAbort !== undefined) controller.abort(this.#pendingAbort);
   }
@@ -61,6 +65,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
     if (this.#reply !== undefined) this.#reply.pushError(error);
     else if (!this.#settled) {
       this.#settled = true;
+      noteRequestWritten(error, this.#started);
       this.#reject(error);
     }
   }

@@ -3,6 +3,7 @@ import { createSecureServer } from 'node:http2';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { classifyUpstreamError } from '../../src/upstream/index.ts';
+import { noteRequestWritten } from '../../src/upstream/request-written.ts';
 import { startDataPlane, startUpstream, type Gateway } from './helpers/data-plane-harness.ts';
 import { createKey, credentialView, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
@@ -99,10 +100,26 @@ t.test('a CONNECT proxy that never answers CONNECT is still proxy_unreachable, n
 
 /** Upstreams an https base URL cannot open a TLS session with. */
 const BROKEN_TLS_UPSTREAMS = {
+  // ECONNRESET, a code that after a request was written means "maybe delivered": before it, nothing was.
+  'a server that resets the connection during the handshake': async (t: Test) => {
+    const sockets = new Set<Socket>();
+    const server = createTcpServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.once('data', () => socket.resetAndDestroy());
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    t.teardown(async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, served: () => 0, code: 'upstream_connection_lost' };
+  },
   'a plain-HTTP port': async (t: Test) => {
     const plain = await startUpstream((_req, res) => void res.end('{}'));
     t.teardown(() => plain.close());
-    return { url: plain.url.replace('http:', 'https:'), served: () => plain.requests.length };
+    return { url: plain.url.replace('http:', 'https:'), served: () => plain.requests.length, code: 'upstream_connect_failed' };
   },
   'an HTTP/2-only server': async (t: Test) => {
     const h2 = createSecureServer({ ...loopbackCert, allowHTTP1: false });
@@ -115,7 +132,7 @@ const BROKEN_TLS_UPSTREAMS = {
     h2.listen(0, '127.0.0.1');
     await once(h2, 'listening');
     t.teardown(() => new Promise<void>((resolve) => h2.close(() => resolve())));
-    return { url: `https://127.0.0.1:${(h2.address() as AddressInfo).port}`, served: () => streams };
+    return { url: `https://127.0.0.1:${(h2.address() as AddressInfo).port}`, served: () => streams, code: 'upstream_connect_failed' };
   },
 };
 
@@ -145,13 +162,22 @@ for (const [name, start] of Object.entries(BROKEN_TLS_UPSTREAMS)) {
     t.match(record, {
       status: 200,
       attempts: [
-        { group_id: String(first.group.id), status: null, error_code: 'upstream_connect_failed' },
+        { group_id: String(first.group.id), status: null, error_code: broken.code },
         { group_id: String(second.group.id), status: 200 },
       ],
     });
     t.equal((await credentialView(gw.store, first.group.id, first.credentials[0]!.id)).state, 'cooldown');
   });
 }
+
+t.test('a TLS error on a request undici had started writing is a broken session, which may have been delivered', async (t) => {
+  const error = Object.assign(new Error('decryption failed or bad record mac'), { code: 'ERR_SSL_DECRYPTION_FAILED_OR_BAD_RECORD_MAC' });
+  noteRequestWritten(error, true);
+  t.same(classifyUpstreamError(error), { kind: 'connection_lost', notDelivered: false, code: 'upstream_connection_lost' });
+  const before = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+  noteRequestWritten(before, false);
+  t.match(classifyUpstreamError(before), { kind: 'connection_lost', notDelivered: true }, 'a connection lost before the request was written delivered nothing');
+});
 
 t.test('certificate verification failures, whatever their code, mean nothing was delivered', async (t) => {
   // OpenSSL's X509 verification results as node names them, and node's own TLS errors.
