@@ -7,13 +7,14 @@ const CLOSING = Symbol('switchyard.closing');
 type MarkedSocket = Socket & { [CLOSING]?: true };
 
 /**
- * Marks a gateway refusal `connection: close` when the request's body is still coming: nobody
- * reads the rest, so a kept-alive connection would stall behind it (see bodyOutstanding).
+ * Marks an answer `connection: close` when the request's body is still coming (a gateway
+ * refusal, an upstream's answer given before it read the whole body): nobody reads the rest,
+ * so a kept-alive connection would stall behind it (see bodyOutstanding).
  * The connection is marked too: node still parses a request pipelined behind the refused one,
  * but its answer would never be sent (see connectionClosing).
  */
-export function closeIfBodyUnread(req: IncomingMessage, headers: Record<string, string>): Record<string, string> {
-  if (bodyOutstanding(req)) headers['connection'] ??= 'close';
+export function closeIfBodyUnread<H extends Record<string, string | string[]>>(req: IncomingMessage, headers: H): H {
+  if (bodyOutstanding(req)) (headers as Record<string, string | string[]>)['connection'] ??= 'close';
   if (headers['connection'] === 'close') (req.socket as MarkedSocket)[CLOSING] = true;
   return headers;
 }

@@ -1,4 +1,5 @@
 import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
+import { closeIfBodyUnread } from './close-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { maskSecretInHeaders } from './upstream-error-reply.ts';
 import { BodyRelay } from './relay/relay-body.ts';
@@ -24,6 +25,9 @@ export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryO
   const headers = clientResponseHeaders(reply.headers, isSse || isJsonArrayStream);
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
+  // Answered while the request's body still uploads (an early error, rarely a success): the
+  // rest is not read, so the connection closes. One property read on the usual path.
+  if (!res.req.complete) closeIfBodyUnread(res.req, headers);
   res.writeHead(reply.status, headers);
   const relay = new RelayContext(reply, options);
   return new Promise((resolve) => {

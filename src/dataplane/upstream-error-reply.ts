@@ -3,6 +3,7 @@ import { maskSecret } from '../store/mask.ts';
 import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
 import { decodedErrorReply, decodeWholeErrorBody, throwIfUndecodable } from './decode-error-body.ts';
 import { SecretMaskingStream, secretForms } from './mask-secret-in-stream.ts';
+import { closeIfBodyUnread } from './close-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /** An upstream error answer as the client gets it: read whole, or its first MiB and the rest to stream. */
@@ -118,8 +119,11 @@ export function maskSecretInText(text: string, secret: string): string {
   return masked;
 }
 
-/** `messages`: the client speaks the messages protocol, whose SDK reads `request-id`. */
+/**
+ * `messages`: the client speaks the messages protocol, whose SDK reads `request-id`. An answer
+ * given while the request's body still uploads closes the connection (see closeIfBodyUnread).
+ */
 export function sendUpstreamError(res: ServerResponse, requestId: string, reply: UpstreamErrorReply, messages = false): void {
-  res.writeHead(reply.status, withRequestId({ ...reply.headers }, requestId, messages));
+  res.writeHead(reply.status, withRequestId(closeIfBodyUnread(res.req, { ...reply.headers }), requestId, messages));
   res.end(reply.body);
 }

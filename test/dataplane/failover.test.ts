@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
 import { maskSecret } from '../../src/store/mask.ts';
 import { DEFAULT_SETTINGS } from '../../src/store/default-settings.ts';
-import { chatBody, closedPortUrl, completionJson, createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { chatBody, closedPortUrl, completionJson, createKey, credentialView, seedGroup, sseBlocks, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // Credential pools and failover (issue 4 item 4): 429/5xx/connection failures cool a
 // credential down (honouring Retry-After) and move on; 401/403 disable it with the reason;
@@ -416,6 +416,56 @@ t.test('chat completions (replay safe): a connection lost after sending is retri
   const { res } = await chat(gw, keyValue);
   t.equal(res.status, 200);
   t.same(upstream.secrets(), ['sk-a', 'sk-b']);
+});
+
+// Failover only while nothing has been sent to the client (issue 4 item 4): an answer that
+// breaks off after its first bytes reached the client is not sent again to another credential.
+
+const FIRST_EVENT = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'first-event' } }] })}\n\n`;
+
+/** Answers 200, writes `head`, then breaks the connection off. */
+const breakAfter =
+  (contentType: string, head: string, headers: Record<string, string> = {}): Behaviour =>
+  (res) => {
+    res.writeHead(200, { 'content-type': contentType, ...headers });
+    res.write(head, () => setTimeout(() => res.socket?.destroy(), 50));
+  };
+
+t.test('a stream that breaks after its first event reached the client is not sent to the next credential', async (t) => {
+  const broken = breakAfter('text/event-stream', FIRST_EVENT);
+  // Both break: whichever credential goes first, a second attempt would show.
+  const upstream = await upstreamBySecret(t, { 'sk-a': broken, 'sk-b': broken });
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat', true) });
+  t.equal(res.status, 200);
+  const text = await res.text();
+  t.ok(text.startsWith(FIRST_EVENT), 'the first event reached the client as sent');
+  const blocks = sseBlocks(text.slice(FIRST_EVENT.length));
+  t.equal(blocks.length, 1, 'then one more event', { text });
+  t.match(JSON.parse((blocks[0] ?? '').replace(/^data: /, '')), { error: { code: 'upstream_stream_broken' } }, 'the error event');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, attempt_count: 1, error_code: 'upstream_stream_broken' });
+  // Read once the record is written, when the request is over: no later attempt.
+  t.equal(upstream.secrets().length, 1, 'one credential only');
+});
+
+t.test('a plain JSON answer that breaks partway is not sent to the next credential: the client gets a broken body', async (t) => {
+  const head = '{"id":"chatcmpl-1","choices":[';
+  // A length the body never reaches.
+  const broken = breakAfter('application/json', head, { 'content-length': '500' });
+  const upstream = await upstreamBySecret(t, { 'sk-a': broken, 'sk-b': broken });
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });
+  t.equal(res.status, 200);
+  await t.rejects(res.text(), 'the body breaks off');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, attempt_count: 1, error_code: 'upstream_stream_broken' });
+  // Read once the record is written, when the request is over: no later attempt.
+  t.equal(upstream.secrets().length, 1, 'one credential only');
 });
 
 t.test('within a Group, credentials of equal standing take turns (round-robin)', async (t) => {

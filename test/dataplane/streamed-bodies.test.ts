@@ -564,3 +564,44 @@ async function upstreamThatReads(t: Test): Promise<{ url: string; started: () =>
   t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, started: () => started };
 }
+
+for (const answer of [
+  { status: 400, body: { error: { message: 'bad audio', type: 'invalid_request_error' } }, errorCode: 'upstream_400' },
+  { status: 200, body: { text: 'early' }, errorCode: null },
+]) {
+  t.test(`an upstream ${answer.status} given before it read the form gets Connection: close, and the gateway ends the connection`, async (t) => {
+    // Answers as soon as the request's head arrives, reading none of its body.
+    let started = 0;
+    const server = createServer((_req, res) => {
+      started += 1;
+      res.writeHead(answer.status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer.body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const gw = await startDataPlane();
+    t.teardown(() => gw.close());
+    const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, models: [{ external: 'stt', upstream: 'vendor-whisper' }], protocols: ['x-suite'] });
+    const boundary = 'XyZb';
+    const conn = rawConnection(t, gw);
+    // The model first, so the form is already streaming upstream when the upstream answers; no last chunk is ever sent.
+    function* pieces() {
+      yield `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ntransfer-encoding: chunked\r\n\r\n`;
+      yield chunk(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nstt\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n`);
+      for (let i = 0; i < 64; i++) yield chunk(Buffer.alloc(64 * 1024, 0x41));
+    }
+    void conn.send(pieces());
+    const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to end the connection');
+    t.match(received, new RegExp(`^HTTP/1\\.1 ${answer.status} `), "the upstream's status");
+    const split = received.indexOf('\r\n\r\n');
+    const head = received.slice(0, split);
+    t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
+    t.notMatch(head, /keep-alive/i);
+    // Whole or chunked, as the gateway frames it.
+    t.ok(received.slice(split + 4).includes(JSON.stringify(answer.body)), "the upstream's body");
+    t.equal(started, 1, 'one upstream call');
+    await gw.logs.flush();
+    const [record] = (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items;
+    t.match(record, { status: answer.status, error_code: answer.errorCode });
+  });
+}

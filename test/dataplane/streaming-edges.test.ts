@@ -292,6 +292,43 @@ for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
   });
 }
 
+for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
+  t.test(`${style.name}: a data: [DONE] after the final event (some compatible upstreams append it), then a clean end or a stall, leaves the stream a success`, async (t) => {
+    const done = 'data: [DONE]\n\n';
+    // Written apart, so that [DONE] is a read of its own, the last the gateway passes on.
+    const s = await scenario(t, style, (res) => res.write(style.innocent, () => setTimeout(() => res.write(done, () => setTimeout(() => res.end(), 50)), 50)));
+    const res = await send(s, style);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    t.equal(text, `${style.first}${style.innocent}${done}`, 'what the upstream sent, no event added');
+    t.match(await waitForLog(s.gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
+    // Apart, then in the same read as the final event.
+    for (const [how, then] of [
+      ['apart', (res: ServerResponse) => res.write(style.innocent, () => setTimeout(() => res.write(done), 50))],
+      ['together', (res: ServerResponse) => setTimeout(() => res.write(style.innocent + done), 20)],
+    ] as const) {
+      const stalled = await scenario(t, style, then, { streamIdleTimeoutMs: 300 });
+      const stalledRes = await send(stalled, style);
+      const stalledText = await withTimeout(readIncrementally(stalledRes).catch((err: Error) => `<client stream failed: ${err.message}>`), 10_000, 'the stalled stream to end');
+      t.equal(stalledText, `${style.first}${style.innocent}${done}`, `a stall after it (${how}) adds no event either`);
+      t.match(await waitForLog(stalled.gw, stalledRes.headers.get('x-switchyard-request-id')), { status: 200, error_code: null }, how);
+    }
+  });
+
+  t.test(`${style.name}: a CRLF stream whose final event's last LF comes in the next read, with a keep-alive comment, leaves the stream a success`, async (t) => {
+    const crlf = (text: string) => text.replaceAll('\n', '\r\n');
+    const final = crlf(style.innocent);
+    const ping = ': ping\r\n\r\n';
+    // The final event's closing CR LF split between reads: the next read starts with the lone LF, then the comment.
+    const s = await scenario(t, { ...style, first: crlf(style.first) }, (res) =>
+      res.write(final.slice(0, -1), () => setTimeout(() => res.write(`\n${ping}`, () => setTimeout(() => res.end(), 50)), 50)),
+    );
+    const res = await send(s, style);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    t.equal(text, `${crlf(style.first)}${final}${ping}`, 'what the upstream sent, no event added');
+    t.match(await waitForLog(s.gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
+  });
+}
+
 t.test('completions: a stream that ends cleanly without [DONE] (some compatible upstreams omit it) is still a success', async (t) => {
   const style = STYLES.find((s) => s.name === 'completions')!;
   const last = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`;

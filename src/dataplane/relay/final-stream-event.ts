@@ -1,6 +1,15 @@
 import { SseParser, type StreamErrorStyle } from '../../streaming/index.ts';
 import { parseOrUndefined } from './id-of.ts';
 
+const DONE = '[DONE]';
+const DONE_BYTES = Buffer.from(DONE);
+const DATA = Buffer.from('data:');
+const CR = 0x0d;
+const LF = 0x0a;
+const COLON = 0x3a;
+const D = 0x64;
+const SPACE = 0x20;
+
 /**
  * What marks the event each protocol ends a finished stream with: its data as a whole, or its
  * type (the `event` field, else the data's `type`). Generate's SSE has none. `owed`: a stream
@@ -8,7 +17,7 @@ import { parseOrUndefined } from './id-of.ts';
  * upstreams omit.
  */
 const FINAL_EVENTS: Readonly<Record<StreamErrorStyle, { data?: string; types?: readonly string[]; owed?: boolean }>> = {
-  completions: { data: '[DONE]' },
+  completions: { data: DONE },
   responses: { types: ['response.completed', 'response.failed', 'response.incomplete'], owed: true },
   messages: { types: ['message_stop'], owed: true },
   generate: {},
@@ -19,11 +28,15 @@ export function owesFinalEvent(style: StreamErrorStyle): boolean {
   return FINAL_EVENTS[style].owed === true;
 }
 
-/** Whether the last event of `bytes` (whole SSE events) is the one `style` ends a finished stream with. */
+/**
+ * Whether the last event of `bytes` (whole SSE events) is the one `style` ends a finished
+ * stream with. A `data: [DONE]` that some compatible upstreams append after another
+ * protocol's final event is not looked at, as a comment is not.
+ */
 export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
   const final = FINAL_EVENTS[style];
   if (final.data === undefined && final.types === undefined) return false;
-  const last = carriedEvents(bytes).at(-1);
+  const last = carriedEvents(style, bytes).at(-1);
   if (last === undefined) return false;
   if (final.data !== undefined && last.data === final.data) return true;
   const type = last.event ?? typeOf(last.data);
@@ -31,18 +44,30 @@ export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): bool
 }
 
 /**
- * Whether passed-on bytes carry an event beyond comments: a keep-alive comment (`: ping`) an
- * upstream sends after its final event must not hide that event. Only bytes that begin with a
- * comment are parsed.
+ * Whether passed-on bytes carry an event beyond comments (and, but in completions, `[DONE]`):
+ * a keep-alive comment (`: ping`) or an appended `data: [DONE]` after the final event must not
+ * hide that event. Only bytes that begin (past the line ends of a CRLF split between reads)
+ * with a comment or a `[DONE]` are parsed.
  */
-export function carriesEvent(bytes: Buffer): boolean {
-  return bytes[0] !== 0x3a /* ':' */ || carriedEvents(bytes).length > 0;
+export function carriesEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
+  let at = 0;
+  while (bytes[at] === CR || bytes[at] === LF) at++;
+  if (bytes[at] !== COLON && !(FINAL_EVENTS[style].data !== DONE && startsWithDone(bytes, at))) return true;
+  return carriedEvents(style, bytes).length > 0;
 }
 
-/** The events of whole SSE bytes that have a field besides comments. */
-function carriedEvents(bytes: Buffer) {
+/** The events of whole SSE bytes that have a field besides comments, `[DONE]` left out but in completions. */
+function carriedEvents(style: StreamErrorStyle, bytes: Buffer) {
   const parser = new SseParser();
-  return [...parser.push(bytes), ...parser.end()].filter((e) => e.data !== undefined || e.event !== undefined);
+  const doneIsEvent = FINAL_EVENTS[style].data === DONE;
+  return [...parser.push(bytes), ...parser.end()].filter((e) => (e.data !== undefined || e.event !== undefined) && (doneIsEvent || e.data !== DONE));
+}
+
+/** Whether `bytes` hold a `data: [DONE]` line (the space optional) at `at`. */
+function startsWithDone(bytes: Buffer, at: number): boolean {
+  if (bytes[at] !== D || !bytes.subarray(at, at + DATA.length).equals(DATA)) return false;
+  const value = bytes[at + DATA.length] === SPACE ? at + DATA.length + 1 : at + DATA.length;
+  return bytes.subarray(value, value + DONE_BYTES.length).equals(DONE_BYTES);
 }
 
 function typeOf(data: string | undefined): string | undefined {

@@ -146,9 +146,9 @@ export class SseRelay extends StreamRelay {
     this.relay.write(bytes);
   }
 
-  /** Remembers what went to the client, for completed(); comments alone (keep-alives) are not an event. */
+  /** Remembers what went to the client, for completed(); comments alone (keep-alives) are not an event, nor (see carriesEvent) an appended `[DONE]`. */
   #passed(bytes: Buffer): void {
-    if (carriesEvent(bytes)) this.#lastPassed = bytes;
+    if (carriesEvent(this.relay.options.streamStyle, bytes)) this.#lastPassed = bytes;
   }
 
   /** Whether an event's bytes may hold usage or the created response's id (checked before decoding it). */
