@@ -1,31 +1,28 @@
-import { encodePathParameter, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
+import { basePath, encodePathParameter, joinBasePath, joinBaseUrl, type BasePath, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
 
 const BASE_CACHE_LIMIT = 1024;
-/** Base URLs split into origin and path, by the base URL string a Group holds. */
-const bases = new Map<string, UpstreamTarget>();
+/** Base URLs split into origin and path (basePath), by the base URL string a Group holds. */
+const bases = new Map<string, { origin: string; path: BasePath }>();
 
 /**
- * Upstream URL: the group's base URL, the operation's upstream path with its parameters, and
+ * Upstream URL: the group's base URL, the operation's upstream path with its parameters (a
+ * version segment the base URL ends with standing for the path's own, base-url-path.ts), and
  * the client's query string (`?...`, credentials already removed) exactly as it was encoded.
  */
 export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): string {
-  return `${withoutTrailingSlashes(baseUrl)}${pathWithParameters(upstreamPath, params, upstreamModel)}${search}`;
+  return `${joinBaseUrl(baseUrl, pathWithParameters(upstreamPath, params, upstreamModel))}${search}`;
 }
 
 /** The same URL as upstreamUrl, split for the upstream client without parsing it per request. */
 export function upstreamTarget(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): UpstreamTarget {
   let base = bases.get(baseUrl);
   if (base === undefined) {
-    const url = new URL(withoutTrailingSlashes(baseUrl));
-    base = { origin: url.origin, path: url.pathname === '/' ? '' : url.pathname };
+    const url = new URL(baseUrl);
+    base = { origin: url.origin, path: basePath(url.pathname) };
     if (bases.size >= BASE_CACHE_LIMIT) bases.clear();
     bases.set(baseUrl, base);
   }
-  return { origin: base.origin, path: `${base.path}${pathWithParameters(upstreamPath, params, upstreamModel)}${search}` };
-}
-
-function withoutTrailingSlashes(baseUrl: string): string {
-  return baseUrl.endsWith('/') ? baseUrl.replace(/\/+$/, '') : baseUrl;
+  return { origin: base.origin, path: `${joinBasePath(base.path, pathWithParameters(upstreamPath, params, upstreamModel))}${search}` };
 }
 
 function pathWithParameters(upstreamPath: string, params: Record<string, string>, upstreamModel: string | null): string {

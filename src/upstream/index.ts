@@ -22,3 +22,4 @@ export type { GatewaySideKind, UpstreamFailure, UpstreamFailureKind } from './cl
 export type { UpstreamExchange } from './upstream-client.ts';
 export { UpstreamReply, upstreamAbortError } from './upstream-reply.ts';
 export type { ReplyHead, UpstreamBodySink } from './upstream-reply.ts';
+export { basePath, joinBasePath, joinBaseUrl, type BasePath } from './base-url-path.ts';

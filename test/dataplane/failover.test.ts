@@ -624,6 +624,23 @@ t.test('a base URL with a path prefix and a trailing slash keeps the prefix', as
   t.equal(upstream.requests[0]?.url, '/relay/openai/v1/chat/completions');
 });
 
+t.test('a base URL that ends with a version segment, as vendors document it, stands for the path\'s own', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  // As pasted from a vendor's docs: the version the gateway would otherwise add a second time, or another one.
+  for (const [base, expected] of [
+    ['/v1', '/v1/chat/completions'],
+    ['/api/paas/v4/', '/api/paas/v4/chat/completions'],
+    ['/compatible-mode/v1', '/compatible-mode/v1/chat/completions'],
+    ['/v1beta1/openai', '/v1beta1/openai/v1/chat/completions'],
+  ] as const) {
+    const gw = await gateway(t);
+    await seedGroup(gw.store, { channel: 'ch02', baseUrl: `${upstream.url}${base}`, models: MODELS, secrets: ['sk-a'] });
+    const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+    t.equal((await chat(gw, keyValue)).res.status, 200, base);
+    t.equal(upstream.requests.at(-1)?.url, expected, `${base}: only its last segment counts, and only when it is a version`);
+  }
+});
+
 t.test('responses resource calls go back to the Group and credential that created the response', async (t) => {
   const make = (name: string) =>
     startUpstream((req, res) => {

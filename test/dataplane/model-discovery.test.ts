@@ -13,7 +13,7 @@ const AUTH_KEY = 'discovery-test-auth-key-0123456789abcdef';
 const UPSTREAM_KEY = 'sk-up-discovery-secret-000001';
 
 /** The gateway with real discovery in front of a substitute upstream, and a Group on `channel` with one key. */
-async function startDiscovery(t: Test, channel: string, respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void) {
+async function startDiscovery(t: Test, channel: string, respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void, basePath = '') {
   const upstream = await startUpstream(respond);
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-disc-'));
   const client = new UpstreamClient();
@@ -24,7 +24,7 @@ async function startDiscovery(t: Test, channel: string, respond: (req: RecordedU
     await upstream.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const group = await server.store.groups.create({ name: 'g', channel, base_url: upstream.url, models: [{ external: 'a', upstream: 'm-a' }] });
+  const group = await server.store.groups.create({ name: 'g', channel, base_url: `${upstream.url}${basePath}`, models: [{ external: 'a', upstream: 'm-a' }] });
   await server.store.credentials.createMany(group.id, [{ kind: 'api_key', values: { api_key: UPSTREAM_KEY }, secretFields: ['api_key'] }]);
   const discover = async () => {
     const res = await fetch(`${server.url}/api/models/discover`, { method: 'POST', headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ group_id: group.id }) });
@@ -217,4 +217,14 @@ t.test('DISC lists only the entries whose id is a non-empty string', async (t) =
     body.data.models.map((m) => m.id),
     ['m-a', 'm-b'],
   );
+});
+
+t.test('a base URL that ends with the version, as vendors document it, lists models at the same path', async (t) => {
+  for (const [channel, base, expected] of [['ch02', '/v1', '/v1/models'], ['ch15', '/v1beta/', '/v1beta/models']] as const) {
+    const { upstream, discover } = await startDiscovery(t, channel, (_req, res) => json(res, 200, channel === 'ch15' ? { models: [{ name: 'models/m-a' }] } : { object: 'list', data: [{ id: 'm-a' }] }), base);
+    const { status, body } = await discover();
+    t.equal(status, 200, channel);
+    t.same(body.data.models, [{ id: 'm-a', configured: true }]);
+    t.equal(upstream.requests[0]?.url.split('?')[0], expected, `${channel}: the base URL's version stands for the path's`);
+  }
 });

@@ -1,6 +1,6 @@
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
 import { DiscoveryFailed, type DiscoveredModels, type DiscoveryTimeouts, type ModelDiscovery } from '../../management/model-discovery.ts';
-import { classifyUpstreamError, type UpstreamClient } from '../../upstream/index.ts';
+import { classifyUpstreamError, joinBaseUrl, type UpstreamClient } from '../../upstream/index.ts';
 import { credentialLocation } from '../../dataplane/credential-location.ts';
 import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
 
@@ -40,7 +40,7 @@ export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
       const secret = secretField ? values[secretField] : undefined;
       if (!secret) throw new Error('the credential has no secret value');
       const request: ListRequest = {
-        listUrl: `${baseUrl.replace(/\/+$/, '')}${dialect.path}`,
+        listUrl: joinBaseUrl(baseUrl, dialect.path),
         headers: { [dialect.keyHeader]: dialect.bearer ? `Bearer ${secret}` : secret, accept: 'application/json', ...dialect.extraHeaders },
         proxy,
         timeouts,
