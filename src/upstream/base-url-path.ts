@@ -3,7 +3,8 @@
  * their vendor documents, which often ends in the API version (`https://host/v1`,
  * `https://host/api/paas/v4`, `https://host/v1beta`): that last segment then stands for the
  * version segment the operation's path starts with (`/v1/chat/completions`), instead of being
- * followed by a second one. Without one, the operation's whole path is appended.
+ * followed by a second one, unless the path's is a staged version of its own (`/v1beta/...`).
+ * Without one, the operation's whole path is appended.
  */
 export interface BasePath {
   /** The path before the version segment, without a trailing slash ('' for none). */
@@ -12,7 +13,10 @@ export interface BasePath {
   version: string | undefined;
 }
 
-const VERSION_SEGMENT = /^v\d+[a-z0-9]*$/i;
+/** `v1`, `v4`, `v1beta`, `v2alpha1`: not `v2ray` or `v3api`, which are prefixes like any other. */
+const VERSION_SEGMENT = /^v\d+(?:(?:alpha|beta)\d*)?$/i;
+/** A version with a stage (`v1beta`): an API of its own, which a base URL's plain version does not stand for. */
+const STAGED_VERSION = /^v\d+(?:alpha|beta)\d*$/i;
 
 /** Splits a base URL's pathname (`/api/paas/v4/`) into its prefix and version segment. */
 export function basePath(pathname: string): BasePath {
@@ -27,8 +31,10 @@ export function joinBasePath(base: BasePath, operationPath: string): string {
   if (base.version === undefined) return `${base.prefix}${operationPath}`;
   const end = operationPath.indexOf('/', 1);
   const first = end < 0 ? operationPath.slice(1) : operationPath.slice(1, end);
-  const rest = VERSION_SEGMENT.test(first) ? (end < 0 ? '' : operationPath.slice(end)) : operationPath;
-  return `${base.prefix}/${base.version}${rest}`;
+  if (!VERSION_SEGMENT.test(first)) return `${base.prefix}/${base.version}${operationPath}`;
+  // A generate-style `/v1beta/...` under a base URL ending `/v1` (one address for every protocol) keeps its own version.
+  if (STAGED_VERSION.test(first) && base.version.toLowerCase() !== first.toLowerCase()) return `${base.prefix}${operationPath}`;
+  return `${base.prefix}/${base.version}${end < 0 ? '' : operationPath.slice(end)}`;
 }
 
 /** A whole base URL joined with an operation's path (for the calls that do not keep the split). */

@@ -632,6 +632,9 @@ t.test('a base URL that ends with a version segment, as vendors document it, sta
     ['/api/paas/v4/', '/api/paas/v4/chat/completions'],
     ['/compatible-mode/v1', '/compatible-mode/v1/chat/completions'],
     ['/v1beta1/openai', '/v1beta1/openai/v1/chat/completions'],
+    // Prefixes that merely start like a version.
+    ['/v2ray', '/v2ray/v1/chat/completions'],
+    ['/v3api/', '/v3api/v1/chat/completions'],
   ] as const) {
     const gw = await gateway(t);
     await seedGroup(gw.store, { channel: 'ch02', baseUrl: `${upstream.url}${base}`, models: MODELS, secrets: ['sk-a'] });

@@ -220,7 +220,8 @@ t.test('DISC lists only the entries whose id is a non-empty string', async (t) =
 });
 
 t.test('a base URL that ends with the version, as vendors document it, lists models at the same path', async (t) => {
-  for (const [channel, base, expected] of [['ch02', '/v1', '/v1/models'], ['ch15', '/v1beta/', '/v1beta/models']] as const) {
+  // A generate-style path keeps its staged version under a base URL that ends with a plain one (one address for every protocol).
+  for (const [channel, base, expected] of [['ch02', '/v1', '/v1/models'], ['ch15', '/v1beta/', '/v1beta/models'], ['ch15', '/v1', '/v1beta/models'], ['ch02', '/v2ray', '/v2ray/v1/models']] as const) {
     const { upstream, discover } = await startDiscovery(t, channel, (_req, res) => json(res, 200, channel === 'ch15' ? { models: [{ name: 'models/m-a' }] } : { object: 'list', data: [{ id: 'm-a' }] }), base);
     const { status, body } = await discover();
     t.equal(status, 200, channel);

@@ -277,6 +277,18 @@ for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
 }
 
 for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
+  for (const extra of ['\n\n', '\r\n']) {
+    t.test(`${style.name}: line ends alone (${JSON.stringify(extra)}) in a read after the final event, then a clean end, leave the stream a success`, async (t) => {
+      const s = await scenario(t, style, (res) => res.write(style.innocent, () => setTimeout(() => res.write(extra, () => setTimeout(() => res.end(), 50)), 50)));
+      const res = await send(s, style);
+      const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+      t.notOk(text.slice(`${style.first}${style.innocent}`.length).includes('error'), 'no error event added', { text });
+      t.match(await waitForLog(s.gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
+    });
+  }
+}
+
+for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
   t.test(`${style.name}: a keep-alive comment after the final event, then a clean end or a stall, leaves the stream a success`, async (t) => {
     // Written apart, so that the comment is a read of its own, the last the gateway passes on.
     const s = await scenario(t, style, (res) => res.write(style.innocent, () => setTimeout(() => res.write(': keep-alive\n\n', () => setTimeout(() => res.end(), 50)), 50)));

@@ -52,6 +52,8 @@ export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): bool
 export function carriesEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
   let at = 0;
   while (bytes[at] === CR || bytes[at] === LF) at++;
+  // Line ends alone (the blank line of an event passed before, in a read of its own) carry none.
+  if (at === bytes.length) return false;
   if (bytes[at] !== COLON && !(FINAL_EVENTS[style].data !== DONE && startsWithDone(bytes, at))) return true;
   return carriedEvents(style, bytes).length > 0;
 }
