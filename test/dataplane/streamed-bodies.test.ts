@@ -466,20 +466,22 @@ const chunk = (data: Buffer | string) => {
   return Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]);
 };
 
+/** A chunked transcription form for model `stt`, the model part first, then 4 MiB of a file, and never its last chunk. */
+function* modelFirstEndlessForm(keyValue: string) {
+  const boundary = 'XyZb';
+  yield `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ntransfer-encoding: chunked\r\n\r\n`;
+  yield chunk(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nstt\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n`);
+  for (let i = 0; i < 64; i++) yield chunk(Buffer.alloc(64 * 1024, 0x41));
+}
+
 t.test('a chunked form refused past maxBodyBytes while it streams upstream gets 413 with Connection: close, and the gateway ends the connection', async (t) => {
   const upstream = await upstreamThatReads(t);
   const gw = await startDataPlane({ maxBodyBytes: 256 * 1024 });
   t.teardown(() => gw.close());
   const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'stt', upstream: 'vendor-whisper' }], protocols: ['x-suite'] });
-  const boundary = 'XyZb';
   const conn = rawConnection(t, gw);
-  // The model first, so the form is already streaming upstream when it passes the limit; no last chunk is ever sent.
-  function* pieces() {
-    yield `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ntransfer-encoding: chunked\r\n\r\n`;
-    yield chunk(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nstt\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n`);
-    for (let i = 0; i < 64; i++) yield chunk(Buffer.alloc(64 * 1024, 0x41));
-  }
-  void conn.send(pieces());
+  // The model first, so the form is already streaming upstream when it passes the limit.
+  void conn.send(modelFirstEndlessForm(keyValue));
   const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to end the connection');
   t.match(received, /^HTTP\/1\.1 413 /, 'refused as too large');
   const { head, body } = parseRaw(received);
@@ -582,15 +584,9 @@ for (const answer of [
     const gw = await startDataPlane();
     t.teardown(() => gw.close());
     const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, models: [{ external: 'stt', upstream: 'vendor-whisper' }], protocols: ['x-suite'] });
-    const boundary = 'XyZb';
     const conn = rawConnection(t, gw);
-    // The model first, so the form is already streaming upstream when the upstream answers; no last chunk is ever sent.
-    function* pieces() {
-      yield `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ntransfer-encoding: chunked\r\n\r\n`;
-      yield chunk(`--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nstt\r\n--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n`);
-      for (let i = 0; i < 64; i++) yield chunk(Buffer.alloc(64 * 1024, 0x41));
-    }
-    void conn.send(pieces());
+    // The model first, so the form is already streaming upstream when the upstream answers.
+    void conn.send(modelFirstEndlessForm(keyValue));
     const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to end the connection');
     t.match(received, new RegExp(`^HTTP/1\\.1 ${answer.status} `), "the upstream's status");
     const split = received.indexOf('\r\n\r\n');
