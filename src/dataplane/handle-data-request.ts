@@ -176,7 +176,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // Only the Group that holds the response can answer for it: another one's "not found"
       // would be false, and so would the gateway's when that Group is gone or shut to the key.
       const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
-      if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.');
+      // Nothing recovers by itself there (the Group is gone, disabled or shut to the key): no SDK retry.
+      if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', { 'x-should-retry': 'false' });
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
         const routed = candidates.find((c) => c.resolution.ok);

@@ -48,8 +48,8 @@ export const ERROR_CODES = {
   IDEMPOTENCY_OUTCOME_LOST: {
     status: 409,
     message: {
-      en: 'An earlier attempt with this Idempotency-Key was applied, but its result was lost in a restart; it was not applied again. Check the current state.',
-      'zh-CN': '使用此 Idempotency-Key 的先前尝试已生效，但其结果因重启而丢失；未再次执行。请查看当前状态。',
+      en: 'An earlier attempt with this Idempotency-Key was applied, but its result was lost (a crash, or a failure after the change was saved); it was not applied again. Check the current state.',
+      'zh-CN': '使用此 Idempotency-Key 的先前尝试已生效，但其结果已丢失（崩溃，或更改保存后出现故障）；未再次执行。请查看当前状态。',
     },
   },
   NOT_FOUND: {

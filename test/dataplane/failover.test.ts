@@ -824,6 +824,7 @@ t.test("a stored response whose Group was deleted: 503 no_available_credential, 
   for (const about of ABOUT_STORED) {
     const res = await fetch(`${gw.url}${about.path(id)}`, { method: about.method, headers, ...(about.body ? { body: JSON.stringify(about.body(id)) } : {}) });
     t.equal(res.status, 503, `${about.name}: refused`);
+    t.equal(res.headers.get('x-should-retry'), 'false', `${about.name}: a deleted Group does not come back: no SDK retry`);
     t.match(await res.json(), { error: { code: 'no_available_credential' } });
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.not(record.group_id, String(other.id), `${about.name}: the record names no other Group`);

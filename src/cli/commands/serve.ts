@@ -40,6 +40,8 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   // records already appended still get a bounded moment to be written.
   let cutShort = false;
   const force = () => {
+    // A third signal and more: the cut is under way, and the records still get their moment.
+    if (cutShort) return;
     cutShort = true;
     process.stdout.write('switchyard: second signal, cutting the requests in flight\n');
     void server.cutShort().catch(() => undefined).then(() => {
@@ -50,8 +52,8 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
       }, FORCED_FLUSH_MS).unref();
     });
   };
-  process.once('SIGINT', force);
-  process.once('SIGTERM', force);
+  process.on('SIGINT', force);
+  process.on('SIGTERM', force);
   try {
     await server.close();
   } catch (err) {
