@@ -4,7 +4,7 @@ import { firstHeaderValue, type HeaderMap } from '../upstream/index.ts';
 import { credentialStateAt } from './config-snapshot.ts';
 import { credentialLocation } from './credential-location.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
-import { ConfigStoreUnavailableError } from '../store/lowdb/config-store-unavailable.ts';
+import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 
 /**
  * What an upstream call with a credential needs: its secret, and the upstream address its own

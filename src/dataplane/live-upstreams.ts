@@ -1,3 +1,4 @@
+import type { LiveUpstreams } from '../upstream/index.ts';
 import type { Snapshot } from './config-snapshot.ts';
 
 /**
@@ -6,7 +7,7 @@ import type { Snapshot } from './config-snapshot.ts';
  * the credentials' own locations (`locations`: those of the credentials in use, as the pool
  * keeps them). The upstream client keeps dispatchers for these and closes the others.
  */
-export function liveUpstreams(snap: Snapshot, locations: Iterable<string>): { origins: Set<string>; proxies: Set<string> } {
+export function liveUpstreams(snap: Snapshot, locations: Iterable<string>): LiveUpstreams {
   const origins = new Set<string>();
   const proxies = new Set<string>();
   const addOrigin = (baseUrl: string | null) => {

@@ -1,7 +1,6 @@
 import { resolve, type Resolution, type RouteFeatures } from '../engine/index.ts';
 import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
 import { groupVisibleTo, modelVisibleTo } from '../management/visibility.ts';
-import { quotableModel } from './body/index.ts';
 import type { DataPlaneCode } from './data-plane-error.ts';
 import { unservedReason } from './served-route.ts';
 
@@ -88,7 +87,7 @@ export function refusalFor(candidates: readonly Candidate[], model: string | und
   const enabled = visible.filter((c) => c.excluded_because !== 'group_disabled');
   const first = enabled[0];
   if (!first) {
-    const what = model === undefined ? 'this operation' : `model "${quotableModel(model)}"`;
+    const what = model === undefined ? 'this operation' : `model "${model}"`;
     return { code: 'model_not_visible', detail: visible.length ? `Every group serving ${what} is disabled.` : `No group serves ${what} to this key.` };
   }
   if (!first.resolution.ok) return { code: first.resolution.reason_code, detail: first.resolution.detail };

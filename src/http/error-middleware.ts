@@ -4,7 +4,7 @@ import { failureEnvelope } from './envelope.ts';
 import type { ErrorCode } from './error-codes.ts';
 import { pickLocale } from './i18n.ts';
 import { bodyOutstanding } from './body-outstanding.ts';
-import { ConfigStoreUnavailableError } from '../store/lowdb/config-store-unavailable.ts';
+import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 
 export type ServerLog = (line: string) => void;
 

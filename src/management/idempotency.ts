@@ -78,7 +78,7 @@ export class IdempotencyGuard {
     const existing = await this.#store.get(key);
     if (existing) {
       if (existing.fingerprint !== fingerprint) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
-      if (existing.pending) this.#refuseIfApplied(key, existing.created_at);
+      if (existing.pending) await this.#refuseIfApplied(key, existing.created_at);
       else if (existing.result === null || now - existing.created_at >= IDEMPOTENCY_RESULT_TTL_MS) throw new ApiError('IDEMPOTENCY_RESULT_EXPIRED');
       else return { result: existing.result, replayed: true };
     }
@@ -100,15 +100,15 @@ export class IdempotencyGuard {
   }
 
   /** A pending record outlived its attempt (a crash): if the change is in the configuration, running again would apply it twice. */
-  #refuseIfApplied(key: string, attemptedAt: number): void {
-    const appliedAt = this.#store.changedAt(key);
+  async #refuseIfApplied(key: string, attemptedAt: number): Promise<void> {
+    const appliedAt = await this.#store.changedAt(key);
     if (appliedAt === undefined) return;
     throw new ApiError('IDEMPOTENCY_OUTCOME_LOST', { data: { attempted_at: new Date(attemptedAt).toISOString(), applied_at: new Date(appliedAt).toISOString() } });
   }
 
   /** A failed attempt that wrote nothing leaves no trace; one that wrote keeps its pending record, so a retry is refused rather than run twice. */
   async #dropPendingIfUnchanged(key: string): Promise<void> {
-    if (this.#store.changedAt(key) !== undefined) return;
+    if ((await this.#store.changedAt(key)) !== undefined) return;
     // A pending record with no change behind it only makes the retry run, as it should.
     await this.#store.delete(key).catch(() => undefined);
   }

@@ -180,7 +180,7 @@ export interface IdempotencyStore {
   /** Runs `operation` so that each configuration write it makes also notes `key`, in the same atomic write. */
   noteChanges<R>(key: string, operation: () => Promise<R>): Promise<R>;
   /** When a configuration write noted `key` (ms), or undefined when none is on disk. */
-  changedAt(key: string): number | undefined;
+  changedAt(key: string): Promise<number | undefined>;
 }
 
 export interface AuditStore {

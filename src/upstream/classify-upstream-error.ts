@@ -46,7 +46,7 @@ const TLS_FAILURE_CODES: ReadonlySet<string> = new Set([
   'PATH_LENGTH_EXCEEDED',
 ]);
 
-function failedBeforeTls(code: string): boolean {
+function isTlsFailureCode(code: string): boolean {
   return TLS_FAILURE_CODES.has(code) || TLS_FAILURE_CODE_PREFIXES.some((prefix) => code.startsWith(prefix));
 }
 
@@ -105,7 +105,7 @@ function classifyByCode(error: unknown, options: { viaProxy?: boolean }): Upstre
   if (message.startsWith('Proxy response (')) return FAILURES.connect_failed;
   if (code !== undefined && CONNECT_FAILURE_CODES.has(code)) return FAILURES.connect_failed;
   // A TLS failure is the handshake's, unless the exchange says the request was being written (a broken session then).
-  if (code !== undefined && failedBeforeTls(code)) return requestWritten(error) === true ? FAILURES.connection_lost : FAILURES.connect_failed;
+  if (code !== undefined && isTlsFailureCode(code)) return requestWritten(error) === true ? FAILURES.connection_lost : FAILURES.connect_failed;
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return FAILURES.aborted;
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return FAILURES.headers_timeout;
   if (code === 'UND_ERR_BODY_TIMEOUT') return FAILURES.body_timeout;

@@ -13,7 +13,7 @@ export type { ProxyUrlProblem } from './parse-proxy-url.ts';
 export { redactUrl } from './redact-url.ts';
 export type { UpstreamClientOptions } from './upstream-options.ts';
 export { UpstreamClient } from './upstream-client.ts';
-export type { UpstreamRequest, UpstreamResponse, UpstreamTarget } from './upstream-client.ts';
+export type { LiveUpstreams, UpstreamRequest, UpstreamResponse, UpstreamTarget } from './upstream-client.ts';
 export { createOriginPool, createProxyDispatcher } from './create-dispatcher.ts';
 export { socksConnector } from './socks-connector.ts';
 export type { SocksConnectorOptions } from './socks-connector.ts';

@@ -3,7 +3,7 @@ export type { BodyRewriteErrorCode } from './body-rewrite-error.ts';
 export type { ModelRewrite, RewrittenBody } from './model-rewrite.ts';
 export { rewriteMultipartModelStream } from './rewrite-multipart-model-stream.ts';
 export type { MultipartModelRewrite, MultipartModelStreamOptions } from './rewrite-multipart-model-stream.ts';
-export { MODEL_FIELD_BYTES, SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
+export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
 export { jsonAttemptBody } from './json-attempt-body.ts';
 export type { JsonAttemptBody } from './json-attempt-body.ts';
 export { JsonMemberScanner, MAX_SCANNED_MEMBERS } from './json-member-scanner.ts';
@@ -16,4 +16,4 @@ export { receiveJsonBody, RefusedJsonBody, SpooledJsonBody } from './receive-jso
 export type { ReceiveJsonOptions, ReceivedJson } from './receive-json-body.ts';
 export { bodyModelKey, bodyModelMapping } from './body-model-members.ts';
 export type { BodyModelMapping } from './body-model-members.ts';
-export { cappedModelName, modelNameTooLong, quotableModel } from './model-name-cap.ts';
+export { cappedModelName, MODEL_FIELD_BYTES, modelNameTooLong } from './model-name-cap.ts';

@@ -1,6 +1,7 @@
 import { BodyRewriteError } from './body-rewrite-error.ts';
 import { parseHeaderParams } from './header-params.ts';
 import type { BodyScanner, ScanOutcome } from './model-rewrite.ts';
+import { MODEL_FIELD_BYTES } from './model-name-cap.ts';
 
 const PREAMBLE = 0;
 const AFTER_DELIMITER = 1; // "--" (close) or optional padding then CRLF
@@ -15,8 +16,6 @@ const HEADER_END = Buffer.from('\r\n\r\n');
 const MAX_HEADER_BYTES = 16 * 1024;
 /** Text fields up to this size are reported for routing; larger ones (prompts) are not. */
 export const SMALL_FIELD_BYTES = 1024;
-/** The longest model value a form may carry (as a JSON body's nested model member): no model name comes near it. */
-export const MODEL_FIELD_BYTES = 1024;
 
 interface Part {
   readonly name: string;

@@ -3,7 +3,7 @@
  * client's JSON string as `\ud800`) becomes U+FFFD. Applied to the memory store's records and
  * to every store's string filters, so that all stores store and match the same text.
  */
-export function wellFormed<T extends string | null | undefined>(value: T): T {
+function wellFormed<T extends string | null | undefined>(value: T): T {
   return (typeof value === 'string' && !value.isWellFormed() ? value.toWellFormed() : value) as T;
 }
 

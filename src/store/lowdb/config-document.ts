@@ -28,7 +28,7 @@ export interface ConfigData {
   idempotency_journal?: IdempotencyNote[];
 }
 
-export interface IdempotencyNote {
+interface IdempotencyNote {
   key: string;
   /** Time of the first write under the key (ms). */
   at: number;

@@ -70,7 +70,7 @@ export class LowdbIdempotencyStore implements IdempotencyStore {
     return underIdempotencyKey(key, operation);
   }
 
-  changedAt(key: string): number | undefined {
+  async changedAt(key: string): Promise<number | undefined> {
     return this.#config.data.idempotency_journal?.find((note) => note.key === key)?.at;
   }
 }
