@@ -44,10 +44,25 @@ export function importSecretField(kind: CredentialKindDecl, commonFields: Record
 }
 
 /**
- * Checks submitted values against the kind's fields: no unknown names, every required one
- * present and non-empty (a location field may come from the Group's base_url), URLs valid.
+ * Checks submitted values for a credential being created against the kind's fields: no unknown
+ * names, every required one present and non-empty (a location field may come from the Group's
+ * base_url), URLs valid.
  */
 export function completeCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, group: GroupRecord, fieldPrefix = 'fields'): Record<string, string> {
+  return checkedCredentialValues(kind, values, group.base_url, fieldPrefix);
+}
+
+/**
+ * The same checks for a PATCH of `fields`, which replaces the values, except that a location
+ * not given keeps the credential's own: the Group's base_url fills it only at creation, so a
+ * key rotation never moves a credential to the Group's upstream.
+ */
+export function updatedCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, current: Readonly<Record<string, string>>): Record<string, string> {
+  const location = kind.fields.find((f) => LOCATION_FIELDS.includes(f.name));
+  return checkedCredentialValues(kind, values, (location && current[location.name]) || null, 'fields');
+}
+
+function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, locationDefault: string | null, fieldPrefix: string): Record<string, string> {
   const known = kind.fields.map((f) => f.name);
   for (const name of Object.keys(values)) {
     if (!known.includes(name)) throw validationFailed(`${fieldPrefix}.${name}`, 'unknown_field', { allowed: known });
@@ -55,7 +70,7 @@ export function completeCredentialValues(kind: CredentialKindDecl, values: Recor
   const out: Record<string, string> = {};
   for (const f of kind.fields) {
     let v = values[f.name];
-    if ((v === undefined || v === '') && LOCATION_FIELDS.includes(f.name) && group.base_url !== null) v = group.base_url;
+    if ((v === undefined || v === '') && LOCATION_FIELDS.includes(f.name) && locationDefault !== null) v = locationDefault;
     if (v === undefined || v === '') {
       if (f.required) throw validationFailed(`${fieldPrefix}.${f.name}`, 'required');
       continue;

@@ -194,3 +194,36 @@ t.test('a credential stored before revisions existed reads as revision 0, is ser
   t.equal(await chat(gw, key.value), 200);
   t.same(secrets(), [OLD, NEW]);
 });
+
+// A key rotated by itself keeps the credential's own location: the Group's base_url fills a
+// location only when a credential is created without one (docs/data-plane.md).
+for (const { channel, kind, field } of [
+  { channel: 'ch32', kind: 'api_key_base_url', field: 'base_url' },
+  { channel: 'ch35', kind: 'api_key_custom_endpoint', field: 'endpoint' },
+]) {
+  t.test(`${channel}: a PATCH of the key alone keeps the credential's own ${field}; the new key goes there, not to the Group's base_url`, async (t) => {
+    const own = await startUpstream((_req, res) => answer(res, 200));
+    t.teardown(() => own.close());
+    const groups = await startUpstream((_req, res) => answer(res, 200));
+    t.teardown(() => groups.close());
+    const gw = await startGateway(t, { mountDataPlane: dataPlaneMount() });
+    const groupId = await seedGroup(gw, [MODEL], { channel, base_url: groups.url });
+    const location = `${own.url}/own-prefix`;
+    const connected = await gw.create(`/api/groups/${groupId}/credentials/connect`, { kind, fields: { api_key: OLD, [field]: location } });
+    t.equal(connected.status, 201, connected.text);
+    const path = `/api/groups/${groupId}/credentials/${connected.json.data.id as number}`;
+    const key = await seedAccessKey(gw);
+
+    const rotated = await gw.api('PATCH', path, { body: { fields: { api_key: NEW } } });
+    t.equal(rotated.status, 200, rotated.text);
+    t.same(rotated.json.data.fields, { [field]: location }, `the PATCH answer shows the ${field} given at connect`);
+    t.same((await gw.api('GET', path)).json.data.fields, { [field]: location }, `the stored ${field} is unchanged`);
+    t.equal(await chat(gw, key.value), 200);
+    t.same(
+      own.requests.map((r) => [r.url, secretOf(r)]),
+      [['/own-prefix/v1/chat/completions', NEW]],
+      `the new key reached the credential's own ${field}`,
+    );
+    t.equal(groups.requests.length, 0, "the Group's base_url received nothing");
+  });
+}

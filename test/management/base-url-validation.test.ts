@@ -3,7 +3,29 @@ import { startGateway, type Gateway } from './support/gateway.ts';
 
 // A base URL is scheme, host, optional port and optional path prefix: request paths are
 // appended to it, so a query string, fragment or userinfo has nowhere consistent to go.
-const REFUSED = ['http://h/prefix?api-version=1', 'http://h/p#frag', 'http://user:pw@h/p', 'http://h/p?', 'http://h/p#', 'http://@h/p'];
+// It is spelled `http://` or `https://` then the host, with no whitespace or backslash: URL
+// parsers accept the other spellings below and some find userinfo in them, which would then
+// be stored and shown among the credential's non-secret fields.
+const REFUSED = [
+  'http://h/prefix?api-version=1',
+  'http://h/p#frag',
+  'http://user:pw@h/p',
+  'http://h/p?',
+  'http://h/p#',
+  'http://@h/p',
+  'HTTP://user:pw@h/p',
+  'http:user:pw@h/v1',
+  'http:/user:pw@h/v1',
+  'http:\\\\user:pw@h/v1',
+  'http:h/v1',
+  'http:///h/v1',
+  ' http://h/v1',
+  'http://h/v1 ',
+  'http://h/v1\t',
+  'http://h/a b',
+  'http://h\\v1',
+  'ftp://h/v1',
+];
 const PLAIN = 'http://h/prefix/';
 
 function refused(t: Test, res: Awaited<ReturnType<Gateway['api']>>, field: string, url: string): void {
@@ -12,7 +34,7 @@ function refused(t: Test, res: Awaited<ReturnType<Gateway['api']>>, field: strin
   t.match(res.json.data, { field, reason: 'invalid_value', detail: /path prefix/ }, `${url}: names ${field} and what a base URL is`);
 }
 
-t.test('Group base_url with a query string, fragment or userinfo is refused on create and update; a plain prefix is accepted', async (t) => {
+t.test('Group base_url with a query string, fragment, userinfo or another spelling than http(s)://host is refused on create and update; a plain prefix is accepted', async (t) => {
   const gw = await startGateway(t);
   for (const url of REFUSED) refused(t, await gw.create('/api/groups', { name: 'bad', channel: 'ch32', base_url: url }), 'base_url', url);
   t.same((await gw.api('GET', '/api/groups')).json.data, [], 'no refused Group was stored');
@@ -26,9 +48,11 @@ t.test('Group base_url with a query string, fragment or userinfo is refused on c
   const updated = await gw.api('PUT', `/api/groups/${id}/settings`, { body: { base_url: 'https://h:8443/other' } });
   t.equal(updated.status, 200);
   t.equal(updated.json.data.base_url, 'https://h:8443/other');
+  const upperCase = await gw.api('PUT', `/api/groups/${id}/settings`, { body: { base_url: 'HTTPS://h/v1' } });
+  t.equal(upperCase.status, 200, 'the scheme is case-insensitive');
 });
 
-t.test('a credential endpoint with a query string, fragment or userinfo is refused on connect, import and update', async (t) => {
+t.test('a credential endpoint with a query string, fragment, userinfo or another spelling than http(s)://host is refused on connect, import and update', async (t) => {
   const gw = await startGateway(t);
   // ch35's api_key_custom_endpoint kind carries its own `endpoint`.
   const group = (await gw.create('/api/groups', { name: 'custom', channel: 'ch35', base_url: PLAIN, models: [{ external: 'm' }] })).json.data.id as number;

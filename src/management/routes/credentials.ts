@@ -5,7 +5,7 @@ import type { CredentialImportBody } from '../../generated/management/credential
 import type { CredentialUpdateBody } from '../../generated/management/credential-update.ts';
 import { maskSecret } from '../../store/mask.ts';
 import { recordReveal } from '../audit-reveal.ts';
-import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf } from '../channel-rules.ts';
+import { checkProxyAllowed, completeCredentialValues, importableKind, importSecretField, kindOfChannel, secretFieldsOf, updatedCredentialValues } from '../channel-rules.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { importLineValues } from '../credential-import-line.ts';
 import { duplicateCredentialAsConflict } from '../duplicate-credential-as-conflict.ts';
@@ -140,7 +140,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
           name: body.name,
           proxy_url: body.proxy_url,
           weight: body.weight,
-          ...(body.fields === undefined ? {} : { values: completeCredentialValues(kind, definedStrings(body.fields), group), secretFields: secretFieldsOf(kind) }),
+          ...(body.fields === undefined ? {} : { values: updatedCredentialValues(kind, definedStrings(body.fields), current.fields), secretFields: secretFieldsOf(kind) }),
         };
         const saved = await duplicateCredentialAsConflict(store.credentials.update(group.id, current.id, patch));
         if (!saved) throw notFound('credential', current.id);
