@@ -53,6 +53,15 @@ export class ConfigSnapshot {
     return this.fresh() === undefined ? undefined : this.#keys.get(presented);
   }
 
+  /**
+   * The AccessKey `presented` belongs to now, for a request or session admitted with `admitted`:
+   * `admitted` itself, without waiting, while this generation holds that same record (one
+   * lookup: the common case on the hot path); else read again (another record, or none).
+   */
+  currentAccessKey(presented: string, admitted: AccessKeyRecord): AccessKeyRecord | Promise<AccessKeyRecord | undefined> {
+    return this.cachedAccessKey(presented) === admitted ? admitted : this.accessKey(presented);
+  }
+
   /** The AccessKey a presented value belongs to; only valid keys are cached, per generation. */
   async accessKey(presented: string): Promise<AccessKeyRecord | undefined> {
     await this.current();

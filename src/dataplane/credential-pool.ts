@@ -3,6 +3,7 @@ import type { CredentialView } from '../store/records.ts';
 import { firstHeaderValue, type HeaderMap } from '../upstream/index.ts';
 import { credentialStateAt } from './config-snapshot.ts';
 import { credentialLocation } from './credential-location.ts';
+import { NO_RETRY, retryAfterHeaders } from './retry-hints.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 
@@ -169,9 +170,6 @@ function isStaticKind(kind: string): boolean {
  */
 const CLIENT_RETRY_WAIT_LIMIT_MS = 30_000;
 
-/** Obeyed by the openai and anthropic SDKs: no retry of this refusal. */
-const NO_RETRY: Readonly<Record<string, string>> = Object.freeze({ 'x-should-retry': 'false' });
-
 /**
  * The longest cooldown a Retry-After can ask for: the most `credential_cooldown_seconds`
  * allows. A larger value (or a date years ahead) would shelve the credential without a reason.
@@ -209,9 +207,3 @@ function retryAfterMs(headers: HeaderMap | undefined, now: number): number | und
 /** delay-seconds (RFC 9110 §10.2.3), with a fraction as some upstreams send. */
 const DELAY_SECONDS = /^\d+(?:\.\d+)?$/;
 const HAS_LETTER = /[a-z]/i;
-
-/** A wait as a client is told it: `Retry-After` in whole seconds (rounded up, at least 1) and `retry-after-ms`. */
-export function retryAfterHeaders(waitMs: number): Record<string, string> {
-  const ms = Math.max(1, Math.ceil(waitMs));
-  return { 'retry-after': String(Math.ceil(ms / 1000)), 'retry-after-ms': String(ms) };
-}

@@ -14,13 +14,12 @@ import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body
 import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
-import { renderErrorBody } from './render-error-body.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, maskedUpstreamError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
-import { withRequestId } from './request-id-headers.ts';
-import { closeIfBodyUnread } from './close-if-body-unread.ts';
 import { RequestWatch } from './watch-client.ts';
+import { sendGatewayError } from './send-gateway-error.ts';
+import { maskedOrUndecodable, undecodableAnswer } from './undecodable-answer.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
 interface JsonBody {
@@ -261,12 +260,10 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           await deps.pool.apply(credential, access, verdictFor(upstream.status, upstream.headers, deps.cooldownSeconds, deps.now()), deps.now());
           const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
           if (mayRetry && attempts.length < deps.maxAttempts) {
-            let failure: UpstreamErrorReply;
-            try {
-              failure = await readUpstreamError(upstream, secret);
-            } catch (err) {
+            const failure = await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
+            if (failure instanceof DataPlaneError) {
               // Undecodable: this attempt failed as the status says, the next credential may still answer.
-              lastTransportError = { error: undecodableAnswer(err, attempt), candidate, credential };
+              lastTransportError = { error: failure, candidate, credential };
               continue;
             }
             // Kept in case it is the last answer.
@@ -283,12 +280,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           break;
         }
         if (isReadableError(upstream)) {
-          let failure: UpstreamErrorReply;
-          try {
-            failure = await readUpstreamError(upstream, secret);
-          } catch (err) {
-            return answerTransportFailure(input, result, { error: undecodableAnswer(err, attempt), candidate, credential });
-          }
+          const failure = await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
+          if (failure instanceof DataPlaneError) return answerTransportFailure(input, result, { error: failure, candidate, credential });
           if (clientGone(input)) {
             failure.stream?.abort();
             result.clientAborted = true;
@@ -300,14 +293,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point);
         }
         // An error answer streamed as it comes still has the secret masked out of it.
-        let delivered = upstream;
-        if (upstream.status >= 400) {
-          try {
-            delivered = maskedUpstreamError(upstream, secret);
-          } catch (err) {
-            return answerTransportFailure(input, result, { error: undecodableAnswer(err, attempt), candidate, credential });
-          }
-        }
+        const delivered = upstream.status >= 400 ? maskedOrUndecodable(attempt, () => maskedUpstreamError(upstream, secret)) : upstream;
+        if (delivered instanceof DataPlaneError) return answerTransportFailure(input, result, { error: delivered, candidate, credential });
         const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
@@ -470,17 +457,6 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };
 }
 
-/**
- * An error answer whose body the gateway cannot decode to mask (decode-error-body.ts throws
- * `upstream_unreachable`): the attempt's failure, its upstream status kept. Anything else
- * thrown is not that, and goes on.
- */
-function undecodableAnswer(err: unknown, attempt: AttemptRecord): DataPlaneError {
-  if (!(err instanceof DataPlaneError)) throw err;
-  attempt.error_code = err.code;
-  return err;
-}
-
 interface AttemptFailure {
   error: DataPlaneError;
   candidate: Candidate;
@@ -500,12 +476,7 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   result.errorCode = error.code;
   result.candidate = last.candidate;
   result.credential = last.credential;
-  if (!input.res.headersSent && !input.res.destroyed) {
-    const body = renderErrorBody(input.op.error_style, error.status, error.code, error.message);
-    const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...error.headers };
-    input.res.writeHead(error.status, withRequestId(closeIfBodyUnread(input.req, headers), input.requestId, input.op.error_style === 'messages'));
-    input.res.end(body);
-  }
+  sendGatewayError(input.req, input.res, input.op.error_style, error, input.requestId);
   return result;
 }
 

@@ -18,18 +18,18 @@ import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
 import { cappedModelName } from './body/index.ts';
 import { presentedAccessKey } from './present-access-key.ts';
-import { renderErrorBody } from './render-error-body.ts';
 import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, ResponseAffinity } from './response-affinity.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
-import { withRequestId } from './request-id-headers.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
-import { closeIfBodyUnread, connectionClosing } from './close-if-body-unread.ts';
+import { connectionClosing } from './close-if-body-unread.ts';
 import { brokenBodyFraming } from './request-body-failure.ts';
+import { NO_RETRY } from './retry-hints.ts';
+import { sendGatewayError } from './send-gateway-error.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -153,7 +153,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const snap = snapshot.fresh() ?? (await snapshot.current());
       // The key too, by its presented value: one deleted, disabled, rotated or narrowed while it
       // uploaded is refused, or planned, recorded and logged as it is now.
-      const current = snapshot.cachedAccessKey(presented!) === key ? key : await snapshot.accessKey(presented!);
+      const reread = snapshot.currentAccessKey(presented!, key);
+      // The same record is taken at once: no turn of the event loop for it.
+      const current = reread === key ? key : await reread;
       if (current !== key) {
         if (!current?.record_request_body) prepared = unrecorded(prepared);
         if (!current) throw new DataPlaneError('access_key_invalid');
@@ -177,7 +179,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // would be false, and so would the gateway's when that Group is gone or shut to the key.
       const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
       // Nothing recovers by itself there (the Group is gone, disabled or shut to the key): no SDK retry.
-      if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', { 'x-should-retry': 'false' });
+      if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', NO_RETRY);
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
         const routed = candidates.find((c) => c.resolution.ok);
@@ -227,14 +229,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       log.error_code = failure.code;
       // A client that left while its body was read is as much an abort as one that left mid-answer.
       if (failure.code === 'client_closed') log.client_aborted = true;
-      if (!res.headersSent && !res.destroyed) {
-        const body = renderErrorBody(errorStyle, failure.status, failure.code, failure.message);
-        const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...(errorStyle === 'messages' ? { 'request-id': requestId } : {}), ...failure.headers };
-        res.writeHead(failure.status, withRequestId(closeIfBodyUnread(req, headers), requestId));
-        res.end(body);
-      } else if (!res.writableEnded) {
-        res.destroy();
-      }
+      // An answer already started cannot take the error: the connection is cut.
+      if (!sendGatewayError(req, res, errorStyle, failure, requestId) && !res.writableEnded) res.destroy();
     } finally {
       // A connection the shutdown cut looks to the relay like a client that left.
       if (log.error_code === 'client_closed' && deps.inFlight?.ended) cutByShutdown(log);

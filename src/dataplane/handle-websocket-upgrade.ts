@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocket, WebSocketServer } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
-import type { AccessKeyRecord, CredentialView, ModelPriceRecord } from '../store/records.ts';
+import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
 import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, failedAtGateway, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
@@ -30,6 +30,8 @@ import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-status
 import { newRequestId } from './new-request-id.ts';
 import { UpgradeClientWatch } from './watch-upgrade-client.ts';
 import { cappedModelName } from './body/index.ts';
+import { maskedOrUndecodable } from './undecodable-answer.ts';
+import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
 
 export interface UpgradeHandler {
   (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
@@ -53,12 +55,6 @@ interface UpstreamAnswer {
   body: Buffer;
   candidate: Candidate;
   credential: CredentialView;
-}
-
-/** What a session's usage is read with and priced at. */
-interface SessionPricing {
-  usage: SessionUsageAccumulator | undefined;
-  price: ModelPriceRecord | undefined;
 }
 
 /**
@@ -205,15 +201,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             const verdict = verdictFor(outcome.status, outcome.headers, settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
             const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
-            let answer: UpstreamAnswer | DataPlaneError;
-            try {
-              answer = { status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential };
-            } catch (err) {
-              // An answer the gateway cannot decode to mask: this attempt's failure, weighed by its status all the same.
-              if (!(err instanceof DataPlaneError)) throw err;
-              attempt.error_code = err.code;
-              answer = err;
-            }
+            // An answer the gateway cannot decode to mask: this attempt's failure, weighed by its status all the same.
+            const answer = maskedOrUndecodable<UpstreamAnswer>(attempt, () => ({ status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential }));
             const failsOver = FAILOVER_STATUSES(outcome.status, op);
             if (failsOver) await pool.apply(credential, access, verdict, deps.clock());
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably rejected it before processing.
@@ -276,49 +265,12 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       return;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
-    let key = admitted.key;
-    let stopped = false;
-    const end = (code: string) => {
-      if (stopped) return;
-      stopped = true;
+    const follower = followSessionKey({ snapshot, quota, clock: deps.clock }, admitted, pricing, (code) => {
       log.error_code = code;
       session.endForPolicy(code);
-    };
-    // A key with a tokens or cost quota: the session ends (1008) once its own usage goes past one.
-    const checkQuota = () => {
-      const used = pricing.usage?.result();
-      if (stopped || used === undefined || !quota.sessionOver(key, deps.clock(), used.input_tokens + used.output_tokens, computeCost(used, pricing.price))) return;
-      end('quota_exceeded');
-    };
-    // The session follows its key: read again by its presented value once the configuration
-    // changed, and ended (1008) as a new request would be refused (deleted, rotated, disabled, expired, quota).
-    const followKey = async (): Promise<void> => {
-      const now = deps.clock();
-      const current = snapshot.cachedAccessKey(admitted.presented) === key ? key : await snapshot.accessKey(admitted.presented);
-      if (stopped) return;
-      if (!current) return end('access_key_invalid');
-      try {
-        checkAccessKey(current, admitted.protocol, now);
-      } catch (err) {
-        return end(dataPlaneFailure(err).code);
-      }
-      if (current === key) return;
-      await quota.load(current, now);
-      key = current;
-      checkQuota();
-    };
-    // A store that cannot be read now is read again at the next turn.
-    const follow = () => void followKey().catch(() => undefined);
-    const onUsage = () => {
-      if (snapshot.cachedAccessKey(admitted.presented) === key) checkQuota();
-      else follow();
-    };
-    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, onUsage);
-    const watch = setInterval(follow, KEY_CHECK_MS).unref();
-    void session.ended.then(() => {
-      stopped = true;
-      clearInterval(watch);
     });
+    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, follower.onUsage);
+    void session.ended.then(follower.stop);
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));
     if (closing) session.goAway();
@@ -345,16 +297,6 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     },
   });
 }
-
-/** The AccessKey a session was admitted with, and what it is read again by. */
-interface AdmittedKey {
-  key: AccessKeyRecord;
-  presented: string;
-  protocol: string;
-}
-
-/** How often an open session reads its AccessKey again (only a changed configuration costs more than a lookup). */
-const KEY_CHECK_MS = 1000;
 
 /** Passes an upstream's non-101 answer to the client as the upstream sent it. */
 function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string): void {

@@ -3,6 +3,7 @@ import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { roundCost } from '../usage/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
+import { NO_RETRY } from './retry-hints.ts';
 
 interface Meter {
   /** The quota the totals were loaded for; another one (edited in the meantime) reloads. */
@@ -215,5 +216,3 @@ function quotaRefusalHeaders(line: QuotaLine, now: number): Record<string, strin
   if (line.scope !== 'per_period' || line.period === undefined) return NO_RETRY;
   return { ...NO_RETRY, 'retry-after': String(Math.max(1, Math.ceil((nextPeriodStart(line.period, now) - now) / 1000))) };
 }
-
-const NO_RETRY: Readonly<Record<string, string>> = Object.freeze({ 'x-should-retry': 'false' });

@@ -1,0 +1,85 @@
+import type { AccessKeyRecord, ModelPriceRecord } from '../store/records.ts';
+import { computeCost, type SessionUsageAccumulator } from '../usage/index.ts';
+import { checkAccessKey } from './check-access-key.ts';
+import type { ConfigSnapshot } from './config-snapshot.ts';
+import { dataPlaneFailure } from './data-plane-error.ts';
+import type { QuotaMeter } from './quota-meter.ts';
+
+/** What a session's usage is read with and priced at. */
+export interface SessionPricing {
+  usage: SessionUsageAccumulator | undefined;
+  price: ModelPriceRecord | undefined;
+}
+
+/** The AccessKey a session was admitted with, and what it is read again by. */
+export interface AdmittedKey {
+  key: AccessKeyRecord;
+  presented: string;
+  protocol: string;
+}
+
+export interface SessionKeyFollower {
+  /** Called as the session's usage grows. */
+  onUsage(): void;
+  /** The session ended: no more checks, nor a policy close. */
+  stop(): void;
+}
+
+/** How often an open session reads its AccessKey again (only a changed configuration costs more than a lookup). */
+const KEY_CHECK_MS = 1000;
+
+/**
+ * The session follows its key: read again by its presented value once the configuration
+ * changed, and ended (`endForPolicy`, 1008) as a new request would be refused (deleted,
+ * rotated, disabled, expired, quota), at most once.
+ */
+export function followSessionKey(
+  deps: { snapshot: ConfigSnapshot; quota: QuotaMeter; clock(): number },
+  admitted: AdmittedKey,
+  pricing: SessionPricing,
+  endForPolicy: (code: string) => void,
+): SessionKeyFollower {
+  const { snapshot, quota } = deps;
+  let key = admitted.key;
+  let stopped = false;
+  const end = (code: string) => {
+    if (stopped) return;
+    stopped = true;
+    endForPolicy(code);
+  };
+  // A key with a tokens or cost quota: the session ends (1008) once its own usage goes past one.
+  const checkQuota = () => {
+    const used = pricing.usage?.result();
+    if (stopped || used === undefined || !quota.sessionOver(key, deps.clock(), used.input_tokens + used.output_tokens, computeCost(used, pricing.price))) return;
+    end('quota_exceeded');
+  };
+  const followKey = async (): Promise<void> => {
+    const now = deps.clock();
+    const reread = snapshot.currentAccessKey(admitted.presented, key);
+    const current = reread === key ? key : await reread;
+    if (stopped) return;
+    if (!current) return end('access_key_invalid');
+    try {
+      checkAccessKey(current, admitted.protocol, now);
+    } catch (err) {
+      return end(dataPlaneFailure(err).code);
+    }
+    if (current === key) return;
+    await quota.load(current, now);
+    key = current;
+    checkQuota();
+  };
+  // A store that cannot be read now is read again at the next turn.
+  const follow = () => void followKey().catch(() => undefined);
+  const watch = setInterval(follow, KEY_CHECK_MS).unref();
+  return {
+    onUsage: () => {
+      if (snapshot.cachedAccessKey(admitted.presented) === key) checkQuota();
+      else follow();
+    },
+    stop: () => {
+      stopped = true;
+      clearInterval(watch);
+    },
+  };
+}
