@@ -1,7 +1,7 @@
 import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
 import { closeIfBodyUnread } from './close-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
-import { maskSecretInHeaders } from './upstream-error-reply.ts';
+import { maskSecretInHeaders } from './mask-upstream-secret.ts';
 import { BodyRelay } from './relay/relay-body.ts';
 import { RelayContext, type DeliveryOptions, type DeliveryOutcome } from './relay/relay-context.ts';
 import { JsonArrayRelay } from './relay/relay-json-array.ts';

@@ -2,7 +2,7 @@ import { WebSocket, type RawData } from 'ws';
 import type { LogRecord } from '../store/logs/index.ts';
 import type { SessionUsageAccumulator } from '../usage/index.ts';
 import { ABNORMAL_CLOSURE, passedOnCloseCode } from './session-close-code.ts';
-import { maskSecretInText } from './upstream-error-reply.ts';
+import { maskSecretInText } from './mask-upstream-secret.ts';
 
 /**
  * A client socket joined to an upstream socket, frames passing both ways untouched. The

@@ -1,8 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { maskSecret } from '../store/mask.ts';
 import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
 import { decodedErrorReply, decodeWholeErrorBody, throwIfUndecodable } from './decode-error-body.ts';
-import { SecretMaskingStream, secretForms } from './mask-secret-in-stream.ts';
+import { maskSecretInHeaders, SecretMaskingStream } from './mask-upstream-secret.ts';
 import { closeIfBodyUnread } from './close-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
 
@@ -89,34 +88,6 @@ export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secre
   const head = masking.data(decoded);
   const held = masking.end();
   return held === undefined ? head : Buffer.concat([head, held]);
-}
-
-/**
- * Masks the upstream secret out of an answer's headers, in place. It runs on every answer, so
- * a value is only tested unless it holds the secret: nothing is allocated when none does.
- */
-export function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): void {
-  const forms = secretForms(secret);
-  for (const name in headers) {
-    const value = headers[name]!;
-    if (typeof value === 'string') {
-      if (holdsForm(value, forms)) headers[name] = maskSecretInText(value, secret);
-    } else if (value.some((v) => holdsForm(v, forms))) {
-      headers[name] = value.map((v) => maskSecretInText(v, secret));
-    }
-  }
-}
-
-function holdsForm(value: string, forms: readonly string[]): boolean {
-  for (const form of forms) if (value.includes(form)) return true;
-  return false;
-}
-
-/** The text with every occurrence of the upstream secret, in any of its forms (secretForms), masked (a header value, a WebSocket close reason). */
-export function maskSecretInText(text: string, secret: string): string {
-  let masked = text;
-  for (const form of secretForms(secret)) if (masked.includes(form)) masked = masked.split(form).join(maskSecret(secret));
-  return masked;
 }
 
 /**

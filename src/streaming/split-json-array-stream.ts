@@ -1,6 +1,3 @@
-/** Elements longer than this are not kept (the relay passes their bytes on regardless). */
-const DEFAULT_MAX_ELEMENT_BYTES = 16 * 1024 * 1024;
-
 const QUOTE = 34;
 const COMMA = 44;
 const OPEN_BRACKET = 91;
@@ -10,7 +7,7 @@ const OPEN_BRACE = 123;
 const CLOSE_BRACE = 125;
 
 /** Where a streamed array stands, for text appended to it to keep it valid. */
-export type JsonArrayBoundary = 'before_open' | 'inside_element' | 'after_separator' | 'after_element' | 'closed';
+type JsonArrayBoundary = 'before_open' | 'inside_element' | 'after_separator' | 'after_element' | 'closed';
 
 /**
  * Splits a streamed top-level JSON array (generate-style streams without `alt=sse`) into the
@@ -37,20 +34,13 @@ export class JsonArrayStreamSplitter {
   /** The last cut followed an element's closing bracket (else the `[` or a comma). */
   #cutAfterElement = false;
 
-  constructor(maxElementBytes = DEFAULT_MAX_ELEMENT_BYTES) {
+  constructor(maxElementBytes: number) {
     this.#maxElementBytes = maxElementBytes;
   }
 
   push(chunk: Uint8Array | string): string[] {
     const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
     return this.#scan(bytes);
-  }
-
-  /** Ends the stream; an unterminated last element is returned when non-empty. */
-  end(): string[] {
-    const rest = this.#skipping ? '' : this.#takeElement();
-    this.#skipping = false;
-    return rest.length > 0 ? [rest] : [];
   }
 
   /**

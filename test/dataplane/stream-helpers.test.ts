@@ -9,18 +9,21 @@ t.test('JSON array splitter: elements at any split point', async (t) => {
   const text = '[' + elements.map((e) => JSON.stringify(e, null, 1)).join('\r\n,\r\n') + ']';
   const bytes = Buffer.from(text);
   for (let cut = 0; cut <= bytes.length; cut++) {
-    const splitter = new JsonArrayStreamSplitter();
-    const got = [...splitter.push(bytes.subarray(0, cut)), ...splitter.push(bytes.subarray(cut)), ...splitter.end()];
+    const splitter = new JsonArrayStreamSplitter(1024);
+    const got = [...splitter.push(bytes.subarray(0, cut)), ...splitter.push(bytes.subarray(cut))];
     t.same(got.map((g) => JSON.parse(g)), elements, `cut at ${cut}`);
   }
 });
 
-t.test('JSON array splitter: element delivered when complete; unterminated tail at end()', async (t) => {
-  const splitter = new JsonArrayStreamSplitter();
+t.test('JSON array splitter: element delivered when complete; a whole last element without its comma or ] by takeWhole', async (t) => {
+  const splitter = new JsonArrayStreamSplitter(1024);
   t.same(splitter.push('[{"a":1}'), []);
   t.same(splitter.push(',{"b":'), ['{"a":1}']);
-  t.same(splitter.end(), ['{"b":']);
-  t.same(new JsonArrayStreamSplitter().push('[]'), []);
+  t.equal(splitter.takeWhole(), undefined, 'half an element is not handed back');
+  t.same(splitter.push('2}'), []);
+  t.equal(splitter.takeWhole(), '{"b":2}');
+  t.equal(splitter.takeWhole(), undefined, 'taken once');
+  t.same(new JsonArrayStreamSplitter(1024).push('[]'), []);
 });
 
 t.test('JSON array splitter: an element longer than the limit is skipped, not held; the next ones are returned', async (t) => {
@@ -32,9 +35,10 @@ t.test('JSON array splitter: an element longer than the limit is skipped, not he
   t.same(splitter.push(`${long.slice(80)}`), []);
   t.equal(splitter.boundary(), 'after_element', 'after the skipped element, as after any other');
   t.same(splitter.push(',{"usageMetadata":{}}]'), ['{"usageMetadata":{}}'], 'the element after it is whole');
-  const endless = new JsonArrayStreamSplitter(32);
-  endless.push(`[${long.slice(0, 60)}`);
-  t.same(endless.end(), [], 'an unterminated element past the limit is not handed back at end()');
+  const unended = new JsonArrayStreamSplitter(32);
+  unended.push(`[${long}`);
+  t.equal(unended.boundary(), 'after_element');
+  t.equal(unended.takeWhole(), undefined, 'an element past the limit is not handed back without its comma or ] either');
 });
 
 function fakeClock() {

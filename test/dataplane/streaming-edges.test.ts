@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
-import { MAX_HELD_EVENT_BYTES } from '../../src/dataplane/relay/relay-sse.ts';
+import { MAX_HELD_EVENT_BYTES } from '../../src/dataplane/relay/stream-relay.ts';
 import { startDataPlane, startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
 
@@ -725,6 +725,25 @@ for (const [where, rest] of [
     t.match(parsed?.at(-1), { error: { status: 'UNAVAILABLE', details: [{ reason: 'upstream_stream_broken' }] } });
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { status: 200, error_code: 'upstream_stream_broken' });
+  });
+}
+
+// The upstream's own error element names the failure even when the upstream then ends before
+// `]`; the client's array is still closed (the error element a break gets, and `]`).
+for (const [where, rest] of [
+  ['right after it', ''],
+  ['after its comma', ',\r\n'],
+] as const) {
+  t.test(`generate JSON-array stream: an upstream error element, then an end ${where} before \`]\`, is recorded as upstream_stream_error and the array closed`, async (t) => {
+    const errorElement = { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } };
+    const { gw, res } = await jsonArrayScenario(t, (res) => res.end(`,\r\n${JSON.stringify(errorElement)}${rest}`));
+    t.equal(res.status, 200);
+    const parsed = await readJsonArray(t, res);
+    t.equal(parsed?.length, 3, 'the element, the upstream\'s error element, then the closing error element');
+    t.same(parsed?.slice(0, 2), [FIRST_ELEMENT, errorElement], 'the upstream\'s elements as sent');
+    t.match(parsed?.at(-1), { error: { status: 'UNAVAILABLE', details: [{ reason: 'upstream_stream_broken' }] } });
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: 'upstream_stream_error' });
   });
 }
 

@@ -1,7 +1,6 @@
 import { JsonArrayStreamSplitter, jsonArrayStreamErrorTail } from '../../streaming/index.ts';
-import { MAX_HELD_EVENT_BYTES } from './relay-sse.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
-import { StreamRelay } from './stream-relay.ts';
+import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
 
 /**
  * A stream framed as one JSON array: passed on byte for byte, each read's whole elements in one
@@ -10,7 +9,8 @@ import { StreamRelay } from './stream-relay.ts';
  * relay's half events), so that a stall or break always finds the array at a place where an
  * error element and `]` close it validly; an element too large to hold is passed on as it
  * comes, and a failure inside it can only end the connection. An array that ends before its
- * `]` is a break; a stall or break after its `]` ends nothing the client still needs.
+ * `]` is a break (after the upstream's own error element, closed as one but recorded as the
+ * upstream's error); a stall or break after its `]` ends nothing the client still needs.
  */
 export class JsonArrayRelay extends StreamRelay {
   readonly #splitter = new JsonArrayStreamSplitter(MAX_HELD_EVENT_BYTES);
@@ -33,9 +33,19 @@ export class JsonArrayRelay extends StreamRelay {
     if (cut < chunk.length) this.#hold(chunk.subarray(cut));
   }
 
-  // Cut off before its `]`, the array is not valid JSON: it ends as a break would.
+  // The upstream may have left an element whole but for its comma or `]`: read before the end is judged, as it may be the upstream's error.
   protected endCleanly(): void {
-    if (this.#splitter.boundaryAtCut() !== 'closed') this.relay.fail('upstream_stream_broken');
+    this.readHeld();
+  }
+
+  // Cut off before its `]`, the array is not valid JSON.
+  protected owesEnd(): boolean {
+    return true;
+  }
+
+  // Its error element and `]`, as after a break: the client can then parse the array.
+  protected override closeAfterUpstreamError(): void {
+    this.writeFailure('upstream_stream_broken');
   }
 
   // An element is only handed over at the comma or `]` after it; one the client got whole before a stall or break still counts.

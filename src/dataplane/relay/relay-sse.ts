@@ -1,9 +1,9 @@
 import { SseEventSplitter, sseEventData, streamErrorEvent } from '../../streaming/index.ts';
 import { isUsageOnlyChunk } from '../../usage/index.ts';
-import { carriesEvent, endsWithFinalEvent } from './final-stream-event.ts';
+import { carriesEvent, endsWithFinalEvent, owesFinalEvent } from './final-stream-event.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
-import { StreamRelay } from './stream-relay.ts';
+import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
 
 const USAGE = Buffer.from('usage');
 const BLANK_LINE = Buffer.from('\n\n');
@@ -13,14 +13,6 @@ const RESPONSE_CREATED = Buffer.from(RESPONSE_CREATED_TEXT);
 const SEQUENCE_MARK = Buffer.from('"sequence_number"');
 /** A responses stream event's `sequence_number` (no nested object of these events has one). */
 const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
-
-/**
- * Largest event held whole. Past it, an event's bytes are passed on as they arrive, uninspected
- * (a usage or id it carries is not read), so that an upstream sending an endless event cannot
- * make the gateway hold it all. Real events stay far below it; the largest are image
- * generation events with base64 images of a few MiB.
- */
-export const MAX_HELD_EVENT_BYTES = 16 * 1024 * 1024;
 
 /**
  * SSE passed on event by event as bytes: each chunk's complete events in one write, exactly as
@@ -59,6 +51,11 @@ export class SseRelay extends StreamRelay {
     if (rest === undefined) return;
     if (this.#passingLargeEvent) this.#passOn(rest);
     else this.#forward([rest]);
+  }
+
+  // Not completions': some compatible upstreams omit its `[DONE]`.
+  protected owesEnd(): boolean {
+    return owesFinalEvent(this.relay.options.streamStyle);
   }
 
   protected writeFailure(code: string): void {

@@ -2,9 +2,16 @@ import { UPSTREAM_STREAM_ERROR, type IdleWatcher } from '../../streaming/index.t
 import { StreamUsageAccumulator } from '../../usage/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import type { RelayContext } from './relay-context.ts';
-import { owesFinalEvent } from './final-stream-event.ts';
 import { watchUpstreamIdle } from './stream-failure-of.ts';
 import { UpstreamErrorDetector } from './upstream-error-detector.ts';
+
+/**
+ * Largest event (or array element) held whole. Past it, its bytes are passed on as they arrive,
+ * uninspected (a usage or id it carries is not read), so that an upstream sending an endless
+ * event cannot make the gateway hold it all. Real events stay far below it; the largest are
+ * image generation events with base64 images of a few MiB.
+ */
+export const MAX_HELD_EVENT_BYTES = 16 * 1024 * 1024;
 
 /**
  * What the stream relays share: usage accumulated event by event, an idle watcher that breaks
@@ -38,20 +45,21 @@ export abstract class StreamRelay implements UpstreamBodySink {
   onEnd(): void {
     this.idle.stop();
     this.endCleanly();
-    // Taken back by #finish when the final event was passed on: the stream was whole after all.
-    if (this.#finalEventOwed()) this.relay.fail('upstream_stream_broken');
+    if (this.#endMissing()) {
+      // The stream failed as the upstream said; only what the client needs to read it whole is added.
+      if (this.#upstreamErrorSeen) this.closeAfterUpstreamError();
+      else this.relay.fail('upstream_stream_broken');
+    }
     this.#finish();
   }
 
   /**
-   * A successful stream of a protocol that owes its final event, which a clean end leaves
-   * truncated unless that event came: the client would take it for whole. Not when the
-   * upstream sent its own error event (the stream failed as the upstream said), nor once the
-   * gateway ended it already.
+   * A successful stream that ended cleanly without the end its protocol owes (owesEnd): the
+   * client would take it for whole. Not once the gateway ended it already.
    */
-  #finalEventOwed(): boolean {
+  #endMissing(): boolean {
     const { relay } = this;
-    return relay.reply.status < 400 && !this.#upstreamErrorSeen && relay.outcome.streamFailure === undefined && relay.clientOpen && owesFinalEvent(relay.options.streamStyle);
+    return relay.reply.status < 400 && relay.outcome.streamFailure === undefined && relay.clientOpen && this.owesEnd() && !this.completed();
   }
 
   onError(): void {
@@ -66,8 +74,14 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.upstreamErrors = undefined;
   }
 
-  /** Passes on what the upstream left at a clean end. */
+  /** Takes in what the upstream left at a clean end, before whether the stream is whole is judged. */
   protected abstract endCleanly(): void;
+
+  /** Whether a stream that ends without completed() was cut short, however cleanly it ended. */
+  protected abstract owesEnd(): boolean;
+
+  /** Ends the client's stream after the upstream's own error event, when it ended without the end it owes. */
+  protected closeAfterUpstreamError(): void {}
 
   /** Ends the client's stream after the gateway broke it off with `code`. */
   protected abstract writeFailure(code: string): void;
@@ -77,8 +91,8 @@ export abstract class StreamRelay implements UpstreamBodySink {
 
   /**
    * Whether the protocol's final event (or the array's `]`) was passed on: the client has the
-   * whole stream. Asked only when a stream ends (a stall, a break, or a clean end of a protocol
-   * that owes its final event), so that reading costs nothing.
+   * whole stream. Asked only when a stream ends (a stall, a break, or a clean end of a stream
+   * that owes its end), so that reading costs nothing.
    */
   protected completed(): boolean {
     return false;

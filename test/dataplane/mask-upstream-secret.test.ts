@@ -1,5 +1,5 @@
 import t from 'tap';
-import { SecretMaskingStream } from '../../src/dataplane/mask-secret-in-stream.ts';
+import { SecretMaskingStream } from '../../src/dataplane/mask-upstream-secret.ts';
 
 // The upstream credential never reaches a client (issue 4): an error body streamed through has
 // every occurrence of the secret masked, however the upstream's writes cut it.

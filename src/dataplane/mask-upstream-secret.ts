@@ -1,11 +1,12 @@
 import { maskSecret } from '../store/mask.ts';
+import type { OutgoingHeaders } from '../upstream/index.ts';
 
 /**
  * The forms a secret is echoed in: as it is, percent-encoded (a URL's query) and JSON-escaped
  * with `/` as `\/`, without repeats. They part at the first character the escapes change, so
  * none begins another. The last secret's are kept: answers of one credential come in a row.
  */
-export function secretForms(secret: string): readonly string[] {
+function secretForms(secret: string): readonly string[] {
   if (secret !== lastSecret) {
     lastSecret = secret;
     lastForms = secret.length === 0 ? [] : [...new Set([secret, encodeURIComponent(secret), secret.replaceAll('/', '\\/')])];
@@ -14,6 +15,34 @@ export function secretForms(secret: string): readonly string[] {
 }
 let lastSecret = '';
 let lastForms: readonly string[] = [];
+
+/**
+ * Masks the upstream secret out of an answer's headers, in place. It runs on every answer, so
+ * a value is only tested unless it holds the secret: nothing is allocated when none does.
+ */
+export function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): void {
+  const forms = secretForms(secret);
+  for (const name in headers) {
+    const value = headers[name]!;
+    if (typeof value === 'string') {
+      if (holdsForm(value, forms)) headers[name] = maskSecretInText(value, secret);
+    } else if (value.some((v) => holdsForm(v, forms))) {
+      headers[name] = value.map((v) => maskSecretInText(v, secret));
+    }
+  }
+}
+
+function holdsForm(value: string, forms: readonly string[]): boolean {
+  for (const form of forms) if (value.includes(form)) return true;
+  return false;
+}
+
+/** The text with every occurrence of the upstream secret, in any of its forms (secretForms), masked (a header value, a WebSocket close reason). */
+export function maskSecretInText(text: string, secret: string): string {
+  let masked = text;
+  for (const form of secretForms(secret)) if (masked.includes(form)) masked = masked.split(form).join(maskSecret(secret));
+  return masked;
+}
 
 /**
  * Masks a secret out of a body as it streams (an UpstreamReply body map): every occurrence of
