@@ -1,5 +1,6 @@
 import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
 import { closeIfBodyUnread } from './close-if-body-unread.ts';
+import { decodable, decodedReply } from './decode-reply-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { maskSecretInHeaders } from './mask-upstream-secret.ts';
 import { BodyRelay } from './relay/relay-body.ts';
@@ -14,15 +15,21 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
  * upstream sent them. SSE goes event by event; an idle or broken upstream stream ends with the
  * client protocol's error event. A client that leaves aborts the upstream request. Whatever the
  * status, no credential header reaches the client and `secret` (the upstream's) is masked in
- * the header values; a body below 400 goes as sent.
+ * the header values; a body below 400 goes as sent (a stream compressed in a coding the gateway
+ * decodes goes decoded, its events being read).
  */
-export function deliverUpstreamResponse(reply: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
+export function deliverUpstreamResponse(upstream: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
   const { res } = options;
-  const contentType = String(reply.headers['content-type'] ?? '');
-  const isSse = contentType.includes('text/event-stream');
-  const isJsonArrayStream = !isSse && options.streamingOperation && reply.status < 300 && contentType.includes('json');
+  const contentType = String(upstream.headers['content-type'] ?? '');
+  const coded = upstream.headers['content-encoding'] !== undefined;
+  // A stream compressed although the gateway asked for identity: decoded to read its events,
+  // or, in a coding the gateway cannot decode, passed on untouched (no usage read, no event added).
+  const opaque = coded && !decodable(upstream.headers);
+  const isSse = !opaque && contentType.includes('text/event-stream');
+  const isJsonArrayStream = !opaque && !isSse && options.streamingOperation && upstream.status < 300 && contentType.includes('json');
   // An event may be dropped and an error event may follow: the length may change.
-  const headers = clientResponseHeaders(reply.headers, isSse || isJsonArrayStream);
+  const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream);
+  const reply = coded && (isSse || isJsonArrayStream) ? decodedReply(upstream, headers) : upstream;
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
   // Answered while the request's body still uploads (an early error, rarely a success): the

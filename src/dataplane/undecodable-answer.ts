@@ -2,7 +2,7 @@ import type { AttemptRecord } from '../store/logs/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
 /**
- * An error answer whose body the gateway cannot decode to mask (decode-error-body.ts throws
+ * An error answer whose body the gateway cannot decode to mask (decode-reply-body.ts throws
  * `upstream_unreachable`): the attempt's failure, its upstream status kept. Anything else
  * thrown is not that, and goes on.
  */

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
-import { decodedErrorReply, decodeWholeErrorBody, throwIfUndecodable } from './decode-error-body.ts';
+import { decodedReply, decodeWholeErrorBody, throwIfUndecodable } from './decode-reply-body.ts';
 import { maskSecretInHeaders, SecretMaskingStream } from './mask-upstream-secret.ts';
 import { closeIfBodyUnread } from './close-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
@@ -39,7 +39,7 @@ export function isReadableError(reply: UpstreamReply): boolean {
 export async function readUpstreamError(reply: UpstreamReply, secret: string): Promise<UpstreamErrorReply> {
   // Without content-length: masking (and decoding) changes the body's length.
   const headers = clientResponseHeaders(reply.headers, true);
-  const decoded = decodedErrorReply(reply, headers);
+  const decoded = decodedReply(reply, headers);
   let read: ReplyHead;
   try {
     read = await decoded.readHead(ERROR_BODY_LIMIT);
@@ -69,7 +69,7 @@ export async function readUpstreamError(reply: UpstreamReply, secret: string): P
 export function maskedUpstreamError(reply: UpstreamReply, secret: string): UpstreamReply {
   // Without content-length: masking (and decoding) changes the body's length.
   const headers = clientResponseHeaders(reply.headers, true);
-  const decoded = decodedErrorReply(reply, headers);
+  const decoded = decodedReply(reply, headers);
   maskSecretInHeaders(headers, secret);
   return decoded.mapped(headers, new SecretMaskingStream(secret));
 }

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { MAX_HELD_EVENT_BYTES } from '../../src/dataplane/relay/stream-relay.ts';
 import { startDataPlane, startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
@@ -244,6 +245,56 @@ for (const style of STYLES) {
     t.match(record, { status: 200, error_code: null });
   });
 }
+
+// ---- compressed streams ------------------------------------------------------------------
+// An upstream may compress a stream although the gateway asked for identity: one in a coding
+// the gateway decodes reaches the client decoded, its events read as any stream's; one in
+// another coding is passed on untouched, nothing added to it.
+
+for (const [coding, compress] of [['gzip', gzipSync], ['br', brotliCompressSync]] as const) {
+  for (const style of STYLES.filter((s) => s.name !== 'generate')) {
+    t.test(`${style.name}: a whole stream compressed with ${coding} reaches the client decoded, and ends as a success`, async (t) => {
+      const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': coding });
+        res.end(compress(Buffer.from(style.first + style.innocent)));
+      });
+      await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
+      const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
+      const res = await send({ gw, upstream, keyValue, upstreamClosed: deferred() }, style);
+      t.equal(res.headers.get('content-encoding'), null, 'no content-encoding: the body goes decoded');
+      t.equal(await res.text(), style.first + style.innocent, 'the events as the upstream wrote them, nothing added');
+      t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
+    });
+  }
+}
+
+t.test('completions: a gzip stream has its usage read and the usage chunk the gateway asked for dropped', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
+    res.end(gzipSync(Buffer.from([...CONTENT_CHUNKS, USAGE_CHUNK, DONE].join(''))));
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [], stream: true }) });
+  t.equal(await res.text(), [...CONTENT_CHUNKS, DONE].join(''), 'the content events and [DONE], without the usage chunk the client did not ask for');
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null, usage: LOGGED_USAGE });
+});
+
+t.test('a stream in a coding the gateway cannot decode is passed on untouched, with its coding', async (t) => {
+  const style = STYLES.find((s) => s.name === 'messages')!;
+  const opaque = Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3, 4, 5]);
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'zstd' });
+    res.end(opaque);
+  });
+  await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
+  const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
+  const res = await send({ gw, upstream, keyValue, upstreamClosed: deferred() }, style);
+  t.equal(res.headers.get('content-encoding'), 'zstd');
+  // Read raw: fetch would try to decode zstd.
+  t.same(Buffer.from(await new Response(res.body).arrayBuffer()), opaque, 'byte for byte, no event added');
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
+});
 
 // ---- streams that end cleanly without their final event -----------------------------------
 // A messages stream owes `message_stop`, a responses stream `response.completed` (or failed,

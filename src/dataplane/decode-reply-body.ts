@@ -10,8 +10,9 @@ interface Decoder {
 }
 
 /**
- * The content codings an error body is decoded from to be masked: an upstream, or a relay in
- * front of it, may compress it although the gateway asked for `identity`.
+ * The content codings a body is decoded from (an error answer's, to mask it; a stream's, to read
+ * its events): an upstream, or a relay in front of it, may compress it although the gateway
+ * asked for `identity`.
  */
 const DECODERS: Record<string, Decoder> = {
   gzip: { stream: () => zlib.createGunzip(), whole: zlib.gunzipSync },
@@ -29,31 +30,39 @@ class UndecodableBodyError extends Error {}
  * pass unmasked.
  */
 function decodersFor(headers: HeaderMap): Decoder[] {
+  // Applied last, undone first.
+  return codingsOf(headers).reverse().map((coding) => DECODERS[coding] ?? throwUndecodable(`content-encoding "${coding}"`));
+}
+
+function codingsOf(headers: HeaderMap): string[] {
   const value = headers['content-encoding'];
-  const codings = (Array.isArray(value) ? value.join(',') : value ?? '')
+  return (Array.isArray(value) ? value.join(',') : value ?? '')
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
-  // Applied last, undone first.
-  return codings.reverse().map((coding) => DECODERS[coding] ?? throwUndecodable(`content-encoding "${coding}"`));
+}
+
+/** Whether every content coding of an answer is one the gateway decodes (identity alone included). */
+export function decodable(headers: HeaderMap): boolean {
+  return codingsOf(headers).every((coding) => DECODERS[coding] !== undefined);
 }
 
 function throwUndecodable(what: string): never {
   throw new DataPlaneError('upstream_unreachable', `(The upstream's error answer came in ${what}, which the gateway cannot decode to mask its credential.)`);
 }
 
-/** Throws `upstream_unreachable` when a decodedErrorReply broke off with `error` because its body did not decode. */
+/** Throws `upstream_unreachable` when a decodedReply broke off with `error` because its body did not decode. */
 export function throwIfUndecodable(error: unknown): void {
   if (error instanceof UndecodableBodyError) throwUndecodable(`a corrupt encoding (${error.message})`);
 }
 
 /**
- * An error reply with its body decoded as it arrives, and `headers` (the client's) without
+ * A reply with its body decoded as it arrives, and `headers` (the client's) without
  * `content-encoding`; the reply itself when it is not encoded. A coding the gateway cannot
  * decode aborts the reply and throws `upstream_unreachable`; a body that fails to decode breaks
  * the decoded reply off with an error throwIfUndecodable recognizes.
  */
-export function decodedErrorReply(reply: UpstreamReply, headers: OutgoingHeaders): UpstreamReply {
+export function decodedReply(reply: UpstreamReply, headers: OutgoingHeaders): UpstreamReply {
   let decoders: Decoder[];
   try {
     decoders = decodersFor(reply.headers);
