@@ -5,7 +5,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { CLIENT_CREDENTIAL_HEADERS, classifyUpstreamError, copyHeadersWithout, failedAtGateway, withHopByHop, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, copyHeadersWithout, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -29,6 +29,7 @@ import { maskUpstreamSecret } from './upstream-error-reply.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { newRequestId } from './new-request-id.ts';
 import { UpgradeClientWatch } from './watch-upgrade-client.ts';
+import { NOT_PASSED_BACK, upstreamSwitchingHeaders } from './upstream-switching-headers.ts';
 import { cappedModelName } from './body/index.ts';
 import { maskedOrUndecodable } from './undecodable-answer.ts';
 import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
@@ -45,8 +46,6 @@ export interface UpgradeHandler {
 
 /** Headers of the client's upgrade request that belong to its own handshake with the gateway (its subprotocols are offered anew). */
 const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'];
-/** Not passed on from an upstream's non-101 answer: its length is set anew, credentials never travel back. */
-const NOT_PASSED_BACK = withHopByHop(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
 
 /** An upstream's answer to the upgrade as the client may see it (no credentials, secret masked). */
 interface UpstreamAnswer {
@@ -72,13 +71,14 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const quota = quotaMeterFor(deps.logs);
-  // What each client's 101 carries: the subprotocol its upstream selected, and its request id.
-  const joining = new WeakMap<IncomingMessage, { protocol: string; requestId: string }>();
+  // What each client's 101 carries: the subprotocol its upstream selected, the end-to-end headers of the upstream's 101, and the request id.
+  const joining = new WeakMap<IncomingMessage, { protocol: string; headers: OutgoingHeaders }>();
   const wss = new WebSocketServer({ noServer: true, handleProtocols: (_offered, req) => joining.get(req)?.protocol || false });
-  wss.on('headers', (headers: string[], req: IncomingMessage) => {
-    const requestId = joining.get(req)?.requestId;
-    if (requestId === undefined) return;
-    for (const [name, value] of Object.entries(withRequestId({}, requestId))) headers.push(`${name}: ${String(value)}`);
+  wss.on('headers', (lines: string[], req: IncomingMessage) => {
+    const headers = joining.get(req)?.headers;
+    if (headers === undefined) return;
+    // One line per value: cookies are never joined.
+    for (const [name, value] of Object.entries(headers)) for (const v of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${v}`);
   });
   const handshakes = new Set<UpstreamHandshake>();
   const sessions = new Set<RelaySession>();
@@ -215,7 +215,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             return passOn(socket, log, answer, requestId);
           }
           log.status = 101;
-          joining.set(req, { protocol: outcome.socket.protocol, requestId });
+          joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
           await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!, protocol: op.protocol });

@@ -4,7 +4,8 @@ import { classifyUpstreamError, failedAtGateway, type GatewaySideKind, type Head
 
 /** How an upstream answered the opening handshake. */
 export type HandshakeOutcome =
-  | { kind: 'open'; socket: WebSocket }
+  /** `headers`: those of the upstream's 101. */
+  | { kind: 'open'; socket: WebSocket; headers: HeaderMap }
   | { kind: 'answered'; status: number; headers: HeaderMap; body: Buffer }
   /** The upstream completed the handshake selecting none of the subprotocols offered, which `ws` refuses. */
   | { kind: 'no_subprotocol' }
@@ -34,9 +35,12 @@ const WS_NO_SUBPROTOCOL = 'Server sent no subprotocol';
 export function openUpstreamWebSocket(url: string, protocols: string[], headers: OutgoingHeaders, options: { agent: Agent | undefined; handshakeTimeoutMs: number }): UpstreamHandshake {
   const ws = new WebSocket(url, protocols, { headers, handshakeTimeout: options.handshakeTimeoutMs, ...(options.agent ? { agent: options.agent } : {}) });
   const outcome = new Promise<HandshakeOutcome>((resolve) => {
+    // 'upgrade' comes with the 101, before 'open'.
+    let switching: HeaderMap = {};
+    ws.once('upgrade', (res) => (switching = res.headers));
     ws.once('open', () => {
       ws.pause();
-      resolve({ kind: 'open', socket: ws });
+      resolve({ kind: 'open', socket: ws, headers: switching });
     });
     ws.once('unexpected-response', (_req, res) => {
       const chunks: Buffer[] = [];

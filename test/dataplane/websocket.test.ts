@@ -308,6 +308,43 @@ t.test('the 101 carries the request id of the session\'s log record', async (t) 
   t.equal(headers['x-request-id'], record.request_id);
 });
 
+t.test('the 101 carries the end-to-end headers of the upstream\'s 101 as sent, the upstream key masked, and the gateway\'s own request id', async (t) => {
+  const upstream = await startWsUpstream({
+    handshakeHeaders: (req) => [
+      'x-request-id: up-ws-req',
+      'x-ratelimit-remaining: 7',
+      'set-cookie: a=1; Path=/',
+      'set-cookie: b=2',
+      `x-echo: ${String(req.headers.authorization)}`,
+      'keep-alive: timeout=5',
+    ],
+  });
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-echoed-0123456789'] });
+  // A subprotocol makes both 101s carry one more handshake header of their own.
+  const client = new WebSocket(wsUrl, ['x-proto']);
+  let res: IncomingMessage | undefined;
+  client.once('upgrade', (r) => (res = r));
+  await new Promise((resolve, reject) => {
+    client.once('open', resolve);
+    client.once('error', reject);
+  });
+  await closeClient(client);
+  const record = await logOf(gw, key.id, 101);
+  const headers = res!.headers;
+  t.equal(headers['x-request-id'], 'up-ws-req', 'the upstream\'s request id comes back as sent');
+  t.equal(headers['x-ratelimit-remaining'], '7');
+  t.same(headers['set-cookie'], ['a=1; Path=/', 'b=2'], 'each cookie on its own line');
+  t.equal(headers['x-echo'], 'Bearer sk-u...6789', 'the upstream key is masked');
+  t.equal(headers['keep-alive'], undefined, 'hop-by-hop headers stay on the upstream hop');
+  t.equal(headers['x-switchyard-request-id'], record.request_id);
+  // The gateway answers the client's handshake itself: one line each, none of the upstream's.
+  const names = res!.rawHeaders.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+  for (const name of ['x-request-id', 'x-switchyard-request-id', 'upgrade', 'connection', 'sec-websocket-accept', 'sec-websocket-protocol']) {
+    t.equal(names.filter((n) => n === name).length, 1, `one ${name} line`);
+  }
+});
+
 t.test('a realtime transcription session logs the usage of its transcription.done events, with the cost from the model price', async (t) => {
   const done = (prompt: number, completion: number) => JSON.stringify({ type: 'transcription.done', model: 'voice-up', text: 'hi', language: 'en', usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_audio_seconds: 3 } });
   const events = [

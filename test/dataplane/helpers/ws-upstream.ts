@@ -14,7 +14,8 @@ export interface Refusal {
  * A WebSocket upstream. Each client frame is echoed (text as `echo:<text>`), unless `onMessage`
  * answers it instead, with the session's TCP socket at hand. `refuse` may answer an upgrade
  * with an HTTP response instead; `greeting` is sent the moment a session opens;
- * `selectProtocol` picks the subprotocol from those offered (false: none). The close code of
+ * `selectProtocol` picks the subprotocol from those offered (false: none); `handshakeHeaders`
+ * gives header lines (`name: value`) to add to the 101. The close code of
  * each session's upstream side is kept in `closeCodes`, in the order sessions end.
  */
 export async function startWsUpstream(
@@ -22,12 +23,15 @@ export async function startWsUpstream(
     refuse?: (req: IncomingMessage) => Refusal | undefined;
     greeting?: string;
     selectProtocol?: (offered: Set<string>) => string | false;
+    handshakeHeaders?: (req: IncomingMessage) => string[];
     onSession?: (ws: WebSocket) => void;
     onMessage?: (ws: WebSocket, text: string, socket: Socket) => void;
   } = {},
 ) {
   const server = createServer((_req, res) => res.writeHead(404).end());
   const wss = new WebSocketServer({ noServer: true, ...(o.selectProtocol ? { handleProtocols: o.selectProtocol } : {}) });
+  const { handshakeHeaders } = o;
+  if (handshakeHeaders) wss.on('headers', (lines, req) => lines.push(...handshakeHeaders(req)));
   const seen: IncomingMessage[] = [];
   const closeCodes: number[] = [];
   let connections = 0;

@@ -1,0 +1,22 @@
+import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, withHopByHop, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
+import { maskSecretInHeaders } from './mask-upstream-secret.ts';
+
+/** Not passed on from an upstream's answer to the upgrade: its length is per message, credentials never travel back. */
+export const NOT_PASSED_BACK = withHopByHop(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
+
+/** The gateway negotiates its own handshake with the client: accept, subprotocol, extensions. */
+const OWN_HANDSHAKE_PREFIX = 'sec-websocket-';
+
+/**
+ * The end-to-end headers of an upstream's 101 that go on the client's 101 (request and
+ * rate-limit headers, cookies), with the upstream secret masked: none of the upstream's own
+ * handshake, hop-by-hop or credential headers.
+ */
+export function upstreamSwitchingHeaders(upstream: HeaderMap, secret: string): OutgoingHeaders {
+  const out: OutgoingHeaders = {};
+  for (const [name, value] of Object.entries(copyHeadersWithout(upstream, NOT_PASSED_BACK))) {
+    if (!name.startsWith(OWN_HANDSHAKE_PREFIX)) out[name] = value;
+  }
+  maskSecretInHeaders(out, secret);
+  return out;
+}
