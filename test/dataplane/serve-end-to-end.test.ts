@@ -333,7 +333,8 @@ t.test('shutdown ends a connection that never sent a request at once, rather tha
   await once(socket, 'connect');
   const ended = once(socket, 'close');
   const closing = server.close();
+  // Within 5 s against a 60 s grace: only the gateway ending the silent connection gets there.
   await withTimeout(ended, 5000, 'the gateway to end the silent connection');
   await withTimeout(closing, 5000, 'the shutdown to finish with nothing in flight');
-  t.ok(socket.destroyed, 'the connection is gone');
+  t.pass('the connection that never sent a byte did not hold the shutdown for its grace');
 });
