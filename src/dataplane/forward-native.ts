@@ -14,7 +14,7 @@ import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body
 import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
-import { requestBodyFailure } from './request-body-failure.ts';
+import { brokenBodyFraming, requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, maskedUpstreamError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { RequestWatch } from './watch-client.ts';
@@ -429,6 +429,13 @@ interface Attempted {
  */
 async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, at: Attempted, err: unknown): Promise<'client_closed' | ForwardResult | (AttemptFailure & { notDelivered: boolean })> {
   const { candidate, credential, attempt } = at;
+  // node's parser refused the body's framing as it streamed, answered 400 itself and cut the
+  // connection: the client did not leave, and the upstream is not to blame.
+  const framing = brokenBodyFraming(input.req);
+  if (framing) {
+    attempt.error_code = framing.code;
+    return answerTransportFailure(input, result, { error: framing, candidate, credential });
+  }
   if (clientGone(input)) {
     result.clientAborted = true;
     attempt.error_code = 'client_closed';

@@ -63,6 +63,18 @@ t.test('a chunk longer than its declared size is recorded as a 400 invalid_reque
   t.match(record, { status: 400, error_code: 'invalid_request_body', client_aborted: false });
 });
 
+t.test('a form whose framing breaks while it already streams upstream is recorded as a 400 invalid_request_body too', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'stt', upstream: 'vendor-stt' }], protocols: ['x-suite'] });
+  const head = `POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=b0\r\ntransfer-encoding: chunked\r\n\r\n`;
+  const form = '--b0\r\nContent-Disposition: form-data; name="model"\r\n\r\nstt\r\n--b0\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\n\r\n' + 'A'.repeat(1024);
+  // The model part first, so the form is forwarded as it comes; then a chunk size that is not hex.
+  const received = await rawExchange(t, gw, `${head}${Buffer.byteLength(form).toString(16)}\r\n${form}\r\nzz\r\n`);
+  t.match(received, /^HTTP\/1\.1 400 /, "node's own 400");
+  const [record] = await onlyRecord(gw);
+  t.match(record, { status: 400, error_code: 'invalid_request_body', client_aborted: false, operation: 'audio-transcriptions', attempts: [{ error_code: 'invalid_request_body' }] });
+});
+
 t.test('a client that ends its connection mid-chunk is still recorded as client_closed', async (t) => {
   const { gw, keyValue } = await chatGateway(t);
   // A whole first chunk, then the client ends the connection before the last chunk.
