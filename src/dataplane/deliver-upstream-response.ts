@@ -53,9 +53,9 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
     reply.consume(
       isSse ? new SseRelay(relay, done) : isJsonArrayStream ? new JsonArrayRelay(relay, done) : new BodyRelay(relay, contentType.includes('json'), done),
     );
-    // node sends the headers with the first body bytes. None came with them (a model that
-    // thinks before its first event): the client gets the headers now, as from the upstream,
-    // so that its SDK's wait for a response ends and it sees the request id.
-    if (!relay.started && !res.writableEnded) res.flushHeaders();
+    // node sends the headers with the first body bytes. A stream whose first event did not come
+    // with them (a model that thinks first) gets them now, as from the upstream, so that its
+    // SDK's wait for a response ends and it sees the request id; a plain body keeps one write.
+    if ((isSse || isJsonArrayStream) && !relay.started && !res.writableEnded) res.flushHeaders();
   });
 }

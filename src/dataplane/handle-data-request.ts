@@ -70,12 +70,20 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
     };
     forwardDeps = { snap, deps: built };
-    // Only the current snapshot prunes: a request that took an older one must not drop what a newer one uses.
-    if (snapshot.fresh() === snap) forgetRemoved(snap);
+    // Off the request that rebuilt the snapshot, and once for a burst of changes (every cooldown is one).
+    if (!pruneScheduled) {
+      pruneScheduled = true;
+      setImmediate(forgetRemoved);
+    }
     return built;
   };
-  // What deleted credentials, AccessKeys, proxies and upstreams left behind, once per configuration change.
-  const forgetRemoved = (snap: Snapshot): void => {
+  let pruneScheduled = false;
+  // What deleted credentials, AccessKeys, proxies and upstreams left behind, for the configuration as it is now.
+  const forgetRemoved = (): void => {
+    pruneScheduled = false;
+    // Only the current snapshot prunes: one taken by a request in flight may be older.
+    const snap = snapshot.fresh();
+    if (snap === undefined) return;
     pool.retain(snap);
     deps.upstream.retain(liveUpstreams(snap, pool.cachedLocations()));
     quota.retain(async () => (await deps.store.accessKeys.list()).map((k) => k.id)).catch(() => undefined);

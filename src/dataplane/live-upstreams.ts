@@ -13,7 +13,11 @@ export function liveUpstreams(snap: Snapshot, locations: Iterable<string>): Live
   const addOrigin = (baseUrl: string | null) => {
     if (baseUrl === null) return;
     // As upstreamTarget parses it; a base URL it cannot parse never reaches the client.
-    if (URL.canParse(baseUrl)) origins.add(new URL(baseUrl).origin);
+    try {
+      origins.add(new URL(baseUrl).origin);
+    } catch {
+      // Not a URL: no dispatcher was made for it.
+    }
   };
   if (snap.settings.proxy_url !== null) proxies.add(snap.settings.proxy_url);
   for (const group of snap.groups) {

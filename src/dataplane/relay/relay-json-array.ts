@@ -27,7 +27,11 @@ export class JsonArrayRelay extends StreamRelay {
     if (cut === -1) return this.#hold(chunk);
     this.#passingLargeElement = false;
     const whole = cut === chunk.length ? chunk : chunk.subarray(0, cut);
-    this.#passOn(this.#held.length === 0 ? whole : Buffer.concat([...this.#held, whole]));
+    if (this.#held.length === 0) this.#passOn(whole);
+    else {
+      this.#held.push(whole);
+      this.#passOn(Buffer.concat(this.#held, this.#heldBytes + whole.length));
+    }
     this.#held = [];
     this.#heldBytes = 0;
     if (cut < chunk.length) this.#hold(chunk.subarray(cut));
