@@ -5,7 +5,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { classifyUpstreamError, copyHeadersWithout, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -29,7 +29,7 @@ import { maskUpstreamSecret } from './upstream-error-reply.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { newRequestId } from './new-request-id.ts';
 import { UpgradeClientWatch } from './watch-upgrade-client.ts';
-import { NOT_PASSED_BACK, upstreamSwitchingHeaders } from './upstream-switching-headers.ts';
+import { upstreamSwitchingHeaders } from './upstream-switching-headers.ts';
 import { cappedModelName } from './body/index.ts';
 import { maskedOrUndecodable } from './undecodable-answer.ts';
 import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
@@ -200,7 +200,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           if (outcome.kind === 'answered') {
             const verdict = verdictFor(outcome.status, outcome.headers, settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
-            const headers = copyHeadersWithout(outcome.headers, NOT_PASSED_BACK);
+            const headers = clientResponseHeaders(outcome.headers, true);
             // An answer the gateway cannot decode to mask: this attempt's failure, weighed by its status all the same.
             const answer = maskedOrUndecodable<UpstreamAnswer>(attempt, () => ({ status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential }));
             const failsOver = FAILOVER_STATUSES(outcome.status, op);

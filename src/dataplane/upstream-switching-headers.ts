@@ -1,8 +1,5 @@
-import { CLIENT_CREDENTIAL_HEADERS, copyHeadersWithout, withHopByHop, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
+import { clientResponseHeaders, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
 import { maskSecretInHeaders } from './mask-upstream-secret.ts';
-
-/** Not passed on from an upstream's answer to the upgrade: its length is per message, credentials never travel back. */
-export const NOT_PASSED_BACK = withHopByHop(['content-length', ...CLIENT_CREDENTIAL_HEADERS]);
 
 /** The gateway negotiates its own handshake with the client: accept, subprotocol, extensions. */
 const OWN_HANDSHAKE_PREFIX = 'sec-websocket-';
@@ -14,7 +11,8 @@ const OWN_HANDSHAKE_PREFIX = 'sec-websocket-';
  */
 export function upstreamSwitchingHeaders(upstream: HeaderMap, secret: string): OutgoingHeaders {
   const out: OutgoingHeaders = {};
-  for (const [name, value] of Object.entries(copyHeadersWithout(upstream, NOT_PASSED_BACK))) {
+  // Without content-length: a 101 has no body of its own to measure.
+  for (const [name, value] of Object.entries(clientResponseHeaders(upstream, true))) {
     if (!name.startsWith(OWN_HANDSHAKE_PREFIX)) out[name] = value;
   }
   maskSecretInHeaders(out, secret);

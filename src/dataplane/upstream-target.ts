@@ -1,4 +1,4 @@
-import { basePath, encodePathParameter, joinBasePath, joinBaseUrl, type BasePath, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
+import { basePath, encodePathParameter, joinBasePath, type BasePath, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
 
 const BASE_CACHE_LIMIT = 1024;
 /** Base URLs split into origin and path (basePath), by the base URL string a Group holds. */
@@ -10,7 +10,8 @@ const bases = new Map<string, { origin: string; path: BasePath }>();
  * the client's query string (`?...`, credentials already removed) exactly as it was encoded.
  */
 export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): string {
-  return `${joinBaseUrl(baseUrl, pathWithParameters(upstreamPath, params, upstreamModel))}${search}`;
+  const target = upstreamTarget(baseUrl, upstreamPath, params, upstreamModel, search);
+  return `${target.origin}${target.path}`;
 }
 
 /** The same URL as upstreamUrl, split for the upstream client without parsing it per request. */

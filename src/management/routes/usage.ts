@@ -5,8 +5,7 @@ import type { ManagementDeps } from '../context.ts';
 import { onlyQuery, queryEnum, queryInt, queryString, queryTime } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
-import { roundCost } from '../../usage/index.ts';
-import { withRoundedCost } from '../../usage/index.ts';
+import { roundCost, withRoundedCost } from '../../usage/index.ts';
 
 const DIMENSIONS = ['key', 'group', 'model'] as const;
 

@@ -2,7 +2,7 @@ import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { KeyUsage } from './log-store.ts';
 import { EARLIEST, splitBySlots } from './time-slots.ts';
-import { roundCost } from '../../usage/index.ts';
+import { withRoundedCost } from '../../usage/index.ts';
 
 /**
  * What an AccessKey used since `from`: the rollups of the whole minutes from then (the
@@ -31,7 +31,7 @@ export function readKeyUsage(prepare: PrepareStatement, source: LogBatchSource, 
   ).get(accessKeyId, from ?? EARLIEST) as KeyUsage;
   add(usage, pruned);
   // SQL's SUM and the additions above carry float noise; costs are whole 1e-10 USD.
-  return { ...usage, cost: roundCost(usage.cost) };
+  return withRoundedCost(usage);
 }
 
 function add(usage: KeyUsage, more: KeyUsage): void {

@@ -1,4 +1,4 @@
-import { roundCost } from '../../usage/index.ts';
+import { withRoundedCost } from '../../usage/index.ts';
 import { InvalidLogCursorError } from '../logs/invalid-log-cursor.ts';
 import { wellFormedFilter, wellFormedStrings } from '../logs/well-formed-text.ts';
 import type { LogListItem, LogRecord } from '../logs/log-record.ts';
@@ -100,7 +100,7 @@ export class MemoryLogStore implements LogStore {
       usage.cost += pruned.cost;
     }
     // As the SQLite reader: costs are whole 1e-10 USD, and a sum is rounded to them.
-    return { ...usage, cost: roundCost(usage.cost) };
+    return withRoundedCost(usage);
   }
 
   async prune(before: number): Promise<number> {
