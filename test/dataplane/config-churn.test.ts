@@ -1,18 +1,9 @@
-import { createServer, type ServerResponse } from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import { CredentialPool } from '../../src/dataplane/credential-pool.ts';
-import { DEFAULT_DATA_PLANE_OPTIONS } from '../../src/dataplane/data-plane-deps.ts';
-import { createDataPlaneHandler } from '../../src/dataplane/handle-data-request.ts';
 import { quotaMeterFor } from '../../src/dataplane/quota-meter.ts';
-import { openSqliteLogStore } from '../../src/store/logs/index.ts';
-import { openLowdbConfigStore } from '../../src/store/lowdb/index.ts';
 import type { CredentialView } from '../../src/store/records.ts';
-import { UpstreamClient } from '../../src/upstream/index.ts';
-import { startUpstream, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
+import { startDataPlane, startUpstream, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
 import { createKey, deferred, eventually, seedGroup, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 
@@ -33,31 +24,16 @@ const answer = (_req: RecordedUpstreamRequest, res: ServerResponse) => {
   res.end('{"id":"c","object":"chat.completion","choices":[]}');
 };
 
-/** The HTTP data plane on real stores, with the upstream client and quota meter in the test's hands. */
+/** The data plane on real stores, with its credential pool and quota meter in the test's hands. */
 async function startGateway(t: Test) {
   pools.clear();
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-churn-'));
-  const spoolDir = path.join(dataDir, 'spool');
-  mkdirSync(spoolDir, { mode: 0o700 });
-  const store = await openLowdbConfigStore(dataDir);
-  const logs = openSqliteLogStore(dataDir);
-  const upstream = new UpstreamClient();
-  const handler = createDataPlaneHandler({ store, logs, upstream, clock: Date.now, options: { ...DEFAULT_DATA_PLANE_OPTIONS, spoolDir } });
-  const server = createServer((req, res) => void handler(req, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await upstream.destroy();
-    await logs.close();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
   const pool = () => {
     t.equal(pools.size, 1, 'one credential pool serves the HTTP data plane');
     return [...pools][0]!;
   };
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, store, upstream, quota: quotaMeterFor(logs), pool };
+  return { ...gw, quota: quotaMeterFor(gw.logs), pool };
 }
 
 async function upstreams(t: Test, n: number, respond = answer): Promise<Upstream[]> {

@@ -466,6 +466,21 @@ const chunk = (data: Buffer | string) => {
   return Buffer.concat([Buffer.from(`${bytes.length.toString(16)}\r\n`), bytes, Buffer.from('\r\n')]);
 };
 
+/**
+ * A refusal the forwarding attempt made mid-stream, as the raw client got it: its status,
+ * `connection: close` and no keep-alive, the error, and the key's one record naming the attempt.
+ */
+async function closingRefusalMidStream(t: Test, gw: Gateway, keyId: number, received: string, status: number, error: Record<string, unknown>) {
+  t.match(received, new RegExp(`^HTTP/1\\.1 ${status} `), `refused ${status}`);
+  const { head, body } = parseRaw(received);
+  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
+  t.notMatch(head, /keep-alive/i);
+  t.match(body, { error });
+  await gw.logs.flush();
+  const [record] = (await gw.logs.list({ access_key_id: keyId }, { limit: 5 })).items;
+  t.match(record, { status, error_code: error['code'], attempts: [{ error_code: error['code'] }] }, 'refused by the forwarding attempt, mid-stream');
+}
+
 /** A chunked transcription form for model `stt`, the model part first, then 4 MiB of a file, and never its last chunk. */
 function* modelFirstEndlessForm(keyValue: string) {
   const boundary = 'XyZb';
@@ -483,14 +498,7 @@ t.test('a chunked form refused past maxBodyBytes while it streams upstream gets 
   // The model first, so the form is already streaming upstream when it passes the limit.
   void conn.send(modelFirstEndlessForm(keyValue));
   const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to end the connection');
-  t.match(received, /^HTTP\/1\.1 413 /, 'refused as too large');
-  const { head, body } = parseRaw(received);
-  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
-  t.notMatch(head, /keep-alive/i);
-  t.match(body, { error: { code: 'request_too_large' } });
-  await gw.logs.flush();
-  const [record] = (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items;
-  t.match(record, { status: 413, error_code: 'request_too_large', attempts: [{ error_code: 'request_too_large' }] }, 'refused by the forwarding attempt, mid-stream');
+  await closingRefusalMidStream(t, gw, key.id, received, 413, { code: 'request_too_large' });
 });
 
 t.test('a declared-length form with a second model after a file part gets 400 with Connection: close, and the gateway ends the connection', async (t) => {
@@ -505,14 +513,7 @@ t.test('a declared-length form with a second model after a file part gets 400 wi
   // A megabyte more is declared than is sent: the rest never comes.
   void conn.send([`POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${boundary}\r\ncontent-length: ${form.length + 1_000_000}\r\n\r\n${form}`]);
   const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to end the connection');
-  t.match(received, /^HTTP\/1\.1 400 /, 'refused');
-  const { head, body } = parseRaw(received);
-  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
-  t.notMatch(head, /keep-alive/i);
-  t.match(body, { error: { code: 'invalid_request_body', message: /duplicate model/ } });
-  await gw.logs.flush();
-  const [record] = (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items;
-  t.match(record, { status: 400, error_code: 'invalid_request_body', attempts: [{ error_code: 'invalid_request_body' }] }, 'refused by the forwarding attempt, mid-stream');
+  await closingRefusalMidStream(t, gw, key.id, received, 400, { code: 'invalid_request_body', message: /duplicate model/ });
 });
 
 t.test('a form whose model value passes the model cap is refused 400 before any upstream call, and neither quoted nor logged whole', async (t) => {

@@ -48,6 +48,8 @@ export interface Gateway {
   url: string;
   store: ConfigStore;
   logs: SqliteLogStore;
+  /** The data plane's upstream client (its dispatchers are what configuration churn prunes). */
+  upstream: UpstreamClient;
   dataDir: string;
   close(): Promise<void>;
 }
@@ -86,6 +88,7 @@ export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): P
     url,
     store,
     logs,
+    upstream,
     dataDir,
     async close() {
       // As the server's shutdown: open sessions end (and write their records) before the log store closes.
