@@ -16,7 +16,7 @@ import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, refusalFor } from './plan-candidates.ts';
 import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
-import { cappedModelName } from './body/index.ts';
+import { cappedModelName, MODEL_FIELD_BYTES } from './body/index.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, ResponseAffinity } from './response-affinity.ts';
@@ -111,8 +111,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         if (key) log.access_key_id = key.id;
         if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');
         if (match.allowed.length > 0) {
-          // The path is an endpoint's: the record names it.
-          if (match.near) nameTarget(log, match.near);
+          // The path is an endpoint's: the record names it, and the model its path or query names.
+          if (match.near) {
+            nameTarget(log, match.near);
+            log.external_model = modelNamedBy(match.near, match.params, query);
+          }
           throw new DataPlaneError('method_not_allowed', undefined, { allow: allowHeader(routes, match.allowed, path) });
         }
         throw new DataPlaneError('route_not_found');
@@ -127,7 +130,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
         if (list.answers === 'model') {
-          const model = match.params['model']!;
+          const model = cappedModelName(match.params['model']!);
           log.external_model = model;
           const body = modelBody(list, alternate, model, key, snap.groups, started);
           if (body === undefined) throw new DataPlaneError('model_not_visible');
@@ -191,7 +194,12 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
         const routed = candidates.find((c) => c.resolution.ok);
-        if (routed?.resolution.ok) log.route_mode = routed.resolution.declared;
+        // The route as declared and as the engine resolved it for this model (route inspection's
+        // `N/C -> converted`): the record shows which side a conversion_not_available refused.
+        if (routed?.resolution.ok) {
+          log.route_mode = routed.resolution.declared;
+          log.effective = routed.resolution.effective;
+        }
         throw new DataPlaneError(refusal.code, refusal.detail);
       }
 
@@ -329,9 +337,21 @@ function nameTarget(log: LogRecord, target: RouteTarget): void {
   log.operation = target.kind === 'operation' ? target.operation.id : target.list.id;
 }
 
+/** The model a refused request's path or query names, for its record; one over the cap is left out, and the refusal stands. */
+function modelNamedBy(target: RouteTarget, params: Record<string, string> | undefined, query: URLSearchParams): string | null {
+  if (params === undefined) return null;
+  const value = target.kind === 'operation' ? rawModelOf(target.operation, undefined, params, query) : target.list.answers === 'model' ? params['model'] : undefined;
+  return value !== undefined && Buffer.byteLength(value) <= MODEL_FIELD_BYTES ? value : null;
+}
+
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
+  const value = rawModelOf(op, fields, params, query);
+  return value === undefined ? undefined : cappedModelName(value);
+}
+
+function rawModelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
   const value = op.model === 'body' ? fields?.['model'] : op.model === 'path' ? params['model'] : op.model === 'query' ? query.get('model') : undefined;
-  return typeof value === 'string' && value !== '' ? cappedModelName(value) : undefined;
+  return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
 function fillFromResult(log: LogRecord, result: Awaited<ReturnType<typeof forwardNative>>): void {

@@ -29,16 +29,23 @@ export type RouteMatch =
       /** The methods the path is taken with (an `Allow` header's), when it is not with this one; empty otherwise. */
       allowed: readonly string[];
       invalidParameter?: boolean;
-      /** The endpoint the path is closest to (longest literal prefix), whose protocol the error answers in. */
+      /**
+       * The endpoint whose path it is under another method (the first such), else the one it is
+       * closest to (longest literal prefix): the error answers in its protocol.
+       */
       near?: RouteTarget;
+      /** That endpoint's parameters, when the path is its (under another method) and they decode. */
+      params?: Record<string, string>;
     };
 
 /**
  * Compiles every data-plane endpoint of the generated protocol table into a matcher. Path
  * templates use `{name}` for one segment (or the part before `:verb`) and `{name*}` for the
- * rest of the path. A generate-style `{model}` is a resource name, which the genai SDK sends
- * unencoded (`models/org/name:generateContent`): it takes every non-empty segment up to the
- * template's literal suffix, colons included (up to the last `:verb`).
+ * rest of the path. A `{name}` with no `:verb` after it takes colons: the openai and anthropic
+ * SDKs send `models.retrieve('ft:gpt-4o-mini:org::abc')` unencoded. A generate-style `{model}`
+ * is a resource name, which the genai SDK sends unencoded (`models/org/name:generateContent`):
+ * it takes every non-empty segment up to the template's literal suffix, colons included (up to
+ * the last `:verb`).
  */
 export function compileRouteTable(): CompiledRoute[] {
   const routes: CompiledRoute[] = [
@@ -55,7 +62,7 @@ function compile(method: string, template: string, target: RouteTarget): Compile
   let specificity = 0;
   let catchAll = false;
   let wide = false;
-  const source = template.replace(/\{(\w+)(\*?)\}|[^{]+/g, (part, name: string | undefined, rest: string) => {
+  const source = template.replace(/\{(\w+)(\*?)\}|[^{]+/g, (part: string, name: string | undefined, rest: string, offset: number) => {
     if (name === undefined) {
       specificity += part.length;
       return part.replace(/[.+?^${}()|[\]\\]/g, '\\$&');
@@ -63,7 +70,7 @@ function compile(method: string, template: string, target: RouteTarget): Compile
     params.push(name);
     if (rest) catchAll = true;
     if (rest) return '(.+)';
-    if (name !== 'model' || !isGenerateStyle(target)) return '([^/:]+)';
+    if (name !== 'model' || !isGenerateStyle(target)) return template[offset + part.length] === ':' ? '([^/:]+)' : '([^/]+)';
     wide = true;
     // No empty segment: a doubled or trailing slash is respelled, as for every other route.
     return '([^/]+(?:/[^/]+)*)';
@@ -108,21 +115,21 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   const literal = literalIndex(routes).get(method)?.get(path);
   if (literal) return { found: true, target: literal, params: NO_PARAMS };
   let allowed: string[] | undefined;
+  // The first route the path is under another method: a 405 names it (`GET /v1beta/models/m:embedContent` is embedContent's).
+  let other: CompiledRoute | undefined;
+  let otherMatch: RegExpExecArray | undefined;
   for (const route of routes) {
     const m = route.pattern.exec(path);
     if (!m) continue;
     // `GET /v1beta/models/m:generateContent` stays a 405, not `models.get` of `m:generateContent`.
     if (route.wide && allowed) continue;
     if (route.method !== 'ANY' && route.method !== method) {
+      if (!allowed) (other = route), (otherMatch = m);
       if (!allowed?.includes(route.method)) (allowed ??= []).push(route.method);
       continue;
     }
-    const params: Record<string, string> = {};
-    for (let i = 0; i < route.params.length; i++) {
-      const value = decodeParameter(m[i + 1]!);
-      if (value === undefined) return { found: false, allowed: NO_METHODS, invalidParameter: true, near: route.target };
-      params[route.params[i]!] = value;
-    }
+    const params = paramsOf(route, m);
+    if (params === undefined) return { found: false, allowed: NO_METHODS, invalidParameter: true, near: route.target };
     // Only passthrough requests pay for this: the upstream would get the rest re-split at its
     // decoded slashes (`resp_1/cancel/`, `resp_1%2Fcancel`), so judge the path it would get.
     if (route.catchAll) return namedOperation(routes, method, path, forwardedSpelling(route, params)) ?? { found: true, target: route.target, params };
@@ -130,7 +137,19 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   }
   const canonical = withoutEmptySegments(path);
   if (canonical !== path) return matchRoute(routes, method, canonical);
-  return { found: false, allowed: allowed ?? NO_METHODS, near: nearestRoute(routes, path)?.target };
+  if (allowed && other && otherMatch) return { found: false, allowed, near: other.target, params: paramsOf(other, otherMatch) };
+  return { found: false, allowed: NO_METHODS, near: nearestRoute(routes, path)?.target };
+}
+
+/** A route's decoded parameters, or undefined when one does not decode. */
+function paramsOf(route: CompiledRoute, m: RegExpExecArray): Record<string, string> | undefined {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < route.params.length; i++) {
+    const value = decodeParameter(m[i + 1]!);
+    if (value === undefined) return undefined;
+    params[route.params[i]!] = value;
+  }
+  return params;
 }
 
 /** The declared, non-passthrough route of `spelling` when it differs from `path`. */

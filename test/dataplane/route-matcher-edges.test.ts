@@ -1,0 +1,116 @@
+import t from 'tap';
+import { MODEL_LISTS, OPERATION_IDS, OPERATIONS } from '../../src/generated/index.ts';
+import { MODEL_FIELD_BYTES } from '../../src/dataplane/body/index.ts';
+import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { clientAuthHeaders, createKey, HTTP_OPERATIONS, rawRequest, waitForLog } from './helpers/dataplane-scenarios.ts';
+
+// Edges of route matching (docs/data-plane.md, "Routes"): which endpoint a path is, and what
+// the record of a request refused there says.
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+/** The values the test puts in each path parameter; a path-model operation's record names `model`'s. */
+const PARAMS: Record<string, string> = { model: 'gem', response_id: 'resp_1', voice_id: 'voice_1' };
+const QUERY_MODEL = 'qm';
+
+/** Every endpoint in the generated table's order. */
+const templates = [...OPERATION_IDS.map((id) => ({ ...OPERATIONS[id], protocol: OPERATIONS[id].protocol as string })), ...MODEL_LISTS.map((list) => ({ ...list, protocol: 'models' }))];
+/** Namespaces an `ANY` endpoint takes every method under (`/v1/responses/{rest*}`): no 405 there. */
+const anyPrefixes = templates.filter((e) => e.method === 'ANY').map((e) => e.path.slice(0, e.path.indexOf('{')));
+
+function concrete(template: string): string {
+  return template.replace(/\{(\w+)\}/g, (_, name: string) => PARAMS[name] ?? 'x');
+}
+
+/** A method no endpoint declares on this template (the path is that endpoint's under another method). */
+function otherMethod(template: string): string | undefined {
+  const taken = new Set<string>(templates.filter((e) => e.path === template).map((e) => e.method));
+  return METHODS.find((m) => !taken.has(m));
+}
+
+t.test('a method an endpoint does not take: 405, and the record names that endpoint and the model its path or query names', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  const targets = [
+    ...HTTP_OPERATIONS.filter((op) => op.method !== 'ANY').map((op) => ({ path: op.path, protocol: op.protocol as string, operation: op.id as string, model: op.model === 'path' ? PARAMS['model']! : op.model === 'query' ? QUERY_MODEL : null })),
+    ...MODEL_LISTS.map((list) => ({ path: list.path, protocol: 'models', operation: list.id, model: list.answers === 'model' ? PARAMS['model']! : null })),
+  ].filter((e) => !anyPrefixes.some((prefix) => e.path.startsWith(prefix)));
+  t.ok(targets.some((e) => e.path.includes('}:')), 'generate-style endpoints are among them');
+  for (const e of targets) {
+    const method = otherMethod(e.path)!;
+    const path = concrete(e.path);
+    const res = await rawRequest(`${gw.url}${path}?model=${QUERY_MODEL}`, { method, headers: { 'content-type': 'application/json' }, body: method === 'GET' ? undefined : '{}' });
+    const what = `${method} ${path} (${e.operation})`;
+    t.equal(res.status, 405, `${what}: status`);
+    const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+    // Endpoints that share a path (voices retrieve, update, delete): the record names the first declared.
+    const first = templates.find((x) => x.path === e.path)!;
+    t.equal(first.protocol, e.protocol, `${what}: endpoints that share a path share a protocol`);
+    t.match(record, { status: 405, error_code: 'method_not_allowed', protocol: e.protocol, operation: first.id }, `${what}: record names the endpoint`);
+    t.equal(record.external_model, e.model, `${what}: external_model`);
+  }
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
+t.test('a 405 whose path model is over the model-name cap stays a 405, its record without the model', async (t) => {
+  const { gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.end('{}');
+  });
+  const res = await rawRequest(`${gw.url}/v1beta/models/${'m'.repeat(2000)}:embedContent`, { method: 'GET', headers: {} });
+  t.equal(res.status, 405);
+  t.equal(res.headers['allow'], 'POST');
+  const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+  const embed = Object.values(OPERATIONS).find((op) => op.path.endsWith('}:embedContent'))!;
+  t.match(record, { protocol: embed.protocol, operation: embed.id, external_model: null });
+});
+
+t.test('a one-segment parameter with no :verb after it takes colons; a generate-style model still stops at the last :verb', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  await gw.store.groups.create({ name: 'chat', channel: 'ch02', base_url: upstream.url, models: [{ external: 'llama3:8b', upstream: 'up-llama' }] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions', 'x-generate'] });
+  const got = await rawRequest(`${gw.url}/v1/models/llama3:8b`, { method: 'GET', headers: clientAuthHeaders('x-completions', keyValue) });
+  t.equal(got.status, 200);
+  t.match(JSON.parse(got.body.toString()), { id: 'llama3:8b', object: 'model' });
+  t.match(await waitForLog(gw, got.headers['x-switchyard-request-id'] as string), { protocol: 'models', operation: 'models-retrieve', external_model: 'llama3:8b' });
+  // Another method on it is models-retrieve's 405, with the whole name.
+  const posted = await rawRequest(`${gw.url}/v1/models/llama3:8b`, { method: 'POST', headers: clientAuthHeaders('x-completions', keyValue), body: '{}' });
+  t.equal(posted.status, 405);
+  t.match(await waitForLog(gw, posted.headers['x-switchyard-request-id'] as string), { protocol: 'models', operation: 'models-retrieve', external_model: 'llama3:8b' });
+  t.same(upstream.requests, []);
+});
+
+t.test('a model list retrieve of a name over the model-name cap: 400, its record without the name', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  await gw.store.groups.create({ name: 'chat', channel: 'ch02', base_url: upstream.url, models: [{ external: 'm', upstream: 'u' }] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const long = 'a'.repeat(MODEL_FIELD_BYTES + 1);
+  const res = await rawRequest(`${gw.url}/v1/models/${long}`, { method: 'GET', headers: clientAuthHeaders('x-completions', keyValue) });
+  t.equal(res.status, 400);
+  t.match(JSON.parse(res.body.toString()), { error: { code: 'invalid_request_body' } });
+  const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+  t.match(record, { protocol: 'models', operation: 'models-retrieve', status: 400, external_model: null });
+  t.notOk(JSON.stringify(record).includes(long), 'the name is not logged');
+});
+
+t.test('an N/C route refused with conversion_not_available records route_mode and effective', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  // ch18 generate is N/C (spec matrix): gemini-* native, any other model converted, and the gateway has no conversion.
+  await gw.store.groups.create({ name: 'vertex', channel: 'ch18', base_url: upstream.url, models: [{ external: 'gemini-2.0-flash', upstream: 'gemini-2.0-flash' }, { external: 'claude-3-5-sonnet', upstream: 'claude-3-5-sonnet@20240620' }] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-generate'] });
+  const res = await rawRequest(`${gw.url}/v1beta/models/claude-3-5-sonnet:generateContent`, { method: 'POST', headers: { ...clientAuthHeaders('x-generate', keyValue), 'content-type': 'application/json' }, body: '{"contents":[]}' });
+  t.equal(res.status, 400);
+  t.match(JSON.parse(res.body.toString()), { error: { details: [{ reason: 'conversion_not_available' }] } });
+  const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+  t.match(record, { error_code: 'conversion_not_available', external_model: 'claude-3-5-sonnet', route_mode: 'N/C', effective: 'converted', attempt_count: 0 });
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
