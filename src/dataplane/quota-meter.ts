@@ -5,6 +5,17 @@ import { roundCost } from '../usage/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { NO_RETRY } from './retry-hints.ts';
 
+interface Admission {
+  keyId: number;
+  at: number;
+}
+
+/** Places in flight toward the total lines, and toward the current period's. */
+interface Held {
+  total: number;
+  period: number;
+}
+
 interface Meter {
   /** The quota the totals were loaded for; another one (edited in the meantime) reloads. */
   quota: string;
@@ -30,13 +41,15 @@ export class QuotaMeter {
   readonly #logs: LogReader;
   readonly #meters = new Map<number, Meter>();
   /**
-   * Requests admitted by `enforce` whose records have not arrived yet, per key. Kept beside the
-   * meters, not in them: a meter rebuilt for an edited quota still counts the requests admitted
-   * under the old one, and each releases its place once, whichever meter is current.
+   * Requests admitted by `enforce` whose records have not arrived yet, per key, counted by the
+   * time each was admitted at: a request admitted in a period that has since ended holds a
+   * place toward the total only, as its record is counted in the period it started in. Kept
+   * beside the meters, not in them: a meter rebuilt for an edited quota still counts the
+   * requests admitted under the old one, and each releases its place once, whichever meter is current.
    */
-  readonly #inFlight = new Map<number, number>();
-  /** The key each admitted request holds a place of, until its record arrives. */
-  readonly #admitted = new WeakMap<LogRecord, number>();
+  readonly #inFlight = new Map<number, Map<number, number>>();
+  /** The key each admitted request holds a place of, and when it was admitted, until its record arrives. */
+  readonly #admitted = new WeakMap<LogRecord, Admission>();
 
   constructor(logs: LogReader) {
     this.#logs = logs;
@@ -51,20 +64,27 @@ export class QuotaMeter {
     if (!quotaHasLimits(key.quota)) return;
     const meter = await this.#loadedMeter(key, now);
     // A request checked again (its key edited while its body came in) is judged without the place it holds, and keeps only that one.
-    const own = this.#admitted.get(log) === key.id ? 1 : 0;
-    const line = firstReached(key, meter, this.#held(key.id) - own);
+    const admitted = this.#admitted.get(log);
+    const own = admitted?.keyId === key.id ? admitted : undefined;
+    const held = this.#held(key.id, meter.periodStart);
+    const line = firstReached(key, meter, {
+      total: held.total - (own ? 1 : 0),
+      period: held.period - (own && own.at >= meter.periodStart ? 1 : 0),
+    });
     if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
-    if (own === 1) return;
+    if (own) return;
     // No await since the check: no other request can take the same place.
-    this.#inFlight.set(key.id, this.#held(key.id) + 1);
-    this.#admitted.set(log, key.id);
+    const places = this.#inFlight.get(key.id) ?? new Map<number, number>();
+    places.set(now, (places.get(now) ?? 0) + 1);
+    this.#inFlight.set(key.id, places);
+    this.#admitted.set(log, { keyId: key.id, at: now });
   }
 
   /** The first limit the key has reached, requests in flight included, if any. */
   async exceeded(key: AccessKeyRecord, now: number): Promise<QuotaLine | undefined> {
     if (!quotaHasLimits(key.quota)) return undefined;
     const meter = await this.#loadedMeter(key, now);
-    return firstReached(key, meter, this.#held(key.id));
+    return firstReached(key, meter, this.#held(key.id, meter.periodStart));
   }
 
   /**
@@ -90,11 +110,13 @@ export class QuotaMeter {
 
   /** Counts a request of a metered key; call it for every record appended to the log store. */
   record(log: LogRecord): void {
-    const admittedFor = this.#admitted.get(log);
-    if (admittedFor !== undefined) {
-      const held = this.#held(admittedFor) - 1;
-      if (held > 0) this.#inFlight.set(admittedFor, held);
-      else this.#inFlight.delete(admittedFor);
+    const admitted = this.#admitted.get(log);
+    if (admitted !== undefined) {
+      const places = this.#inFlight.get(admitted.keyId);
+      const left = (places?.get(admitted.at) ?? 0) - 1;
+      if (left > 0) places!.set(admitted.at, left);
+      else places?.delete(admitted.at);
+      if (places?.size === 0) this.#inFlight.delete(admitted.keyId);
       this.#admitted.delete(log);
     }
     const meter = log.access_key_id === null ? undefined : this.#meters.get(log.access_key_id);
@@ -121,8 +143,14 @@ export class QuotaMeter {
     return { meters: this.#meters.size, inFlight: this.#inFlight.size };
   }
 
-  #held(keyId: number): number {
-    return this.#inFlight.get(keyId) ?? 0;
+  /** The key's places in flight: all of them, and those admitted since `periodStart`. */
+  #held(keyId: number, periodStart: number): Held {
+    const held = { total: 0, period: 0 };
+    for (const [at, count] of this.#inFlight.get(keyId) ?? []) {
+      held.total += count;
+      if (at >= periodStart) held.period += count;
+    }
+    return held;
   }
 
   async #loadedMeter(key: AccessKeyRecord, now: number): Promise<Meter> {
@@ -160,9 +188,9 @@ export class QuotaMeter {
   }
 }
 
-function firstReached(key: AccessKeyRecord, meter: Meter, inFlight: number): QuotaLine | undefined {
-  const held = (used: QuotaUsage) => ({ ...used, requests: used.requests + inFlight });
-  return quotaLines(key.quota!, held(meter.total), held(meter.period)).find((l) => l.used >= l.limit);
+function firstReached(key: AccessKeyRecord, meter: Meter, inFlight: Held): QuotaLine | undefined {
+  const held = (used: QuotaUsage, places: number) => ({ ...used, requests: used.requests + places });
+  return quotaLines(key.quota!, held(meter.total, inFlight.total), held(meter.period, inFlight.period)).find((l) => l.used >= l.limit);
 }
 
 function add(meter: Meter, log: LogRecord): void {
