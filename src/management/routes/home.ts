@@ -25,6 +25,7 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: '/home',
       async handle(ctx) {
+        onlyQuery(ctx, []);
         const groups = await store.groups.list();
         const principal = ctx.state.principal;
         if (principal.kind === 'access_key') {

@@ -33,6 +33,7 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: '/logs/:request_id',
       async handle(ctx) {
+        onlyQuery(ctx, []);
         const id = stringParam(ctx, 'request_id');
         const record = await deps.logs.get(id);
         if (!record || !logVisibleTo(record, ctx.state.principal)) throw notFound('log', id);
