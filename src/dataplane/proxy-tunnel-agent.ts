@@ -35,8 +35,8 @@ export function proxyTunnelAgent(proxy: string, secure: boolean): HttpAgent {
 }
 
 function tunnelOpener(proxy: string): OpenTunnel {
-  const { url, kind } = parseProxyUrl(proxy);
-  if (kind === 'connect') return (host, port) => connectTunnel(url, host, port);
+  const { url, kind, authorization } = parseProxyUrl(proxy);
+  if (kind === 'connect') return (host, port) => connectTunnel(url, authorization, host, port);
   const connector = socksConnector(url, { connectTimeoutMs: TUNNEL_TIMEOUT_MS });
   return (host, port) =>
     new Promise((resolve, reject) => {
@@ -44,12 +44,10 @@ function tunnelOpener(proxy: string): OpenTunnel {
     });
 }
 
-async function connectTunnel(proxy: URL, host: string, port: number): Promise<Duplex> {
+async function connectTunnel(proxy: URL, authorization: string | undefined, host: string, port: number): Promise<Duplex> {
   const authority = `${host.includes(':') ? `[${host}]` : host}:${port}`;
   const headers: Record<string, string> = { host: authority };
-  if (proxy.username !== '' || proxy.password !== '') {
-    headers['proxy-authorization'] = `Basic ${Buffer.from(`${decodeURIComponent(proxy.username)}:${decodeURIComponent(proxy.password)}`).toString('base64')}`;
-  }
+  if (authorization !== undefined) headers['proxy-authorization'] = authorization;
   const client = new Client(proxy.origin, { connect: { timeout: TUNNEL_TIMEOUT_MS }, headersTimeout: TUNNEL_TIMEOUT_MS });
   try {
     const { statusCode, socket } = await client.connect({ path: authority, headers });

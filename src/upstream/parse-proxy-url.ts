@@ -16,7 +16,12 @@ const PROXY_KIND_BY_SCHEME: Readonly<Record<string, ProxyKind>> = {
 export const SUPPORTED_PROXY_SCHEMES: readonly string[] = ['http', 'https', 'socks5', 'socks5h'];
 
 /** Why a proxy URL cannot be used; the management API reports it as `data.reason`. */
-export type ProxyUrlProblem = 'invalid_proxy_url' | 'unsupported_proxy_scheme' | 'proxy_host_missing' | 'proxy_port_invalid';
+export type ProxyUrlProblem =
+  | 'invalid_proxy_url'
+  | 'unsupported_proxy_scheme'
+  | 'proxy_host_missing'
+  | 'proxy_port_invalid'
+  | 'proxy_path_not_allowed';
 
 /** Error code of InvalidProxyUrlError, by which classifyUpstreamError knows it. */
 export const INVALID_PROXY_URL = 'ERR_INVALID_PROXY_URL';
@@ -27,13 +32,25 @@ export class InvalidProxyUrlError extends TypeError {
   constructor(
     readonly problem: ProxyUrlProblem,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.name = 'InvalidProxyUrlError';
   }
 }
 
-type Checked = { url: URL; kind: ProxyKind; problem?: undefined } | { problem: ProxyUrlProblem; message: string };
+/**
+ * A usable proxy URL. `authorization`: the Basic `Proxy-Authorization` value its user and
+ * password make, when either is set (a user without a password sends `user:`), one rule for
+ * HTTP routes and WebSocket tunnels alike.
+ */
+export interface ParsedProxyUrl {
+  url: URL;
+  kind: ProxyKind;
+  authorization: string | undefined;
+}
+
+type Checked = (ParsedProxyUrl & { problem?: undefined }) | { problem: ProxyUrlProblem; message: string };
 
 /** One check for configuration time and request time alike, so both accept the same URLs. */
 function checkProxyUrl(proxy: string): Checked {
@@ -49,7 +66,23 @@ function checkProxyUrl(proxy: string): Checked {
   // Only special schemes (http, https) make the URL parser insist on a host; socks5:// does not.
   if (url.hostname === '') return { problem: 'proxy_host_missing', message: `proxy URL ${redactUrl(proxy)} names no host` };
   if (url.port === '0') return { problem: 'proxy_port_invalid', message: `proxy URL ${redactUrl(proxy)} has port 0` };
-  return { url, kind };
+  // undici takes an HTTP proxy's URL as an origin and refuses anything more; a SOCKS5 proxy has no use for it either.
+  // `?` and `#` are percent-encoded in the userinfo, so any left in the serialized URL begin a query or fragment.
+  if ((url.pathname !== '' && url.pathname !== '/') || /[?#]/.test(url.href)) {
+    return { problem: 'proxy_path_not_allowed', message: `proxy URL ${redactUrl(proxy)} has a path, query or fragment (give only scheme, credentials, host and port)` };
+  }
+  let authorization: string | undefined;
+  try {
+    authorization = basicAuthorization(url);
+  } catch {
+    return { problem: 'invalid_proxy_url', message: `proxy URL ${redactUrl(proxy)} has a user or password that is not valid percent-encoding` };
+  }
+  return { url, kind, authorization };
+}
+
+function basicAuthorization(url: URL): string | undefined {
+  if (url.username === '' && url.password === '') return undefined;
+  return `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
 }
 
 /** Why `proxy` would be refused at request time (credentials redacted), or undefined when it is usable. */
@@ -59,7 +92,7 @@ export function proxyUrlProblem(proxy: string): { problem: ProxyUrlProblem; mess
 }
 
 /** A managed proxy's URL and kind, or an InvalidProxyUrlError that names it without its credentials. */
-export function parseProxyUrl(proxy: string): { url: URL; kind: ProxyKind } {
+export function parseProxyUrl(proxy: string): ParsedProxyUrl {
   const checked = checkProxyUrl(proxy);
   if (checked.problem !== undefined) throw new InvalidProxyUrlError(checked.problem, checked.message);
   return checked;
