@@ -26,6 +26,7 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // or, in a coding the gateway cannot decode, passed on untouched (no usage read, no event added).
   const opaque = coded && !decodable(upstream.headers);
   const isSse = !opaque && contentType.includes('text/event-stream');
+  // Framed as one JSON array; a body that does not open with `[` goes on as a plain body (JsonArrayRelay decides on its first bytes).
   const isJsonArrayStream = !opaque && !isSse && options.streamingOperation && upstream.status < 300 && contentType.includes('json');
   // An event may be dropped and an error event may follow: the length may change.
   const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream);

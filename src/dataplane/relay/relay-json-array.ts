@@ -1,6 +1,9 @@
 import { JsonArrayStreamSplitter, jsonArrayStreamErrorTail } from '../../streaming/index.ts';
+import { BodyRelay } from './relay-body.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
+
+const OPEN_BRACKET = 0x5b;
 
 /**
  * A stream framed as one JSON array: passed on byte for byte, each read's whole elements in one
@@ -11,6 +14,8 @@ import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
  * comes, and a failure inside it can only end the connection. An array that ends before its
  * `]` is a break (after the upstream's own error element, closed as one but recorded as the
  * upstream's error); a stall or break after its `]` ends nothing the client still needs.
+ * A JSON body whose first byte past whitespace is not `[` is no stream but an answer as to a
+ * non-streamed request: it goes to a BodyRelay, as sent, its usage read as that body's.
  */
 export class JsonArrayRelay extends StreamRelay {
   readonly #splitter = new JsonArrayStreamSplitter(MAX_HELD_EVENT_BYTES);
@@ -19,8 +24,14 @@ export class JsonArrayRelay extends StreamRelay {
   #heldBytes = 0;
   /** Part of an element too large to hold was passed on; its rest goes on as it arrives. */
   #passingLargeElement = false;
+  /** The body's first byte past whitespace was seen. */
+  #framingKnown = false;
+  /** Relays a body that is no array, once its first byte past whitespace said so. */
+  #plainBody: BodyRelay | undefined;
 
   onData(chunk: Buffer): void {
+    if (this.#plainBody !== undefined) return this.#plainBody.onData(chunk);
+    if (!this.#framingKnown && this.#opensPlainBody(chunk)) return this.#relayAsBody(chunk);
     this.idle.touch();
     for (const element of this.#splitter.push(chunk)) this.#inspect(element);
     const cut = this.#splitter.cut;
@@ -35,6 +46,16 @@ export class JsonArrayRelay extends StreamRelay {
     this.#held = [];
     this.#heldBytes = 0;
     if (cut < chunk.length) this.#hold(chunk.subarray(cut));
+  }
+
+  override onEnd(): void {
+    if (this.#plainBody !== undefined) this.#plainBody.onEnd();
+    else super.onEnd();
+  }
+
+  override onError(error: Error): void {
+    if (this.#plainBody !== undefined) this.#plainBody.onError(error);
+    else super.onError(error);
   }
 
   // The upstream may have left an element whole but for its comma or `]`: read before the end is judged, as it may be the upstream's error.
@@ -67,6 +88,25 @@ export class JsonArrayRelay extends StreamRelay {
     if (this.#passingLargeElement) return void this.relay.res.destroy();
     const at = this.#splitter.boundaryAtCut();
     this.relay.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(streamFailureOf(code), at === 'after_element' ? 1 : 0)}`);
+  }
+
+  /** Whether this chunk has the body's first byte past JSON whitespace, and it is not `[`. */
+  #opensPlainBody(chunk: Buffer): boolean {
+    for (const c of chunk) {
+      if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
+      this.#framingKnown = true;
+      return c !== OPEN_BRACKET;
+    }
+    return false;
+  }
+
+  /** Hands the body over to a BodyRelay: the whitespace held so far, then `chunk`. */
+  #relayAsBody(chunk: Buffer): void {
+    const body = (this.#plainBody = new BodyRelay(this.relay, true, this.leaveToBody()));
+    for (const held of this.#held) body.onData(held);
+    this.#held = [];
+    this.#heldBytes = 0;
+    body.onData(chunk);
   }
 
   #hold(bytes: Buffer): void {

@@ -62,7 +62,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
     return relay.reply.status < 400 && relay.outcome.streamFailure === undefined && relay.clientOpen && this.owesEnd() && !this.completed();
   }
 
-  onError(): void {
+  onError(_error: Error): void {
     this.idle.stop();
     this.relay.fail('upstream_stream_broken');
     this.#finish();
@@ -72,6 +72,18 @@ export abstract class StreamRelay implements UpstreamBodySink {
   protected upstreamErrorSeen(): void {
     this.#upstreamErrorSeen = true;
     this.upstreamErrors = undefined;
+  }
+
+  /**
+   * The body turned out to be no stream, and another sink relays it from here as a plain body:
+   * it is no longer watched nor ended as a stream. Returns the `done` that sink calls.
+   */
+  protected leaveToBody(): () => void {
+    this.idle.stop();
+    this.relay.idle = undefined;
+    this.upstreamErrors = undefined;
+    this.relay.options.inFlight?.deleteStream(this.relay);
+    return this.#done;
   }
 
   /** Takes in what the upstream left at a clean end, before whether the stream is whole is judged. */
