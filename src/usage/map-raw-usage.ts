@@ -10,7 +10,8 @@ export interface CompiledUsageTable {
   readonly bodyUsagePath: PathSegments;
   /** The body usage path's key with its quotes, when it is a top-level member (a body's tail can then be parsed from it). */
   readonly bodyUsageMember: string | undefined;
-  readonly fields: ReadonlyArray<{ readonly unified: UnifiedUsageField; readonly raw: PathSegments }>;
+  /** The table's rows in order, then one per row's fallback, which counts only while the row's own counter (`unless`, else -1) is absent. */
+  readonly fields: ReadonlyArray<{ readonly unified: UnifiedUsageField; readonly raw: PathSegments; readonly unless: number }>;
   readonly stream: ReadonlyArray<StreamUsageSource & { readonly path: PathSegments }>;
   /** For reading a body's usage from its bytes (a top-level usage member only). */
   readonly bodyScan: UsageScanPlan | undefined;
@@ -22,7 +23,10 @@ export interface CompiledUsageTable {
 export type RawUsageCounters = Array<number | undefined>;
 
 function compile(table: UsageFieldTable): CompiledUsageTable {
-  const fields = table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) }));
+  const fields = table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw), unless: -1 }));
+  table.fields.forEach((row, i) => {
+    if (row.fallback !== undefined) fields.push({ unified: row.unified, raw: pathSegments(row.fallback), unless: i });
+  });
   const [source, ...others] = table.stream;
   const topLevelSource = source !== undefined && others.length === 0 && source.eventType === undefined && !source.usagePath.includes('.');
   return {
@@ -56,6 +60,10 @@ export function readRawCounters(table: CompiledUsageTable, usageObject: unknown)
 export function unifyCounters(table: CompiledUsageTable, counters: RawUsageCounters): TokenUsage {
   const usage = emptyUsage();
   const fields = table.fields;
-  for (let i = 0; i < fields.length; i++) usage[fields[i]!.unified] += counters[i] ?? 0;
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!;
+    if (field.unless !== -1 && counters[field.unless] !== undefined) continue;
+    usage[field.unified] += counters[i] ?? 0;
+  }
   return usage;
 }

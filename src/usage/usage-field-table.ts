@@ -4,6 +4,8 @@ import type { UnifiedUsageField, UsageStyle } from './token-usage.ts';
 export interface UsageFieldRow {
   raw: string;
   unified: UnifiedUsageField;
+  /** Read instead when `raw` is absent: the first of the two present counts, never both. */
+  fallback?: string;
 }
 
 /** Where a stream event carries a usage object. */
