@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, rewriteMultipartModelStream, type BodyModelMapping, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -29,7 +29,7 @@ export interface BodyLimits {
   maxBodyBytes: number;
   /** JSON bodies up to this size are parsed whole in memory; larger ones are spooled to a file. */
   bufferedJsonBytes: number;
-  /** Where large JSON bodies are spooled; the system's temporary directory by default. */
+  /** Where large JSON bodies and forms are spooled; the system's temporary directory by default. */
   spoolDir?: string;
 }
 
@@ -56,10 +56,10 @@ const QUOTE = 0x22;
 /**
  * Reads what the operation's body kind needs to route the request. JSON up to
  * `bufferedJsonBytes` is parsed whole, larger JSON is spooled to a file and scanned for its
- * routing members, and multipart bodies stream through with only the model rewritten, so an
- * upload is never held in memory whole. Whichever way it is read, a body that stops coming for
- * `idleTimeoutMs` is refused with `request_timeout` (or, once streaming to the upstream, fails
- * that request with it).
+ * routing members, and multipart bodies are spooled as they stream through with only the model
+ * rewritten, so an upload is never held in memory whole and another attempt can send it
+ * again. Whichever way it is read, a body that stops coming for `idleTimeoutMs` is refused
+ * with `request_timeout` (or, once streaming to the upstream, fails that request with it).
  */
 export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits, idleTimeoutMs: number): PreparedBody | Promise<PreparedBody> {
   if (op.body === 'none' || op.body === 'websocket' || req.method === 'GET' || req.method === 'HEAD') return NO_BODY;
@@ -209,11 +209,18 @@ function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
   return fields;
 }
 
+/**
+ * A form is spooled as it arrives (see SpooledFormBody): the first attempt streams as the
+ * upload does, and another one, after an upstream that provably rejected it or was never
+ * reached, reads the same bytes again from the file, with its own model.
+ */
 async function streamMultipart(req: IncomingMessage, contentType: string, declared: number | undefined, record: boolean, limits: BodyLimits, idleTimeoutMs: number): Promise<PreparedBody> {
   const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes, idleTimeoutMs);
-  let rewrite;
+  let form: SpooledFormBody;
+  let model: FormModel;
   try {
-    rewrite = await rewriteMultipartModelStream(tee.stream, { contentType, maxPrefixBytes: limits.bufferedJsonBytes * 8, spoolDir: limits.spoolDir ?? tmpdir() });
+    form = new SpooledFormBody(tee.stream, contentType, limits.spoolDir ?? tmpdir());
+    model = await form.ready;
   } catch (err) {
     tee.stream.destroy();
     req.resume();
@@ -226,22 +233,32 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     const { bytes, total } = tee.captured();
     return refusedBody(refusal, recordedBodyText(bytes, declared ?? total));
   }
-  const fields: Record<string, unknown> = Object.fromEntries(rewrite.fields);
-  if (rewrite.model !== undefined) fields['model'] = rewrite.model;
+  const fields: Record<string, unknown> = Object.fromEntries(model.fields);
+  const span = model.model;
+  if (span !== undefined) fields['model'] = span.value;
   return {
     body: {
       kind: 'stream',
+      replayable: true,
       open: async (upstreamModel) => {
-        const out = rewrite.replaceModel(upstreamModel ?? rewrite.model ?? '');
-        return declared === undefined ? { stream: out.body } : { stream: out.body, length: declared + out.lengthDelta };
+        const splices = span === undefined || upstreamModel === null ? [] : [{ start: span.start, end: span.end, bytes: formModelBytes(upstreamModel) }];
+        const stream = form.read(splices);
+        if (declared === undefined) return { stream };
+        return { stream, length: declared + splices.reduce((sum, s) => sum + s.bytes.length - (s.end - s.start), 0) };
       },
     },
     fields,
     recorded: () => {
-      rewrite.release();
+      form.release();
       if (!record) return undefined;
       const { bytes, total } = tee.captured();
       return recordedBodyText(bytes, total);
     },
   };
+}
+
+function formModelBytes(upstream: string): Buffer {
+  // A line break could start a delimiter line inside the value.
+  if (/[\r\n]/.test(upstream)) throw new RangeError('a multipart model value cannot contain CR or LF');
+  return Buffer.from(upstream, 'utf8');
 }

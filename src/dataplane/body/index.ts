@@ -3,6 +3,8 @@ export type { BodyRewriteErrorCode } from './body-rewrite-error.ts';
 export type { ModelRewrite, RewrittenBody } from './model-rewrite.ts';
 export { rewriteMultipartModelStream } from './rewrite-multipart-model-stream.ts';
 export type { MultipartModelRewrite, MultipartModelStreamOptions } from './rewrite-multipart-model-stream.ts';
+export { multipartBoundary, SpooledFormBody } from './spooled-form-body.ts';
+export type { FormModel } from './spooled-form-body.ts';
 export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
 export { jsonAttemptBody } from './json-attempt-body.ts';
 export type { JsonAttemptBody } from './json-attempt-body.ts';

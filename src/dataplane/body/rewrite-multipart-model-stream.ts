@@ -1,9 +1,8 @@
 import type { Readable } from 'node:stream';
-import { BodyRewriteError } from './body-rewrite-error.ts';
-import { parseHeaderParams } from './header-params.ts';
 import type { ModelRewrite } from './model-rewrite.ts';
 import { MultipartModelScanner } from './multipart-model-scanner.ts';
 import { spliceModelStream } from './splice-model-stream.ts';
+import { multipartBoundary } from './spooled-form-body.ts';
 
 export interface MultipartModelStreamOptions {
   /** The request's Content-Type header; it carries the boundary. */
@@ -36,20 +35,11 @@ export async function rewriteMultipartModelStream(
   source: Readable,
   options: MultipartModelStreamOptions,
 ): Promise<MultipartModelRewrite> {
-  const scanner = new MultipartModelScanner(boundaryOf(options.contentType));
+  const scanner = new MultipartModelScanner(multipartBoundary(options.contentType));
   const rewrite = await spliceModelStream(source, scanner, options.maxPrefixBytes, options.spoolDir, (upstream) => {
     // A line break could start a delimiter line inside the value.
     if (/[\r\n]/.test(upstream)) throw new RangeError('a multipart model value cannot contain CR or LF');
     return Buffer.from(upstream, 'utf8');
   });
   return { model: rewrite.model, replaceModel: rewrite.replaceModel, release: rewrite.release, fields: scanner.fields };
-}
-
-function boundaryOf(contentType: string | undefined): string {
-  const parsed = contentType === undefined ? undefined : parseHeaderParams(contentType);
-  const boundary = parsed?.params.get('boundary');
-  if (parsed?.type !== 'multipart/form-data' || boundary === undefined || !/^[^\r\n]{1,70}$/.test(boundary)) {
-    throw new BodyRewriteError('invalid_multipart', 'expected multipart/form-data with a boundary of 1 to 70 characters');
-  }
-  return boundary;
 }
