@@ -45,7 +45,7 @@ const NO_BODY: PreparedBody = { body: { kind: 'none' }, fields: undefined, recor
 /** How much of a streamed body is kept when the key records request bodies. */
 const RECORD_PREFIX_BYTES = 1024 * 1024;
 /** Top-level members routing reads (request-features.ts), the stream usage request and background billing need. */
-const SMALL_MEMBERS = ['model', 'stream', 'stream_options', 'n', 'response_format', 'previous_response_id', 'background'];
+const SMALL_MEMBERS = ['model', 'stream', 'stream_options', 'n', 'response_format', 'previous_response_id', 'conversation', 'background'];
 /** Their values are kept up to this size; no real request comes near it. */
 const SMALL_MEMBER_BYTES = 64 * 1024;
 /** Members whose kind routing reads (text, token ids, other); their values may be large. */

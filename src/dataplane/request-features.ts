@@ -16,10 +16,25 @@ export function requestFeatures(operationStream: string, body: Record<string, un
   const format = body['response_format'];
   if (format === 'url') f.output_format = 'url';
   else if (format === 'b64_json') f.output_format = 'base64';
-  if (typeof body['previous_response_id'] === 'string' && body['previous_response_id']) f.previous_response = true;
+  if (continuesStoredState(body)) f.previous_response = true;
   const kind = strongerKind(strongerKind(inputKindOf(body['input']), inputKindOf(body['query'])), inputKindOf(body['documents']));
   if (kind !== undefined) f.input_kind = kind;
   return f;
+}
+
+/**
+ * The request continues state the upstream stored: a previous response (`previous_response_id`)
+ * or a conversation (`conversation`, its id or `{ id }`). Both are what note 11's stateless
+ * creation refuses.
+ */
+function continuesStoredState(body: Record<string, unknown>): boolean {
+  const previous = body['previous_response_id'];
+  if (typeof previous === 'string' && previous !== '') return true;
+  const conversation = body['conversation'];
+  if (typeof conversation === 'string') return conversation !== '';
+  if (conversation === null || typeof conversation !== 'object') return false;
+  const id = (conversation as { id?: unknown }).id;
+  return typeof id === 'string' && id !== '';
 }
 
 type InputKind = 'text' | 'token_ids' | 'other';

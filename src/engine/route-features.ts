@@ -9,7 +9,7 @@ export interface RouteFeatures {
   output_format?: 'base64' | 'url';
   /** Overrides the operation's own sub-operation (generation, editing, compaction, ...). */
   sub_operation?: string;
-  /** The request continues a stored response (previous_response_id). */
+  /** The request continues state the upstream stored (previous_response_id, or a conversation). */
   previous_response?: boolean;
 }
 
