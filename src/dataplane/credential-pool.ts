@@ -6,6 +6,7 @@ import { credentialLocation } from './credential-location.ts';
 import { NO_RETRY, retryAfterHeaders } from './retry-hints.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
+import { httpDateMs } from './parse-http-date.ts';
 
 /**
  * What an upstream call with a credential needs: its secret, and the upstream address its own
@@ -143,7 +144,7 @@ export class CredentialPool {
     const options = { expectedRevision: used.revision };
     try {
       if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason }, options);
-      if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() }, options);
+      if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString(), keepLonger: true }, options);
     } catch (error) {
       // A disk that refuses the write (health says so) must not fail the request too: it goes on
       // to the next credential, and this one is judged again by its next answer.
@@ -194,16 +195,15 @@ export function verdictFor(status: number | null, headers: HeaderMap | undefined
 
 function retryAfterMs(headers: HeaderMap | undefined, now: number): number | undefined {
   if (headers === undefined) return undefined;
-  const ms = Number(firstHeaderValue(headers['retry-after-ms']) || NaN);
-  if (Number.isFinite(ms) && ms >= 0) return Math.ceil(ms);
+  // A value that is not a plain number (blank, '0x10', '-5') is no hint: `retry-after` still may be.
+  const ms = firstHeaderValue(headers['retry-after-ms'])?.trim();
+  if (ms !== undefined && DELAY_NUMBER.test(ms)) return Math.ceil(Number(ms));
   const value = firstHeaderValue(headers['retry-after'])?.trim();
   if (!value) return undefined;
-  if (DELAY_SECONDS.test(value)) return Math.ceil(Number(value)) * 1000;
-  // An HTTP date names its day or month; Date.parse would also take '-5' or '1 2' for a year.
-  const at = HAS_LETTER.test(value) ? Date.parse(value) : NaN;
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  if (DELAY_NUMBER.test(value)) return Math.ceil(Number(value)) * 1000;
+  const at = httpDateMs(value, now);
+  return at === undefined ? undefined : Math.max(0, at - now);
 }
 
-/** delay-seconds (RFC 9110 §10.2.3), with a fraction as some upstreams send. */
-const DELAY_SECONDS = /^\d+(?:\.\d+)?$/;
-const HAS_LETTER = /[a-z]/i;
+/** delay-seconds (RFC 9110 §10.2.3), and retry-after-ms, with a fraction as some upstreams send. */
+const DELAY_NUMBER = /^\d+(?:\.\d+)?$/;

@@ -62,7 +62,8 @@ export type CredentialCreateOutcome = { created: CredentialView } | { duplicate_
 export type CredentialStateChange =
   | { to: 'active' }
   | { to: 'disabled'; reason: string }
-  | { to: 'cooldown'; until: string };
+  /** `keepLonger`: a later cooldown already set stands (verdicts of concurrent requests); else `until` replaces it. */
+  | { to: 'cooldown'; until: string; keepLonger?: boolean };
 
 export interface CredentialStateOptions {
   /** Change the state only while the credential is still at this revision; otherwise nothing is written. */
