@@ -260,7 +260,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           await deps.pool.apply(credential, access, verdictFor(upstream.status, upstream.headers, deps.cooldownSeconds, deps.now()), deps.now());
           const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
           if (mayRetry && attempts.length < deps.maxAttempts) {
-            const failure = await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
+            // When another credential may follow, a body that stalls is cut at the idle timeout
+            // rather than the body timeout's backstop (a last one is the client's answer, read as
+            // any is); a client that leaves meanwhile ends the read.
+            const othersFollow = credential !== credentials[credentials.length - 1] || candidate !== input.candidates[input.candidates.length - 1];
+            watch.point(() => upstream.abort());
+            const failure = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
+            watch.point(undefined);
             if (failure instanceof DataPlaneError) {
               // Undecodable: this attempt failed as the status says, the next credential may still answer.
               lastTransportError = { error: failure, candidate, credential };
