@@ -35,3 +35,17 @@ export class DiscoveryFailed extends Error {
     this.name = 'DiscoveryFailed';
   }
 }
+
+/**
+ * Why a provider cannot list with this Group or credential: the configuration, not the
+ * upstream. `credential_needs_flow`: a kind whose token comes from an authorization flow, which
+ * this provider does not run.
+ */
+export type DiscoveryRefusalReason = 'upstream_base_url_missing' | 'credential_secret_missing' | 'credential_needs_flow';
+
+export class DiscoveryRefused extends Error {
+  constructor(readonly reason: DiscoveryRefusalReason) {
+    super(reason);
+    this.name = 'DiscoveryRefused';
+  }
+}

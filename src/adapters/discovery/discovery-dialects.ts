@@ -72,3 +72,10 @@ export const DISCOVERY_DIALECT_OF_WIRE: Readonly<Record<string, DiscoveryDialect
 
 /** Pages read at most for one discovery; an upstream still saying "more" then gives a truncated list. */
 export const MAX_DISCOVERY_PAGES = 50;
+
+/**
+ * Bytes one list page may have. The answer is read whole before it is parsed, so an upstream
+ * that streams without end would otherwise fill the gateway's memory; past this the list call
+ * is aborted. The longest real lists are well under 1 MiB.
+ */
+export const MAX_DISCOVERY_PAGE_BYTES = 16 * 1024 * 1024;

@@ -1,8 +1,9 @@
+import type { Readable } from 'node:stream';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
-import { DiscoveryFailed, type DiscoveredModels, type DiscoveryTimeouts, type ModelDiscovery } from '../../management/model-discovery.ts';
-import { classifyUpstreamError, joinBaseUrl, type UpstreamClient } from '../../upstream/index.ts';
+import { DiscoveryFailed, DiscoveryRefused, type DiscoveredModels, type DiscoveryTimeouts, type ModelDiscovery } from '../../management/model-discovery.ts';
+import { classifyUpstreamError, joinBaseUrl, type UpstreamClient, type UpstreamFailureKind } from '../../upstream/index.ts';
 import { credentialLocation } from '../../dataplane/credential-location.ts';
-import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
+import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERY_PAGE_BYTES, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
 
 type Dialect = (typeof DISCOVERY_DIALECTS)[DiscoveryDialect];
 
@@ -32,13 +33,14 @@ export function discoveryDialectOf(channel: string): DiscoveryDialect {
 export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
   return {
     async list({ group, credential, values, proxy, timeouts }) {
-      if (CREDENTIAL_KINDS[credential.kind as CredentialKindId]?.flow !== 'static') throw new Error(`credential kind ${credential.kind} needs an authorization flow`);
+      // Not upstream failures: what this provider cannot list with, and configuration the operator can fix.
+      if (CREDENTIAL_KINDS[credential.kind as CredentialKindId]?.flow !== 'static') throw new DiscoveryRefused('credential_needs_flow');
       const baseUrl = credentialLocation(credential.kind, values) ?? group.base_url;
-      if (!baseUrl) throw new Error('neither the credential nor the group has a base URL');
+      if (!baseUrl) throw new DiscoveryRefused('upstream_base_url_missing');
       const dialect = DISCOVERY_DIALECTS[discoveryDialectOf(group.channel)];
       const secretField = CREDENTIAL_KINDS[credential.kind as CredentialKindId].fields.find((f) => f.secret && f.required)?.name;
       const secret = secretField ? values[secretField] : undefined;
-      if (!secret) throw new Error('the credential has no secret value');
+      if (!secret) throw new DiscoveryRefused('credential_secret_missing');
       const request: ListRequest = {
         listUrl: joinBaseUrl(baseUrl, dialect.path),
         headers: { [dialect.keyHeader]: dialect.bearer ? `Bearer ${secret}` : secret, accept: 'application/json', ...dialect.extraHeaders },
@@ -49,7 +51,7 @@ export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
       try {
         return await listPages(client, dialect, request);
       } catch (err) {
-        throw timedOut(err, request) ?? err;
+        throw err instanceof DiscoveryFailed ? err : failedToList(err, request);
       }
     },
   };
@@ -80,8 +82,12 @@ async function listPages(client: UpstreamClient, dialect: Dialect, request: List
       bodyIdleTimeoutMs: request.timeouts.bodyIdleMs,
       ...(request.proxy ? { proxy: request.proxy } : {}),
     });
-    const text = (await response.body.setEncoding('utf8').toArray()).join('');
-    if (response.status !== 200) throw new DiscoveryFailed(`upstream answered ${response.status}`, response.status);
+    if (response.status !== 200) {
+      // Its body is not passed on (it may quote the key), so it is not read.
+      response.body.destroy();
+      throw new DiscoveryFailed(`upstream answered ${response.status}`, response.status);
+    }
+    const text = await readCapped(response.body);
     const next = readPage(dialect, text, seen);
     if (!next.more) return { models: [...seen], truncated: false };
     // "More" with no cursor to ask for it, or the cursor just followed (an upstream that ignores it): what was listed is all that can be had.
@@ -91,14 +97,47 @@ async function listPages(client: UpstreamClient, dialect: Dialect, request: List
   return { models: [...seen], truncated: true };
 }
 
-/** The failure to report when `err` is one of discovery's timeouts running out, naming the setting. */
-function timedOut(err: unknown, request: ListRequest): DiscoveryFailed | undefined {
-  const seconds = (ms: number) => `${ms / 1000} s`;
+/** A page's text, or DiscoveryFailed (the call aborted) once it passes MAX_DISCOVERY_PAGE_BYTES. */
+async function readCapped(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_DISCOVERY_PAGE_BYTES) {
+      body.destroy();
+      throw new DiscoveryFailed(`the upstream list is larger than ${MAX_DISCOVERY_PAGE_BYTES / 1024 / 1024} MiB`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * What a list call that failed without an answer means, in the gateway's own words by the
+ * failure's kind (never the error's message, which may carry the proxy URL with its
+ * password); the timeouts name the setting that ran out.
+ */
+const FAILURE_DETAILS: Readonly<Record<UpstreamFailureKind, (timeouts: DiscoveryTimeouts) => string>> = {
+  headers_timeout: (t) => `timed out: the upstream did not answer within ${seconds(t.headersMs)} (request_timeout_seconds)`,
+  body_timeout: (t) => `timed out: the upstream's answer stalled for ${seconds(t.bodyIdleMs)} (stream_idle_timeout_seconds)`,
+  connect_timeout: () => 'could not connect to the upstream: the connection was not established in time',
+  connect_failed: () => 'could not connect to the upstream (connection refused, host not found, TLS handshake failed, or the proxy could not reach it)',
+  connection_lost: () => 'the connection to the upstream was lost before its list was read',
+  proxy_misconfigured: () => 'the managed proxy URL cannot be used',
+  proxy_unreachable: () => "the managed proxy could not be reached or refused the gateway's login",
+  aborted: () => 'the list call was aborted',
+  unknown: () => 'the list call to the upstream failed',
+};
+
+function seconds(ms: number): string {
+  return `${ms / 1000} s`;
+}
+
+/** The failure to report for a list call that failed without an answer. */
+function failedToList(err: unknown, request: ListRequest): DiscoveryFailed {
   if (request.deadline.aborted) return new DiscoveryFailed(`timed out: the upstream's list took longer than ${seconds(request.timeouts.totalMs)} (request_timeout_seconds)`);
-  const kind = classifyUpstreamError(err).kind;
-  if (kind === 'headers_timeout') return new DiscoveryFailed(`timed out: the upstream did not answer within ${seconds(request.timeouts.headersMs)} (request_timeout_seconds)`);
-  if (kind === 'body_timeout') return new DiscoveryFailed(`timed out: the upstream's answer stalled for ${seconds(request.timeouts.bodyIdleMs)} (stream_idle_timeout_seconds)`);
-  return undefined;
+  const kind = classifyUpstreamError(err, { viaProxy: request.proxy !== null }).kind;
+  return new DiscoveryFailed(FAILURE_DETAILS[kind](request.timeouts));
 }
 
 /**

@@ -2,7 +2,7 @@ import { ApiError, notFound, validationFailed } from '../../http/api-error.ts';
 import type { ModelDiscoverBody } from '../../generated/management/model-discover.ts';
 import { channelOf } from '../channel-rules.ts';
 import type { ManagementDeps } from '../context.ts';
-import { DiscoveryFailed, type DiscoveredModels } from '../model-discovery.ts';
+import { DiscoveryFailed, DiscoveryRefused, type DiscoveredModels } from '../model-discovery.ts';
 import { requireGroup } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import discoverSchema from '../schemas/model-discover.json' with { type: 'json' };
@@ -53,6 +53,7 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
           const timeouts = { headersMs: settings.request_timeout_seconds * 1000, bodyIdleMs: settings.stream_idle_timeout_seconds * 1000, totalMs: settings.request_timeout_seconds * 1000 };
           discovered = await deps.modelDiscovery.list({ group, credential, values, proxy, timeouts });
         } catch (err) {
+          if (err instanceof DiscoveryRefused) throw discoveryRefusal(err, credential.kind);
           // The upstream's status says what went wrong (401: the key); its body is not passed on, as it may echo the key.
           const failed = err instanceof DiscoveryFailed ? err : undefined;
           const upstreamStatus = failed?.upstreamStatus;
@@ -64,4 +65,13 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
       },
     }),
   ];
+}
+
+/**
+ * A Group or credential the provider cannot list with: a flow credential as a server without a
+ * provider (503), missing configuration as the data plane names it (409).
+ */
+function discoveryRefusal(refused: DiscoveryRefused, kind: string): ApiError {
+  if (refused.reason === 'credential_needs_flow') return new ApiError('SERVICE_UNAVAILABLE', { data: { reason: 'model_discovery_not_available', credential_kind: kind } });
+  return new ApiError('CONFLICT', { data: { reason: refused.reason } });
 }
