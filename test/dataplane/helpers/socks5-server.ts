@@ -36,6 +36,8 @@ export async function startSocks5Server(auth?: { username: string; password: str
 }
 
 async function read(socket: Socket, n: number): Promise<Buffer> {
+  // An empty field (RFC 1929 allows a zero-length password): socket.read(0) never returns data.
+  if (n === 0) return Buffer.alloc(0);
   for (;;) {
     const chunk = socket.read(n) as Buffer | null;
     if (chunk !== null) return chunk;
