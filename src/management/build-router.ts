@@ -8,6 +8,7 @@ import type { SchemaValidator } from '../http/schema-validator.ts';
 import type { StoredResult } from '../store/records.ts';
 import type { ManagementContext, ManagementState } from './context.ts';
 import { type Execution, type IdempotencyGuard, readIdempotencyKey, REPLAY_HEADER, requestFingerprint } from './idempotency.ts';
+import { onlyQuery } from './params.ts';
 import type { RouteDef, RouteResult } from './route-def.ts';
 import emptyObjectSchema from './schemas/empty-object.json' with { type: 'json' };
 
@@ -15,8 +16,9 @@ export const API_PREFIX = '/api';
 
 /**
  * Registers every operation on one router under /api. Each route runs, in order:
- * AccessKey allow-list, Idempotency-Key header, strict JSON body + schema, then the
- * operation (once per Idempotency-Key when the operation is marked).
+ * AccessKey allow-list, the query against the parameters the route declares (here, so that no
+ * route can forget it, and before any lookup), Idempotency-Key header, strict JSON body +
+ * schema, then the operation (once per Idempotency-Key when the operation is marked).
  */
 export function buildManagementRouter(routes: readonly RouteDef[], validator: SchemaValidator, idempotency: IdempotencyGuard): Router<ManagementState> {
   const router = new Router<ManagementState>({ prefix: API_PREFIX, exclusive: 'specificity' });
@@ -26,6 +28,7 @@ export function buildManagementRouter(routes: readonly RouteDef[], validator: Sc
     router.register(def.path, [def.method], async (ctx: ManagementContext) => {
       const principal = ctx.state.principal;
       if (principal.kind === 'access_key' && !accessKeyMayCall(ctx.method, pattern)) throw new ApiError('FORBIDDEN');
+      onlyQuery(ctx, def.query ?? []);
       const key = def.idempotent ? readIdempotencyKey(ctx.req) : undefined;
       const body = validate((await readJsonObjectBody(ctx.req, def.bodyLimit ?? DEFAULT_BODY_LIMIT)) ?? {});
       if (key === undefined) {

@@ -71,9 +71,13 @@ export function queryEnum<T extends string>(ctx: ManagementContext, name: string
   return raw as T;
 }
 
-/** Rejects query parameters the operation does not know, as bodies reject unknown fields. */
+/**
+ * Rejects query parameters the operation does not know, as bodies reject unknown fields, and
+ * repeated ones, whether or not the operation reads them on this request.
+ */
 export function onlyQuery(ctx: ManagementContext, known: readonly string[]): void {
-  for (const name of Object.keys(ctx.query)) {
+  for (const [name, value] of Object.entries(ctx.query)) {
     if (!known.includes(name)) throw validationFailed(name, 'unknown_field');
+    if (Array.isArray(value)) throw validationFailed(name, 'repeated');
   }
 }

@@ -23,6 +23,8 @@ export interface RouteDef<B = unknown> {
   /** JSON Schema of the body; without one the operation has the empty-object contract. */
   body?: object;
   bodyLimit?: number;
+  /** Query parameters it takes, each at most once; any other is refused before the body is read (default none). */
+  query?: readonly string[];
   /** Requires an Idempotency-Key (spec section 4 table). */
   idempotent?: boolean;
   handle(ctx: ManagementContext, body: B): Promise<RouteResult>;

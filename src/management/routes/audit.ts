@@ -1,5 +1,5 @@
 import type { ManagementDeps } from '../context.ts';
-import { onlyQuery, queryInt } from '../params.ts';
+import { queryInt } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 
 /** The record of reveals and downloads of secrets, newest first. */
@@ -8,8 +8,8 @@ export function auditRoutes(deps: ManagementDeps): RouteDef[] {
     route({
       method: 'GET',
       path: '/audit',
+      query: ['limit'],
       async handle(ctx) {
-        onlyQuery(ctx, ['limit']);
         return { data: await deps.store.audit.list(queryInt(ctx, 'limit', 1, 1000) ?? 100) };
       },
     }),

@@ -1,4 +1,3 @@
-import { onlyQuery } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 
 export function authSessionRoutes(): RouteDef[] {
@@ -7,7 +6,6 @@ export function authSessionRoutes(): RouteDef[] {
       method: 'GET',
       path: '/auth/session',
       async handle(ctx) {
-        onlyQuery(ctx, []);
         const p = ctx.state.principal;
         return { data: p.kind === 'auth_key' ? { principal: 'auth_key' } : { principal: 'access_key', access_key: p.accessKey } };
       },

@@ -10,7 +10,7 @@ import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { importLineValues } from '../credential-import-line.ts';
 import { duplicateCredentialAsConflict } from '../duplicate-credential-as-conflict.ts';
 import { whenGroupGone } from '../when-group-gone.ts';
-import { idParam, onlyQuery, queryEnum } from '../params.ts';
+import { idParam, queryEnum } from '../params.ts';
 import { requireGroupInPath } from '../require-group.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import connectSchema from '../schemas/credential-connect.json' with { type: 'json' };
@@ -96,8 +96,8 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
     route({
       method: 'GET',
       path: `${BASE}/download`,
+      query: ['format'],
       async handle(ctx) {
-        onlyQuery(ctx, ['format']);
         const format = queryEnum(ctx, 'format', ['text', 'json'] as const) ?? 'text';
         const group = await requireGroupInPath(ctx, store.groups);
         const list = await store.credentials.list(group.id);

@@ -1,7 +1,7 @@
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
 import type { Statistics } from '../../store/log-store.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
-import { onlyQuery, queryEnum } from '../params.ts';
+import { queryEnum } from '../params.ts';
 import { periodStart, quotaStatus } from '../quota.ts';
 import { withRoundedCost } from '../../usage/index.ts';
 import { route, type RouteDef } from '../route-def.ts';
@@ -25,7 +25,6 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: '/home',
       async handle(ctx) {
-        onlyQuery(ctx, []);
         const groups = await store.groups.list();
         const principal = ctx.state.principal;
         if (principal.kind === 'access_key') {
@@ -60,8 +59,8 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
     route({
       method: 'GET',
       path: '/home/statistics',
+      query: ['range'],
       async handle(ctx) {
-        onlyQuery(ctx, ['range']);
         const range = queryEnum(ctx, 'range', Object.keys(RANGES) as Array<keyof typeof RANGES>) ?? '7d';
         const to = deps.clock();
         const from = to - RANGES[range].ms;

@@ -2,7 +2,7 @@ import { notFound } from '../../http/api-error.ts';
 import { definedOnly } from '../../store/defined-only.ts';
 import type { LogFilter } from '../../store/log-store.ts';
 import type { ManagementDeps } from '../context.ts';
-import { onlyQuery, queryEnum, queryInt, queryString, queryTime, stringParam } from '../params.ts';
+import { queryEnum, queryInt, queryString, queryTime, stringParam } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { logVisibleTo, scopedKeyId } from '../scope.ts';
 
@@ -13,8 +13,8 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
     route({
       method: 'GET',
       path: '/logs',
+      query: ['from', 'to', 'model', 'status', 'status_class', 'group_id', 'access_key_id', 'limit', 'cursor'],
       async handle(ctx) {
-        onlyQuery(ctx, ['from', 'to', 'model', 'status', 'status_class', 'group_id', 'access_key_id', 'limit', 'cursor']);
         const filter: LogFilter = {
           from: queryTime(ctx, 'from'),
           to: queryTime(ctx, 'to'),
@@ -33,7 +33,6 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: '/logs/:request_id',
       async handle(ctx) {
-        onlyQuery(ctx, []);
         const id = stringParam(ctx, 'request_id');
         const record = await deps.logs.get(id);
         if (!record || !logVisibleTo(record, ctx.state.principal)) throw notFound('log', id);

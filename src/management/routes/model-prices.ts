@@ -4,7 +4,7 @@ import type { ModelPriceSyncBody } from '../../generated/management/model-price-
 import type { PriceList } from '../../generated/management/price-list.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { fetchJson } from '../fetch-json.ts';
-import { onlyQuery, queryEnum, queryString, stringParam } from '../params.ts';
+import { queryEnum, queryString, stringParam } from '../params.ts';
 import { parsePriceList, type PriceCatalogEntry } from '../price-catalog.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import priceSchema from '../schemas/model-price.json' with { type: 'json' };
@@ -28,8 +28,8 @@ export function modelPriceRoutes(deps: ManagementDeps): RouteDef[] {
     route({
       method: 'GET',
       path: '/model-prices',
+      query: ['model', 'source'],
       async handle(ctx) {
-        onlyQuery(ctx, ['model', 'source']);
         const model = queryString(ctx, 'model');
         const source = queryEnum(ctx, 'source', ['catalog', 'sync', 'manual'] as const);
         const list = (await store.modelPrices.list()).filter((p) => (model === undefined || p.model.includes(model)) && (source === undefined || p.source === source));

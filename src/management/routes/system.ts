@@ -1,6 +1,6 @@
 import { MANIFEST_DIGEST } from '../../generated/index.ts';
 import type { ManagementDeps } from '../context.ts';
-import { onlyQuery, queryEnum } from '../params.ts';
+import { queryEnum } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { UpdateChecker } from '../update-check.ts';
 
@@ -10,8 +10,8 @@ export function systemRoutes(deps: ManagementDeps): RouteDef[] {
     route({
       method: 'GET',
       path: '/system',
+      query: ['refresh'],
       async handle(ctx) {
-        onlyQuery(ctx, ['refresh']);
         const refresh = queryEnum(ctx, 'refresh', ['true', 'false'] as const) === 'true';
         const settings = await deps.store.settings.get();
         return {

@@ -2,7 +2,7 @@ import { validationFailed } from '../../http/api-error.ts';
 import { definedOnly } from '../../store/defined-only.ts';
 import type { UsageQuery } from '../../store/log-store.ts';
 import type { ManagementDeps } from '../context.ts';
-import { onlyQuery, queryEnum, queryInt, queryString, queryTime } from '../params.ts';
+import { queryEnum, queryInt, queryString, queryTime } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
 import { roundCost, withRoundedCost } from '../../usage/index.ts';
@@ -14,8 +14,8 @@ export function usageRoutes(deps: ManagementDeps): RouteDef[] {
     route({
       method: 'GET',
       path: '/usage',
+      query: ['from', 'to', 'bucket', 'group_by', 'model', 'group_id', 'access_key_id', 'utc_offset_minutes'],
       async handle(ctx) {
-        onlyQuery(ctx, ['from', 'to', 'bucket', 'group_by', 'model', 'group_id', 'access_key_id', 'utc_offset_minutes']);
         const groupBy = (queryString(ctx, 'group_by') ?? '').split(',').filter((d) => d !== '');
         for (const d of groupBy) if (!(DIMENSIONS as readonly string[]).includes(d)) throw validationFailed('group_by', 'invalid_value', { allowed: DIMENSIONS });
         const query: UsageQuery = definedOnly({

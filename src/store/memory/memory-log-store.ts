@@ -155,17 +155,28 @@ function toListItem(r: LogRecord): LogListItem {
   return { ...rest, has_request_body: request_body !== undefined };
 }
 
-function encodeCursor(r: LogListItem): string {
+function encodeCursor(r: Pick<LogRecord, 'created_at' | 'request_id'>): string {
   return Buffer.from(JSON.stringify([r.created_at, r.request_id])).toString('base64url');
 }
 
+/**
+ * Undefined for anything this store did not issue: only text that `encodeCursor` gives back
+ * exactly (as log-cursor.ts, whose created_at.seq form does not fit this store's order by
+ * request_id), so other spellings of the same bytes, floats and numbers past the safe integers
+ * (rounded, or Infinity from 1e400) are refused.
+ */
 function decodeCursor(cursor: string): Pick<LogRecord, 'created_at' | 'request_id'> | undefined {
+  let value: unknown;
   try {
-    const [created_at, request_id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [number, string];
-    return typeof created_at === 'number' && typeof request_id === 'string' ? { created_at, request_id } : undefined;
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     return undefined;
   }
+  if (!Array.isArray(value) || value.length !== 2) return undefined;
+  const [created_at, request_id] = value as unknown[];
+  if (!Number.isSafeInteger(created_at) || typeof request_id !== 'string') return undefined;
+  const after = { created_at: created_at as number, request_id };
+  return encodeCursor(after) === cursor ? after : undefined;
 }
 
 function emptyTotals(): UsageTotals {
