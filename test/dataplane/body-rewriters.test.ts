@@ -2,23 +2,21 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
 import {
   BodyRewriteError,
   JsonMemberScanner,
   MAX_SCANNED_MEMBERS,
   SMALL_FIELD_BYTES,
+  SpooledFormBody,
   locateMembers,
-  rewriteMultipartModelStream,
-  type ModelRewrite,
+  type FormModel,
   type ScannedObject,
+  type Splice,
 } from '../../src/dataplane/body/index.ts';
 
 const LIMIT = 64 * 1024;
-const SPOOL_DIR = mkdtempSync(path.join(tmpdir(), 'switchyard-rewriters-'));
-t.teardown(() => rmSync(SPOOL_DIR, { recursive: true, force: true }));
 
 function source(chunks: Array<Buffer | string>): Readable {
   return Readable.from(chunks, { objectMode: false });
@@ -39,18 +37,25 @@ async function collect(body: Readable): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-async function rewriteAll(rewrite: ModelRewrite, upstream: string) {
-  const { body, lengthDelta } = rewrite.replaceModel(upstream);
-  return { out: await collect(body), lengthDelta };
-}
-
 async function rejectsWith(t: Test, promise: Promise<unknown>, code: string, label?: string) {
   await t.rejects(promise, { name: 'BodyRewriteError', code }, label ?? code);
 }
 
+/** An empty spool directory of the test's own, removed at its end. */
+function spoolDir(t: Test): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'switchyard-rewriters-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function emptied(dir: string): Promise<string[]> {
+  for (let i = 0; i < 200 && readdirSync(dir).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return readdirSync(dir);
+}
+
 /**
  * A source that produces `head`, then `tailChunks` of `tail`, then `end`, but starts the tail
- * only when `gate` opens, and counts how far it runs ahead of the consumer.
+ * only when `gate` opens, and counts what it produced.
  */
 function gatedSource(head: Buffer, tail: (i: number) => Buffer, tailChunks: number, end: Buffer, gate: Promise<void>) {
   const state = { tailStarted: false, produced: 0 };
@@ -73,26 +78,6 @@ function gatedSource(head: Buffer, tail: (i: number) => Buffer, tailChunks: numb
     },
   });
   return { readable, state };
-}
-
-/** Consumes slowly, hashing, and records the most bytes the source was ever ahead. */
-async function consumeSlowly(body: Readable, produced: () => number) {
-  const hash = createHash('sha256');
-  let consumed = 0;
-  let maxAhead = 0;
-  await pipeline(
-    body,
-    new Writable({
-      highWaterMark: 16 * 1024,
-      write(chunk: Buffer, _encoding, callback) {
-        consumed += chunk.length;
-        maxAhead = Math.max(maxAhead, produced() - consumed);
-        hash.update(chunk);
-        setImmediate(callback);
-      },
-    }),
-  );
-  return { digest: hash.digest('hex'), consumed, maxAhead };
 }
 
 function opener() {
@@ -286,7 +271,19 @@ const TRICKY_FILE = Buffer.concat([
   Buffer.from(`--${BOUNDARY}\r\n`),
 ]);
 
+/** The splice an attempt makes: the form's model value replaced by `upstream`; none without a model. */
+function modelSplice(found: FormModel, upstream: string): Splice[] {
+  const span = found.model;
+  return span === undefined ? [] : [{ start: span.start, end: span.end, bytes: Buffer.from(upstream) }];
+}
+
+/** Where the value of the form's (only) `name="model"` field without a filename starts. */
+function modelValueAt(body: Buffer, header = 'name="model"\r\n\r\n'): number {
+  return body.indexOf(header) + header.length;
+}
+
 t.test('multipart: model field at every split point; fields before it are reported', async (t) => {
+  const dir = spoolDir(t);
   const partsWith = (model: string): Part[] => [
     { name: 'prompt', value: 'a cat\r\n--not a boundary' },
     { header: 'content-disposition:form-data;name=stream', value: 'true' },
@@ -297,21 +294,26 @@ t.test('multipart: model field at every split point; fields before it are report
   ];
   const body = multipart(partsWith('gpt-image-1 ü'), { preamble: 'ignored preamble\r\n' });
   const expected = multipart(partsWith('upstream-image'), { preamble: 'ignored preamble\r\n' });
+  const start = modelValueAt(body);
+  const span = { value: 'gpt-image-1 ü', start, end: start + Buffer.byteLength('gpt-image-1 ü') };
   for (const { label, chunks } of splits(body)) {
-    const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
-    if (rewrite.model !== 'gpt-image-1 ü') t.fail(`${label}: model ${rewrite.model}`);
-    const fields = Object.fromEntries(rewrite.fields);
+    const form = new SpooledFormBody(source(chunks), CONTENT_TYPE, dir);
+    const found = await form.ready;
+    if (JSON.stringify(found.model) !== JSON.stringify(span)) t.fail(`${label}: model ${JSON.stringify(found.model)}`);
+    const fields = Object.fromEntries(found.fields);
     if (JSON.stringify(fields) !== JSON.stringify({ prompt: 'a cat\r\n--not a boundary', stream: 'true', n: '2' })) {
       t.fail(`${label}: fields ${JSON.stringify(fields)}`);
     }
-    const { out, lengthDelta } = await rewriteAll(rewrite, 'upstream-image');
+    const out = await collect(form.read(modelSplice(found, 'upstream-image')));
     if (!out.equals(expected)) t.fail(`${label}: ${JSON.stringify(out.toString('latin1'))}`);
-    if (lengthDelta !== expected.length - body.length) t.fail(`${label}: delta ${lengthDelta}`);
+    form.release();
   }
   t.pass('all splits');
+  t.same(await emptied(dir), [], 'release() removed every spool file');
 });
 
-t.test('multipart: model after the file part works within the limit', async (t) => {
+t.test('multipart: model after the file part', async (t) => {
+  const dir = spoolDir(t);
   const file = Buffer.alloc(20_000, 7);
   const parts = (model: string): Part[] => [
     { name: 'file', filename: 'speech.mp3', value: file },
@@ -320,26 +322,27 @@ t.test('multipart: model after the file part works within the limit', async (t) 
   ];
   const body = multipart(parts('whisper-1'));
   const chunks = Array.from({ length: Math.ceil(body.length / 1000) }, (_, i) => body.subarray(i * 1000, (i + 1) * 1000));
-  const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
-  t.equal(rewrite.model, 'whisper-1');
-  t.same(Object.fromEntries(rewrite.fields), {}, 'fields after the model are not seen; files never are');
-  const { out, lengthDelta } = await rewriteAll(rewrite, 'whisper-large-v3');
+  const form = new SpooledFormBody(source(chunks), CONTENT_TYPE, dir);
+  const found = await form.ready;
+  t.same(found.model, { value: 'whisper-1', start: modelValueAt(body), end: modelValueAt(body) + 'whisper-1'.length });
+  t.same(Object.fromEntries(found.fields), {}, 'fields after the model are not seen; files never are');
+  const out = await collect(form.read(modelSplice(found, 'whisper-large-v3')));
   t.ok(out.equals(multipart(parts('whisper-large-v3'))));
-  t.equal(lengthDelta, 7);
+  form.release();
 });
 
 /**
  * Produces `body` in `chunkBytes` pieces only as it is pulled (then `error`, if given), and
- * records how many bytes it had produced beyond those already in the spool file while `holding()`.
+ * records how many bytes it had produced beyond those already in the spool file.
  */
-function meteredSource(body: Buffer, chunkBytes: number, dir: string, holding: () => boolean, error?: Error) {
+function meteredSource(body: Buffer, chunkBytes: number, dir: string, error?: Error) {
   const state = { produced: 0, maxHeld: 0, spooled: new Set<string>() };
   const readable = new Readable({
     read() {
       const spooled = readdirSync(dir);
       for (const name of spooled) state.spooled.add(name);
-      const written = spooled.reduce((sum, name) => sum + statSync(path.join(dir, name), { throwIfNoEntry: false })!.size, 0);
-      if (holding()) state.maxHeld = Math.max(state.maxHeld, state.produced - written);
+      const written = spooled.reduce((sum, name) => sum + (statSync(path.join(dir, name), { throwIfNoEntry: false })?.size ?? 0), 0);
+      state.maxHeld = Math.max(state.maxHeld, state.produced - written);
       if (state.produced >= body.length) {
         if (error) this.destroy(error);
         else this.push(null);
@@ -353,15 +356,8 @@ function meteredSource(body: Buffer, chunkBytes: number, dir: string, holding: (
   return { readable, state };
 }
 
-async function emptied(dir: string): Promise<string[]> {
-  for (let i = 0; i < 200 && readdirSync(dir).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  return readdirSync(dir);
-}
-
-t.test('multipart: a model field after maxPrefixBytes is found by spooling the file before it, with backpressure', async (t) => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'switchyard-rewriters-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const limit = 16 * 1024;
+t.test('multipart: a model field after a large file is found with the form spooled, with backpressure; each read is the whole form', async (t) => {
+  const dir = spoolDir(t);
   const file = Buffer.concat([Buffer.from(Array.from({ length: 1024 * 1024 }, (_, i) => (i * 7919) % 251)), TRICKY_FILE]);
   const parts = (model: string): Part[] => [
     { name: 'file', filename: 'speech.mp3', value: file },
@@ -370,57 +366,77 @@ t.test('multipart: a model field after maxPrefixBytes is found by spooling the f
     { name: 'audio', filename: 'second.mp3', value: file.subarray(0, 100_000) },
   ];
   const body = multipart(parts('whisper-1'));
-  let pending = true;
-  const { readable, state } = meteredSource(body, 8 * 1024, dir, () => pending);
-  const rewrite = await rewriteMultipartModelStream(readable, { contentType: CONTENT_TYPE, maxPrefixBytes: limit, spoolDir: dir });
-  pending = false;
-  t.equal(rewrite.model, 'whisper-1');
-  t.equal(state.spooled.size, 1, 'what came before the model went to one file');
+  const { readable, state } = meteredSource(body, 8 * 1024, dir);
+  const form = new SpooledFormBody(readable, CONTENT_TYPE, dir);
+  const found = await form.ready;
+  t.equal(found.model?.value, 'whisper-1');
   t.ok(state.produced < body.length, 'resolved before the source ended');
-  // The prefix, the file stream's queue (16 KiB) and the source's buffer (16 KiB), a chunk each way.
-  t.ok(state.maxHeld <= limit + 64 * 1024, `held at most ${state.maxHeld} bytes not yet in the file`);
-  const { out, lengthDelta } = await rewriteAll(rewrite, 'whisper-large-v3');
-  t.ok(out.equals(multipart(parts('whisper-large-v3'))), 'byte for byte but the model');
-  t.equal(lengthDelta, 'whisper-large-v3'.length - 'whisper-1'.length);
-  t.same(await emptied(dir), [], 'the spool file is gone once the body was read');
+  const first = await collect(form.read(modelSplice(found, 'whisper-large-v3')));
+  t.ok(first.equals(multipart(parts('whisper-large-v3'))), 'byte for byte but the model');
+  const second = await collect(form.read(modelSplice(found, 'whisper-2')));
+  t.ok(second.equals(multipart(parts('whisper-2'))), 'read again from the file, with another model');
+  t.equal(state.spooled.size, 1, 'the form went to one file');
+  // The file stream's queue (16 KiB) and the source's buffer (16 KiB), a chunk each way.
+  t.ok(state.maxHeld <= 64 * 1024, `held at most ${state.maxHeld} bytes not yet in the file`);
+  t.equal(readdirSync(dir).length, 1, 'the file stays while the request lasts');
+  form.release();
+  t.same(await emptied(dir), [], 'release() removes it');
 
   const noModel = multipart([{ name: 'file', filename: 'a.mp3', value: file }, { name: 'stream', value: 'true' }]);
-  const without = await rewriteMultipartModelStream(meteredSource(noModel, 8 * 1024, dir, () => false).readable, { contentType: CONTENT_TYPE, maxPrefixBytes: limit, spoolDir: dir });
-  t.equal(without.model, undefined, 'a form without a model is read to its end');
-  const passed = await rewriteAll(without, 'ignored');
-  t.ok(passed.out.equals(noModel), 'and comes back as sent');
-  t.equal(passed.lengthDelta, 0);
+  const metered = meteredSource(noModel, 8 * 1024, dir);
+  const without = new SpooledFormBody(metered.readable, CONTENT_TYPE, dir);
+  t.equal((await without.ready).model, undefined);
+  t.equal(metered.state.produced, noModel.length, 'a form without a model is read to its end');
+  t.ok((await collect(without.read([]))).equals(noModel), 'and comes back as sent');
+  without.release();
   t.same(await emptied(dir), [], 'its spool file gone too');
 
-  const dropped = await rewriteMultipartModelStream(meteredSource(body, 8 * 1024, dir, () => false).readable, { contentType: CONTENT_TYPE, maxPrefixBytes: limit, spoolDir: dir });
-  t.equal(readdirSync(dir).length, 1, 'a rewrite whose body is never taken keeps its file');
+  const unread = meteredSource(body, 8 * 1024, dir);
+  const dropped = new SpooledFormBody(unread.readable, CONTENT_TYPE, dir);
+  await dropped.ready;
+  t.equal(readdirSync(dir).length, 1, 'a form never read keeps its file');
   dropped.release();
-  t.same(await emptied(dir), [], 'until release()');
+  t.same(await emptied(dir), [], 'until release(), while it still arrives');
+  t.ok(unread.state.produced < body.length, 'and the rest of the source is not read');
+  await t.rejects(collect(dropped.read([])), 'nor can the form be read any more');
 });
 
-t.test('multipart: a source that fails while the prefix is spooled leaves no file', async (t) => {
-  const dir = mkdtempSync(path.join(tmpdir(), 'switchyard-rewriters-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const head = multipart([{ name: 'file', filename: 'speech.mp3', value: Buffer.alloc(200_000, 3) }]).subarray(0, -`\r\n--${BOUNDARY}--`.length);
-  const { readable, state } = meteredSource(head, 8 * 1024, dir, () => false, new Error('connection reset'));
-  await t.rejects(rewriteMultipartModelStream(readable, { contentType: CONTENT_TYPE, maxPrefixBytes: 16 * 1024, spoolDir: dir }), { message: 'connection reset' });
-  t.equal(state.spooled.size, 1, 'the prefix was being spooled');
+t.test('multipart: a source that fails leaves no file, before the model is known or during a read', async (t) => {
+  const dir = spoolDir(t);
+  const closing = `\r\n--${BOUNDARY}--`.length;
+  const head = multipart([{ name: 'file', filename: 'speech.mp3', value: Buffer.alloc(200_000, 3) }]).subarray(0, -closing);
+  const { readable, state } = meteredSource(head, 8 * 1024, dir, new Error('connection reset'));
+  await t.rejects(new SpooledFormBody(readable, CONTENT_TYPE, dir).ready, { message: 'connection reset' });
+  t.equal(state.spooled.size, 1, 'the form was being spooled');
   t.same(await emptied(dir), [], 'the spool file removed');
+
+  const withModel = multipart([{ name: 'model', value: 'whisper-1' }, { name: 'file', filename: 'speech.mp3', value: Buffer.alloc(200_000, 3) }]).subarray(0, -closing);
+  const late = new SpooledFormBody(meteredSource(withModel, 8 * 1024, dir, new Error('connection reset')).readable, CONTENT_TYPE, dir);
+  const found = await late.ready;
+  t.equal(found.model?.value, 'whisper-1');
+  await t.rejects(collect(late.read(modelSplice(found, 'whisper-large-v3'))), { message: 'connection reset' }, 'a read under way fails with the source error');
+  t.same(await emptied(dir), [], 'and the file is removed');
+  late.release();
 });
 
 t.test('multipart: a file named "model" is not the model field', async (t) => {
+  const dir = spoolDir(t);
   const body = multipart([
     { name: 'model', filename: 'model.bin', value: 'weights' },
     { header: 'Content-Disposition: form-data; name="model"; filename*=UTF-8\'\'m.bin', value: 'more' },
     { header: 'Content-Disposition: form-data; name="mo\\"del"', value: 'quoted' },
     { name: 'model', value: 'tts-1' },
   ]);
-  const rewrite = await rewriteMultipartModelStream(source([body]), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
-  t.equal(rewrite.model, 'tts-1');
-  t.same(Object.fromEntries(rewrite.fields), { 'mo"del': 'quoted' });
+  const form = new SpooledFormBody(source([body]), CONTENT_TYPE, dir);
+  const found = await form.ready;
+  t.equal(found.model?.value, 'tts-1');
+  t.equal(found.model?.start, body.lastIndexOf('tts-1'));
+  t.same(Object.fromEntries(found.fields), { 'mo"del': 'quoted' });
+  form.release();
 });
 
 t.test('multipart: without a model field the original bytes come back', async (t) => {
+  const dir = spoolDir(t);
   const body = multipart(
     [
       { name: 'stream', value: 'false' },
@@ -431,32 +447,34 @@ t.test('multipart: without a model field the original bytes come back', async (t
     { epilogue: '\r\nepilogue --' },
   );
   for (const { label, chunks } of splits(body)) {
-    const rewrite = await rewriteMultipartModelStream(source(chunks), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
-    const { out, lengthDelta } = await rewriteAll(rewrite, 'ignored');
-    if (rewrite.model !== undefined || lengthDelta !== 0 || !out.equals(body)) t.fail(label);
-    if (JSON.stringify(Object.fromEntries(rewrite.fields)) !== '{"stream":"false","empty":""}') t.fail(`${label}: fields`);
+    const form = new SpooledFormBody(source(chunks), CONTENT_TYPE, dir);
+    const found = await form.ready;
+    const out = await collect(form.read(modelSplice(found, 'ignored')));
+    if (found.model !== undefined || !out.equals(body)) t.fail(label);
+    if (JSON.stringify(Object.fromEntries(found.fields)) !== '{"stream":"false","empty":""}') t.fail(`${label}: fields`);
+    form.release();
   }
   t.pass('all splits');
 });
 
 t.test('multipart: quoted boundary, transport padding, empty model value', async (t) => {
+  const dir = spoolDir(t);
   const boundary = 'a b:c';
   const body = `--${boundary} \t\r\nContent-Disposition: form-data; name=model\r\n\r\n\r\n--${boundary}--`;
-  const rewrite = await rewriteMultipartModelStream(source([body]), {
-    contentType: `Multipart/Form-Data; charset=utf-8; boundary="${boundary}"`,
-    maxPrefixBytes: LIMIT,
-    spoolDir: SPOOL_DIR,
-  });
-  t.equal(rewrite.model, '');
-  const { out, lengthDelta } = await rewriteAll(rewrite, 'dall-e-2');
+  const form = new SpooledFormBody(source([body]), `Multipart/Form-Data; charset=utf-8; boundary="${boundary}"`, dir);
+  const found = await form.ready;
+  t.same(found.model, { value: '', start: body.indexOf('\r\n\r\n\r\n') + 4, end: body.indexOf('\r\n\r\n\r\n') + 4 });
+  const out = await collect(form.read(modelSplice(found, 'dall-e-2')));
   t.equal(out.toString(), body.replace('\r\n\r\n\r\n', '\r\n\r\ndall-e-2\r\n'));
-  t.equal(lengthDelta, 8);
+  form.release();
 });
 
 t.test('multipart: malformed bodies and headers are invalid_multipart', async (t) => {
+  const dir = spoolDir(t);
   for (const contentType of [undefined, 'application/json', 'multipart/form-data', `multipart/mixed; boundary=${BOUNDARY}`, `multipart/form-data; boundary=${'b'.repeat(71)}`, `multipart/form-data; boundary=x; boundary=y`]) {
-    await rejectsWith(t, rewriteMultipartModelStream(source(['']), { contentType, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR }), 'invalid_multipart', contentType);
+    t.throws(() => new SpooledFormBody(source(['']), contentType as string, dir), { name: 'BodyRewriteError', code: 'invalid_multipart' }, String(contentType));
   }
+  t.same(readdirSync(dir), [], 'a form refused by its header is not spooled');
   const model = multipart([{ name: 'model', value: 'm' }]);
   const bodies: Array<[string, Buffer | string]> = [
     ['truncated in the model value', model.subarray(0, model.indexOf('\r\n\r\nm') + 5)],
@@ -472,42 +490,54 @@ t.test('multipart: malformed bodies and headers are invalid_multipart', async (t
     ['model not UTF-8', Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\n`), Buffer.of(0xff), Buffer.from(`\r\n--${BOUNDARY}--`)])],
   ];
   for (const [label, body] of bodies) {
-    await rejectsWith(t, rewriteMultipartModelStream(source([body]), { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR }), 'invalid_multipart', label);
+    await rejectsWith(t, new SpooledFormBody(source([body]), CONTENT_TYPE, dir).ready, 'invalid_multipart', label);
   }
+  t.same(await emptied(dir), [], 'no spool file is left behind');
 });
 
-t.test('multipart: the streamed tail is still checked (second model field, truncation)', async (t) => {
+t.test('multipart: the rest of the form is still checked (second model field, truncation)', async (t) => {
+  const dir = spoolDir(t);
   const body = multipart([
     { name: 'model', value: 'a' },
     { name: 'file', filename: 'f', value: 'data' },
     { name: 'model', value: 'b' },
   ]);
   const cut = body.indexOf('\r\n\r\ndata');
-  const rewrite = await rewriteMultipartModelStream(source([body.subarray(0, cut), body.subarray(cut)]), {
-    contentType: CONTENT_TYPE,
-    maxPrefixBytes: LIMIT,
-    spoolDir: SPOOL_DIR,
-  });
-  t.equal(rewrite.model, 'a');
-  await rejectsWith(t, collect(rewrite.replaceModel('u').body), 'invalid_multipart');
-  t.throws(() => rewrite.replaceModel('u'), /already been taken/);
+  const form = new SpooledFormBody(source([body.subarray(0, cut), body.subarray(cut)]), CONTENT_TYPE, dir);
+  const found = await form.ready;
+  t.equal(found.model?.value, 'a');
+  await rejectsWith(t, collect(form.read(modelSplice(found, 'u'))), 'invalid_multipart');
+  await rejectsWith(t, collect(form.read(modelSplice(found, 'v'))), 'invalid_multipart', 'and so does every later attempt');
+  form.release();
   const complete = multipart([{ name: 'model', value: 'a' }, { name: 'file', filename: 'f', value: 'data' }]);
-  const truncated = await rewriteMultipartModelStream(source([complete.subarray(0, cut), complete.subarray(cut, -2)]), {
-    contentType: CONTENT_TYPE,
-    maxPrefixBytes: LIMIT,
-    spoolDir: SPOOL_DIR,
-  });
-  await rejectsWith(t, collect(truncated.replaceModel('u').body), 'invalid_multipart', 'no closing boundary');
-  const crlf = await rewriteMultipartModelStream(source([multipart([{ name: 'model', value: 'a' }])]), {
-    contentType: CONTENT_TYPE,
-    maxPrefixBytes: LIMIT,
-    spoolDir: SPOOL_DIR,
-  });
-  t.throws(() => crlf.replaceModel('x\r\n'), RangeError);
+  const truncated = new SpooledFormBody(source([complete.subarray(0, cut), complete.subarray(cut, -2)]), CONTENT_TYPE, dir);
+  await rejectsWith(t, collect(truncated.read(modelSplice(await truncated.ready, 'u'))), 'invalid_multipart', 'no closing boundary');
+  truncated.release();
+  t.same(await emptied(dir), [], 'no spool file is left behind');
 });
 
-t.test('multipart: resolves before the file exists and streams 32 MiB with backpressure', async (t) => {
-  const head = multipart([{ name: 'n', value: '1' }, { name: 'model', value: 'gpt-image-1' }]).subarray(0, -`\r\n--${BOUNDARY}--`.length);
+t.test('multipart: a form cut short never reaches a reader whole; its last 128 bytes wait for the closing boundary', async (t) => {
+  const dir = spoolDir(t);
+  const cutShort = multipart([{ name: 'model', value: 'a' }, { name: 'file', filename: 'f', value: 'd'.repeat(1000) }]).subarray(0, -2);
+  const readable = new Readable({ read() {} });
+  readable.push(cutShort);
+  const form = new SpooledFormBody(readable, CONTENT_TYPE, dir);
+  const received: Buffer[] = [];
+  const reading = (async () => {
+    for await (const chunk of form.read(modelSplice(await form.ready, 'u'))) received.push(chunk as Buffer);
+  })();
+  const got = () => received.reduce((sum, chunk) => sum + chunk.length, 0);
+  for (let i = 0; i < 200 && got() < cutShort.length - 128; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.equal(got(), cutShort.length - 128, 'all but the last 128 bytes while the form still comes');
+  readable.push(null);
+  await rejectsWith(t, reading, 'invalid_multipart', 'then the read fails');
+  t.equal(got(), cutShort.length - 128, 'without the rest');
+  form.release();
+});
+
+t.test('multipart: resolves before the file exists; a read streams 32 MiB as the form arrives', async (t) => {
+  const dir = spoolDir(t);
+  const head = multipart([{ name: 'n', value: '1' }, { name: 'model', value: 'gpt-image-1' }, { name: 'prompt', value: 'p'.repeat(1000) }]).subarray(0, -`\r\n--${BOUNDARY}--`.length);
   const fileHead = Buffer.from(`\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="image"; filename="big.png"\r\n\r\n`);
   const piece = Buffer.from(Array.from({ length: 64 * 1024 }, (_, i) => (i * 7919) % 251));
   piece.write('\r\n--', 100, 'latin1');
@@ -515,22 +545,32 @@ t.test('multipart: resolves before the file exists and streams 32 MiB with backp
   const end = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
   const { gate, open } = opener();
   const { readable, state } = gatedSource(Buffer.concat([head, fileHead]), () => piece, count, end, gate);
-  const rewrite = await rewriteMultipartModelStream(readable, { contentType: CONTENT_TYPE, maxPrefixBytes: LIMIT, spoolDir: SPOOL_DIR });
+  const form = new SpooledFormBody(readable, CONTENT_TYPE, dir);
+  const found = await form.ready;
   t.notOk(state.tailStarted, 'resolved from the head alone');
-  t.equal(rewrite.model, 'gpt-image-1');
-  t.same(Object.fromEntries(rewrite.fields), { n: '1' });
-  open();
-  const { body, lengthDelta } = rewrite.replaceModel('gpt-image-1.5');
-  const result = await consumeSlowly(body, () => state.produced);
+  t.equal(found.model?.value, 'gpt-image-1');
+  t.same(Object.fromEntries(found.fields), { n: '1' });
+  const hash = createHash('sha256');
+  let tailStartedAtFirstChunk: boolean | undefined;
+  for await (const chunk of form.read(modelSplice(found, 'gpt-image-1.5'))) {
+    if (tailStartedAtFirstChunk === undefined) {
+      tailStartedAtFirstChunk = state.tailStarted;
+      open();
+    }
+    hash.update(chunk as Buffer);
+    // A slow reader: the form is spooled ahead of it.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  t.equal(tailStartedAtFirstChunk, false, 'the read began before the file part came');
 
   const expected = createHash('sha256');
   expected.update(Buffer.from(head.toString('latin1').replace('gpt-image-1', 'gpt-image-1.5'), 'latin1'));
   expected.update(fileHead);
   for (let i = 0; i < count; i++) expected.update(piece);
   expected.update(end);
-  t.equal(result.digest, expected.digest('hex'));
-  t.equal(lengthDelta, 2);
-  t.ok(result.maxAhead < 1024 * 1024, `source stayed within ${result.maxAhead} bytes of the consumer`);
+  t.equal(hash.digest('hex'), expected.digest('hex'));
+  form.release();
+  t.same(await emptied(dir), [], 'release() removes the file');
 });
 
 t.test('BodyRewriteError carries its code', async (t) => {

@@ -1,8 +1,5 @@
 export { BodyRewriteError } from './body-rewrite-error.ts';
 export type { BodyRewriteErrorCode } from './body-rewrite-error.ts';
-export type { ModelRewrite, RewrittenBody } from './model-rewrite.ts';
-export { rewriteMultipartModelStream } from './rewrite-multipart-model-stream.ts';
-export type { MultipartModelRewrite, MultipartModelStreamOptions } from './rewrite-multipart-model-stream.ts';
 export { multipartBoundary, SpooledFormBody } from './spooled-form-body.ts';
 export type { FormModel } from './spooled-form-body.ts';
 export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
