@@ -5,6 +5,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
 import { attemptSplices, BodyRewriteError, bodyModelKey, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { SpooledStreamBody } from './body/spooled-stream-body.ts';
 import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -56,10 +57,11 @@ const QUOTE = 0x22;
 /**
  * Reads what the operation's body kind needs to route the request. JSON up to
  * `bufferedJsonBytes` is parsed whole, larger JSON is spooled to a file and scanned for its
- * routing members, and multipart bodies are spooled as they stream through with only the model
- * rewritten, so an upload is never held in memory whole and another attempt can send it
- * again. Whichever way it is read, a body that stops coming for `idleTimeoutMs` is refused
- * with `request_timeout` (or, once streaming to the upstream, fails that request with it).
+ * routing members, multipart bodies are spooled as they stream through with only the model
+ * rewritten, and larger passthrough bodies are spooled as sent, so an upload is never held in
+ * memory whole and another attempt can send it again. Whichever way it is read, a body that
+ * stops coming for `idleTimeoutMs` is refused with `request_timeout` (or, once streaming to the
+ * upstream, fails that request with it).
  */
 export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits, idleTimeoutMs: number): PreparedBody | Promise<PreparedBody> {
   if (op.body === 'none' || op.body === 'websocket' || req.method === 'GET' || req.method === 'HEAD') return NO_BODY;
@@ -100,8 +102,9 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
 
 /**
  * A passthrough body, sent on as the client sent it, whatever its type or encoding: nothing in
- * it routes the request. A small one is read whole, so that another attempt can send it again;
- * a larger one streams through once.
+ * it routes the request. A small one is read whole; a larger one (or one of unknown length) is
+ * spooled as it arrives, the first attempt streaming as the upload does. Either way another
+ * attempt can send it again.
  */
 function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits, idleTimeoutMs: number): PreparedBody | Promise<PreparedBody> {
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
@@ -109,14 +112,33 @@ function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits, idle
   if (declared === 0 || (declared === undefined && req.headers['transfer-encoding'] === undefined)) return NO_BODY;
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
   if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record), idleTimeoutMs);
+  return spooledRaw(req, declared, record, limits, idleTimeoutMs);
+}
+
+async function spooledRaw(req: IncomingMessage, declared: number | undefined, record: boolean, limits: BodyLimits, idleTimeoutMs: number): Promise<PreparedBody> {
   const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes, idleTimeoutMs);
+  const spooled = new SpooledStreamBody(tee.stream, limits.spoolDir ?? tmpdir());
+  const recorded = (): RecordedRequestBody | undefined => {
+    if (!record) return undefined;
+    const { bytes, total } = tee.captured();
+    return recordedBodyText(bytes, total);
+  };
+  try {
+    // Before any attempt: a spool file that cannot be written is the gateway's failure, not the upstream's.
+    await spooled.opened;
+  } catch (err) {
+    tee.stream.destroy();
+    req.resume();
+    const refusal = requestBodyFailure(err);
+    if (refusal !== undefined) return refusedBody(refusal, recorded());
+    throw req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err;
+  }
   return {
-    body: { kind: 'stream', open: async () => (declared === undefined ? { stream: tee.stream } : { stream: tee.stream, length: declared }) },
+    body: { kind: 'stream', replayable: true, open: async () => (declared === undefined ? { stream: spooled.read() } : { stream: spooled.read(), length: declared }) },
     fields: undefined,
     recorded: () => {
-      if (!record) return undefined;
-      const { bytes, total } = tee.captured();
-      return recordedBodyText(bytes, total);
+      spooled.release();
+      return recorded();
     },
   };
 }
