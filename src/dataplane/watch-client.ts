@@ -67,9 +67,15 @@ function connectionWatchers(socket: Socket): ConnectionWatchers {
 export class RequestWatch implements ClientWatcher {
   readonly #connection: ConnectionWatchers;
   #onGone: (() => void) | undefined;
-  /** Also the relay's DeliveryOptions.onClientGone. */
+  #gone = false;
+  /**
+   * Also the relay's DeliveryOptions.onClientGone. A client that left while nothing was pointed
+   * at (between two phases, such as a credential's verdict being written) is told to the next
+   * handler, once the caller's synchronous setup is done.
+   */
   readonly point = (handler: (() => void) | undefined): void => {
     this.#onGone = handler;
+    if (this.#gone && handler !== undefined) queueMicrotask(() => this.#onGone?.());
   };
 
   constructor(socket: Socket) {
@@ -78,6 +84,7 @@ export class RequestWatch implements ClientWatcher {
   }
 
   clientGone(): void {
+    this.#gone = true;
     this.#onGone?.();
   }
 
