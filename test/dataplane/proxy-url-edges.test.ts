@@ -132,11 +132,9 @@ t.test('a chat completion goes through an HTTP proxy whose URL has a user and no
   t.equal(proxy.refused, 0, 'the proxy accepted the credentials');
   t.same(proxy.tunnels, [new URL(upstream.url).host]);
   t.equal(upstream.requests.length, 1);
-  t.notOk(upstream.requests[0]!.headers['proxy-authorization'], 'the proxy credentials stay with the proxy');
+  t.notOk(upstream.requests[0]?.headers['proxy-authorization'], 'the proxy credentials stay with the proxy');
 });
 
-// test/dataplane/helpers/socks5-server.ts cannot read a zero-length password, so this proxy
-// only records the RFC 1929 sub-negotiation the gateway sends, then refuses it.
 t.test('a SOCKS5 proxy URL with a user and no password logs in as that user with an empty password', async (t) => {
   // The proxy takes only that login (RFC 1929: user `onlyuser`, empty password).
   const proxy = await startSocks5Server({ username: 'onlyuser', password: '' });

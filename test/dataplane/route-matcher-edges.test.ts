@@ -80,6 +80,11 @@ t.test('a one-segment parameter with no :verb after it takes colons; a generate-
   const posted = await rawRequest(`${gw.url}/v1/models/llama3:8b`, { method: 'POST', headers: clientAuthHeaders('x-completions', keyValue), body: '{}' });
   t.equal(posted.status, 405);
   t.match(await waitForLog(gw, posted.headers['x-switchyard-request-id'] as string), { protocol: 'models', operation: 'models-retrieve', external_model: 'llama3:8b' });
+  // A generate-style model keeps its colons up to the last :verb (a 405: no Group is needed to name it).
+  const generate = Object.values(OPERATIONS).find((op) => op.path.endsWith('}:generateContent'))!;
+  const wrongMethod = await rawRequest(`${gw.url}/v1beta/models/x:y:generateContent`, { method: 'GET', headers: clientAuthHeaders('x-generate', keyValue) });
+  t.equal(wrongMethod.status, 405);
+  t.match(await waitForLog(gw, wrongMethod.headers['x-switchyard-request-id'] as string), { protocol: generate.protocol, operation: generate.id, external_model: 'x:y' });
   t.same(upstream.requests, []);
 });
 
