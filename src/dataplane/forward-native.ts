@@ -452,9 +452,11 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
     attempt.error_code = 'shutting_down';
     return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate, credential });
   }
-  // The client's own body failed while it streamed (too large, a broken form): the
-  // upstream is not to blame. Other body errors (undici's own, on an upstream reset) are the upstream's.
-  const bodyFailure = at.streamedBody?.errored ? requestBodyFailure(at.streamedBody.errored) : undefined;
+  // The client's own body failed while it streamed (too large, a broken form), or the spool
+  // file did (spool_unavailable), or the body could not be made for this attempt (a mapped model
+  // a form cannot carry): the upstream is not to blame, and the next attempt would fare no
+  // better. Other body errors (undici's own, on an upstream reset) are the upstream's.
+  const bodyFailure = requestBodyFailure(at.streamedBody === undefined ? err : at.streamedBody.errored);
   if (bodyFailure) {
     attempt.error_code = bodyFailure.code;
     return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });

@@ -4,8 +4,7 @@ import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
-import { SpooledStreamBody } from './body/spooled-stream-body.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -117,7 +116,7 @@ function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits, idle
 
 async function spooledRaw(req: IncomingMessage, declared: number | undefined, record: boolean, limits: BodyLimits, idleTimeoutMs: number): Promise<PreparedBody> {
   const tee = capturePrefix(req, record ? RECORD_PREFIX_BYTES : 0, limits.maxBodyBytes, idleTimeoutMs);
-  const spooled = new SpooledStreamBody(tee.stream, limits.spoolDir ?? tmpdir());
+  const spooled = new FollowedSpoolFile(tee.stream, limits.spoolDir ?? tmpdir());
   const recorded = (): RecordedRequestBody | undefined => {
     if (!record) return undefined;
     const { bytes, total } = tee.captured();
@@ -246,8 +245,8 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
   } catch (err) {
     tee.stream.destroy();
     req.resume();
-    // Anything but a verdict on the form itself comes from the client's connection, unless it
-    // is still there: then the spool file failed, which is ours.
+    // Anything but a verdict on the form or a spool file failure (spool_unavailable, ours)
+    // comes from the client's connection, unless it is still there: then it is a bug of ours.
     const refusal = requestBodyFailure(err);
     if (refusal === undefined) throw req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err;
     if (!record || !(err instanceof BodyRewriteError)) throw refusal;
@@ -263,10 +262,10 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
       kind: 'stream',
       replayable: true,
       open: async (upstreamModel) => {
-        const splices = span === undefined || upstreamModel === null ? [] : [{ start: span.start, end: span.end, bytes: formModelBytes(upstreamModel) }];
+        const splices = span === undefined || upstreamModel === null ? [] : [formModelSplice(span, upstreamModel)];
         const stream = form.read(splices);
         if (declared === undefined) return { stream };
-        return { stream, length: declared + splices.reduce((sum, s) => sum + s.bytes.length - (s.end - s.start), 0) };
+        return { stream, length: declared + spliceDelta(splices) };
       },
     },
     fields,
@@ -277,10 +276,4 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
       return recordedBodyText(bytes, total);
     },
   };
-}
-
-function formModelBytes(upstream: string): Buffer {
-  // A line break could start a delimiter line inside the value.
-  if (/[\r\n]/.test(upstream)) throw new RangeError('a multipart model value cannot contain CR or LF');
-  return Buffer.from(upstream, 'utf8');
 }

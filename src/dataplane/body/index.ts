@@ -1,6 +1,9 @@
 export { BodyRewriteError } from './body-rewrite-error.ts';
 export type { BodyRewriteErrorCode } from './body-rewrite-error.ts';
-export { multipartBoundary, SpooledFormBody } from './spooled-form-body.ts';
+export { formModelSplice, multipartBoundary, SpooledFormBody } from './spooled-form-body.ts';
+export { FollowedSpoolFile } from './followed-spool-file.ts';
+export type { SpoolChecks } from './followed-spool-file.ts';
+export { SpoolFailure } from './spool-failure.ts';
 export type { FormModel } from './spooled-form-body.ts';
 export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
 export { jsonAttemptBody } from './json-attempt-body.ts';
@@ -9,7 +12,7 @@ export { JsonMemberScanner, MAX_SCANNED_MEMBERS } from './json-member-scanner.ts
 export type { ScannedMember, ScannedObject } from './json-member-scanner.ts';
 export { locateMembers } from './locate-members.ts';
 export type { MemberSpan, ObjectLayout } from './locate-members.ts';
-export { applySplices, attemptSplices } from './json-body-splices.ts';
+export { applySplices, attemptSplices, spliceDelta } from './json-body-splices.ts';
 export type { Splice } from './json-body-splices.ts';
 export { receiveJsonBody, RefusedJsonBody, SpooledJsonBody } from './receive-json-body.ts';
 export type { ReceiveJsonOptions, ReceivedJson } from './receive-json-body.ts';
