@@ -7,11 +7,13 @@ import { DataPlaneError } from './data-plane-error.ts';
  * recorded request body) and counting it against `maxBytes`. A body silent for
  * `idleTimeoutMs` fails the stream with `request_timeout`, and so whatever reads it: the
  * form's rewriter, or the upstream request it is streaming to, which is then called off.
+ * `captured()` also tells whether the body ended: an upstream may answer before it does.
  */
-export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number, idleTimeoutMs?: number): { stream: Transform; captured(): { bytes: Buffer; total: number } } {
+export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number, idleTimeoutMs?: number): { stream: Transform; captured(): CapturedPrefix } {
   const kept: Buffer[] = [];
   let keptBytes = 0;
   let total = 0;
+  let ended = false;
   const stream = new Transform({
     transform(chunk: Buffer, _enc, done) {
       total += chunk.length;
@@ -22,6 +24,11 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
         keptBytes += part.length;
       }
       done(null, chunk);
+    },
+    // Every byte of the body has been counted: `total` is its size.
+    flush(done) {
+      ended = true;
+      done();
     },
   });
   source.on('error', (err) => stream.destroy(err));
@@ -36,7 +43,15 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
   source.on('data', () => silence.touch());
   source.once('end', () => silence.stop());
   stream.once('close', () => silence.stop());
-  return { stream, captured: () => ({ bytes: Buffer.concat(kept), total }) };
+  return { stream, captured: () => ({ bytes: Buffer.concat(kept), total, ended }) };
+}
+
+export interface CapturedPrefix {
+  /** The body's first `keepBytes`. */
+  bytes: Buffer;
+  /** Bytes counted so far: the body's size once it ended. */
+  total: number;
+  ended: boolean;
 }
 
 function ignoreError(): void {}

@@ -5,7 +5,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
 import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
-import { capturePrefix } from './capture-prefix.ts';
+import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import type { ForwardBody } from './forward-native.ts';
@@ -18,7 +18,8 @@ export interface PreparedBody {
   fields: Record<string, unknown> | undefined;
   /**
    * Called once, when the request has ended: what the log records of the body (a streamed
-   * body is only known then). It also removes a spooled body's temporary file.
+   * body is only known then; one the upstream answered before it ended is recorded truncated).
+   * It also removes a spooled body's temporary file.
    */
   recorded(): RecordedRequestBody | undefined;
   /** The body was read but is refused (not JSON, not an object): kept so that the log still records it. */
@@ -119,8 +120,7 @@ async function spooledRaw(req: IncomingMessage, declared: number | undefined, re
   const spooled = new FollowedSpoolFile(tee.stream, limits.spoolDir ?? tmpdir());
   const recorded = (): RecordedRequestBody | undefined => {
     if (!record) return undefined;
-    const { bytes, total } = tee.captured();
-    return recordedBodyText(bytes, total);
+    return recordedPrefix(tee.captured(), declared);
   };
   try {
     // Before any attempt: a spool file that cannot be written is the gateway's failure, not the upstream's.
@@ -206,6 +206,15 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   };
 }
 
+/**
+ * A streamed body as far as it arrived. The upstream may answer before the upload ends (and the
+ * connection is then closed, the rest unread): that body is truncated, its size the declared
+ * length, or with none what arrived.
+ */
+function recordedPrefix({ bytes, total, ended }: CapturedPrefix, declared: number | undefined): RecordedRequestBody {
+  return recordedBodyText(bytes, ended ? total : (declared ?? total), ended);
+}
+
 function refusedBody(refusal: DataPlaneError, recorded: RecordedRequestBody | undefined): PreparedBody {
   return { body: { kind: 'none' }, fields: undefined, recorded: () => recorded, refusal };
 }
@@ -272,8 +281,7 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     recorded: () => {
       form.release();
       if (!record) return undefined;
-      const { bytes, total } = tee.captured();
-      return recordedBodyText(bytes, total);
+      return recordedPrefix(tee.captured(), declared);
     },
   };
 }

@@ -5,10 +5,11 @@ import type { RecordedRequestBody } from '../store/logs/index.ts';
  * What the log keeps of a body's bytes (spec section 2 rule 2: the original, not a summary):
  * valid UTF-8 as its text, anything else (a binary upload, a form with files) as base64, so
  * that no byte is lost either way. A prefix of a longer body may end inside a character: that
- * incomplete sequence is left out before deciding, so that a cut text stays text.
+ * incomplete sequence is left out before deciding, so that a cut text stays text. A body that
+ * had not ended (its upstream answered first) is truncated even when all that arrived was kept.
  */
-export function recordedBodyText(bytes: Buffer, originalBytes: number): RecordedRequestBody {
-  const truncated = bytes.length < originalBytes;
+export function recordedBodyText(bytes: Buffer, originalBytes: number, ended = true): RecordedRequestBody {
+  const truncated = !ended || bytes.length < originalBytes;
   const kept = truncated ? bytes.subarray(0, completeUtf8Length(bytes)) : bytes;
   const state = truncated ? 'truncated' : 'recorded';
   return isUtf8(kept) ? { state, original_bytes: originalBytes, body: kept.toString('utf8') } : { state, original_bytes: originalBytes, body: bytes.toString('base64'), encoding: 'base64' };

@@ -2,7 +2,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { Splice } from './json-body-splices.ts';
-import { SpoolFailure } from './spool-failure.ts';
+import { SpoolFailure, warnSpoolFailure } from './spool-failure.ts';
 import { createSpoolFile, discardSpoolFile, removeSpoolFile, type SpoolFile } from './spool-file.ts';
 
 const READ_BYTES = 64 * 1024;
@@ -185,11 +185,4 @@ export class FollowedSpoolFile {
     if (bytesRead === 0) throw warnSpoolFailure(new SpoolFailure('the file is shorter than it was'));
     return bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
   }
-}
-
-// The client is answered spool_unavailable without the details (they name the gateway's disk);
-// the operator finds them here.
-function warnSpoolFailure(error: SpoolFailure): SpoolFailure {
-  process.emitWarning(`switchyard: ${error.message}`);
-  return error;
 }

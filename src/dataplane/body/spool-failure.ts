@@ -8,3 +8,12 @@ export class SpoolFailure extends Error {
     this.name = 'SpoolFailure';
   }
 }
+
+/**
+ * Reports a spool failure to the operator and returns it: the client is answered
+ * spool_unavailable without the details, which name the gateway's disk.
+ */
+export function warnSpoolFailure(error: SpoolFailure): SpoolFailure {
+  process.emitWarning(`switchyard: ${error.message}`);
+  return error;
+}

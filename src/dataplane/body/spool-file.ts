@@ -3,6 +3,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Splice } from './json-body-splices.ts';
+import { SpoolFailure, warnSpoolFailure } from './spool-failure.ts';
 
 /** A request body being written to a temporary file in the spool directory. */
 export interface SpoolFile {
@@ -39,17 +40,18 @@ export function removeSpoolFile(file: string): void {
 
 /**
  * The first `size` bytes of `file` with `splices` (sorted, not overlapping) applied. The file
- * is opened on the first read, so a stream dropped unread holds no descriptor.
+ * is opened on the first read, so a stream dropped unread holds no descriptor. A file that
+ * cannot be read fails with a SpoolFailure: the gateway's, not the upstream's the body streams to.
  */
 export async function* readSpliced(file: string, size: number, splices: readonly Splice[]): AsyncGenerator<Buffer> {
-  const handle = await open(file, 'r');
+  const handle = await spoolRead(() => open(file, 'r'));
   try {
     let at = 0;
     for (const splice of [...splices, { start: size, end: size, bytes: Buffer.alloc(0) }]) {
       while (at < splice.start) {
         const want = Math.min(READ_BYTES, splice.start - at);
-        const { bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(want), 0, want, at);
-        if (bytesRead === 0) throw new Error('the spooled request body is shorter than it was');
+        const { bytesRead, buffer } = await spoolRead(() => handle.read(Buffer.allocUnsafe(want), 0, want, at));
+        if (bytesRead === 0) throw warnSpoolFailure(new SpoolFailure('the file is shorter than it was'));
         yield bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
         at += bytesRead;
       }
@@ -58,6 +60,14 @@ export async function* readSpliced(file: string, size: number, splices: readonly
     }
   } finally {
     await handle.close();
+  }
+}
+
+async function spoolRead<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    throw warnSpoolFailure(new SpoolFailure(error as Error));
   }
 }
 
