@@ -193,12 +193,12 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', NO_RETRY);
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
-        const routed = candidates.find((c) => c.resolution.ok);
-        // The route as declared and as the engine resolved it for this model (route inspection's
-        // `N/C -> converted`): the record shows which side a conversion_not_available refused.
-        if (routed?.resolution.ok) {
-          log.route_mode = routed.resolution.declared;
-          log.effective = routed.resolution.effective;
+        // The route of the Group whose refusal this is, as declared and as the engine resolved it
+        // for this model (route inspection's `N/C -> converted`).
+        const resolution = refusal.refusedBy?.resolution;
+        if (resolution?.ok) {
+          log.route_mode = resolution.declared;
+          log.effective = resolution.effective;
         }
         throw new DataPlaneError(refusal.code, refusal.detail);
       }

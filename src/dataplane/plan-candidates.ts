@@ -81,8 +81,12 @@ function weightedShuffle(items: Candidate[], random: () => number): Candidate[] 
   return out;
 }
 
-/** The refusal a request gets when no candidate is included: the furthest any Group got. */
-export function refusalFor(candidates: readonly Candidate[], model: string | undefined): { code: DataPlaneCode; detail: string } {
+/**
+ * The refusal a request gets when no candidate is included: `model_not_visible` when no Group
+ * serving the model is both visible to the key and enabled, else the reason of the first such
+ * Group in priority order, which is named as `refusedBy`.
+ */
+export function refusalFor(candidates: readonly Candidate[], model: string | undefined): { code: DataPlaneCode; detail: string; refusedBy?: Candidate } {
   const visible = candidates.filter((c) => c.excluded_because !== 'group_not_visible' && c.excluded_because !== 'model_not_visible');
   const enabled = visible.filter((c) => c.excluded_because !== 'group_disabled');
   const first = enabled[0];
@@ -90,6 +94,6 @@ export function refusalFor(candidates: readonly Candidate[], model: string | und
     const what = model === undefined ? 'this operation' : `model "${model}"`;
     return { code: 'model_not_visible', detail: visible.length ? `Every group serving ${what} is disabled.` : `No group serves ${what} to this key.` };
   }
-  if (!first.resolution.ok) return { code: first.resolution.reason_code, detail: first.resolution.detail };
-  return { code: first.excluded_because as DataPlaneCode, detail: `Group ${first.group.id} (${first.group.channel}).` };
+  if (!first.resolution.ok) return { code: first.resolution.reason_code, detail: first.resolution.detail, refusedBy: first };
+  return { code: first.excluded_because as DataPlaneCode, detail: `Group ${first.group.id} (${first.group.channel}).`, refusedBy: first };
 }

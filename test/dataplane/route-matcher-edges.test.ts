@@ -119,3 +119,21 @@ t.test('an N/C route refused with conversion_not_available records route_mode an
   t.match(record, { error_code: 'conversion_not_available', external_model: 'claude-3-5-sonnet', route_mode: 'N/C', effective: 'converted', attempt_count: 0 });
   t.same(upstream.requests, [], 'the upstream received nothing');
 });
+
+t.test('a refusal record carries the route of the Group refusing, not of a disabled or hidden one before it', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  const model = { external: 'claude-3-5-sonnet', upstream: 'claude-3-5-sonnet' };
+  // ch33's generate route is native (spec matrix): a higher Group the key cannot use must not lend the record its N.
+  const vertex = await gw.store.groups.create({ name: 'vertex', channel: 'ch18', base_url: upstream.url, priority: 1, models: [model] });
+  const disabled = await gw.store.groups.create({ name: 'off', channel: 'ch33', base_url: upstream.url, priority: 10, enabled: false, models: [model] });
+  await gw.store.groups.create({ name: 'hidden', channel: 'ch33', base_url: upstream.url, priority: 20, models: [model] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-generate'], groups: [vertex.id, disabled.id] });
+  const res = await rawRequest(`${gw.url}/v1beta/models/claude-3-5-sonnet:generateContent`, { method: 'POST', headers: { ...clientAuthHeaders('x-generate', keyValue), 'content-type': 'application/json' }, body: '{"contents":[]}' });
+  t.equal(res.status, 400);
+  const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+  t.match(record, { error_code: 'conversion_not_available', route_mode: 'N/C', effective: 'converted' });
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
