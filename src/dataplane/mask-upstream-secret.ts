@@ -1,20 +1,28 @@
 import { maskSecret } from '../store/mask.ts';
 import type { OutgoingHeaders } from '../upstream/index.ts';
+import { isTokenByte, MIN_SUBSTRING_SECRET_LENGTH, wholeTokenPattern } from './short-secret-token.ts';
 
 /**
  * The forms a secret is echoed in: as it is, percent-encoded (a URL's query) and JSON-escaped
  * with `/` as `\/`, without repeats. They part at the first character the escapes change, so
- * none begins another. The last secret's are kept: answers of one credential come in a row.
+ * none begins another. `token` is set for a secret shorter than MIN_SUBSTRING_SECRET_LENGTH,
+ * masked only as a whole token. The last secret's are kept: answers of one credential come in a row.
  */
-function secretForms(secret: string): readonly string[] {
+function secretForms(secret: string): SecretForms {
   if (secret !== lastSecret) {
     lastSecret = secret;
-    lastForms = secret.length === 0 ? [] : [...new Set([secret, encodeURIComponent(secret), secret.replaceAll('/', '\\/')])];
+    const forms = secret.length === 0 ? [] : [...new Set([secret, encodeURIComponent(secret), secret.replaceAll('/', '\\/')])];
+    lastForms = { forms, token: forms.length > 0 && secret.length < MIN_SUBSTRING_SECRET_LENGTH ? wholeTokenPattern(forms) : undefined };
   }
   return lastForms;
 }
+interface SecretForms {
+  forms: readonly string[];
+  /** Global: reset `lastIndex` before `test`. */
+  token: RegExp | undefined;
+}
 let lastSecret = '';
-let lastForms: readonly string[] = [];
+let lastForms: SecretForms = { forms: [], token: undefined };
 
 /**
  * Masks the upstream secret out of an answer's headers, in place. It runs on every answer, so
@@ -32,61 +40,95 @@ export function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): v
   }
 }
 
-function holdsForm(value: string, forms: readonly string[]): boolean {
+function holdsForm(value: string, { forms, token }: SecretForms): boolean {
+  if (token !== undefined) {
+    token.lastIndex = 0;
+    return token.test(value);
+  }
   for (const form of forms) if (value.includes(form)) return true;
   return false;
 }
 
 /** The text with every occurrence of the upstream secret, in any of its forms (secretForms), masked (a header value, a WebSocket close reason). */
 export function maskSecretInText(text: string, secret: string): string {
+  const { forms, token } = secretForms(secret);
+  if (token !== undefined) return text.replace(token, () => maskSecret(secret));
   let masked = text;
-  for (const form of secretForms(secret)) if (masked.includes(form)) masked = masked.split(form).join(maskSecret(secret));
+  for (const form of forms) if (masked.includes(form)) masked = masked.split(form).join(maskSecret(secret));
   return masked;
 }
 
 /**
  * Masks a secret out of a body as it streams (an UpstreamReply body map): every occurrence of
  * one of its forms (secretForms) becomes `maskSecret(secret)`, one split across chunks
- * included. Only the output's longest tail that may still begin a form is held back, until the
- * next chunk or the end, so an event that ends with its blank line goes out whole at once.
+ * included; a short secret's only as a whole token. Only the output's longest tail that may
+ * still begin a form (or, for a short secret, is one whose next byte has not come) is held
+ * back, until the next chunk or the end, so an event that ends with its blank line goes out
+ * whole at once.
  */
 export class SecretMaskingStream {
   readonly #forms: readonly Buffer[];
   readonly #masked: Buffer;
-  /** A proper prefix of a form that ended the input so far. */
+  /** A short secret: masked only as a whole token. */
+  readonly #token: boolean;
+  /** The input's byte before the held tail (or the next chunk): a short secret's left neighbour. */
+  #before: number | undefined;
+  /** A tail that may begin a form (a whole form, for a short secret) that ended the input so far. */
   #held: Buffer | undefined;
 
   constructor(secret: string) {
-    this.#forms = secretForms(secret).map((form) => Buffer.from(form));
+    const { forms, token } = secretForms(secret);
+    this.#forms = forms.map((form) => Buffer.from(form));
     this.#masked = Buffer.from(maskSecret(secret));
+    this.#token = token !== undefined;
   }
 
   data(chunk: Buffer): Buffer {
-    const forms = this.#forms;
     // An empty secret occurs everywhere and masks nothing.
-    if (forms.length === 0) return chunk;
+    if (this.#forms.length === 0) return chunk;
     const input = this.#held === undefined ? chunk : Buffer.concat([this.#held, chunk]);
     this.#held = undefined;
-    const parts: Buffer[] = [];
-    let from = 0;
-    for (let found = firstForm(input, from, forms); found !== undefined; found = firstForm(input, from, forms)) {
-      parts.push(input.subarray(from, found.at), this.#masked);
-      from = found.at + found.length;
-    }
-    let held = 0;
-    for (const form of forms) held = Math.max(held, heldTailLength(input, from, form));
-    const end = input.length - held;
-    // Copied: the chunk's memory is not ours to keep.
-    if (end < input.length) this.#held = Buffer.from(input.subarray(end));
-    if (parts.length === 0) return end === input.length ? input : input.subarray(0, end);
-    parts.push(input.subarray(from, end));
-    return Buffer.concat(parts);
+    return this.#mask(input, false);
   }
 
   end(): Buffer | undefined {
     const held = this.#held;
     this.#held = undefined;
-    return held;
+    // The end is a short secret's right boundary: a held whole form is masked now.
+    return held === undefined || !this.#token ? held : this.#mask(held, true);
+  }
+
+  #mask(input: Buffer, last: boolean): Buffer {
+    const forms = this.#forms;
+    const parts: Buffer[] = [];
+    let from = 0;
+    let search = 0;
+    for (let found = firstForm(input, search, forms); found !== undefined; found = firstForm(input, search, forms)) {
+      const after = found.at + found.length;
+      if (this.#token) {
+        if (isTokenByte(found.at === 0 ? this.#before : input[found.at - 1])) {
+          search = found.at + 1;
+          continue;
+        }
+        // Its right neighbour is still to come: held, with what follows.
+        if (after === input.length && !last) break;
+        if (isTokenByte(input[after])) {
+          search = found.at + 1;
+          continue;
+        }
+      }
+      parts.push(input.subarray(from, found.at), this.#masked);
+      from = search = after;
+    }
+    let held = 0;
+    if (!last) for (const form of forms) held = Math.max(held, heldTailLength(input, search, form));
+    const end = input.length - held;
+    if (this.#token && end > 0) this.#before = input[end - 1];
+    // Copied: the chunk's memory is not ours to keep.
+    if (end < input.length) this.#held = Buffer.from(input.subarray(end));
+    if (parts.length === 0) return end === input.length ? input : input.subarray(0, end);
+    parts.push(input.subarray(from, end));
+    return Buffer.concat(parts);
   }
 }
 
@@ -100,9 +142,9 @@ function firstForm(input: Buffer, from: number, forms: readonly Buffer[]): { at:
   return first;
 }
 
-/** The length of the longest tail of `input`, from `from` on, that is a proper prefix of `form`. */
+/** The length of the longest tail of `input`, from `from` on, that begins `form` or is all of it. */
 function heldTailLength(input: Buffer, from: number, form: Buffer): number {
-  for (let at = Math.max(from, input.length - form.length + 1); at < input.length; at++) {
+  for (let at = Math.max(from, input.length - form.length); at < input.length; at++) {
     if (input[at] === form[0] && input.compare(form, 0, input.length - at, at) === 0) return input.length - at;
   }
   return 0;

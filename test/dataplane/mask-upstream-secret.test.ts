@@ -1,5 +1,6 @@
 import t from 'tap';
-import { SecretMaskingStream } from '../../src/dataplane/mask-upstream-secret.ts';
+import { maskSecretInHeaders, maskSecretInText, SecretMaskingStream } from '../../src/dataplane/mask-upstream-secret.ts';
+import type { OutgoingHeaders } from '../../src/upstream/index.ts';
 
 // The upstream credential never reaches a client (issue 4): an error body streamed through has
 // every occurrence of the secret masked, however the upstream's writes cut it.
@@ -86,4 +87,101 @@ t.test('the three forms in one body, one-byte chunks, are each masked', async (t
   const forms = [ESCAPED_SECRET, encodeURIComponent(ESCAPED_SECRET), ESCAPED_SECRET.replaceAll('/', '\\/')];
   const text = forms.map((f) => `<${f}>`).join(' ');
   t.equal(run(ESCAPED_SECRET, [...text]).out, forms.map(() => `<${ESCAPED_MASKED}>`).join(' '));
+});
+
+// A secret shorter than 8 characters (a local upstream's placeholder key: `x`, `none`,
+// `ollama`) is masked only as a whole token: not preceded or followed by an ASCII letter,
+// digit, `_` or `-`, so `a` in `application/json` and `test` in `latest` stay. maskSecret's
+// display form of a secret under 12 characters is one `*` a character (src/store/mask.ts).
+const SHORT = 'none';
+const SHORT_MASKED = '****';
+const SHORT_CASES: [name: string, text: string, expected: string][] = [
+  ['the whole text', 'none', '****'],
+  ['at the start', 'none is invalid', '**** is invalid'],
+  ['at the end', 'key is none', 'key is ****'],
+  ['a JSON error', '{"error":"key none is invalid"}', '{"error":"key **** is invalid"}'],
+  ['in quotes, twice', '"none","none"', '"****","****"'],
+  ['between punctuation', '(none)/none.none=none&', '(****)/****.****=****&'],
+  ['next to a non-ASCII letter', 'énoneé', 'é****é'],
+  ['after a lower-case letter', 'xnone', 'xnone'],
+  ['before a lower-case letter', 'nonex', 'nonex'],
+  ['after an upper-case letter', 'Xnone', 'Xnone'],
+  ['before an upper-case letter', 'noneX', 'noneX'],
+  ['after a digit', '1none', '1none'],
+  ['before a digit', 'none1', 'none1'],
+  ['after _', '_none', '_none'],
+  ['before _', 'none_', 'none_'],
+  ['after -', '-none', '-none'],
+  ['before -', 'none-', 'none-'],
+  ['twice in a row', 'nonenone', 'nonenone'],
+  ['inside a word, and alone', 'nonesuch none', 'nonesuch ****'],
+];
+
+for (const [name, text, expected] of SHORT_CASES) {
+  t.test(`a short secret ${name}: masked only as a whole token, in text and split at every position of a stream`, async (t) => {
+    t.equal(maskSecretInText(text, SHORT), expected, 'text');
+    for (let cut = 0; cut <= text.length; cut++) {
+      t.equal(run(SHORT, [text.slice(0, cut), text.slice(cut)]).out, expected, `cut at ${cut}`);
+    }
+    t.equal(run(SHORT, [...text]).out, expected, 'one-byte chunks');
+  });
+}
+
+t.test('a short secret in ordinary words of an answer is not masked', async (t) => {
+  t.equal(maskSecretInText('application/json', 'a'), 'application/json');
+  t.equal(maskSecretInText('model: latest', 'test'), 'model: latest');
+  t.equal(run('a', ['{"object":"list","data":[]}']).out, '{"object":"list","data":[]}');
+  t.equal(maskSecretInText('{"error":"model ollama not found"}', 'ollama'), '{"error":"model ****** not found"}', 'a whole word is masked');
+});
+
+t.test('a short secret ending a chunk waits for the next byte, and the end counts as a boundary', async (t) => {
+  const followed = run(SHORT, ['key none', 'x', ' none', '']);
+  t.same(followed.perChunk, ['key ', 'nonex', ' ', ''], 'held until its right neighbour came');
+  t.equal(followed.out, 'key nonex ****', 'the last one masked at the end');
+  const masked = run(SHORT, ['key none', ' ok']);
+  t.same(masked.perChunk, ['key ', '**** ok']);
+});
+
+t.test('a short secret after a token byte is not held back', async (t) => {
+  t.same(run(SHORT, ['xnone', ' y']).perChunk, ['xnone', ' y'], 'cannot be a whole token: goes out at once');
+});
+
+// `/` and `+` are what encodeURIComponent and JSON's `\/` change: each form of a short secret
+// is a whole token on its own, with its own neighbours.
+const SHORT_ESCAPED = 'a/b+';
+for (const [name, echoed] of [
+  ['as it is', SHORT_ESCAPED],
+  ['percent-encoded', encodeURIComponent(SHORT_ESCAPED)],
+  ['with / escaped as \\/', SHORT_ESCAPED.replaceAll('/', '\\/')],
+] as const) {
+  t.test(`a short secret echoed ${name} is masked only as a whole token, split at every position`, async (t) => {
+    const cases: [text: string, expected: string][] = [
+      [`?key=${echoed}&x=1`, '?key=****&x=1'],
+      [`"${echoed}"`, '"****"'],
+      [`x${echoed}`, `x${echoed}`],
+      [`${echoed}0`, `${echoed}0`],
+    ];
+    for (const [text, expected] of cases) {
+      t.equal(maskSecretInText(text, SHORT_ESCAPED), expected, `text ${text}`);
+      for (let cut = 0; cut <= text.length; cut++) {
+        t.equal(run(SHORT_ESCAPED, [text.slice(0, cut), text.slice(cut)]).out, expected, `${text} cut at ${cut}`);
+      }
+    }
+  });
+}
+
+t.test('headers: a short secret is masked only where it is a whole token', async (t) => {
+  const headers: OutgoingHeaders = { 'content-type': 'application/json', 'x-echo': 'key=a', 'x-list': ['a', 'data'] };
+  maskSecretInHeaders(headers, 'a');
+  t.same(headers, { 'content-type': 'application/json', 'x-echo': 'key=*', 'x-list': ['*', 'data'] });
+});
+
+t.test('8 characters is the length from which a secret is masked anywhere', async (t) => {
+  t.equal(maskSecretInText('x12345678x', '12345678'), 'x********x', '8: masked inside a word');
+  t.equal(run('12345678', ['x1234', '5678x']).out, 'x********x', '8: in a stream too');
+  const headers: OutgoingHeaders = { 'x-echo': 'x12345678x' };
+  maskSecretInHeaders(headers, '12345678');
+  t.equal(headers['x-echo'], 'x********x', '8: in a header too');
+  t.equal(maskSecretInText('x1234567x', '1234567'), 'x1234567x', '7: only as a whole token');
+  t.equal(run('1234567', ['x1234', '567x']).out, 'x1234567x', '7: in a stream too');
 });
