@@ -11,8 +11,8 @@ interface Decoder {
 
 /**
  * The content codings a body is decoded from (an error answer's, to mask it; a stream's, to read
- * its events): an upstream, or a relay in front of it, may compress it although the gateway
- * asked for `identity`.
+ * its events; a plain answer's, beside it, to read its usage): an upstream, or a relay in front
+ * of it, may compress it although the gateway asked for `identity`.
  */
 const DECODERS: Record<string, Decoder> = {
   gzip: { stream: () => zlib.createGunzip(), whole: zlib.gunzipSync },
@@ -40,6 +40,26 @@ function codingsOf(headers: HeaderMap): string[] {
     .split(',')
     .map((c) => c.trim().toLowerCase())
     .filter((c) => c !== '' && c !== 'identity');
+}
+
+/**
+ * The decoding stages of an answer whose codings are all decodable (none for identity), in the
+ * order to pipe them; for a plain answer's usage, read beside the bytes that go as sent.
+ */
+export function decodingStages(headers: HeaderMap): Transform[] {
+  return decodersFor(headers).map((d) => d.stream());
+}
+
+/**
+ * A whole body of an answer whose codings are all decodable, decoded to at most `limit` bytes:
+ * `over_limit` when it decodes to more, undefined when it does not decode.
+ */
+export function decodedWithin(headers: HeaderMap, body: Buffer, limit: number): Buffer | 'over_limit' | undefined {
+  try {
+    return decodersFor(headers).reduce((data, d) => d.whole(data, { maxOutputLength: limit }), body);
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' ? 'over_limit' : undefined;
+  }
 }
 
 /** Whether every content coding of an answer is one the gateway decodes (identity alone included). */

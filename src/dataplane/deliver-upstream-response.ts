@@ -1,9 +1,10 @@
 import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
-import { closeIfBodyUnread } from './close-if-body-unread.ts';
+import { drainIfBodyUnread } from './close-if-body-unread.ts';
 import { decodable, decodedReply } from './decode-reply-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { maskSecretInHeaders } from './mask-upstream-secret.ts';
 import { BodyRelay } from './relay/relay-body.ts';
+import { CompressedBodyRelay } from './relay/relay-compressed-body.ts';
 import { RelayContext, type DeliveryOptions, type DeliveryOutcome } from './relay/relay-context.ts';
 import { JsonArrayRelay } from './relay/relay-json-array.ts';
 import { SseRelay } from './relay/relay-sse.ts';
@@ -16,7 +17,8 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
  * client protocol's error event. A client that leaves aborts the upstream request. Whatever the
  * status, no credential header reaches the client and `secret` (the upstream's) is masked in
  * the header values; a body below 400 goes as sent (a stream compressed in a coding the gateway
- * decodes goes decoded, its events being read).
+ * decodes goes decoded, its events being read; a plain JSON body so compressed goes as sent,
+ * decoded beside it for its usage).
  */
 export function deliverUpstreamResponse(upstream: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
   const { res } = options;
@@ -31,11 +33,15 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // An event may be dropped and an error event may follow: the length may change.
   const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream);
   const reply = coded && (isSse || isJsonArrayStream) ? decodedReply(upstream, headers) : upstream;
+  const isJson = contentType.includes('json');
+  // A plain answer so compressed goes as sent, decoded beside it for its usage. Decided once per
+  // answer: an uncompressed one pays this one test.
+  const decodedForUsage = coded && !opaque && !isSse && !isJsonArrayStream && isJson && upstream.status < 400 && (options.usageStyle !== undefined || options.captureResponseId);
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
   // Answered while the request's body still uploads (an early error, rarely a success): the
   // rest is not read, so the connection closes. One property read on the usual path.
-  if (!res.req.complete) closeIfBodyUnread(res.req, headers);
+  if (!res.req.complete) drainIfBodyUnread(res, headers);
   res.writeHead(reply.status, headers);
   const relay = new RelayContext(reply, options);
   return new Promise((resolve) => {
@@ -52,7 +58,13 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
     };
     onClientGone(onClose);
     reply.consume(
-      isSse ? new SseRelay(relay, done) : isJsonArrayStream ? new JsonArrayRelay(relay, done) : new BodyRelay(relay, contentType.includes('json'), done),
+      isSse
+        ? new SseRelay(relay, done)
+        : isJsonArrayStream
+          ? new JsonArrayRelay(relay, done)
+          : decodedForUsage
+            ? new CompressedBodyRelay(relay, upstream.headers, done)
+            : new BodyRelay(relay, isJson, done),
     );
     // node sends the headers with the first body bytes. A stream whose first event did not come
     // with them (a model that thinks first) gets them now, as from the upstream, so that its

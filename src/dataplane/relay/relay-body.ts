@@ -13,7 +13,7 @@ const USAGE_TAIL_BYTES = 64 * 1024;
  */
 export class BodyRelay implements UpstreamBodySink {
   readonly #relay: RelayContext;
-  readonly #done: () => void;
+  protected readonly done: () => void;
   #kept: Buffer[] | undefined;
   #keptBytes = 0;
   /** Past the capture limit: #kept holds the body's tail only. */
@@ -21,7 +21,7 @@ export class BodyRelay implements UpstreamBodySink {
 
   constructor(relay: RelayContext, isJson: boolean, done: () => void) {
     this.#relay = relay;
-    this.#done = done;
+    this.done = done;
     if (isJson) this.#kept = [];
     // No watcher per answer: one watches while the client is not reading (a silent upstream is
     // the upstream client's body timeout's).
@@ -29,20 +29,35 @@ export class BodyRelay implements UpstreamBodySink {
   }
 
   onData(chunk: Buffer): void {
-    const kept = this.#kept;
-    if (kept !== undefined) {
-      kept.push(chunk);
-      this.#keptBytes += chunk.length;
-      if (this.#tailOnly || this.#keptBytes > this.#relay.options.captureLimitBytes) this.#trimToTail(kept);
-    }
+    this.keep(chunk);
     if (this.#relay.clientOpen) this.#relay.write(chunk);
   }
 
   onEnd(): void {
+    this.endClient();
+    this.readKept();
+    this.done();
+  }
+
+  /** Keeps `chunk` of the body read for usage: all of it up to the capture limit, past it the tail. */
+  protected keep(chunk: Buffer): void {
+    const kept = this.#kept;
+    if (kept === undefined) return;
+    kept.push(chunk);
+    this.#keptBytes += chunk.length;
+    if (this.#tailOnly || this.#keptBytes > this.#relay.options.captureLimitBytes) this.#trimToTail(kept);
+  }
+
+  protected endClient(): void {
     const relay = this.#relay;
     relay.idle?.stop();
     relay.markFirstByte();
     relay.end();
+  }
+
+  /** Reads usage (and a created response's id) from what keep kept. */
+  protected readKept(): void {
+    const relay = this.#relay;
     const kept = this.#kept;
     const { usageStyle, captureResponseId } = relay.options;
     if (kept !== undefined && kept.length > 0 && this.#tailOnly) {
@@ -58,7 +73,6 @@ export class BodyRelay implements UpstreamBodySink {
         relay.outcome.usage = extractUsageFromBytes(usageStyle, body);
       }
     }
-    this.#done();
   }
 
   onError(error: Error): void {
@@ -67,7 +81,7 @@ export class BodyRelay implements UpstreamBodySink {
     // A body that went silent past undici's body timeout is the upstream's stall, not a break.
     this.#relay.fail(this.#relay.options.inFlight?.ended ? 'shutting_down' : classifyUpstreamError(error).kind === 'body_timeout' ? 'upstream_idle_timeout' : 'upstream_stream_broken');
     this.#relay.res.destroy();
-    this.#done();
+    this.done();
   }
 
   /** Drops the leading chunks the last USAGE_TAIL_BYTES do not need (references only, no copy). */
