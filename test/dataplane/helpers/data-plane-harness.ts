@@ -7,6 +7,7 @@ import type { Test } from 'tap';
 import { createDataPlaneHandler } from '../../../src/dataplane/handle-data-request.ts';
 import { createUpgradeHandler } from '../../../src/dataplane/handle-websocket-upgrade.ts';
 import { DEFAULT_DATA_PLANE_OPTIONS, type DataPlaneOptions } from '../../../src/dataplane/data-plane-deps.ts';
+import { InFlightRequests } from '../../../src/dataplane/in-flight-requests.ts';
 import { openLowdbConfigStore } from '../../../src/store/lowdb/index.ts';
 import { openSqliteLogStore } from '../../../src/store/logs/index.ts';
 import type { ConfigStore } from '../../../src/store/config-store.ts';
@@ -69,6 +70,9 @@ export async function startUpstreamAndDataPlane(
   return { upstream, gw };
 }
 
+/** Longest `close` waits for handlers still running to write their records. */
+const HANDLERS_SETTLE_MS = 5000;
+
 /** The real data plane with real stores in a temporary data directory, on 127.0.0.1. */
 export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-dp-'));
@@ -78,7 +82,8 @@ export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): P
   const store = await openLowdbConfigStore(dataDir);
   const logs = openSqliteLogStore(dataDir);
   const upstream = new UpstreamClient();
-  const deps = { store, logs, upstream, clock: Date.now, options: { ...DEFAULT_DATA_PLANE_OPTIONS, spoolDir, ...options } };
+  const inFlight = new InFlightRequests();
+  const deps = { store, logs, upstream, clock: Date.now, inFlight, options: { ...DEFAULT_DATA_PLANE_OPTIONS, spoolDir, ...options } };
   const handler = createDataPlaneHandler(deps);
   const upgrade = createUpgradeHandler(deps);
   const server = createServer((req, res) => void handler(req, res));
@@ -94,6 +99,9 @@ export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): P
       // As the server's shutdown: open sessions end (and write their records) before the log store closes.
       await Promise.all([closeServer(server), upgrade.close()]);
       await upstream.destroy();
+      // As the server's shutdown: handlers still running (a client that left) write their records first; bounded, so a hung one fails its test rather than this close.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([inFlight.settled(), new Promise<void>((resolve) => (timer = setTimeout(resolve, HANDLERS_SETTLE_MS)))]).finally(() => clearTimeout(timer));
       await logs.close();
       await store.close();
       rmSync(dataDir, { recursive: true, force: true });
