@@ -1,21 +1,21 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { bodyOutstanding } from '../http/body-outstanding.ts';
+import { bodyOutstanding, drainAfterAnswer } from '../http/body-outstanding.ts';
 
 /** Set on a connection once an answer on it said `connection: close`. */
 const CLOSING = Symbol('switchyard.closing');
 type MarkedSocket = Socket & { [CLOSING]?: true };
 
 /**
- * Marks an answer `connection: close` when the request's body is still coming (a gateway
- * refusal, an upstream's answer given before it read the whole body): nobody reads the rest,
- * so a kept-alive connection would stall behind it (see bodyOutstanding).
- * The connection is marked too: node still parses a request pipelined behind the refused one,
- * but its answer would never be sent (see connectionClosing).
+ * For an answer given while the request's body is still coming (a gateway refusal, an
+ * upstream's answer given before it read the whole body): the rest of the body is drained
+ * once the answer is sent, within bounds (see drainAfterAnswer), and the connection kept.
+ * An answer that says `connection: close` marks the connection: node still parses a request
+ * pipelined behind it, but its answer would never be sent (see connectionClosing).
  */
-export function closeIfBodyUnread<H extends Record<string, string | string[]>>(req: IncomingMessage, headers: H): H {
-  if (bodyOutstanding(req)) (headers as Record<string, string | string[]>)['connection'] ??= 'close';
-  if (headers['connection'] === 'close') (req.socket as MarkedSocket)[CLOSING] = true;
+export function drainIfBodyUnread<H extends Record<string, string | string[]>>(res: ServerResponse, headers: H): H {
+  if (bodyOutstanding(res.req)) drainAfterAnswer(res);
+  if (headers['connection'] === 'close') (res.req.socket as MarkedSocket)[CLOSING] = true;
   return headers;
 }
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
-import { closeIfBodyUnread } from './close-if-body-unread.ts';
+import { drainIfBodyUnread } from './close-if-body-unread.ts';
 import type { DataPlaneError } from './data-plane-error.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { withRequestId } from './request-id-headers.ts';
@@ -13,7 +13,7 @@ export function sendGatewayError(req: IncomingMessage, res: ServerResponse, styl
   if (res.headersSent || res.destroyed) return false;
   const body = renderErrorBody(style, error.status, error.code, error.message);
   const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...error.headers };
-  res.writeHead(error.status, withRequestId(closeIfBodyUnread(req, headers), requestId, style === 'messages'));
+  res.writeHead(error.status, withRequestId(drainIfBodyUnread(res, headers), requestId, style === 'messages'));
   res.end(body);
   return true;
 }

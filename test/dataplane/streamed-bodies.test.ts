@@ -428,8 +428,8 @@ for (const [size, what] of [[20, 'a small form'], [200_000, 'a form with a 200 K
   });
 }
 
-/** Generous bound on waiting for the gateway to end a connection: it never ends one itself otherwise. */
-const CLOSE_BOUND_MS = 10_000;
+/** Generous bound on waiting for the gateway to end a connection (node's keep-alive timeout ends a drained body that stops coming). */
+const CLOSE_BOUND_MS = 20_000;
 
 /** A raw connection to the gateway that only the gateway ends; `closed` resolves with all it received. */
 function rawConnection(t: Test, gw: Gateway) {
@@ -468,13 +468,12 @@ const chunk = (data: Buffer | string) => {
 
 /**
  * A refusal the forwarding attempt made mid-stream, as the raw client got it: its status,
- * `connection: close` and no keep-alive, the error, and the key's one record naming the attempt.
+ * no `connection: close` (the rest of the body is drained), the error, and the key's one record naming the attempt.
  */
 async function closingRefusalMidStream(t: Test, gw: Gateway, keyId: number, received: string, status: number, error: Record<string, unknown>) {
   t.match(received, new RegExp(`^HTTP/1\\.1 ${status} `), `refused ${status}`);
   const { head, body } = parseRaw(received);
-  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
-  t.notMatch(head, /keep-alive/i);
+  t.notMatch(head, /\r\nconnection: close(\r\n|$)/i, 'the rest of the body is read, not reset under a client still writing');
   t.match(body, { error });
   await gw.logs.flush();
   const [record] = (await gw.logs.list({ access_key_id: keyId }, { limit: 5 })).items;
@@ -489,7 +488,7 @@ function* modelFirstEndlessForm(keyValue: string) {
   for (let i = 0; i < 64; i++) yield chunk(Buffer.alloc(64 * 1024, 0x41));
 }
 
-t.test('a chunked form refused past maxBodyBytes while it streams upstream gets 413 with Connection: close, and the gateway ends the connection', async (t) => {
+t.test('a chunked form refused past maxBodyBytes while it streams upstream gets 413, and the gateway ends the connection once the body stops coming', async (t) => {
   const upstream = await upstreamThatReads(t);
   const gw = await startDataPlane({ maxBodyBytes: 256 * 1024 });
   t.teardown(() => gw.close());
@@ -501,7 +500,7 @@ t.test('a chunked form refused past maxBodyBytes while it streams upstream gets 
   await closingRefusalMidStream(t, gw, key.id, received, 413, { code: 'request_too_large' });
 });
 
-t.test('a declared-length form with a second model after a file part gets 400 with Connection: close, and the gateway ends the connection', async (t) => {
+t.test('a declared-length form with a second model after a file part gets 400, and the gateway ends the connection once the body stops coming', async (t) => {
   const upstream = await upstreamThatReads(t);
   const gw = await startDataPlane();
   t.teardown(() => gw.close());
@@ -535,7 +534,7 @@ t.test('a form whose model value passes the model cap is refused 400 before any 
   t.equal(upstream.started(), 0, 'no upstream call');
 });
 
-t.test('a model value is refused as soon as it passes the cap, while the form is still coming, with Connection: close', async (t) => {
+t.test('a model value is refused as soon as it passes the cap, while the form is still coming', async (t) => {
   const upstream = await upstreamThatReads(t);
   const gw = await startDataPlane();
   t.teardown(() => gw.close());
@@ -550,7 +549,7 @@ t.test('a model value is refused as soon as it passes the cap, while the form is
   const received = await withTimeout(conn.closed, CLOSE_BOUND_MS, 'the gateway to answer and end the connection');
   t.match(received, /^HTTP\/1\.1 400 /, 'refused');
   const { head, body } = parseRaw(received);
-  t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
+  t.notMatch(head, /\r\nconnection: close(\r\n|$)/i, 'the rest of the body is read, not reset under a client still writing');
   t.match(body, { error: { code: 'invalid_request_body' } });
   t.equal(upstream.started(), 0, 'no upstream call');
 });
@@ -572,7 +571,7 @@ for (const answer of [
   { status: 400, body: { error: { message: 'bad audio', type: 'invalid_request_error' } }, errorCode: 'upstream_400' },
   { status: 200, body: { text: 'early' }, errorCode: null },
 ]) {
-  t.test(`an upstream ${answer.status} given before it read the form gets Connection: close, and the gateway ends the connection`, async (t) => {
+  t.test(`an upstream ${answer.status} given before it read the form is passed on, and the gateway ends the connection once the body stops coming`, async (t) => {
     // Answers as soon as the request's head arrives, reading none of its body.
     let started = 0;
     const server = createServer((_req, res) => {
@@ -592,8 +591,7 @@ for (const answer of [
     t.match(received, new RegExp(`^HTTP/1\\.1 ${answer.status} `), "the upstream's status");
     const split = received.indexOf('\r\n\r\n');
     const head = received.slice(0, split);
-    t.match(head, /\r\nconnection: close(\r\n|$)/i, 'saying the connection closes');
-    t.notMatch(head, /keep-alive/i);
+    t.notMatch(head, /\r\nconnection: close(\r\n|$)/i, 'the rest of the body is read, not reset under a client still writing');
     // Whole or chunked, as the gateway frames it.
     t.ok(received.slice(split + 4).includes(JSON.stringify(answer.body)), "the upstream's body");
     t.equal(started, 1, 'one upstream call');

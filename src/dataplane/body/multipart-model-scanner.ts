@@ -16,6 +16,18 @@ const HEADER_END = Buffer.from('\r\n\r\n');
 const MAX_HEADER_BYTES = 16 * 1024;
 /** Text fields up to this size are reported for routing; larger ones (prompts) are not. */
 export const SMALL_FIELD_BYTES = 1024;
+/**
+ * Other small fields are collected only while they stay within these totals, so that a form of
+ * many little fields is not held in memory; past them they pass by like a prompt (no error).
+ */
+export const COLLECTED_FIELDS_BYTES = 64 * 1024;
+export const COLLECTED_FIELDS_COUNT = 64;
+/**
+ * The fields routing reads (request-features.ts, and handle-data-request.ts's
+ * previous_response_id and background): always collected, whatever came before them, so that
+ * padding a form cannot hide them from a rule. A few values of at most SMALL_FIELD_BYTES each.
+ */
+const ROUTING_FIELDS: ReadonlySet<string> = new Set(['stream', 'n', 'response_format', 'previous_response_id', 'conversation', 'background', 'input', 'query', 'documents']);
 
 interface Part {
   readonly name: string;
@@ -32,8 +44,12 @@ interface Part {
  * second `model` field in the streamed tail is an error rather than a silent override.
  */
 export class MultipartModelScanner implements BodyScanner {
-  /** Small text fields that ended before the outcome settled; the last duplicate wins. */
+  /**
+   * Small text fields that ended before the outcome settled, the last duplicate winning: the
+   * routing ones, and others within COLLECTED_FIELDS_BYTES and COLLECTED_FIELDS_COUNT.
+   */
   readonly fields = new Map<string, string>();
+  #collectedBytes = 0;
   readonly #delimiter: Buffer;
   #state = PREAMBLE;
   // Unconsumed bytes and the absolute offset of the first one. A virtual CRLF starts the body
@@ -153,7 +169,7 @@ export class MultipartModelScanner implements BodyScanner {
       if (this.#modelSeen) this.#fail('duplicate model field', start);
       this.#modelSeen = true;
       kind = 'model';
-    } else if (!isFile && this.#outcome === undefined) {
+    } else if (!isFile && this.#outcome === undefined && (ROUTING_FIELDS.has(name) || this.#roomFor(name, 0))) {
       kind = 'field';
     }
     this.#part = { name, kind, start, chunks: [], bytes: 0 };
@@ -179,7 +195,11 @@ export class MultipartModelScanner implements BodyScanner {
     if (part === undefined || part.kind === 'skip') return;
     const value = Buffer.concat(part.chunks);
     if (part.kind === 'field') {
-      this.fields.set(part.name, value.toString('utf8'));
+      if (ROUTING_FIELDS.has(part.name)) this.fields.set(part.name, value.toString('utf8'));
+      else if (this.#roomFor(part.name, value.length)) {
+        this.#collectedBytes += part.name.length + value.length;
+        this.fields.set(part.name, value.toString('utf8'));
+      }
       return;
     }
     let model: string;
@@ -189,6 +209,11 @@ export class MultipartModelScanner implements BodyScanner {
       this.#fail('model field is not UTF-8', part.start);
     }
     this.#outcome = { model: { value: model, start: part.start, end }, at: end };
+  }
+
+  // Whether another non-routing field of this size may still be collected.
+  #roomFor(name: string, bytes: number): boolean {
+    return this.fields.size < COLLECTED_FIELDS_COUNT && this.#collectedBytes + name.length + bytes <= COLLECTED_FIELDS_BYTES;
   }
 
   #fail(message: string, at = this.#pendingStart): never {
