@@ -1,5 +1,5 @@
 import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
-import { drainIfBodyUnread } from './close-if-body-unread.ts';
+import { drainIfBodyUnread } from './drain-if-body-unread.ts';
 import { decodable, decodedReply } from './decode-reply-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { maskSecretInHeaders } from './mask-upstream-secret.ts';
@@ -40,7 +40,7 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
   // Answered while the request's body still uploads (an early error, rarely a success): the
-  // rest is not read, so the connection closes. One property read on the usual path.
+  // rest is drained once the answer is sent. One property read on the usual path.
   if (!res.req.complete) drainIfBodyUnread(res, headers);
   res.writeHead(reply.status, headers);
   const relay = new RelayContext(reply, options);

@@ -491,7 +491,7 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   result.errorCode = error.code;
   result.candidate = last.candidate;
   result.credential = last.credential;
-  sendGatewayError(input.req, input.res, input.op.error_style, error, input.requestId);
+  sendGatewayError(input.res, input.op.error_style, error, input.requestId);
   return result;
 }
 

@@ -26,7 +26,6 @@ import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
-import { connectionClosing } from './close-if-body-unread.ts';
 import { brokenBodyFraming } from './request-body-failure.ts';
 import { NO_RETRY } from './retry-hints.ts';
 import { sendGatewayError } from './send-gateway-error.ts';
@@ -90,7 +89,6 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   };
 
   return async function handle(req, res) {
-    if (connectionClosing(req)) return;
     const started = deps.clock();
     const requestId = newRequestId(started);
     const log = newLogDraft(requestId, started);
@@ -246,7 +244,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // A client that left while its body was read is as much an abort as one that left mid-answer.
       if (failure.code === 'client_closed') log.client_aborted = true;
       // An answer already started cannot take the error: the connection is cut.
-      if (!sendGatewayError(req, res, errorStyle, failure, requestId) && !res.writableEnded) res.destroy();
+      if (!sendGatewayError(res, errorStyle, failure, requestId) && !res.writableEnded) res.destroy();
     } finally {
       // A connection the shutdown cut looks to the relay like a client that left.
       if (log.error_code === 'client_closed' && deps.inFlight?.ended) cutByShutdown(log);

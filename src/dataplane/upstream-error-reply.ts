@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
 import { decodedReply, decodeWholeErrorBody, throwIfUndecodable } from './decode-reply-body.ts';
 import { maskSecretInHeaders, SecretMaskingStream } from './mask-upstream-secret.ts';
-import { drainIfBodyUnread } from './close-if-body-unread.ts';
+import { drainIfBodyUnread } from './drain-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /** An upstream error answer as the client gets it: read whole, or its first MiB and the rest to stream. */
@@ -102,7 +102,7 @@ export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secre
 
 /**
  * `messages`: the client speaks the messages protocol, whose SDK reads `request-id`. An answer
- * given while the request's body still uploads closes the connection (see closeIfBodyUnread).
+ * given while the request's body still uploads drains the rest of it (see drainIfBodyUnread).
  */
 export function sendUpstreamError(res: ServerResponse, requestId: string, reply: UpstreamErrorReply, messages = false): void {
   res.writeHead(reply.status, withRequestId(drainIfBodyUnread(res, { ...reply.headers }), requestId, messages));
