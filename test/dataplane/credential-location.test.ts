@@ -1,15 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
-import { upstreamModelDiscovery } from '../../src/adapters/discovery/upstream-model-discovery.ts';
 import { CHANNEL_IDS, CREDENTIAL_KINDS } from '../../src/generated/index.ts';
-import { createServer } from '../../src/server/create-server.ts';
 import type { ConfigStore } from '../../src/store/config-store.ts';
-import { UpstreamClient } from '../../src/upstream/index.ts';
 import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
 import { chatBody, completionJson, createKey, staticKindOf } from './helpers/dataplane-scenarios.ts';
+import { startDiscoveryServer } from './helpers/discovery-server.ts';
 
 // Spec section 5.7: the credential kinds "AccessKey + base URL", "API key + base URL" and
 // "API key + custom endpoint" carry the upstream's location with the key. A credential's key
@@ -149,14 +144,7 @@ t.test("model discovery lists through the credential's own base_url", async (t) 
   };
   const own = await upstream(t, (_req, res) => list(res));
   const groups = await upstream(t, (_req, res) => list(res));
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-loc-'));
-  const client = new UpstreamClient();
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, modelDiscovery: upstreamModelDiscovery(client), log: () => {} });
-  t.teardown(async () => {
-    await server.close();
-    await client.destroy();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const server = await startDiscoveryServer(t, AUTH_KEY);
   const { group } = await seed(server.store, ch32, groups.url, [{ secret: 'sk-cred-a', location: `${own.url}/own-prefix` }]);
   const res = await fetch(`${server.url}/api/models/discover`, { method: 'POST', headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ group_id: group.id }) });
   const text = await res.text();

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { bothCredentialsActive } from './helpers/both-credentials-active.ts';
 import { seedRoute, startDataPlane, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { closedPortUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
@@ -31,17 +32,6 @@ for (const scope of ['credential', 'group', 'global'] as const) {
     const host = await callThrough(t, scope, () => proxy.url);
     t.same(proxy.tunnels, [host]);
   });
-}
-
-
-/** Both credentials of the Group are active: none was cooled down for a failure of the gateway's side. */
-async function bothCredentialsActive(t: Test, gw: Gateway, groupId: number): Promise<void> {
-  const credentials = await gw.store.credentials.list(groupId);
-  t.equal(credentials.length, 2);
-  for (const c of credentials) {
-    t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
-    t.equal(c.cooldown_until, null);
-  }
 }
 
 t.test('a SOCKS5 proxy carries the upstream connection', async (t) => {

@@ -1,15 +1,10 @@
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
-import { upstreamModelDiscovery } from '../../src/adapters/discovery/upstream-model-discovery.ts';
-import { createServer } from '../../src/server/create-server.ts';
-import { UpstreamClient } from '../../src/upstream/index.ts';
 import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { withTimeout } from './helpers/dataplane-scenarios.ts';
+import { startDiscoveryServer } from './helpers/discovery-server.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 
 const AUTH_KEY = 'discovery-failures-auth-key-0123456789abcdef';
@@ -25,14 +20,7 @@ interface DiscoverAnswer {
 
 /** The gateway with real discovery, and a Group (ch02 unless said) at `baseUrl` with one credential holding `values`. */
 async function startGateway(t: Test, baseUrl: string | null, values: Record<string, string> = { api_key: UPSTREAM_KEY }, { channel = 'ch02', kind = 'api_key' } = {}) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-discfail-'));
-  const client = new UpstreamClient();
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, modelDiscovery: upstreamModelDiscovery(client), log: () => {} });
-  t.teardown(async () => {
-    await server.close();
-    await client.destroy();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const server = await startDiscoveryServer(t, AUTH_KEY);
   const group = await server.store.groups.create({ name: 'g', channel, base_url: baseUrl, models: [{ external: 'a', upstream: 'm-a' }] });
   await server.store.credentials.createMany(group.id, [{ kind, values, secretFields: Object.keys(values) }]);
   const discover = async (): Promise<DiscoverAnswer> => {

@@ -1,13 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
-import { upstreamModelDiscovery } from '../../src/adapters/discovery/upstream-model-discovery.ts';
-import { createServer } from '../../src/server/create-server.ts';
-import { UpstreamClient } from '../../src/upstream/index.ts';
 import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { withTimeout } from './helpers/dataplane-scenarios.ts';
+import { startDiscoveryServer } from './helpers/discovery-server.ts';
 
 const AUTH_KEY = 'discovery-test-auth-key-0123456789abcdef';
 const UPSTREAM_KEY = 'sk-up-discovery-secret-000001';
@@ -15,15 +10,8 @@ const UPSTREAM_KEY = 'sk-up-discovery-secret-000001';
 /** The gateway with real discovery in front of a substitute upstream, and a Group on `channel` with one key. */
 async function startDiscovery(t: Test, channel: string, respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void, basePath = '') {
   const upstream = await startUpstream(respond);
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-disc-'));
-  const client = new UpstreamClient();
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, modelDiscovery: upstreamModelDiscovery(client), log: () => {} });
-  t.teardown(async () => {
-    await server.close();
-    await client.destroy();
-    await upstream.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const server = await startDiscoveryServer(t, AUTH_KEY);
+  t.teardown(() => upstream.close());
   const group = await server.store.groups.create({ name: 'g', channel, base_url: `${upstream.url}${basePath}`, models: [{ external: 'a', upstream: 'm-a' }] });
   await server.store.credentials.createMany(group.id, [{ kind: 'api_key', values: { api_key: UPSTREAM_KEY }, secretFields: ['api_key'] }]);
   const discover = async () => {

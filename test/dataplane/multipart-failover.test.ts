@@ -1,9 +1,9 @@
-import { readdirSync } from 'node:fs';
-import type { ServerResponse } from 'node:http';
-import path from 'node:path';
-import t, { type Test } from 'tap';
-import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
-import { closedPortUrl, createKey, eventually, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import t from 'tap';
+import type { Gateway } from './helpers/data-plane-harness.ts';
+import { closedPortUrl, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { gateway } from './helpers/gateway-per-test.ts';
+import { spoolEmptied } from './helpers/spool-directory.ts';
+import { secretOf, status, upstreamBySecret } from './helpers/upstream-behaviours.ts';
 
 // Issue 4 item 4: an operation that is not replay safe (an image edit, a transcription) moves
 // to the next credential or Group only when the upstream provably rejected the request before
@@ -27,34 +27,6 @@ const ROUTES = [
   { path: '/v1/audio/transcriptions', channel: 'ch03', protocol: 'x-suite', fileField: 'file' },
 ] as const;
 
-type Behaviour = (res: ServerResponse) => void;
-const ok: Behaviour = (res) => {
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end('{"ok":true}');
-};
-const status =
-  (code: number, headers: Record<string, string> = {}): Behaviour =>
-  (res) => {
-    res.writeHead(code, { 'content-type': 'application/json', ...headers });
-    res.end(JSON.stringify({ error: { message: `upstream says ${code}`, type: 'upstream_error' } }));
-  };
-
-function secretOf(req: RecordedUpstreamRequest): string {
-  return String(req.headers.authorization ?? req.headers['x-api-key'] ?? '').replace(/^Bearer /, '');
-}
-
-async function upstreamBySecret(t: Test, behaviours: Record<string, Behaviour>): Promise<Upstream> {
-  const upstream = await startUpstream((req, res) => (behaviours[secretOf(req)] ?? ok)(res));
-  t.teardown(() => upstream.close());
-  return upstream;
-}
-
-async function gateway(t: Test): Promise<Gateway> {
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
-  return gw;
-}
-
 /** Two Groups serving the route's `img`, each mapping it to a model of its own: `first` is tried first. */
 async function twoGroups(gw: Gateway, route: (typeof ROUTES)[number], first: string, second: string) {
   await seedGroup(gw.store, { channel: route.channel, baseUrl: second, models: [{ external: 'img', upstream: 'vendor-b' }], secrets: ['sk-b'], priority: 1 });
@@ -64,11 +36,6 @@ async function twoGroups(gw: Gateway, route: (typeof ROUTES)[number], first: str
 
 function post(gw: Gateway, route: (typeof ROUTES)[number], keyValue: string, body: Buffer): Promise<Response> {
   return fetch(`${gw.url}${route.path}`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body });
-}
-
-async function spoolEmptied(gw: Gateway): Promise<void> {
-  const dir = path.join(gw.dataDir, 'spool');
-  await eventually(() => (readdirSync(dir).length === 0 ? true : undefined), 'the spool directory emptied');
 }
 
 for (const route of ROUTES) {

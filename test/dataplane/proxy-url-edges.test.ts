@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
-import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { bothCredentialsActive } from './helpers/both-credentials-active.ts';
+import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 import { seedGroup, startGateway, type Gateway as ManagementGateway } from '../management/support/gateway.ts';
@@ -73,16 +74,6 @@ t.test('a proxy URL with a path, query or fragment is refused wherever a proxy i
     });
   }
 });
-
-/** Both credentials of the Group are active: none was cooled down for a failure of the gateway's side. */
-async function bothCredentialsActive(t: Test, gw: Gateway, groupId: number): Promise<void> {
-  const credentials = await gw.store.credentials.list(groupId);
-  t.equal(credentials.length, 2);
-  for (const c of credentials) {
-    t.equal(c.state, 'active', `credential ${c.id} not cooled down`);
-    t.equal(c.cooldown_until, null);
-  }
-}
 
 // Written straight into the store (an older version, or the data file edited by hand): the
 // management API never saw it, and the data plane must not blame the credentials for it.

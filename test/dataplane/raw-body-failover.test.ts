@@ -1,11 +1,12 @@
-import { readdirSync } from 'node:fs';
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
-import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
+import type { Gateway, RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { closedPortUrl, createKey, deferred, eventually, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { gateway } from './helpers/gateway-per-test.ts';
+import { spoolEmptied, spoolFiles } from './helpers/spool-directory.ts';
+import { ok, okUpstream, secretOf, status, upstreamBySecret } from './helpers/upstream-behaviours.ts';
 
 // Issue 4 item 4, for bodies the gateway reads nothing of: a passthrough under /v1/responses/*
 // and a voice upload (a form that names no model). Past bufferedJsonBytes, or with no declared
@@ -33,48 +34,12 @@ type Route = (typeof ROUTES)[number];
 const FRAMINGS = ['content-length', 'chunked'] as const;
 type Framing = (typeof FRAMINGS)[number];
 
-type Behaviour = (res: ServerResponse) => void;
-const ok: Behaviour = (res) => {
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end('{"ok":true}');
-};
-const status =
-  (code: number, headers: Record<string, string> = {}): Behaviour =>
-  (res) => {
-    res.writeHead(code, { 'content-type': 'application/json', ...headers });
-    res.end(JSON.stringify({ error: { message: `upstream says ${code}`, type: 'upstream_error' } }));
-  };
-
-function secretOf(req: { headers: IncomingMessage['headers'] }): string {
-  return String(req.headers.authorization ?? req.headers['x-api-key'] ?? '').replace(/^Bearer /, '');
-}
-
-async function upstreamBySecret(t: Test, behaviours: Record<string, Behaviour>): Promise<Upstream> {
-  const upstream = await startUpstream((req: RecordedUpstreamRequest, res) => (behaviours[secretOf(req)] ?? ok)(res));
-  t.teardown(() => upstream.close());
-  return upstream;
-}
-
-async function gateway(t: Test): Promise<Gateway> {
-  const gw = await startDataPlane({ bufferedJsonBytes: BUFFERED });
-  t.teardown(() => gw.close());
-  return gw;
-}
-
 function post(gw: Gateway, route: Route, keyValue: string, framing: Framing): Promise<Response> {
   const headers = { authorization: `Bearer ${keyValue}`, 'content-type': route.contentType };
   if (framing === 'content-length') return fetch(`${gw.url}${route.path}`, { method: 'POST', headers, body: route.body });
   // A stream body has no length: undici sends it chunked.
   const body = Readable.toWeb(Readable.from([route.body.subarray(0, 100_000), route.body.subarray(100_000)])) as ReadableStream;
   return fetch(`${gw.url}${route.path}`, { method: 'POST', headers, body, duplex: 'half' } as RequestInit);
-}
-
-function spoolFiles(gw: Gateway): string[] {
-  return readdirSync(path.join(gw.dataDir, 'spool'));
-}
-
-async function spoolEmptied(gw: Gateway): Promise<void> {
-  await eventually(() => (spoolFiles(gw).length === 0 ? true : undefined), 'the spool directory emptied');
 }
 
 function checkFraming(t: Test, seen: RecordedUpstreamRequest, route: Route, framing: Framing): void {
@@ -86,7 +51,7 @@ for (const route of ROUTES) {
   for (const framing of FRAMINGS) {
     t.test(`${route.op} (${framing}): a 429 from the first credential sends the body again to the second, byte for byte`, async (t) => {
       const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': '60' }) });
-      const gw = await gateway(t);
+      const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
       await seedGroup(gw.store, { channel: route.channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a', 'sk-b'] });
       const { keyValue } = await createKey(gw.store, { protocols: [route.protocol], record_request_body: true });
       const res = await post(gw, route, keyValue, framing);
@@ -106,7 +71,7 @@ for (const route of ROUTES) {
 
     t.test(`${route.op} (${framing}): a first Group that cannot be reached passes the body to the second`, async (t) => {
       const upstream = await upstreamBySecret(t, {});
-      const gw = await gateway(t);
+      const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
       await seedGroup(gw.store, { channel: route.channel, baseUrl: await closedPortUrl(), models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a'], priority: 10 });
       await seedGroup(gw.store, { channel: route.channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-b'], priority: 1 });
       const { keyValue } = await createKey(gw.store, { protocols: [route.protocol] });
@@ -122,7 +87,7 @@ for (const route of ROUTES) {
 
     t.test(`${route.op} (${framing}): a 500 from the first credential is not sent again (the upstream may have processed it)`, async (t) => {
       const upstream = await upstreamBySecret(t, { 'sk-a': status(500) });
-      const gw = await gateway(t);
+      const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
       await seedGroup(gw.store, { channel: route.channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a', 'sk-b'] });
       const { keyValue } = await createKey(gw.store, { protocols: [route.protocol] });
       const res = await post(gw, route, keyValue, framing);
@@ -171,7 +136,7 @@ t.test('responses-namespace: the first attempt streams as the upload comes; the 
   const head = PAYLOAD.subarray(0, 100_000);
   const tail = PAYLOAD.subarray(100_000);
   const upstream = await eagerUpstream(t, head.length);
-  const gw = await gateway(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
   await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a', 'sk-b'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
   const { hostname, port } = new URL(gw.url);
@@ -197,9 +162,8 @@ t.test('responses-namespace: the first attempt streams as the upload comes; the 
 });
 
 t.test('responses-namespace: a client that leaves mid-upload leaves no spooled file behind', async (t) => {
-  const upstream = await startUpstream((_req, res) => ok(res));
-  t.teardown(() => upstream.close());
-  const gw = await gateway(t);
+  const upstream = await okUpstream(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
   await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
   const { hostname, port } = new URL(gw.url);
@@ -213,10 +177,8 @@ t.test('responses-namespace: a client that leaves mid-upload leaves no spooled f
 });
 
 t.test('responses-namespace: a chunked body that passes maxBodyBytes while it streams is still refused 413 request_too_large, and its spooled file removed', async (t) => {
-  const upstream = await startUpstream((_req, res) => ok(res));
-  t.teardown(() => upstream.close());
-  const gw = await startDataPlane({ bufferedJsonBytes: BUFFERED, maxBodyBytes: 200 * 1024 });
-  t.teardown(() => gw.close());
+  const upstream = await okUpstream(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED, maxBodyBytes: 200 * 1024 });
   await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a', 'sk-b'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
   const { hostname, port } = new URL(gw.url);

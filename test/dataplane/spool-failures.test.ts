@@ -1,8 +1,10 @@
-import { readdirSync, WriteStream } from 'node:fs';
-import path from 'node:path';
 import t, { type Test } from 'tap';
-import { startDataPlane, startUpstream, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
-import { createKey, credentialView, eventually, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import type { Gateway } from './helpers/data-plane-harness.ts';
+import { createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { diskFullAfter } from './helpers/disk-full-after.ts';
+import { gateway } from './helpers/gateway-per-test.ts';
+import { spoolEmptied } from './helpers/spool-directory.ts';
+import { okUpstream } from './helpers/upstream-behaviours.ts';
 
 // A spool file that fails while a body is written to it (a full disk) is the gateway's failure:
 // the client gets 503 spool_unavailable in its protocol's error shape, no credential is blamed
@@ -14,31 +16,6 @@ const BOUNDARY = 'XyZspool';
 const FILE = Buffer.alloc(700_000, 0x42);
 /** Spool files fail once they would pass this many bytes. */
 const DISK_BYTES = 500_000;
-
-type WriteCallback = (error?: Error | null) => void;
-
-/** Until the test ends, a write that takes a spool file past `limit` bytes fails with ENOSPC. */
-function diskFullAfter(t: Test, limit: number): void {
-  const proto = WriteStream.prototype as unknown as {
-    _write(chunk: Buffer, encoding: BufferEncoding, cb: WriteCallback): void;
-    _writev(chunks: { chunk: Buffer }[], cb: WriteCallback): void;
-  };
-  const { _write: write, _writev: writev } = proto;
-  const full = (stream: WriteStream, bytes: number) => path.basename(String(stream.path)).startsWith('switchyard-body-') && stream.bytesWritten + bytes > limit;
-  const enospc = () => Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
-  proto._write = function (this: WriteStream, chunk, encoding, cb) {
-    if (full(this, chunk.length)) return cb(enospc());
-    write.call(this, chunk, encoding, cb);
-  };
-  proto._writev = function (this: WriteStream, chunks, cb) {
-    if (full(this, chunks.reduce((sum, c) => sum + c.chunk.length, 0))) return cb(enospc());
-    writev.call(this, chunks, cb);
-  };
-  t.teardown(() => {
-    proto._write = write;
-    proto._writev = writev;
-  });
-}
 
 function formWith(parts: { name: string; filename?: string; value: Buffer | string }[]): Buffer {
   const pieces = parts.flatMap((p) => [
@@ -52,24 +29,9 @@ function formWith(parts: { name: string; filename?: string; value: Buffer | stri
 const modelFirst = formWith([{ name: 'model', value: 'img' }, { name: 'prompt', value: 'a red square' }, { name: 'image', filename: 'in.png', value: FILE }]);
 const fileFirst = formWith([{ name: 'image', filename: 'in.png', value: FILE }, { name: 'model', value: 'img' }]);
 
-async function upstreamOk(t: Test): Promise<Upstream> {
-  const upstream = await startUpstream((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{"ok":true}');
-  });
-  t.teardown(() => upstream.close());
-  return upstream;
-}
-
-async function gateway(t: Test): Promise<Gateway> {
-  const gw = await startDataPlane({ bufferedJsonBytes: BUFFERED });
-  t.teardown(() => gw.close());
-  return gw;
-}
-
-async function spoolEmptied(gw: Gateway): Promise<void> {
-  const dir = path.join(gw.dataDir, 'spool');
-  await eventually(() => (readdirSync(dir).length === 0 ? true : undefined), 'the spool directory emptied');
+/** An image edit of `form` with the access key `keyValue`. */
+function postImageEdit(gw: Gateway, keyValue: string, form: Buffer): Promise<Response> {
+  return fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: form });
 }
 
 /** The answer, the record, and whether each credential is still active. */
@@ -86,30 +48,30 @@ async function checkSpoolUnavailable(t: Test, gw: Gateway, res: Response, seeded
 }
 
 t.test('image edit, model field first: a full disk mid-upload answers 503 spool_unavailable and blames no credential', async (t) => {
-  const upstream = await upstreamOk(t);
-  const gw = await gateway(t);
+  const upstream = await okUpstream(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
   const seeded = await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'vendor-img' }], secrets: ['sk-a', 'sk-b'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-images'] });
   diskFullAfter(t, DISK_BYTES);
-  const res = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: modelFirst });
+  const res = await postImageEdit(gw, keyValue, modelFirst);
   await checkSpoolUnavailable(t, gw, res, seeded, 1);
   t.same(upstream.requests, [], 'no upstream got a whole form');
 });
 
 t.test('image edit, model field after the file: a full disk before the model answers 503 spool_unavailable too', async (t) => {
-  const upstream = await upstreamOk(t);
-  const gw = await gateway(t);
+  const upstream = await okUpstream(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
   const seeded = await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'vendor-img' }], secrets: ['sk-a'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-images'] });
   diskFullAfter(t, DISK_BYTES);
-  const res = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: fileFirst });
+  const res = await postImageEdit(gw, keyValue, fileFirst);
   await checkSpoolUnavailable(t, gw, res, seeded, 0);
   t.same(upstream.requests, [], 'nothing reached the upstream');
 });
 
 t.test('responses namespace passthrough: a full disk mid-upload answers 503 spool_unavailable and blames no credential', async (t) => {
-  const upstream = await upstreamOk(t);
-  const gw = await gateway(t);
+  const upstream = await okUpstream(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
   const seeded = await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a', 'sk-b'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
   diskFullAfter(t, DISK_BYTES);
@@ -119,12 +81,12 @@ t.test('responses namespace passthrough: a full disk mid-upload answers 503 spoo
 });
 
 t.test('a Group mapping the model to a name with CR LF: refused before any upstream byte, no credential blamed', async (t) => {
-  const upstream = await upstreamOk(t);
-  const gw = await gateway(t);
+  const upstream = await okUpstream(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
   const seeded = await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'vendor\r\nimg' }], secrets: ['sk-a', 'sk-b'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-images'] });
   const small = formWith([{ name: 'model', value: 'img' }, { name: 'image', filename: 'in.png', value: 'png' }]);
-  const res = await fetch(`${gw.url}/v1/images/edits`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: small });
+  const res = await postImageEdit(gw, keyValue, small);
   t.equal(res.status, 502, "the Group's configuration, not the client (4xx) nor a bug (500)");
   t.match(await res.json(), { error: { code: 'model_mapping_unusable', message: /CR or LF/ } });
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
