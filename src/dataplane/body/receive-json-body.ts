@@ -4,6 +4,7 @@ import { BodyRewriteError } from './body-rewrite-error.ts';
 import { spliceDelta, type Splice } from './json-body-splices.ts';
 import { JsonMemberScanner, type ScannedObject } from './json-member-scanner.ts';
 import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
+import { SpoolFailure, warnSpoolFailure } from './spool-failure.ts';
 import { watchBodySilence } from './watch-body-silence.ts';
 
 export interface ReceiveJsonOptions {
@@ -49,8 +50,8 @@ export class RefusedJsonBody extends Error {
  * a temporary file while JsonMemberScanner checks it and notes the members routing needs, so
  * that memory holds at most `bufferedJsonBytes` plus what the scanner keeps. Rejects with
  * DataPlaneError (request_too_large, request_timeout, client_closed), BodyRewriteError (malformed JSON;
- * RefusedJsonBody instead when `keepBytes` asks for its prefix) or a file-system error; the
- * temporary file is then already being removed.
+ * RefusedJsonBody instead when `keepBytes` asks for its prefix) or SpoolFailure (the
+ * temporary file could not be opened or written); the file is then already being removed.
  */
 export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Promise<ReceivedJson> {
   return new Promise((resolve, reject) => {
@@ -79,6 +80,11 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       if (spool !== undefined) discardSpoolFile(spool);
       reject(error);
     };
+    // The gateway's disk, not the client nor a bug: answered spool_unavailable. Reported once,
+    // not again by a file already given up (end's callback repeats the stream's error).
+    const spoolFailed = (error: Error) => {
+      if (!settled) fail(warnSpoolFailure(new SpoolFailure(error)));
+    };
     const keep = (chunk: Buffer) => {
       if (keptBytes >= options.keepBytes) return;
       const part = chunk.subarray(0, options.keepBytes - keptBytes);
@@ -95,7 +101,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
     };
     const spill = () => {
       spool = { ...createSpoolFile(options.spoolDir), scanner: new JsonMemberScanner(options.wanted) };
-      spool.file.on('error', fail).on('drain', () => req.resume());
+      spool.file.on('error', spoolFailed).on('drain', () => req.resume());
       const chunks = head.splice(0);
       // Kept before they are scanned: a body refused among them still has its whole prefix kept.
       for (const chunk of chunks) keep(chunk);
@@ -138,7 +144,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       }
       const { file, path: spooled } = spool;
       file.end((error?: Error | null) => {
-        if (error) return fail(error);
+        if (error) return spoolFailed(error);
         if (settled) return;
         settled = true;
         resolve({ kind: 'spooled', body: new SpooledJsonBody(spooled, size, scanned, Buffer.concat(kept)) });
