@@ -73,6 +73,8 @@ async function spoolRead<T>(read: () => Promise<T>): Promise<T> {
 
 // A spool file that cannot be removed (permissions, a read-only disk) is reported, never thrown
 // at a request that is over; the next start empties the directory.
-function warnNotRemoved(error: Error): void {
+function warnNotRemoved(error: NodeJS.ErrnoException): void {
+  // Its directory is no directory any more (replaced by a file): the file went with it.
+  if (error.code === 'ENOTDIR') return;
   process.emitWarning(`switchyard: a spooled request body could not be removed: ${error.message}`);
 }
