@@ -250,6 +250,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
+          // Every credential of this Group would send the same unusable mapping.
+          if (failed.error.code === 'model_mapping_unusable') continue candidates;
           // A connection that never opened proves the upstream saw nothing; other failures may not.
           if (!input.op.replay_safe && !failed.notDelivered) break candidates;
           continue;
@@ -453,12 +455,14 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
     return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate, credential });
   }
   // The client's own body failed while it streamed (too large, a broken form), or the spool
-  // file did (spool_unavailable), or the body could not be made for this attempt (a mapped model
-  // a form cannot carry): the upstream is not to blame, and the next attempt would fare no
-  // better. Other body errors (undici's own, on an upstream reset) are the upstream's.
+  // file did (spool_unavailable): the upstream is not to blame, and the next attempt would fare
+  // no better. Other body errors (undici's own, on an upstream reset) are the upstream's.
   const bodyFailure = requestBodyFailure(at.streamedBody === undefined ? err : at.streamedBody.errored);
   if (bodyFailure) {
     attempt.error_code = bodyFailure.code;
+    // The Group maps the model to a name a form cannot carry: nothing was sent and no credential
+    // is at fault; the caller moves on to the next Group, whose mapping may be usable.
+    if (bodyFailure.code === 'model_mapping_unusable') return { error: bodyFailure, candidate, credential, notDelivered: true };
     return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
   }
   const failure = classifyUpstreamError(err, { viaProxy: deps.proxyFor(candidate, credential) !== undefined });

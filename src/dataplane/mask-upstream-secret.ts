@@ -4,9 +4,10 @@ import { isTokenByte, MIN_SUBSTRING_SECRET_LENGTH, wholeTokenPattern } from './s
 
 /**
  * The forms a secret is echoed in: as it is, percent-encoded (a URL's query) and JSON-escaped
- * with `/` as `\/`, without repeats. They part at the first character the escapes change, so
- * none begins another. `token` is set for a secret shorter than MIN_SUBSTRING_SECRET_LENGTH,
- * masked only as a whole token. The last secret's are kept: answers of one credential come in a row.
+ * with `/` as `\/`, without repeats. One may begin another: `%` is percent-encoded as `%25`.
+ * `token` is set for a secret shorter than MIN_SUBSTRING_SECRET_LENGTH, masked only as a whole
+ * token (the forms tried in this order at each place, as its alternation does). The last
+ * secret's are kept: answers of one credential come in a row.
  */
 function secretForms(secret: string): SecretForms {
   if (secret !== lastSecret) {
@@ -102,33 +103,68 @@ export class SecretMaskingStream {
     const forms = this.#forms;
     const parts: Buffer[] = [];
     let from = 0;
-    let search = 0;
-    for (let found = firstForm(input, search, forms); found !== undefined; found = firstForm(input, search, forms)) {
-      const after = found.at + found.length;
-      if (this.#token) {
-        if (isTokenByte(found.at === 0 ? this.#before : input[found.at - 1])) {
-          search = found.at + 1;
+    let end: number;
+    if (this.#token) {
+      end = input.length;
+      let search = 0;
+      for (;;) {
+        const found = firstForm(input, search, forms);
+        const at = found?.at ?? input.length;
+        // A tail that may still become a form, before any whole one: its outcome is still to come.
+        const tail = last ? input.length : earliestTail(input, search, forms);
+        if (tail < at) {
+          end = tail;
+          break;
+        }
+        if (found === undefined) break;
+        const length = this.#wholeTokenAt(input, at, last);
+        if (length === undefined) {
+          end = at;
+          break;
+        }
+        if (length === 0) {
+          search = at + 1;
           continue;
         }
-        // Its right neighbour is still to come: held, with what follows.
-        if (after === input.length && !last) break;
-        if (isTokenByte(input[after])) {
-          search = found.at + 1;
-          continue;
-        }
+        parts.push(input.subarray(from, at), this.#masked);
+        from = search = at + length;
       }
-      parts.push(input.subarray(from, found.at), this.#masked);
-      from = search = after;
+      if (end > 0) this.#before = input[end - 1];
+    } else {
+      let search = 0;
+      for (let found = firstForm(input, search, forms); found !== undefined; found = firstForm(input, search, forms)) {
+        parts.push(input.subarray(from, found.at), this.#masked);
+        from = search = found.at + found.length;
+      }
+      let held = 0;
+      if (!last) for (const form of forms) held = Math.max(held, heldTailLength(input, search, form));
+      end = input.length - held;
     }
-    let held = 0;
-    if (!last) for (const form of forms) held = Math.max(held, heldTailLength(input, search, form));
-    const end = input.length - held;
-    if (this.#token && end > 0) this.#before = input[end - 1];
     // Copied: the chunk's memory is not ours to keep.
     if (end < input.length) this.#held = Buffer.from(input.subarray(end));
     if (parts.length === 0) return end === input.length ? input : input.subarray(0, end);
     parts.push(input.subarray(from, end));
     return Buffer.concat(parts);
+  }
+
+  /**
+   * A short secret at `at`, where some form begins: the length of the first form (in order)
+   * that stands there as a whole token, 0 when none does, undefined when that waits on bytes
+   * still to come (a form that ends the input, or one the input ends inside).
+   */
+  #wholeTokenAt(input: Buffer, at: number, last: boolean): number | undefined {
+    if (isTokenByte(at === 0 ? this.#before : input[at - 1])) return 0;
+    const rest = input.length - at;
+    for (const form of this.#forms) {
+      if (rest < form.length) {
+        if (!last && input.compare(form, 0, rest, at) === 0) return undefined;
+        continue;
+      }
+      if (input.compare(form, 0, form.length, at, at + form.length) !== 0) continue;
+      if (rest === form.length && !last) return undefined;
+      if (!isTokenByte(input[at + form.length])) return form.length;
+    }
+    return 0;
   }
 }
 
@@ -140,6 +176,13 @@ function firstForm(input: Buffer, from: number, forms: readonly Buffer[]): { at:
     if (at !== -1 && (first === undefined || at < first.at)) first = { at, length: form.length };
   }
   return first;
+}
+
+/** Where the longest tail of `input`, from `from` on, that begins a form or is all of one starts; the input's length when none does. */
+function earliestTail(input: Buffer, from: number, forms: readonly Buffer[]): number {
+  let held = 0;
+  for (const form of forms) held = Math.max(held, heldTailLength(input, from, form));
+  return input.length - held;
 }
 
 /** The length of the longest tail of `input`, from `from` on, that begins `form` or is all of it. */

@@ -185,3 +185,75 @@ t.test('8 characters is the length from which a secret is masked anywhere', asyn
   t.equal(maskSecretInText('x1234567x', '1234567'), 'x1234567x', '7: only as a whole token');
   t.equal(run('1234567', ['x1234', '567x']).out, 'x1234567x', '7: in a stream too');
 });
+
+// A secret with `%`: its percent-encoded form (`%` as `%25`) begins with its form as it is, so
+// where the form as it is fails the whole-token check the percent-encoded one is still tried.
+const PERCENT_CASES: [secret: string, text: string, expected: string][] = [
+  ['%', ' %25', ' *'],
+  ['%', '?key=%25&x=1', '?key=*&x=1'],
+  ['%', '"%25"', '"*"'],
+  ['%', ' % ', ' * '],
+  ['%', '%2', '%2'],
+  ['%', '%25x', '%25x'],
+  ['%', 'x%25', 'x%25'],
+  ['a%', 'key=a%25', 'key=**'],
+  ['a%', 'key=a%25 a% a%2', 'key=** ** a%2'],
+  ['%25', '(%2525)', '(***)'],
+  ['%25', '(%25)', '(***)'],
+  ['%25', '(%252)', '(%252)'],
+  ['%/', '[%25%2F]', '[**]'],
+  ['%/', '[%\\/]', '[**]'],
+];
+
+for (const [secret, text, expected] of PERCENT_CASES) {
+  t.test(`a short secret ${JSON.stringify(secret)} in ${JSON.stringify(text)}: its longer form is tried where the first fails, split at every position`, async (t) => {
+    t.equal(maskSecretInText(text, secret), expected, 'text');
+    for (let cut = 0; cut <= text.length; cut++) {
+      t.equal(run(secret, [text.slice(0, cut), text.slice(cut)]).out, expected, `cut at ${cut}`);
+    }
+    for (let a = 0; a <= text.length; a++) {
+      for (let b = a; b <= text.length; b++) t.equal(run(secret, [text.slice(0, a), text.slice(a, b), text.slice(b)]).out, expected, `cut at ${a} and ${b}`);
+    }
+    t.equal(run(secret, [...text]).out, expected, 'one-byte chunks');
+  });
+}
+
+/** A seeded generator (mulberry32): the same cases on every run. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let x = state;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+t.test('random short secrets and chunkings: the stream masks what a whole-text whole-token regex does', async (t) => {
+  const random = seeded(20261126);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  // Token bytes and the characters the escapes change or produce, so forms meet, overlap and touch.
+  const alphabet = [...'ab25F%/\\-_ .=&"'];
+  let mismatches = 0;
+  const CASES = 4000;
+  for (let n = 0; n < CASES; n++) {
+    const secret = Array.from({ length: 1 + Math.floor(random() * 7) }, () => pick(alphabet)).join('');
+    const forms = [...new Set([secret, encodeURIComponent(secret), secret.replaceAll('/', '\\/')])];
+    const pieces = Array.from({ length: 1 + Math.floor(random() * 8) }, () => (random() < 0.5 ? pick(forms) : Array.from({ length: Math.floor(random() * 4) }, () => pick(alphabet)).join('')));
+    const text = pieces.join('');
+    // The reference: a form, tried in order at each place, neither preceded nor followed by an
+    // ASCII letter, digit, `_` or `-`, over the whole text; masked as one `*` a character.
+    const escaped = forms.map((f) => f.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&'));
+    const reference = new RegExp(`(?<![A-Za-z0-9_-])(?:${escaped.join('|')})(?![A-Za-z0-9_-])`, 'g');
+    const expected = text.replace(reference, '*'.repeat(secret.length));
+    const cuts = Array.from({ length: Math.floor(random() * 5) }, () => Math.floor(random() * (text.length + 1))).sort((x, y) => x - y);
+    const chunks = [0, ...cuts].map((at, i) => text.slice(at, [...cuts, text.length][i]));
+    const out = run(secret, chunks).out;
+    if (out !== expected || maskSecretInText(text, secret) !== expected) {
+      mismatches++;
+      if (mismatches <= 5) t.fail(`secret ${JSON.stringify(secret)} chunks ${JSON.stringify(chunks)}`, { found: out, wanted: expected });
+    }
+  }
+  t.equal(mismatches, 0, `all ${CASES} cases agree`);
+});
