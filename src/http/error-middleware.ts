@@ -36,7 +36,7 @@ export function errorMiddleware(log: ServerLog): Middleware {
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
-      if (bodyOutstanding(ctx.req)) drainAfterAnswer(ctx.res);
+      if (bodyOutstanding(ctx.req) && !drainAfterAnswer(ctx.res)) ctx.set('Connection', 'close');
       ctx.body = failureEnvelope(locale, apiError.code, apiError.data);
     }
   };

@@ -1,5 +1,6 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { drainingAfterAnswer } from '../http/body-outstanding.ts';
 
 /**
  * Ends keep-alive connections with the requests in flight at shutdown. node:http's close()
@@ -7,7 +8,9 @@ import type { Socket } from 'node:net';
  * load) is served on it until the grace period cuts everything, requests in flight included.
  * While draining, every answer not yet started says `Connection: close` (node then closes the
  * connection after it), and a connection whose answer already promised keep-alive is closed as
- * soon as that answer ends.
+ * soon as that answer ends. One that only reads the rest of a body after its answer (see
+ * drainAfterAnswer) is ended at once: node's closeIdleConnections does not count a connection
+ * mid-body idle, and the client has its answer.
  */
 export class ConnectionDrain {
   readonly #server: Server;
@@ -33,11 +36,13 @@ export class ConnectionDrain {
       // Where node:http keeps the answer a connection is writing (its own closeIdleConnections reads it too).
       const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
       // A connection that has not sent a byte (opened ahead by a pool, a probe) has no request
-      // to finish, and node's closeIdleConnections leaves it open until the grace runs out.
-      if (!res && socket.bytesRead === 0) socket.destroy();
+      // to finish, and node's closeIdleConnections leaves it open until the grace runs out; nor
+      // has one that only reads the rest of a body after its answer.
+      if (!res && (socket.bytesRead === 0 || drainingAfterAnswer(socket))) socket.destroy();
       if (!res) continue;
       if (!res.headersSent) res.shouldKeepAlive = false;
-      else res.once('finish', () => this.#server.closeIdleConnections());
+      // drainAfterAnswer, called before the headers went, listens first: the mark is set by now.
+      else res.once('finish', () => (drainingAfterAnswer(socket) ? socket.destroy() : this.#server.closeIdleConnections()));
     }
     this.#server.closeIdleConnections();
   }

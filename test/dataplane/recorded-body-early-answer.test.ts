@@ -83,7 +83,8 @@ function slowUpload(url: string, headers: Record<string, string>, body: Buffer, 
         resolve({ status: res.statusCode ?? 0, requestId: res.headers['x-switchyard-request-id'] as string | undefined, sent });
       });
     });
-    // The gateway closes the connection after an answer given mid-upload: writes after it may fail.
+    // The gateway drains the rest of a body answered mid-upload (within bounds), but this client
+    // destroys its request once it has the answer: a write still in flight then may fail.
     req.on('error', (err) => (answered.settled ? undefined : reject(err)));
     const next = () => {
       if (answered.settled) return;

@@ -13,8 +13,13 @@ import { createKey, waitForLog, withTimeout } from './helpers/dataplane-scenario
 const MiB = 1024 * 1024;
 /** The documented lingering bound (docs/data-plane.md): the default maxBodyBytes, 64 MiB. */
 const LINGER_BYTES = 64 * MiB;
+/** The documented lingering deadline (docs/data-plane.md): 30 s after the answer, as nginx's lingering_time. */
+const LINGER_MS = 30_000;
 /** Generous bound on waiting: the test fails rather than hangs. */
 const BOUND_MS = 30_000;
+
+// One test waits for the lingering deadline.
+t.setTimeout(240_000);
 
 async function gateway(t: Test) {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
@@ -144,4 +149,34 @@ t.test('a body that stops coming after an early answer has its connection closed
   conn.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${MiB}\r\n\r\n{"model":`);
   await withTimeout(conn.closed, BOUND_MS, 'the connection to close');
   t.match(conn.received(), /^HTTP\/1\.1 401 /, 'the answer came first');
+});
+
+t.test('a body that trickles on after an early answer has its connection closed at the lingering deadline, not held', async (t) => {
+  const { gw } = await gateway(t);
+  const conn = rawConnection(t, gw);
+  conn.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${MiB}\r\n\r\n{"model":`);
+  // One byte every 3 s, far from the declared length: each one restarts node's keep-alive
+  // timeout (5 s), which alone would never end the connection.
+  const trickle = setInterval(() => conn.socket.destroyed || conn.socket.write(' '), 3000);
+  t.teardown(() => clearInterval(trickle));
+  await withTimeout(conn.closed, LINGER_MS + 15_000, 'the gateway to close the trickling connection');
+  t.match(conn.received(), /^HTTP\/1\.1 401 /, 'the answer came first');
+  t.match(conn.received(), /"access_key_invalid"/);
+  t.equal(answers(conn.received()).length, 1, 'one answer, then the connection ended');
+});
+
+t.test('a body declared far beyond the lingering bound is answered with connection: close and the connection ended, without reading the bound first', async (t) => {
+  const { gw } = await gateway(t);
+  const conn = rawConnection(t, gw);
+  const declared = 1024 * MiB;
+  conn.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
+  const sent = await withTimeout(upload(conn.socket, declared), BOUND_MS, 'the upload to stop');
+  await withTimeout(conn.closed, BOUND_MS, 'the connection to close');
+  t.ok(sent < LINGER_BYTES, `the gateway ended the connection before the client could send the lingering bound (${sent} bytes sent)`);
+  const answer = conn.received();
+  t.match(answer, /^HTTP\/1\.1 401 /, 'the answer was read');
+  t.match(answer, /\r\nconnection: close\r\n/i, 'saying the connection ends');
+  const json = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+  t.equal(Buffer.byteLength(json, 'latin1'), Number(/\r\ncontent-length: (\d+)\r\n/i.exec(answer)?.[1]), 'the whole answer body');
+  t.match(JSON.parse(json), { error: { code: 'access_key_invalid' } });
 });
