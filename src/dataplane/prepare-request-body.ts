@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, locateMembers, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
@@ -53,6 +53,12 @@ const SMALL_MEMBER_BYTES = 64 * 1024;
 const INPUT_MEMBERS = ['input', 'query', 'documents'];
 const ROUTING_MEMBERS = [...SMALL_MEMBERS, ...INPUT_MEMBERS];
 const QUOTE = 0x22;
+/**
+ * Top-level members a body may hold once only: the usage request is spliced into one of them,
+ * and an upstream reading another (the first) could stream without usage or not stream at all.
+ */
+const SINGLE_MEMBERS = ['stream', 'stream_options'];
+const SINGLE_KEYS = SINGLE_MEMBERS.map((key) => `"${key}"`);
 
 /**
  * Reads what the operation's body kind needs to route the request. JSON up to
@@ -156,17 +162,15 @@ function bufferedRaw(raw: Buffer, record: boolean): PreparedBody {
 function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
   const text = raw.toString('utf8');
   let value: Record<string, unknown>;
+  let repeatsModel: boolean;
   try {
     value = parseJsonText(text);
+    repeatsModel = checkedMembers(raw, text);
   } catch (err) {
     if (!record || !(err instanceof DataPlaneError)) throw err;
     // A key that records bodies gets the refused one too: that is when its owner wants to see it.
     return refusedBody(err, recordedBodyText(raw, raw.length));
   }
-  // A second "model" (routing read the last) is looked for in the text: cheaper than in the
-  // bytes, and two forward searches cost less than a backward one.
-  const first = text.indexOf('"model"');
-  const repeatsModel = first !== -1 && text.indexOf('"model"', first + 7) !== -1;
   // The bytes as sent, not the parsed value: that would lose number precision, duplicate keys and escapes.
   const recorded = record ? recordedBodyText(raw, raw.length) : undefined;
   return { body: { kind: 'json', raw, value, repeatsModel }, fields: value, recorded: () => recorded };
@@ -180,6 +184,7 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
 function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boolean): PreparedBody {
   let fields: Record<string, unknown>;
   try {
+    refuseRepeatedMembers(spooled.scanned.members);
     fields = fieldsOf(spooled.scanned.members);
   } catch (err) {
     spooled.release();
@@ -217,6 +222,33 @@ function recordedPrefix({ bytes, total, ended }: CapturedPrefix, declared: numbe
 
 function refusedBody(refusal: DataPlaneError, recorded: RecordedRequestBody | undefined): PreparedBody {
   return { body: { kind: 'none' }, fields: undefined, recorded: () => recorded, refusal };
+}
+
+/**
+ * Whether a parsed body may hold a second "model" (routing read the last), refusing one with a
+ * second "stream" or "stream_options". Looked for in the text: cheaper than in the bytes. A key
+ * may also be spelled with \u escapes (JSON.parse decodes them): only then, or when a single
+ * member's literal key occurs twice, are the top-level members located.
+ */
+function checkedMembers(raw: Buffer, text: string): boolean {
+  const repeatsModel = occursTwice(text, '"model"');
+  if (!text.includes('\\u') && !SINGLE_KEYS.some((key) => occursTwice(text, key))) return repeatsModel;
+  const { members } = locateMembers(raw);
+  refuseRepeatedMembers(members);
+  return repeatsModel || members.filter((m) => m.key === 'model').length > 1;
+}
+
+// Two forward searches cost less than a backward one.
+function occursTwice(text: string, key: string): boolean {
+  const first = text.indexOf(key);
+  return first !== -1 && text.indexOf(key, first + key.length) !== -1;
+}
+
+/** Refuses a body with two top-level members of one of SINGLE_MEMBERS (keys as decoded). */
+function refuseRepeatedMembers(members: readonly { readonly key: string }[]): void {
+  for (const key of SINGLE_MEMBERS) {
+    if (members.filter((m) => m.key === key).length > 1) throw new DataPlaneError('invalid_request_body', `The body has more than one top-level "${key}" member.`);
+  }
 }
 
 function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {

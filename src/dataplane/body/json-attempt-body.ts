@@ -26,7 +26,10 @@ export function jsonAttemptBody(
   upstreamModel: string | null,
   requestStreamUsage: ((body: Record<string, unknown>) => boolean) | undefined,
   listed?: BodyModelMapping,
-  /** Whether `"model"` occurs more than once in `raw`, when the caller knows (it searched the decoded text, which is cheaper). */
+  /**
+   * Whether `raw` may hold more than one top-level model, when the caller knows (it searched the
+   * decoded text, which is cheaper, and counted the members when a key may be spelled with escapes).
+   */
   repeatsModel?: boolean,
 ): JsonAttemptBody {
   // Routing read the last "model" (JSON.parse's); a body that may hold another one has every

@@ -28,6 +28,8 @@ export const COLLECTED_FIELDS_COUNT = 64;
  * padding a form cannot hide them from a rule. A few values of at most SMALL_FIELD_BYTES each.
  */
 const ROUTING_FIELDS: ReadonlySet<string> = new Set(['stream', 'n', 'response_format', 'previous_response_id', 'conversation', 'background', 'input', 'query', 'documents']);
+/** The transfer encodings that leave a part's bytes as they are (RFC 2045 §6.1), so its model reads as sent. */
+const IDENTITY_TRANSFER_ENCODINGS: ReadonlySet<string> = new Set(['7bit', '8bit', 'binary']);
 
 interface Part {
   readonly name: string;
@@ -153,10 +155,13 @@ export class MultipartModelScanner implements BodyScanner {
 
   #startPart(headerBlock: string, start: number): void {
     let disposition: string | undefined;
+    const transferEncodings: string[] = [];
     for (const line of headerBlock === '' ? [] : headerBlock.split('\r\n')) {
       const colon = line.indexOf(':');
       if (colon <= 0) this.#fail('malformed part header', start);
-      if (line.slice(0, colon).trim().toLowerCase() !== 'content-disposition') continue;
+      const header = line.slice(0, colon).trim().toLowerCase();
+      if (header === 'content-transfer-encoding') transferEncodings.push(line.slice(colon + 1).trim().toLowerCase());
+      if (header !== 'content-disposition') continue;
       if (disposition !== undefined) this.#fail('repeated Content-Disposition', start);
       disposition = line.slice(colon + 1);
     }
@@ -167,6 +172,9 @@ export class MultipartModelScanner implements BodyScanner {
     let kind: Part['kind'] = 'skip';
     if (name === 'model' && !isFile) {
       if (this.#modelSeen) this.#fail('duplicate model field', start);
+      // Routing reads the raw bytes: an upstream that decodes base64 or quoted-printable (RFC 7578
+      // §4.7 deprecates them in forms) would run another model than the one routed and mapped.
+      if (transferEncodings.some((cte) => !IDENTITY_TRANSFER_ENCODINGS.has(cte))) this.#fail('model field with a Content-Transfer-Encoding other than 7bit, 8bit or binary', start);
       this.#modelSeen = true;
       kind = 'model';
     } else if (!isFile && this.#outcome === undefined && (ROUTING_FIELDS.has(name) || this.#roomFor(name, 0))) {
