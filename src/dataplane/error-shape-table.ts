@@ -13,6 +13,7 @@ export const ERROR_SHAPE_TABLE: Record<number | 'default', { completions: string
   413: { completions: 'invalid_request_error', messages: 'request_too_large', generate: 'INVALID_ARGUMENT' },
   415: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   429: { completions: 'rate_limit_error', messages: 'rate_limit_error', generate: 'RESOURCE_EXHAUSTED' },
+  501: { completions: 'api_error', messages: 'api_error', generate: 'UNIMPLEMENTED' },
   502: { completions: 'api_error', messages: 'api_error', generate: 'UNAVAILABLE' },
   503: { completions: 'api_error', messages: 'overloaded_error', generate: 'UNAVAILABLE' },
   504: { completions: 'api_error', messages: 'timeout_error', generate: 'DEADLINE_EXCEEDED' },

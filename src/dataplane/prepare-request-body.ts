@@ -6,6 +6,7 @@ import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
 import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, locateMembers, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
+import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { requestBodyFailure } from './request-body-failure.ts';
 import type { ForwardBody } from './forward-native.ts';
@@ -70,6 +71,7 @@ const SINGLE_KEYS = SINGLE_MEMBERS.map((key) => `"${key}"`);
  * upstream, fails that request with it).
  */
 export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits, idleTimeoutMs: number): PreparedBody | Promise<PreparedBody> {
+  checkTransferCoding(req);
   if (op.body === 'none' || op.body === 'websocket' || req.method === 'GET' || req.method === 'HEAD') return NO_BODY;
   if (op.body === 'raw') return rawBody(req, record, limits, idleTimeoutMs);
   // The gateway reads every body it forwards (for the model), so a compressed one would only fail as invalid JSON or form.

@@ -31,6 +31,8 @@ export const REFUSAL_REASONS = {
   request_timeout: { status: 408, en: 'The request body stopped arriving before it ended.', zh: '请求体在结束前停止了传输。' },
   request_too_large: { status: 413, en: 'The request body is too large.', zh: '请求体过大。' },
   unsupported_content_encoding: { status: 415, en: 'The request body must not be compressed (Content-Encoding other than identity).', zh: '请求体不能压缩（Content-Encoding 只能是 identity）。' },
+  // RFC 9112 §6.1: a transfer coding the server does not understand is answered 501.
+  unsupported_transfer_coding: { status: 501, en: 'The request body uses a transfer coding the gateway does not support (Transfer-Encoding other than chunked).', zh: '请求体使用了网关不支持的传输编码（Transfer-Encoding 只能是 chunked）。' },
   invalid_websocket_handshake: { status: 400, en: 'The request is not a valid WebSocket opening handshake.', zh: '请求不是有效的 WebSocket 握手。' },
   subprotocol_not_accepted: { status: 400, en: 'The upstream accepted none of the offered WebSocket subprotocols.', zh: '上游不接受所提供的任何 WebSocket 子协议。' },
   internal_error: { status: 500, en: 'Internal error.', zh: '内部错误。' },
@@ -39,6 +41,8 @@ export const REFUSAL_REASONS = {
   spool_unavailable: { status: 503, en: 'The gateway cannot store the request body right now.', zh: '网关当前无法暂存请求体。' },
   // A Group maps the model to a name a form field cannot carry (CR or LF would end the field).
   model_mapping_unusable: { status: 502, en: 'The Group maps the model to a name that cannot be sent in this request.', zh: '该分组映射的模型名称无法在此请求中发送。' },
+  // A stored secret holds a character an HTTP header value cannot carry (stored before import refused such values).
+  credential_unusable: { status: 502, en: 'The upstream credential cannot be sent: its stored secret holds a character an HTTP header cannot carry.', zh: '无法发送上游凭据：其存储的密钥含有 HTTP 头无法携带的字符。' },
   proxy_misconfigured: { status: 502, en: 'The managed proxy configured for this route cannot be used (unsupported scheme or malformed URL).', zh: '为此路由配置的托管代理无法使用（不支持的协议或格式错误的 URL）。' },
   proxy_unreachable: { status: 502, en: 'The managed proxy for this route could not be reached or refused the gateway.', zh: '无法连接此路由的托管代理，或托管代理拒绝了网关。' },
   log_store_unavailable: { status: 503, en: 'The request log store is failing, so the access key\'s quota cannot be enforced.', zh: '请求日志存储出现故障，无法执行访问密钥的配额。' },

@@ -1,3 +1,4 @@
+import { validateHeaderValue } from 'node:http';
 import { LOCATION_FIELDS } from '../dataplane/credential-location.ts';
 import { validationFailed } from '../http/api-error.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindDecl, type CredentialKindId } from '../generated/index.ts';
@@ -46,7 +47,7 @@ export function importSecretField(kind: CredentialKindDecl, commonFields: Record
 /**
  * Checks submitted values for a credential being created against the kind's fields: no unknown
  * names, every required one present and non-empty (a location field may come from the Group's
- * base_url), URLs valid.
+ * base_url), URLs valid, and a static kind's secret one an HTTP header can carry.
  */
 export function completeCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, group: GroupRecord, fieldPrefix = 'fields'): Record<string, string> {
   return checkedCredentialValues(kind, values, group.base_url, fieldPrefix);
@@ -76,9 +77,24 @@ function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string
       continue;
     }
     if (LOCATION_FIELDS.includes(f.name)) checkBaseUrl(v, `${fieldPrefix}.${f.name}`);
+    if (f.secret && kind.flow === 'static') checkHeaderValue(v, `${fieldPrefix}.${f.name}`);
     out[f.name] = v;
   }
   return out;
+}
+
+/**
+ * A static kind's secret is sent as it is in a request header (authorization, x-api-key,
+ * x-goog-api-key): one with a character a header cannot carry (a control character, a newline,
+ * anything beyond Latin-1 such as a pasted "…") would fail every request, so it is refused here
+ * by the rule node's and undici's clients apply.
+ */
+function checkHeaderValue(value: string, field: string): void {
+  try {
+    validateHeaderValue('x-credential', value);
+  } catch {
+    throw validationFailed(field, 'not_a_header_value', { detail: 'holds a character an HTTP header value cannot carry (a control character, a line break, or one beyond Latin-1)' });
+  }
 }
 
 /** Notes 13-14: a managed proxy applies only where the channel supports one, and only one the gateway can use. */

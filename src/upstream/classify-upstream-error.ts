@@ -12,6 +12,7 @@ export type UpstreamFailureKind =
   | 'connection_lost'
   | 'proxy_misconfigured'
   | 'proxy_unreachable'
+  | 'credential_unusable'
   | 'unknown';
 
 export interface UpstreamFailure {
@@ -63,6 +64,9 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
   proxy_misconfigured: { kind: 'proxy_misconfigured', notDelivered: true, code: 'proxy_misconfigured' },
   // The managed proxy is down or refused the gateway's login: the gateway's side again, not the credential's.
   proxy_unreachable: { kind: 'proxy_unreachable', notDelivered: true, code: 'proxy_unreachable' },
+  // A header value refused before sending: the only one built from configuration is the
+  // credential's secret (one stored before import refused such values), so the gateway's side again.
+  credential_unusable: { kind: 'credential_unusable', notDelivered: true, code: 'credential_unusable' },
   unknown: { kind: 'unknown', notDelivered: false, code: 'upstream_error' },
 };
 
@@ -75,11 +79,21 @@ const PROXY_UPSTREAM_STATUSES = /^Proxy response \((?:502|503|504)\)/;
 /** SOCKS5 replies (as the socks package words them) by which the proxy says that it could not reach the upstream. */
 const SOCKS_UPSTREAM_REPLIES = /rejected connection - (?:HostUnreachable|ConnectionRefused|NetworkUnreachable|TTLExpired)$/;
 
-/** Failures on the gateway's side of a credential (its proxy configuration, its proxy): no verdict on the credential. */
-export type GatewaySideKind = 'proxy_misconfigured' | 'proxy_unreachable';
+/**
+ * A header value refused before sending, by the rule of node's validateHeaderValue: undici's
+ * `invalid <name> header` (UND_ERR_INVALID_ARG), or node's own client's ERR_INVALID_CHAR (the
+ * WebSocket handshake's).
+ */
+const INVALID_HEADER_MESSAGE = /^invalid .+ header$/;
+
+/**
+ * Failures on the gateway's side of a credential (its proxy configuration, its proxy, a secret
+ * no header can carry): no verdict on the credential.
+ */
+export type GatewaySideKind = 'proxy_misconfigured' | 'proxy_unreachable' | 'credential_unusable';
 
 export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFailure & { kind: GatewaySideKind } {
-  return failure.kind === 'proxy_misconfigured' || failure.kind === 'proxy_unreachable';
+  return failure.kind === 'proxy_misconfigured' || failure.kind === 'proxy_unreachable' || failure.kind === 'credential_unusable';
 }
 
 /**
@@ -98,6 +112,7 @@ function classifyByCode(error: unknown, options: { viaProxy?: boolean }): Upstre
   const name = (error as { name?: unknown } | null)?.name;
   const message = String((error as { message?: unknown } | null)?.message ?? '');
   if (code === INVALID_PROXY_URL) return FAILURES.proxy_misconfigured;
+  if ((code === 'UND_ERR_INVALID_ARG' && INVALID_HEADER_MESSAGE.test(message)) || code === 'ERR_INVALID_CHAR') return FAILURES.credential_unusable;
   if (options.viaProxy === true && failedAtProxy(code, message)) return FAILURES.proxy_unreachable;
   // Through a proxy, a connect timeout not re-coded as the proxy's is the upstream's TLS handshake in the tunnel.
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === PROXY_CONNECT_TIMEOUT) return FAILURES.connect_timeout;
