@@ -137,8 +137,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, access, attempt, request, exchange, got: { error } } });
     }
     watch.point(undefined);
-    // Every error answer (failover, or the secret to mask) is the loop's to judge.
-    if (upstream.status >= 400 || clientGone(input)) {
+    // Every error or redirect answer (failover, or the secret to mask in its body) is the loop's to judge.
+    if (upstream.status >= 300 || clientGone(input)) {
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, access, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
@@ -300,8 +300,9 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           attempt.error_code = `upstream_${upstream.status}`;
           return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point);
         }
-        // An error answer streamed as it comes still has the secret masked out of it.
-        const delivered = upstream.status >= 400 ? maskedOrUndecodable(attempt, () => maskedUpstreamError(upstream, secret)) : upstream;
+        // An error answer streamed as it comes still has the secret masked out of it; so has a
+        // redirect (status 300-399), whose body repeats its location (Express: `Found. Redirecting to <url>`).
+        const delivered = upstream.status >= 300 ? maskedOrUndecodable(attempt, () => maskedUpstreamError(upstream, secret)) : upstream;
         if (delivered instanceof DataPlaneError) return answerTransportFailure(input, result, { error: delivered, candidate, credential });
         const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);

@@ -3,20 +3,57 @@ import type { OutgoingHeaders } from '../upstream/index.ts';
 import { isTokenByte, MIN_SUBSTRING_SECRET_LENGTH, wholeTokenPattern } from './short-secret-token.ts';
 
 /**
- * The forms a secret is echoed in: as it is, percent-encoded (a URL's query) and JSON-escaped
- * with `/` as `\/`, without repeats. One may begin another: `%` is percent-encoded as `%25`.
- * `token` is set for a secret shorter than MIN_SUBSTRING_SECRET_LENGTH, masked only as a whole
- * token (the forms tried in this order at each place, as its alternation does). The last
- * secret's are kept: answers of one credential come in a row.
+ * The forms a secret is echoed in (echoedForms), without repeats. One may begin another: `%` is
+ * percent-encoded as `%25`. `token` is set for a secret shorter than MIN_SUBSTRING_SECRET_LENGTH,
+ * masked only as a whole token (the forms tried in this order at each place, as its alternation
+ * does). The last secret's are kept: answers of one credential come in a row.
  */
 function secretForms(secret: string): SecretForms {
   if (secret !== lastSecret) {
     lastSecret = secret;
-    const forms = secret.length === 0 ? [] : [...new Set([secret, encodeURIComponent(secret), secret.replaceAll('/', '\\/')])];
+    const forms = secret.length === 0 ? [] : echoedForms(secret);
     lastForms = { forms, token: forms.length > 0 && secret.length < MIN_SUBSTRING_SECRET_LENGTH ? wholeTokenPattern(forms) : undefined };
   }
   return lastForms;
 }
+
+/** Characters no URL or JSON encoder changes (RFC 3986's unreserved): a key of only these has one form. */
+const UNCHANGED = /^[A-Za-z0-9._~-]*$/;
+
+/**
+ * A secret as it is, percent-encoded (`encodeURIComponent`; Python's `quote`, which also
+ * encodes `!'()*` and leaves `/`; each in upper- and lower-case hex), JSON-escaped with `/` as
+ * `\/`, and JSON-escaped as `\uXXXX` (lower- and upper-case hex) in each ASCII character outside
+ * UNCHANGED, or in one such character alone (an encoder escapes its own set: Go's `<>&`, .NET's
+ * `+`), in this order, without repeats.
+ */
+function echoedForms(secret: string): string[] {
+  if (UNCHANGED.test(secret)) return [secret];
+  const component = encodeURIComponent(secret);
+  const quoted = component.replace(/[!'()*]/g, (c) => `%${hex(c).toUpperCase()}`).replaceAll('%2F', '/');
+  const escapable = [...new Set(secret)].filter((c) => c < '\x80' && !UNCHANGED.test(c));
+  const escapeSets = escapable.length > 1 ? [escapable, ...escapable.map((c) => [c])] : [escapable];
+  const escaped = escapeSets.flatMap((set) => [unicodeEscaped(secret, set, false), unicodeEscaped(secret, set, true)]);
+  return [...new Set([secret, component, secret.replaceAll('/', '\\/'), quoted, lowerHex(component), lowerHex(quoted), ...escaped])];
+}
+
+function hex(c: string): string {
+  return c.charCodeAt(0).toString(16).padStart(2, '0');
+}
+
+function lowerHex(encoded: string): string {
+  return encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
+}
+
+function unicodeEscaped(secret: string, chars: readonly string[], upper: boolean): string {
+  let out = '';
+  for (const c of secret) {
+    const code = hex(c).padStart(4, '0');
+    out += chars.includes(c) ? `\\u${upper ? code.toUpperCase() : code}` : c;
+  }
+  return out;
+}
+
 interface SecretForms {
   forms: readonly string[];
   /** Global: reset `lastIndex` before `test`. */

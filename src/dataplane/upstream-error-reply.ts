@@ -71,7 +71,8 @@ export async function readUpstreamError(reply: UpstreamReply, secret: string, id
 
 /**
  * An error answer to stream as it arrives (an event stream, a body declared larger than
- * ERROR_BODY_LIMIT), with the upstream secret masked out of its headers and, as it passes,
+ * ERROR_BODY_LIMIT), or a redirect (300-399: its body repeats a location that may carry the
+ * key), with the upstream secret masked out of its headers and, as it passes,
  * its whole body, decoded first when it came compressed (one that stops decoding breaks off).
  * Event streams still go event by event. A coding the gateway cannot decode throws
  * `upstream_unreachable`.

@@ -89,6 +89,57 @@ t.test('the three forms in one body, one-byte chunks, are each masked', async (t
   t.equal(run(ESCAPED_SECRET, [...text]).out, forms.map(() => `<${ESCAPED_MASKED}>`).join(' '));
 });
 
+// What real encoders make of a secret with `/`, `+` and `=` (issue 4 item 2), written out by
+// hand: Python's urllib.parse.quote (`/` left: its default safe='/'), percent-encoding in
+// lower-case hex, and JSON's \uXXXX escapes (every such character, or one alone), in both cases.
+const ECHO_SECRET = 'sk-up/SECRET+val=0123456789abcdefXYZ';
+const ECHO_MASKED = 'sk-u...fXYZ';
+const ECHOES: [name: string, echoed: string][] = [
+  ['quoted as Python does', 'sk-up/SECRET%2Bval%3D0123456789abcdefXYZ'],
+  ['quoted as Python does, lower-case hex', 'sk-up/SECRET%2bval%3d0123456789abcdefXYZ'],
+  ['percent-encoded, lower-case hex', 'sk-up%2fSECRET%2bval%3d0123456789abcdefXYZ'],
+  ['with \\u escapes, lower-case hex', 'sk-up\\u002fSECRET\\u002bval\\u003d0123456789abcdefXYZ'],
+  ['with \\u escapes, upper-case hex', 'sk-up\\u002FSECRET\\u002Bval\\u003D0123456789abcdefXYZ'],
+  ['with / alone as \\u002f', 'sk-up\\u002fSECRET+val=0123456789abcdefXYZ'],
+  ['with / alone as \\u002F', 'sk-up\\u002FSECRET+val=0123456789abcdefXYZ'],
+  ['with + alone as \\u002B (.NET)', 'sk-up/SECRET\\u002Bval=0123456789abcdefXYZ'],
+  ['with = alone as \\u003d', 'sk-up/SECRET+val\\u003d0123456789abcdefXYZ'],
+];
+for (const [name, echoed] of ECHOES) {
+  t.test(`a secret echoed ${name} is masked in text, in a header and split at every position`, async (t) => {
+    const text = `{"error":{"message":"bad key ${echoed}","url":"?key=${echoed}&x=1"}}`;
+    const expected = `{"error":{"message":"bad key ${ECHO_MASKED}","url":"?key=${ECHO_MASKED}&x=1"}}`;
+    t.equal(maskSecretInText(text, ECHO_SECRET), expected, 'text');
+    for (let cut = 0; cut <= text.length; cut++) {
+      t.equal(run(ECHO_SECRET, [text.slice(0, cut), text.slice(cut)]).out, expected, `cut at ${cut}`);
+    }
+    t.equal(run(ECHO_SECRET, [...text]).out, expected, 'one-byte chunks');
+    const headers: OutgoingHeaders = { 'x-echo': `key=${echoed}`, 'x-list': [echoed, 'b=1'] };
+    maskSecretInHeaders(headers, ECHO_SECRET);
+    t.same(headers, { 'x-echo': `key=${ECHO_MASKED}`, 'x-list': [ECHO_MASKED, 'b=1'] }, 'headers');
+  });
+}
+
+t.test("Python's quote also encodes !'()*, which encodeURIComponent leaves", async (t) => {
+  const secret = "sk-a!b'c(d)e*f/g0123456789";
+  const quoted = 'sk-a%21b%27c%28d%29e%2Af/g0123456789';
+  const lower = 'sk-a%21b%27c%28d%29e%2af/g0123456789';
+  t.equal(maskSecretInText(`key ${quoted} and ${lower}`, secret), 'key sk-a...6789 and sk-a...6789', 'upper- and lower-case hex');
+  t.equal(run(secret, [`key ${quoted.slice(0, 9)}`, `${quoted.slice(9)}.`]).out, 'key sk-a...6789.');
+  t.equal(maskSecretInText(`key ${encodeURIComponent(secret)}`, secret), 'key sk-a...6789', 'encodeURIComponent still');
+});
+
+t.test('a key of only letters, digits and ._~- has only its own form: near-forms pass as sent', async (t) => {
+  const key = 'sk-proj_abc.DEF~0123456789';
+  const near = ['sk\\u002dproj_abc.DEF~0123456789', 'sk%2Dproj_abc.DEF~0123456789', 'sk-proj%5Fabc.DEF~0123456789', 'sk-proj_abc%2EDEF~0123456789', 'sk-proj_abc.DEF%7E0123456789'];
+  for (const text of near) {
+    t.equal(maskSecretInText(text, key), text, `text ${text}`);
+    t.equal(run(key, [text]).out, text, `stream ${text}`);
+  }
+  t.equal(maskSecretInText(`a ${key} b`, key), 'a sk-p...6789 b', 'the key itself masked');
+  t.same(run(key, ['x \\u', '002d %2']).perChunk, ['x \\u', '002d %2'], 'no tail held that only an escape would begin');
+});
+
 // A secret shorter than 8 characters (a local upstream's placeholder key: `x`, `none`,
 // `ollama`) is masked only as a whole token: not preceded or followed by an ASCII letter,
 // digit, `_` or `-`, so `a` in `application/json` and `test` in `latest` stay. maskSecret's
@@ -153,6 +204,13 @@ for (const [name, echoed] of [
   ['as it is', SHORT_ESCAPED],
   ['percent-encoded', encodeURIComponent(SHORT_ESCAPED)],
   ['with / escaped as \\/', SHORT_ESCAPED.replaceAll('/', '\\/')],
+  ['quoted as Python does, / left', 'a/b%2B'],
+  ['percent-encoded in lower-case hex', 'a%2fb%2b'],
+  ['quoted with / left, in lower-case hex', 'a/b%2b'],
+  ['with \\u escapes, lower-case hex', 'a\\u002fb\\u002b'],
+  ['with \\u escapes, upper-case hex', 'a\\u002Fb\\u002B'],
+  ['with / alone as \\u002f', 'a\\u002fb+'],
+  ['with + alone as \\u002B', 'a/b\\u002B'],
 ] as const) {
   t.test(`a short secret echoed ${name} is masked only as a whole token, split at every position`, async (t) => {
     const cases: [text: string, expected: string][] = [
@@ -230,16 +288,41 @@ function seeded(seed: number): () => number {
   };
 }
 
+/**
+ * The forms data-plane.md lists, in its order, built here from their definitions: as it is;
+ * percent-encoded as encodeURIComponent and as Python's quote (every UTF-8 byte but letters,
+ * digits, `._~-`, plus `!'()*` or `/` respectively), each in upper- then lower-case hex after
+ * the `\/` form; then \uXXXX escapes of all ASCII characters outside letters, digits and `._~-`
+ * (then of each alone, when there are several), lower- then upper-case hex.
+ */
+function referenceForms(secret: string): string[] {
+  const plain = (c: string) => /^[A-Za-z0-9._~-]$/.test(c);
+  const percent = (safe: string, lower: boolean) =>
+    [...Buffer.from(secret)]
+      .map((byte) => {
+        const c = String.fromCharCode(byte);
+        if (byte < 0x80 && (plain(c) || safe.includes(c))) return c;
+        const hex = byte.toString(16).padStart(2, '0');
+        return `%${lower ? hex : hex.toUpperCase()}`;
+      })
+      .join('');
+  const special = [...new Set(secret)].filter((c) => c.charCodeAt(0) < 0x80 && !plain(c));
+  const sets = special.length > 1 ? [special, ...special.map((c) => [c])] : [special];
+  const escaped = (set: string[], upper: boolean) =>
+    [...secret].map((c) => (set.includes(c) ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')[upper ? 'toUpperCase' : 'toLowerCase']()}` : c)).join('');
+  return [...new Set([secret, percent("!'()*", false), secret.replaceAll('/', '\\/'), percent('/', false), percent("!'()*", true), percent('/', true), ...sets.flatMap((set) => [escaped(set, false), escaped(set, true)])])];
+}
+
 t.test('random short secrets and chunkings: the stream masks what a whole-text whole-token regex does', async (t) => {
   const random = seeded(20261126);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   // Token bytes and the characters the escapes change or produce, so forms meet, overlap and touch.
-  const alphabet = [...'ab25F%/\\-_ .=&"'];
+  const alphabet = [...'ab25F%/\\-_ .=&"+u0f'];
   let mismatches = 0;
   const CASES = 4000;
   for (let n = 0; n < CASES; n++) {
     const secret = Array.from({ length: 1 + Math.floor(random() * 7) }, () => pick(alphabet)).join('');
-    const forms = [...new Set([secret, encodeURIComponent(secret), secret.replaceAll('/', '\\/')])];
+    const forms = referenceForms(secret);
     const pieces = Array.from({ length: 1 + Math.floor(random() * 8) }, () => (random() < 0.5 ? pick(forms) : Array.from({ length: Math.floor(random() * 4) }, () => pick(alphabet)).join('')));
     const text = pieces.join('');
     // The reference: a form, tried in order at each place, neither preceded nor followed by an

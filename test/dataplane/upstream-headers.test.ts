@@ -121,7 +121,34 @@ for (const c of [
       if (c.status === 200) t.equal(res.headers.get('x-echo-credential'), `Bearer ${masked}`);
       else t.equal(res.headers.get('location'), `https://elsewhere.invalid/retry?key=${encodeURIComponent(`Bearer ${masked}`)}`);
       t.same(res.headers.getSetCookie(), [`a=Bearer ${masked}`, 'b=1'], `${pass}: each value of a repeated header masked`);
-      t.equal(await res.text(), c.body, `${pass}: the body below 400 goes as sent`);
+      t.equal(await res.text(), c.body, `${pass}: the body, which holds no secret, as sent`);
+    }
+  });
+}
+
+// A key with `/`, `+` and `=` echoed as real encoders write it (issue 4 item 2), written out by
+// hand: Python's quote (`/` left), percent-encoding in lower-case hex, JSON's \u002f.
+const ESCAPING_KEY = 'sk-up/SECRET+val=0123456789abcdefXYZ';
+const ESCAPING_MASKED = 'sk-u...fXYZ';
+const ECHOED_FORMS = ['sk-up/SECRET%2Bval%3D0123456789abcdefXYZ', 'sk-up%2fSECRET%2bval%3d0123456789abcdefXYZ', 'sk-up\\u002fSECRET+val=0123456789abcdefXYZ'];
+
+// A 400: not a failover status, so the credential is still there for the second pass.
+for (const status of [200, 400]) {
+  t.test(`a ${status} echoing a key with / + = in encoded forms: masked in its headers${status === 400 ? ' and body' : ''}`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+      const headers = Object.fromEntries(ECHOED_FORMS.map((form, i) => [`x-echo-${i}`, `key=${form}`]));
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      // Written as JSON text, so that `\\u002f` is the escape it is there.
+      res.end(status === 200 ? completionJson('vendor-chat') : `{"error":{"message":"${ECHOED_FORMS.join(' ')}"}}`);
+    });
+    const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'], upstreamKeys: [ESCAPING_KEY] });
+    for (const pass of ['secret not yet cached', 'secret cached']) {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });
+      t.equal(res.status, status, pass);
+      ECHOED_FORMS.forEach((_, i) => t.equal(res.headers.get(`x-echo-${i}`), `key=${ESCAPING_MASKED}`, `${pass}: header ${i} masked`));
+      const body = await res.text();
+      if (status === 400) t.equal(body, `{"error":{"message":"${ECHOED_FORMS.map(() => ESCAPING_MASKED).join(' ')}"}}`, `${pass}: every form in the body masked`);
+      else t.equal(body, completionJson('vendor-chat'), `${pass}: the 200 body as sent`);
     }
   });
 }
