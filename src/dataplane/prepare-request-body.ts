@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, locateMembers, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, locateMembers, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -292,8 +292,9 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     // comes from the client's connection, unless it is still there: then it is a bug of ours.
     const refusal = requestBodyFailure(err);
     if (refusal === undefined) throw req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err;
-    if (!record || !(err instanceof BodyRewriteError)) throw refusal;
-    // A malformed form is recorded as far as it was read (marked truncated when it declared more).
+    // A malformed form, or one whose spool failed, is recorded as far as it was read (marked
+    // truncated when it declared more); one too large or silent is not (docs: step 10).
+    if (!record || !(err instanceof BodyRewriteError || err instanceof SpoolFailure)) throw refusal;
     const { bytes, total } = tee.captured();
     return refusedBody(refusal, recordedBodyText(bytes, declared ?? total));
   }

@@ -69,6 +69,21 @@ t.test('image edit, model field after the file: a full disk before the model ans
   t.same(upstream.requests, [], 'nothing reached the upstream');
 });
 
+t.test('image edit, model field after the file, key recording bodies: a full disk before the model records the form as far as it was read', async (t) => {
+  const upstream = await okUpstream(t);
+  const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
+  const seeded = await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'img', upstream: 'vendor-img' }], secrets: ['sk-a'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-images'], record_request_body: true });
+  diskFullAfter(t, DISK_BYTES);
+  const res = await postImageEdit(gw, keyValue, fileFirst);
+  t.equal(res.status, 503);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  // The form's length was declared (fetch sends a buffer with content-length): less of it arrived than it declared.
+  t.match(record.request_body, { state: 'truncated', original_bytes: fileFirst.length }, 'recorded, truncated, at its declared size');
+  t.same(upstream.requests, [], 'nothing reached the upstream');
+  t.ok(seeded.credentials.length === 1);
+});
+
 t.test('responses namespace passthrough: a full disk mid-upload answers 503 spool_unavailable and blames no credential', async (t) => {
   const upstream = await okUpstream(t);
   const gw = await gateway(t, { bufferedJsonBytes: BUFFERED });
