@@ -1,70 +1,42 @@
 import { maskSecret } from '../store/mask.ts';
 import type { OutgoingHeaders } from '../upstream/index.ts';
+import { echoedForms } from './secret-echo-forms.ts';
 import { isTokenByte, MIN_SUBSTRING_SECRET_LENGTH, wholeTokenPattern } from './short-secret-token.ts';
 
 /**
- * The forms a secret is echoed in (echoedForms), without repeats. One may begin another: `%` is
- * percent-encoded as `%25`. `token` is set for a secret shorter than MIN_SUBSTRING_SECRET_LENGTH,
- * masked only as a whole token (the forms tried in this order at each place, as its alternation
- * does). The last secret's are kept: answers of one credential come in a row.
+ * The forms a secret is echoed in (echoedForms). `token` is set for a secret shorter than
+ * MIN_SUBSTRING_SECRET_LENGTH, masked only as a whole token (the forms tried in this order at
+ * each place, as its alternation does).
  */
-function secretForms(secret: string): SecretForms {
-  if (secret !== lastSecret) {
-    lastSecret = secret;
-    const forms = secret.length === 0 ? [] : echoedForms(secret);
-    lastForms = { forms, token: forms.length > 0 && secret.length < MIN_SUBSTRING_SECRET_LENGTH ? wholeTokenPattern(forms) : undefined };
-  }
-  return lastForms;
-}
-
-/** Characters no URL or JSON encoder changes (RFC 3986's unreserved): a key of only these has one form. */
-const UNCHANGED = /^[A-Za-z0-9._~-]*$/;
-
-/**
- * A secret as it is, percent-encoded (`encodeURIComponent`; Python's `quote`, which also
- * encodes `!'()*` and leaves `/`; each in upper- and lower-case hex), JSON-escaped with `/` as
- * `\/`, and JSON-escaped as `\uXXXX` (lower- and upper-case hex) in each ASCII character outside
- * UNCHANGED, or in one such character alone (an encoder escapes its own set: Go's `<>&`, .NET's
- * `+`), in this order, without repeats.
- */
-function echoedForms(secret: string): string[] {
-  if (UNCHANGED.test(secret)) return [secret];
-  const component = encodeURIComponent(secret);
-  const quoted = component.replace(/[!'()*]/g, (c) => `%${hex(c).toUpperCase()}`).replaceAll('%2F', '/');
-  const escapable = [...new Set(secret)].filter((c) => c < '\x80' && !UNCHANGED.test(c));
-  const escapeSets = escapable.length > 1 ? [escapable, ...escapable.map((c) => [c])] : [escapable];
-  const escaped = escapeSets.flatMap((set) => [unicodeEscaped(secret, set, false), unicodeEscaped(secret, set, true)]);
-  return [...new Set([secret, component, secret.replaceAll('/', '\\/'), quoted, lowerHex(component), lowerHex(quoted), ...escaped])];
-}
-
-function hex(c: string): string {
-  return c.charCodeAt(0).toString(16).padStart(2, '0');
-}
-
-function lowerHex(encoded: string): string {
-  return encoded.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase());
-}
-
-function unicodeEscaped(secret: string, chars: readonly string[], upper: boolean): string {
-  let out = '';
-  for (const c of secret) {
-    const code = hex(c).padStart(4, '0');
-    out += chars.includes(c) ? `\\u${upper ? code.toUpperCase() : code}` : c;
-  }
-  return out;
-}
-
 interface SecretForms {
   forms: readonly string[];
   /** Global: reset `lastIndex` before `test`. */
   token: RegExp | undefined;
 }
-let lastSecret = '';
-let lastForms: SecretForms = { forms: [], token: undefined };
+
+/**
+ * Each secret's forms, built once: a Group's credentials take turns (smooth weighted
+ * round-robin), so consecutive answers often carry different secrets. Credentials are few; past
+ * FORMS_KEPT secrets the oldest entry goes, so a rotated or deleted secret's ages out.
+ */
+const formsBySecret = new Map<string, SecretForms>();
+const FORMS_KEPT = 64;
+
+function secretForms(secret: string): SecretForms {
+  let cached = formsBySecret.get(secret);
+  if (cached === undefined) {
+    if (formsBySecret.size >= FORMS_KEPT) formsBySecret.delete(formsBySecret.keys().next().value!);
+    const forms = secret.length === 0 ? [] : echoedForms(secret);
+    cached = { forms, token: forms.length > 0 && secret.length < MIN_SUBSTRING_SECRET_LENGTH ? wholeTokenPattern(forms) : undefined };
+    formsBySecret.set(secret, cached);
+  }
+  return cached;
+}
 
 /**
  * Masks the upstream secret out of an answer's headers, in place. It runs on every answer, so
- * a value is only tested unless it holds the secret: nothing is allocated when none does.
+ * a value is only tested unless it holds the secret: once the secret's forms are kept
+ * (secretForms), nothing is allocated when no value holds one.
  */
 export function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): void {
   const forms = secretForms(secret);
@@ -105,89 +77,121 @@ export function maskSecretInText(text: string, secret: string): string {
  * whole at once.
  */
 export class SecretMaskingStream {
-  readonly #forms: readonly Buffer[];
-  readonly #masked: Buffer;
-  /** A short secret: masked only as a whole token. */
-  readonly #token: boolean;
-  /** The input's byte before the held tail (or the next chunk): a short secret's left neighbour. */
-  #before: number | undefined;
-  /** A tail that may begin a form (a whole form, for a short secret) that ended the input so far. */
-  #held: Buffer | undefined;
+  /** Undefined for an empty secret: it occurs everywhere and masks nothing. */
+  readonly #masker: SubstringMasker | WholeTokenMasker | undefined;
 
   constructor(secret: string) {
     const { forms, token } = secretForms(secret);
-    this.#forms = forms.map((form) => Buffer.from(form));
-    this.#masked = Buffer.from(maskSecret(secret));
-    this.#token = token !== undefined;
+    const bytes = forms.map((form) => Buffer.from(form));
+    const masked = Buffer.from(maskSecret(secret));
+    if (forms.length === 0) this.#masker = undefined;
+    else this.#masker = token === undefined ? new SubstringMasker(bytes, masked) : new WholeTokenMasker(bytes, masked);
   }
 
   data(chunk: Buffer): Buffer {
-    // An empty secret occurs everywhere and masks nothing.
-    if (this.#forms.length === 0) return chunk;
+    return this.#masker === undefined ? chunk : this.#masker.data(chunk);
+  }
+
+  end(): Buffer | undefined {
+    return this.#masker?.end();
+  }
+}
+
+/** A secret of MIN_SUBSTRING_SECRET_LENGTH or more: each of its forms is masked wherever it occurs. */
+class SubstringMasker {
+  readonly #forms: readonly Buffer[];
+  readonly #masked: Buffer;
+  /** A tail that may begin a form, that ended the input so far. */
+  #held: Buffer | undefined;
+
+  constructor(forms: readonly Buffer[], masked: Buffer) {
+    this.#forms = forms;
+    this.#masked = masked;
+  }
+
+  data(chunk: Buffer): Buffer {
     const input = this.#held === undefined ? chunk : Buffer.concat([this.#held, chunk]);
+    const parts: Buffer[] = [];
+    let from = 0;
+    for (let found = firstForm(input, from, this.#forms); found !== undefined; found = firstForm(input, from, this.#forms)) {
+      parts.push(input.subarray(from, found.at), this.#masked);
+      from = found.at + found.length;
+    }
+    const end = earliestTail(input, from, this.#forms);
+    this.#held = tailFrom(input, end);
+    return joined(input, parts, from, end);
+  }
+
+  end(): Buffer | undefined {
+    const held = this.#held;
     this.#held = undefined;
+    return held;
+  }
+}
+
+/** A short secret: its forms are masked only as whole tokens. */
+class WholeTokenMasker {
+  readonly #forms: readonly Buffer[];
+  readonly #masked: Buffer;
+  /** The input's byte before the held tail (or the next chunk): a form's left neighbour. */
+  #before: number | undefined;
+  /** A tail that may begin a form, or is a whole form whose next byte has not come, that ended the input so far. */
+  #held: Buffer | undefined;
+
+  constructor(forms: readonly Buffer[], masked: Buffer) {
+    this.#forms = forms;
+    this.#masked = masked;
+  }
+
+  data(chunk: Buffer): Buffer {
+    const input = this.#held === undefined ? chunk : Buffer.concat([this.#held, chunk]);
     return this.#mask(input, false);
   }
 
   end(): Buffer | undefined {
     const held = this.#held;
     this.#held = undefined;
-    // The end is a short secret's right boundary: a held whole form is masked now.
-    return held === undefined || !this.#token ? held : this.#mask(held, true);
+    // The end is a token's right boundary: a held whole form is masked now.
+    return held === undefined ? undefined : this.#mask(held, true);
   }
 
   #mask(input: Buffer, last: boolean): Buffer {
     const forms = this.#forms;
     const parts: Buffer[] = [];
     let from = 0;
-    let end: number;
-    if (this.#token) {
-      end = input.length;
-      let search = 0;
-      for (;;) {
-        const found = firstForm(input, search, forms);
-        const at = found?.at ?? input.length;
-        // A tail that may still become a form, before any whole one: its outcome is still to come.
-        const tail = last ? input.length : earliestTail(input, search, forms);
-        if (tail < at) {
-          end = tail;
-          break;
-        }
-        if (found === undefined) break;
-        const length = this.#wholeTokenAt(input, at, last);
-        if (length === undefined) {
-          end = at;
-          break;
-        }
-        if (length === 0) {
-          search = at + 1;
-          continue;
-        }
-        parts.push(input.subarray(from, at), this.#masked);
-        from = search = at + length;
+    let search = 0;
+    let end = input.length;
+    for (;;) {
+      const found = firstForm(input, search, forms);
+      const at = found?.at ?? input.length;
+      // A tail that may still become a form, before any whole one: its outcome is still to come.
+      const tail = last ? input.length : earliestTail(input, search, forms);
+      if (tail < at) {
+        end = tail;
+        break;
       }
-      if (end > 0) this.#before = input[end - 1];
-    } else {
-      let search = 0;
-      for (let found = firstForm(input, search, forms); found !== undefined; found = firstForm(input, search, forms)) {
-        parts.push(input.subarray(from, found.at), this.#masked);
-        from = search = found.at + found.length;
+      if (found === undefined) break;
+      const length = this.#wholeTokenAt(input, at, last);
+      if (length === undefined) {
+        end = at;
+        break;
       }
-      let held = 0;
-      if (!last) for (const form of forms) held = Math.max(held, heldTailLength(input, search, form));
-      end = input.length - held;
+      if (length === 0) {
+        search = at + 1;
+        continue;
+      }
+      parts.push(input.subarray(from, at), this.#masked);
+      from = search = at + length;
     }
-    // Copied: the chunk's memory is not ours to keep.
-    if (end < input.length) this.#held = Buffer.from(input.subarray(end));
-    if (parts.length === 0) return end === input.length ? input : input.subarray(0, end);
-    parts.push(input.subarray(from, end));
-    return Buffer.concat(parts);
+    if (end > 0) this.#before = input[end - 1];
+    this.#held = tailFrom(input, end);
+    return joined(input, parts, from, end);
   }
 
   /**
-   * A short secret at `at`, where some form begins: the length of the first form (in order)
-   * that stands there as a whole token, 0 when none does, undefined when that waits on bytes
-   * still to come (a form that ends the input, or one the input ends inside).
+   * At `at`, where some form begins: the length of the first form (in order) that stands there
+   * as a whole token, 0 when none does, undefined when that waits on bytes still to come (a
+   * form that ends the input, or one the input ends inside).
    */
   #wholeTokenAt(input: Buffer, at: number, last: boolean): number | undefined {
     if (isTokenByte(at === 0 ? this.#before : input[at - 1])) return 0;
@@ -203,6 +207,18 @@ export class SecretMaskingStream {
     }
     return 0;
   }
+}
+
+/** The input from `end` on, to hold until the next chunk; copied: the chunk's memory is not ours to keep. */
+function tailFrom(input: Buffer, end: number): Buffer | undefined {
+  return end < input.length ? Buffer.from(input.subarray(end)) : undefined;
+}
+
+/** The output: `parts` (the input before `from`, masked), then the input from `from` to `end`. */
+function joined(input: Buffer, parts: Buffer[], from: number, end: number): Buffer {
+  if (parts.length === 0) return end === input.length ? input : input.subarray(0, end);
+  parts.push(input.subarray(from, end));
+  return Buffer.concat(parts);
 }
 
 /** The earliest occurrence of any form in `input` from `from` on. */

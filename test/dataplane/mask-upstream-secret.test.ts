@@ -340,3 +340,23 @@ t.test('random short secrets and chunkings: the stream masks what a whole-text w
   }
   t.equal(mismatches, 0, `all ${CASES} cases agree`);
 });
+
+t.test("credentials taking turns, and one again after 70 others: each answer's headers are masked in its own secret's forms", async (t) => {
+  // A Group's credentials alternate answer by answer; two long secrets of one length and a short one.
+  const credentials = [
+    { secret: 'sk-one/A+b=0123456789abcdefQRST', encoded: 'sk-one%2FA%2Bb%3D0123456789abcdefQRST', masked: 'sk-o...QRST' },
+    { secret: 'sk-two/C+d=0123456789abcdefUVWX', encoded: 'sk-two%2FC%2Bd%3D0123456789abcdefUVWX', masked: 'sk-t...UVWX' },
+    { secret: 'k/1', encoded: 'k%2F1', masked: '***' },
+  ];
+  const answer = (secret: string) => {
+    const headers: OutgoingHeaders = Object.fromEntries(credentials.map((c, i) => [`x-echo-${i}`, `key=${c.encoded}`]));
+    maskSecretInHeaders(headers, secret);
+    return headers;
+  };
+  const expected = (turn: number) => Object.fromEntries(credentials.map((c, i) => [`x-echo-${i}`, `key=${i === turn ? credentials[turn]!.masked : c.encoded}`]));
+  for (let round = 0; round < 3; round++) {
+    credentials.forEach((c, turn) => t.same(answer(c.secret), expected(turn), `round ${round}, credential ${turn}`));
+  }
+  for (let n = 0; n < 70; n++) t.equal(maskSecretInText(`key=sk-other-${n}/0123456789`, `sk-other-${n}/0123456789`), 'key=sk-o...6789');
+  t.same(answer(credentials[0]!.secret), expected(0), 'the first credential after 70 others');
+});
