@@ -5,8 +5,9 @@ import { DataPlaneError } from './data-plane-error.ts';
 /**
  * Passes a request body through unchanged while keeping its first `keepBytes` (for the
  * recorded request body) and counting it against `maxBytes`. A body silent for
- * `idleTimeoutMs` fails the stream with `request_timeout`, and so whatever reads it: the
- * form's rewriter, or the upstream request it is streaming to, which is then called off.
+ * `idleTimeoutMs` fails the stream with `request_timeout`, and so what reads it (a
+ * FollowedSpoolFile, for forms and raw bodies alike) and, through its reads, the upstream
+ * request streaming from it, which is then called off.
  * `captured()` also tells whether the body ended: an upstream may answer before it does.
  */
 export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number, idleTimeoutMs?: number): { stream: Transform; captured(): CapturedPrefix } {
@@ -32,9 +33,10 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
     },
   });
   source.on('error', (err) => stream.destroy(err));
-  // Its readers come and go (a form's rewriter detaches before the upload ends), and a client
-  // that leaves later errors it with no one listening: without a listener of its own that
-  // 'error' would crash the process. Readers see the failure through `errored` and their own listeners.
+  // Its reader may detach before the upload ends (a FollowedSpoolFile that refused the body or
+  // whose spool file failed), and a client that leaves later errors it with no one listening:
+  // without a listener of its own that 'error' would crash the process. Readers see the
+  // failure through `errored` and their own listeners.
   stream.on('error', ignoreError);
   source.pipe(stream);
   const silence = watchBodySilence(source, idleTimeoutMs, (error) => stream.destroy(error));

@@ -16,7 +16,8 @@ import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, refusalFor } from './plan-candidates.ts';
 import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
-import { cappedModelName, MODEL_FIELD_BYTES } from './body/index.ts';
+import { cappedModelName } from './body/index.ts';
+import { withinModelCap } from './body/model-name-cap.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, ResponseAffinity } from './response-affinity.ts';
@@ -339,7 +340,7 @@ function nameTarget(log: LogRecord, target: RouteTarget): void {
 function modelNamedBy(target: RouteTarget, params: Record<string, string> | undefined, query: URLSearchParams): string | null {
   if (params === undefined) return null;
   const value = target.kind === 'operation' ? rawModelOf(target.operation, undefined, params, query) : target.list.answers === 'model' ? params['model'] : undefined;
-  return value !== undefined && Buffer.byteLength(value) <= MODEL_FIELD_BYTES ? value : null;
+  return value !== undefined && withinModelCap(value) ? value : null;
 }
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {

@@ -1,27 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
-
-/** After an answer given mid-upload, at most this much more of the body is read (the default `maxBodyBytes`). */
-export const LINGER_BYTES = 64 * 1024 * 1024;
-
-/**
- * After an answer given mid-upload, at most this long (from the answer's end) is given to the
- * rest of the body, as nginx's `lingering_time`: node's keep-alive timeout is an idle timer that
- * every byte restarts, so a body trickling in would otherwise hold the connection for ever.
- */
-export const LINGER_MS = 30_000;
-
-/** Connections whose answer has been sent and which only read the rest of its request's body. */
-const draining = new WeakSet<Socket>();
-
-/**
- * Whether this connection's answer has been sent and it only reads and discards the rest of the
- * body (see drainAfterAnswer): a shutdown ends it at once, as node's parser, mid-body, does not
- * count it idle.
- */
-export function drainingAfterAnswer(socket: Socket): boolean {
-  return draining.has(socket);
-}
+import type { IncomingMessage } from 'node:http';
 
 /**
  * Whether a request still has body bytes to come: it declared a body (a length above 0, or
@@ -33,56 +10,4 @@ export function bodyOutstanding(req: IncomingMessage): boolean {
   if (req.complete) return false;
   const length = req.headers['content-length'];
   return (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
-}
-
-/**
- * For an answer given while its request's body still uploads (called as it is given, before its
- * headers are written): the rest of the body is read and discarded, as node does with a body
- * nobody reads (IncomingMessage._dump) and nginx's lingering close does, so that the client,
- * still writing, reads the answer instead of a reset (a socket closed with unread bytes sends
- * RST). Counted from now and bounded once the answer is sent: past LINGER_BYTES, or LINGER_MS
- * after the answer's end, the connection is destroyed. A body that ends within both leaves the
- * connection open and node's parser at the next request.
- * Returns false, and drains nothing, when the declared length is more than LINGER_BYTES beyond
- * what the connection has read so far (an upper bound of what arrived of the body): the rest
- * would be read for nothing. The answer must then say `connection: close` (node ends the
- * connection after it, as before the drain existed).
- */
-export function drainAfterAnswer(res: ServerResponse): boolean {
-  const req = res.req;
-  const socket = req.socket;
-  const declared = Number(req.headers['content-length']);
-  if (declared - socket.bytesRead > LINGER_BYTES) return false;
-  let left = LINGER_BYTES;
-  let answered = false;
-  let deadline: NodeJS.Timeout | undefined;
-  const cut = () => {
-    stop();
-    socket.destroy();
-  };
-  // Counted as a reader still takes the body (an upstream answering early): a body being read
-  // is not dumped unseen by node once the answer ends.
-  const onData = (chunk: Buffer) => {
-    left -= chunk.length;
-    if (answered && left < 0) cut();
-  };
-  const onAnswered = () => {
-    answered = true;
-    if (left < 0) return cut();
-    draining.add(socket);
-    // The one timer of a mid-upload answer; the usual answer has none.
-    deadline = setTimeout(cut, LINGER_MS).unref();
-    // Whatever read the body before (a spool file, the upstream) is done with it.
-    req.unpipe();
-    req.resume();
-  };
-  const stop = () => {
-    clearTimeout(deadline);
-    draining.delete(socket);
-    req.off('data', onData).off('end', stop).off('close', stop);
-    res.off('finish', onAnswered);
-  };
-  req.on('data', onData).once('end', stop).once('close', stop);
-  res.once('finish', onAnswered);
-  return true;
 }

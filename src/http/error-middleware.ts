@@ -3,7 +3,7 @@ import { ApiError } from './api-error.ts';
 import { failureEnvelope } from './envelope.ts';
 import type { ErrorCode } from './error-codes.ts';
 import { pickLocale } from './i18n.ts';
-import { bodyOutstanding, drainAfterAnswer } from './body-outstanding.ts';
+import { closeUnlessDrained } from './drain-after-answer.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 
 export type ServerLog = (line: string) => void;
@@ -36,7 +36,7 @@ export function errorMiddleware(log: ServerLog): Middleware {
       }
       ctx.status = apiError.status;
       for (const [name, value] of Object.entries(apiError.headers)) ctx.set(name, value);
-      if (bodyOutstanding(ctx.req) && !drainAfterAnswer(ctx.res)) ctx.set('Connection', 'close');
+      if (closeUnlessDrained(ctx.res)) ctx.set('Connection', 'close');
       ctx.body = failureEnvelope(locale, apiError.code, apiError.data);
     }
   };

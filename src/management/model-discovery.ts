@@ -41,7 +41,7 @@ export class DiscoveryFailed extends Error {
  * upstream. `credential_needs_flow`: a kind whose token comes from an authorization flow, which
  * this provider does not run.
  */
-export type DiscoveryRefusalReason = 'upstream_base_url_missing' | 'credential_secret_missing' | 'credential_needs_flow';
+type DiscoveryRefusalReason = 'upstream_base_url_missing' | 'credential_secret_missing' | 'credential_needs_flow';
 
 export class DiscoveryRefused extends Error {
   constructor(readonly reason: DiscoveryRefusalReason) {

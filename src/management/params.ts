@@ -15,10 +15,9 @@ export function stringParam(ctx: ManagementContext, name: string): string {
   return value;
 }
 
-/** One query value; a repeated parameter is ambiguous and rejected. */
+/** One query value; onlyQuery, run before every handler (build-router.ts), has refused a repeated one. */
 export function queryString(ctx: ManagementContext, name: string): string | undefined {
-  const v = ctx.query[name];
-  if (Array.isArray(v)) throw validationFailed(name, 'repeated');
+  const v = ctx.query[name] as string | undefined;
   return v === undefined || v === '' ? undefined : v;
 }
 

@@ -1,6 +1,6 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { drainingAfterAnswer } from '../http/body-outstanding.ts';
+import { drainingAfterAnswer } from '../http/drain-after-answer.ts';
 
 /**
  * Ends keep-alive connections with the requests in flight at shutdown. node:http's close()

@@ -90,10 +90,12 @@ const INVALID_HEADER_MESSAGE = /^invalid .+ header$/;
  * Failures on the gateway's side of a credential (its proxy configuration, its proxy, a secret
  * no header can carry): no verdict on the credential.
  */
-export type GatewaySideKind = 'proxy_misconfigured' | 'proxy_unreachable' | 'credential_unusable';
+const GATEWAY_SIDE_KINDS = ['proxy_misconfigured', 'proxy_unreachable', 'credential_unusable'] as const;
+
+export type GatewaySideKind = (typeof GATEWAY_SIDE_KINDS)[number];
 
 export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFailure & { kind: GatewaySideKind } {
-  return failure.kind === 'proxy_misconfigured' || failure.kind === 'proxy_unreachable' || failure.kind === 'credential_unusable';
+  return (GATEWAY_SIDE_KINDS as readonly string[]).includes(failure.kind);
 }
 
 /**

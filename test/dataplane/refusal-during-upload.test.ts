@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import t, { type Test } from 'tap';
 import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { createKey, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { LINGER_BYTES, LINGER_MS } from '../../src/http/drain-after-answer.ts';
 
 // Issue 4 item 5: every refusal answers in the client's protocol's error shape, so the official
 // SDKs raise their typed errors. One given while the body still uploads must reach a client
@@ -11,10 +12,6 @@ import { createKey, waitForLog, withTimeout } from './helpers/dataplane-scenario
 // instead of closing the connection on unread bytes, which resets it under the client.
 
 const MiB = 1024 * 1024;
-/** The documented lingering bound (docs/data-plane.md): the default maxBodyBytes, 64 MiB. */
-const LINGER_BYTES = 64 * MiB;
-/** The documented lingering deadline (docs/data-plane.md): 30 s after the answer, as nginx's lingering_time. */
-const LINGER_MS = 30_000;
 /** Generous bound on waiting: the test fails rather than hangs. */
 const BOUND_MS = 30_000;
 

@@ -7,10 +7,15 @@ import { DataPlaneError } from '../data-plane-error.ts';
  */
 export const MODEL_FIELD_BYTES = 1024;
 
+/** Whether a model name is within MODEL_FIELD_BYTES of UTF-8. */
+export function withinModelCap(model: string): boolean {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: a name of up to a third of the cap in units, every real one, costs one comparison.
+  return model.length <= MODEL_FIELD_BYTES / 3 || Buffer.byteLength(model) <= MODEL_FIELD_BYTES;
+}
+
 /** The model a request names, refused (400 `invalid_request_body`) past MODEL_FIELD_BYTES of UTF-8. */
 export function cappedModelName(model: string): string {
-  // A UTF-16 unit is at most 3 UTF-8 bytes: a name of up to a third of the cap in units, every real one, costs one comparison.
-  if (model.length > MODEL_FIELD_BYTES / 3 && Buffer.byteLength(model) > MODEL_FIELD_BYTES) throw modelNameTooLong();
+  if (!withinModelCap(model)) throw modelNameTooLong();
   return model;
 }
 
