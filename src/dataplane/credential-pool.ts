@@ -144,7 +144,7 @@ export class CredentialPool {
     const options = { expectedRevision: used.revision };
     try {
       if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason }, options);
-      if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString(), keepLonger: true }, options);
+      if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() }, options);
     } catch (error) {
       // A disk that refuses the write (health says so) must not fail the request too: it goes on
       // to the next credential, and this one is judged again by its next answer.

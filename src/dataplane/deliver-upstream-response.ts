@@ -23,17 +23,17 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
 export function deliverUpstreamResponse(upstream: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
   const { res } = options;
   const contentType = String(upstream.headers['content-type'] ?? '');
+  const isJson = contentType.includes('json');
   const coded = upstream.headers['content-encoding'] !== undefined;
   // A stream compressed although the gateway asked for identity: decoded to read its events,
   // or, in a coding the gateway cannot decode, passed on untouched (no usage read, no event added).
   const opaque = coded && !decodable(upstream.headers);
   const isSse = !opaque && contentType.includes('text/event-stream');
   // Framed as one JSON array; a body that does not open with `[` goes on as a plain body (JsonArrayRelay decides on its first bytes).
-  const isJsonArrayStream = !opaque && !isSse && options.streamingOperation && upstream.status < 300 && contentType.includes('json');
+  const isJsonArrayStream = !opaque && !isSse && options.streamingOperation && upstream.status < 300 && isJson;
   // An event may be dropped and an error event may follow: the length may change.
   const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream);
   const reply = coded && (isSse || isJsonArrayStream) ? decodedReply(upstream, headers) : upstream;
-  const isJson = contentType.includes('json');
   // A plain answer so compressed goes as sent, decoded beside it for its usage. Decided once per
   // answer: an uncompressed one pays this one test.
   const decodedForUsage = coded && !opaque && !isSse && !isJsonArrayStream && isJson && upstream.status < 400 && (options.usageStyle !== undefined || options.captureResponseId);

@@ -250,8 +250,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
-          // Every credential of this Group would send the same unusable mapping.
-          if (failed.error.code === 'model_mapping_unusable') continue candidates;
+          if (failed.skipGroup) continue candidates;
           // A connection that never opened proves the upstream saw nothing; other failures may not.
           if (!input.op.replay_safe && !failed.notDelivered) break candidates;
           continue;
@@ -436,7 +435,7 @@ interface Attempted {
  * answered here (the shutdown, or the client's own body failed), or the credential cools down
  * and the failure is kept, `notDelivered` when the upstream provably saw nothing.
  */
-async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, at: Attempted, err: unknown): Promise<'client_closed' | ForwardResult | (AttemptFailure & { notDelivered: boolean })> {
+async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, at: Attempted, err: unknown): Promise<'client_closed' | ForwardResult | FailedAttempt> {
   const { candidate, credential, attempt } = at;
   // node's parser refused the body's framing as it streamed, answered 400 itself and cut the
   // connection: the client did not leave, and the upstream is not to blame.
@@ -462,8 +461,8 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   if (bodyFailure) {
     attempt.error_code = bodyFailure.code;
     // The Group maps the model to a name a form cannot carry: nothing was sent and no credential
-    // is at fault; the caller moves on to the next Group, whose mapping may be usable.
-    if (bodyFailure.code === 'model_mapping_unusable') return { error: bodyFailure, candidate, credential, notDelivered: true };
+    // is at fault; every credential of this Group would send the same mapping, the next Group's may be usable.
+    if (bodyFailure.code === 'model_mapping_unusable') return { error: bodyFailure, candidate, credential, notDelivered: true, skipGroup: true };
     return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
   }
   const failure = classifyUpstreamError(err, { viaProxy: deps.proxyFor(candidate, credential) !== undefined });
@@ -482,6 +481,13 @@ interface AttemptFailure {
   candidate: Candidate;
   /** Undefined when no credential could be tried at all. */
   credential: CredentialView | undefined;
+}
+
+/** A failed attempt the request may go on from: `notDelivered` when the upstream provably saw nothing. */
+interface FailedAttempt extends AttemptFailure {
+  notDelivered: boolean;
+  /** No credential of this Group can serve the request: go on with the next Group. */
+  skipGroup?: true;
 }
 
 /**

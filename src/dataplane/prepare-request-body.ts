@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, FollowedSpoolFile, formModelSplice, locateMembers, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -46,20 +46,12 @@ export interface OpenedSpooledBody {
 const NO_BODY: PreparedBody = { body: { kind: 'none' }, fields: undefined, recorded: () => undefined };
 /** How much of a streamed body is kept when the key records request bodies. */
 const RECORD_PREFIX_BYTES = 1024 * 1024;
-/** Top-level members routing reads (request-features.ts), the stream usage request and background billing need. */
-const SMALL_MEMBERS = ['model', 'stream', 'stream_options', 'n', 'response_format', 'previous_response_id', 'conversation', 'background'];
+/** Top-level members the model, routing and the stream usage request need. */
+const SMALL_MEMBERS = ['model', ...ROUTING_SMALL_MEMBERS, 'stream_options'];
 /** Their values are kept up to this size; no real request comes near it. */
 const SMALL_MEMBER_BYTES = 64 * 1024;
-/** Members whose kind routing reads (text, token ids, other); their values may be large. */
-const INPUT_MEMBERS = ['input', 'query', 'documents'];
-const ROUTING_MEMBERS = [...SMALL_MEMBERS, ...INPUT_MEMBERS];
+const ROUTING_MEMBERS = [...SMALL_MEMBERS, ...ROUTING_INPUT_MEMBERS];
 const QUOTE = 0x22;
-/**
- * Top-level members a body may hold once only: the usage request is spliced into one of them,
- * and an upstream reading another (the first) could stream without usage or not stream at all.
- */
-const SINGLE_MEMBERS = ['stream', 'stream_options'];
-const SINGLE_KEYS = SINGLE_MEMBERS.map((key) => `"${key}"`);
 
 /**
  * Reads what the operation's body kind needs to route the request. JSON up to
@@ -92,7 +84,7 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
 }
 
 async function receivedJson(req: IncomingMessage, op: OperationEntry, record: boolean, limits: BodyLimits, declared: number | undefined, idleTimeoutMs: number): Promise<PreparedBody> {
-  const wanted = new Map([...SMALL_MEMBERS.map((k) => [k, SMALL_MEMBER_BYTES] as const), ...INPUT_MEMBERS.map((k) => [k, limits.bufferedJsonBytes] as const)]);
+  const wanted = new Map([...SMALL_MEMBERS.map((k) => [k, SMALL_MEMBER_BYTES] as const), ...ROUTING_INPUT_MEMBERS.map((k) => [k, limits.bufferedJsonBytes] as const)]);
   const listedKey = bodyModelKey(op.id);
   // A top-level `model` (embedContent's) is wanted already, with routing's limit.
   // A nested model longer than a model name's cap names no routed model and stays as sent.
@@ -167,7 +159,7 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
   let repeatsModel: boolean;
   try {
     value = parseJsonText(text);
-    repeatsModel = checkedMembers(raw, text);
+    repeatsModel = checkRepeatedMembers(raw, text);
   } catch (err) {
     if (!record || !(err instanceof DataPlaneError)) throw err;
     // A key that records bodies gets the refused one too: that is when its owner wants to see it.
@@ -226,33 +218,6 @@ function refusedBody(refusal: DataPlaneError, recorded: RecordedRequestBody | un
   return { body: { kind: 'none' }, fields: undefined, recorded: () => recorded, refusal };
 }
 
-/**
- * Whether a parsed body may hold a second "model" (routing read the last), refusing one with a
- * second "stream" or "stream_options". Looked for in the text: cheaper than in the bytes. A key
- * may also be spelled with \u escapes (JSON.parse decodes them): only then, or when a single
- * member's literal key occurs twice, are the top-level members located.
- */
-function checkedMembers(raw: Buffer, text: string): boolean {
-  const repeatsModel = occursTwice(text, '"model"');
-  if (!text.includes('\\u') && !SINGLE_KEYS.some((key) => occursTwice(text, key))) return repeatsModel;
-  const { members } = locateMembers(raw);
-  refuseRepeatedMembers(members);
-  return repeatsModel || members.filter((m) => m.key === 'model').length > 1;
-}
-
-// Two forward searches cost less than a backward one.
-function occursTwice(text: string, key: string): boolean {
-  const first = text.indexOf(key);
-  return first !== -1 && text.indexOf(key, first + key.length) !== -1;
-}
-
-/** Refuses a body with two top-level members of one of SINGLE_MEMBERS (keys as decoded). */
-function refuseRepeatedMembers(members: readonly { readonly key: string }[]): void {
-  for (const key of SINGLE_MEMBERS) {
-    if (members.filter((m) => m.key === key).length > 1) throw new DataPlaneError('invalid_request_body', `The body has more than one top-level "${key}" member.`);
-  }
-}
-
 function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
   // The last duplicate wins, as in JSON.parse; the scanner kept only its value.
   const last = new Map<string, ScannedMember>();
@@ -265,7 +230,7 @@ function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
     // Too large to keep, only the type matters to routing: a string input is text; for a large
     // array (strings, token ids or images) the kind is not known, so no rule on it applies. A
     // large response_format is a schema, not one of the words rules look at.
-    else if (INPUT_MEMBERS.includes(member.key)) {
+    else if (ROUTING_INPUT_MEMBERS.includes(member.key)) {
       if (member.first === QUOTE) fields[member.key] = '';
     } else if (member.key === 'model') throw modelNameTooLong();
     else if (member.key !== 'response_format') throw new DataPlaneError('invalid_request_body', `The top-level "${member.key}" member is larger than ${SMALL_MEMBER_BYTES} bytes.`);

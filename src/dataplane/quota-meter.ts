@@ -10,10 +10,20 @@ interface Admission {
   at: number;
 }
 
-/** Places in flight toward the total lines, and toward the current period's. */
-interface Held {
+/**
+ * A key's requests in flight, counted as they are admitted and released so that a check reads
+ * two numbers: `total` places toward the total lines, and `period` toward the lines of the
+ * period starting at `periodStart` (admitted since then; one admitted earlier has its record
+ * counted in the period it started in).
+ */
+interface InFlight {
   total: number;
   period: number;
+  /** The meter's period the `period` count is for: another one (the period turned, the quota was edited) recounts it. */
+  periodKind: QuotaPeriod | undefined;
+  periodStart: number;
+  /** The requests themselves, for that recount: once per turn or edit, not per check. */
+  readonly admissions: Set<Admission>;
 }
 
 interface Meter {
@@ -41,13 +51,13 @@ export class QuotaMeter {
   readonly #logs: LogReader;
   readonly #meters = new Map<number, Meter>();
   /**
-   * Requests admitted by `enforce` whose records have not arrived yet, per key, counted by the
-   * time each was admitted at: a request admitted in a period that has since ended holds a
-   * place toward the total only, as its record is counted in the period it started in. Kept
-   * beside the meters, not in them: a meter rebuilt for an edited quota still counts the
-   * requests admitted under the old one, and each releases its place once, whichever meter is current.
+   * Requests admitted by `enforce` whose records have not arrived yet, per key: a request
+   * admitted in a period that has since ended holds a place toward the total only, as its
+   * record is counted in the period it started in. Kept beside the meters, not in them: a meter
+   * rebuilt for an edited quota still counts the requests admitted under the old one, and each
+   * releases its place once, whichever meter is current.
    */
-  readonly #inFlight = new Map<number, Map<number, number>>();
+  readonly #inFlight = new Map<number, InFlight>();
   /** The key each admitted request holds a place of, and when it was admitted, until its record arrives. */
   readonly #admitted = new WeakMap<LogRecord, Admission>();
 
@@ -66,25 +76,26 @@ export class QuotaMeter {
     // A request checked again (its key edited while its body came in) is judged without the place it holds, and keeps only that one.
     const admitted = this.#admitted.get(log);
     const own = admitted?.keyId === key.id ? admitted : undefined;
-    const held = this.#held(key.id, meter.periodStart);
-    const line = firstReached(key, meter, {
-      total: held.total - (own ? 1 : 0),
-      period: held.period - (own && own.at >= meter.periodStart ? 1 : 0),
-    });
+    const held = this.#held(key.id, meter);
+    const line = firstReached(key, meter, (held?.total ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0));
     if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
     if (own) return;
-    // No await since the check: no other request can take the same place.
-    const places = this.#inFlight.get(key.id) ?? new Map<number, number>();
-    places.set(now, (places.get(now) ?? 0) + 1);
+    // No await since the check: no other request can take the same place, and `held` is for this meter's period.
+    const places = held ?? { total: 0, period: 0, periodKind: meter.periodKind, periodStart: meter.periodStart, admissions: new Set<Admission>() };
+    const admission = { keyId: key.id, at: now };
+    places.admissions.add(admission);
+    places.total += 1;
+    if (now >= places.periodStart) places.period += 1;
     this.#inFlight.set(key.id, places);
-    this.#admitted.set(log, { keyId: key.id, at: now });
+    this.#admitted.set(log, admission);
   }
 
   /** The first limit the key has reached, requests in flight included, if any. */
   async exceeded(key: AccessKeyRecord, now: number): Promise<QuotaLine | undefined> {
     if (!quotaHasLimits(key.quota)) return undefined;
     const meter = await this.#loadedMeter(key, now);
-    return firstReached(key, meter, this.#held(key.id, meter.periodStart));
+    const held = this.#held(key.id, meter);
+    return firstReached(key, meter, held?.total ?? 0, held?.period ?? 0);
   }
 
   /**
@@ -113,10 +124,11 @@ export class QuotaMeter {
     const admitted = this.#admitted.get(log);
     if (admitted !== undefined) {
       const places = this.#inFlight.get(admitted.keyId);
-      const left = (places?.get(admitted.at) ?? 0) - 1;
-      if (left > 0) places!.set(admitted.at, left);
-      else places?.delete(admitted.at);
-      if (places?.size === 0) this.#inFlight.delete(admitted.keyId);
+      if (places?.admissions.delete(admitted)) {
+        places.total -= 1;
+        if (admitted.at >= places.periodStart) places.period -= 1;
+        if (places.total === 0) this.#inFlight.delete(admitted.keyId);
+      }
       this.#admitted.delete(log);
     }
     const meter = log.access_key_id === null ? undefined : this.#meters.get(log.access_key_id);
@@ -143,14 +155,15 @@ export class QuotaMeter {
     return { meters: this.#meters.size, inFlight: this.#inFlight.size };
   }
 
-  /** The key's places in flight: all of them, and those admitted since `periodStart`. */
-  #held(keyId: number, periodStart: number): Held {
-    const held = { total: 0, period: 0 };
-    for (const [at, count] of this.#inFlight.get(keyId) ?? []) {
-      held.total += count;
-      if (at >= periodStart) held.period += count;
-    }
-    return held;
+  /** The key's places in flight (none: undefined), `period` counting those admitted since the meter's period started. */
+  #held(keyId: number, meter: Meter): InFlight | undefined {
+    const places = this.#inFlight.get(keyId);
+    if (places === undefined || (places.periodKind === meter.periodKind && places.periodStart === meter.periodStart)) return places;
+    places.periodKind = meter.periodKind;
+    places.periodStart = meter.periodStart;
+    places.period = 0;
+    for (const admission of places.admissions) if (admission.at >= places.periodStart) places.period += 1;
+    return places;
   }
 
   async #loadedMeter(key: AccessKeyRecord, now: number): Promise<Meter> {
@@ -188,9 +201,10 @@ export class QuotaMeter {
   }
 }
 
-function firstReached(key: AccessKeyRecord, meter: Meter, inFlight: Held): QuotaLine | undefined {
+/** The first line reached, with `total` and `period` places in flight added to the requests. */
+function firstReached(key: AccessKeyRecord, meter: Meter, total: number, period: number): QuotaLine | undefined {
   const held = (used: QuotaUsage, places: number) => ({ ...used, requests: used.requests + places });
-  return quotaLines(key.quota!, held(meter.total, inFlight.total), held(meter.period, inFlight.period)).find((l) => l.used >= l.limit);
+  return quotaLines(key.quota!, held(meter.total, total), held(meter.period, period)).find((l) => l.used >= l.limit);
 }
 
 function add(meter: Meter, log: LogRecord): void {

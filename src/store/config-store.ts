@@ -62,8 +62,8 @@ export type CredentialCreateOutcome = { created: CredentialView } | { duplicate_
 export type CredentialStateChange =
   | { to: 'active' }
   | { to: 'disabled'; reason: string }
-  /** `keepLonger`: a later cooldown already set stands (verdicts of concurrent requests); else `until` replaces it. */
-  | { to: 'cooldown'; until: string; keepLonger?: boolean };
+  /** A later cooldown already set stands (verdicts of concurrent requests); `{ to: 'active' }` ends one. */
+  | { to: 'cooldown'; until: string };
 
 export interface CredentialStateOptions {
   /** Change the state only while the credential is still at this revision; otherwise nothing is written. */

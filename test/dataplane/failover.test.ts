@@ -93,10 +93,15 @@ t.test('429 with Retry-After: the next credential serves, the first cools down f
   t.same(upstream.secrets().slice(2), ['sk-b'], 'a cooling credential is skipped');
 
   // Time passes: cooldown_until is in the past, so the credential is usable again without
-  // anyone resetting it.
+  // anyone resetting it. (A longer cooldown stands against a shorter one: the past one is set
+  // on a credential without one.)
   delete behaviours['sk-a'];
-  await gw.store.credentials.setState(group.id, a.id, { to: 'cooldown', until: new Date(Date.now() - 1000).toISOString() });
-  t.equal((await credentialView(gw.store, group.id, a.id)).state, 'active', 'the view derives active once cooldown_until has passed');
+  const past = new Date(Date.now() - 1000).toISOString();
+  await gw.store.credentials.setState(group.id, a.id, { to: 'active' });
+  await gw.store.credentials.setState(group.id, a.id, { to: 'cooldown', until: past });
+  const lapsed = await credentialView(gw.store, group.id, a.id);
+  t.equal(lapsed.cooldown_until, past, 'the lapsed cooldown is still stored');
+  t.equal(lapsed.state, 'active', 'the view derives active once cooldown_until has passed');
   for (let i = 0; i < 2; i++) t.equal((await chat(gw, keyValue)).res.status, 200);
   t.ok(upstream.secrets().slice(3).includes('sk-a'), 'the recovered credential is used again', { used: upstream.secrets() });
 });

@@ -1,11 +1,8 @@
 import type { FileHandle } from 'node:fs/promises';
-import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { Splice } from './json-body-splices.ts';
 import { SpoolFailure, warnSpoolFailure } from './spool-failure.ts';
-import { createSpoolFile, discardSpoolFile, removeSpoolFile, type SpoolFile } from './spool-file.ts';
-
-const READ_BYTES = 64 * 1024;
+import { createSpoolFile, discardSpoolFile, openSpoolFile, READ_BYTES, readSpoolChunk, removeSpoolFile, type SpoolFile } from './spool-file.ts';
 
 type State = 'receiving' | 'complete' | 'failed';
 
@@ -151,8 +148,8 @@ export class FollowedSpoolFile {
         } else {
           const stop = Math.min(readable, splice?.start ?? readable);
           if (at < stop) {
-            handle ??= await this.#openForRead();
-            const chunk = await this.#readAt(handle, at, Math.min(READ_BYTES, stop - at));
+            handle ??= await openSpoolFile(this.#spool.path);
+            const chunk = await readSpoolChunk(handle, at, Math.min(READ_BYTES, stop - at));
             at += chunk.length;
             yield chunk;
             continue;
@@ -164,25 +161,5 @@ export class FollowedSpoolFile {
     } finally {
       await handle?.close();
     }
-  }
-
-  async #openForRead(): Promise<FileHandle> {
-    try {
-      return await open(this.#spool.path, 'r');
-    } catch (error) {
-      throw warnSpoolFailure(new SpoolFailure(error as Error));
-    }
-  }
-
-  async #readAt(handle: FileHandle, at: number, want: number): Promise<Buffer> {
-    let bytesRead: number;
-    let buffer: Buffer;
-    try {
-      ({ bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(want), 0, want, at));
-    } catch (error) {
-      throw warnSpoolFailure(new SpoolFailure(error as Error));
-    }
-    if (bytesRead === 0) throw warnSpoolFailure(new SpoolFailure('the file is shorter than it was'));
-    return bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
   }
 }

@@ -2,6 +2,7 @@ import { BodyRewriteError } from './body-rewrite-error.ts';
 import { parseHeaderParams } from './header-params.ts';
 import type { BodyScanner, ScanOutcome } from './model-rewrite.ts';
 import { MODEL_FIELD_BYTES } from './model-name-cap.ts';
+import { ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS } from './routing-members.ts';
 
 const PREAMBLE = 0;
 const AFTER_DELIMITER = 1; // "--" (close) or optional padding then CRLF
@@ -23,11 +24,10 @@ export const SMALL_FIELD_BYTES = 1024;
 export const COLLECTED_FIELDS_BYTES = 64 * 1024;
 export const COLLECTED_FIELDS_COUNT = 64;
 /**
- * The fields routing reads (request-features.ts, and handle-data-request.ts's
- * previous_response_id and background): always collected, whatever came before them, so that
- * padding a form cannot hide them from a rule. A few values of at most SMALL_FIELD_BYTES each.
+ * The fields routing reads: always collected, whatever came before them, so that padding a
+ * form cannot hide them from a rule. A few values of at most SMALL_FIELD_BYTES each.
  */
-const ROUTING_FIELDS: ReadonlySet<string> = new Set(['stream', 'n', 'response_format', 'previous_response_id', 'conversation', 'background', 'input', 'query', 'documents']);
+const ROUTING_FIELDS: ReadonlySet<string> = new Set([...ROUTING_SMALL_MEMBERS, ...ROUTING_INPUT_MEMBERS]);
 /** The transfer encodings that leave a part's bytes as they are (RFC 2045 §6.1), so its model reads as sent. */
 const IDENTITY_TRANSFER_ENCODINGS: ReadonlySet<string> = new Set(['7bit', '8bit', 'binary']);
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { open, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Splice } from './json-body-splices.ts';
 import { SpoolFailure, warnSpoolFailure } from './spool-failure.ts';
@@ -10,8 +10,6 @@ export interface SpoolFile {
   readonly file: WriteStream;
   readonly path: string;
 }
-
-const READ_BYTES = 64 * 1024;
 
 /**
  * A new file only the gateway's user can read. The name is the one resetSpoolDir removes at
@@ -38,22 +36,23 @@ export function removeSpoolFile(file: string): void {
   rm(file, { force: true }).catch(warnNotRemoved);
 }
 
+/** How much of a spool file one read takes. */
+export const READ_BYTES = 64 * 1024;
+
 /**
  * The first `size` bytes of `file` with `splices` (sorted, not overlapping) applied. The file
  * is opened on the first read, so a stream dropped unread holds no descriptor. A file that
  * cannot be read fails with a SpoolFailure: the gateway's, not the upstream's the body streams to.
  */
 export async function* readSpliced(file: string, size: number, splices: readonly Splice[]): AsyncGenerator<Buffer> {
-  const handle = await spoolRead(() => open(file, 'r'));
+  const handle = await openSpoolFile(file);
   try {
     let at = 0;
     for (const splice of [...splices, { start: size, end: size, bytes: Buffer.alloc(0) }]) {
       while (at < splice.start) {
-        const want = Math.min(READ_BYTES, splice.start - at);
-        const { bytesRead, buffer } = await spoolRead(() => handle.read(Buffer.allocUnsafe(want), 0, want, at));
-        if (bytesRead === 0) throw warnSpoolFailure(new SpoolFailure('the file is shorter than it was'));
-        yield bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
-        at += bytesRead;
+        const chunk = await readSpoolChunk(handle, at, Math.min(READ_BYTES, splice.start - at));
+        yield chunk;
+        at += chunk.length;
       }
       if (splice.bytes.length > 0) yield splice.bytes;
       at = splice.end;
@@ -63,12 +62,29 @@ export async function* readSpliced(file: string, size: number, splices: readonly
   }
 }
 
-async function spoolRead<T>(read: () => Promise<T>): Promise<T> {
+/** Opens a spool file for reading; failing, with a SpoolFailure. */
+export async function openSpoolFile(file: string): Promise<FileHandle> {
   try {
-    return await read();
+    return await open(file, 'r');
   } catch (error) {
     throw warnSpoolFailure(new SpoolFailure(error as Error));
   }
+}
+
+/**
+ * Up to `want` bytes of the file from `at` (at least one): a file with none there, or that
+ * cannot be read, fails with a SpoolFailure.
+ */
+export async function readSpoolChunk(handle: FileHandle, at: number, want: number): Promise<Buffer> {
+  let bytesRead: number;
+  let buffer: Buffer;
+  try {
+    ({ bytesRead, buffer } = await handle.read(Buffer.allocUnsafe(want), 0, want, at));
+  } catch (error) {
+    throw warnSpoolFailure(new SpoolFailure(error as Error));
+  }
+  if (bytesRead === 0) throw warnSpoolFailure(new SpoolFailure('the file is shorter than it was'));
+  return bytesRead === want ? buffer : buffer.subarray(0, bytesRead);
 }
 
 // A spool file that cannot be removed (permissions, a read-only disk) is reported, never thrown

@@ -107,7 +107,7 @@ export class LowdbCredentialStore implements CredentialStore {
         } else if (change.to === 'disabled') {
           c.enabled = false;
           c.disabled_reason = change.reason;
-        } else if (!change.keepLonger || c.cooldown_until === null || Date.parse(change.until) > Date.parse(c.cooldown_until)) {
+        } else if (c.cooldown_until === null || Date.parse(change.until) > Date.parse(c.cooldown_until)) {
           // Of verdicts, the longest wait stands: a concurrent request's shorter one (a bare 503
           // after another's 429 with a Retry-After of an hour) must not cut it short.
           c.cooldown_until = change.until;
