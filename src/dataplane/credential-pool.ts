@@ -7,6 +7,7 @@ import { NO_RETRY, retryAfterHeaders } from './retry-hints.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 import { httpDateMs } from './parse-http-date.ts';
+import { forgetSecretForms } from './mask-upstream-secret.ts';
 
 /**
  * What an upstream call with a credential needs: its secret, and the upstream address its own
@@ -56,7 +57,10 @@ export class CredentialPool {
     for (const [id, access] of this.#access) {
       const revision = revisions.get(id);
       // A newer revision than the snapshot's was read from the store after it: still current.
-      if (revision === undefined || access.revision < revision) this.#access.delete(id);
+      if (revision === undefined || access.revision < revision) {
+        this.#access.delete(id);
+        forgetSecretForms(access.secret);
+      }
     }
     for (const id of this.#current.keys()) if (!revisions.has(id)) this.#current.delete(id);
   }

@@ -17,10 +17,20 @@ interface SecretForms {
 /**
  * Each secret's forms, built once: a Group's credentials take turns (smooth weighted
  * round-robin), so consecutive answers often carry different secrets. Credentials are few; past
- * FORMS_KEPT secrets the oldest entry goes, so a rotated or deleted secret's ages out.
+ * FORMS_KEPT secrets the oldest entry goes, so an entry no pool forgets ages out.
  */
 const formsBySecret = new Map<string, SecretForms>();
 const FORMS_KEPT = 64;
+
+/** Drops a secret's forms: CredentialPool forgets a deleted or rotated secret, and so does this cache. */
+export function forgetSecretForms(secret: string): void {
+  formsBySecret.delete(secret);
+}
+
+/** For diagnostics (tests of churn): whether a secret's forms are kept. */
+export function secretFormsKept(secret: string): boolean {
+  return formsBySecret.has(secret);
+}
 
 function secretForms(secret: string): SecretForms {
   let cached = formsBySecret.get(secret);

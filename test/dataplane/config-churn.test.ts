@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { secretFormsKept } from '../../src/dataplane/mask-upstream-secret.ts';
 import t, { type Test } from 'tap';
 import { CredentialPool } from '../../src/dataplane/credential-pool.ts';
 import { quotaMeterFor } from '../../src/dataplane/quota-meter.ts';
@@ -115,11 +116,14 @@ t.test('a rotated secret that is not used again is not kept decrypted', async (t
   t.equal(await chatStatus(gw.url, keyValue, 'r'), 200);
   const before = credentials[0]!;
   t.ok(gw.pool().cachedAccess(before), 'the secret is cached after its use');
+  t.ok(secretFormsKept('sk-churn-rotated-old-0000001'), 'its masking forms were made for the answer');
 
   await gw.store.credentials.update(group.id, before.id, { values: { api_key: 'sk-churn-rotated-new-0000002' }, secretFields: ['api_key'] });
   // A request of another Group sees the new configuration; the rotated credential is not used.
   t.equal(await chatStatus(gw.url, keyValue, 'o'), 200);
   t.equal(gw.pool().cachedAccess(before), undefined, 'the old revision\'s secret is gone');
+  t.notOk(secretFormsKept('sk-churn-rotated-old-0000001'), 'and so are the masking forms made of it');
+  t.ok(secretFormsKept('sk-churn-other-00000000001'), 'the other Group\'s forms are kept');
   t.same(gw.pool().diagnosticSizes(), { secrets: 1, weights: 0 }, 'only the other Group\'s secret is kept');
   t.match(gw.upstream.diagnosticSizes(), { pools: 2 }, 'both Groups still exist: both pools are kept');
 
