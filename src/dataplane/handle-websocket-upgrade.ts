@@ -128,6 +128,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       }
       const settings = snap.settings;
       const handshakeTimeoutMs = deps.options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000;
+      const answerIdleTimeoutMs = deps.options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000;
       let lastAnswer: UpstreamAnswer | undefined;
       let lastFailure: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
       attempts: for (const candidate of ordered) {
@@ -151,7 +152,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, settings);
           let handshake: UpstreamHandshake;
           try {
-            handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs });
+            handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs, answerIdleTimeoutMs });
           } catch (error) {
             // An unusable stored proxy URL or upstream address: nothing was sent, so another credential may be tried.
             const failure = classifyUpstreamError(error);

@@ -17,7 +17,7 @@ export type HandshakeOutcome =
 
 export interface UpstreamHandshake {
   outcome: Promise<HandshakeOutcome>;
-  /** Calls the handshake off (server shutdown, the client left); the outcome becomes a failure. */
+  /** Calls the handshake off (server shutdown, the client left); the outcome becomes a failure, or the answer so far once the upstream answered. */
   abort(): void;
 }
 
@@ -32,7 +32,7 @@ const WS_NO_SUBPROTOCOL = 'Server sent no subprotocol';
  * is the one the upstream selected. An opened socket is paused, so frames the upstream sends
  * before the client's side is joined wait in the socket instead of being dropped.
  */
-export function openUpstreamWebSocket(url: string, protocols: string[], headers: OutgoingHeaders, options: { agent: Agent | undefined; handshakeTimeoutMs: number }): UpstreamHandshake {
+export function openUpstreamWebSocket(url: string, protocols: string[], headers: OutgoingHeaders, options: { agent: Agent | undefined; handshakeTimeoutMs: number; answerIdleTimeoutMs: number }): UpstreamHandshake {
   const ws = new WebSocket(url, protocols, { headers, handshakeTimeout: options.handshakeTimeoutMs, ...(options.agent ? { agent: options.agent } : {}) });
   const outcome = new Promise<HandshakeOutcome>((resolve) => {
     // 'upgrade' comes with the 101, before 'open'.
@@ -42,21 +42,30 @@ export function openUpstreamWebSocket(url: string, protocols: string[], headers:
       ws.pause();
       resolve({ kind: 'open', socket: ws, headers: switching });
     });
+    // Set once the upstream answered: from then on the outcome is that answer, whatever ends its body.
+    let answered = false;
     ws.once('unexpected-response', (_req, res) => {
+      answered = true;
       const chunks: Buffer[] = [];
       let size = 0;
+      // A body that goes silent is cut, so that the status decides (failover, the credential's verdict) without waiting out the handshake timeout.
+      const silence = setTimeout(() => res.destroy(), options.answerIdleTimeoutMs);
+      res.on('error', () => {});
       res.on('data', (chunk: Buffer) => {
+        silence.refresh();
         chunks.push(chunk);
         size += chunk.length;
         if (size >= ANSWER_BODY_LIMIT) res.destroy();
       });
       res.once('close', () => {
+        clearTimeout(silence);
         ws.terminate();
         resolve({ kind: 'answered', status: res.statusCode ?? 502, headers: res.headers, body: Buffer.concat(chunks).subarray(0, ANSWER_BODY_LIMIT) });
       });
     });
     // Kept for the socket's life: errors after the outcome (a terminated handshake) are expected.
     ws.on('error', (error) => {
+      if (answered) return;
       if (error.message === WS_NO_SUBPROTOCOL) return resolve({ kind: 'no_subprotocol' });
       // ws's handshake timeout runs from before the connection opens; it does not say whether the request went out.
       if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve({ kind: 'failed', timedOut: true, code: 'upstream_timeout', notDelivered: false });
