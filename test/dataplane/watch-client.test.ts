@@ -67,3 +67,20 @@ t.test('requests one after another on a kept-alive connection add no listener ea
   await once(server, 'close');
   t.pass('closed with nobody watching');
 });
+
+t.test('a client that left while nothing was pointed at is told to the next handler, once, after the caller goes on', async (t) => {
+  const { server, client } = await socketPair(t);
+  const heard: string[] = [];
+  const watch = new RequestWatch(server);
+  watch.point(undefined);
+  client.destroy();
+  await once(server, 'close');
+  t.same(heard, [], 'nobody was pointed at');
+  watch.point(() => heard.push('late'));
+  t.same(heard, [], 'not within the caller\'s own turn');
+  await Promise.resolve();
+  t.same(heard, ['late'], 'told at once after it');
+  watch.point(undefined);
+  await Promise.resolve();
+  t.same(heard, ['late'], 'pointing away calls nothing');
+});
