@@ -11,19 +11,15 @@ interface Admission {
 }
 
 /**
- * A key's requests in flight, counted as they are admitted and released so that a check reads
- * two numbers: `total` places toward the total lines, and `period` toward the lines of the
- * period starting at `periodStart` (admitted since then; one admitted earlier has its record
- * counted in the period it started in).
+ * A key's requests in flight, so that a check reads two numbers: their count toward the total
+ * lines, and `period` toward the lines of the period starting at `periodStart` (admitted since
+ * then; one admitted earlier has its record counted in the period it started in).
  */
 interface InFlight {
-  total: number;
-  period: number;
-  /** The meter's period the `period` count is for: another one (the period turned, the quota was edited) recounts it. */
-  periodKind: QuotaPeriod | undefined;
-  periodStart: number;
-  /** The requests themselves, for that recount: once per turn or edit, not per check. */
+  /** The requests themselves: their count is the total's, and a new period start recounts `period` from them (once per turn or edit, not per check). */
   readonly admissions: Set<Admission>;
+  period: number;
+  periodStart: number;
 }
 
 interface Meter {
@@ -77,14 +73,13 @@ export class QuotaMeter {
     const admitted = this.#admitted.get(log);
     const own = admitted?.keyId === key.id ? admitted : undefined;
     const held = this.#held(key.id, meter);
-    const line = firstReached(key, meter, (held?.total ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0));
+    const line = firstReached(key, meter, (held?.admissions.size ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0));
     if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
     if (own) return;
     // No await since the check: no other request can take the same place, and `held` is for this meter's period.
-    const places = held ?? { total: 0, period: 0, periodKind: meter.periodKind, periodStart: meter.periodStart, admissions: new Set<Admission>() };
+    const places = held ?? { admissions: new Set<Admission>(), period: 0, periodStart: meter.periodStart };
     const admission = { keyId: key.id, at: now };
     places.admissions.add(admission);
-    places.total += 1;
     if (now >= places.periodStart) places.period += 1;
     this.#inFlight.set(key.id, places);
     this.#admitted.set(log, admission);
@@ -95,7 +90,7 @@ export class QuotaMeter {
     if (!quotaHasLimits(key.quota)) return undefined;
     const meter = await this.#loadedMeter(key, now);
     const held = this.#held(key.id, meter);
-    return firstReached(key, meter, held?.total ?? 0, held?.period ?? 0);
+    return firstReached(key, meter, held?.admissions.size ?? 0, held?.period ?? 0);
   }
 
   /**
@@ -125,9 +120,8 @@ export class QuotaMeter {
     if (admitted !== undefined) {
       const places = this.#inFlight.get(admitted.keyId);
       if (places?.admissions.delete(admitted)) {
-        places.total -= 1;
         if (admitted.at >= places.periodStart) places.period -= 1;
-        if (places.total === 0) this.#inFlight.delete(admitted.keyId);
+        if (places.admissions.size === 0) this.#inFlight.delete(admitted.keyId);
       }
       this.#admitted.delete(log);
     }
@@ -158,8 +152,7 @@ export class QuotaMeter {
   /** The key's places in flight (none: undefined), `period` counting those admitted since the meter's period started. */
   #held(keyId: number, meter: Meter): InFlight | undefined {
     const places = this.#inFlight.get(keyId);
-    if (places === undefined || (places.periodKind === meter.periodKind && places.periodStart === meter.periodStart)) return places;
-    places.periodKind = meter.periodKind;
+    if (places === undefined || places.periodStart === meter.periodStart) return places;
     places.periodStart = meter.periodStart;
     places.period = 0;
     for (const admission of places.admissions) if (admission.at >= places.periodStart) places.period += 1;
