@@ -116,16 +116,15 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   if (literal) return { found: true, target: literal, params: NO_PARAMS };
   let allowed: string[] | undefined;
   // The first route the path is under another method: a 405 names it (`GET /v1beta/models/m:embedContent` is embedContent's).
-  let other: CompiledRoute | undefined;
-  let otherMatch: RegExpExecArray | undefined;
+  let other: { route: CompiledRoute; m: RegExpExecArray; allowed: string[] } | undefined;
   for (const route of routes) {
     const m = route.pattern.exec(path);
     if (!m) continue;
     // `GET /v1beta/models/m:generateContent` stays a 405, not `models.get` of `m:generateContent`.
     if (route.wide && allowed) continue;
     if (route.method !== 'ANY' && route.method !== method) {
-      if (!allowed) (other = route), (otherMatch = m);
-      if (!allowed?.includes(route.method)) (allowed ??= []).push(route.method);
+      if (!allowed) other = { route, m, allowed: (allowed = []) };
+      if (!allowed.includes(route.method)) allowed.push(route.method);
       continue;
     }
     const params = paramsOf(route, m);
@@ -137,7 +136,7 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   }
   const canonical = withoutEmptySegments(path);
   if (canonical !== path) return matchRoute(routes, method, canonical);
-  if (allowed && other && otherMatch) return { found: false, allowed, near: other.target, params: paramsOf(other, otherMatch) };
+  if (other) return { found: false, allowed: other.allowed, near: other.route.target, params: paramsOf(other.route, other.m) };
   return { found: false, allowed: NO_METHODS, near: nearestRoute(routes, path)?.target };
 }
 
