@@ -14,7 +14,6 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
   const kept: Buffer[] = [];
   let keptBytes = 0;
   let total = 0;
-  let ended = false;
   const stream = new Transform({
     transform(chunk: Buffer, _enc, done) {
       total += chunk.length;
@@ -25,11 +24,6 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
         keptBytes += part.length;
       }
       done(null, chunk);
-    },
-    // Every byte of the body has been counted: `total` is its size.
-    flush(done) {
-      ended = true;
-      done();
     },
   });
   source.on('error', (err) => stream.destroy(err));
@@ -45,13 +39,13 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
   source.on('data', () => silence.touch());
   source.once('end', () => silence.stop());
   stream.once('close', () => silence.stop());
-  return { stream, captured: () => ({ bytes: Buffer.concat(kept), total, ended }) };
+  return { stream, captured: () => ({ bytes: Buffer.concat(kept), total, ended: stream.writableFinished }) };
 }
 
 export interface CapturedPrefix {
   /** The body's first `keepBytes`. */
   bytes: Buffer;
-  /** Bytes counted so far: the body's size once it ended. */
+  /** Bytes counted so far: the body's size once it ended (every byte went through the stream: `writableFinished`). */
   total: number;
   ended: boolean;
 }

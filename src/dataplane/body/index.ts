@@ -1,8 +1,7 @@
 export { BodyRewriteError } from './body-rewrite-error.ts';
 export type { BodyRewriteErrorCode } from './body-rewrite-error.ts';
-export { formModelSplice, multipartBoundary, SpooledFormBody } from './spooled-form-body.ts';
+export { formModelSplice, SpooledFormBody } from './spooled-form-body.ts';
 export { FollowedSpoolFile } from './followed-spool-file.ts';
-export type { SpoolChecks } from './followed-spool-file.ts';
 export { SpoolFailure } from './spool-failure.ts';
 export type { FormModel } from './spooled-form-body.ts';
 export { SMALL_FIELD_BYTES } from './multipart-model-scanner.ts';
