@@ -107,66 +107,68 @@ export class SecretMaskingStream {
   }
 }
 
-/** A secret of MIN_SUBSTRING_SECRET_LENGTH or more: each of its forms is masked wherever it occurs. */
-class SubstringMasker {
-  readonly #forms: readonly Buffer[];
-  readonly #masked: Buffer;
-  /** A tail that may begin a form, that ended the input so far. */
-  #held: Buffer | undefined;
+/** What both maskers share: the secret's forms, the mask, and the tail held back for the next chunk. */
+abstract class HeldTailMasker {
+  protected readonly forms: readonly Buffer[];
+  protected readonly masked: Buffer;
+  /** A tail that may begin a form (or, for whole tokens, is a whole form whose next byte has not come), that ended the input so far. */
+  protected held: Buffer | undefined;
 
   constructor(forms: readonly Buffer[], masked: Buffer) {
-    this.#forms = forms;
-    this.#masked = masked;
+    this.forms = forms;
+    this.masked = masked;
   }
 
-  data(chunk: Buffer): Buffer {
-    const input = this.#held === undefined ? chunk : Buffer.concat([this.#held, chunk]);
-    const parts: Buffer[] = [];
-    let from = 0;
-    for (let found = firstForm(input, from, this.#forms); found !== undefined; found = firstForm(input, from, this.#forms)) {
-      parts.push(input.subarray(from, found.at), this.#masked);
-      from = found.at + found.length;
-    }
-    const end = earliestTail(input, from, this.#forms);
-    this.#held = tailFrom(input, end);
-    return joined(input, parts, from, end);
+  /** The held tail, then `chunk`. */
+  protected withHeld(chunk: Buffer): Buffer {
+    return this.held === undefined ? chunk : Buffer.concat([this.held, chunk]);
   }
 
-  end(): Buffer | undefined {
-    const held = this.#held;
-    this.#held = undefined;
+  /** The held tail, no longer held. */
+  protected takeHeld(): Buffer | undefined {
+    const held = this.held;
+    this.held = undefined;
     return held;
   }
 }
 
-/** A short secret: its forms are masked only as whole tokens. */
-class WholeTokenMasker {
-  readonly #forms: readonly Buffer[];
-  readonly #masked: Buffer;
-  /** The input's byte before the held tail (or the next chunk): a form's left neighbour. */
-  #before: number | undefined;
-  /** A tail that may begin a form, or is a whole form whose next byte has not come, that ended the input so far. */
-  #held: Buffer | undefined;
-
-  constructor(forms: readonly Buffer[], masked: Buffer) {
-    this.#forms = forms;
-    this.#masked = masked;
-  }
-
+/** A secret of MIN_SUBSTRING_SECRET_LENGTH or more: each of its forms is masked wherever it occurs. */
+class SubstringMasker extends HeldTailMasker {
   data(chunk: Buffer): Buffer {
-    const input = this.#held === undefined ? chunk : Buffer.concat([this.#held, chunk]);
-    return this.#mask(input, false);
+    const input = this.withHeld(chunk);
+    const parts: Buffer[] = [];
+    let from = 0;
+    for (let found = firstForm(input, from, this.forms); found !== undefined; found = firstForm(input, from, this.forms)) {
+      parts.push(input.subarray(from, found.at), this.masked);
+      from = found.at + found.length;
+    }
+    const end = earliestTail(input, from, this.forms);
+    this.held = tailFrom(input, end);
+    return joined(input, parts, from, end);
   }
 
   end(): Buffer | undefined {
-    const held = this.#held;
-    this.#held = undefined;
+    return this.takeHeld();
+  }
+}
+
+/** A short secret: its forms are masked only as whole tokens. */
+class WholeTokenMasker extends HeldTailMasker {
+  /** The input's byte before the held tail (or the next chunk): a form's left neighbour. */
+  #before: number | undefined;
+
+  data(chunk: Buffer): Buffer {
+    return this.#mask(this.withHeld(chunk), false);
+  }
+
+  end(): Buffer | undefined {
+    const held = this.takeHeld();
     // The end is a token's right boundary: a held whole form is masked now.
     return held === undefined ? undefined : this.#mask(held, true);
   }
 
   #mask(input: Buffer, last: boolean): Buffer {
-    const forms = this.#forms;
+    const forms = this.forms;
     const parts: Buffer[] = [];
     let from = 0;
     let search = 0;
@@ -190,11 +192,11 @@ class WholeTokenMasker {
         search = at + 1;
         continue;
       }
-      parts.push(input.subarray(from, at), this.#masked);
+      parts.push(input.subarray(from, at), this.masked);
       from = search = at + length;
     }
     if (end > 0) this.#before = input[end - 1];
-    this.#held = tailFrom(input, end);
+    this.held = tailFrom(input, end);
     return joined(input, parts, from, end);
   }
 
@@ -206,7 +208,7 @@ class WholeTokenMasker {
   #wholeTokenAt(input: Buffer, at: number, last: boolean): number | undefined {
     if (isTokenByte(at === 0 ? this.#before : input[at - 1])) return 0;
     const rest = input.length - at;
-    for (const form of this.#forms) {
+    for (const form of this.forms) {
       if (rest < form.length) {
         if (!last && input.compare(form, 0, rest, at) === 0) return undefined;
         continue;
