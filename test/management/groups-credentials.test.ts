@@ -20,6 +20,14 @@ t.test('groups: create, list, details, settings, models, delete', async (t) => {
   t.same(models.json.data, [{ external: 'only', upstream: 'up-only' }]);
   const dup = await gw.api('PUT', `/api/groups/${g.id}/models`, { body: { models: [{ external: 'a' }, { external: 'a' }] } });
   t.same(dup.json.data, { field: 'models[1].external', reason: 'duplicate' });
+  for (const model of [{ external: 'a', upstream: 'up\r\nx-injected: 1' }, { external: 'a\nb' }, { external: 'a', upstream: 'tab\there' }]) {
+    const bad = await gw.api('PUT', `/api/groups/${g.id}/models`, { body: { models: [model] } });
+    t.equal(bad.status, 400, 'a model name with a control character is refused: it could not be sent in a path or a form field');
+    t.match(bad.json.data, { field: /^models\[0\]\.(external|upstream)$/ });
+  }
+  const badCreate = await gw.create('/api/groups', { name: 'crlf', channel: 'ch02', base_url: 'https://up.test', models: [{ external: 'x', upstream: 'y\r\n' }] });
+  t.equal(badCreate.status, 400);
+  t.same((await gw.api('GET', `/api/groups/${g.id}/models`)).json.data, [{ external: 'only', upstream: 'up-only' }], 'the refused lists changed nothing');
 
   t.equal((await gw.api('DELETE', `/api/groups/${g.id}`)).status, 200);
   t.equal((await gw.api('GET', `/api/groups/${g.id}`)).status, 404);
