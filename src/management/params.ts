@@ -42,6 +42,21 @@ export function queryTime(ctx: ManagementContext, name: string): number | undefi
   return n;
 }
 
+/** `from` and `to` of a read; a `to` before `from` is a mistake, not a range with nothing in it. */
+export function queryTimeRange(ctx: ManagementContext): { from: number | undefined; to: number | undefined } {
+  const from = queryTime(ctx, 'from');
+  const to = queryTime(ctx, 'to');
+  if (from !== undefined && to !== undefined && to < from) throw validationFailed('to', 'before_from', { from, to });
+  return { from, to };
+}
+
+/** A page cursor as handed out: none is ever empty, so an empty one is refused like any other, not read as absent. */
+export function queryCursor(ctx: ManagementContext, name: string): string | undefined {
+  const raw = ctx.query[name] as string | undefined;
+  if (raw === '') throw validationFailed(name, 'invalid_value');
+  return raw;
+}
+
 /**
  * An ISO 8601 time as Date.parse reads it, or NaN when it names no such time: Date.parse rolls
  * "2026-02-30" over to March 2 and "T24:00" to the next day, so the fields it read must be the digits given.

@@ -145,9 +145,12 @@ function routeLimits(restrictions: readonly string[], notes: readonly number[]):
   return parts.length > 0 ? ` (${parts.join('; ')})` : '';
 }
 
-/** Until when a credential cools down, and why one is disabled: what an operator asks first. */
+/**
+ * Until when a credential cools down, and why one is disabled: what an operator asks first. A
+ * disabled credential keeps the end of an earlier cooldown, which says nothing about it.
+ */
 function credentialDetail(k: CredentialAvailability): string {
-  if (k.cooldown_until !== null && !k.available) return ` until ${k.cooldown_until}`;
+  if (k.reason_code === 'credential_cooldown' && k.cooldown_until !== null) return ` until ${k.cooldown_until}`;
   if (k.disabled_reason !== null) return ` (${k.disabled_reason})`;
   return '';
 }

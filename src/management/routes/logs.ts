@@ -2,7 +2,7 @@ import { notFound } from '../../http/api-error.ts';
 import { definedOnly } from '../../store/defined-only.ts';
 import type { LogFilter } from '../../store/log-store.ts';
 import type { ManagementDeps } from '../context.ts';
-import { queryEnum, queryInt, queryString, queryTime, stringParam } from '../params.ts';
+import { queryCursor, queryEnum, queryInt, queryString, queryTimeRange, stringParam } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { logVisibleTo, scopedKeyId } from '../scope.ts';
 
@@ -16,8 +16,7 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
       query: ['from', 'to', 'model', 'status', 'status_class', 'group_id', 'access_key_id', 'limit', 'cursor'],
       async handle(ctx) {
         const filter: LogFilter = {
-          from: queryTime(ctx, 'from'),
-          to: queryTime(ctx, 'to'),
+          ...queryTimeRange(ctx),
           model: queryString(ctx, 'model'),
           status: queryInt(ctx, 'status', 100, 599),
           status_class: queryEnum(ctx, 'status_class', STATUS_CLASSES),
@@ -25,7 +24,7 @@ export function logRoutes(deps: ManagementDeps): RouteDef[] {
           // An AccessKey sees only the requests it sent, whatever it asks for.
           access_key_id: scopedKeyId(ctx.state.principal) ?? queryInt(ctx, 'access_key_id', 1, Number.MAX_SAFE_INTEGER),
         };
-        const page = { limit: queryInt(ctx, 'limit', 1, 500) ?? 50, cursor: queryString(ctx, 'cursor') };
+        const page = { limit: queryInt(ctx, 'limit', 1, 500) ?? 50, cursor: queryCursor(ctx, 'cursor') };
         return { data: await deps.logs.list(definedOnly(filter), page.cursor === undefined ? { limit: page.limit } : page) };
       },
     }),

@@ -2,7 +2,7 @@ import { validationFailed } from '../../http/api-error.ts';
 import { definedOnly } from '../../store/defined-only.ts';
 import type { UsageQuery } from '../../store/log-store.ts';
 import type { ManagementDeps } from '../context.ts';
-import { queryEnum, queryInt, queryString, queryTime } from '../params.ts';
+import { queryEnum, queryInt, queryString, queryTimeRange } from '../params.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
 import { roundCost, withRoundedCost } from '../../usage/index.ts';
@@ -17,10 +17,12 @@ export function usageRoutes(deps: ManagementDeps): RouteDef[] {
       query: ['from', 'to', 'bucket', 'group_by', 'model', 'group_id', 'access_key_id', 'utc_offset_minutes'],
       async handle(ctx) {
         const groupBy = (queryString(ctx, 'group_by') ?? '').split(',').filter((d) => d !== '');
-        for (const d of groupBy) if (!(DIMENSIONS as readonly string[]).includes(d)) throw validationFailed('group_by', 'invalid_value', { allowed: DIMENSIONS });
+        for (const [i, d] of groupBy.entries()) {
+          if (!(DIMENSIONS as readonly string[]).includes(d)) throw validationFailed('group_by', 'invalid_value', { allowed: DIMENSIONS });
+          if (groupBy.indexOf(d) !== i) throw validationFailed('group_by', 'repeated', { dimension: d });
+        }
         const query: UsageQuery = definedOnly({
-          from: queryTime(ctx, 'from'),
-          to: queryTime(ctx, 'to'),
+          ...queryTimeRange(ctx),
           bucket: queryEnum(ctx, 'bucket', ['hour', 'day'] as const) ?? 'day',
           group_by: groupBy as UsageQuery['group_by'],
           model: queryString(ctx, 'model'),
