@@ -1,6 +1,6 @@
 import type { CredentialView, GroupRecord } from '../store/records.ts';
 
-/** The upstream's model ids in its order; `truncated` when it still had pages past the page cap. */
+/** The upstream's model ids in its order; `truncated` when the upstream had more models than were listed (page or total caps). */
 export interface DiscoveredModels {
   models: string[];
   truncated: boolean;

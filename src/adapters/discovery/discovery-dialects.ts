@@ -79,3 +79,12 @@ export const MAX_DISCOVERY_PAGES = 50;
  * is aborted. The longest real lists are well under 1 MiB.
  */
 export const MAX_DISCOVERY_PAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Models one discovery lists at most, and the UTF-8 bytes of their ids together; the first id
+ * past either ends the list there, `truncated`. The largest real catalogs have a few thousand
+ * ids of well under 100 bytes; the caps keep the answer, built and serialized whole, a few MiB
+ * whatever the upstream sends over its pages (50 pages of 16 MiB would otherwise be held at once).
+ */
+export const MAX_DISCOVERED_MODELS = 10_000;
+export const MAX_DISCOVERED_ID_BYTES = 4 * 1024 * 1024;

@@ -2,8 +2,9 @@ import type { Readable } from 'node:stream';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../../generated/index.ts';
 import { DiscoveryFailed, DiscoveryRefused, type DiscoveredModels, type DiscoveryTimeouts, type ModelDiscovery } from '../../management/model-discovery.ts';
 import { classifyUpstreamError, joinBaseUrl, type UpstreamClient, type UpstreamFailureKind } from '../../upstream/index.ts';
+import { withinModelCap } from '../../dataplane/body/model-name-cap.ts';
 import { credentialLocation } from '../../dataplane/credential-location.ts';
-import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERY_PAGE_BYTES, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
+import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERED_ID_BYTES, MAX_DISCOVERED_MODELS, MAX_DISCOVERY_PAGE_BYTES, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
 
 type Dialect = (typeof DISCOVERY_DIALECTS)[DiscoveryDialect];
 
@@ -26,8 +27,9 @@ export function discoveryDialectOf(channel: string): DiscoveryDialect {
 /**
  * Model discovery for static-key channels: upstream list calls with the chosen credential (and
  * its managed proxy) to its own base URL or endpoint when its kind has one, else to the Group's
- * base URL, page after page until the upstream says there are no more or MAX_DISCOVERY_PAGES
- * were read, answered with the model ids in order. Each call has the settings' timeouts, and
+ * base URL, page after page until the upstream says there are no more, MAX_DISCOVERY_PAGES
+ * were read or the ids reach MAX_DISCOVERED_MODELS or MAX_DISCOVERED_ID_BYTES, answered with
+ * the model ids in order. Each call has the settings' timeouts, and
  * all of them together `timeouts.totalMs`.
  */
 export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
@@ -66,8 +68,15 @@ interface ListRequest {
   deadline: AbortSignal;
 }
 
+/** The distinct ids listed so far, their UTF-8 bytes together, and whether an id was left out for the totals' caps. */
+interface Listing {
+  seen: Set<string>;
+  bytes: number;
+  full: boolean;
+}
+
 async function listPages(client: UpstreamClient, dialect: Dialect, request: ListRequest): Promise<DiscoveredModels> {
-  const seen = new Set<string>();
+  const listing: Listing = { seen: new Set(), bytes: 0, full: false };
   let cursor: string | undefined;
   for (let page = 0; page < MAX_DISCOVERY_PAGES; page++) {
     const params = new URLSearchParams(dialect.query);
@@ -88,13 +97,14 @@ async function listPages(client: UpstreamClient, dialect: Dialect, request: List
       throw new DiscoveryFailed(`upstream answered ${response.status}`, response.status);
     }
     const text = await readCapped(response.body);
-    const next = readPage(dialect, text, seen);
-    if (!next.more) return { models: [...seen], truncated: false };
+    const next = readPage(dialect, text, listing);
+    if (listing.full) return { models: [...listing.seen], truncated: true };
+    if (!next.more) return { models: [...listing.seen], truncated: false };
     // "More" with no cursor to ask for it, or the cursor just followed (an upstream that ignores it): what was listed is all that can be had.
-    if (next.cursor === undefined || next.cursor === cursor) return { models: [...seen], truncated: true };
+    if (next.cursor === undefined || next.cursor === cursor) return { models: [...listing.seen], truncated: true };
     cursor = next.cursor;
   }
-  return { models: [...seen], truncated: true };
+  return { models: [...listing.seen], truncated: true };
 }
 
 /** A page's text, or DiscoveryFailed (the call aborted) once it passes MAX_DISCOVERY_PAGE_BYTES. */
@@ -142,11 +152,13 @@ function failedToList(err: unknown, request: ListRequest): DiscoveryFailed {
 }
 
 /**
- * Adds a page's ids to `seen` (first occurrence kept) and says where the list goes on. An
+ * Adds a page's ids to the listing (first occurrence kept) and says where the list goes on. An
  * answer without the dialect's list array is not a model list (an error body sent with 200,
- * say); entries whose id is not a non-empty string are skipped.
+ * say); entries whose id is not a non-empty string are skipped, and so are names longer than
+ * the data plane takes (a request could never name them). The first new id past the totals'
+ * caps marks the listing full and ends the page.
  */
-function readPage(dialect: Dialect, text: string, seen: Set<string>): { more: false } | { more: true; cursor: string | undefined } {
+function readPage(dialect: Dialect, text: string, listing: Listing): { more: false } | { more: true; cursor: string | undefined } {
   let parsed: Record<string, unknown> | null;
   try {
     parsed = JSON.parse(text) as Record<string, unknown> | null;
@@ -158,7 +170,14 @@ function readPage(dialect: Dialect, text: string, seen: Set<string>): { more: fa
   const ids = items.map((m) => (m as Record<string, unknown> | null)?.[dialect.id]).filter((id): id is string => typeof id === 'string' && id !== '');
   for (const id of ids) {
     const name = id.startsWith(dialect.stripPrefix) ? id.slice(dialect.stripPrefix.length) : id;
-    if (name !== '') seen.add(name);
+    if (name === '' || !withinModelCap(name) || listing.seen.has(name)) continue;
+    const bytes = Buffer.byteLength(name);
+    if (listing.seen.size >= MAX_DISCOVERED_MODELS || listing.bytes + bytes > MAX_DISCOVERED_ID_BYTES) {
+      listing.full = true;
+      break;
+    }
+    listing.seen.add(name);
+    listing.bytes += bytes;
   }
   if (!dialect.paging) return { more: false };
   const { more, cursor, lastItemIsCursor } = dialect.paging;
