@@ -1,4 +1,5 @@
 import type { AccessKeyRecord } from '../store/records.ts';
+import { accessKeyExpired } from './access-key-expiry.ts';
 import { secretsEqual } from './constant-time.ts';
 
 export type Principal = { kind: 'auth_key' } | { kind: 'access_key'; accessKey: AccessKeyRecord };
@@ -20,5 +21,5 @@ export async function resolvePrincipal(token: string, authKey: string, accessKey
 }
 
 export function accessKeyUsable(key: AccessKeyRecord, now: number): boolean {
-  return key.enabled && (key.expires_at === null || Date.parse(key.expires_at) > now);
+  return key.enabled && !accessKeyExpired(key, now);
 }

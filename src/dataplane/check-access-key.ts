@@ -1,3 +1,4 @@
+import { accessKeyExpired } from '../auth/access-key-expiry.ts';
 import type { AccessKeyRecord } from '../store/records.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
@@ -5,6 +6,6 @@ import { DataPlaneError } from './data-plane-error.ts';
 /** `protocol` is null for calls every key may make (model lists). */
 export function checkAccessKey(key: AccessKeyRecord, protocol: string | null, now: number): void {
   if (!key.enabled) throw new DataPlaneError('access_key_disabled');
-  if (key.expires_at !== null && Date.parse(key.expires_at) <= now) throw new DataPlaneError('access_key_expired');
+  if (accessKeyExpired(key, now)) throw new DataPlaneError('access_key_expired');
   if (protocol !== null && !key.protocols.includes(protocol)) throw new DataPlaneError('protocol_not_allowed', `Protocol "${protocol}" is not in this key's list.`);
 }

@@ -436,6 +436,7 @@ const keyEnds: { name: string; change: (gw: Awaited<ReturnType<typeof startDataP
   { name: 'rotated', change: (gw, id) => gw.store.accessKeys.rotate(id), code: 'access_key_invalid' },
   { name: 'disabled', change: (gw, id) => gw.store.accessKeys.update(id, { enabled: false }), code: 'access_key_disabled' },
   { name: 'expired', change: (gw, id) => gw.store.accessKeys.update(id, { expires_at: new Date(Date.now() - 60_000).toISOString() }), code: 'access_key_expired' },
+  { name: 'given an expires_at that names no instant (a row stored before the rule)', change: (gw, id) => gw.store.accessKeys.update(id, { expires_at: '2099-01-01T00:00:00+01' }), code: 'access_key_expired' },
 ];
 
 for (const c of keyEnds) {

@@ -1,3 +1,4 @@
+import { accessKeyExpired } from '../../auth/access-key-expiry.ts';
 import { CredentialPool } from '../../dataplane/credential-pool.ts';
 import { planCandidates, refusalFor } from '../../dataplane/plan-candidates.ts';
 import type { Resolution } from '../../engine/index.ts';
@@ -74,7 +75,7 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
   const key = await src.accessKeys.get(input.access_key_id);
   if (!key) throw notFound('access_key', input.access_key_id);
 
-  const expired = key.expires_at !== null && Date.parse(key.expires_at) <= src.now;
+  const expired = accessKeyExpired(key, src.now);
   const protocolAllowed = key.protocols.includes(protocol.id);
   const quota = key.quota === null ? null : src.logs ? await quotaStatus(key, src.logs, src.now) : 'not_evaluated';
 

@@ -1,3 +1,4 @@
+import { storedExpiry } from '../../auth/access-key-expiry.ts';
 import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { AccessKeyCreateBody } from '../../generated/management/access-key-create.ts';
 import type { AccessKeyUpdateBody } from '../../generated/management/access-key-update.ts';
@@ -27,7 +28,8 @@ export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
       path: '/access-keys',
       body: createSchema,
       idempotent: true,
-      async handle(_ctx, body) {
+      async handle(_ctx, sent) {
+        const body = withStoredExpiry(sent);
         await checkGroups(store, body.groups);
         const { record, value } = await whenGroupGone(store.accessKeys.create(body), unknownGroup(body.groups));
         // The value is shown in this response only; a replay shows the key without it.
@@ -47,7 +49,8 @@ export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'PATCH',
       path: '/access-keys/:id',
       body: updateSchema,
-      async handle(ctx, body) {
+      async handle(ctx, sent) {
+        const body = withStoredExpiry(sent);
         await checkGroups(store, body.groups);
         const saved = await whenGroupGone(store.accessKeys.update(keyId(ctx), body), unknownGroup(body.groups));
         if (!saved) throw notFound('access_key', keyId(ctx));
@@ -83,6 +86,17 @@ export function accessKeyRoutes(deps: ManagementDeps): RouteDef[] {
       },
     }),
   ];
+}
+
+/**
+ * The expiry is stored normalized, so that every reader parses it alike; a date-time the
+ * schema accepts but that names no instant (`+01`, a leap second) is refused, not stored.
+ */
+function withStoredExpiry<T extends { expires_at?: string | null }>(body: T): T {
+  if (body.expires_at === undefined || body.expires_at === null) return body;
+  const expires_at = storedExpiry(body.expires_at);
+  if (expires_at === undefined) throw validationFailed('expires_at', 'invalid_value');
+  return { ...body, expires_at };
 }
 
 async function checkGroups(store: ConfigStore, groups: number[] | null | undefined): Promise<void> {
