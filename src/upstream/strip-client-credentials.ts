@@ -17,24 +17,30 @@ export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key'];
 /**
  * Path and query without credential query parameters. Other parameters keep their exact
  * encoding, so signatures or odd escapes upstream relies on survive.
+ *
+ * Names are read by URLSearchParams itself, as the data plane reads the key: it drops one
+ * leading `?` of the query (`??key=` presents `key`) and skips empty `&` segments, so its
+ * names pair in order with the non-empty segments. The dropped `?` stays with the first
+ * segment when that is kept; a later segment's `?` must not take its place (`key=K&?x`
+ * would become `??x`, read as `?x`), so an empty segment goes before it.
  */
 export function stripCredentialQuery(pathAndQuery: string): string {
   const q = pathAndQuery.indexOf('?');
   if (q === -1) return pathAndQuery;
-  const kept = pathAndQuery
-    .slice(q + 1)
+  const query = pathAndQuery.slice(q + 1);
+  const lead = query.startsWith('?') ? '?' : '';
+  const names = [...new URLSearchParams(query).keys()];
+  let n = 0;
+  const kept = query
+    .slice(lead.length)
     .split('&')
-    .filter((part) => part.length > 0 && !CLIENT_CREDENTIAL_QUERY_PARAMS.includes(queryName(part)));
+    .flatMap((part, i) => {
+      if (part.length === 0) return [];
+      const name = names[n++]!;
+      return CLIENT_CREDENTIAL_QUERY_PARAMS.includes(name) ? [] : [{ part, first: i === 0 }];
+    });
   const path = pathAndQuery.slice(0, q);
-  return kept.length > 0 ? `${path}?${kept.join('&')}` : path;
-}
-
-function queryName(part: string): string {
-  const eq = part.indexOf('=');
-  const raw = eq === -1 ? part : part.slice(0, eq);
-  try {
-    return decodeURIComponent(raw.replace(/\+/g, ' '));
-  } catch {
-    return raw;
-  }
+  if (kept.length === 0) return path;
+  const opening = kept[0]!.first ? lead : kept[0]!.part.startsWith('?') ? '&' : '';
+  return `${path}?${opening}${kept.map((k) => k.part).join('&')}`;
 }
