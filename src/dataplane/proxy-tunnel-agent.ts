@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Client } from 'undici';
 import { parseProxyUrl, socksConnector } from '../upstream/index.ts';
+import { proxyConnectError } from '../upstream/proxy-tunnel-pool.ts';
 
 /** As the upstream client's connect timeout: reaching the proxy and opening the tunnel. */
 const TUNNEL_TIMEOUT_MS = 10_000;
@@ -50,7 +51,10 @@ async function connectTunnel(proxy: URL, authorization: string | undefined, host
   if (authorization !== undefined) headers['proxy-authorization'] = authorization;
   const client = new Client(proxy.origin, { connect: { timeout: TUNNEL_TIMEOUT_MS }, headersTimeout: TUNNEL_TIMEOUT_MS });
   try {
-    const { statusCode, socket } = await client.connect({ path: authority, headers });
+    // As the HTTP data plane's proxyTunnelPool: a CONNECT with no answer is the proxy's failure, not the upstream's.
+    const { statusCode, socket } = await client.connect({ path: authority, headers }).catch((error: unknown) => {
+      throw proxyConnectError(error);
+    });
     if (statusCode !== 200) {
       socket.destroy();
       // undici ProxyAgent's wording, which classifyUpstreamError reads as a connection never made.

@@ -1,6 +1,6 @@
 import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
-import { PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
+import { PROXY_CONNECT_FAILED, PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
 import { requestWritten } from './request-written.ts';
 
 export type UpstreamFailureKind =
@@ -30,7 +30,7 @@ export interface UpstreamFailure {
 const HOST_UNREACHED_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL'];
 
 /** Error codes meaning no connection to the upstream was established. */
-const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, 'UND_ERR_PRX_TLS', SOCKS_CONNECT_FAILED]);
+const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, 'UND_ERR_PRX_TLS', SOCKS_CONNECT_FAILED, PROXY_CONNECT_FAILED]);
 
 /**
  * TLS failures, which come before the session is established (node's `ERR_SSL_` / `ERR_TLS_`
@@ -70,8 +70,11 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
   unknown: { kind: 'unknown', notDelivered: false, code: 'upstream_error' },
 };
 
-/** Connection failures that, through a proxy, are the connection to the proxy failing. */
-const PROXY_CONNECT_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, PROXY_CONNECT_TIMEOUT, 'UND_ERR_PRX_TLS']);
+/**
+ * Connection failures that, through a proxy, are the connection to the proxy failing (a
+ * CONNECT that got no answer at all, whatever the reason, is re-coded PROXY_CONNECT_FAILED).
+ */
+const PROXY_CONNECT_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, PROXY_CONNECT_TIMEOUT, PROXY_CONNECT_FAILED, 'UND_ERR_PRX_TLS']);
 
 /** CONNECT answers by which an HTTP proxy says that it could not reach the upstream. */
 const PROXY_UPSTREAM_STATUSES = /^Proxy response \((?:502|503|504)\)/;

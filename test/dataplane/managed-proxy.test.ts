@@ -1,7 +1,9 @@
 import t, { type Test } from 'tap';
 import { bothCredentialsActive } from './helpers/both-credentials-active.ts';
-import { seedRoute, startDataPlane, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { startBrokenProxy, type ProxyBreakage } from './helpers/broken-proxy.ts';
+import { seedRoute, startDataPlane, startUpstream, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { closedPortUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { startDiscoveryServer } from './helpers/discovery-server.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 
@@ -105,7 +107,22 @@ for (const scope of ['credential', 'group', 'global'] as const) {
 // A managed proxy that is down or refuses the gateway's login is the gateway's side failing: a
 // Group or global proxy sits in front of every credential, and cooling them all down would
 // keep the route shut (503) after the proxy is fixed.
-type BrokenProxy = { label: string; broken: () => Promise<{ url: string; fixed: string; close(): Promise<void> }> };
+// `connections`: what the broken proxy accepted, so a gateway reconnecting without end shows.
+type BrokenProxy = { label: string; broken: () => Promise<{ url: string; fixed: string; connections?: () => number; close(): Promise<void> }> };
+
+/** A proxy broken in `breakage`, and a working HTTP proxy to fix the route with. */
+async function brokenThenFixed(breakage: ProxyBreakage, scheme?: 'socks5') {
+  const [proxy, working] = await Promise.all([startBrokenProxy(breakage), startHttpConnectProxy()]);
+  return {
+    url: scheme === undefined ? proxy.url : proxy.url.replace(/^http:/, `${scheme}:`),
+    fixed: working.url,
+    connections: proxy.connections,
+    close: async () => {
+      await Promise.all([proxy.close(), working.close()]);
+    },
+  };
+}
+
 const BROKEN_PROXIES: BrokenProxy[] = [
   {
     label: 'an HTTP proxy on a closed port',
@@ -128,6 +145,14 @@ const BROKEN_PROXIES: BrokenProxy[] = [
       return { url: proxy.url.replace(':right@', ':wrong@'), fixed: proxy.url, close: () => proxy.close() };
     },
   },
+  // undici's ProxyAgent retried a CONNECT whose connection closed without end (nodejs/undici#3897).
+  { label: 'an HTTP proxy that accepts the connection and closes it', broken: () => brokenThenFixed('accept-then-close') },
+  { label: 'an HTTP proxy that closes the connection after reading the CONNECT', broken: () => brokenThenFixed('close-after-reading') },
+  { label: 'an HTTP proxy that resets the connection', broken: () => brokenThenFixed('reset') },
+  { label: 'an HTTP proxy answering garbage bytes', broken: () => brokenThenFixed('garbage') },
+  { label: 'an HTTPS proxy with an untrusted certificate', broken: () => brokenThenFixed('untrusted-tls') },
+  { label: 'a SOCKS5 proxy that accepts the connection and closes it', broken: () => brokenThenFixed('accept-then-close', 'socks5') },
+  { label: 'a SOCKS5 proxy answering garbage bytes', broken: () => brokenThenFixed('garbage', 'socks5') },
 ];
 
 async function setProxy(gw: Gateway, scope: 'group' | 'global', groupId: number, url: string) {
@@ -157,6 +182,9 @@ for (const scope of ['group', 'global'] as const) {
         error_code: 'proxy_unreachable',
         attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }],
       });
+      await gw.logs.flush();
+      t.equal((await gw.logs.list({}, { limit: 10 })).items.length, 1, 'one log record');
+      if (proxy.connections !== undefined) t.ok(proxy.connections() <= 4, `the proxy saw a connection per attempt, not a loop (${proxy.connections()})`);
 
       await setProxy(gw, scope, group.id, proxy.fixed);
       const again = await complete(gw, keyValue);
@@ -197,4 +225,41 @@ t.test('a Group whose proxy is down is passed over for the next Group, and its c
   t.equal(upstream.requests[0]!.headers.authorization, 'Bearer sk-direct');
   t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, group_id: String(second.group.id), attempts: [{ error_code: 'proxy_unreachable' }, { status: 200 }] });
   t.match(await gw.store.credentials.list(first.group.id), [{ state: 'active', cooldown_until: null }], 'the credential behind the dead proxy is untouched');
+});
+
+for (const breakage of ['accept-then-close', 'garbage', 'untrusted-tls'] as const) {
+  t.test(`a credential's proxy broken (${breakage}) gives way to the next credential, which is not cooled down either`, async (t) => {
+    const proxy = await startBrokenProxy(breakage);
+    t.teardown(() => proxy.close());
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+    const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-upstream-1', 'sk-upstream-2'] });
+    const [first] = await gw.store.credentials.list(group.id);
+    await gw.store.credentials.update(group.id, first!.id, { proxy_url: proxy.url });
+
+    const res = await complete(gw, keyValue);
+    t.equal(res.status, 200, 'served by the credential without the proxy');
+    await res.arrayBuffer();
+    t.same(upstream.requests.map((r) => r.headers.authorization), ['Bearer sk-upstream-2']);
+    t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, attempts: [{ credential_id: String(first!.id), error_code: 'proxy_unreachable' }, { status: 200 }] });
+    await bothCredentialsActive(t, gw, group.id);
+    t.ok(proxy.connections() <= 2, `the proxy saw the one attempt, not a loop (${proxy.connections()})`);
+  });
+}
+
+t.test('model discovery through an HTTP proxy that accepts the connection and closes it: 502 discovery_failed naming the proxy', async (t) => {
+  const AUTH_KEY = 'managed-proxy-discovery-auth-key-0123456789';
+  const proxy = await startBrokenProxy('accept-then-close');
+  t.teardown(() => proxy.close());
+  const upstream = await startUpstream(answer);
+  t.teardown(() => upstream.close());
+  const server = await startDiscoveryServer(t, AUTH_KEY);
+  const group = await server.store.groups.create({ name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'a', upstream: 'm-a' }] });
+  await server.store.credentials.createMany(group.id, [{ kind: 'api_key', values: { api_key: 'sk-upstream-1' }, secretFields: ['api_key'] }]);
+  await server.store.groups.update(group.id, { proxy_url: proxy.url });
+
+  const res = await fetch(`${server.url}/api/models/discover`, { method: 'POST', headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ group_id: group.id }) });
+  t.equal(res.status, 502);
+  t.match(await res.json(), { code: 'BAD_GATEWAY', data: { reason: 'discovery_failed', detail: /^the managed proxy could not be reached/ } });
+  t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
+  t.ok(proxy.connections() <= 2, `the proxy saw the one attempt, not a loop (${proxy.connections()})`);
 });
