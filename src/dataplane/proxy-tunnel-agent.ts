@@ -4,8 +4,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { Client } from 'undici';
-import { parseProxyUrl, socksConnector } from '../upstream/index.ts';
-import { proxyConnectError } from '../upstream/proxy-tunnel-pool.ts';
+import { parseProxyUrl, proxyConnectError, socksConnector } from '../upstream/index.ts';
 
 /** As the upstream client's connect timeout: reaching the proxy and opening the tunnel. */
 const TUNNEL_TIMEOUT_MS = 10_000;

@@ -23,3 +23,4 @@ export type { UpstreamExchange } from './upstream-client.ts';
 export { UpstreamReply, upstreamAbortError } from './upstream-reply.ts';
 export type { ReplyHead, UpstreamBodySink } from './upstream-reply.ts';
 export { basePath, joinBasePath, joinBaseUrl, type BasePath } from './base-url-path.ts';
+export { proxyConnectError } from './proxy-tunnel-pool.ts';
