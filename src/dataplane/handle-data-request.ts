@@ -1,5 +1,5 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import { MODEL_LISTS, type ModelListDecl, type OperationEntry } from '../generated/index.ts';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { OperationEntry } from '../generated/index.ts';
 import { compileRouteTable, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
@@ -23,6 +23,7 @@ import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, ResponseAffinity } from './response-affinity.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
+import { alternateListStyle, errorStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
@@ -133,9 +134,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           log.external_model = model;
           const body = modelBody(list, alternate, model, key, snap.groups, started);
           if (body === undefined) throw new DataPlaneError('model_not_visible');
-          sendJson(res, 200, body, requestId);
+          sendJson(res, 200, body, requestId, errorStyle);
         } else {
-          sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, query, started), requestId);
+          sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, query, started), requestId, errorStyle);
         }
         log.status = 200;
         return;
@@ -273,46 +274,6 @@ function cutByShutdown(log: LogRecord): void {
   log.error_code = 'shutting_down';
   log.client_aborted = false;
   for (const attempt of log.attempts) if (attempt.error_code === 'client_closed') attempt.error_code = 'shutting_down';
-}
-
-/** A model list's request carries its alternate style's header (the anthropic SDK's `anthropic-version`). */
-function alternateListStyle(list: ModelListDecl, headers: IncomingHttpHeaders): boolean {
-  return list.alternate !== undefined && headers[list.alternate.when_header] !== undefined;
-}
-
-function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders): OperationEntry['error_style'] {
-  if (target.kind === 'operation') return target.operation.error_style;
-  const { list } = target;
-  return alternateListStyle(list, headers) && list.alternate ? list.alternate.style : list.style;
-}
-
-/** The headers that switch a model list to another protocol's shape (`anthropic-version`: messages). */
-const ALTERNATE_STYLES = MODEL_LISTS.flatMap((list) => (list.alternate ? [list.alternate] : []));
-
-/** A first path segment whose model lists all answer in one shape other than completions (`/v1beta`: generate). */
-const STYLE_BY_FIRST_SEGMENT = new Map(
-  [...new Set(MODEL_LISTS.map((list) => firstSegment(list.path)))].flatMap((segment) => {
-    const styles = new Set(MODEL_LISTS.filter((list) => firstSegment(list.path) === segment).map((list) => list.style));
-    const [style] = styles;
-    return styles.size === 1 && style !== 'completions' ? [[segment, style] as const] : [];
-  }),
-);
-
-function firstSegment(path: string): string {
-  const end = path.indexOf('/', 1);
-  return end < 0 ? path : path.slice(0, end);
-}
-
-/**
- * The error shape for a path no endpoint takes, told as the model lists tell their clients
- * apart (every SDK lists models): a list's alternate header, then the endpoint nearest to the
- * path, then the path's first segment.
- */
-function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string): OperationEntry['error_style'] {
-  const alternate = ALTERNATE_STYLES.find((a) => headers[a.when_header] !== undefined);
-  if (alternate) return alternate.style;
-  if (near) return errorStyleOf(near, headers);
-  return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
 }
 
 /**

@@ -22,6 +22,7 @@ import { presentedAccessKey } from './present-access-key.ts';
 import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
 import { relayWebSocketSession, type RelaySession } from './relay-websocket-session.ts';
 import { renderErrorBody } from './render-error-body.ts';
+import { errorStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { SESSION_USAGE_STYLE_BY_PROTOCOL } from './session-usage-style.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
@@ -36,6 +37,11 @@ import { followSessionKey, type AdmittedKey, type SessionPricing } from './follo
 
 export interface UpgradeHandler {
   (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
+  /**
+   * Whether this is an upgrade the handler serves: a WebSocket one to a WebSocket route. Any
+   * other (h2c, a WebSocket one elsewhere) is the plain HTTP request it also is (RFC 9110 §7.8).
+   */
+  serves(req: IncomingMessage): boolean;
   /**
    * Ends every relayed session (1001 to client and upstream) and calls off handshakes in
    * progress; resolves once each has written its log record. Upgraded sockets are not the
@@ -95,19 +101,22 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     socket.on('error', () => {});
     const watch = new UpgradeClientWatch(socket);
     try {
-      if (closing) throw new DataPlaneError('shutting_down');
-      // Joined, not resolved: a path that starts with // is a path here, not a host.
-      const url = new URL(`http://gateway.invalid${req.url ?? '/'}`);
+      const url = urlOf(req);
       const match = matchRoute(routes, 'GET', url.pathname);
-      if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') throw new DataPlaneError('route_not_found');
+      if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') {
+        // Only where the caller serves every upgrade here (the server serves these as plain requests: `serves`).
+        style = match.found ? errorStyleOf(match.target, req.headers) : unmatchedErrorStyle(match.near, req.headers, url.pathname);
+        throw new DataPlaneError('route_not_found');
+      }
       const op = match.target.operation;
       style = op.error_style;
+      if (closing) throw new DataPlaneError('shutting_down');
       log.protocol = op.protocol;
       log.operation = op.id;
       const protocols = checkClientHandshake(req);
       const presented = presentedAccessKey(req.headers, url.searchParams);
       url.searchParams.delete('key');
-      // Browser clients can only pass a key as a subprotocol (`openai-insecure-api-key.<key>`): the client's own never travels upstream.
+      // A subprotocol carrying the client's key (`openai-insecure-api-key.<key>`, as browser SDKs offer) never travels upstream; the key is read only where presentedAccessKey looks.
       const offered = presented === undefined ? protocols : protocols.filter((p) => !p.includes(presented));
       const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
       if (!key) throw new DataPlaneError('access_key_invalid');
@@ -289,6 +298,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     return served.finally(() => inFlight.delete(served));
   };
   return Object.assign(upgrade, {
+    serves(req: IncomingMessage): boolean {
+      if (!upgradesTo(req, 'websocket')) return false;
+      const match = matchRoute(routes, 'GET', urlOf(req).pathname);
+      return match.found && match.target.kind === 'operation' && match.target.operation.body === 'websocket';
+    },
     async close() {
       closing = true;
       for (const handshake of handshakes) handshake.abort();
@@ -297,6 +311,22 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       while (inFlight.size > 0 || sessions.size > 0) await Promise.all([...inFlight, ...[...sessions].map((s) => s.closed)]);
     },
   });
+}
+
+/**
+ * Joined, not resolved: a path that starts with // is a path here, not a host. The query is
+ * read as the HTTP path reads it (URLSearchParams of what follows the `?`, which drops one more
+ * leading `?`), so `??key=...` names the key on both, and is removed on both.
+ */
+function urlOf(req: IncomingMessage): URL {
+  const url = new URL(`http://gateway.invalid${req.url ?? '/'}`);
+  url.search = new URLSearchParams(url.search.slice(1)).toString();
+  return url;
+}
+
+/** Whether the request's Upgrade header offers `protocol` (RFC 9110 §7.8: a list of protocol[/version]). */
+function upgradesTo(req: IncomingMessage, protocol: string): boolean {
+  return (req.headers.upgrade ?? '').split(',').some((p) => p.trim().split('/')[0]!.toLowerCase() === protocol);
 }
 
 /** Passes an upstream's non-101 answer to the client as the upstream sent it. */

@@ -9,7 +9,8 @@ import { InFlightRequests } from './in-flight-requests.ts';
 
 /**
  * Mounts the data plane beside the management plane: the server hands every path outside
- * /api straight to it (no Koa on the hot path), and WebSocket upgrades to the socket relay.
+ * /api straight to it (no Koa on the hot path), and WebSocket upgrades to WebSocket routes
+ * to the socket relay.
  */
 export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPlaneMount {
   return async (_app, { store, logs, clock, dataDir }) => {
@@ -24,6 +25,7 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
     return {
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
+      servesUpgrade: (req) => upgrade.serves(req),
       endSessions: () => upgrade.close(),
       cutOff: () => inFlight.endAll('shutting_down', () => upstream.destroy()),
       close: async () => {

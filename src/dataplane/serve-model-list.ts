@@ -51,8 +51,9 @@ function modelEntry(style: ModelListStyle, id: string, createdAt: number): unkno
   }
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string): void {
+/** A list's answer in `style`: a messages one carries `request-id` too, the header the anthropic SDK reads. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, requestId: string, style: ModelListStyle): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }, requestId));
+  res.writeHead(status, withRequestId({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }, requestId, style === 'messages'));
   res.end(text);
 }

@@ -20,6 +20,8 @@ export class ConnectionDrain {
   constructor(server: Server) {
     this.#server = server;
     server.on('connection', (socket: Socket) => {
+      // Given back to the server again after an upgrade it did not take (serveUpgradeAsRequest): tracked already.
+      if (this.#sockets.has(socket)) return;
       this.#sockets.add(socket);
       socket.once('close', () => this.#sockets.delete(socket));
     });

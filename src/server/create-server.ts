@@ -27,6 +27,7 @@ import { disableAllocationSitePretenuring } from './disable-allocation-site-pret
 import { hourlyRetention, startLogRetention, type RetentionSchedule } from './log-retention.ts';
 import { packageVersion } from './package-version.ts';
 import { CLIENT_SILENCE_MS } from '../http/json-body.ts';
+import { serveUpgradeAsRequest } from '../http/serve-upgrade-as-request.ts';
 
 /** What the data plane gets when the server mounts it. */
 export interface DataPlaneMountDeps {
@@ -42,6 +43,8 @@ export interface MountedDataPlane {
   /** Serves every request outside /api directly (the data plane's hot path skips Koa). */
   request?: (req: IncomingMessage, res: ServerResponse) => void;
   upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /** Whether `upgrade` serves this upgrade request; any other is served as the plain request it also is. */
+  servesUpgrade?: (req: IncomingMessage) => boolean;
   /** Ends the WebSocket sessions, which the HTTP server neither ends nor finishes closing while they are open. */
   endSessions?: () => Promise<void>;
   /**
@@ -158,8 +161,11 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       else dataRequest(req, res);
     });
     const drain = new ConnectionDrain(server);
-    if (dataPlane.upgrade) server.on('upgrade', dataPlane.upgrade);
-    else server.on('upgrade', (_req, socket) => socket.destroy());
+    const { upgrade, servesUpgrade } = dataPlane;
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (upgrade !== undefined && servesUpgrade?.(req) === true) upgrade(req, socket, head);
+      else serveUpgradeAsRequest(server, req, socket, head);
+    });
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

@@ -44,6 +44,25 @@ t.test('realtime transcription (x-suite, ch03): frames pass both ways with the u
   }
 });
 
+t.test('a key in the query after a doubled ?, which the HTTP path reads as `key`, is read and removed on a WebSocket route too', async (t) => {
+  const upstream = await startWsUpstream();
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'] });
+  const client = await connect(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}??key=${keyValue}&model=voice`);
+  const reply = new Promise<string>((r) => client.once('message', (d) => r(d.toString())));
+  client.send('hello');
+  t.equal(await reply, 'echo:hello', 'authenticated by the key');
+  const seen = upstream.seen[0]!.url ?? '';
+  t.notOk(seen.includes(keyValue), 'the client key never reaches the upstream');
+  t.match(seen, /model=voice-up/);
+  client.close(1000);
+  await new Promise((r) => client.once('close', r));
+});
+
 // ch10, the only x-live channel, is authorized by OAuth; its credentials are served once the
 // adapters issue brings the authorization flows. Until then the session is refused, not hung.
 t.test('x-live on ch10 with an OAuth credential is refused with no_available_credential', async (t) => {
