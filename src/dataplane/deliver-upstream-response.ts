@@ -1,5 +1,4 @@
 import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
-import { drainIfBodyUnread } from './drain-if-body-unread.ts';
 import { decodable, decodedReply } from './decode-reply-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { maskSecretInHeaders } from './mask-upstream-secret.ts';
@@ -14,7 +13,8 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
 /**
  * Sends an upstream reply to the client as it arrives: status, headers and body as the
  * upstream sent them. SSE goes event by event; an idle or broken upstream stream ends with the
- * client protocol's error event. A client that leaves aborts the upstream request. Whatever the
+ * client protocol's error event, or, when it fails before its first byte, is answered with the
+ * gateway's HTTP error instead (its status is held until then). A client that leaves aborts the upstream request. Whatever the
  * status, no credential header reaches the client and `secret` (the upstream's) is masked in
  * the header values; a body below 400 goes as sent (a stream compressed in a coding the gateway
  * decodes goes decoded, its events being read; a plain JSON body so compressed goes as sent,
@@ -22,7 +22,8 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
  */
 export function deliverUpstreamResponse(upstream: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
   const { res } = options;
-  const contentType = String(upstream.headers['content-type'] ?? '');
+  // Media types are case-insensitive (RFC 9110 §8.3.1): lower-cased once for the tests below.
+  const contentType = String(upstream.headers['content-type'] ?? '').toLowerCase();
   const isJson = contentType.includes('json');
   const coded = upstream.headers['content-encoding'] !== undefined;
   // A stream compressed although the gateway asked for identity: decoded to read its events,
@@ -39,11 +40,12 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   const decodedForUsage = coded && !opaque && !isSse && !isJsonArrayStream && isJson && upstream.status < 400 && (options.usageStyle !== undefined || options.captureResponseId);
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
-  // Answered while the request's body still uploads (an early error, rarely a success): the
-  // rest is drained once the answer is sent. One property read on the usual path.
-  if (!res.req.complete) drainIfBodyUnread(res, headers);
-  res.writeHead(reply.status, headers);
   const relay = new RelayContext(reply, options);
+  // A successful SSE stream's status and headers go with its first bytes: one that fails
+  // before them is answered with the gateway's HTTP error, which an SDK raises as such (its
+  // stream helpers expect the protocol's first event, not an error event, first).
+  const holdHead = isSse && reply.status < 400;
+  relay.head(headers, holdHead);
   return new Promise((resolve) => {
     const onClose = () => {
       if (res.writableFinished) return;
@@ -66,9 +68,9 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
             ? new CompressedBodyRelay(relay, upstream.headers, done)
             : new BodyRelay(relay, isJson, done),
     );
-    // node sends the headers with the first body bytes. A stream whose first event did not come
-    // with them (a model that thinks first) gets them now, as from the upstream, so that its
-    // SDK's wait for a response ends and it sees the request id; a plain body keeps one write.
-    if ((isSse || isJsonArrayStream) && !relay.started && !res.writableEnded) res.flushHeaders();
+    // node sends the headers with the first body bytes. Any other stream whose first bytes did not
+    // come with them gets them now, as from the upstream, so that its client's wait for a
+    // response ends and it sees the request id; a plain body keeps one write.
+    if (!holdHead && (isSse || isJsonArrayStream) && !relay.started && !res.writableEnded) res.flushHeaders();
   });
 }

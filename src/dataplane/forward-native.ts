@@ -177,14 +177,17 @@ function newResult(attempts: AttemptRecord[]): ForwardResult {
 /** The result of an attempt whose answer went to the client. */
 function recordDelivery(result: ForwardResult, attempt: AttemptRecord, candidate: Candidate, credential: CredentialView, status: number, outcome: DeliveryOutcome): ForwardResult {
   if (status >= 400) attempt.error_code = `upstream_${status}`;
-  result.status = status;
+  // A stream that failed before its first byte was answered with the gateway's own error.
+  result.status = outcome.answeredStatus ?? status;
   result.candidate = candidate;
   result.credential = credential;
   result.usage = outcome.usage;
   result.clientAborted = outcome.clientAborted;
   result.responseId = outcome.responseId;
   result.errorCode = outcome.clientAborted ? 'client_closed' : (outcome.streamFailure ?? attempt.error_code);
-  if (outcome.streamFailure) attempt.error_code = outcome.streamFailure;
+  // As for a client that left before the answer: the attempt says why it ended too.
+  if (outcome.clientAborted) attempt.error_code = 'client_closed';
+  else if (outcome.streamFailure) attempt.error_code = outcome.streamFailure;
   return result;
 }
 

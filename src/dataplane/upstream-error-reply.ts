@@ -26,7 +26,8 @@ export const ERROR_BODY_LIMIT = 1024 * 1024;
 export function isReadableError(reply: UpstreamReply): boolean {
   if (reply.status < 400) return false;
   const declared = Number(reply.headers['content-length'] ?? 0);
-  return !(declared > ERROR_BODY_LIMIT) && !String(reply.headers['content-type'] ?? '').includes('text/event-stream');
+  // Media types are case-insensitive (RFC 9110): `Text/Event-Stream` is an event stream too.
+  return !(declared > ERROR_BODY_LIMIT) && !String(reply.headers['content-type'] ?? '').toLowerCase().includes('text/event-stream');
 }
 
 /**

@@ -134,27 +134,6 @@ function send(s: Scenario, style: StreamStyle, signal?: AbortSignal): Promise<Re
 }
 
 for (const style of STYLES) {
-  t.test(`${style.name}: the answer's headers reach the client before the first event when the upstream sends them alone`, async (t) => {
-    // The upstream holds its first event until the client has the headers: held back by the
-    // gateway until a body byte, they would never come, and the wait below would fail.
-    const gotHeaders = deferred();
-    const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      res.flushHeaders();
-      await gotHeaders.promise;
-      res.end(style.first);
-    });
-    await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
-    const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
-    const res = await withTimeout(send({ gw, upstream, keyValue, upstreamClosed: deferred() }, style), 5_000, 'the response headers before any event');
-    t.equal(res.status, 200);
-    t.ok(res.headers.get('x-switchyard-request-id'), 'with the request id');
-    gotHeaders.resolve();
-    t.ok((await res.text()).startsWith(style.first), 'then the event, as sent');
-  });
-}
-
-for (const style of STYLES) {
   t.test(`${style.name}: a client that disconnects mid-stream aborts the upstream request; the log says client_aborted`, async (t) => {
     const s = await scenario(t, style, () => {
       /* keeps the stream open */
@@ -175,6 +154,8 @@ for (const style of STYLES) {
     const record = await waitForLog(s.gw, requestId);
     t.equal(record.client_aborted, true, 'client_aborted: true');
     t.equal(record.status, 200);
+    t.equal(record.error_code, 'client_closed');
+    t.match(record.attempts, [{ status: 200, error_code: 'client_closed' }], 'the attempt says the client left, as a stalled or broken one says why');
   });
 
   t.test(`${style.name}: an upstream that stalls mid-stream is ended with the protocol's error event`, async (t) => {
@@ -353,6 +334,26 @@ for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
     t.equal(stalledText, `${style.first}${style.innocent}: keep-alive\n\n`, 'a stall after it adds no event either');
     t.match(await waitForLog(stalled.gw, stalledRes.headers.get('x-switchyard-request-id')), { status: 200, error_code: null });
   });
+}
+
+// A block of `retry` or `id` alone dispatches no event (as a comment does not): after the final
+// event it must not hide it, be the stream a completions one (its `[DONE]` then a stall) or one that owes its end.
+for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL || s.name === 'completions')) {
+  for (const [name, block] of [['`retry: 3000` (LF)', 'retry: 3000\n\n'], ['`id: 42` (CRLF)', 'id: 42\r\n\r\n']]) {
+    t.test(`${style.name}: a ${name} block after the final event, then a clean end or a stall, leaves the stream a success`, async (t) => {
+      for (const [ending, then, options] of [
+        ['clean end', (res: ServerResponse) => res.write(style.innocent, () => setTimeout(() => res.write(block, () => setTimeout(() => res.end(), 50)), 50)), {}],
+        ['stall', (res: ServerResponse) => res.write(style.innocent, () => setTimeout(() => res.write(block), 50)), { streamIdleTimeoutMs: 300 }],
+      ] as const) {
+        // Written apart, so that the block is a read of its own, the last the gateway passes on.
+        const s = await scenario(t, style, then, options);
+        const res = await send(s, style);
+        const text = await withTimeout(readIncrementally(res).catch((err: Error) => `<client stream failed: ${err.message}>`), 10_000, 'the client stream to end');
+        t.equal(text, `${style.first}${style.innocent}${block}`, `${ending}: what the upstream sent, no event added`);
+        t.match(await waitForLog(s.gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null }, ending);
+      }
+    });
+  }
 }
 
 for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {

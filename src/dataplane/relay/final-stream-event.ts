@@ -4,10 +4,9 @@ import { parseOrUndefined } from './id-of.ts';
 const DONE = '[DONE]';
 const DONE_BYTES = Buffer.from(DONE);
 const DATA = Buffer.from('data:');
+const EVENT = Buffer.from('event:');
 const CR = 0x0d;
 const LF = 0x0a;
-const COLON = 0x3a;
-const D = 0x64;
 const SPACE = 0x20;
 
 /**
@@ -44,30 +43,47 @@ export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): bool
 }
 
 /**
- * Whether passed-on bytes carry an event beyond comments (and, but in completions, `[DONE]`):
- * a keep-alive comment (`: ping`) or an appended `data: [DONE]` after the final event must not
- * hide that event. Only bytes that begin (past the line ends of a CRLF split between reads)
- * with a comment or a `[DONE]` are parsed.
+ * Whether passed-on bytes carry an event: a block with a `data` field (blocks of comments,
+ * `retry`, `id` or `event` alone dispatch nothing), and, but in completions, not `[DONE]`. A
+ * keep-alive (`: ping`), a lone `retry: 3000`, or a `data: [DONE]` appended after the final
+ * event must not hide that event. Bytes that begin (past the line ends of a CRLF split between
+ * reads) with a `data` line, or an `event` line and then one, are taken as they are; only
+ * others are parsed.
  */
 export function carriesEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
   let at = 0;
   while (bytes[at] === CR || bytes[at] === LF) at++;
   // Line ends alone (the blank line of an event passed before, in a read of its own) carry none.
   if (at === bytes.length) return false;
-  if (bytes[at] !== COLON && !(FINAL_EVENTS[style].data !== DONE && startsWithDone(bytes, at))) return true;
+  if (startsWith(bytes, at, EVENT)) at = nextLine(bytes, at);
+  if (at !== -1 && startsWith(bytes, at, DATA) && (FINAL_EVENTS[style].data === DONE || !startsWithDone(bytes, at))) return true;
   return carriedEvents(style, bytes).length > 0;
 }
 
-/** The events of whole SSE bytes that have a field besides comments, `[DONE]` left out but in completions. */
+/** The events of whole SSE bytes that have a `data` field, `[DONE]` left out but in completions. */
 function carriedEvents(style: StreamErrorStyle, bytes: Buffer) {
   const parser = new SseParser();
   const doneIsEvent = FINAL_EVENTS[style].data === DONE;
-  return [...parser.push(bytes), ...parser.end()].filter((e) => (e.data !== undefined || e.event !== undefined) && (doneIsEvent || e.data !== DONE));
+  return [...parser.push(bytes), ...parser.end()].filter((e) => e.data !== undefined && (doneIsEvent || e.data !== DONE));
+}
+
+/** Whether `bytes` hold `prefix` at `at`. */
+function startsWith(bytes: Buffer, at: number, prefix: Buffer): boolean {
+  for (let i = 0; i < prefix.length; i++) if (bytes[at + i] !== prefix[i]) return false;
+  return true;
+}
+
+/** Where the line after the one at `at` starts; -1 when the bytes end first. */
+function nextLine(bytes: Buffer, at: number): number {
+  let end = at;
+  while (end < bytes.length && bytes[end] !== CR && bytes[end] !== LF) end++;
+  if (bytes[end] === CR && bytes[end + 1] === LF) end++;
+  return end + 1 < bytes.length ? end + 1 : -1;
 }
 
 /** Whether `bytes` hold a `data: [DONE]` line (the space optional) at `at`. */
 function startsWithDone(bytes: Buffer, at: number): boolean {
-  if (bytes[at] !== D || !bytes.subarray(at, at + DATA.length).equals(DATA)) return false;
+  if (!startsWith(bytes, at, DATA)) return false;
   const value = bytes[at + DATA.length] === SPACE ? at + DATA.length + 1 : at + DATA.length;
   return bytes.subarray(value, value + DONE_BYTES.length).equals(DONE_BYTES);
 }

@@ -1,9 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import type { IdleWatcher, StreamErrorStyle } from '../../streaming/index.ts';
 import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
-import type { UpstreamReply } from '../../upstream/index.ts';
+import type { OutgoingHeaders, UpstreamReply } from '../../upstream/index.ts';
+import { drainIfBodyUnread } from '../drain-if-body-unread.ts';
 import type { InFlightRequests } from '../in-flight-requests.ts';
-import { watchUpstreamIdle } from './stream-failure-of.ts';
+import { sendGatewayError } from '../send-gateway-error.ts';
+import { streamFailureOf, streamFailureStatus, watchUpstreamIdle } from './stream-failure-of.ts';
 
 export interface DeliveryOptions {
   res: ServerResponse;
@@ -40,6 +42,11 @@ export interface DeliveryOutcome {
   clientAborted: boolean;
   /** `id` of a created response, for routing later resource calls back to the same upstream. */
   responseId: string | undefined;
+  /**
+   * The status of the gateway's HTTP error, when the stream failed before its first byte and
+   * that error was answered in place of the upstream's status (streamFailure is its code).
+   */
+  answeredStatus: number | undefined;
 }
 
 /**
@@ -52,7 +59,7 @@ export interface DeliveryOutcome {
  * for promise rejections each time, which a microtask does not cost.
  */
 export class RelayContext {
-  readonly outcome: DeliveryOutcome = { usage: undefined, streamFailure: undefined, clientAborted: false, responseId: undefined };
+  readonly outcome: DeliveryOutcome = { usage: undefined, streamFailure: undefined, clientAborted: false, responseId: undefined, answeredStatus: undefined };
   readonly res: ServerResponse;
   readonly reply: UpstreamReply;
   readonly options: DeliveryOptions;
@@ -69,11 +76,23 @@ export class RelayContext {
   #flushScheduled = false;
   /** Made when the client's buffer first fills (most responses never need it). */
   #resume: (() => void) | undefined;
+  /** The answer's headers while they wait for its first bytes (see head). */
+  #heldHead: OutgoingHeaders | undefined;
 
   constructor(reply: UpstreamReply, options: DeliveryOptions) {
     this.reply = reply;
     this.options = options;
     this.res = options.res;
+  }
+
+  /**
+   * Writes the answer's status and headers, or, `held`, keeps them to go with its first bytes:
+   * until then the answer can still be the gateway's own error (answerFailure). node sends
+   * written headers with the first body bytes either way.
+   */
+  head(headers: OutgoingHeaders, held: boolean): void {
+    if (held) this.#heldHead = headers;
+    else this.#writeHead(headers);
   }
 
   /** Whether anything was written (or queued to be) to the client yet. */
@@ -100,6 +119,7 @@ export class RelayContext {
     this.#flushScheduled = false;
     const data = this.#take();
     if (data === undefined || this.res.destroyed) return;
+    if (this.#heldHead !== undefined) this.#writeHead(this.#heldHead);
     if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
     this.#waitingForDrain = true;
     if (this.idle === undefined && this.watchesWhenHeld) this.idle = watchUpstreamIdle(this);
@@ -123,6 +143,7 @@ export class RelayContext {
   end(): void {
     const data = this.#take();
     if (this.res.writableEnded || this.res.destroyed) return;
+    if (this.#heldHead !== undefined) this.#writeHead(this.#heldHead);
     if (data === undefined) this.res.end();
     else this.res.end(data);
   }
@@ -132,9 +153,33 @@ export class RelayContext {
     if (!this.outcome.clientAborted && this.outcome.streamFailure === undefined) this.outcome.streamFailure = code;
   }
 
+  /**
+   * A stream that failed with `code` before anything was written, its headers held: answered
+   * with the gateway's HTTP error in the client's protocol instead. False when it cannot be.
+   */
+  answerFailure(code: string): boolean {
+    if (this.#heldHead === undefined || this.started) return false;
+    this.#heldHead = undefined;
+    const { streamStyle, requestId } = this.options;
+    const status = streamFailureStatus(code);
+    // The responses protocol's errors have the completions shape.
+    if (!sendGatewayError(this.res, streamStyle === 'responses' ? 'completions' : streamStyle, { status, code, message: streamFailureOf(code).message }, requestId)) return false;
+    this.markFirstByte();
+    this.outcome.answeredStatus = status;
+    return true;
+  }
+
   /** The client may still be written to. */
   get clientOpen(): boolean {
     return !this.outcome.clientAborted && !this.res.destroyed;
+  }
+
+  #writeHead(headers: OutgoingHeaders): void {
+    this.#heldHead = undefined;
+    // Answered while the request's body still uploads (an early error, rarely a success): the
+    // rest is drained once the answer is sent. One property read on the usual path.
+    if (!this.res.req.complete) drainIfBodyUnread(this.res, headers);
+    this.res.writeHead(this.reply.status, headers);
   }
 
   #take(): Buffer | undefined {

@@ -59,6 +59,8 @@ export class SseRelay extends StreamRelay {
   }
 
   protected writeFailure(code: string): void {
+    // Before its first byte, the stream is answered with the gateway's HTTP error instead.
+    if (this.relay.answerFailure(code)) return;
     // Nothing valid can follow half an event.
     if (this.#passingLargeEvent) return void this.relay.res.destroy();
     this.relay.write(streamErrorEvent(this.relay.options.streamStyle, streamFailureOf(code), { sequenceNumber: this.#nextSequence() }));
@@ -137,13 +139,14 @@ export class SseRelay extends StreamRelay {
     }
   }
 
+  /** Passes on part of an event too large to hold: an event's bytes, kept for completed() unparsed (they may start mid-line). */
   #passOn(bytes: Buffer): void {
     if (!this.relay.clientOpen) return;
-    this.#passed(bytes);
+    this.#lastPassed = bytes;
     this.relay.write(bytes);
   }
 
-  /** Remembers what went to the client, for completed(); comments alone (keep-alives) are not an event, nor (see carriesEvent) an appended `[DONE]`. */
+  /** Remembers what went to the client, for completed(); blocks without data (keep-alive comments, a lone `retry`) are not an event, nor (see carriesEvent) an appended `[DONE]`. */
   #passed(bytes: Buffer): void {
     if (carriesEvent(this.relay.options.streamStyle, bytes)) this.#lastPassed = bytes;
   }

@@ -1,3 +1,4 @@
+import { REFUSAL_REASONS } from '../../engine/index.ts';
 import type { StreamFailure } from '../../streaming/index.ts';
 import { watchIdle, type IdleWatcher } from '../../streaming/index.ts';
 import type { RelayContext } from './relay-context.ts';
@@ -7,8 +8,18 @@ const MESSAGES: Readonly<Record<string, string>> = {
   shutting_down: 'The gateway is shutting down; the stream was ended.',
 };
 
+/** The HTTP status a stream's failure is answered with when it comes before the stream's first byte; 502 for a break. */
+const STATUSES: Readonly<Record<string, number>> = {
+  upstream_idle_timeout: 504,
+  shutting_down: REFUSAL_REASONS.shutting_down.status,
+};
+
 export function streamFailureOf(code: string): StreamFailure {
   return { kind: code === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code, message: MESSAGES[code] ?? 'The upstream stream broke off.' };
+}
+
+export function streamFailureStatus(code: string): number {
+  return STATUSES[code] ?? 502;
 }
 
 /**
