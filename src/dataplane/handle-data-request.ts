@@ -13,7 +13,7 @@ import { forwardNative, type ForwardDeps } from './forward-native.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { liveUpstreams } from './live-upstreams.ts';
 import { newLogDraft } from './log-draft.ts';
-import { attemptOrder, refusalFor } from './plan-candidates.ts';
+import { attemptOrder, refusalFor, type Candidate } from './plan-candidates.ts';
 import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
 import { cappedModelName } from './body/index.ts';
@@ -193,13 +193,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', NO_RETRY);
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
-        // The route of the Group whose refusal this is, as declared and as the engine resolved it
-        // for this model (route inspection's `N/C -> converted`).
-        const resolution = refusal.refusedBy?.resolution;
-        if (resolution?.ok) {
-          log.route_mode = resolution.declared;
-          log.effective = resolution.effective;
-        }
+        // The route of the Group whose refusal this is, as the engine resolved it for this model
+        // (route inspection's `N/C -> converted`): the logs and usage attribute it to that Group.
+        if (refusal.refusedBy) noteRoute(log, refusal.refusedBy);
         throw new DataPlaneError(refusal.code, refusal.detail);
       }
 
@@ -321,15 +317,17 @@ function fillFromResult(log: LogRecord, result: Awaited<ReturnType<typeof forwar
   log.attempt_count = result.attempts.length;
   log.client_aborted = result.clientAborted;
   if (result.ttfbAt !== undefined) log.timings.ttfb_ms = result.ttfbAt - log.timings.started_at;
-  const c = result.candidate;
-  if (c) {
-    log.group_id = String(c.group.id);
-    log.channel = c.group.channel;
-    log.upstream_model = c.upstream_model;
-    if (c.resolution.ok) {
-      log.route_mode = c.resolution.declared;
-      log.effective = c.resolution.effective;
-    }
-  }
+  if (result.candidate) noteRoute(log, result.candidate);
   if (result.credential) log.credential_id = String(result.credential.id);
+}
+
+/** A candidate's route in the record: its Group, channel and upstream model, and the mode the engine resolved (none when it refused). */
+function noteRoute(log: LogRecord, c: Candidate): void {
+  log.group_id = String(c.group.id);
+  log.channel = c.group.channel;
+  log.upstream_model = c.upstream_model;
+  if (c.resolution.ok) {
+    log.route_mode = c.resolution.declared;
+    log.effective = c.resolution.effective;
+  }
 }
