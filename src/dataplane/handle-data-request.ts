@@ -14,6 +14,7 @@ import { managedProxyUrl } from './managed-proxy-url.ts';
 import { liveUpstreams } from './live-upstreams.ts';
 import { newLogDraft } from './log-draft.ts';
 import { attemptOrder, refusalFor, type Candidate } from './plan-candidates.ts';
+import { noteRoute } from './note-route.ts';
 import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
 import { cappedModelName } from './body/index.ts';
@@ -319,15 +320,4 @@ function fillFromResult(log: LogRecord, result: Awaited<ReturnType<typeof forwar
   if (result.ttfbAt !== undefined) log.timings.ttfb_ms = result.ttfbAt - log.timings.started_at;
   if (result.candidate) noteRoute(log, result.candidate);
   if (result.credential) log.credential_id = String(result.credential.id);
-}
-
-/** A candidate's route in the record: its Group, channel and upstream model, and the mode the engine resolved (none when it refused). */
-function noteRoute(log: LogRecord, c: Candidate): void {
-  log.group_id = String(c.group.id);
-  log.channel = c.group.channel;
-  log.upstream_model = c.upstream_model;
-  if (c.resolution.ok) {
-    log.route_mode = c.resolution.declared;
-    log.effective = c.resolution.effective;
-  }
 }

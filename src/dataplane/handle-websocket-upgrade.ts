@@ -18,6 +18,7 @@ import { newLogDraft } from './log-draft.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { openUpstreamWebSocket, type UpstreamHandshake } from './open-upstream-websocket.ts';
 import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
+import { noteRoute } from './note-route.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
 import { relayWebSocketSession, type RelaySession } from './relay-websocket-session.ts';
@@ -133,6 +134,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const ordered = attemptOrder(candidates.filter((c) => c.included));
       if (ordered.length === 0) {
         const r = refusalFor(candidates, model);
+        if (r.refusedBy) noteRoute(log, r.refusedBy);
         throw new DataPlaneError(r.code, r.detail);
       }
       const settings = snap.settings;
@@ -183,7 +185,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             // Called off (or answered to no one) because the client left: no fault of the credential.
             if (outcome.kind === 'open') outcome.socket.terminate();
             attempt.error_code = 'client_closed';
-            noteRoute(log, candidate, credential);
+            noteAttemptRoute(log, candidate, credential);
             throw new DataPlaneError('client_closed');
           }
           if (outcome.kind === 'failed' && outcome.gatewaySide !== undefined) {
@@ -201,7 +203,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             continue;
           }
           attempt.status = outcome.kind === 'answered' ? outcome.status : 101;
-          noteRoute(log, candidate, credential);
+          noteAttemptRoute(log, candidate, credential);
           if (outcome.kind === 'no_subprotocol') {
             // The upstream declined what the client offered: nothing against the credential, nor for another to try.
             attempt.error_code = 'subprotocol_not_accepted';
@@ -234,12 +236,12 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       }
       if (watch.gone) {
         const last = lastAnswer ?? lastFailure;
-        if (last) noteRoute(log, last.candidate, last.credential);
+        if (last) noteAttemptRoute(log, last.candidate, last.credential);
         throw new DataPlaneError('client_closed');
       }
       if (lastAnswer) return passOn(socket, log, lastAnswer, requestId);
       if (lastFailure) {
-        noteRoute(log, lastFailure.candidate, lastFailure.credential);
+        noteAttemptRoute(log, lastFailure.candidate, lastFailure.credential);
         throw lastFailure.error;
       }
       throw new DataPlaneError('no_available_credential', undefined, pool.retryHeaders(ordered.map((c) => c.group), (id) => snap.credentialsByGroup.get(id) ?? [], deps.clock()));
@@ -331,18 +333,15 @@ function upgradesTo(req: IncomingMessage, protocol: string): boolean {
 
 /** Passes an upstream's non-101 answer to the client as the upstream sent it. */
 function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string): void {
-  noteRoute(log, answer.candidate, answer.credential);
+  noteAttemptRoute(log, answer.candidate, answer.credential);
   log.status = answer.status;
   log.error_code = `upstream_${answer.status}`;
   answerUpgrade(socket, answer.status, withRequestId(answer.headers, requestId), answer.body);
 }
 
-function noteRoute(log: LogRecord, candidate: Candidate, credential: CredentialView): void {
-  log.group_id = String(candidate.group.id);
-  log.channel = candidate.group.channel;
+function noteAttemptRoute(log: LogRecord, candidate: Candidate, credential: CredentialView): void {
+  noteRoute(log, candidate);
   log.credential_id = String(credential.id);
-  log.upstream_model = candidate.upstream_model;
-  if (candidate.resolution.ok) (log.route_mode = candidate.resolution.declared), (log.effective = candidate.resolution.effective);
 }
 
 /** The client's side of the session, or undefined when the client left before it was joined. */

@@ -81,6 +81,20 @@ t.test('a refused upgrade answers an HTTP error before joining', async (t) => {
   t.equal(await upgradeStatus(`${gw.url.replace('http', 'ws')}/v1/audio/transcriptions/realtime?model=voice&key=${keyValue}`), 403, 'protocol x-suite not allowed on this key');
 });
 
+t.test('a session refused by the route of the Group chosen records that Group, its channel and upstream model', async (t) => {
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  // ch02 declares no realtime transcription route: the engine refuses it for that Group.
+  const { keyValue, key } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: 'http://127.0.0.1:9', models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'] });
+  t.equal(await upgradeStatus(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`), 400);
+  const record = await eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0];
+  }, 'the refusal logged');
+  t.match(record, { status: 400, error_code: 'route_not_declared', channel: 'ch02', upstream_model: 'voice-up', credential_id: null });
+  t.ok(record.group_id, 'the refusing Group named');
+});
+
 t.test('a realtime session counts against the key quota; once it is used up the upgrade is refused with 429', async (t) => {
   const upstream = await startWsUpstream();
   const gw = await startDataPlane();
