@@ -32,6 +32,7 @@ const POLICY_VIOLATION = 1008;
  */
 const CLOSE_GRACE_MS = 1000;
 const GOING_AWAY = 1001;
+const OPEN_BRACE = 0x7b;
 
 /** `onUsage` runs after each upstream frame that carried usage (the session's quota check). */
 export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, onUsage?: () => void): RelaySession {
@@ -40,7 +41,8 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   if (usage !== undefined) {
     upstream.on('message', (data, isBinary) => {
       // Usage sent while the upstream answers the close still counts; there is no session left to end for it.
-      if (!isBinary && Buffer.isBuffer(data) && usage.push(data) && !done) onUsage?.();
+      // Gemini Live sends its JSON messages in binary frames: one that opens a JSON object is read too, audio is not.
+      if (Buffer.isBuffer(data) && (!isBinary || data[0] === OPEN_BRACE) && usage.push(data) && !done) onUsage?.();
     });
   }
   let goingAway = false;

@@ -15,7 +15,8 @@ type CompiledSource = ReturnType<typeof compile>;
 const compiled: Readonly<Record<SessionUsageStyle, CompiledSource>> = { transcription: compile('transcription'), live: compile('live') };
 
 /**
- * Adds up a WebSocket session's usage from the upstream's text frames. A frame is parsed only
+ * Adds up a WebSocket session's usage from the upstream's JSON frames (text, or binary as
+ * Gemini Live sends them). A frame is parsed only
  * when its bytes contain the style's hint, so audio and other frames cost one substring search.
  */
 export class SessionUsageAccumulator {
@@ -26,7 +27,7 @@ export class SessionUsageAccumulator {
     this.#source = compiled[style];
   }
 
-  /** Feeds one text frame from the upstream; true when it carried usage. */
+  /** Feeds one JSON frame from the upstream; true when it carried usage. */
   push(frame: Buffer): boolean {
     const source = this.#source;
     if (!frame.includes(source.frameHint)) return false;

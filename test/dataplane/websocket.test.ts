@@ -390,8 +390,10 @@ t.test('a realtime transcription session logs the usage of its transcription.don
   const upstream = await startWsUpstream({
     onSession: (ws) => {
       for (const e of events) ws.send(e);
-      // Binary frames (audio) are never read, even one that looks like a transcription.done.
-      ws.send(Buffer.from(done(1000, 1000)), { binary: true });
+      // A JSON message in a binary frame (as Gemini Live sends them) is read; audio is not, even
+      // audio whose bytes hold a transcription.done.
+      ws.send(Buffer.from(done(7, 1)), { binary: true });
+      ws.send(Buffer.concat([Buffer.from([0x00, 0x01]), Buffer.from(done(1000, 1000))]), { binary: true });
     },
   });
   t.teardown(() => upstream.close());
@@ -400,12 +402,12 @@ t.test('a realtime transcription session logs the usage of its transcription.don
   const client = new WebSocket(wsUrl);
   const received: string[] = [];
   client.on('message', (d) => received.push(d.toString()));
-  await eventually(() => (received.length === events.length + 1 ? true : undefined), 'every frame at the client');
+  await eventually(() => (received.length === events.length + 2 ? true : undefined), 'every frame at the client');
   t.same(received.slice(0, events.length), events, 'frames pass untouched');
   await closeClient(client);
   const record = await logOf(gw, key.id, 101);
-  t.same(record.usage, { input_tokens: 120 + 45, output_tokens: 8 + 3, cached_tokens: 0, reasoning_tokens: 0 });
-  t.equal(record.cost, ((120 + 45) * 2 + (8 + 3) * 10) / 1_000_000);
+  t.same(record.usage, { input_tokens: 120 + 45 + 7, output_tokens: 8 + 3 + 1, cached_tokens: 0, reasoning_tokens: 0 });
+  t.equal(record.cost, ((120 + 45 + 7) * 2 + (8 + 3 + 1) * 10) / 1_000_000);
 });
 
 t.test('a session whose own usage goes past the key\'s tokens quota is ended with 1008 quota_exceeded, and its record says so', async (t) => {
