@@ -49,7 +49,7 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   return new Promise((resolve) => {
     const onClose = () => {
       if (res.writableFinished) return;
-      relay.outcome.clientAborted = true;
+      relay.clientLeft();
       reply.abort();
     };
     const { onClientGone } = options;

@@ -177,7 +177,8 @@ function newResult(attempts: AttemptRecord[]): ForwardResult {
 /** The result of an attempt whose answer went to the client. */
 function recordDelivery(result: ForwardResult, attempt: AttemptRecord, candidate: Candidate, credential: CredentialView, status: number, outcome: DeliveryOutcome): ForwardResult {
   if (status >= 400) attempt.error_code = `upstream_${status}`;
-  // A stream that failed before its first byte was answered with the gateway's own error.
+  // A stream that failed before its first byte was answered with the gateway's own error; one
+  // whose client left before it (its headers held) is recorded 499.
   result.status = outcome.answeredStatus ?? status;
   result.candidate = candidate;
   result.credential = credential;

@@ -506,6 +506,61 @@ t.test('an upstream that breaks inside an SSE event too large to hold ends the c
   t.equal(record.error_code, 'upstream_stream_broken');
 });
 
+// A final event too large to hold (a responses `response.completed` carrying a generated image)
+// is passed on in pieces: its type is read from its first, since its last does not show it.
+const PADDING = 'A'.repeat(MAX_HELD_EVENT_BYTES + 1024 * 1024);
+const LARGE_EVENTS: { name: string; style: string; event: string; final: boolean }[] = [
+  {
+    name: 'a responses response.completed event',
+    style: 'responses',
+    event: `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 1, response: { id: 'resp_1', status: 'completed', output: [{ type: 'image_generation_call', result: PADDING }] } })}\n\n`,
+    final: true,
+  },
+  {
+    name: 'a responses response.incomplete event without an event line (its data\'s type names it)',
+    style: 'responses',
+    event: `data: ${JSON.stringify({ type: 'response.incomplete', sequence_number: 1, response: { id: 'resp_1', status: 'incomplete', output: [{ type: 'image_generation_call', result: PADDING }] } })}\n\n`,
+    final: true,
+  },
+  {
+    // Only the first piece tells the type.
+    name: 'a responses response.completed event in three pieces (over twice what the relay holds)',
+    style: 'responses',
+    event: `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 1, response: { id: 'resp_1', status: 'completed', output: [{ type: 'image_generation_call', result: PADDING + PADDING }] } })}\n\n`,
+    final: true,
+  },
+  { name: 'a messages message_stop event', style: 'messages', event: `event: message_stop\ndata: ${JSON.stringify({ type: 'message_stop', padding: PADDING })}\n\n`, final: true },
+  {
+    name: 'a responses event that is not the final one',
+    style: 'responses',
+    event: `event: response.output_item.done\ndata: ${JSON.stringify({ type: 'response.output_item.done', sequence_number: 1, item: { type: 'image_generation_call', result: PADDING } })}\n\n`,
+    final: false,
+  },
+  { name: 'a messages event that is not the final one', style: 'messages', event: `event: message_delta\ndata: ${JSON.stringify({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, padding: PADDING })}\n\n`, final: false },
+];
+
+for (const large of LARGE_EVENTS) {
+  const style = STYLES.find((s) => s.name === large.style)!;
+  const outcome = large.final ? 'a success, with no event added' : 'still cut short: the error event follows and it is recorded upstream_stream_broken';
+  t.test(`${large.name}, larger than the relay holds, as the last before a clean end: ${outcome}`, async (t) => {
+    const s = await scenario(t, style, (res) => res.end(large.event));
+    const res = await send(s, style);
+    const text = await withTimeout(readIncrementally(res), 20_000, 'the client stream to end');
+    const sent = style.first + large.event;
+    t.ok(text.startsWith(sent), 'what the upstream sent arrived as sent');
+    const blocks = sseBlocks(text.slice(sent.length));
+    const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+    if (large.final) {
+      t.equal(blocks.length, 0, 'nothing follows the final event', { added: blocks });
+      t.match(record, { status: 200, error_code: null }, 'recorded a success');
+    } else {
+      t.equal(blocks.length, 1, 'then exactly one more event: the error');
+      style.errorEvent(t, blocks[0] ?? '', 'upstream_stream_broken');
+      t.match(record, { status: 200, error_code: 'upstream_stream_broken' }, 'recorded cut short');
+    }
+  });
+}
+
 t.test('completions stream without stream_options: usage is requested upstream, the usage chunk is not forwarded, tokens are logged', async (t) => {
   const { gw, upstream, post } = await usageScenario(t);
   const res = await post({ stream: true });
@@ -618,6 +673,48 @@ t.test('a client that leaves before the upstream answers aborts the upstream req
   t.equal(record.attempt_count, 1);
   t.match(record, { status: 499, error_code: 'client_closed', channel: 'ch02', upstream_model: 'vendor-m', route_mode: 'N' }, 'the record names the route it was on');
   t.not(record.credential_id, null);
+});
+
+t.test('a client that leaves while a stream\'s status and headers are still held (nothing reached it) is recorded 499, not as a success', async (t) => {
+  const upstreamClosed = deferred();
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.on('close', () => upstreamClosed.resolve());
+    // A 200 stream whose first event never comes: the gateway holds its headers for it.
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+  });
+  // Observed, not changed: the moment the gateway starts relaying the upstream's reply (its headers held).
+  const relaying = deferred();
+  const exchange = gw.upstream.exchange.bind(gw.upstream);
+  gw.upstream.exchange = (request) => {
+    const sent = exchange(request);
+    sent.reply = sent.reply.then((reply) => {
+      const consume = reply.consume.bind(reply);
+      reply.consume = (sink) => {
+        consume(sink);
+        relaying.resolve();
+      };
+      return reply;
+    });
+    return sent;
+  };
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { key, keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { hostname, port } = new URL(gw.url);
+  let answered = false;
+  const req = request({ host: hostname, port, path: '/v1/chat/completions', method: 'POST', headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' } }, () => (answered = true));
+  req.on('error', () => undefined);
+  req.end(JSON.stringify({ model: 'team-m', stream: true, messages: [{ role: 'user', content: 'hi' }] }));
+  await withTimeout(relaying.promise, 5000, 'the gateway to relay the upstream reply');
+  t.equal(answered, false, 'the client has no status yet');
+  req.destroy();
+  await withTimeout(upstreamClosed.promise, 5000, 'the upstream request to be aborted');
+  const record = await eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: key.id }, { limit: 5 })).items[0];
+  }, 'the log record');
+  t.match(record, { status: 499, error_code: 'client_closed', client_aborted: true, channel: 'ch02' }, 'as a client that left before the answer began');
+  t.match(record.attempts, [{ status: 200, error_code: 'client_closed' }], 'the attempt got the upstream\'s 200');
 });
 
 // ---- generate style without alt=sse: the stream is one JSON array --------------------------

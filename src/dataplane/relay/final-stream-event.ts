@@ -42,6 +42,31 @@ export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): bool
   return type !== undefined && final.types !== undefined && final.types.includes(type);
 }
 
+/** How much of an event too large to hold is read for its type: its field lines and the start of its data. */
+const OPENING_BYTES = 4096;
+/** A data value whose JSON object begins with its `type` (the protocols' own events do). */
+const LEADING_TYPE = /^\s*\{\s*"type"\s*:\s*"([^"\\]*)"/;
+
+/**
+ * endsWithFinalEvent for an event too large to hold, passed on in pieces, of which `bytes` are
+ * the first: its type read from its start, the `event` field before its data, else the data's
+ * leading `"type"`. A final event known by its whole data (`[DONE]`) is never that large.
+ */
+export function opensFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
+  const { types } = FINAL_EVENTS[style];
+  if (types === undefined) return false;
+  let event: string | undefined;
+  // The last line may be cut off: only one that a data line follows is taken for whole.
+  for (const line of bytes.toString('utf8', 0, Math.min(bytes.length, OPENING_BYTES)).split(/\r\n|\r|\n/)) {
+    if (line.startsWith('data:')) {
+      const type = event ?? LEADING_TYPE.exec(line.slice(DATA.length))?.[1];
+      return type !== undefined && types.includes(type);
+    }
+    if (line.startsWith('event:')) event = line.slice(line.charCodeAt(EVENT.length) === SPACE ? EVENT.length + 1 : EVENT.length);
+  }
+  return false;
+}
+
 /**
  * Whether passed-on bytes carry an event: a block with a `data` field (blocks of comments,
  * `retry`, `id` or `event` alone dispatch nothing), and, but in completions, not `[DONE]`. A

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { REFUSAL_REASONS } from '../../engine/index.ts';
 import type { IdleWatcher, StreamErrorStyle } from '../../streaming/index.ts';
 import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
 import type { OutgoingHeaders, UpstreamReply } from '../../upstream/index.ts';
@@ -43,8 +44,9 @@ export interface DeliveryOutcome {
   /** `id` of a created response, for routing later resource calls back to the same upstream. */
   responseId: string | undefined;
   /**
-   * The status of the gateway's HTTP error, when the stream failed before its first byte and
-   * that error was answered in place of the upstream's status (streamFailure is its code).
+   * The status recorded in place of the upstream's: the gateway's HTTP error's, when the stream
+   * failed before its first byte and that error was answered instead (streamFailure is its
+   * code), or `client_closed`'s 499, when the client left with its headers still held.
    */
   answeredStatus: number | undefined;
 }
@@ -167,6 +169,12 @@ export class RelayContext {
     this.markFirstByte();
     this.outcome.answeredStatus = status;
     return true;
+  }
+
+  /** The client left; with the answer's headers still held, nothing reached it: it left before the answer began (499). */
+  clientLeft(): void {
+    this.outcome.clientAborted = true;
+    if (this.#heldHead !== undefined) this.outcome.answeredStatus = REFUSAL_REASONS.client_closed.status;
   }
 
   /** The client may still be written to. */

@@ -1,6 +1,6 @@
 import { SseEventSplitter, sseEventData, streamErrorEvent } from '../../streaming/index.ts';
 import { isUsageOnlyChunk } from '../../usage/index.ts';
-import { carriesEvent, endsWithFinalEvent, owesFinalEvent } from './final-stream-event.ts';
+import { carriesEvent, endsWithFinalEvent, opensFinalEvent, owesFinalEvent } from './final-stream-event.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
@@ -28,6 +28,10 @@ export class SseRelay extends StreamRelay {
   #passingLargeEvent = false;
   /** What the last read passed on: looked into only when the stream fails, for its final event. */
   #lastPassed: Buffer | undefined;
+  /** The event too large to hold being passed on is the style's final event, as its start says. */
+  #largeEventFinal = false;
+  /** The last piece of such a final event: its type is not in it, but completed() knows it by this. */
+  #largeFinalEnd: Buffer | undefined;
 
   onData(chunk: Buffer): void {
     this.idle.touch();
@@ -36,12 +40,17 @@ export class SseRelay extends StreamRelay {
     const events = this.#splitter.push(chunk);
     if (this.#passingLargeEvent && events.length > 0) {
       this.#passingLargeEvent = false;
-      this.#passOn(events.shift()!);
+      const end = events.shift()!;
+      if (this.#largeEventFinal) this.#largeFinalEnd = end;
+      this.#passOn(end);
     }
     if (events.length > 0) this.#forward(events);
     if (this.#splitter.pendingBytes > MAX_HELD_EVENT_BYTES) {
+      const piece = this.#splitter.takePending();
+      // Only the first piece holds the event's start, which names its type.
+      if (!this.#passingLargeEvent) this.#largeEventFinal = opensFinalEvent(this.relay.options.streamStyle, piece);
       this.#passingLargeEvent = true;
-      this.#passOn(this.#splitter.takePending());
+      this.#passOn(piece);
     }
   }
 
@@ -67,7 +76,8 @@ export class SseRelay extends StreamRelay {
   }
 
   protected override completed(): boolean {
-    return !this.#passingLargeEvent && this.#lastPassed !== undefined && endsWithFinalEvent(this.relay.options.streamStyle, this.#lastPassed);
+    const last = this.#lastPassed;
+    return !this.#passingLargeEvent && last !== undefined && (last === this.#largeFinalEnd || endsWithFinalEvent(this.relay.options.streamStyle, last));
   }
 
   #forward(events: Buffer[]): void {
