@@ -436,8 +436,9 @@ interface Attempted {
 
 /**
  * An attempt that got no upstream answer: the client left (`client_closed`), the request is
- * answered here (the shutdown, or the client's own body failed), or the credential cools down
- * and the failure is kept, `notDelivered` when the upstream provably saw nothing.
+ * answered here (the shutdown, the client's own body failed, or the upstream's answer is
+ * overdue), or the credential cools down and the failure is kept, `notDelivered` when the
+ * upstream provably saw nothing.
  */
 async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, at: Attempted, err: unknown): Promise<'client_closed' | ForwardResult | FailedAttempt> {
   const { candidate, credential, attempt } = at;
@@ -475,6 +476,9 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // login: the gateway's side is at fault, not the credential (a shared proxy would otherwise
   // shelve every credential behind it), and nothing was sent.
   if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
+  // The upstream took the request and has not answered in time: no verdict on the credential,
+  // and no other attempt (it would send, and bill, the prompt again); the client's answer now.
+  if (failure.overdue) return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', `(${failure.code})`), candidate, credential });
   await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };
@@ -514,7 +518,7 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
  * Streams have their own idle watcher, which ends them with the protocol's error event; the
  * client's body timeout only catches a body that stops for far longer (a stuck connection):
  * at least twice the idle timeout. It is the headers timeout when that is long enough (the
- * defaults, 300 s against 120 s), because undici makes a new timer for each phase of a
+ * defaults, 600 s against 120 s), because undici makes a new timer for each phase of a
  * request when their timeouts differ, and only refreshes one when they are the same.
  */
 function bodyTimeoutBackstop(idleTimeoutMs: number, headersTimeoutMs: number): number {

@@ -196,8 +196,13 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           }
           if (outcome.kind === 'failed') {
             attempt.error_code = outcome.code;
+            // As forward-native: an answer overdue is no fault of the credential, nor one for another to retry.
+            if (outcome.timedOut) {
+              noteAttemptRoute(log, candidate, credential);
+              throw new DataPlaneError('upstream_timeout', `(${outcome.code})`);
+            }
             await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
-            lastFailure = { error: new DataPlaneError(outcome.timedOut ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
+            lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`), candidate, credential };
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably saw nothing.
             if (!op.replay_safe && !outcome.notDelivered) break attempts;
             continue;

@@ -22,6 +22,12 @@ export interface UpstreamFailure {
    * even an operation that is unsafe to replay may be retried elsewhere.
    */
   notDelivered: boolean;
+  /**
+   * A deadline that passed after the request was sent (the headers, or the body going silent):
+   * the upstream accepted it and may still be working on it. No fault of the credential (any
+   * other would wait as long), and another attempt would bill the prompt again.
+   */
+  overdue?: true;
   /** Gateway reason code for logs and error bodies. */
   code: string;
 }
@@ -57,8 +63,8 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
   aborted: { kind: 'aborted', notDelivered: false, code: 'client_aborted' },
   connect_timeout: { kind: 'connect_timeout', notDelivered: true, code: 'upstream_connect_timeout' },
   connect_failed: { kind: 'connect_failed', notDelivered: true, code: 'upstream_connect_failed' },
-  headers_timeout: { kind: 'headers_timeout', notDelivered: false, code: 'upstream_timeout' },
-  body_timeout: { kind: 'body_timeout', notDelivered: false, code: 'upstream_idle_timeout' },
+  headers_timeout: { kind: 'headers_timeout', notDelivered: false, overdue: true, code: 'upstream_timeout' },
+  body_timeout: { kind: 'body_timeout', notDelivered: false, overdue: true, code: 'upstream_idle_timeout' },
   connection_lost: { kind: 'connection_lost', notDelivered: false, code: 'upstream_connection_lost' },
   // The gateway's own configuration (a stored proxy URL it cannot use): no credential is to blame.
   proxy_misconfigured: { kind: 'proxy_misconfigured', notDelivered: true, code: 'proxy_misconfigured' },
@@ -108,8 +114,10 @@ export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFa
  */
 export function classifyUpstreamError(error: unknown, options: { viaProxy?: boolean } = {}): UpstreamFailure {
   const failure = classifyByCode(error, options);
-  // Failed before undici started writing it: the upstream saw nothing, whatever the code says.
-  return requestWritten(error) === false && !failure.notDelivered && failure.kind !== 'aborted' ? { ...failure, notDelivered: true } : failure;
+  // Failed before undici started writing it: the upstream saw nothing (nor works on it), whatever the code says.
+  if (requestWritten(error) !== false || failure.notDelivered || failure.kind === 'aborted') return failure;
+  const { overdue: _overdue, ...notSent } = failure;
+  return { ...notSent, notDelivered: true };
 }
 
 function classifyByCode(error: unknown, options: { viaProxy?: boolean }): UpstreamFailure {

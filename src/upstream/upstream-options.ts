@@ -9,8 +9,12 @@ export interface UpstreamClientOptions {
   bodyIdleTimeoutMs?: number;
   /** How long an idle keep-alive connection stays open. Default 30 s. */
   keepAliveTimeoutMs?: number;
-  /** Connections per origin (and per proxy). Default 256. */
-  connections?: number;
+  /**
+   * Connections per origin (and per proxy); null for no cap, the default. A gateway's upstream
+   * concurrency follows its clients': under a cap, requests past it would wait in the pool's
+   * queue, where no timeout counts.
+   */
+  connections?: number | null;
   /** Extra TLS settings for upstream connections, e.g. a private CA. */
   tls?: ConnectionOptions;
 }
@@ -23,7 +27,7 @@ export function resolveUpstreamOptions(options: UpstreamClientOptions): Resolved
     headersTimeoutMs: options.headersTimeoutMs ?? 300_000,
     bodyIdleTimeoutMs: options.bodyIdleTimeoutMs ?? 300_000,
     keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? 30_000,
-    connections: options.connections ?? 256,
+    connections: options.connections ?? null,
     tls: options.tls,
   };
 }

@@ -167,10 +167,10 @@ t.test('headers timeout and body idle timeout', async (t) => {
     () => undefined,
     (e: unknown) => e,
   );
-  t.same(classifyUpstreamError(headersError), { kind: 'headers_timeout', notDelivered: false, code: 'upstream_timeout' });
+  t.same(classifyUpstreamError(headersError), { kind: 'headers_timeout', notDelivered: false, overdue: true, code: 'upstream_timeout' });
   const response = await client.request({ url: `${server.url}/stall-body`, method: 'GET', headers: {} });
   const bodyError = await readAll(response.body).then(() => undefined, (e: unknown) => e);
-  t.same(classifyUpstreamError(bodyError), { kind: 'body_timeout', notDelivered: false, code: 'upstream_idle_timeout' });
+  t.same(classifyUpstreamError(bodyError), { kind: 'body_timeout', notDelivered: false, overdue: true, code: 'upstream_idle_timeout' });
 });
 
 t.test('a refused connection is a connect failure that never reached the upstream', async (t) => {
