@@ -48,6 +48,18 @@ export class ConfigSnapshot {
     return this.#snapshot !== undefined && this.#store.generation() === this.#generation ? this.#snapshot : undefined;
   }
 
+  /**
+   * A credential of a Group as the configuration holds it now, for an attempt that follows
+   * another's wait: undefined when it or its Group was deleted or disabled since, or it is no
+   * longer active; its revision is the current one, so a rotated secret is read anew.
+   */
+  async credentialNow(groupId: number, credentialId: number, now: number): Promise<CredentialView | undefined> {
+    const snap = this.fresh() ?? (await this.current());
+    if (snap.groups.find((g) => g.id === groupId)?.enabled !== true) return undefined;
+    const view = snap.credentialsByGroup.get(groupId)?.find((c) => c.id === credentialId);
+    return view !== undefined && credentialStateAt(view, now) === 'active' ? view : undefined;
+  }
+
   /** A valid AccessKey already seen in this generation, without waiting. */
   cachedAccessKey(presented: string): AccessKeyRecord | undefined {
     return this.fresh() === undefined ? undefined : this.#keys.get(presented);

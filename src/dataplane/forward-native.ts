@@ -65,8 +65,13 @@ export interface ForwardInput {
 export interface ForwardDeps {
   upstream: UpstreamClient;
   pool: CredentialPool;
-  /** The Group's credentials as the current configuration snapshot holds them. */
+  /** The Group's credentials as the configuration snapshot the request was routed by holds them. */
   credentialsOf(groupId: number): readonly CredentialView[];
+  /**
+   * The credential as the configuration holds it now, or undefined when it may no longer be
+   * tried (it or its Group deleted or disabled, or it not active): for attempts after the first.
+   */
+  credentialNow(groupId: number, credentialId: number): Promise<CredentialView | undefined>;
   now(): number;
   idleTimeoutMs: number;
   headersTimeoutMs: number;
@@ -219,12 +224,16 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
   try {
     candidates: for (const candidate of input.candidates) {
       const credentials = candidate === resumed?.candidate ? resumed.credentials : deps.pool.usable(candidate.group, credentialsToTry(input, deps, candidate.group.id), deps.now());
-      for (const credential of credentials) {
+      for (const listed of credentials) {
         // The first attempt forwardNative made (after the same checks) is taken over here.
-        const sent = attempts.length === 0 && resumed?.sent?.credential === credential ? resumed.sent : undefined;
+        const sent = attempts.length === 0 && resumed?.sent?.credential === listed ? resumed.sent : undefined;
         if (sent === undefined && (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
         if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? candidate, credential: lastCredential });
+        // Routed by the configuration as it was before an earlier attempt's wait: a credential (or
+        // Group) deleted, disabled or rotated meanwhile, once acknowledged, is not tried as it was.
+        const credential = attempts.length === 0 ? listed : await deps.credentialNow(candidate.group.id, listed.id);
+        if (credential === undefined) continue;
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
         const { secret } = access;
@@ -268,7 +277,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
             // When another credential may follow, a body that stalls is cut at the idle timeout
             // rather than the body timeout's backstop (a last one is the client's answer, read as
             // any is); a client that leaves meanwhile ends the read.
-            const othersFollow = credential !== credentials[credentials.length - 1] || candidate !== input.candidates[input.candidates.length - 1];
+            const othersFollow = listed !== credentials[credentials.length - 1] || candidate !== input.candidates[input.candidates.length - 1];
             watch.point(() => upstream.abort());
             const failure = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
             watch.point(undefined);

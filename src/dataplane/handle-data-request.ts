@@ -63,6 +63,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       upstream: deps.upstream,
       pool,
       credentialsOf: (groupId) => snap.credentialsByGroup.get(groupId) ?? [],
+      credentialNow: (groupId, credentialId) => snapshot.credentialNow(groupId, credentialId, deps.clock()),
       now: deps.clock,
       idleTimeoutMs: options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000,
       headersTimeoutMs: options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000,

@@ -143,8 +143,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       let lastAnswer: UpstreamAnswer | undefined;
       let lastFailure: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
       attempts: for (const candidate of ordered) {
-        for (const credential of pool.usable(candidate.group, snap.credentialsByGroup.get(candidate.group.id) ?? [], deps.clock())) {
+        for (const listed of pool.usable(candidate.group, snap.credentialsByGroup.get(candidate.group.id) ?? [], deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
+          // As forward-native: a credential (or Group) deleted, disabled or rotated during an earlier handshake is not tried as it was.
+          const credential = log.attempts.length === 0 ? listed : await snapshot.credentialNow(candidate.group.id, listed.id, deps.clock());
+          if (credential === undefined) continue;
           const access = await pool.accessOf(credential);
           if (access === undefined) continue;
           const { secret } = access;
