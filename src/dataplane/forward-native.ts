@@ -10,6 +10,7 @@ import type { Candidate } from './plan-candidates.ts';
 import { verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
+import { NO_RETRY } from './retry-hints.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
@@ -486,8 +487,9 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // shelve every credential behind it), and nothing was sent.
   if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
   // The upstream took the request and has not answered in time: no verdict on the credential,
-  // and no other attempt (it would send, and bill, the prompt again); the client's answer now.
-  if (failure.overdue) return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', `(${failure.code})`), candidate, credential });
+  // and no other attempt (it would send, and bill, the prompt again); the client's answer now,
+  // and for the same reason not one for the SDKs to send again.
+  if (failure.overdue) return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', `(${failure.code})`, NO_RETRY), candidate, credential });
   await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };

@@ -25,15 +25,21 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
 }
 
 /**
+ * Upstream response headers not passed back that are no credential header (a request's is
+ * forwarded): Anthropic names the operator's account in `anthropic-organization-id`.
+ */
+const UPSTREAM_ONLY_RESPONSE_HEADERS = ['anthropic-organization-id'];
+
+/**
  * Credential headers never go back to the client, whatever the status: an upstream (or a relay
  * in front of it) may echo the key it was sent under the name it was sent in, and OpenAI names
  * the organization and project of the gateway's key in `openai-organization`/`openai-project`.
  */
-const NOT_PASSED_BACK = withHopByHop(CLIENT_CREDENTIAL_HEADERS);
-const NOT_PASSED_BACK_NOR_LENGTH = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, 'content-length']);
+const NOT_PASSED_BACK = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...UPSTREAM_ONLY_RESPONSE_HEADERS]);
+const NOT_PASSED_BACK_NOR_LENGTH = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...UPSTREAM_ONLY_RESPONSE_HEADERS, 'content-length']);
 
 /**
- * Upstream response headers to send to the client: no hop-by-hop, no credential header. `content-length` is kept
+ * Upstream response headers to send to the client: no hop-by-hop, no credential nor account header. `content-length` is kept
  * unless `bodyMayChange` (a relay that may drop an event or add an error event). Left out of
  * the copy rather than deleted after: a deleted property turns the object into a dictionary,
  * which writeHead then reads more slowly on every streamed response.

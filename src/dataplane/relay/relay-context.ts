@@ -5,6 +5,7 @@ import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
 import type { OutgoingHeaders, UpstreamReply } from '../../upstream/index.ts';
 import { drainIfBodyUnread } from '../drain-if-body-unread.ts';
 import type { InFlightRequests } from '../in-flight-requests.ts';
+import { NO_RETRY } from '../retry-hints.ts';
 import { sendGatewayError } from '../send-gateway-error.ts';
 import { streamFailureOf, streamFailureStatus, watchUpstreamIdle } from './stream-failure-of.ts';
 
@@ -164,8 +165,11 @@ export class RelayContext {
     this.#heldHead = undefined;
     const { streamStyle, requestId } = this.options;
     const status = streamFailureStatus(code);
+    // The upstream took the request (it may bill it): an SDK is not to send it again. A shutdown's
+    // retry goes to a gateway that is up again.
+    const headers = code === 'shutting_down' ? undefined : NO_RETRY;
     // The responses protocol's errors have the completions shape.
-    if (!sendGatewayError(this.res, streamStyle === 'responses' ? 'completions' : streamStyle, { status, code, message: streamFailureOf(code).message }, requestId)) return false;
+    if (!sendGatewayError(this.res, streamStyle === 'responses' ? 'completions' : streamStyle, { status, code, message: streamFailureOf(code).message, headers }, requestId)) return false;
     this.markFirstByte();
     this.outcome.answeredStatus = status;
     return true;

@@ -1,0 +1,87 @@
+import t, { type Test } from 'tap';
+import type { ServerResponse } from 'node:http';
+import OpenAI from 'openai';
+import Anthropic, { APIError as AnthropicAPIError } from '@anthropic-ai/sdk';
+import { seedRoute, startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
+import { withTimeout } from '../dataplane/helpers/dataplane-scenarios.ts';
+import { logOf } from './helpers/vendor-wire.ts';
+
+// The gateway's own 5xx for a request the upstream took and did not answer (an overdue answer,
+// a stream that stalls or breaks before its first byte) is not failed over, as sending the
+// prompt again would bill it again; the openai and anthropic SDKs (two retries by default)
+// must not send it again either: the answer says `x-should-retry: false`, which they obey.
+
+/** Far above the SDKs' backoff for two retries; only bounds a hung test. */
+const BOUND_MS = 20_000;
+
+const CHAT = { model: 'team-chat', messages: [{ role: 'user' as const, content: 'hi' }] };
+const MESSAGE = { model: 'team-msg', max_tokens: 16, messages: [{ role: 'user' as const, content: 'hi' }] };
+
+async function gateway(t: Test, respond: (res: ServerResponse) => void, options: { headersTimeoutMs?: number; streamIdleTimeoutMs?: number }) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => respond(res), options);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'v-chat' }], protocols: ['x-completions', 'x-messages'] });
+  await seedRoute(gw.store, { channel: 'ch14', baseUrl: upstream.url, models: [{ external: 'team-msg', upstream: 'v-msg' }], protocols: ['x-messages'] });
+  return {
+    upstream,
+    gw,
+    // Default retries: what a client gets unless it opts out.
+    openai: new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1` }),
+    anthropic: new Anthropic({ apiKey: keyValue, baseURL: gw.url }),
+  };
+}
+
+/** The upstream takes the request and never answers. */
+const silent = (): void => undefined;
+
+t.test('an overdue answer: the openai SDK raises 504 upstream_timeout after one upstream request', async (t) => {
+  const { upstream, gw, openai } = await gateway(t, silent, { headersTimeoutMs: 250 });
+  const err = await withTimeout(openai.chat.completions.create(CHAT).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
+  t.type(err, OpenAI.InternalServerError);
+  const error = err as InstanceType<typeof OpenAI.InternalServerError>;
+  t.equal(error.status, 504);
+  t.equal(error.code, 'upstream_timeout');
+  t.equal(error.headers.get('x-should-retry'), 'false');
+  t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
+  t.match(await logOf(gw, error.requestID), { status: 504, error_code: 'upstream_timeout' });
+});
+
+t.test('an overdue answer: the anthropic SDK raises 504 upstream_timeout after one upstream request', async (t) => {
+  const { upstream, anthropic } = await gateway(t, silent, { headersTimeoutMs: 250 });
+  const err = await withTimeout(anthropic.messages.create(MESSAGE).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
+  t.type(err, AnthropicAPIError);
+  t.equal((err as AnthropicAPIError).status, 504);
+  t.equal((err as AnthropicAPIError).headers?.get('x-should-retry'), 'false');
+  t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
+});
+
+for (const failure of [
+  { what: 'stalls', status: 504, code: 'upstream_idle_timeout', then: () => {} },
+  { what: 'breaks', status: 502, code: 'upstream_stream_broken', then: (res: ServerResponse) => res.socket?.destroy() },
+]) {
+  const respond = (res: ServerResponse) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+    failure.then(res);
+  };
+
+  t.test(`completions stream that ${failure.what} before its first byte: the openai SDK raises ${failure.status} ${failure.code} after one upstream request`, async (t) => {
+    const { upstream, gw, openai } = await gateway(t, respond, { streamIdleTimeoutMs: 300 });
+    const err = await withTimeout(openai.chat.completions.create({ ...CHAT, stream: true }).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
+    t.type(err, OpenAI.InternalServerError);
+    const error = err as InstanceType<typeof OpenAI.InternalServerError>;
+    t.equal(error.status, failure.status);
+    t.equal(error.code, failure.code);
+    t.equal(error.headers.get('x-should-retry'), 'false');
+    t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
+    t.match(await logOf(gw, error.requestID), { status: failure.status, error_code: failure.code });
+  });
+
+  t.test(`messages stream that ${failure.what} before its first byte: the anthropic SDK raises ${failure.status} after one upstream request`, async (t) => {
+    const { upstream, anthropic } = await gateway(t, respond, { streamIdleTimeoutMs: 300 });
+    const err = await withTimeout(anthropic.messages.create({ ...MESSAGE, stream: true }).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
+    t.type(err, AnthropicAPIError);
+    t.equal((err as AnthropicAPIError).status, failure.status);
+    t.equal((err as AnthropicAPIError).headers?.get('x-should-retry'), 'false');
+    t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
+  });
+}
