@@ -47,8 +47,15 @@ function clientPath(op: Operation): string {
   return op.path.replace(/\{(\w+)\*?\}/g, (_, name: string) => paramValue(op, name, externalModel(op)));
 }
 
+/**
+ * The path the upstream must see, written without the manifest's `upstream_path`: the client's
+ * path with the model mapped where the path carries it, except the x-suite voices, served under
+ * `/x-suite/v1/audio/voices` (decisions.md §2) and forwarded without the `/x-suite` prefix
+ * (docs/design-choices.md).
+ */
 function upstreamPath(op: Operation): string {
-  return op.upstream_path.replace(/\{(\w+)\*?\}/g, (_, name: string) => paramValue(op, name, upstreamModel(op)));
+  const path = op.path.replace(/\{(\w+)\*?\}/g, (_, name: string) => paramValue(op, name, upstreamModel(op)));
+  return path.startsWith('/x-suite/v1/audio/voices') ? path.slice('/x-suite'.length) : path;
 }
 
 function paramValue(op: Operation, name: string, model: string): string {
