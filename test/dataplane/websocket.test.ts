@@ -63,15 +63,46 @@ t.test('a key in the query after a doubled ?, which the HTTP path reads as `key`
   await new Promise((r) => client.once('close', r));
 });
 
-// ch10, the only x-live channel, is authorized by OAuth; its credentials are served once the
-// adapters issue brings the authorization flows. Until then the session is refused, not hung.
-t.test('x-live on ch10 with an OAuth credential is refused with no_available_credential', async (t) => {
+// ch10, the only x-live channel, takes OAuth credentials, served once the adapters issue brings the
+// authorization flows: here the session is refused, not hung. A session with an API key credential
+// runs in websocket-live-session.test.ts. x-live answers in the generate error shape.
+async function liveGateway(t: Test) {
   const gw = await startDataPlane();
   t.teardown(() => gw.close());
   const group = await gw.store.groups.create({ name: 'live', channel: 'ch10', base_url: 'http://127.0.0.1:9', models: [{ external: 'voice', upstream: 'v' }] });
   await gw.store.credentials.createMany(group.id, [{ kind: 'oauth_json', values: { oauth_json: '{}' }, secretFields: ['oauth_json'] }]);
-  const { value } = await gw.store.accessKeys.create({ name: 'k', protocols: ['x-live'] });
-  t.equal(await upgradeStatus(`${gw.url.replace('http', 'ws')}/v1/live?model=voice&key=${value}`), 503);
+  const liveUrl = (model: string, key: string) => `${gw.url.replace('http', 'ws')}/v1/live?model=${model}&key=${key}`;
+  return { gw, liveUrl };
+}
+
+const generateError = (status: number, statusName: string, reason: string) => ({ error: { code: status, message: String, status: statusName, details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'switchyard' }] } });
+
+t.test('x-live on ch10 with an OAuth credential is refused with no_available_credential', async (t) => {
+  const { gw, liveUrl } = await liveGateway(t);
+  const { value, record } = await gw.store.accessKeys.create({ name: 'k', protocols: ['x-live'] });
+  const answer = await upgradeAnswer(liveUrl('voice', value));
+  t.equal(answer.status, 503);
+  t.match(JSON.parse(answer.body), generateError(503, 'UNAVAILABLE', 'no_available_credential'));
+  t.equal(answer.headers['x-should-retry'], 'false', 'no credential recovers by itself');
+  t.match(await logOf(gw, record.id, 503), { protocol: 'x-live', operation: 'live', external_model: 'voice', error_code: 'no_available_credential', attempt_count: 0, credential_id: null });
+});
+
+t.test('x-live with a key that does not allow it is refused 403 protocol_not_allowed in the generate shape', async (t) => {
+  const { gw, liveUrl } = await liveGateway(t);
+  const { value, record } = await gw.store.accessKeys.create({ name: 'k', protocols: ['x-generate'] });
+  const answer = await upgradeAnswer(liveUrl('voice', value));
+  t.equal(answer.status, 403);
+  t.match(JSON.parse(answer.body), generateError(403, 'PERMISSION_DENIED', 'protocol_not_allowed'));
+  t.match(await logOf(gw, record.id, 403), { protocol: 'x-live', operation: 'live', error_code: 'protocol_not_allowed', group_id: null });
+});
+
+t.test('x-live for a model no Group serves to the key is refused 404 model_not_visible in the generate shape', async (t) => {
+  const { gw, liveUrl } = await liveGateway(t);
+  const { value, record } = await gw.store.accessKeys.create({ name: 'k', protocols: ['x-live'] });
+  const answer = await upgradeAnswer(liveUrl('nope', value));
+  t.equal(answer.status, 404);
+  t.match(JSON.parse(answer.body), generateError(404, 'NOT_FOUND', 'model_not_visible'));
+  t.match(await logOf(gw, record.id, 404), { protocol: 'x-live', operation: 'live', external_model: 'nope', error_code: 'model_not_visible', group_id: null });
 });
 
 t.test('a refused upgrade answers an HTTP error before joining', async (t) => {

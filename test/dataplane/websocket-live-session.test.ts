@@ -1,0 +1,127 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import type { WebSocket } from 'ws';
+import { copyRepo, runTs } from '../helpers/repo-copy.ts';
+import { eventually } from './helpers/dataplane-scenarios.ts';
+import { connect, startWsUpstream, upgradeStatus } from './helpers/ws-upstream.ts';
+
+// ch10, the only x-live channel, takes only OAuth credentials, which are served once the adapters
+// issue brings the authorization flows. Its sessions are run here from a copy of the checkout
+// whose manifest also lists an `api_key` credential for ch10 (codegen run in the copy), the
+// gateway started from the copy's sources; the rest of the x-live path is as it ships.
+const copy = copyRepo();
+t.teardown(copy.remove);
+const manifest = path.join(copy.dir, 'manifests/channels.yaml');
+const channels = readFileSync(manifest, 'utf8');
+const withApiKey = channels.replace(/(\n  - id: ch10\n    credential_kinds: \[[^\]\n]*)\]/, '$1, api_key]');
+if (withApiKey === channels) throw new Error('ch10 and its credential_kinds line not found in manifests/channels.yaml');
+writeFileSync(manifest, withApiKey);
+const codegen = runTs(copy.dir, 'src/cli/main.ts', ['codegen']);
+if (codegen.status !== 0) throw new Error(`codegen in the copy failed: ${codegen.stderr}`);
+const harness: typeof import('./helpers/data-plane-harness.ts') = await import(path.join(copy.dir, 'test/dataplane/helpers/data-plane-harness.ts'));
+
+const UPSTREAM_KEY = 'goog-upstream-key-0123456789';
+
+/** An upstream that echoes (text as `echo:<text>`, binary as it came) and hands its session over; a ch10 Group in front of it serving `live-voice` as `gemini-live-up`. */
+async function liveRoute(t: Test, quota?: Parameters<typeof harness.seedRoute>[1]['quota']) {
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
+  const gw = await harness.startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  const seeded = await harness.seedRoute(gw.store, { channel: 'ch10', baseUrl: upstream.url, models: [{ external: 'live-voice', upstream: 'gemini-live-up' }], protocols: ['x-live'], upstreamKeys: [UPSTREAM_KEY], quota });
+  const wsUrl = `${gw.url.replace('http', 'ws')}/v1/live?model=live-voice&key=${seeded.keyValue}&session_hint=a1`;
+  const upstreamSession = () => eventually(() => session, 'the upstream session');
+  return { gw, upstream, upstreamSession, wsUrl, ...seeded };
+}
+
+/** The next frame the client receives, with whether it came as binary. */
+function nextFrame(client: WebSocket): Promise<{ data: Buffer; binary: boolean }> {
+  return new Promise((r) => client.once('message', (data: Buffer, binary) => r({ data, binary })));
+}
+
+async function sessionRecord(gw: Awaited<ReturnType<typeof harness.startDataPlane>>, accessKeyId: number) {
+  return eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: accessKeyId }, { limit: 10 })).items.find((r) => r.status === 101);
+  }, 'the session record');
+}
+
+const usageMessage = (promptTokenCount: number, responseTokenCount: number) => JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount, responseTokenCount, totalTokenCount: promptTokenCount + responseTokenCount } });
+
+t.test('an x-live session on ch10: upstream credential and mapped model, frames both ways, usageMetadata in text and binary frames summed into the record', async (t) => {
+  const { gw, upstream, upstreamSession, wsUrl, key, keyValue } = await liveRoute(t);
+  await gw.store.modelPrices.put('gemini-live-up', { input_per_mtok: 10, output_per_mtok: 20 }, 'manual');
+  const client = await connect(wsUrl);
+
+  const seen = upstream.seen[0]!;
+  const target = new URL(seen.url ?? '', 'ws://upstream.invalid');
+  t.equal(target.pathname, '/v1/live');
+  t.equal(target.searchParams.get('model'), 'gemini-live-up', 'the model is mapped');
+  t.equal(target.searchParams.get('session_hint'), 'a1', 'the client\'s other query parameters pass');
+  t.notOk(target.searchParams.has('key'), 'the client\'s key parameter is removed');
+  t.notOk((seen.url ?? '').includes(keyValue), 'the client\'s key never reaches the upstream');
+  t.equal(seen.headers['x-goog-api-key'], UPSTREAM_KEY, 'the credential in the generate style header');
+  t.notOk(seen.headers.authorization, 'and not as a bearer token');
+
+  const text = nextFrame(client);
+  client.send('{"realtimeInput":{"text":"hello"}}');
+  t.same(await text, { data: Buffer.from('echo:{"realtimeInput":{"text":"hello"}}'), binary: false }, 'a text frame up and back, as text');
+  const audio = Buffer.from([0x00, 0x01, 0xfe, 0xff]);
+  const binary = nextFrame(client);
+  client.send(audio, { binary: true });
+  t.same(await binary, { data: audio, binary: true }, 'a binary frame up and back, as binary');
+
+  const ws = await upstreamSession();
+  const first = nextFrame(client);
+  ws.send(usageMessage(100, 20));
+  t.same(await first, { data: Buffer.from(usageMessage(100, 20)), binary: false }, 'usage in a text frame reaches the client');
+  const second = nextFrame(client);
+  ws.send(Buffer.from(usageMessage(40, 10)), { binary: true });
+  t.same(await second, { data: Buffer.from(usageMessage(40, 10)), binary: true }, 'usage in a binary frame (as Gemini Live sends it) reaches the client as binary');
+
+  const closed = new Promise<number>((r) => client.once('close', (code) => r(code)));
+  client.close(1000);
+  t.equal(await closed, 1000);
+  const record = await sessionRecord(gw, key.id);
+  t.match(record, {
+    protocol: 'x-live',
+    operation: 'live',
+    status: 101,
+    error_code: null,
+    client_aborted: false,
+    channel: 'ch10',
+    external_model: 'live-voice',
+    upstream_model: 'gemini-live-up',
+    credential_id: String,
+    usage: { input_tokens: 140, output_tokens: 30 },
+  });
+  // 140 input tokens at 10 USD and 30 output tokens at 20 USD per million.
+  t.equal(record.cost, 0.002, 'priced at the upstream model\'s price');
+  t.same(upstream.closeCodes, [1000]);
+});
+
+t.test('an x-live session whose usageMetadata goes past the key\'s tokens quota is ended with 1008 quota_exceeded on both sides', async (t) => {
+  const { gw, upstream, upstreamSession, wsUrl, key } = await liveRoute(t, { total: { tokens: 100 } });
+  const client = await connect(wsUrl);
+  const closed = new Promise<[number, string]>((r) => client.once('close', (code, reason) => r([code, reason.toString()])));
+  const ws = await upstreamSession();
+
+  const first = nextFrame(client);
+  ws.send(usageMessage(50, 10));
+  await first;
+  const still = nextFrame(client);
+  client.send('still open');
+  t.same(await still, { data: Buffer.from('echo:still open'), binary: false }, '60 tokens are within the quota: the session goes on');
+
+  // The next turn's usage, in a binary frame, takes the session to 120 tokens.
+  ws.send(Buffer.from(usageMessage(40, 20)), { binary: true });
+  t.same(await closed, [1008, 'quota_exceeded'], 'the client is told why');
+  t.equal(await eventually(() => upstream.closeCodes[0], 'the upstream side closed'), 1008);
+  t.match(await sessionRecord(gw, key.id), { protocol: 'x-live', status: 101, error_code: 'quota_exceeded', usage: { input_tokens: 90, output_tokens: 30 } });
+  t.equal(await upgradeStatus(wsUrl), 429, 'the next session is refused: the quota is used up');
+  t.equal(upstream.seen.length, 1, 'and never reaches the upstream');
+});
