@@ -1,21 +1,22 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { MODEL_LISTS, type ModelListDecl, type OperationEntry } from '../generated/index.ts';
+import { MODEL_LISTS, type ModelListDecl, type ModelListStyle, type OperationEntry } from '../generated/index.ts';
 import type { RouteTarget } from '../handlers/compile-route-table.ts';
 
-/** A model list's request carries its alternate style's header (the anthropic SDK's `anthropic-version`). */
-export function alternateListStyle(list: ModelListDecl, headers: IncomingHttpHeaders): boolean {
-  return list.alternate !== undefined && headers[list.alternate.when_header] !== undefined;
+/**
+ * The shape a model list answers in: that of the first alternate whose header the request
+ * carries (the anthropic SDK's `anthropic-version`, the genai SDK's `x-goog-api-client`), else its own.
+ */
+export function listStyleOf(list: ModelListDecl, headers: IncomingHttpHeaders): ModelListStyle {
+  return list.alternates?.find((a) => headers[a.when_header] !== undefined)?.style ?? list.style;
 }
 
 /** The error shape of a request to a route: its operation's, or its model list's as the request's headers choose it. */
 export function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders): OperationEntry['error_style'] {
-  if (target.kind === 'operation') return target.operation.error_style;
-  const { list } = target;
-  return alternateListStyle(list, headers) && list.alternate ? list.alternate.style : list.style;
+  return target.kind === 'operation' ? target.operation.error_style : listStyleOf(target.list, headers);
 }
 
-/** The headers that switch a model list to another protocol's shape (`anthropic-version`: messages). */
-const ALTERNATE_STYLES = MODEL_LISTS.flatMap((list) => (list.alternate ? [list.alternate] : []));
+/** The headers that switch a model list to another protocol's shape, in the manifest's order (`anthropic-version`: messages). */
+const ALTERNATE_STYLES = MODEL_LISTS.flatMap((list) => list.alternates ?? []);
 
 /** A first path segment whose model lists all answer in one shape other than completions (`/v1beta`: generate). */
 const STYLE_BY_FIRST_SEGMENT = new Map(

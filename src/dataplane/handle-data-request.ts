@@ -24,7 +24,7 @@ import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, ResponseAffinity } from './response-affinity.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
-import { alternateListStyle, errorStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
+import { listStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
@@ -120,25 +120,26 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           }
           throw new DataPlaneError('method_not_allowed', undefined, { allow: allowHeader(routes, match.allowed, path) });
         }
+        if (match.servedUnder && match.near) throw new DataPlaneError('route_not_found', servedElsewhereDetail(req.method ?? 'GET', path, match.servedUnder, match.near));
         throw new DataPlaneError('route_not_found');
       }
       if (match.target.kind === 'model_list') {
         const snap = snapshot.fresh() ?? (await snapshot.current());
         const list = match.target.list;
         nameTarget(log, match.target);
-        const alternate = alternateListStyle(list, req.headers);
-        errorStyle = errorStyleOf(match.target, req.headers);
+        const style = listStyleOf(list, req.headers);
+        errorStyle = style;
         if (!key) throw new DataPlaneError('access_key_invalid');
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
         if (list.answers === 'model') {
           const model = cappedModelName(match.params['model']!);
           log.external_model = model;
-          const body = modelBody(list, alternate, model, key, snap.groups, started);
+          const body = modelBody(style, model, key, snap.groups, started);
           if (body === undefined) throw new DataPlaneError('model_not_visible');
           sendJson(res, 200, body, requestId, errorStyle);
         } else {
-          sendJson(res, 200, modelListBody(list, alternate, key, snap.groups, query, started), requestId, errorStyle);
+          sendJson(res, 200, modelListBody(style, key, snap.groups, query, started), requestId, errorStyle);
         }
         log.status = 200;
         return;
@@ -288,6 +289,12 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
 /** The methods a path takes: a model list's GET brings its HEAD (modelListHead), which the route table does not hold. */
 function allowHeader(routes: readonly CompiledRoute[], allowed: readonly string[], path: string): string {
   return (modelListHead(routes, 'HEAD', path) === undefined ? allowed : [...allowed, 'HEAD']).join(', ');
+}
+
+/** Where the endpoint is (`POST /v1beta/models/{model}:generateContent is served under /v1beta, not /v1`), so that the client's API version can be set right. */
+function servedElsewhereDetail(method: string, path: string, servedUnder: string, near: RouteTarget): string {
+  const template = near.kind === 'operation' ? near.operation.path : near.list.path;
+  return `${method} ${template} is served under ${servedUnder}, not ${/^\/[^/]*/.exec(path)![0]}.`;
 }
 
 function nameTarget(log: LogRecord, target: RouteTarget): void {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { ModelListDecl, ModelListStyle } from '../generated/index.ts';
+import type { ModelListStyle } from '../generated/index.ts';
 import { visibleModelNames } from '../management/visibility.ts';
 import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
 import { generatePage, messagesPage } from './model-list-pages.ts';
@@ -10,9 +10,8 @@ import { withRequestId } from './request-id-headers.ts';
  * lists models, one page of it as the query's paging parameters ask (the completions list takes
  * none); no upstream is asked.
  */
-export function modelListBody(list: ModelListDecl, useAlternate: boolean, key: AccessKeyRecord, groups: readonly GroupRecord[], query: URLSearchParams, createdAt: number): unknown {
+export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, groups: readonly GroupRecord[], query: URLSearchParams, createdAt: number): unknown {
   const names = visibleModelNames(key, groups);
-  const style = styleOf(list, useAlternate);
   const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, createdAt));
   switch (style) {
     case 'completions':
@@ -32,12 +31,8 @@ export function modelListBody(list: ModelListDecl, useAlternate: boolean, key: A
  * One visible model, as its entry in the list (what models.retrieve / models.get parse);
  * undefined when the key cannot see it.
  */
-export function modelBody(list: ModelListDecl, useAlternate: boolean, model: string, key: AccessKeyRecord, groups: readonly GroupRecord[], createdAt: number): unknown {
-  return visibleModelNames(key, groups).includes(model) ? modelEntry(styleOf(list, useAlternate), model, createdAt) : undefined;
-}
-
-function styleOf(list: ModelListDecl, useAlternate: boolean): ModelListStyle {
-  return useAlternate && list.alternate ? list.alternate.style : list.style;
+export function modelBody(style: ModelListStyle, model: string, key: AccessKeyRecord, groups: readonly GroupRecord[], createdAt: number): unknown {
+  return visibleModelNames(key, groups).includes(model) ? modelEntry(style, model, createdAt) : undefined;
 }
 
 function modelEntry(style: ModelListStyle, id: string, createdAt: number): unknown {

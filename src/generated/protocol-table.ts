@@ -923,20 +923,40 @@ export const MODEL_LISTS: readonly ModelListDecl[] = [
     "method": "GET",
     "path": "/v1/models",
     "style": "completions",
-    "alternate": {
-      "when_header": "anthropic-version",
-      "style": "messages"
-    }
+    "alternates": [
+      {
+        "when_header": "anthropic-version",
+        "style": "messages"
+      },
+      {
+        "when_header": "x-goog-api-client",
+        "style": "generate"
+      },
+      {
+        "when_header": "x-goog-api-key",
+        "style": "generate"
+      }
+    ]
   },
   {
     "id": "models-retrieve",
     "method": "GET",
     "path": "/v1/models/{model}",
     "style": "completions",
-    "alternate": {
-      "when_header": "anthropic-version",
-      "style": "messages"
-    },
+    "alternates": [
+      {
+        "when_header": "anthropic-version",
+        "style": "messages"
+      },
+      {
+        "when_header": "x-goog-api-client",
+        "style": "generate"
+      },
+      {
+        "when_header": "x-goog-api-key",
+        "style": "generate"
+      }
+    ],
     "answers": "model"
   },
   {

@@ -36,6 +36,11 @@ export type RouteMatch =
       near?: RouteTarget;
       /** That endpoint's parameters, when the path is its (under another method) and they decode. */
       params?: Record<string, string>;
+      /**
+       * The first path segment under which the path, with this method, is an endpoint (`near`):
+       * `POST /v1/models/m:generateContent` is served under `/v1beta`.
+       */
+      servedUnder?: string;
     };
 
 /**
@@ -136,8 +141,44 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   }
   const canonical = withoutEmptySegments(path);
   if (canonical !== path) return matchRoute(routes, method, canonical);
+  const elsewhere = servedElsewhere(routes, method, path);
+  const nearest = other ? undefined : nearestRoute(routes, path);
+  // The route that names more of the path wins: `POST /v1/models/m:generateContent` is
+  // generateContent's under /v1beta, not a 405 of models.retrieve of `m:generateContent`; `GET
+  // /v1beta/models/m:generateContent` stays generateContent's 405, not models.retrieve under /v1;
+  // `GET /v1/models/a/b` stays near models.retrieve, not genai models.get under /v1beta.
+  const here = other ? literalsPastFirstSegment(other.route.specificity, other.route.template) : nearest ? literalsPastFirstSegment(nearest.prefix.length, nearest.template) : 0;
+  if (elsewhere && literalsPastFirstSegment(elsewhere.specificity, elsewhere.template) > here) {
+    return { found: false, allowed: NO_METHODS, near: elsewhere.target, servedUnder: firstSegment(elsewhere.template) };
+  }
   if (other) return { found: false, allowed: other.allowed, near: other.route.target, params: paramsOf(other.route, other.m) };
-  return { found: false, allowed: NO_METHODS, near: nearestRoute(routes, path)?.target };
+  return { found: false, allowed: NO_METHODS, near: nearest?.target };
+}
+
+/**
+ * The route the path is with its first segment replaced by another route's (a client set to
+ * the wrong API version), taking this method; rest-of-path fallbacks are left out.
+ */
+function servedElsewhere(routes: readonly CompiledRoute[], method: string, path: string): CompiledRoute | undefined {
+  const own = firstSegment(path);
+  const rest = path.slice(own.length);
+  if (rest === '') return undefined;
+  return routes.find((route) => {
+    if (route.catchAll || (route.method !== 'ANY' && route.method !== method)) return false;
+    const segment = firstSegment(route.template);
+    return segment !== own && route.pattern.test(segment + rest);
+  });
+}
+
+/** Literal characters of a template (or of its start) past its first segment, which the versions share. */
+function literalsPastFirstSegment(literals: number, template: string): number {
+  return literals - firstSegment(template).length;
+}
+
+/** `/v1beta` of `/v1beta/models`. */
+function firstSegment(path: string): string {
+  const end = path.indexOf('/', 1);
+  return end < 0 ? path : path.slice(0, end);
 }
 
 /** A route's decoded parameters, or undefined when one does not decode. */

@@ -89,8 +89,19 @@ export interface ModelListDecl {
    * list (the default): every visible model; model: the one the path's {model} names
    */
   answers?: 'list' | 'model';
-  alternate?: {
-    when_header: string;
-    style: ModelListStyle;
-  };
+  /**
+   * other shapes, each chosen by a header its SDK sends; the first whose header the request carries wins
+   *
+   * @minItems 1
+   */
+  alternates?: [
+    {
+      when_header: string;
+      style: ModelListStyle;
+    },
+    ...{
+      when_header: string;
+      style: ModelListStyle;
+    }[]
+  ];
 }
