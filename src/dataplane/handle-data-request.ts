@@ -161,7 +161,6 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // The same setting bounds a silent request body as a silent stream.
       const bodyIdleMs = forwardDepsFor(snapshot.fresh() ?? (await snapshot.current())).idleTimeoutMs;
       prepared = await prepareRequestBody(req, op, key.record_request_body, options, bodyIdleMs);
-      if (prepared.refusal) throw prepared.refusal;
       // Taken once the body is in, not before: a credential rotated or a Group deleted while it
       // uploaded must not be forwarded to as it was.
       const snap = snapshot.fresh() ?? (await snapshot.current());
@@ -176,6 +175,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         checkAccessKey(current, op.protocol, deps.clock());
         if (current.quota) await quota.enforce(current, started, log);
       }
+      // A body refused as read (invalid JSON, a malformed form) only now: the key as it is
+      // decides first, and whether that body is recorded.
+      if (prepared.refusal) throw prepared.refusal;
       const model = modelOf(op, prepared.fields, match.params, query);
       if (op.model !== 'none' && model === undefined) throw new DataPlaneError('model_missing');
       log.external_model = model ?? null;

@@ -206,12 +206,14 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
 }
 
 /**
- * A streamed body as far as it arrived. The upstream may answer before the upload ends (and the
- * connection is then closed, the rest unread): that body is truncated, its size the declared
- * length, or with none what arrived.
+ * A streamed body as far as it arrived. The upstream may answer, or routing refuse it, before
+ * the upload ends (and the connection is then closed, the rest unread): that body is truncated,
+ * its size the declared length, or with none what arrived. One whose declared bytes all
+ * arrived is whole, even when its end has not gone through the stream yet.
  */
 function recordedPrefix({ bytes, total, ended }: CapturedPrefix, declared: number | undefined): RecordedRequestBody {
-  return recordedBodyText(bytes, ended ? total : (declared ?? total), ended);
+  const whole = ended || (declared !== undefined && total >= declared);
+  return recordedBodyText(bytes, whole ? total : (declared ?? total), whole);
 }
 
 function refusedBody(refusal: DataPlaneError, recorded: RecordedRequestBody | undefined): PreparedBody {

@@ -1,8 +1,8 @@
 import { request, type IncomingMessage, type ServerResponse } from 'node:http';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { ConfigStore } from '../../src/store/config-store.ts';
 import type { AccessKeyRecord } from '../../src/store/records.ts';
-import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // A request is admitted by its AccessKey before its body is read; the key may change while the
@@ -36,10 +36,10 @@ interface Answer {
 }
 
 /** Sends the head of a chat request's body, runs `change` once the key was checked, then sends the rest. */
-async function uploadAcross(url: string, store: ConfigStore, keyValue: string, change: () => Promise<unknown>): Promise<Answer> {
+async function uploadAcross(url: string, store: ConfigStore, keyValue: string, change: () => Promise<unknown>, rest = REST): Promise<Answer> {
   const checked = lookedUp(store, keyValue);
   const u = new URL(url);
-  const body = HEAD + REST;
+  const body = HEAD + rest;
   const answered = new Promise<Answer>((resolve, reject) => {
     const req = request({ host: u.hostname, port: u.port, path: '/v1/chat/completions', method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } }, (res: IncomingMessage) => {
       let text = '';
@@ -50,7 +50,7 @@ async function uploadAcross(url: string, store: ConfigStore, keyValue: string, c
     req.write(HEAD);
     void withTimeout(checked, BOUND_MS, 'the gateway to check the key')
       .then(change)
-      .then(() => req.end(REST), reject);
+      .then(() => req.end(rest), reject);
   });
   return withTimeout(answered, BOUND_MS, 'the answer');
 }
@@ -92,6 +92,49 @@ t.test('a key that stops recording request bodies while the body uploads: forwar
     return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items[0];
   }, 'the record');
   t.match(record, { status: 200, has_request_body: false });
+});
+
+/** The key's only record, once written. */
+async function onlyRecord(t: Test, gw: Gateway, keyId: number) {
+  const records = await eventually(async () => {
+    await gw.logs.flush();
+    const items = (await gw.logs.list({ access_key_id: keyId }, { limit: 10 })).items;
+    return items.length > 0 ? items : undefined;
+  }, 'the record');
+  t.equal(records.length, 1, 'one record');
+  return records[0]!;
+}
+
+/** Not JSON once whole: the body is refused 400 invalid_json, unless the key is refused first. */
+const INVALID_REST = '"messages": oops';
+
+t.test('a key that stops recording request bodies while an invalid body uploads: 400 invalid_json, and the record keeps no body', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answerOk);
+  const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-model', upstream: 'vendor-model-1' }], protocols: ['x-completions'], recordBody: true });
+  const answer = await uploadAcross(gw.url, gw.store, keyValue, () => gw.store.accessKeys.update(key.id, { record_request_body: false }), INVALID_REST);
+  t.equal(answer.status, 400);
+  t.equal(answer.body.error?.code, 'invalid_json');
+  t.match(await onlyRecord(t, gw, key.id), { status: 400, error_code: 'invalid_json', has_request_body: false });
+});
+
+for (const c of changes.slice(0, 2)) {
+  t.test(`a recording key ${c.name} while an invalid body uploads: ${c.status} ${c.code} before the body's refusal, and no body recorded`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, answerOk);
+    const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-model', upstream: 'vendor-model-1' }], protocols: ['x-completions'], recordBody: true });
+    const answer = await uploadAcross(gw.url, gw.store, keyValue, () => c.change(gw.store, key), INVALID_REST);
+    t.equal(answer.status, c.status);
+    t.equal(answer.body.error?.code, c.code);
+    t.match(await onlyRecord(t, gw, key.id), { status: c.status, error_code: c.code, has_request_body: false });
+  });
+}
+
+t.test('a key that starts recording request bodies while the body uploads: forwarded, and the record keeps no body (it records from the next request)', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answerOk);
+  const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-model', upstream: 'vendor-model-1' }], protocols: ['x-completions'], recordBody: false });
+  const answer = await uploadAcross(gw.url, gw.store, keyValue, () => gw.store.accessKeys.update(key.id, { record_request_body: true }));
+  t.equal(answer.status, 200);
+  t.equal(upstream.requests.length, 1);
+  t.match(await onlyRecord(t, gw, key.id), { status: 200, has_request_body: false });
 });
 
 t.test('a key with a requests quota edited while the body uploads: checked again without the place it holds, and holds only that one', async (t) => {
