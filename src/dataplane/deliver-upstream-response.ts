@@ -11,10 +11,18 @@ import { SseRelay } from './relay/relay-sse.ts';
 export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts';
 
 /**
+ * How long a successful SSE stream's status and headers wait for its first bytes. Long enough
+ * for a stream that fails at once to be answered with an HTTP error; short, as an SDK's timeout
+ * runs until the headers come (and it retries a timeout): a model that thinks first must not
+ * time it out where it would not without the gateway.
+ */
+const HEAD_HOLD_MS = 2000;
+
+/**
  * Sends an upstream reply to the client as it arrives: status, headers and body as the
  * upstream sent them. SSE goes event by event; an idle or broken upstream stream ends with the
- * client protocol's error event, or, when it fails before its first byte, is answered with the
- * gateway's HTTP error instead (its status is held until then). A client that leaves aborts the upstream request. Whatever the
+ * client protocol's error event, or, when it fails before its first byte and within
+ * HEAD_HOLD_MS, is answered with the gateway's HTTP error instead (its status is held until then). A client that leaves aborts the upstream request. Whatever the
  * status, no credential header reaches the client and `secret` (the upstream's) is masked in
  * the header values; a body below 400 goes as sent (a stream compressed in a coding the gateway
  * decodes goes decoded, its events being read; a plain JSON body so compressed goes as sent,
@@ -41,9 +49,9 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
   const relay = new RelayContext(reply, options);
-  // A successful SSE stream's status and headers go with its first bytes: one that fails
-  // before them is answered with the gateway's HTTP error, which an SDK raises as such (its
-  // stream helpers expect the protocol's first event, not an error event, first).
+  // A successful SSE stream's status and headers go with its first bytes, or after HEAD_HOLD_MS
+  // without them: one that fails before is answered with the gateway's HTTP error, which an SDK
+  // raises as such (its stream helpers expect the protocol's first event, not an error event, first).
   const holdHead = isSse && reply.status < 400;
   relay.head(headers, holdHead);
   return new Promise((resolve) => {
@@ -68,9 +76,12 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
             ? new CompressedBodyRelay(relay, upstream.headers, done)
             : new BodyRelay(relay, isJson, done),
     );
-    // node sends the headers with the first body bytes. Any other stream whose first bytes did not
-    // come with them gets them now, as from the upstream, so that its client's wait for a
-    // response ends and it sees the request id; a plain body keeps one write.
-    if (!holdHead && (isSse || isJsonArrayStream) && !relay.started && !res.writableEnded) res.flushHeaders();
+    // node sends the headers with the first body bytes. A stream whose first bytes did not come
+    // with them gets them now (a held one after its grace), as from the upstream, so that its
+    // client's wait for a response ends and it sees the request id; a plain body keeps one write.
+    if ((isSse || isJsonArrayStream) && !relay.started && !res.writableEnded) {
+      if (holdHead) relay.releaseHeadAfter(HEAD_HOLD_MS);
+      else res.flushHeaders();
+    }
   });
 }

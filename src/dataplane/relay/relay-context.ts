@@ -81,6 +81,8 @@ export class RelayContext {
   #resume: (() => void) | undefined;
   /** The answer's headers while they wait for its first bytes (see head). */
   #heldHead: OutgoingHeaders | undefined;
+  /** Sends the held headers when the first bytes are late (see releaseHeadAfter); made only then. */
+  #headTimer: NodeJS.Timeout | undefined;
 
   constructor(reply: UpstreamReply, options: DeliveryOptions) {
     this.reply = reply;
@@ -89,13 +91,28 @@ export class RelayContext {
   }
 
   /**
-   * Writes the answer's status and headers, or, `held`, keeps them to go with its first bytes:
-   * until then the answer can still be the gateway's own error (answerFailure). node sends
-   * written headers with the first body bytes either way.
+   * Writes the answer's status and headers, or, `held`, keeps them to go with its first bytes
+   * (or after releaseHeadAfter's grace): until then the answer can still be the gateway's own
+   * error (answerFailure). node sends written headers with the first body bytes either way.
    */
   head(headers: OutgoingHeaders, held: boolean): void {
     if (held) this.#heldHead = headers;
     else this.#writeHead(headers);
+  }
+
+  /**
+   * Writes the held head if no bytes came within `ms`: an SDK's timeout runs until the
+   * response's headers come, so a stream whose first event is later than that (a model that
+   * thinks first) must have them before. A failure after that is the stream's error event.
+   */
+  releaseHeadAfter(ms: number): void {
+    if (this.#heldHead === undefined || this.res.writableEnded || this.res.destroyed) return;
+    this.#headTimer = setTimeout(() => {
+      this.#headTimer = undefined;
+      if (this.#heldHead === undefined || !this.clientOpen || this.res.writableEnded) return;
+      this.#writeHead(this.#heldHead);
+      this.res.flushHeaders();
+    }, ms);
   }
 
   /** Whether anything was written (or queued to be) to the client yet. */
@@ -144,6 +161,7 @@ export class RelayContext {
 
   /** Ends the client's response with whatever is still queued. */
   end(): void {
+    this.#stopHeadTimer();
     const data = this.#take();
     if (this.res.writableEnded || this.res.destroyed) return;
     if (this.#heldHead !== undefined) this.#writeHead(this.#heldHead);
@@ -163,6 +181,7 @@ export class RelayContext {
   answerFailure(code: string): boolean {
     if (this.#heldHead === undefined || this.started) return false;
     this.#heldHead = undefined;
+    this.#stopHeadTimer();
     const { streamStyle, requestId } = this.options;
     const status = streamFailureStatus(code);
     // The upstream took the request (it may bill it): an SDK is not to send it again. A shutdown's
@@ -178,6 +197,7 @@ export class RelayContext {
   /** The client left; with the answer's headers still held, nothing reached it: it left before the answer began (499). */
   clientLeft(): void {
     this.outcome.clientAborted = true;
+    this.#stopHeadTimer();
     if (this.#heldHead !== undefined) this.outcome.answeredStatus = REFUSAL_REASONS.client_closed.status;
   }
 
@@ -188,10 +208,17 @@ export class RelayContext {
 
   #writeHead(headers: OutgoingHeaders): void {
     this.#heldHead = undefined;
+    this.#stopHeadTimer();
     // Answered while the request's body still uploads (an early error, rarely a success): the
     // rest is drained once the answer is sent. One property read on the usual path.
     if (!this.res.req.complete) drainIfBodyUnread(this.res, headers);
     this.res.writeHead(this.reply.status, headers);
+  }
+
+  #stopHeadTimer(): void {
+    if (this.#headTimer === undefined) return;
+    clearTimeout(this.#headTimer);
+    this.#headTimer = undefined;
   }
 
   #take(): Buffer | undefined {
