@@ -1,17 +1,57 @@
-import { Agent, Pool, ProxyAgent, type Dispatcher } from 'undici';
+import { Agent, Client, Pool, ProxyAgent, type Dispatcher } from 'undici';
 import type { ResolvedUpstreamOptions } from './upstream-options.ts';
 import { socksConnector } from './socks-connector.ts';
 import { InvalidProxyUrlError, parseProxyUrl, type ParsedProxyUrl } from './parse-proxy-url.ts';
 import { proxyTunnelPool } from './proxy-tunnel-pool.ts';
 import { redactUrl } from './redact-url.ts';
 
-/** A keep-alive pool for one origin, no proxy. */
-export function createOriginPool(origin: string, options: ResolvedUpstreamOptions): Dispatcher {
-  return new Pool(origin, {
+/**
+ * Client objects without a connection a pool may hold past as many as hold one, before it is
+ * retired: enough that a pool whose concurrency wanders a little never is.
+ */
+const RETIRE_SLACK = 32;
+
+/**
+ * A keep-alive pool for one origin, no proxy. undici's Pool keeps every Client it made, with
+ * its socket or without, for its life: after a burst of N requests at once, N Client objects
+ * (about 2.7 KB each). `retire` is called once, from the pool's disconnect event, when the
+ * Clients without a connection outnumber those with one by RETIRE_SLACK; the caller then lets
+ * the pool go (new requests get a new one) and closes it. Counted from connection events, so
+ * a request costs nothing more.
+ */
+export function createOriginPool(origin: string, options: ResolvedUpstreamOptions, retire: () => void): Dispatcher {
+  const clients = new Set<Dispatcher>();
+  let connected = 0;
+  let retired = false;
+  const pool = new Pool(origin, {
     connections: options.connections,
-    keepAliveTimeout: options.keepAliveTimeoutMs,
+    ...keepAlive(options),
     connect: { ...options.tls, timeout: options.connectTimeoutMs },
+    factory: (url, clientOptions) => {
+      const client = new Client(url, clientOptions);
+      clients.add(client);
+      return client;
+    },
   });
+  // The pool's events name [pool, client]; a Client whose connection failed leaves the pool.
+  pool.on('connect', () => void connected++);
+  pool.on('connectionError', (_origin, targets) => void clients.delete(targets[targets.length - 1]!));
+  pool.on('disconnect', () => {
+    connected--;
+    if (retired || clients.size - connected <= connected + RETIRE_SLACK) return;
+    retired = true;
+    retire();
+  });
+  return pool;
+}
+
+/**
+ * Idle connections close at the configured keep-alive timeout. An upstream's `Keep-Alive:
+ * timeout=N` hint may shorten it (undici takes N less 2 s) but not lengthen it: undici would
+ * otherwise honour hints up to its keepAliveMaxTimeout, 10 minutes.
+ */
+function keepAlive(options: ResolvedUpstreamOptions): { keepAliveTimeout: number; keepAliveMaxTimeout: number } {
+  return { keepAliveTimeout: options.keepAliveTimeoutMs, keepAliveMaxTimeout: options.keepAliveTimeoutMs };
 }
 
 /**
@@ -39,7 +79,7 @@ function buildProxyDispatcher({ url, kind, authorization }: ParsedProxyUrl, opti
       uri: uri.href,
       ...(authorization !== undefined ? { token: authorization } : {}),
       connections: options.connections,
-      keepAliveTimeout: options.keepAliveTimeoutMs,
+      ...keepAlive(options),
       clientFactory: proxyTunnelPool(options.connectTimeoutMs),
       proxyTls: { timeout: options.connectTimeoutMs },
       requestTls: { ...options.tls, timeout: options.connectTimeoutMs },
@@ -47,7 +87,7 @@ function buildProxyDispatcher({ url, kind, authorization }: ParsedProxyUrl, opti
   }
   return new Agent({
     connections: options.connections,
-    keepAliveTimeout: options.keepAliveTimeoutMs,
+    ...keepAlive(options),
     connect: socksConnector(url, {
       connectTimeoutMs: options.connectTimeoutMs,
       ...(options.tls !== undefined ? { tls: options.tls } : {}),

@@ -52,7 +52,7 @@ export interface LiveUpstreams {
 /**
  * HTTP client for upstream calls on undici: a keep-alive Pool per origin, one dispatcher per
  * proxy URL, both created on first use and kept until close(), or until retain() is told the
- * configuration no longer names them. Any status resolves; only transport failures reject
+ * configuration no longer names them (a direct pool also once a burst is over, see createOriginPool). Any status resolves; only transport failures reject
  * (see classifyUpstreamError).
  */
 export class UpstreamClient {
@@ -132,10 +132,20 @@ export class UpstreamClient {
     const key = proxy ?? origin;
     let dispatcher = cache.get(key);
     if (dispatcher === undefined) {
-      dispatcher = proxy === undefined ? createOriginPool(origin, this.#options) : createProxyDispatcher(proxy, this.#options);
+      dispatcher = proxy === undefined ? this.#originPool(origin) : createProxyDispatcher(proxy, this.#options);
       cache.set(key, dispatcher);
     }
     return dispatcher;
+  }
+
+  /** A direct pool, let go once a burst has left it holding mostly Client objects without a connection. */
+  #originPool(origin: string): Dispatcher {
+    const pool: Dispatcher = createOriginPool(origin, this.#options, () => {
+      if (this.#pools.get(origin) !== pool) return;
+      this.#pools.delete(origin);
+      this.#letGo(pool);
+    });
+    return pool;
   }
 
   /**
@@ -159,12 +169,17 @@ export class UpstreamClient {
     for (const [key, dispatcher] of cache) {
       if (live.has(key)) continue;
       cache.delete(key);
-      const closed = dispatcher.close().then(
-        () => undefined,
-        () => undefined,
-      );
-      this.#closing.set(dispatcher, closed.then(() => void this.#closing.delete(dispatcher)));
+      this.#letGo(dispatcher);
     }
+  }
+
+  /** Closes a dispatcher already out of the cache; its requests in flight finish. */
+  #letGo(dispatcher: Dispatcher): void {
+    const closed = dispatcher.close().then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#closing.set(dispatcher, closed.then(() => void this.#closing.delete(dispatcher)));
   }
 
   /** Closes every dispatcher after its requests finish. */

@@ -7,7 +7,10 @@ export interface UpstreamClientOptions {
   headersTimeoutMs?: number;
   /** Longest silence between response body chunks. Default 300 s. */
   bodyIdleTimeoutMs?: number;
-  /** How long an idle keep-alive connection stays open. Default 30 s. */
+  /**
+   * How long an idle keep-alive connection stays open. Default 30 s. An upstream's
+   * `Keep-Alive: timeout` hint may shorten it, never lengthen it.
+   */
   keepAliveTimeoutMs?: number;
   /**
    * Connections per origin (and per proxy); null for no cap, the default. A gateway's upstream
