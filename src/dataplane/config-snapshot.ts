@@ -9,6 +9,12 @@ export interface Snapshot {
   pricesByModel: Map<string, ModelPriceRecord>;
 }
 
+/** A credential and its Group, read together. */
+export interface ConfiguredCredential {
+  credential: CredentialView;
+  group: GroupRecord;
+}
+
 const KEY_CACHE_LIMIT = 10_000;
 
 /**
@@ -21,6 +27,7 @@ export class ConfigSnapshot {
   #generation = -1;
   #snapshot: Snapshot | undefined;
   #keys = new Map<string, AccessKeyRecord>();
+  #rebuilding: { generation: number; snapshot: Promise<Snapshot> } | undefined;
 
   constructor(store: ConfigStore) {
     this.#store = store;
@@ -29,6 +36,18 @@ export class ConfigSnapshot {
   async current(): Promise<Snapshot> {
     const generation = this.#store.generation();
     if (this.#snapshot && generation === this.#generation) return this.#snapshot;
+    // Requests that find one generation stale at once (a burst after a cooldown) share its rebuild.
+    let rebuilding = this.#rebuilding;
+    if (rebuilding?.generation !== generation) {
+      const snapshot = this.#rebuild(generation).finally(() => {
+        if (this.#rebuilding?.snapshot === snapshot) this.#rebuilding = undefined;
+      });
+      rebuilding = this.#rebuilding = { generation, snapshot };
+    }
+    return await rebuilding.snapshot;
+  }
+
+  async #rebuild(generation: number): Promise<Snapshot> {
     const [settings, groups, prices] = await Promise.all([this.#store.settings.get(), this.#store.groups.list(), this.#store.modelPrices.list()]);
     const groupsByModel = new Map<string, GroupRecord[]>();
     const credentialsByGroup = new Map<number, CredentialView[]>();
@@ -49,15 +68,18 @@ export class ConfigSnapshot {
   }
 
   /**
-   * A credential of a Group as the configuration holds it now, for an attempt that follows
-   * another's wait: undefined when it or its Group was deleted or disabled since, or it is no
-   * longer active; its revision is the current one, so a rotated secret is read anew.
+   * A credential of a Group, and that Group, as the configuration holds them now, for an attempt
+   * that follows another's wait: undefined when either was deleted or disabled since, or the
+   * credential is no longer active; its revision is the current one, so a rotated secret is read anew.
    */
-  async credentialNow(groupId: number, credentialId: number, now: number): Promise<CredentialView | undefined> {
-    const snap = this.fresh() ?? (await this.current());
-    if (snap.groups.find((g) => g.id === groupId)?.enabled !== true) return undefined;
-    const view = snap.credentialsByGroup.get(groupId)?.find((c) => c.id === credentialId);
-    return view !== undefined && credentialStateAt(view, now) === 'active' ? view : undefined;
+  async credentialNow(groupId: number, credentialId: number, now: number): Promise<ConfiguredCredential | undefined> {
+    const snap = this.fresh();
+    // Stale after any write, the attempt's own cooldown included: the two records are read
+    // alone rather than the whole snapshot rebuilt for them.
+    const group = snap ? snap.groups.find((g) => g.id === groupId) : await this.#store.groups.get(groupId);
+    if (group?.enabled !== true) return undefined;
+    const credential = snap ? snap.credentialsByGroup.get(groupId)?.find((c) => c.id === credentialId) : await this.#store.credentials.get(groupId, credentialId);
+    return credential !== undefined && credentialStateAt(credential, now) === 'active' ? { credential, group } : undefined;
   }
 
   /** A valid AccessKey already seen in this generation, without waiting. */

@@ -6,7 +6,8 @@ import { classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type Ou
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
-import type { Candidate } from './plan-candidates.ts';
+import { candidateNow, type Candidate } from './plan-candidates.ts';
+import type { ConfiguredCredential } from './config-snapshot.ts';
 import { verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -69,10 +70,10 @@ export interface ForwardDeps {
   /** The Group's credentials as the configuration snapshot the request was routed by holds them. */
   credentialsOf(groupId: number): readonly CredentialView[];
   /**
-   * The credential as the configuration holds it now, or undefined when it may no longer be
-   * tried (it or its Group deleted or disabled, or it not active): for attempts after the first.
+   * The credential and its Group as the configuration holds them now, or undefined when it may
+   * no longer be tried (it or its Group deleted or disabled, or it not active): for attempts after the first.
    */
-  credentialNow(groupId: number, credentialId: number): Promise<CredentialView | undefined>;
+  credentialNow(groupId: number, credentialId: number): Promise<ConfiguredCredential | undefined>;
   now(): number;
   idleTimeoutMs: number;
   headersTimeoutMs: number;
@@ -223,18 +224,21 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
   const abortExchange = () => exchange?.abort();
 
   try {
-    candidates: for (const candidate of input.candidates) {
-      const credentials = candidate === resumed?.candidate ? resumed.credentials : deps.pool.usable(candidate.group, credentialsToTry(input, deps, candidate.group.id), deps.now());
+    candidates: for (const routed of input.candidates) {
+      const credentials = routed === resumed?.candidate ? resumed.credentials : deps.pool.usable(routed.group, credentialsToTry(input, deps, routed.group.id), deps.now());
       for (const listed of credentials) {
         // The first attempt forwardNative made (after the same checks) is taken over here.
         const sent = attempts.length === 0 && resumed?.sent?.credential === listed ? resumed.sent : undefined;
         if (sent === undefined && (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
-        if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? candidate, credential: lastCredential });
-        // Routed by the configuration as it was before an earlier attempt's wait: a credential (or
-        // Group) deleted, disabled or rotated meanwhile, once acknowledged, is not tried as it was.
-        const credential = attempts.length === 0 ? listed : await deps.credentialNow(candidate.group.id, listed.id);
-        if (credential === undefined) continue;
+        if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? routed, credential: lastCredential });
+        // Routed by the configuration as it was before an earlier attempt's wait: a credential or
+        // Group deleted, disabled, rotated or changed meanwhile, once acknowledged, is not tried as
+        // it was (nor a Group that no longer maps the model).
+        const configured = attempts.length === 0 ? { credential: listed, group: routed.group } : await deps.credentialNow(routed.group.id, listed.id);
+        const candidate = configured && candidateNow(routed, configured.group);
+        if (configured === undefined || candidate === undefined) continue;
+        const { credential } = configured;
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
         const { secret } = access;
@@ -278,7 +282,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
             // When another credential may follow, a body that stalls is cut at the idle timeout
             // rather than the body timeout's backstop (a last one is the client's answer, read as
             // any is); a client that leaves meanwhile ends the read.
-            const othersFollow = listed !== credentials[credentials.length - 1] || candidate !== input.candidates[input.candidates.length - 1];
+            const othersFollow = listed !== credentials[credentials.length - 1] || routed !== input.candidates[input.candidates.length - 1];
             watch.point(() => upstream.abort());
             const failure = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
             watch.point(undefined);

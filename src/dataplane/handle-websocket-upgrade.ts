@@ -17,7 +17,7 @@ import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { openUpstreamWebSocket, type UpstreamHandshake } from './open-upstream-websocket.ts';
-import { attemptOrder, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
+import { attemptOrder, candidateNow, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
 import { noteRoute } from './note-route.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
@@ -142,12 +142,14 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const answerIdleTimeoutMs = deps.options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000;
       let lastAnswer: UpstreamAnswer | undefined;
       let lastFailure: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
-      attempts: for (const candidate of ordered) {
-        for (const listed of pool.usable(candidate.group, snap.credentialsByGroup.get(candidate.group.id) ?? [], deps.clock())) {
+      attempts: for (const routed of ordered) {
+        for (const listed of pool.usable(routed.group, snap.credentialsByGroup.get(routed.group.id) ?? [], deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
-          // As forward-native: a credential (or Group) deleted, disabled or rotated during an earlier handshake is not tried as it was.
-          const credential = log.attempts.length === 0 ? listed : await snapshot.credentialNow(candidate.group.id, listed.id, deps.clock());
-          if (credential === undefined) continue;
+          // As forward-native: a credential or Group deleted, disabled, rotated or changed during an earlier handshake is not tried as it was.
+          const configured = log.attempts.length === 0 ? { credential: listed, group: routed.group } : await snapshot.credentialNow(routed.group.id, listed.id, deps.clock());
+          const candidate = configured && candidateNow(routed, configured.group);
+          if (configured === undefined || candidate === undefined) continue;
+          const { credential } = configured;
           const access = await pool.accessOf(credential);
           if (access === undefined) continue;
           const { secret } = access;

@@ -12,7 +12,12 @@ export interface Candidate {
   included: boolean;
   /** Why the group is not a candidate (a reason code), when it is not. */
   excluded_because?: string;
+  /** What the request asked of its route: to weigh the Group again as it is configured later. */
+  request: RouteRequest;
 }
+
+/** A request as routing weighs it against each Group. */
+export type RouteRequest = Omit<PlanInput, 'groups'>;
 
 export interface PlanInput {
   protocol: string;
@@ -30,31 +35,48 @@ export interface PlanInput {
  * route inspection so both always agree.
  */
 export function planCandidates(input: PlanInput): Candidate[] {
-  const { key, model } = input;
+  const { groups, ...request } = input;
   const out: Candidate[] = [];
-  for (const group of input.groups) {
-    const mapping = model === undefined ? undefined : group.models.find((m) => m.external === model);
-    if (model !== undefined && !mapping) continue;
-    const upstream = mapping?.upstream ?? null;
-    const resolution = resolve({
-      protocol: input.protocol,
-      operation: input.operation,
-      channel: group.channel,
-      ...(upstream !== null ? { model: upstream } : {}),
-      ...(input.features ? { features: input.features } : {}),
-    });
-    const candidate: Candidate = { group, upstream_model: upstream, resolution, included: false };
-    const unserved = unservedReason(resolution);
-    if (!groupVisibleTo(key, group)) candidate.excluded_because = 'group_not_visible';
-    else if (model !== undefined && !modelVisibleTo(key, model)) candidate.excluded_because = 'model_not_visible';
-    else if (!group.enabled) candidate.excluded_because = 'group_disabled';
-    else if (!resolution.ok) candidate.excluded_because = resolution.reason_code;
-    else if (unserved) candidate.excluded_because = unserved;
-    else if (!group.base_url) candidate.excluded_because = 'upstream_base_url_missing';
-    else candidate.included = true;
-    out.push(candidate);
+  for (const group of groups) {
+    const candidate = candidateFor(group, request);
+    if (candidate) out.push(candidate);
   }
   return out.sort((a, b) => b.group.priority - a.group.priority || b.group.weight - a.group.weight || a.group.id - b.group.id);
+}
+
+/**
+ * `routed` as its Group is configured now (base URL, proxy, model mapping), for an attempt
+ * after another's wait; undefined when that Group no longer serves the request.
+ */
+export function candidateNow(routed: Candidate, group: GroupRecord): Candidate | undefined {
+  if (group === routed.group) return routed;
+  const candidate = candidateFor(group, routed.request);
+  return candidate?.included ? candidate : undefined;
+}
+
+/** The Group as a candidate for the request; undefined when it does not map the request's model. */
+function candidateFor(group: GroupRecord, request: RouteRequest): Candidate | undefined {
+  const { key, model } = request;
+  const mapping = model === undefined ? undefined : group.models.find((m) => m.external === model);
+  if (model !== undefined && !mapping) return undefined;
+  const upstream = mapping?.upstream ?? null;
+  const resolution = resolve({
+    protocol: request.protocol,
+    operation: request.operation,
+    channel: group.channel,
+    ...(upstream !== null ? { model: upstream } : {}),
+    ...(request.features ? { features: request.features } : {}),
+  });
+  const candidate: Candidate = { group, upstream_model: upstream, resolution, included: false, request };
+  const unserved = unservedReason(resolution);
+  if (!groupVisibleTo(key, group)) candidate.excluded_because = 'group_not_visible';
+  else if (model !== undefined && !modelVisibleTo(key, model)) candidate.excluded_because = 'model_not_visible';
+  else if (!group.enabled) candidate.excluded_because = 'group_disabled';
+  else if (!resolution.ok) candidate.excluded_because = resolution.reason_code;
+  else if (unserved) candidate.excluded_because = unserved;
+  else if (!group.base_url) candidate.excluded_because = 'upstream_base_url_missing';
+  else candidate.included = true;
+  return candidate;
 }
 
 /**

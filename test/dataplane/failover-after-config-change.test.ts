@@ -153,3 +153,33 @@ t.test('a Group deleted while an attempt in an earlier Group waits is not failed
   t.same(held.seen, [A], 'the deleted Group\'s secret never reached the upstream again');
   t.equal(held.attempts.length, 1);
 });
+
+// The Group as configured then too: its address and its model mapping.
+
+t.test('a Group whose base_url changes while the first attempt waits: the next credential goes to the new address', async (t) => {
+  const { up, gw, key, groupId } = await oneGroup(t);
+  const moved = await startUpstream((_req, res) => answer(res, 200));
+  t.teardown(() => moved.close());
+  const held = await changeWhileHeld(t, gw, key.value, up, () => gw.api('PUT', `/api/groups/${groupId}/settings`, { body: { base_url: moved.url } }));
+  t.equal(held.status, 200, 'the credential at the new address answers');
+  t.same(held.seen, [A], 'the old address saw only the attempt made before the change');
+  t.same(moved.requests.map(secretOf), [B], 'the new address got the next attempt');
+  t.equal(held.attempts.length, 2);
+});
+
+t.test('a Group whose model mapping changes while the first attempt waits: the next credential asks for the new upstream model', async (t) => {
+  const { up, gw, key, groupId } = await oneGroup(t);
+  const held = await changeWhileHeld(t, gw, key.value, up, () => gw.api('PUT', `/api/groups/${groupId}/models`, { body: { models: [{ external: MODEL, upstream: 'vendor-renamed' }] } }));
+  t.equal(held.status, 200);
+  t.same(held.seen, [A, B]);
+  const sent = up.upstream.requests.slice(-2).map((r) => JSON.parse(r.body.toString()).model);
+  t.same(sent, [MODEL, 'vendor-renamed'], 'the first attempt had the old mapping, the next the new');
+});
+
+t.test('a Group that stops mapping the model while an attempt in an earlier Group waits is not failed over to', async (t) => {
+  const { up, gw, key, second } = await twoGroups(t);
+  const held = await changeWhileHeld(t, gw, key.value, up, () => gw.api('PUT', `/api/groups/${second}/models`, { body: { models: [{ external: 'another-model' }] } }));
+  t.equal(held.status, 429);
+  t.same(held.seen, [A], 'the Group that no longer serves the model was not tried');
+  t.equal(held.attempts.length, 1);
+});

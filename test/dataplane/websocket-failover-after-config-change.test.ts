@@ -57,7 +57,7 @@ async function realtimeGroup(t: Test) {
   t.equal(await upgradeStatus(wsUrl), 101);
   t.equal(await upgradeStatus(wsUrl), 101);
   t.same(up.seen, [A, B], 'warm: both secrets were used, so both are cached');
-  return { up, gw, wsUrl, bPath: `/api/groups/${groupId}/credentials/${b}` };
+  return { up, gw, wsUrl, groupId, bPath: `/api/groups/${groupId}/credentials/${b}` };
 }
 
 async function changeWhileHeld(t: Test, o: Awaited<ReturnType<typeof realtimeGroup>>, change: () => Promise<{ status: number }>) {
@@ -83,4 +83,20 @@ t.test('a credential deleted while the first handshake waits is not failed over 
   const held = await changeWhileHeld(t, o, () => o.gw.api('DELETE', o.bPath));
   t.equal(held.status, 429);
   t.same(held.seen, [A], 'the deleted secret never reached the upstream again');
+});
+
+t.test('a Group whose base_url changes while the first handshake waits: failover opens the session at the new address', async (t) => {
+  const o = await realtimeGroup(t);
+  const moved = await heldWsUpstream(t);
+  const held = await changeWhileHeld(t, o, () => o.gw.api('PUT', `/api/groups/${o.groupId}/settings`, { body: { base_url: moved.url } }));
+  t.equal(held.status, 101);
+  t.same(held.seen, [A], 'the old address saw only the handshake made before the change');
+  t.same(moved.seen, [B], 'the new address got the next handshake');
+});
+
+t.test('a Group that stops mapping the model while the first handshake waits is not failed over to', async (t) => {
+  const o = await realtimeGroup(t);
+  const held = await changeWhileHeld(t, o, () => o.gw.api('PUT', `/api/groups/${o.groupId}/models`, { body: { models: [{ external: 'another-voice' }] } }));
+  t.equal(held.status, 429);
+  t.same(held.seen, [A], 'no credential of a Group that no longer serves the model was tried');
 });

@@ -1,0 +1,52 @@
+import t, { type Test } from 'tap';
+import { ConfigSnapshot } from '../../src/dataplane/config-snapshot.ts';
+import { openLowdbConfigStore } from '../../src/store/index.ts';
+import { tempDataDir } from '../management/support/gateway.ts';
+
+// A snapshot is rebuilt by reading every Group (groups.list): counted on the real store, a
+// rebuild is seen as one such read.
+
+async function countedStore(t: Test) {
+  const store = await openLowdbConfigStore(tempDataDir(t));
+  t.teardown(() => store.close());
+  const reads = { lists: 0 };
+  const list = store.groups.list.bind(store.groups);
+  store.groups.list = () => {
+    reads.lists++;
+    return list();
+  };
+  const group = await store.groups.create({ name: 'g', channel: 'ch02', base_url: 'http://127.0.0.1:1', models: [{ external: 'm', upstream: 'm' }] });
+  const made = await store.credentials.createMany(group.id, ['sk-snapshot-one-000001', 'sk-snapshot-two-000002'].map((api_key) => ({ kind: 'api_key', values: { api_key }, secretFields: ['api_key'] })));
+  const [a, b] = made.map((o) => ('created' in o ? o.created.id : 0));
+  return { store, reads, group, a: a!, b: b! };
+}
+
+t.test('requests that find the snapshot stale at once share one rebuild', async (t) => {
+  const { store, reads, group, a } = await countedStore(t);
+  const snapshot = new ConfigSnapshot(store);
+  await snapshot.current();
+  await store.credentials.setState(group.id, a, { to: 'cooldown', until: new Date(Date.now() + 60_000).toISOString() });
+  const before = reads.lists;
+  const snaps = await Promise.all(Array.from({ length: 8 }, () => snapshot.current()));
+  t.equal(reads.lists - before, 1, 'one rebuild for eight callers');
+  t.ok(snaps.every((s) => s === snaps[0]), 'all got the same snapshot');
+  t.equal(snaps[0]!.credentialsByGroup.get(group.id)?.find((c) => c.id === a)?.state, 'cooldown', 'the rebuilt snapshot holds the write');
+});
+
+t.test('credentialNow after a write reads the credential and its Group, current, without rebuilding the snapshot', async (t) => {
+  const { store, reads, group, a, b } = await countedStore(t);
+  const snapshot = new ConfigSnapshot(store);
+  await snapshot.current();
+  t.same((await snapshot.credentialNow(group.id, a, Date.now()))?.credential.id, a, 'fresh: from the snapshot');
+  // An attempt's own cooldown (A), and a change to the Group since the snapshot.
+  await store.credentials.setState(group.id, a, { to: 'cooldown', until: new Date(Date.now() + 60_000).toISOString() });
+  await store.groups.update(group.id, { base_url: 'http://127.0.0.1:2' });
+  const before = reads.lists;
+  const now = Date.now();
+  const [cooled, ...others] = await Promise.all([snapshot.credentialNow(group.id, a, now), ...Array.from({ length: 8 }, () => snapshot.credentialNow(group.id, b, now))]);
+  t.equal(reads.lists - before, 0, 'no rebuild');
+  t.equal(cooled, undefined, 'a credential cooled since the snapshot is not offered');
+  for (const other of others) t.match(other, { credential: { id: b, state: 'active' }, group: { id: group.id, base_url: 'http://127.0.0.1:2' } });
+  await store.groups.update(group.id, { enabled: false });
+  t.equal(await snapshot.credentialNow(group.id, b, now), undefined, 'nor one of a Group disabled since');
+});
