@@ -10,6 +10,7 @@ import { CredentialPool } from './credential-pool.ts';
 import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative, type ForwardDeps } from './forward-native.ts';
+import { withinClientTimeout } from './client-timeout.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { liveUpstreams } from './live-upstreams.ts';
 import { newLogDraft } from './log-draft.ts';
@@ -219,7 +220,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           requestStreamUsage: op.protocol === 'x-completions' ? requestStreamUsage : undefined,
           onlyCredentialId: remembered?.credentialId,
         },
-        forwardDepsFor(snap),
+        withinClientTimeout(forwardDepsFor(snap), req.headers),
       );
       fillFromResult(log, result);
       if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {

@@ -1,4 +1,6 @@
-import type { Agent } from 'node:http';
+import type { Agent, ClientRequest } from 'node:http';
+import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { WebSocket } from 'ws';
 import { classifyUpstreamError, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
 
@@ -10,6 +12,7 @@ export type HandshakeOutcome =
   /** The upstream completed the handshake selecting none of the subprotocols offered, which `ws` refuses. */
   | { kind: 'no_subprotocol' }
   /**
+   * `timedOut`: the upstream was connected to and has not answered in time (overdue);
    * `notDelivered`: the upgrade request provably never reached the upstream (no connection was
    * made); `gatewaySide`: the gateway's proxy failed, not the credential.
    */
@@ -26,15 +29,49 @@ const ANSWER_BODY_LIMIT = 1024 * 1024;
 /** ws reports its own handshake timeout only by this message. */
 const WS_HANDSHAKE_TIMEOUT = 'Opening handshake has timed out';
 const WS_NO_SUBPROTOCOL = 'Server sent no subprotocol';
+/** As the upstream client's connect timeout (TCP, and TLS for `wss`). */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+const CONNECT_TIMED_OUT: HandshakeOutcome = { kind: 'failed', timedOut: false, code: 'upstream_connect_timeout', notDelivered: true };
 
 /**
  * Opens the upstream WebSocket offering the client's `protocols`; the opened socket's `protocol`
  * is the one the upstream selected. An opened socket is paused, so frames the upstream sends
  * before the client's side is joined wait in the socket instead of being dropped.
  */
-export function openUpstreamWebSocket(url: string, protocols: string[], headers: OutgoingHeaders, options: { agent: Agent | undefined; handshakeTimeoutMs: number; answerIdleTimeoutMs: number }): UpstreamHandshake {
-  const ws = new WebSocket(url, protocols, { headers, handshakeTimeout: options.handshakeTimeoutMs, ...(options.agent ? { agent: options.agent } : {}) });
+export function openUpstreamWebSocket(
+  url: string,
+  protocols: string[],
+  headers: OutgoingHeaders,
+  options: { agent: Agent | undefined; handshakeTimeoutMs: number; answerIdleTimeoutMs: number; connectTimeoutMs?: number },
+): UpstreamHandshake {
+  // ws times the handshake from before the connection opens: how far it got says whose the timeout is.
+  let socketGiven = false;
+  let connected = false;
+  let connectTimer: NodeJS.Timeout | undefined;
+  const onConnected = () => {
+    connected = true;
+    clearTimeout(connectTimer);
+  };
+  const finishRequest = (req: ClientRequest) => {
+    req.once('socket', (socket: Socket) => {
+      socketGiven = true;
+      if (socket instanceof TLSSocket) socket.once('secureConnect', onConnected);
+      else if (socket.connecting) socket.once('connect', onConnected);
+      else onConnected();
+    });
+    req.end();
+  };
+  const ws = new WebSocket(url, protocols, { headers, handshakeTimeout: options.handshakeTimeoutMs, finishRequest, ...(options.agent ? { agent: options.agent } : {}) });
   const outcome = new Promise<HandshakeOutcome>((resolve) => {
+    // Directly, the connect timeout the HTTP path has; through a proxy, the tunnel's own.
+    if (options.agent === undefined) {
+      connectTimer = setTimeout(() => {
+        resolve(CONNECT_TIMED_OUT);
+        ws.terminate();
+      }, options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS);
+      ws.once('close', () => clearTimeout(connectTimer));
+    }
     // 'upgrade' comes with the 101, before 'open'.
     let switching: HeaderMap = {};
     ws.once('upgrade', (res) => (switching = res.headers));
@@ -67,12 +104,23 @@ export function openUpstreamWebSocket(url: string, protocols: string[], headers:
     ws.on('error', (error) => {
       if (answered) return;
       if (error.message === WS_NO_SUBPROTOCOL) return resolve({ kind: 'no_subprotocol' });
-      // ws's handshake timeout runs from before the connection opens; it does not say whether the request went out.
-      if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve({ kind: 'failed', timedOut: true, code: 'upstream_timeout', notDelivered: false });
+      if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve(handshakeTimedOut(connected, socketGiven || options.agent === undefined));
       // The agent is there only for a managed proxy: a connection that failed may be the proxy's.
       const failure = classifyUpstreamError(error, { viaProxy: options.agent !== undefined });
       resolve({ kind: 'failed', timedOut: false, code: failure.code, notDelivered: failure.notDelivered, ...(failedAtGateway(failure) ? { gatewaySide: failure.kind } : {}) });
     });
   });
   return { outcome, abort: () => ws.terminate() };
+}
+
+/**
+ * ws's handshake timeout by how far the handshake got: connected, the upgrade request went out
+ * and the answer is overdue; before that nothing was sent: a connect timeout (the upstream's,
+ * cooled down as on the HTTP path), or, through a proxy that has not opened the tunnel yet
+ * (`tunnelOpen` false; always true directly), the proxy's.
+ */
+function handshakeTimedOut(connected: boolean, tunnelOpen: boolean): HandshakeOutcome {
+  if (connected) return { kind: 'failed', timedOut: true, code: 'upstream_timeout', notDelivered: false };
+  if (!tunnelOpen) return { kind: 'failed', timedOut: false, code: 'proxy_unreachable', notDelivered: true, gatewaySide: 'proxy_unreachable' };
+  return CONNECT_TIMED_OUT;
 }

@@ -1,7 +1,7 @@
 import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
 import { PROXY_CONNECT_FAILED, PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
-import { requestWritten } from './request-written.ts';
+import { requestWritten, requestWrittenWhole } from './request-written.ts';
 
 export type UpstreamFailureKind =
   | 'aborted'
@@ -77,6 +77,13 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
 };
 
 /**
+ * The headers timeout ran out while the body was still being written (undici runs it while the
+ * socket waits to drain): the upstream stopped taking the request, so it cannot be working on
+ * it. Not overdue, but the host failing, as a lost connection is; it did see part of the request.
+ */
+const SEND_TIMEOUT: UpstreamFailure = { kind: 'headers_timeout', notDelivered: false, code: 'upstream_send_timeout' };
+
+/**
  * Connection failures that, through a proxy, are the connection to the proxy failing (a
  * CONNECT that got no answer at all, whatever the reason, is re-coded PROXY_CONNECT_FAILED).
  */
@@ -114,6 +121,7 @@ export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFa
  */
 export function classifyUpstreamError(error: unknown, options: { viaProxy?: boolean } = {}): UpstreamFailure {
   const failure = classifyByCode(error, options);
+  if (failure.kind === 'headers_timeout' && requestWritten(error) === true && requestWrittenWhole(error) === false) return SEND_TIMEOUT;
   // Failed before undici started writing it: the upstream saw nothing (nor works on it), whatever the code says.
   if (requestWritten(error) !== false || failure.notDelivered || failure.kind === 'aborted') return failure;
   const { overdue: _overdue, ...notSent } = failure;

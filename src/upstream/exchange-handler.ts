@@ -18,10 +18,13 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
   #settled = false;
   /** undici started writing the request (see request-written.ts). */
   #started = false;
+  /** The request's body as dispatched: a stream's end says that undici wrote it all. */
+  readonly #body: unknown;
 
-  constructor(resolve: (reply: UpstreamReply) => void, reject: (error: Error) => void) {
+  constructor(resolve: (reply: UpstreamReply) => void, reject: (error: Error) => void, body?: unknown) {
     this.#resolve = resolve;
     this.#reject = reject;
+    this.#body = body;
   }
 
   abort(reason: Error): void {
@@ -61,11 +64,21 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
     this.#reply?.pushEnd();
   }
 
+  /**
+   * Whether undici wrote the whole body: a buffer it writes at once, a stream as it reads it (the
+   * headers timeout also runs while a stream waits for the socket to drain, an upstream that
+   * does not read it).
+   */
+  #bodyWritten(): boolean {
+    const body = this.#body as { readableEnded?: unknown } | null | undefined;
+    return typeof body !== 'object' || body === null || typeof body.readableEnded !== 'boolean' || body.readableEnded;
+  }
+
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#reply !== undefined) this.#reply.pushError(error);
     else if (!this.#settled) {
       this.#settled = true;
-      noteRequestWritten(error, this.#started);
+      noteRequestWritten(error, this.#started, this.#started && this.#bodyWritten());
       this.#reject(error);
     }
   }

@@ -1,18 +1,35 @@
 /**
- * Whether an upstream request had started to be written when it failed, as the exchange saw it
- * (undici starts a request, `onRequestStart`, on a connected socket right before writing it).
- * A failure before that proves the upstream saw nothing, whatever its code. Errors that did not
- * come through an exchange (a WebSocket handshake, discovery) are not known here.
+ * How far an upstream request had been written when it failed, as the exchange saw it (undici
+ * starts a request, `onRequestStart`, on a connected socket right before writing it; a streamed
+ * body is all handed to the socket once undici has read it to its end). A failure before the
+ * start proves the upstream saw nothing, whatever its code; one before the body's end, that the
+ * upstream never had the whole request. Errors that did not come through an exchange (a
+ * WebSocket handshake, discovery) are not known here.
  */
-const written = new WeakMap<object, boolean>();
+type Progress = 'unwritten' | 'partly' | 'whole';
 
-/** Records how far a request got when `error` ended it; one error shared by several requests keeps "written" if any was. */
-export function noteRequestWritten(error: unknown, wasWritten: boolean): void {
-  if (typeof error !== 'object' || error === null || written.get(error) === true) return;
-  written.set(error, wasWritten);
+const progress = new WeakMap<object, Progress>();
+const RANK: Readonly<Record<Progress, number>> = { unwritten: 0, partly: 1, whole: 2 };
+
+/**
+ * Records how far a request got when `error` ended it (`wholly`: its body too, by default
+ * whenever it was written); one error shared by several requests keeps the furthest any got.
+ */
+export function noteRequestWritten(error: unknown, wasWritten: boolean, wholly = wasWritten): void {
+  if (typeof error !== 'object' || error === null) return;
+  const reached: Progress = !wasWritten ? 'unwritten' : wholly ? 'whole' : 'partly';
+  const known = progress.get(error);
+  if (known === undefined || RANK[reached] > RANK[known]) progress.set(error, reached);
 }
 
 /** True or false when the exchange said so, undefined when it is not known. */
 export function requestWritten(error: unknown): boolean | undefined {
-  return typeof error === 'object' && error !== null ? written.get(error) : undefined;
+  const reached = typeof error === 'object' && error !== null ? progress.get(error) : undefined;
+  return reached === undefined ? undefined : reached !== 'unwritten';
+}
+
+/** Whether the whole request, body included, had been written: undefined when it is not known. */
+export function requestWrittenWhole(error: unknown): boolean | undefined {
+  const reached = typeof error === 'object' && error !== null ? progress.get(error) : undefined;
+  return reached === undefined ? undefined : reached === 'whole';
 }

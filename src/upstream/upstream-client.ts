@@ -78,7 +78,7 @@ export class UpstreamClient {
     const dispatcher = this.dispatcherFor(url.origin, request.proxy);
     let handler!: ExchangeHandler;
     const reply = new Promise<UpstreamReply>((resolve, reject) => {
-      handler = new ExchangeHandler(resolve, reject);
+      handler = new ExchangeHandler(resolve, reject, request.body);
     });
     dispatcher.dispatch(
       {
