@@ -6,7 +6,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = {
   update_feed_url: null,
   model_price_sync_url: null,
   log_retention_days: 30,
-  request_timeout_seconds: 600,
+  request_timeout_seconds: 590,
   stream_idle_timeout_seconds: 120,
   credential_cooldown_seconds: 60,
   max_attempts_per_request: 3,
