@@ -3,7 +3,7 @@ import type { ForwardDeps } from './forward-native.ts';
 
 /**
  * The openai and anthropic SDKs send their own timeout in whole seconds (truncated): with the
- * gateway's headers timeout as long or longer (the defaults are both 600 s), the SDK's timer,
+ * gateway's headers timeout as long or longer (a timeout the request sets below the setting), the SDK's timer,
  * started first, always ran out first, and it sent the prompt again (twice more by default)
  * rather than reading the gateway's 504 that says not to.
  */

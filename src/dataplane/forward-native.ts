@@ -533,7 +533,7 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
  * Streams have their own idle watcher, which ends them with the protocol's error event; the
  * client's body timeout only catches a body that stops for far longer (a stuck connection):
  * at least twice the idle timeout. It is the headers timeout when that is long enough (the
- * defaults, 600 s against 120 s), because undici makes a new timer for each phase of a
+ * defaults, 590 s against 120 s), because undici makes a new timer for each phase of a
  * request when their timeouts differ, and only refreshes one when they are the same.
  */
 function bodyTimeoutBackstop(idleTimeoutMs: number, headersTimeoutMs: number): number {
