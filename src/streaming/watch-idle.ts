@@ -5,6 +5,9 @@ export interface IdleClock {
   clearTimeout(handle: unknown): void;
 }
 
+/** The longest delay node's setTimeout takes (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export const systemClock: IdleClock = {
   now: () => performance.now(),
   setTimeout: (callback, ms) => setTimeout(callback, ms).unref(),
@@ -128,7 +131,8 @@ class IdleSweeper {
   #schedule(at: number, now: number): void {
     this.#cancel();
     this.#wakeAt = at;
-    this.#handle = this.clock.setTimeout(this.#sweep, Math.max(0, at - now));
+    // node fires a longer delay at once (TimeoutOverflowWarning): a far wake-up is a sweep that finds nothing due yet.
+    this.#handle = this.clock.setTimeout(this.#sweep, Math.min(MAX_TIMER_MS, Math.max(0, at - now)));
   }
 
   #cancel(): void {

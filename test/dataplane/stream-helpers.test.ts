@@ -82,6 +82,20 @@ t.test('idle watcher fires after the timeout without activity', async (t) => {
   t.equal(calls, 1, 'fires once');
 });
 
+t.test('idle watcher: a timeout past node\'s timer limit asks for no longer delay, and still fires when due', async (t) => {
+  const { clock, advance } = fakeClock();
+  const delays: number[] = [];
+  const recording: IdleClock = { ...clock, setTimeout: (fn, ms) => (delays.push(ms), clock.setTimeout(fn, ms)) };
+  let calls = 0;
+  const timeout = 30 * 24 * 3600 * 1000;
+  watchIdle(timeout, () => calls++, recording);
+  t.ok(delays.length > 0 && delays.every((ms) => ms <= 2 ** 31 - 1), 'node fires a longer delay at once');
+  advance(timeout - 1);
+  t.equal(calls, 0, 'not before its time');
+  advance(1);
+  t.equal(calls, 1);
+});
+
 t.test('idle watcher: touches postpone, stop cancels', async (t) => {
   const { clock, advance, liveTimers } = fakeClock();
   let calls = 0;
