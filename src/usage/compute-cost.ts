@@ -11,7 +11,11 @@ export interface ModelPrice {
 
 const PER_TOKEN = 1 / 1_000_000;
 
-/** Cost in USD; 0 when the model has no price. Rounded to 1e-10 USD to drop float noise. */
+/**
+ * Cost in USD; 0 when the model has no price, and 0 too when the product is no finite number
+ * (as for a missing price: not computable), since one infinity would make every sum over it
+ * and the key's cost quota unusable. Rounded to 1e-10 USD to drop float noise.
+ */
 export function computeCost(usage: TokenUsage, price: ModelPrice | undefined): number {
   if (price === undefined) return 0;
   const cached = Math.min(usage.cached_tokens, usage.input_tokens);
@@ -20,5 +24,6 @@ export function computeCost(usage: TokenUsage, price: ModelPrice | undefined): n
   const usd =
     (uncached * price.input_per_mtok + cached * cachedPrice + usage.output_tokens * price.output_per_mtok) *
     PER_TOKEN;
-  return roundCost(usd);
+  const cost = roundCost(usd);
+  return Number.isFinite(cost) ? cost : 0;
 }

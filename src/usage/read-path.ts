@@ -15,8 +15,16 @@ export function readSegments(value: unknown, segments: PathSegments): unknown {
   return current;
 }
 
-/** A token count at a path: a finite number at least 0, else undefined. */
+/**
+ * A token count: a safe integer at least 0. Anything else an upstream reports (1.5, 1e300)
+ * is read as no count, so no record, sum or cost quota ever holds a fraction or an infinity.
+ */
+export function isTokenCount(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+/** A token count at a path (isTokenCount), else undefined. */
 export function readCount(value: unknown, segments: PathSegments): number | undefined {
   const found = readSegments(value, segments);
-  return typeof found === 'number' && Number.isFinite(found) && found >= 0 ? found : undefined;
+  return isTokenCount(found) ? found : undefined;
 }

@@ -1,4 +1,5 @@
 import type { CompiledUsageTable, RawUsageCounters } from './map-raw-usage.ts';
+import { isTokenCount } from './read-path.ts';
 
 /**
  * Reads a usage object's counters straight from JSON bytes, checking the JSON as it goes but
@@ -196,7 +197,7 @@ class Scan {
     const end = this.#number(at);
     if (end === FAIL) return this.#skip(at, depth);
     const value = this.#numberValue(start, end);
-    const count = Number.isFinite(value) && value >= 0 ? value : undefined;
+    const count = isTokenCount(value) ? value : undefined;
     for (const i of node.fields) counters[i] = count;
     return end;
   }

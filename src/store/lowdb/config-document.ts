@@ -1,4 +1,5 @@
 import type { AccessKeyRecord, CredentialRecord, CredentialStageRecord, GroupRecord, ModelPriceRecord, Settings } from '../records.ts';
+import { storedSettingsProblem } from './stored-settings-problem.ts';
 
 export interface StoredCredential extends CredentialRecord {
   /** Encrypted JSON of the secret fields. */
@@ -61,5 +62,6 @@ export function checkConfigShape(data: unknown): string | undefined {
   }
   if (d.idempotency_journal !== undefined && !Array.isArray(d.idempotency_journal)) return 'idempotency_journal is not a list';
   if (typeof d.settings !== 'object' || d.settings === null || Array.isArray(d.settings)) return 'settings is not an object';
-  return undefined;
+  // A hand-edited value the API would refuse ("abc", 0 attempts) would otherwise fail requests.
+  return storedSettingsProblem(d.settings);
 }
