@@ -161,6 +161,22 @@ function kindsOf(group: { channel: string }): readonly string[] {
   return CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
 }
 
+/**
+ * Why none of the Groups' credentials was usable: some are active but of a kind that needs an
+ * authorization flow (not served in this version), and some are disabled or cooling down.
+ */
+export function unusableBecause(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): { needFlow: boolean; notActive: boolean } {
+  let needFlow = false;
+  let notActive = false;
+  for (const group of groups) {
+    for (const c of credentialsOf(group.id)) {
+      if (credentialStateAt(c, now) !== 'active') notActive = true;
+      else if (!isStaticKind(c.kind)) needFlow = true;
+    }
+  }
+  return { needFlow, notActive };
+}
+
 /** Kinds that need an authorization flow are served by the adapters issue, not here. */
 function isStaticKind(kind: string): boolean {
   return CREDENTIAL_KINDS[kind as CredentialKindId]?.flow === 'static';

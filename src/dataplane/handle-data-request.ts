@@ -195,8 +195,18 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // Only the Group that holds the response can answer for it: another one's "not found"
       // would be false, and so would the gateway's when that Group is gone or shut to the key.
       const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
-      // Nothing recovers by itself there (the Group is gone, disabled or shut to the key): no SDK retry.
-      if (ordered.length === 0 && remembered !== undefined) throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', NO_RETRY);
+      if (ordered.length === 0 && remembered !== undefined) {
+        // The holder is there for the key but its route refuses the operation (a channel note, a
+        // native subset, no conversion): that refusal, as for an id the gateway does not remember.
+        const holder = candidates.find((c) => c.group.id === remembered.groupId);
+        const refusal = holder === undefined ? undefined : refusalFor([holder], model);
+        if (refusal?.refusedBy) {
+          noteRoute(log, refusal.refusedBy);
+          throw new DataPlaneError(refusal.code, refusal.detail);
+        }
+        // Nothing recovers by itself there (the Group is gone, disabled or shut to the key): no SDK retry.
+        throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', NO_RETRY);
+      }
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
         // The route of the Group whose refusal this is, as the engine resolved it for this model

@@ -136,7 +136,14 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
     if (params === undefined) return { found: false, allowed: NO_METHODS, invalidParameter: true, near: route.target };
     // Only passthrough requests pay for this: the upstream would get the rest re-split at its
     // decoded slashes (`resp_1/cancel/`, `resp_1%2Fcancel`), so judge the path it would get.
-    if (route.catchAll) return namedOperation(routes, method, path, forwardedSpelling(route, params)) ?? { found: true, target: route.target, params };
+    if (route.catchAll) {
+      const named = namedOperation(routes, method, path, forwardedSpelling(route, params));
+      if (named?.found) return named;
+      // A path a named route takes by another method is its 405, not the passthrough's:
+      // `HEAD /v1/responses/resp_1` forwarded as is would step around an N* subset of retrieval.
+      if (other) break;
+      return named ?? { found: true, target: route.target, params };
+    }
     return { found: true, target: route.target, params };
   }
   const canonical = withoutEmptySegments(path);
@@ -192,11 +199,11 @@ function paramsOf(route: CompiledRoute, m: RegExpExecArray): Record<string, stri
   return params;
 }
 
-/** The declared, non-passthrough route of `spelling` when it differs from `path`. */
+/** The declared, non-passthrough route of `spelling` when it differs from `path`, or its 405 when it takes that path by another method. */
 function namedOperation(routes: readonly CompiledRoute[], method: string, path: string, spelling: string): RouteMatch | undefined {
   if (spelling === path) return undefined;
   const named = matchRoute(namedRoutesOf(routes), method, spelling);
-  return named.found ? named : undefined;
+  return named.found || named.allowed.length > 0 ? named : undefined;
 }
 
 const namedRoutes = new WeakMap<readonly CompiledRoute[], readonly CompiledRoute[]>();

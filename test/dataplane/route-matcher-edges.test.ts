@@ -1,6 +1,7 @@
 import t from 'tap';
 import { MODEL_LISTS, OPERATION_IDS, OPERATIONS } from '../../src/generated/index.ts';
 import { MODEL_FIELD_BYTES } from '../../src/dataplane/body/index.ts';
+import { compileRouteTable, matchRoute } from '../../src/handlers/compile-route-table.ts';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, HTTP_OPERATIONS, rawRequest, waitForLog } from './helpers/dataplane-scenarios.ts';
 
@@ -14,7 +15,7 @@ const QUERY_MODEL = 'qm';
 
 /** Every endpoint in the generated table's order. */
 const templates = [...OPERATION_IDS.map((id) => ({ ...OPERATIONS[id], protocol: OPERATIONS[id].protocol as string })), ...MODEL_LISTS.map((list) => ({ ...list, protocol: 'models' }))];
-/** Namespaces an `ANY` endpoint takes every method under (`/v1/responses/{rest*}`): no 405 there. */
+/** Namespaces an `ANY` endpoint takes every method under (`/v1/responses/{rest*}`): their named endpoints have a test of their own below. */
 const anyPrefixes = templates.filter((e) => e.method === 'ANY').map((e) => e.path.slice(0, e.path.indexOf('{')));
 
 function concrete(template: string): string {
@@ -135,5 +136,39 @@ t.test('a refusal record carries the route of the Group refusing, not of a disab
   t.equal(res.status, 400);
   const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
   t.match(record, { error_code: 'conversion_not_available', route_mode: 'N/C', effective: 'converted' });
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
+t.test('a named endpoint inside a passthrough namespace, by a method it does not take: 405 with Allow, not the passthrough', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  const routes = compileRouteTable();
+  const named = HTTP_OPERATIONS.filter((op) => op.method !== 'ANY' && anyPrefixes.some((prefix) => op.path.startsWith(prefix)));
+  t.ok(named.some((op) => op.id === 'responses-retrieve'), 'retrieval is among them');
+  for (const op of named) {
+    for (const spelled of [concrete(op.path), `${concrete(op.path)}/`]) {
+      // HEAD too: a forwarded GET endpoint is 405 for it (an upstream need not take HEAD).
+      for (const method of ['HEAD', 'PUT', 'PATCH', 'OPTIONS']) {
+        const what = `${method} ${spelled} (${op.id})`;
+        const match = matchRoute(routes, method, spelled);
+        t.notOk(match.found, `${what}: not matched`);
+        if (match.found) continue;
+        t.ok(match.allowed.includes(op.method), `${what}: Allow names ${op.method}`);
+        const res = await rawRequest(`${gw.url}${spelled}`, { method, headers: {} });
+        t.equal(res.status, 405, `${what}: status`);
+        t.ok(String(res.headers['allow']).split(', ').includes(op.method), `${what}: Allow header`);
+        const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+        t.match(record, { error_code: 'method_not_allowed', protocol: op.protocol }, `${what}: record`);
+        t.not(record.operation, 'responses-namespace', `${what}: not the passthrough`);
+      }
+    }
+  }
+  // Paths no named endpoint takes, by any method, are still the passthrough's.
+  for (const [method, spelled] of [['HEAD', '/v1/responses/vendor-ext/state'], ['PUT', '/v1/responses/vendor-ext/item/7'], ['POST', '/v1/responses/resp_1/CANCEL'], ['GET', '/v1/responses/resp_1/extra/input_items']]) {
+    const match = matchRoute(routes, method!, spelled!);
+    t.ok(match.found && match.target.kind === 'operation' && match.target.operation.id === 'responses-namespace', `${method} ${spelled}: the passthrough`);
+  }
   t.same(upstream.requests, [], 'the upstream received nothing');
 });

@@ -69,9 +69,10 @@ t.test('responses resource calls with a trailing slash are not namespace passthr
 t.test('other paths under /v1/responses stay namespace passthrough, forwarded as sent', async (t) => {
   t.match(matchRoute(routes, 'POST', '/v1/responses/ns/thing/'), { found: true, target: { operation: { id: PASSTHROUGH } }, params: { rest: 'ns/thing/' } });
   t.match(matchRoute(routes, 'POST', '/v1/responses/ns/thing'), { found: true, target: { operation: { id: PASSTHROUGH } }, params: { rest: 'ns/thing' } });
-  // A declared path with another method is not that operation (as without the slash).
-  t.match(matchRoute(routes, 'GET', '/v1/responses/resp_1/cancel/'), { found: true, target: { operation: { id: PASSTHROUGH } } });
-  t.match(matchRoute(routes, 'GET', '/v1/responses/resp_1/cancel'), { found: true, target: { operation: { id: PASSTHROUGH } } });
+  // A declared path with another method is neither that operation nor the passthrough: its 405 (as without the slash).
+  t.same(allowedFor('GET', '/v1/responses/resp_1/cancel/'), ['POST']);
+  t.same(allowedFor('GET', '/v1/responses/resp_1/cancel'), ['POST']);
+  t.same([...(allowedFor('HEAD', '/v1/responses/resp_1') ?? [])].sort(), ['DELETE', 'GET']);
 });
 
 t.test('a known path with a trailing slash and another method is 405, an unknown one 404', async (t) => {
