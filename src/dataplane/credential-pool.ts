@@ -161,11 +161,20 @@ function kindsOf(group: { channel: string }): readonly string[] {
   return CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
 }
 
+/** The detail of a no_available_credential: an active credential of a kind that needs an authorization flow is not "disabled or cooling down". */
+export function noCredentialDetail(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): string {
+  const why = unusableBecause(groups, credentialsOf, now);
+  const flow = 'an authorization flow (OAuth, service account and the like), which this version does not serve';
+  if (!why.needFlow) return 'Every credential of the candidate groups is disabled or cooling down.';
+  if (why.notActive) return `Every credential of the candidate groups is disabled, cooling down, or of a kind that needs ${flow}.`;
+  return `The credentials of the candidate groups need ${flow}.`;
+}
+
 /**
  * Why none of the Groups' credentials was usable: some are active but of a kind that needs an
  * authorization flow (not served in this version), and some are disabled or cooling down.
  */
-export function unusableBecause(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): { needFlow: boolean; notActive: boolean } {
+function unusableBecause(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): { needFlow: boolean; notActive: boolean } {
   let needFlow = false;
   let notActive = false;
   for (const group of groups) {

@@ -8,7 +8,7 @@ import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { candidateNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
-import { unusableBecause, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
+import { noCredentialDetail, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { NO_RETRY } from './retry-hints.ts';
@@ -338,21 +338,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
     // Awaited, so that the finally below finds its stream sent.
     if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point);
     if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
-    const why = input.onlyCredentialId === undefined ? noCredentialDetail(unusableBecause(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now())) : 'The credential that holds this response is disabled, cooling down or gone.';
+    const why = input.onlyCredentialId === undefined ? noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : 'The credential that holds this response is disabled, cooling down or gone.';
     const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
     // A kept error answer that was not sent still holds its upstream connection.
     lastFailure?.stream?.abort();
   }
-}
-
-/** The detail of a no_available_credential: an active credential of a kind that needs an authorization flow is not "disabled or cooling down". */
-function noCredentialDetail(why: { needFlow: boolean; notActive: boolean }): string {
-  const flow = 'an authorization flow (OAuth, service account and the like), which this version does not serve';
-  if (!why.needFlow) return 'Every credential of the candidate groups is disabled or cooling down.';
-  if (why.notActive) return `Every credential of the candidate groups is disabled, cooling down, or of a kind that needs ${flow}.`;
-  return `The credentials of the candidate groups need ${flow}.`;
 }
 
 /** A Group's credentials this request may use: all of them, or only the one it is bound to. */

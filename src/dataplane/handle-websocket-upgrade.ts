@@ -11,7 +11,7 @@ import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
-import { CredentialPool, verdictFor } from './credential-pool.ts';
+import { CredentialPool, noCredentialDetail, verdictFor } from './credential-pool.ts';
 import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
@@ -255,7 +255,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         noteAttemptRoute(log, lastFailure.candidate, lastFailure.credential);
         throw lastFailure.error;
       }
-      throw new DataPlaneError('no_available_credential', undefined, pool.retryHeaders(ordered.map((c) => c.group), (id) => snap.credentialsByGroup.get(id) ?? [], deps.clock()));
+      const groups = ordered.map((c) => c.group);
+      const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
+      throw new DataPlaneError('no_available_credential', noCredentialDetail(groups, credentialsOf, deps.clock()), pool.retryHeaders(groups, credentialsOf, deps.clock()));
     } catch (err) {
       const failure = dataPlaneFailure(err);
       log.status = failure.status;

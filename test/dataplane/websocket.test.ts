@@ -83,6 +83,7 @@ t.test('x-live on ch10 with an OAuth credential is refused with no_available_cre
   const answer = await upgradeAnswer(liveUrl('voice', value));
   t.equal(answer.status, 503);
   t.match(JSON.parse(answer.body), generateError(503, 'UNAVAILABLE', 'no_available_credential'));
+  t.match(JSON.parse(answer.body).error.message, /need an authorization flow/, 'says why: not disabled or cooling down');
   t.equal(answer.headers['x-should-retry'], 'false', 'no credential recovers by itself');
   t.match(await logOf(gw, record.id, 503), { protocol: 'x-live', operation: 'live', external_model: 'voice', error_code: 'no_available_credential', attempt_count: 0, credential_id: null });
 });
