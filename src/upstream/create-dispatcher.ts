@@ -15,9 +15,9 @@ const RETIRE_SLACK = 32;
  * A keep-alive pool for one origin, no proxy. undici's Pool keeps every Client it made, with
  * its socket or without, for its life: after a burst of N requests at once, N Client objects
  * (about 2.7 KB each). `retire` is called once, from the pool's disconnect event, when the
- * Clients without a connection outnumber those with one by RETIRE_SLACK; the caller then lets
- * the pool go (new requests get a new one) and closes it. Counted from connection events, so
- * a request costs nothing more.
+ * Clients without a connection outnumber those with one by RETIRE_SLACK and no request waits
+ * for a connection; the caller then lets the pool go (new requests get a new one) and closes
+ * it. Counted from connection events, so a request costs nothing more.
  */
 export function createOriginPool(origin: string, options: ResolvedUpstreamOptions, retire: () => void): Dispatcher {
   const clients = new Set<Dispatcher>();
@@ -39,6 +39,10 @@ export function createOriginPool(origin: string, options: ResolvedUpstreamOption
   pool.on('disconnect', () => {
     connected--;
     if (retired || clients.size - connected <= connected + RETIRE_SLACK) return;
+    // Clients still connecting count as without a connection: while requests wait on them (a
+    // burst that began as a connection closed), retiring would throw the burst's connections
+    // away. A later disconnect looks again. `stats` walks the Clients, so it comes last.
+    if (pool.stats.pending > 0) return;
     retired = true;
     retire();
   });
