@@ -22,6 +22,7 @@ import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
 import { RequestWatch } from './watch-client.ts';
 import { sendGatewayError } from './send-gateway-error.ts';
 import { maskedOrUndecodable, undecodableAnswer } from './undecodable-answer.ts';
+import { attemptHeadersTimeout } from './client-timeout.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
 interface JsonBody {
@@ -62,6 +63,8 @@ export interface ForwardInput {
    * upstream stores responses per key, so another credential's answer would be a false 404.
    */
   onlyCredentialId?: number;
+  /** When the client's SDK gives up, less a margin (clientDeadline), if it sent its timeout: it bounds every attempt. */
+  clientDeadline?: number | undefined;
 }
 
 export interface ForwardDeps {
@@ -94,6 +97,9 @@ export interface ForwardResult {
   responseId: string | undefined;
   ttfbAt: number | undefined;
 }
+
+/** Why an attempt after the first was not made: the client's SDK would give up before it could be answered. */
+const CLIENT_DEADLINE_DETAIL = "(too little of the client's x-stainless-timeout left for another attempt)";
 
 interface Failed extends UpstreamErrorReply {
   candidate: Candidate;
@@ -130,7 +136,8 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     let request: AttemptRequest;
     try {
       request = jsonAttemptRequest(input, body, candidate, access.secret);
-      exchange = sendAttempt(input, deps, candidate, credential, access, request);
+      const headersTimeoutMs = input.clientDeadline === undefined ? deps.headersTimeoutMs : attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now(), true)!;
+      exchange = sendAttempt(input, deps, candidate, credential, access, request, headersTimeoutMs);
     } catch {
       // Not started: the failover loop makes the attempt again and treats the failure as it does.
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
@@ -200,14 +207,14 @@ function recordDelivery(result: ForwardResult, attempt: AttemptRecord, candidate
 }
 
 /** Starts an attempt's upstream call, at the credential's own address when it has one, else the Group's. */
-function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, access: CredentialAccess, request: AttemptRequest): UpstreamExchange {
+function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, access: CredentialAccess, request: AttemptRequest, headersTimeoutMs: number): UpstreamExchange {
   return deps.upstream.exchange({
     url: upstreamTarget(access.baseUrl ?? candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
     method: input.req.method ?? 'GET',
     headers: request.headers,
     body: request.body,
-    headersTimeoutMs: deps.headersTimeoutMs,
-    bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs, deps.headersTimeoutMs),
+    headersTimeoutMs,
+    bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs, headersTimeoutMs),
     proxy: deps.proxyFor(candidate, credential),
   });
 }
@@ -242,6 +249,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
         const { secret } = access;
+        let headersTimeoutMs = deps.headersTimeoutMs;
+        if (sent === undefined && input.clientDeadline !== undefined) {
+          const within = attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now(), attempts.length === 0);
+          // The client's SDK would give up before another attempt could be answered: the answer now, and not one for it to send again.
+          if (within === undefined) return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', CLIENT_DEADLINE_DETAIL, NO_RETRY), candidate: lastCandidate ?? candidate, credential: lastCredential });
+          headersTimeoutMs = within;
+        }
         const attempt = sent?.attempt ?? newAttempt(candidate, credential);
         attempts.push(attempt);
         lastCandidate = candidate;
@@ -258,7 +272,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           streamedBody = request.streamedBody;
           dropUsageChunk = request.dropUsageChunk;
           if (input.body.kind === 'stream') bodyConsumed = input.body.replayable !== true;
-          exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, access, request);
+          exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, access, request, headersTimeoutMs);
           if (sent === undefined) upstream = await exchange.reply;
           else if ('reply' in sent.got) upstream = sent.got.reply;
           else throw sent.got.error;

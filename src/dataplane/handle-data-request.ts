@@ -10,7 +10,7 @@ import { CredentialPool } from './credential-pool.ts';
 import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { forwardNative, type ForwardDeps } from './forward-native.ts';
-import { withinClientTimeout } from './client-timeout.ts';
+import { clientDeadline } from './client-timeout.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { liveUpstreams } from './live-upstreams.ts';
 import { newLogDraft } from './log-draft.ts';
@@ -229,8 +229,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           usageStyle: op.counts_tokens || billsBackground ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
           requestStreamUsage: op.protocol === 'x-completions' ? requestStreamUsage : undefined,
           onlyCredentialId: remembered?.credentialId,
+          clientDeadline: clientDeadline(req.headers, started),
         },
-        withinClientTimeout(forwardDepsFor(snap), req.headers),
+        forwardDepsFor(snap),
       );
       fillFromResult(log, result);
       if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {

@@ -1,13 +1,21 @@
 import t from 'tap';
-import { withinClientTimeout } from '../../src/dataplane/client-timeout.ts';
-import type { ForwardDeps } from '../../src/dataplane/forward-native.ts';
+import { attemptHeadersTimeout, clientDeadline } from '../../src/dataplane/client-timeout.ts';
 
-const deps = { headersTimeoutMs: 600_000 } as ForwardDeps;
+const ARRIVED = 1_000_000;
 
-t.test("the SDK's timeout shortens the headers timeout to a second before it, never below a second, never lengthens it", async (t) => {
-  t.equal(withinClientTimeout(deps, { 'x-stainless-timeout': '600' }).headersTimeoutMs, 599_000);
-  t.equal(withinClientTimeout(deps, { 'x-stainless-timeout': '1' }).headersTimeoutMs, 1000);
-  t.equal(withinClientTimeout(deps, { 'x-stainless-timeout': '900' }), deps, 'a longer one changes nothing');
-  t.equal(withinClientTimeout(deps, {}), deps, 'none sent');
-  for (const value of ['', '0', '-5', 'soon', 'Infinity']) t.equal(withinClientTimeout(deps, { 'x-stainless-timeout': value }), deps, `${JSON.stringify(value)} is ignored`);
+t.test("the SDK's timeout sets a deadline a second before it, from the request's arrival", async (t) => {
+  t.equal(clientDeadline({ 'x-stainless-timeout': '600' }, ARRIVED), ARRIVED + 599_000);
+  t.equal(clientDeadline({ 'x-stainless-timeout': '1' }, ARRIVED), ARRIVED);
+  t.equal(clientDeadline({}, ARRIVED), undefined, 'none sent');
+  for (const value of ['', '0', '-5', 'soon', 'Infinity']) t.equal(clientDeadline({ 'x-stainless-timeout': value }, ARRIVED), undefined, `${JSON.stringify(value)} is ignored`);
+});
+
+t.test('each attempt waits for what is left of the deadline, never longer than the setting', async (t) => {
+  const deadline = ARRIVED + 4000;
+  t.equal(attemptHeadersTimeout(600_000, deadline, ARRIVED, true), 4000, 'the first attempt');
+  t.equal(attemptHeadersTimeout(600_000, deadline, ARRIVED + 2500, false), 1500, 'a later attempt, after the time the first took');
+  t.equal(attemptHeadersTimeout(2000, deadline, ARRIVED, true), 2000, 'a shorter setting stands');
+  t.equal(attemptHeadersTimeout(600_000, deadline, ARRIVED + 3500, true), 1000, 'the first attempt waits at least a second');
+  t.equal(attemptHeadersTimeout(600_000, deadline, ARRIVED + 3001, false), undefined, 'no later attempt with less than a second left');
+  t.equal(attemptHeadersTimeout(600_000, deadline, ARRIVED + 3000, false), 1000, 'a second left is enough');
 });
