@@ -9,8 +9,14 @@ import type { IncomingHttpHeaders } from 'node:http';
 const SDK_TIMEOUT_HEADER = 'x-stainless-timeout';
 /** The gateway answers this much before the SDK would give up: its timer started earlier. */
 const MARGIN_MS = 1000;
-/** No attempt waits less (the SDK may then run out first); none after the first starts with less left. */
+/** The first attempt waits at least this long (the SDK may then run out first). */
 const FLOOR_MS = 1000;
+/**
+ * No attempt after the first starts with less left: an upstream that failed fast leaves a
+ * short SDK timeout (2 s, 1 s of it the margin) time for another; much less could hardly be
+ * answered and would send the prompt again for nothing.
+ */
+const LATER_FLOOR_MS = 250;
 
 /** When the gateway must have answered for the SDK not to give up first (clock time), or undefined when it sent no timeout. */
 export function clientDeadline(headers: IncomingHttpHeaders, arrivedAt: number): number | undefined {
@@ -23,12 +29,12 @@ export function clientDeadline(headers: IncomingHttpHeaders, arrivedAt: number):
 
 /**
  * The headers timeout of an attempt starting at `now` for a request with a deadline: the
- * setting, or what is left of the deadline when that is shorter (the first attempt at least the
- * floor). Undefined for a later attempt with less than the floor left: it could hardly be
- * answered in time, and would send the prompt again for nothing.
+ * setting, or what is left of the deadline when that is shorter (the first attempt at least
+ * FLOOR_MS). Undefined for a later attempt with less than LATER_FLOOR_MS left.
  */
 export function attemptHeadersTimeout(settingMs: number, deadline: number, now: number, first: boolean): number | undefined {
   const left = deadline - now;
-  if (left < FLOOR_MS && !first) return undefined;
-  return Math.min(settingMs, Math.max(left, FLOOR_MS));
+  if (first) return Math.min(settingMs, Math.max(left, FLOOR_MS));
+  if (left < LATER_FLOOR_MS) return undefined;
+  return Math.min(settingMs, left);
 }

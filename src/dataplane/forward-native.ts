@@ -252,8 +252,12 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         let headersTimeoutMs = deps.headersTimeoutMs;
         if (sent === undefined && input.clientDeadline !== undefined) {
           const within = attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now(), attempts.length === 0);
-          // The client's SDK would give up before another attempt could be answered: the answer now, and not one for it to send again.
-          if (within === undefined) return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', CLIENT_DEADLINE_DETAIL, NO_RETRY), candidate: lastCandidate ?? candidate, credential: lastCredential });
+          // The client's SDK would give up before another attempt could be answered: the answer
+          // now, the earlier attempt's own failure (its status and body, as sent) when one is kept.
+          if (within === undefined) {
+            if (lastFailure !== undefined || lastTransportError !== undefined) break candidates;
+            return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', CLIENT_DEADLINE_DETAIL, NO_RETRY), candidate: lastCandidate ?? candidate, credential: lastCredential });
+          }
           headersTimeoutMs = within;
         }
         const attempt = sent?.attempt ?? newAttempt(candidate, credential);

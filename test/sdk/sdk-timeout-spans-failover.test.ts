@@ -52,16 +52,47 @@ t.test('a failover within the SDK timeout: the second attempt waits for what is 
   t.match(await logOf(gw, err.requestID), { status: 504, error_code: 'upstream_timeout', attempt_count: 2, attempts: [{ status: 429, error_code: 'upstream_429' }, { status: null, error_code: 'upstream_timeout' }] });
 });
 
-t.test('too little of the SDK timeout left after the first attempt: no second attempt, the typed 504', async (t) => {
-  // Deadline 3 s after arrival (4 s less the margin): half a second left after the first attempt.
-  const { upstream, gw, openai } = await slowThenSilent(t, 2500);
+t.test('too little of the SDK timeout left after the first attempt: no second attempt, the first attempt\'s answer as sent', async (t) => {
+  // Deadline 3 s after arrival (4 s less the margin): a tenth of a second left after the first attempt.
+  const { upstream, gw, keyValue } = await firstAnswers(t, { status: 500, afterMs: 2900, laterAnswer: false });
+  const openai = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, maxRetries: 0 });
   const err = await callWithTimeout(openai, 4000);
   t.type(err, OpenAI.InternalServerError, 'the gateway answered before the SDK timed out');
-  t.equal(err.status, 504);
-  t.equal(err.code, 'upstream_timeout');
-  t.equal(err.headers.get('x-should-retry'), 'false');
-  t.equal(upstream.requests.length, 1, 'the second credential was not tried, nor the prompt sent again by the SDK');
+  t.equal(err.status, 500, "the upstream's own status, not a timeout that did not happen");
+  t.match(err.error, { message: 'first failed' }, 'and its body');
+  t.equal(upstream.requests.length, 1, 'the second credential was not tried');
   const log = await logOf(gw, err.requestID);
-  t.match(log, { status: 504, error_code: 'upstream_timeout', attempt_count: 1, attempts: [{ status: 429, error_code: 'upstream_429' }] });
-  t.equal(log?.attempts.length, 1);
+  t.match(log, { status: 500, attempt_count: 1, attempts: [{ status: 500, error_code: 'upstream_500' }] });
 });
+
+t.test('a first attempt that fails fast leaves a short SDK timeout time for the next credential', async (t) => {
+  // x-stainless-timeout 2: the deadline is 1 s after arrival, and the 500 comes at once.
+  const { upstream, openai } = await firstAnswers(t, { status: 500, afterMs: 0, laterAnswer: true });
+  const reply = await withTimeout(openai.chat.completions.create({ model: 'team-chat', messages: [{ role: 'user', content: 'hi' }] }, { timeout: 2000 }), BOUND_MS, 'the answer');
+  t.equal(reply.choices[0]?.message.content, 'from the second', 'served by the second credential');
+  t.equal(upstream.requests.length, 2);
+});
+
+/** The upstream's first request is answered `status` after `afterMs`; later ones at once with 200, or never. */
+async function firstAnswers(t: Test, first: { status: number; afterMs: number; laterAnswer: boolean }) {
+  let seen = 0;
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    (_req, res) => {
+      if (++seen > 1) {
+        if (!first.laterAnswer) return;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'v-chat', choices: [{ index: 0, message: { role: 'assistant', content: 'from the second' }, finish_reason: 'stop' }] }));
+        return;
+      }
+      setTimeout(() => {
+        res.writeHead(first.status, { 'content-type': 'application/json' });
+        res.end('{"error":{"message":"first failed"}}');
+      }, first.afterMs);
+    },
+    { headersTimeoutMs: 600_000 },
+  );
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'v-chat' }], protocols: ['x-completions'], upstreamKeys: ['sk-first', 'sk-second'] });
+  const openai = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  return { upstream, gw, keyValue, openai };
+}
