@@ -1,4 +1,5 @@
 import { BlockList, isIP } from 'node:net';
+import { isAddressOrCidr } from './is-address-or-cidr.ts';
 
 /**
  * The address lockout counts against: the socket's peer, unless that peer is a configured
@@ -34,6 +35,8 @@ function isTrusted(list: BlockList, address: string): boolean {
 function buildBlockList(entries: readonly string[]): BlockList {
   const list = new BlockList();
   for (const entry of entries) {
+    // The API and the config file's check refuse a bad entry; one that got past them is no proxy.
+    if (!isAddressOrCidr(entry)) continue;
     const [address, prefix] = entry.split('/');
     const family = isIP(address ?? '');
     if (family === 0 || address === undefined) continue;

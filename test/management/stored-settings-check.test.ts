@@ -32,6 +32,7 @@ for (const [setting, value, problem] of [
   ['stream_idle_timeout_seconds', 10_000_000, /must be <= 3600/],
   ['credential_cooldown_seconds', -1, /must be >= 0/],
   ['trusted_proxies', ['10.0.0.1', 'not an address'], /trusted_proxies\[1\] is "not an address", which must match pattern/],
+  ['trusted_proxies', ['10.0.0.0/8', '10.0.0.0/99'], /trusted_proxies\[1\] is "10.0.0.0\/99", which is not an IP address or CIDR/],
   ['max_attempt_per_request', 3, /is not a known setting/],
 ] as const) {
   t.test(`a stored ${setting} of ${JSON.stringify(value)} stops the start, naming the file and the setting`, async (t) => {

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isAddressOrCidr } from '../../auth/is-address-or-cidr.ts';
 import { validationFailed } from '../../http/api-error.ts';
 import type { SettingsBody } from '../../generated/management/settings.ts';
 import { checkProxyUrlUsable } from '../channel-rules.ts';
@@ -29,13 +29,4 @@ export function settingsRoutes(deps: ManagementDeps): RouteDef[] {
       },
     }),
   ];
-}
-
-function isAddressOrCidr(entry: string): boolean {
-  const [address = '', prefix, extra] = entry.split('/');
-  const family = isIP(address);
-  if (family === 0 || extra !== undefined) return false;
-  if (prefix === undefined) return true;
-  const bits = /^[0-9]{1,3}$/.test(prefix) ? Number(prefix) : -1;
-  return bits >= 0 && bits <= (family === 4 ? 32 : 128);
 }

@@ -4,6 +4,7 @@ import addFormatsModule from 'ajv-formats';
 // got into the file. Only the JSON is shared; src/http's SchemaValidator answers with ApiError,
 // an HTTP refusal the store layer does not depend on, so the same ajv options are set here.
 import settingsSchema from '../../management/schemas/settings.json' with { type: 'json' };
+import { isAddressOrCidr } from '../../auth/is-address-or-cidr.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the plugin at run time.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -25,7 +26,7 @@ function check(): ValidateFunction {
  */
 export function storedSettingsProblem(settings: object): string | undefined {
   const validate = check();
-  if (validate(settings)) return undefined;
+  if (validate(settings)) return trustedProxiesProblem(settings);
   const error = validate.errors?.[0];
   if (error === undefined) return 'settings are invalid';
   if (error.keyword === 'additionalProperties') {
@@ -52,4 +53,13 @@ const SHOWN_CHARS = 80;
 function shown(value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
   return text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}...` : text;
+}
+
+/** The rule the API adds to the schema: each trusted proxy an address or CIDR (a bad one made lockout's peer lookup throw). */
+function trustedProxiesProblem(settings: object): string | undefined {
+  const entries = (settings as { trusted_proxies?: unknown }).trusted_proxies;
+  if (!Array.isArray(entries)) return undefined;
+  const at = entries.findIndex((entry) => typeof entry !== 'string' || !isAddressOrCidr(entry));
+  if (at < 0) return undefined;
+  return `settings.trusted_proxies[${at}] is ${shown(entries[at])}, which is not an IP address or CIDR; correct it, or remove it`;
 }
