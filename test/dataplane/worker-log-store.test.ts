@@ -357,3 +357,59 @@ t.test('close with a failing store rejects naming how many records were not writ
   db.exec('DROP TRIGGER fail_log_inserts');
   t.equal((await countOnDisk(dir)).requests, 5, 'only the records written before the failure are on disk');
 });
+
+t.test('while writes fail, batches posted meanwhile wait for the retry: failures are reported about once a second, not once per batch', async (t) => {
+  const dir = tempDir(t);
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { batchSize: 10, flushIntervalMs: 60_000, onError: (e) => errors.push(e) });
+  t.teardown(() => store.close());
+  const db = otherConnection(t, dir);
+  t.teardown(() => db.exec('DROP TRIGGER IF EXISTS fail_log_inserts'));
+  db.exec(`CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`);
+
+  // Twenty batches, each reaching the worker on its own, within about half a second.
+  for (let b = 0; b < 20; b++) {
+    for (let i = b * 10; i < (b + 1) * 10; i++) store.append(record(i));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const reports = errors.filter((e) => e instanceof Error && /log inserts refused by the test/.test(e.message)).length;
+  t.ok(reports >= 1, 'the failure is reported');
+  // The first commit and perhaps a retry report; the bound leaves seconds of slack for a slow machine.
+  t.ok(reports <= 3, 'not once per batch', { reports });
+  t.equal(store.buffered, 200, 'every record is kept');
+
+  db.exec('DROP TRIGGER fail_log_inserts');
+  await flushOnceWritesWork(store, /log inserts refused by the test/);
+  t.equal(store.buffered, 0, 'the retry writes them all');
+  await store.close();
+  t.same([...(await countOnDisk(dir)).ids].sort(), ids(0, 200));
+});
+
+t.test('a logs.sqlite removed under the running store fails the writes, clearly, and the records are kept, not acknowledged', async (t) => {
+  const dir = tempDir(t);
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { batchSize: 10, flushIntervalMs: 60_000, onError: (e) => errors.push(e) });
+  t.teardown(() => store.close().catch(() => {}));
+  for (let i = 0; i < 10; i++) store.append(record(i));
+  await store.flush();
+
+  rmSync(join(dir, LOG_DB_FILE));
+  // The worker looks at the file at most once a second; until then its writes still go to the removed file.
+  const message = 'logs.sqlite was removed or replaced; restart the gateway to recreate it';
+  let next = 10;
+  let failure: unknown;
+  for (let attempt = 0; attempt < 40 && failure === undefined; attempt++) {
+    for (const end = next + 10; next < end; next++) store.append(record(next));
+    await store.flush().catch((error: unknown) => (failure = error));
+    if (failure === undefined) await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  t.match(failure, { message }, 'a flush rejects, saying what happened and what to do');
+  t.ok(errors.some((e) => e instanceof Error && e.message === message), 'the failure goes to onError');
+  t.equal(store.buffered, 10, 'the batch whose write failed is kept');
+
+  // It stays failed: the retries do not write to the removed file either.
+  for (const end = next + 10; next < end; next++) store.append(record(next));
+  await t.rejects(store.flush(), { message });
+  t.equal(store.buffered, 20, 'nothing appended after the failure is acknowledged');
+  t.equal(store.dropped, 0);
+});

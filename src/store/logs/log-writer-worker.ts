@@ -54,7 +54,12 @@ async function commit(): Promise<void> {
     return;
   }
   // Batches that arrived while flush() settled were written too, but only their own commit acknowledges them.
-  if (uncommittedThrough === through) uncommittedThrough = undefined;
+  if (uncommittedThrough === through) {
+    uncommittedThrough = undefined;
+    // A read's commit can succeed before the retry: appends need not wait for it any more.
+    if (retryTimer !== undefined) clearTimeout(retryTimer);
+    retryTimer = undefined;
+  }
   send({ type: 'committed', through });
 }
 
@@ -81,6 +86,8 @@ port.on('message', (message: ToLogWriter) => {
       const { data } = message.sealed;
       store.appendBatch({ ...message.sealed, data: Buffer.from(data.buffer, data.byteOffset, data.byteLength) });
       uncommittedThrough = message.batch;
+      // While writes fail, the retry writes this batch too: a commit per batch would report a failure per batch.
+      if (retryTimer !== undefined) return;
       // Batches already queued behind this one arrive before the immediate runs: one commit writes them all (a transaction each) and acknowledges them at once.
       if (!commitScheduled) {
         commitScheduled = true;

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { LogRecord } from './log-record.ts';
@@ -20,6 +20,9 @@ export const LOG_DB_FILE = 'logs.sqlite';
 
 export type SqliteLogStoreOptions = LogBatchAppenderOptions;
 
+/** How often, at most, a write checks that the database file is still the one opened. */
+const FILE_CHECK_MS = 1000;
+
 /**
  * LogStore on SQLite (`<dataDir>/logs.sqlite`, WAL), a row per batch of records (see
  * log-schema.ts). `append` encodes the record into the open batch; batches are written one
@@ -34,15 +37,22 @@ export class SqliteLogStore implements LogStore {
   readonly #pruner: LogBatchPruner;
   readonly #bodies: Database.Statement;
   readonly #prepare: PrepareStatement;
+  readonly #path: string;
+  /** The opened file's identity: a file removed or replaced under the open database would take every later write with it. */
+  readonly #file: Stats;
+  #fileCheckedAt = Date.now();
+  #fileGone: Error | undefined;
   #closed = false;
 
   constructor(dataDir: string, options: SqliteLogStoreOptions = {}) {
     mkdirSync(dataDir, { recursive: true });
-    this.#db = new Database(join(dataDir, LOG_DB_FILE));
+    this.#path = join(dataDir, LOG_DB_FILE);
+    this.#db = new Database(this.#path);
     this.#db.pragma('journal_mode = WAL');
     // WAL + NORMAL survives a process crash; only a power loss can drop the last commits.
     this.#db.pragma('synchronous = NORMAL');
     this.#db.pragma('busy_timeout = 5000');
+    this.#file = this.#opened(() => statSync(this.#path));
     const writer = this.#opened(() => {
       addBodyBatchColumn(this.#db);
       this.#db.exec(LOG_SCHEMA);
@@ -54,7 +64,10 @@ export class SqliteLogStore implements LogStore {
     this.#source = new LogBatchSource(this.#prepare);
     this.#pruner = new LogBatchPruner(this.#db, writer, this.#source);
     this.#bodies = this.#db.prepare('SELECT * FROM request_bodies WHERE request_id = ?');
-    this.#appender = new LogBatchAppender((batch) => writer.write(batch), options);
+    this.#appender = new LogBatchAppender((batch) => {
+      this.#checkFile();
+      writer.write(batch);
+    }, options);
   }
 
   /** Records not yet written. */
@@ -139,6 +152,22 @@ export class SqliteLogStore implements LogStore {
       this.#db.close();
       throw error;
     }
+  }
+
+  /**
+   * Fails the write once the database file was removed or replaced (at most one stat a second):
+   * the write would go to a file nobody can open again, and be acknowledged. It stays failed, so
+   * the records wait as for any failed write; a restart creates the file again.
+   */
+  #checkFile(): void {
+    if (this.#fileGone !== undefined) throw this.#fileGone;
+    const now = Date.now();
+    if (now - this.#fileCheckedAt < FILE_CHECK_MS) return;
+    this.#fileCheckedAt = now;
+    const current = statSync(this.#path, { throwIfNoEntry: false });
+    if (current !== undefined && current.dev === this.#file.dev && current.ino === this.#file.ino) return;
+    this.#fileGone = new Error(`${LOG_DB_FILE} was removed or replaced; restart the gateway to recreate it`);
+    throw this.#fileGone;
   }
 
   #readable(): void {
