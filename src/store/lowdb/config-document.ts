@@ -6,6 +6,11 @@ export interface StoredCredential extends CredentialRecord {
   sealed: string;
   /** Keyed hash of kind and all values, to recognize a duplicate without decrypting. */
   fingerprint: string;
+  /**
+   * Who disabled it: an upstream's verdict (a rotation re-enables it) or the operator (it stays).
+   * Absent in rows stored before it existed; see disabledByUpstream.
+   */
+  disabled_by?: 'upstream' | 'operator';
 }
 
 export interface StoredAccessKey extends AccessKeyRecord {

@@ -81,6 +81,11 @@ export class LowdbCredentialStore implements CredentialStore {
         c.fields = split.public;
         c.masked = mapValues(split.secret, maskSecret);
         c.sealed = this.#box.encrypt(JSON.stringify(split.secret), sealContext(c.id));
+        if (fingerprint !== c.fingerprint) {
+          // What the upstream said about the old secret does not hold for the new one.
+          c.cooldown_until = null;
+          if (!c.enabled && disabledByUpstream(c)) enable(c);
+        }
         c.fingerprint = fingerprint;
       }
     });
@@ -91,6 +96,9 @@ export class LowdbCredentialStore implements CredentialStore {
     // Most stale verdicts are seen here already, without queueing a write.
     const stored = this.#find(this.#doc.data.credentials, groupId, id);
     if (stored === undefined || (expected !== undefined && revisionOf(stored) !== expected)) return undefined;
+    // A verdict that changes nothing writes nothing: under a failing upstream every attempt
+    // brings one, and each would otherwise rewrite the whole file and wait for it.
+    if (expected !== undefined && verdictChangesNothing(stored, change, this.#clock())) return toView(stored, this.#clock());
     // A verdict (made for a revision) leaves the revision as it is: verdicts on the same secret
     // all hold (a 401 after another request's 429 still disables); only a change of the
     // credential itself, a hand enable or disable included, outdates those still on their way.
@@ -100,13 +108,15 @@ export class LowdbCredentialStore implements CredentialStore {
       (c) => {
         // Checked again in the write itself: a rotation or a hand enable may have landed in between.
         if (expected !== undefined && revisionOf(c) !== expected) throw STALE_REVISION;
+        if (expected !== undefined && verdictChangesNothing(c, change, this.#clock())) throw NO_CHANGE;
         if (change.to === 'active') {
-          c.enabled = true;
-          c.disabled_reason = null;
+          enable(c);
           c.cooldown_until = null;
         } else if (change.to === 'disabled') {
           c.enabled = false;
           c.disabled_reason = change.reason;
+          // Only verdicts come for a revision; the operator's disable does not.
+          c.disabled_by = expected === undefined ? 'operator' : 'upstream';
         } else if (c.cooldown_until === null || Date.parse(change.until) > Date.parse(c.cooldown_until)) {
           // Of verdicts, the longest wait stands: a concurrent request's shorter one (a bare 503
           // after another's 429 with a Retry-After of an hour) must not cut it short.
@@ -116,6 +126,7 @@ export class LowdbCredentialStore implements CredentialStore {
       expected === undefined,
     ).catch((err: unknown) => {
       if (err === STALE_REVISION) return undefined;
+      if (err === NO_CHANGE) return this.get(groupId, id);
       throw err;
     });
   }
@@ -172,6 +183,31 @@ export class LowdbCredentialStore implements CredentialStore {
 /** Thrown inside a write to abandon it unwritten when the credential moved past the expected revision. */
 const STALE_REVISION = Symbol('stale credential revision');
 
+/** Thrown inside a write to abandon it unwritten when the verdict would change nothing. */
+const NO_CHANGE = Symbol('credential verdict changes nothing');
+
+/**
+ * Whether a verdict leaves the credential as it is: already disabled (the first reason stands),
+ * or a cooldown ending no later than the one stored, or now or earlier.
+ */
+function verdictChangesNothing(c: StoredCredential, change: CredentialStateChange, now: number): boolean {
+  if (change.to === 'disabled') return !c.enabled;
+  if (change.to !== 'cooldown') return false;
+  const until = Date.parse(change.until);
+  return until <= now || (c.cooldown_until !== null && until <= Date.parse(c.cooldown_until));
+}
+
+/** Rows stored before disabled_by existed tell a verdict's disable by the reason it wrote. */
+function disabledByUpstream(c: StoredCredential): boolean {
+  return c.disabled_by === undefined ? c.disabled_reason?.startsWith('upstream answered') === true : c.disabled_by === 'upstream';
+}
+
+function enable(c: StoredCredential): void {
+  c.enabled = true;
+  c.disabled_reason = null;
+  delete c.disabled_by;
+}
+
 /** Credentials stored before revisions existed are at revision 0. */
 function revisionOf(c: StoredCredential): number {
   return c.revision ?? 0;
@@ -183,7 +219,7 @@ function sealContext(id: number): string {
 
 function toView(c: StoredCredential, now: number): CredentialView {
   // Credentials stored before weights existed weigh 1.
-  const { sealed: _sealed, fingerprint: _fingerprint, ...record } = { ...c, weight: c.weight ?? 1, revision: revisionOf(c) };
+  const { sealed: _sealed, fingerprint: _fingerprint, disabled_by: _disabledBy, ...record } = { ...c, weight: c.weight ?? 1, revision: revisionOf(c) };
   const state = !c.enabled ? 'disabled' : c.cooldown_until !== null && Date.parse(c.cooldown_until) > now ? 'cooldown' : 'active';
   return { ...structuredClone(record), state };
 }
