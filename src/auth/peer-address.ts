@@ -37,10 +37,8 @@ function buildBlockList(entries: readonly string[]): BlockList {
   for (const entry of entries) {
     // The API and the config file's check refuse a bad entry; one that got past them is no proxy.
     if (!isAddressOrCidr(entry)) continue;
-    const [address, prefix] = entry.split('/');
-    const family = isIP(address ?? '');
-    if (family === 0 || address === undefined) continue;
-    const type = family === 4 ? 'ipv4' : 'ipv6';
+    const [address = '', prefix] = entry.split('/');
+    const type = isIP(address) === 4 ? 'ipv4' : 'ipv6';
     if (prefix === undefined) list.addAddress(address, type);
     else list.addSubnet(address, Number(prefix), type);
   }

@@ -2,7 +2,7 @@ import type { Agent, ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { WebSocket } from 'ws';
-import { classifyUpstreamError, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, DEFAULT_CONNECT_TIMEOUT_MS, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
 
 /** How an upstream answered the opening handshake. */
 export type HandshakeOutcome =
@@ -29,8 +29,6 @@ const ANSWER_BODY_LIMIT = 1024 * 1024;
 /** ws reports its own handshake timeout only by this message. */
 const WS_HANDSHAKE_TIMEOUT = 'Opening handshake has timed out';
 const WS_NO_SUBPROTOCOL = 'Server sent no subprotocol';
-/** As the upstream client's connect timeout (TCP, and TLS for `wss`). */
-const CONNECT_TIMEOUT_MS = 10_000;
 
 const CONNECT_TIMED_OUT: HandshakeOutcome = { kind: 'failed', timedOut: false, code: 'upstream_connect_timeout', notDelivered: true };
 
@@ -69,7 +67,7 @@ export function openUpstreamWebSocket(
       connectTimer = setTimeout(() => {
         resolve(CONNECT_TIMED_OUT);
         ws.terminate();
-      }, options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS);
+      }, options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS);
       ws.once('close', () => clearTimeout(connectTimer));
     }
     // 'upgrade' comes with the 101, before 'open'.

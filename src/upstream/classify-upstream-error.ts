@@ -1,7 +1,7 @@
 import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
 import { PROXY_CONNECT_FAILED, PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
-import { requestWritten, requestWrittenWhole } from './request-written.ts';
+import { requestProgress, requestWritten } from './request-written.ts';
 
 export type UpstreamFailureKind =
   | 'aborted'
@@ -121,7 +121,7 @@ export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFa
  */
 export function classifyUpstreamError(error: unknown, options: { viaProxy?: boolean } = {}): UpstreamFailure {
   const failure = classifyByCode(error, options);
-  if (failure.kind === 'headers_timeout' && requestWritten(error) === true && requestWrittenWhole(error) === false) return SEND_TIMEOUT;
+  if (failure.kind === 'headers_timeout' && requestProgress(error) === 'partly') return SEND_TIMEOUT;
   // Failed before undici started writing it: the upstream saw nothing (nor works on it), whatever the code says.
   if (requestWritten(error) !== false || failure.notDelivered || failure.kind === 'aborted') return failure;
   const { overdue: _overdue, ...notSent } = failure;

@@ -12,6 +12,7 @@ export { INVALID_PROXY_URL, InvalidProxyUrlError, SUPPORTED_PROXY_SCHEMES, parse
 export type { ProxyUrlProblem } from './parse-proxy-url.ts';
 export { redactUrl } from './redact-url.ts';
 export type { UpstreamClientOptions } from './upstream-options.ts';
+export { DEFAULT_CONNECT_TIMEOUT_MS } from './upstream-options.ts';
 export { UpstreamClient } from './upstream-client.ts';
 export type { LiveUpstreams, UpstreamRequest, UpstreamResponse, UpstreamTarget } from './upstream-client.ts';
 export { createOriginPool, createProxyDispatcher } from './create-dispatcher.ts';

@@ -6,10 +6,11 @@
  * upstream never had the whole request. Errors that did not come through an exchange (a
  * WebSocket handshake, discovery) are not known here.
  */
-type Progress = 'unwritten' | 'partly' | 'whole';
+/** In the order a request gets through them. */
+const PROGRESS = ['unwritten', 'partly', 'whole'] as const;
+type Progress = (typeof PROGRESS)[number];
 
 const progress = new WeakMap<object, Progress>();
-const RANK: Readonly<Record<Progress, number>> = { unwritten: 0, partly: 1, whole: 2 };
 
 /**
  * Records how far a request got when `error` ended it (`wholly`: its body too, by default
@@ -19,17 +20,16 @@ export function noteRequestWritten(error: unknown, wasWritten: boolean, wholly =
   if (typeof error !== 'object' || error === null) return;
   const reached: Progress = !wasWritten ? 'unwritten' : wholly ? 'whole' : 'partly';
   const known = progress.get(error);
-  if (known === undefined || RANK[reached] > RANK[known]) progress.set(error, reached);
+  if (known === undefined || PROGRESS.indexOf(reached) > PROGRESS.indexOf(known)) progress.set(error, reached);
+}
+
+/** How far the request had been written, as the exchange said; undefined when it is not known. */
+export function requestProgress(error: unknown): Progress | undefined {
+  return typeof error === 'object' && error !== null ? progress.get(error) : undefined;
 }
 
 /** True or false when the exchange said so, undefined when it is not known. */
 export function requestWritten(error: unknown): boolean | undefined {
-  const reached = typeof error === 'object' && error !== null ? progress.get(error) : undefined;
+  const reached = requestProgress(error);
   return reached === undefined ? undefined : reached !== 'unwritten';
-}
-
-/** Whether the whole request, body included, had been written: undefined when it is not known. */
-export function requestWrittenWhole(error: unknown): boolean | undefined {
-  const reached = typeof error === 'object' && error !== null ? progress.get(error) : undefined;
-  return reached === undefined ? undefined : reached === 'whole';
 }

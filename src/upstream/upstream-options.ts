@@ -24,9 +24,12 @@ export interface UpstreamClientOptions {
 
 export type ResolvedUpstreamOptions = Required<Omit<UpstreamClientOptions, 'tls'>> & Pick<UpstreamClientOptions, 'tls'>;
 
+/** TCP (and TLS) connect timeout to an upstream; the WebSocket routes use it too. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
 export function resolveUpstreamOptions(options: UpstreamClientOptions): ResolvedUpstreamOptions {
   return {
-    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     headersTimeoutMs: options.headersTimeoutMs ?? 300_000,
     bodyIdleTimeoutMs: options.bodyIdleTimeoutMs ?? 300_000,
     keepAliveTimeoutMs: options.keepAliveTimeoutMs ?? 30_000,
