@@ -28,12 +28,14 @@ export function clientDeadline(headers: IncomingHttpHeaders, arrivedAt: number):
 }
 
 /**
- * The headers timeout of an attempt starting at `now` for a request with a deadline: the
- * setting, or what is left of the deadline when that is shorter (the first attempt at least
- * FLOOR_MS). Undefined for a later attempt with less than LATER_FLOOR_MS left.
+ * The headers timeout of an attempt starting now: the setting, or, for a request with a
+ * deadline, what is left of it when that is shorter (the first attempt at least FLOOR_MS).
+ * Undefined for a later attempt with less than LATER_FLOOR_MS left. The clock is read only
+ * for a deadline.
  */
-export function attemptHeadersTimeout(settingMs: number, deadline: number, now: number, first: boolean): number | undefined {
-  const left = deadline - now;
+export function attemptHeadersTimeout(settingMs: number, deadline: number | undefined, now: () => number, first: boolean): number | undefined {
+  if (deadline === undefined) return settingMs;
+  const left = deadline - now();
   if (first) return Math.min(settingMs, Math.max(left, FLOOR_MS));
   if (left < LATER_FLOOR_MS) return undefined;
   return Math.min(settingMs, left);

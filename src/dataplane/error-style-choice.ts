@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { MODEL_LISTS, type ModelListDecl, type ModelListStyle, type OperationEntry } from '../generated/index.ts';
-import type { RouteTarget } from '../handlers/compile-route-table.ts';
+import { firstSegment, type RouteTarget } from '../handlers/compile-route-table.ts';
 
 /**
  * The shape a model list answers in: that of the first alternate whose header the request
@@ -26,11 +26,6 @@ const STYLE_BY_FIRST_SEGMENT = new Map(
     return styles.size === 1 && style !== 'completions' ? [[segment, style] as const] : [];
   }),
 );
-
-function firstSegment(path: string): string {
-  const end = path.indexOf('/', 1);
-  return end < 0 ? path : path.slice(0, end);
-}
 
 /**
  * The error shape for a path no endpoint takes, told as the model lists tell their clients

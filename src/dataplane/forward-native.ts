@@ -6,7 +6,7 @@ import { classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type Ou
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
-import { candidateNow, type Candidate } from './plan-candidates.ts';
+import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
 import { noCredentialDetail, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
@@ -136,7 +136,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     let request: AttemptRequest;
     try {
       request = jsonAttemptRequest(input, body, candidate, access.secret);
-      const headersTimeoutMs = input.clientDeadline === undefined ? deps.headersTimeoutMs : attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now(), true)!;
+      const headersTimeoutMs = attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now, true)!;
       exchange = sendAttempt(input, deps, candidate, credential, access, request, headersTimeoutMs);
     } catch {
       // Not started: the failover loop makes the attempt again and treats the failure as it does.
@@ -242,23 +242,19 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         // Routed by the configuration as it was before an earlier attempt's wait: a credential or
         // Group deleted, disabled, rotated or changed meanwhile, once acknowledged, is not tried as
         // it was (nor a Group that no longer maps the model).
-        const configured = attempts.length === 0 ? { credential: listed, group: routed.group } : await deps.credentialNow(routed.group.id, listed.id);
-        const candidate = configured && candidateNow(routed, configured.group);
-        if (configured === undefined || candidate === undefined) continue;
-        const { credential } = configured;
+        const configured = await attemptTargetNow(routed, listed, attempts.length === 0, () => deps.credentialNow(routed.group.id, listed.id));
+        if (configured === undefined) continue;
+        const { candidate, credential } = configured;
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
         const { secret } = access;
-        let headersTimeoutMs = deps.headersTimeoutMs;
-        if (sent === undefined && input.clientDeadline !== undefined) {
-          const within = attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now(), attempts.length === 0);
-          // The client's SDK would give up before another attempt could be answered: the answer
-          // now, the earlier attempt's own failure (its status and body, as sent) when one is kept.
-          if (within === undefined) {
-            if (lastFailure !== undefined || lastTransportError !== undefined) break candidates;
-            return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', CLIENT_DEADLINE_DETAIL, NO_RETRY), candidate: lastCandidate ?? candidate, credential: lastCredential });
-          }
-          headersTimeoutMs = within;
+        // A first attempt already sent has its timeout set.
+        const headersTimeoutMs = sent === undefined ? attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now, attempts.length === 0) : deps.headersTimeoutMs;
+        // The client's SDK would give up before another attempt could be answered: the answer
+        // now, the earlier attempt's own failure (its status and body, as sent) when one is kept.
+        if (headersTimeoutMs === undefined) {
+          if (lastFailure !== undefined || lastTransportError !== undefined) break candidates;
+          return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', CLIENT_DEADLINE_DETAIL, NO_RETRY), candidate: lastCandidate ?? candidate, credential: lastCredential });
         }
         const attempt = sent?.attempt ?? newAttempt(candidate, credential);
         attempts.push(attempt);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
-import { compileRouteTable, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
+import { compileRouteTable, firstSegment, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, hasTokens, requestStreamUsage } from '../usage/index.ts';
@@ -308,7 +308,7 @@ function allowHeader(routes: readonly CompiledRoute[], allowed: readonly string[
 /** Where the endpoint is (`POST /v1beta/models/{model}:generateContent is served under /v1beta, not /v1`), so that the client's API version can be set right. */
 function servedElsewhereDetail(method: string, path: string, servedUnder: string, near: RouteTarget): string {
   const template = near.kind === 'operation' ? near.operation.path : near.list.path;
-  return `${method} ${template} is served under ${servedUnder}, not ${/^\/[^/]*/.exec(path)![0]}.`;
+  return `${method} ${template} is served under ${servedUnder}, not ${firstSegment(path)}.`;
 }
 
 function nameTarget(log: LogRecord, target: RouteTarget): void {

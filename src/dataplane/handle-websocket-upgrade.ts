@@ -17,7 +17,7 @@ import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { openUpstreamWebSocket, type UpstreamHandshake } from './open-upstream-websocket.ts';
-import { attemptOrder, candidateNow, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
+import { attemptOrder, attemptTargetNow, planCandidates, refusalFor, type Candidate } from './plan-candidates.ts';
 import { noteRoute } from './note-route.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
@@ -146,10 +146,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         for (const listed of pool.usable(routed.group, snap.credentialsByGroup.get(routed.group.id) ?? [], deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
           // As forward-native: a credential or Group deleted, disabled, rotated or changed during an earlier handshake is not tried as it was.
-          const configured = log.attempts.length === 0 ? { credential: listed, group: routed.group } : await snapshot.credentialNow(routed.group.id, listed.id, deps.clock());
-          const candidate = configured && candidateNow(routed, configured.group);
-          if (configured === undefined || candidate === undefined) continue;
-          const { credential } = configured;
+          const configured = await attemptTargetNow(routed, listed, log.attempts.length === 0, () => snapshot.credentialNow(routed.group.id, listed.id, deps.clock()));
+          if (configured === undefined) continue;
+          const { candidate, credential } = configured;
           const access = await pool.accessOf(credential);
           if (access === undefined) continue;
           const { secret } = access;

@@ -48,10 +48,26 @@ export function planCandidates(input: PlanInput): Candidate[] {
  * `routed` as its Group is configured now (base URL, proxy, model mapping), for an attempt
  * after another's wait; undefined when that Group no longer serves the request.
  */
-export function candidateNow(routed: Candidate, group: GroupRecord): Candidate | undefined {
+function candidateNow(routed: Candidate, group: GroupRecord): Candidate | undefined {
   if (group === routed.group) return routed;
   const candidate = candidateFor(group, routed.request);
   return candidate?.included ? candidate : undefined;
+}
+
+/**
+ * The credential and candidate an attempt uses: for the first, as routed; for a later one,
+ * after an earlier attempt's wait, as configured now (`lookUp`). Undefined when the credential
+ * or its Group no longer serves the request.
+ */
+export async function attemptTargetNow<C>(
+  routed: Candidate,
+  listed: C,
+  first: boolean,
+  lookUp: () => Promise<{ credential: C; group: GroupRecord } | undefined>,
+): Promise<{ candidate: Candidate; credential: C } | undefined> {
+  const configured = first ? { credential: listed, group: routed.group } : await lookUp();
+  const candidate = configured && candidateNow(routed, configured.group);
+  return candidate && { candidate, credential: configured.credential };
 }
 
 /** The Group as a candidate for the request; undefined when it does not map the request's model. */

@@ -183,7 +183,7 @@ function literalsPastFirstSegment(literals: number, template: string): number {
 }
 
 /** `/v1beta` of `/v1beta/models`. */
-function firstSegment(path: string): string {
+export function firstSegment(path: string): string {
   const end = path.indexOf('/', 1);
   return end < 0 ? path : path.slice(0, end);
 }

@@ -10,7 +10,7 @@ const MESSAGES: Readonly<Record<string, string>> = {
 
 /** The HTTP status a stream's failure is answered with when it comes before the stream's first byte; 502 for a break. */
 const STATUSES: Readonly<Record<string, number>> = {
-  upstream_idle_timeout: 504,
+  upstream_idle_timeout: REFUSAL_REASONS.upstream_timeout.status,
   shutting_down: REFUSAL_REASONS.shutting_down.status,
 };
 
@@ -19,7 +19,7 @@ export function streamFailureOf(code: string): StreamFailure {
 }
 
 export function streamFailureStatus(code: string): number {
-  return STATUSES[code] ?? 502;
+  return STATUSES[code] ?? REFUSAL_REASONS.upstream_unreachable.status;
 }
 
 /**
