@@ -4,8 +4,9 @@ import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { seedAccessKey, seedGroup, startGateway, type Gateway } from '../management/support/gateway.ts';
-import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { startUpstream } from './helpers/data-plane-harness.ts';
 import { chatBody } from './helpers/dataplane-scenarios.ts';
+import { secretOf } from './helpers/upstream-behaviours.ts';
 
 // A verdict on the old secret that landed before a rotation (a disable, a long cooldown) does
 // not hold for the new secret; the operator's own disable does.
@@ -13,10 +14,6 @@ import { chatBody } from './helpers/dataplane-scenarios.ts';
 const OLD = 'sk-verdict-old-0000000001';
 const NEW = 'sk-verdict-new-0000000002';
 const MODEL = 'chat-model';
-
-function secretOf(req: RecordedUpstreamRequest): string {
-  return String(req.headers.authorization ?? '').replace(/^Bearer /, '');
-}
 
 function answer(res: ServerResponse, status: number, headers: Record<string, string> = {}): void {
   const body = status === 200 ? JSON.stringify({ id: 'c', object: 'chat.completion', choices: [] }) : JSON.stringify({ error: { message: `upstream says ${status}` } });

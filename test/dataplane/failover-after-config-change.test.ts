@@ -2,8 +2,9 @@ import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { seedAccessKey, seedGroup, startGateway, type Gateway } from '../management/support/gateway.ts';
-import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { startUpstream } from './helpers/data-plane-harness.ts';
 import { chatBody, deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { secretOf } from './helpers/upstream-behaviours.ts';
 
 // A credential or Group the operator deletes, disables or rotates while an earlier attempt of a
 // request waits on its upstream: once the management API acknowledged the change, failover
@@ -13,10 +14,6 @@ const A = 'sk-failover-first-0000000001';
 const B = 'sk-failover-second-000000002';
 const B_NEW = 'sk-failover-second-rotated-3';
 const MODEL = 'chat-model';
-
-function secretOf(req: RecordedUpstreamRequest): string {
-  return String(req.headers.authorization ?? '').replace(/^Bearer /, '');
-}
 
 function answer(res: ServerResponse, status: number): void {
   const body = status === 200 ? JSON.stringify({ id: 'c', object: 'chat.completion', choices: [] }) : JSON.stringify({ error: { message: `upstream says ${status}` } });

@@ -2,8 +2,9 @@ import t from 'tap';
 import type { ServerResponse } from 'node:http';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { startGateway, type Gateway } from '../management/support/gateway.ts';
-import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { startUpstream } from './helpers/data-plane-harness.ts';
 import { chatBody, completionJson, createKey, eventually, seedGroup, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { secretOf } from './helpers/upstream-behaviours.ts';
 
 // An upstream that took the request and answers after request_timeout_seconds is still
 // working on it: the client gets 504 upstream_timeout at once, no credential cools down
@@ -16,10 +17,6 @@ const BOUND_MS = 30_000;
 const LATE_MS = 5000;
 
 const SECRETS = ['sk-first', 'sk-second', 'sk-third'];
-
-function secretOf(req: RecordedUpstreamRequest): string {
-  return String(req.headers.authorization ?? '').replace(/^Bearer /, '');
-}
 
 function answer(res: ServerResponse): void {
   res.writeHead(200, { 'content-type': 'application/json' });

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
-import { startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { chatBody, createKey, credentialView, readIncrementally, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { secretOf } from './helpers/upstream-behaviours.ts';
 
 // Issue 4 item 8: failover on a streaming request. The first credential refuses (429, 503)
 // before any stream starts; the next one streams, and the client gets that stream as the
@@ -8,10 +9,6 @@ import { chatBody, createKey, credentialView, readIncrementally, seedGroup, wait
 
 const FIRST = 'sk-stream-first-0123456789';
 const SECOND = 'sk-stream-second-0123456789';
-
-function secretOf(req: RecordedUpstreamRequest): string {
-  return String(req.headers.authorization ?? req.headers['x-goog-api-key'] ?? '').replace(/^Bearer /, '');
-}
 
 interface StreamCase {
   name: string;

@@ -1,34 +1,14 @@
 import t from 'tap';
-import { WebSocket } from 'ws';
 import { startBrokenProxy, type ProxyBreakage } from './helpers/broken-proxy.ts';
 import type { startDataPlane } from './helpers/data-plane-harness.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
-import { realtimeRoute, startWsUpstream, type Refusal } from './helpers/ws-upstream.ts';
+import { realtimeRoute, startWsUpstream, upgradeAnswer } from './helpers/ws-upstream.ts';
 
 // A managed proxy that fails on its own side (closes, resets, answers garbage, or presents a
 // certificate the gateway does not trust) is the gateway's side failing on WebSocket routes as
 // on HTTP ones: proxy_unreachable, no cooldown, the next credential tried.
 
-function upgradeAnswer(url: string): Promise<Refusal | 101> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    ws.on('error', reject);
-    ws.once('open', () => {
-      ws.terminate();
-      resolve(101);
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.once('end', () => {
-        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString() });
-        ws.terminate();
-      });
-    });
-  });
-}
-
-async function logOf(gw: Awaited<ReturnType<typeof startDataPlane>>, accessKeyId: number) {
+async function logsOf(gw: Awaited<ReturnType<typeof startDataPlane>>, accessKeyId: number) {
   return eventually(async () => {
     await gw.logs.flush();
     const { items } = await gw.logs.list({ access_key_id: accessKeyId }, { limit: 10 });
@@ -56,13 +36,13 @@ for (const { label, breakage, scheme } of CASES) {
     const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
     await gw.store.groups.update(group.id, { proxy_url: scheme === undefined ? proxy.url : proxy.url.replace(/^http:/, `${scheme}:`) });
 
-    const answer = await upgradeAnswer(wsUrl);
+    const answer = await upgradeAnswer(wsUrl, { openedAs101: true });
     t.not(answer, 101, 'not upgraded');
     if (answer === 101) return;
     t.equal(answer.status, 502);
     t.match(JSON.parse(answer.body), { error: { code: 'proxy_unreachable' } });
     t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
-    const records = await logOf(gw, key.id);
+    const records = await logsOf(gw, key.id);
     t.equal(records.length, 1, 'one log record');
     t.match(records[0], { status: 502, error_code: 'proxy_unreachable', attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }] });
     t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
@@ -82,9 +62,9 @@ for (const breakage of ['reset', 'untrusted-tls'] as const) {
     const [first] = await gw.store.credentials.list(group.id);
     await gw.store.credentials.update(group.id, first!.id, { proxy_url: proxy.url });
 
-    t.equal(await upgradeAnswer(wsUrl), 101, 'the session opened with the next credential');
+    t.equal(await upgradeAnswer(wsUrl, { openedAs101: true }), 101, 'the session opened with the next credential');
     t.same(upstream.seen.map((r) => r.headers.authorization), ['Bearer sk-upstream-b']);
-    const [record] = await logOf(gw, key.id);
+    const [record] = await logsOf(gw, key.id);
     t.match(record, { status: 101, attempts: [{ credential_id: String(first!.id), error_code: 'proxy_unreachable' }, { status: 101 }] });
     t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
   });

@@ -1,11 +1,9 @@
 import { spawn } from 'node:child_process';
 import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
-import { WebSocket } from 'ws';
 import { openUpstreamWebSocket } from '../../src/dataplane/open-upstream-websocket.ts';
-import { startDataPlane } from './helpers/data-plane-harness.ts';
-import { eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
-import { realtimeRoute, type Refusal } from './helpers/ws-upstream.ts';
+import { withTimeout } from './helpers/dataplane-scenarios.ts';
+import { logOf, realtimeRoute, upgradeAnswer } from './helpers/ws-upstream.ts';
 
 // ws times the opening handshake from before the connection opens. A timeout spent connecting
 // (TCP, or TLS for wss) means the upgrade request never went out: the upstream's connection
@@ -43,32 +41,6 @@ async function mute(t: Test): Promise<{ url: string; accepted: () => number }> {
     await new Promise<void>((r) => server.close(() => r()));
   });
   return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, accepted: () => accepted };
-}
-
-function upgradeAnswer(url: string): Promise<Refusal> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
-    ws.on('error', reject);
-    ws.once('open', () => {
-      ws.terminate();
-      reject(new Error('the upgrade was accepted'));
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.once('end', () => {
-        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString() });
-        ws.terminate();
-      });
-    });
-  });
-}
-
-async function logOf(gw: Awaited<ReturnType<typeof startDataPlane>>, accessKeyId: number, status: number) {
-  return eventually(async () => {
-    await gw.logs.flush();
-    return (await gw.logs.list({ access_key_id: accessKeyId }, { limit: 10 })).items.find((r) => r.status === status);
-  }, `the log record with status ${status}`);
 }
 
 t.test('a TCP connect that never completes within the handshake timeout: a connect timeout, each credential cooled down and the next one tried', async (t) => {

@@ -14,7 +14,7 @@ import { closedPortUrl, eventually, withTimeout } from './helpers/dataplane-scen
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
-import { connect, realtimeRoute, REALTIME_PATH, startWsUpstream, upgradeStatus, type Refusal } from './helpers/ws-upstream.ts';
+import { connect, logOf, realtimeRoute, REALTIME_PATH, startWsUpstream, upgradeAnswer, upgradeStatus, type Refusal } from './helpers/ws-upstream.ts';
 
 t.test('realtime transcription (x-suite, ch03): frames pass both ways with the upstream credential and mapped model', async (t) => {
   const c = { protocol: 'x-suite', channel: 'ch03', path: '/v1/audio/transcriptions/realtime' };
@@ -163,26 +163,6 @@ t.test('an upgrade whose model is longer than the model-name cap, or empty, is r
   t.match(JSON.parse(empty.body), { error: { code: 'model_missing' } }, 'an empty model is a missing one, as on HTTP routes');
 });
 
-/** The HTTP answer to an upgrade that was not accepted. */
-function upgradeAnswer(url: string, protocols: string[] = []): Promise<Refusal> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, protocols);
-    ws.on('error', reject);
-    ws.once('open', () => {
-      ws.terminate();
-      reject(new Error('the upgrade was accepted'));
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.once('end', () => {
-        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString() });
-        ws.terminate();
-      });
-    });
-  });
-}
-
 function echoed(client: WebSocket, text: string): Promise<string> {
   const reply = new Promise<string>((r) => client.once('message', (d) => r(d.toString())));
   client.send(text);
@@ -193,13 +173,6 @@ async function closeClient(client: WebSocket): Promise<void> {
   const closed = new Promise((r) => client.once('close', r));
   client.close(1000);
   await closed;
-}
-
-async function logOf(gw: Awaited<ReturnType<typeof startDataPlane>>, accessKeyId: number, status: number) {
-  return eventually(async () => {
-    await gw.logs.flush();
-    return (await gw.logs.list({ access_key_id: accessKeyId }, { limit: 10 })).items.find((r) => r.status === status);
-  }, `the log record with status ${status}`);
 }
 
 t.test('a realtime session through a group-scope HTTP proxy reaches the upstream by a CONNECT tunnel', async (t) => {
@@ -722,7 +695,7 @@ t.test('an upstream that selects none of the offered subprotocols: 400 subprotoc
   const upstream = await startWsUpstream({ selectProtocol: () => false });
   t.teardown(() => upstream.close());
   const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
-  const answer = await upgradeAnswer(wsUrl, ['transcribe.v9']);
+  const answer = await upgradeAnswer(wsUrl, { protocols: ['transcribe.v9'] });
   t.equal(answer.status, 400);
   t.match(JSON.parse(answer.body), { error: { code: 'subprotocol_not_accepted' } });
   t.equal(upstream.seen.length, 1, 'a client offer the upstream declines says nothing about the credential');

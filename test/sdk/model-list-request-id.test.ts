@@ -25,6 +25,7 @@ t.test('anthropic models.retrieve() and models.list(): the answer carries reques
     page.data.map((m) => m.id),
     ['team-c'],
   );
+  t.ok(listed.headers.get('request-id'), 'the list has a request-id');
   t.equal(listed.headers.get('request-id'), listed.headers.get('x-switchyard-request-id'), 'the list carries it too');
   t.equal(upstream.requests.length, 0, 'no upstream was asked');
 });

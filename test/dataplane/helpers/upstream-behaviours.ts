@@ -21,7 +21,7 @@ export const status =
 
 /** The upstream secret a request carried, whichever header its protocol puts it in: which credential was tried. */
 export function secretOf(req: { headers: IncomingMessage['headers'] }): string {
-  return String(req.headers.authorization ?? req.headers['x-api-key'] ?? '').replace(/^Bearer /, '');
+  return String(req.headers.authorization ?? req.headers['x-api-key'] ?? req.headers['x-goog-api-key'] ?? '').replace(/^Bearer /, '');
 }
 
 /** An upstream that answers by the secret it got (`ok` for any not listed), so each credential can fail its own way; stopped at the test's end. */

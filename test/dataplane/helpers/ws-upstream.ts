@@ -2,7 +2,8 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Test } from 'tap';
 import { WebSocket, WebSocketServer } from 'ws';
-import { seedRoute, startDataPlane } from './data-plane-harness.ts';
+import { seedRoute, startDataPlane, type Gateway } from './data-plane-harness.ts';
+import { eventually } from './dataplane-scenarios.ts';
 
 export interface Refusal {
   status: number;
@@ -89,6 +90,40 @@ export function upgradeStatus(url: string): Promise<number> {
       resolve(101);
     });
   });
+}
+
+/**
+ * The HTTP answer to an upgrade that was not accepted. An upgrade that opens rejects, unless
+ * `openedAs101` is set: the session is then dropped and the answer is 101.
+ */
+export function upgradeAnswer(url: string, o?: { protocols?: string[]; openedAs101?: false }): Promise<Refusal>;
+export function upgradeAnswer(url: string, o: { protocols?: string[]; openedAs101: true }): Promise<Refusal | 101>;
+export function upgradeAnswer(url: string, o: { protocols?: string[]; openedAs101?: boolean } = {}): Promise<Refusal | 101> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, o.protocols ?? []);
+    ws.on('error', reject);
+    ws.once('open', () => {
+      ws.terminate();
+      if (o.openedAs101) resolve(101);
+      else reject(new Error('the upgrade was accepted'));
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.once('end', () => {
+        resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString() });
+        ws.terminate();
+      });
+    });
+  });
+}
+
+/** The key's log record with `status`, once it is written. */
+export async function logOf(gw: Gateway, accessKeyId: number, status: number) {
+  return eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: accessKeyId }, { limit: 10 })).items.find((r) => r.status === status);
+  }, `the log record with status ${status}`);
 }
 
 export const REALTIME_PATH = '/v1/audio/transcriptions/realtime';
