@@ -207,7 +207,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             }
             await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
             // As forward-native: a connect timeout is answered as a timeout when it is the last failure.
-            lastFailure = { error: new DataPlaneError(outcome.code.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
+            lastFailure = { error: new DataPlaneError(outcome.code === 'upstream_connect_timeout' ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably saw nothing.
             if (!op.replay_safe && !outcome.notDelivered) break attempts;
             continue;
