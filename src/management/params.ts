@@ -29,8 +29,8 @@ export function queryInt(ctx: ManagementContext, name: string, min: number, max:
   return n;
 }
 
-/** ISO 8601 as Date.parse reads it reliably: a date, or a date and time with an optional zone. */
-const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|([+-])(\d{2}):(\d{2}))?)?$/;
+/** ISO 8601: a date, or a date and time with an optional zone. */
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):(\d{2}))?)?$/;
 
 /** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
 export function queryTime(ctx: ManagementContext, name: string): number | undefined {
@@ -58,24 +58,24 @@ export function queryCursor(ctx: ManagementContext, name: string): string | unde
 }
 
 /**
- * An ISO 8601 time as Date.parse reads it, or NaN when it names no such time: Date.parse rolls
- * "2026-02-30" over to March 2 and "T24:00" to the next day, so the fields it read must be the digits given.
+ * An ISO 8601 time, or NaN when it names no such time. Without a zone it is UTC, a time as
+ * well as a date: the server's own zone is nothing a caller can see. The fields are read back
+ * from the time they make, since Date rolls "2026-02-30" over to March 2 and "T24:00" to the next day.
  */
 function isoTime(raw: string): number {
   const m = ISO_8601.exec(raw);
   if (m === null) return NaN;
-  const at = Date.parse(raw);
-  if (!Number.isFinite(at)) return NaN;
-  const [, year, month, day, hour, minute, second, zone, sign, zoneHours, zoneMinutes] = m;
-  // A date alone is UTC, a time with no zone local time, otherwise the zone's wall clock.
+  const [, year, month, day, hour = '0', minute = '0', second = '0', fraction = '', zone, sign, zoneHours = '0', zoneMinutes = '0'] = m;
+  if (Number(zoneHours) > 23 || Number(zoneMinutes) > 59) return NaN;
+  const given = [year, month, day, hour, minute, second].map(Number) as [number, number, number, number, number, number];
+  // setUTCFullYear, not Date.UTC, which reads years 0 to 99 as 1900 to 1999.
+  const wall = new Date(0);
+  wall.setUTCFullYear(given[0], given[1] - 1, given[2]);
+  wall.setUTCHours(given[3], given[4], given[5], Number(fraction.slice(0, 3).padEnd(3, '0')));
+  const read = [wall.getUTCFullYear(), wall.getUTCMonth() + 1, wall.getUTCDate(), wall.getUTCHours(), wall.getUTCMinutes(), wall.getUTCSeconds()];
+  if (!given.every((v, i) => v === read[i])) return NaN;
   const offset = zone === undefined || zone === 'Z' ? 0 : (sign === '-' ? -1 : 1) * (Number(zoneHours) * 60 + Number(zoneMinutes));
-  const local = hour !== undefined && zone === undefined;
-  const d = new Date(at + offset * 60_000);
-  const read = local
-    ? [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()]
-    : [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()];
-  const given = [year, month, day, hour ?? '0', minute ?? '0', second ?? '0'].map(Number);
-  return given.every((v, i) => v === read[i]) ? at : NaN;
+  return wall.getTime() - offset * 60_000;
 }
 
 export function queryEnum<T extends string>(ctx: ManagementContext, name: string, allowed: readonly T[]): T | undefined {

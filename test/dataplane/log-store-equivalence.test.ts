@@ -65,7 +65,8 @@ function randomRecords(r: Random, n: number, from: number, span: number, taken: 
       external_model: r.pick(MODELS),
       upstream_model: r.pick(['up-1', null]),
       status,
-      error_code: status >= 400 ? r.pick(['upstream_error', 'quota_exceeded']) : null,
+      // Below 400: a stream that failed after its answer began, or one its client ended (no error).
+      error_code: status >= 400 ? r.pick(['upstream_error', 'quota_exceeded']) : r.chance(0.2) ? r.pick(['upstream_stream_broken', 'client_closed', 'client_stalled']) : null,
       attempt_count: attempts.length,
       attempts,
       client_aborted: r.chance(0.1),
@@ -102,6 +103,7 @@ function randomFilter(r: Random): LogFilter {
   if (r.chance(0.3)) filter.model = r.pick(['m-a', 'm-b', 'model-c', 'm\udc00x', 'nope']);
   if (r.chance(0.15)) filter.status = r.pick(STATUSES);
   else if (r.chance(0.2)) filter.status_class = r.pick(['1xx', '2xx', '3xx', '4xx', '5xx', 'error'] as const);
+  if (r.chance(0.15)) filter.error_code = r.pick(['upstream_stream_broken', 'client_closed', 'quota_exceeded', 'nope']);
   return filter;
 }
 

@@ -20,6 +20,7 @@ export interface DecodedLogBatch {
   readonly groupRef: Uint32Array;
   readonly modelRef: Uint32Array;
   readonly status: Float64Array;
+  readonly errorCodeRef: Uint32Array;
   readonly attemptCount: Float64Array;
   readonly ttfbMs: Float64Array;
   readonly durationMs: Float64Array;
@@ -100,6 +101,7 @@ export function decodeLogBatch(data: Buffer): DecodedLogBatch {
     groupRef: new Uint32Array(count),
     modelRef: new Uint32Array(count),
     status: new Float64Array(count),
+    errorCodeRef: new Uint32Array(count),
     attemptCount: new Float64Array(count),
     ttfbMs: new Float64Array(count),
     durationMs: new Float64Array(count),
@@ -121,7 +123,7 @@ export function decodeLogBatch(data: Buffer): DecodedLogBatch {
     batch.modelRef[i] = r.varint();
     r.varint();
     batch.status[i] = r.number();
-    r.varint();
+    batch.errorCodeRef[i] = r.varint();
     batch.attemptCount[i] = r.number();
     const attempts = r.varint();
     for (let k = 0; k < attempts; k++) {

@@ -2,7 +2,8 @@ import type Database from 'better-sqlite3';
 import type { PrepareStatement } from './prepared-statements.ts';
 import { decodeLogBatch, type DecodedLogBatch } from './decode-log-batch.ts';
 import type { LogFilter } from './log-store.ts';
-import { DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
+import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
+import { CLIENT_ENDED_CODES } from './error-record.ts';
 import { STATUS_CLASS_RANGE, recordTest } from './record-filter.ts';
 import { EARLIEST, LATEST } from './time-slots.ts';
 
@@ -22,7 +23,7 @@ const CACHED_BATCHES = 16;
 
 /**
  * Finds the batches that may hold records of a filter (their created_at range overlaps its
- * time range, and for a key, group, model or status their dimensions contain it) and decodes
+ * time range, and for a key, group, model, status or error code their dimensions contain it) and decodes
  * them, keeping the last few decoded.
  */
 export class LogBatchSource {
@@ -97,15 +98,24 @@ export class LogBatchSource {
 function candidateSql(filter: LogFilter): { sql: string; params: Array<string | number> } {
   const clauses = ['max_created_at >= ?', 'min_created_at < ?'];
   const params: Array<string | number> = [filter.from ?? EARLIEST, filter.to ?? LATEST];
-  const dim = (kind: number, condition: string, ...values: Array<string | number>) => {
-    clauses.push(`id IN (SELECT batch_id FROM log_batch_dims WHERE kind = ${kind} AND ${condition})`);
+  const dims = (sql: string, ...values: Array<string | number>) => {
+    clauses.push(`id IN (${sql})`);
     params.push(...values);
   };
+  const dimSql = (kind: number, condition: string) => `SELECT batch_id FROM log_batch_dims WHERE kind = ${kind} AND ${condition}`;
+  const dim = (kind: number, condition: string, ...values: Array<string | number>) => dims(dimSql(kind, condition), ...values);
   if (filter.access_key_id !== undefined) dim(DIM_KEY, 'value = ?', filter.access_key_id);
   if (filter.group_id !== undefined) dim(DIM_GROUP, 'value = ?', filter.group_id);
   if (filter.model !== undefined) dim(DIM_MODEL, 'value = ?', filter.model);
   if (filter.status !== undefined) dim(DIM_STATUS, 'value = ?', filter.status);
-  if (filter.status_class !== undefined) dim(DIM_STATUS, 'value >= ? AND value < ?', ...STATUS_CLASS_RANGE[filter.status_class]);
+  if (filter.error_code !== undefined) dim(DIM_ERROR_CODE, 'value = ?', filter.error_code);
+  if (filter.status_class === 'error') {
+    // isErrorRecord's two halves: a status of 400 or more, or an error code not the client's.
+    const clientCodes = CLIENT_ENDED_CODES.map(() => '?').join(', ');
+    dims(`${dimSql(DIM_STATUS, 'value >= 400')} UNION ${dimSql(DIM_ERROR_CODE, `value NOT IN (${clientCodes})`)}`, ...CLIENT_ENDED_CODES);
+  } else if (filter.status_class !== undefined) {
+    dim(DIM_STATUS, 'value >= ? AND value < ?', ...STATUS_CLASS_RANGE[filter.status_class]);
+  }
   clauses.push('(max_created_at, min_created_at, id) < (?, ?, ?)');
   return {
     sql: `SELECT id, first_seq, count, min_created_at, max_created_at FROM log_batches WHERE ${clauses.join(' AND ')}

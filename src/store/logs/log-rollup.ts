@@ -2,11 +2,12 @@ import { refString, type DecodedLogBatch } from './decode-log-batch.ts';
 import type { UsageTotals } from './log-store.ts';
 import { FLAG_CLIENT_ABORTED } from './encode-log-batch.ts';
 import { slotOf } from './time-slots.ts';
+import { isErrorRecord } from './error-record.ts';
 
 /** The sums usage_rollup keeps, named as its columns. */
 export interface RollupSums {
   requests: number;
-  /** status >= 400 */
+  /** Records isErrorRecord counts (error-record.ts). */
   errors: number;
   /** attempt_count > 0: what quotas count as a request. */
   forwarded: number;
@@ -52,7 +53,7 @@ export function addRecord(sums: RollupSums, batch: DecodedLogBatch, i: number): 
   const status = batch.status[i]!;
   const ttfb = batch.ttfbMs[i]!;
   sums.requests++;
-  if (status >= 400) sums.errors++;
+  if (isErrorRecord(status, refString(batch, batch.errorCodeRef[i]!))) sums.errors++;
   if (batch.attemptCount[i]! > 0) sums.forwarded++;
   sums.input_tokens += batch.inputTokens[i]!;
   sums.output_tokens += batch.outputTokens[i]!;

@@ -13,11 +13,12 @@
  *   Ids are never reused (AUTOINCREMENT, one counter update per batch), so a batch decoded and
  *   cached by id is stale only if prune rewrote it, which drops it from the cache.
  * - `log_batch_dims`: the distinct values a batch holds per filterable dimension (kind 1
- *   access_key_id, 2 group_id, 3 external_model, 4 status), so that filtered reads skip
+ *   access_key_id, 2 group_id, 3 external_model, 4 status, 5 error_code), so that filtered reads skip
  *   batches without a match. `value` has no type, so it keeps what it is given: numbers for
  *   keys and statuses, text for groups and models.
  * - `usage_rollup`: per 1-minute slot of created_at and (key, group, model), the sums that
- *   usage, statistics and quotas read. Its NULL dimensions are matched with IS, so the rows
+ *   usage, statistics and quotas read. It and `log_batch_dims` derive from the batches, so a
+ *   change of what they hold is rebuilt from them (LOG_SCHEMA_VERSION). Its NULL dimensions are matched with IS, so the rows
  *   are found through an index rather than a unique constraint (NULLs are never equal there).
  * - `pruned_usage_by_hour`: what retention deleted, per AccessKey and UTC hour, so that quotas
  *   keep counting it: every quota period starts on an hour, so the hours at or after a
@@ -96,3 +97,11 @@ export const DIM_KEY = 1;
 export const DIM_GROUP = 2;
 export const DIM_MODEL = 3;
 export const DIM_STATUS = 4;
+export const DIM_ERROR_CODE = 5;
+
+/**
+ * PRAGMA user_version of a file whose derived tables are current; an older one has them
+ * rebuilt from its batches when opened (rebuild-derived-tables.ts). 1: `errors` counts an
+ * answer that failed after it began (isErrorRecord), and the dimensions hold error codes.
+ */
+export const LOG_SCHEMA_VERSION = 1;

@@ -11,8 +11,10 @@ export interface LogFilter {
   /** Matches the external (client-facing) model name. */
   model?: string;
   status?: number;
-  /** `error` means status >= 400. */
+  /** A class of statuses, or `error`: the records isErrorRecord counts (error-record.ts), as `errors` does. */
   status_class?: StatusClass;
+  /** Exact match of the record's error_code. */
+  error_code?: string;
 }
 
 export interface LogPage {

@@ -9,6 +9,7 @@ import { LogBatchSource } from './log-batch-source.ts';
 import { LogBatchWriter, type SealedLogBatch } from './write-log-batch.ts';
 import { LogBatchPruner } from './prune-log-batches.ts';
 import { addBodyBatchColumn, migrateRequestLogs } from './migrate-request-logs.ts';
+import { rebuildDerivedTables } from './rebuild-derived-tables.ts';
 import { listLogs } from './read-log-list.ts';
 import { findLogRecord } from './find-log-record.ts';
 import { readUsage } from './read-usage.ts';
@@ -28,7 +29,8 @@ const FILE_CHECK_MS = 1000;
  * log-schema.ts). `append` encodes the record into the open batch; batches are written one
  * transaction each (see LogBatchAppender). Reads write every pending batch first, so they
  * always see every appended record. Opening a file from before batches moves its records into
- * batches first (migrate-request-logs.ts).
+ * batches first (migrate-request-logs.ts), and one of an older LOG_SCHEMA_VERSION has its rollups
+ * and dimensions rebuilt (rebuild-derived-tables.ts).
  */
 export class SqliteLogStore implements LogStore {
   readonly #db: Database.Database;
@@ -58,6 +60,7 @@ export class SqliteLogStore implements LogStore {
       this.#db.exec(LOG_SCHEMA);
       const writer = new LogBatchWriter(this.#db);
       migrateRequestLogs(this.#db, writer);
+      rebuildDerivedTables(this.#db, writer);
       return writer;
     });
     this.#prepare = preparedStatements(this.#db);

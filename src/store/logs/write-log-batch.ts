@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { BodyRowValues } from './body-row.ts';
 import { decodeLogBatch, refString, type DecodedLogBatch } from './decode-log-batch.ts';
-import { DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
+import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
 import { ROLLUP_SUM_COLUMNS, RollupTable, type RollupRow } from './log-rollup.ts';
 
 /** A batch ready to store: its encoded records, its recorded bodies, and the key that makes storing it again a no-op. */
@@ -62,23 +62,26 @@ export class LogBatchWriter {
     return this.#write(batch, seqs);
   }
 
-  /** The batch's distinct keys, groups, models and statuses. */
+  /** The batch's distinct keys, groups, models, statuses and error codes. */
   insertDims(batchId: number, batch: DecodedLogBatch): void {
     const keys = new Set<number>();
     const groups = new Set<number>();
     const models = new Set<number>();
     const statuses = new Set<number>();
+    const errorCodes = new Set<number>();
     for (let i = 0; i < batch.count; i++) {
       const key = batch.accessKeyId[i]!;
       if (!Number.isNaN(key)) keys.add(key);
       if (batch.groupRef[i]! !== 0) groups.add(batch.groupRef[i]!);
       if (batch.modelRef[i]! !== 0) models.add(batch.modelRef[i]!);
       statuses.add(batch.status[i]!);
+      if (batch.errorCodeRef[i]! !== 0) errorCodes.add(batch.errorCodeRef[i]!);
     }
     for (const key of keys) this.#insertDim.run(DIM_KEY, key, batchId);
     for (const ref of groups) this.#insertDim.run(DIM_GROUP, refString(batch, ref), batchId);
     for (const ref of models) this.#insertDim.run(DIM_MODEL, refString(batch, ref), batchId);
     for (const status of statuses) if (!Number.isNaN(status)) this.#insertDim.run(DIM_STATUS, status, batchId);
+    for (const ref of errorCodes) this.#insertDim.run(DIM_ERROR_CODE, refString(batch, ref), batchId);
   }
 
   deleteDims(batchId: number): void {

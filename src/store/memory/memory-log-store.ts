@@ -1,5 +1,6 @@
 import { withRoundedCost } from '../../usage/index.ts';
 import { InvalidLogCursorError } from '../logs/invalid-log-cursor.ts';
+import { isErrorRecord } from '../logs/error-record.ts';
 import { wellFormedFilter, wellFormedStrings } from '../logs/well-formed-text.ts';
 import type { LogListItem, LogRecord } from '../logs/log-record.ts';
 import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
@@ -137,13 +138,14 @@ export class MemoryLogStore implements LogStore {
         (f.group_id === undefined || r.group_id === f.group_id) &&
         (f.model === undefined || r.external_model === f.model) &&
         (f.status === undefined || r.status === f.status) &&
-        (f.status_class === undefined || matchesClass(r.status, f.status_class)),
+        (f.error_code === undefined || r.error_code === f.error_code) &&
+        (f.status_class === undefined || matchesClass(r, f.status_class)),
     );
   }
 }
 
-function matchesClass(status: number, cls: NonNullable<LogFilter['status_class']>): boolean {
-  return cls === 'error' ? status >= 400 : Math.floor(status / 100) === Number(cls[0]);
+function matchesClass(r: Pick<LogRecord, 'status' | 'error_code'>, cls: NonNullable<LogFilter['status_class']>): boolean {
+  return cls === 'error' ? isErrorRecord(r.status, r.error_code) : Math.floor(r.status / 100) === Number(cls[0]);
 }
 
 function newestFirst(a: Pick<LogRecord, 'created_at' | 'request_id'>, b: Pick<LogRecord, 'created_at' | 'request_id'>): number {
@@ -185,7 +187,7 @@ function emptyTotals(): UsageTotals {
 
 function addTo(t: UsageTotals, r: LogRecord): void {
   t.requests++;
-  if (r.status >= 400) t.errors++;
+  if (isErrorRecord(r.status, r.error_code)) t.errors++;
   t.input_tokens += r.usage.input_tokens;
   t.output_tokens += r.usage.output_tokens;
   t.cached_tokens += r.usage.cached_tokens;

@@ -1,0 +1,36 @@
+import type Database from 'better-sqlite3';
+import { decodeLogBatch } from './decode-log-batch.ts';
+import { RollupTable } from './log-rollup.ts';
+import { LOG_SCHEMA_VERSION } from './log-schema.ts';
+import type { LogBatchWriter } from './write-log-batch.ts';
+
+/** Batches read per query, and whose rollups are summed before they are written. */
+const CHUNK = 64;
+
+/**
+ * Brings a file written under an older LOG_SCHEMA_VERSION up to date: usage_rollup and
+ * log_batch_dims are computed again from the stored batches, which they only summarize
+ * (prune keeps them equal), and the version is set, in one transaction, so that a crash part
+ * way leaves the old state and the next open starts over.
+ */
+export function rebuildDerivedTables(db: Database.Database, writer: LogBatchWriter): void {
+  if ((db.pragma('user_version', { simple: true }) as number) >= LOG_SCHEMA_VERSION) return;
+  const batches = db.prepare(`SELECT id, data FROM log_batches WHERE id > ? ORDER BY id LIMIT ${CHUNK}`);
+  db.transaction(() => {
+    db.exec('DELETE FROM usage_rollup; DELETE FROM log_batch_dims');
+    let after = 0;
+    for (;;) {
+      const rows = batches.all(after) as Array<{ id: number; data: Buffer }>;
+      const rollup = new RollupTable();
+      for (const { id, data } of rows) {
+        const batch = decodeLogBatch(data);
+        writer.insertDims(id, batch);
+        rollup.addBatch(batch);
+        after = id;
+      }
+      writer.applyRollup(rollup.rows, 1);
+      if (rows.length < CHUNK) break;
+    }
+    db.pragma(`user_version = ${LOG_SCHEMA_VERSION}`);
+  })();
+}
