@@ -36,6 +36,7 @@ export function emitProtocolTable(m: ValidatedManifests): string {
         error_style: p.error_style,
       };
       if (o.sub_operation !== undefined) entry.sub_operation = o.sub_operation;
+      if (o.resource !== undefined) entry.resource = { ...o.resource, creates: o.resource.creates ?? false };
       operations[o.id] = entry;
     }
   }

@@ -41,6 +41,12 @@ export function validateSemantics(pm: LoadedManifest, cm: LoadedManifest): Manif
     }
     p.operations.forEach((o, oi) => {
       if (!capabilities.has(o.capability)) atP(['protocols', pi, 'operations', oi, 'capability'], `unknown capability id "${o.capability}"`);
+      const r = o.resource;
+      if (r === undefined) return;
+      const at = ['protocols', pi, 'operations', oi, 'resource'];
+      if (r.creates !== true && r.path_parameter === undefined && r.body_field === undefined) atP(at, `resource "${r.kind}": declare creates, path_parameter or body_field`);
+      if (r.path_parameter !== undefined && !o.path.includes(`{${r.path_parameter}}`)) atP([...at, 'path_parameter'], `"${o.path}" has no {${r.path_parameter}}`);
+      if (r.body_field !== undefined && o.body !== 'json') atP([...at, 'body_field'], `body_field "${r.body_field}" needs body: json`);
     });
   });
 

@@ -59,8 +59,8 @@ export interface ForwardInput {
   /** Adds `stream_options.include_usage` for completions streams; true when the client did not ask. */
   requestStreamUsage?: (body: Record<string, unknown>) => boolean;
   /**
-   * The only credential to try (the one that holds a response the request refers to): an
-   * upstream stores responses per key, so another credential's answer would be a false 404.
+   * The only credential to try (the one that holds the response or voice the request refers
+   * to): an upstream stores them per key, so another credential's answer would be a false 404.
    */
   onlyCredentialId?: number;
   /** When the client's SDK gives up, less a margin (clientDeadline), if it sent its timeout: it bounds every attempt. */
@@ -352,7 +352,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
     // Awaited, so that the finally below finds its stream sent.
     if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point);
     if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
-    const why = input.onlyCredentialId === undefined ? noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : 'The credential that holds this response is disabled, cooling down or gone.';
+    const why = input.onlyCredentialId === undefined ? noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : `The credential that holds this ${input.op.resource?.kind ?? 'response'} is disabled, cooling down or gone.`;
     const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {
@@ -399,7 +399,7 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     streamStyle: input.streamStyle,
     usageStyle: input.usageStyle,
     dropUsageChunk,
-    captureResponseId: input.op.protocol === 'x-responses',
+    captureResponseId: input.op.resource !== undefined,
     idleTimeoutMs: deps.idleTimeoutMs,
     onFirstByte: () => {
       result.ttfbAt ??= deps.now();
@@ -544,11 +544,13 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
 }
 
 /**
- * Streams have their own idle watcher, which ends them with the protocol's error event; the
- * client's body timeout only catches a body that stops for far longer (a stuck connection):
- * at least twice the idle timeout. It is the headers timeout when that is long enough (the
- * defaults, 590 s against 120 s), because undici makes a new timer for each phase of a
- * request when their timeouts differ, and only refreshes one when they are the same.
+ * Streams have their own idle watcher, which ends them with the protocol's error event, and so
+ * has a plain body still open after the turn that brought its first bytes (RelayContext); the
+ * client's body timeout only catches a body that stops for far longer (a stuck connection, a
+ * body silent before its first byte): at least twice the idle timeout. It is the headers
+ * timeout when that is long enough (the defaults, 590 s against 120 s), because undici makes a
+ * new timer for each phase of a request when their timeouts differ, and only refreshes one
+ * when they are the same.
  */
 function bodyTimeoutBackstop(idleTimeoutMs: number, headersTimeoutMs: number): number {
   return Math.max(headersTimeoutMs, Math.max(idleTimeoutMs, 1000) * 2);

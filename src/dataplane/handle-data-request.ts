@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { OperationEntry } from '../generated/index.ts';
+import type { OperationEntry, ResourceEntry } from '../generated/index.ts';
 import { compileRouteTable, firstSegment, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
@@ -22,7 +22,7 @@ import { cappedModelName } from './body/index.ts';
 import { withinModelCap } from './body/model-name-cap.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { requestFeatures } from './request-features.ts';
-import { owesUsageTo, ResponseAffinity } from './response-affinity.ts';
+import { owesUsageTo, resourceKey, ResponseAffinity } from './response-affinity.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { listStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
@@ -185,10 +185,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
 
       const features = requestFeatures(op.stream, prepared.fields, query);
       const { candidates, included } = plans.plan(snap.groupsByModel, snap.groups, current, op.protocol, op.id, model, features);
-      // A stored response, named in the path or continued by previous_response_id, lives with the credential that created it.
-      const continued = prepared.fields?.['previous_response_id'];
-      const responseId = match.params['response_id'] ?? (typeof continued === 'string' ? continued : undefined);
-      const remembered = responseId === undefined ? undefined : affinity.lookup(responseId);
+      // A stored object (a response, a voice), named in the path or the body as the operation
+      // declares, lives with the credential that created it. One property test for any other operation.
+      const resource = op.resource;
+      const heldKey = resource === undefined ? undefined : heldResourceKey(resource, match.params, prepared.fields);
+      const remembered = heldKey === undefined ? undefined : affinity.lookup(heldKey);
       // A background response's tokens are counted from the first read by its creator that reports them (its create reported none).
       const billsBackground = remembered !== undefined && owesUsageTo(remembered, current.id) && BACKGROUND_BILLING_READS.has(op.id);
       const routable = attemptOrder(included);
@@ -205,7 +206,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           throw new DataPlaneError(refusal.code, refusal.detail);
         }
         // Nothing recovers by itself there (the Group is gone, disabled or shut to the key): no SDK retry.
-        throw new DataPlaneError('no_available_credential', 'The Group that holds this response is not available to this key.', NO_RETRY);
+        throw new DataPlaneError('no_available_credential', `The Group that holds this ${resource!.kind} is not available to this key.`, NO_RETRY);
       }
       if (ordered.length === 0) {
         const refusal = refusalFor(candidates, model);
@@ -234,13 +235,14 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         forwardDepsFor(snap),
       );
       fillFromResult(log, result);
-      if (result.candidate && result.credential && result.responseId && op.protocol === 'x-responses') {
+      // The object a successful answer names is held by the credential that gave it (an error's body names none).
+      if (resource !== undefined && result.candidate && result.credential && result.responseId && result.status < 300) {
         // A background create that streamed to its end reported (and counted) its usage already.
         const createCounted = result.usage !== undefined && hasTokens(result.usage);
-        const created = op.id === 'responses-create' ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, externalModel: model ?? null, accessKeyId: current.id } : undefined;
-        affinity.remember(result.responseId, result.candidate.group.id, result.credential.id, created);
+        const created = resource.creates ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, externalModel: model ?? null, accessKeyId: current.id } : undefined;
+        affinity.remember(resourceKey(resource.kind, result.responseId), result.candidate.group.id, result.credential.id, created);
       }
-      const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(responseId!, current.id));
+      const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(heldKey!, current.id));
       if (counted && result.usage && result.candidate) {
         log.usage = result.usage;
         log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? remembered?.upstreamModel ?? model ?? ''));
@@ -321,6 +323,12 @@ function modelNamedBy(target: RouteTarget, params: Record<string, string> | unde
   if (params === undefined) return null;
   const value = target.kind === 'operation' ? rawModelOf(target.operation, undefined, params, query) : target.list.answers === 'model' ? params['model'] : undefined;
   return value !== undefined && withinModelCap(value) ? value : null;
+}
+
+/** The remembered-object key of the object the request names where its operation says (path parameter or body field), if it names one. */
+function heldResourceKey(resource: ResourceEntry, params: Record<string, string>, fields: Record<string, unknown> | undefined): string | undefined {
+  const id = resource.path_parameter !== undefined ? params[resource.path_parameter] : resource.body_field !== undefined ? fields?.[resource.body_field] : undefined;
+  return typeof id === 'string' ? resourceKey(resource.kind, id) : undefined;
 }
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {

@@ -13,8 +13,10 @@ export interface RememberedResponse {
 }
 
 /**
- * Which Group and credential created a response, so that retrieval, deletion, cancellation
- * and input items reach the upstream that holds it. Bounded: the oldest entries go first.
+ * Which Group and credential created a stored object (a response, a voice: an operation's
+ * `resource` in the manifest), so that the calls naming it (retrieval, deletion, cancellation,
+ * input items, a voice's update) reach the upstream that holds it. Keyed by resourceKey.
+ * Bounded: the oldest entries go first.
  * A response created in the background (`background: true`) is answered queued, before it has
  * used any tokens; its entry stays `unbilled` until a read of it by the AccessKey that created
  * it first reports its usage.
@@ -50,6 +52,11 @@ export class ResponseAffinity {
     entry.unbilled = false;
     return true;
   }
+}
+
+/** The key an object is remembered under: ids of different kinds may look alike. */
+export function resourceKey(kind: string, id: string): string {
+  return `${kind}:${id}`;
 }
 
 /** Whether a read by this AccessKey is to count the response's usage: it created it, and none was counted yet. */

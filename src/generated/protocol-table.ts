@@ -713,7 +713,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "preserve_upstream_status": false,
     "counts_tokens": false,
     "error_style": "completions",
-    "sub_operation": "cancellation"
+    "sub_operation": "cancellation",
+    "resource": {
+      "kind": "response",
+      "path_parameter": "response_id",
+      "creates": false
+    }
   },
   "responses-compact": {
     "id": "responses-compact",
@@ -729,7 +734,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "preserve_upstream_status": false,
     "counts_tokens": true,
     "error_style": "completions",
-    "sub_operation": "compaction"
+    "sub_operation": "compaction",
+    "resource": {
+      "kind": "response",
+      "body_field": "previous_response_id",
+      "creates": false
+    }
   },
   "responses-create": {
     "id": "responses-create",
@@ -744,7 +754,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "replay_safe": true,
     "preserve_upstream_status": false,
     "counts_tokens": true,
-    "error_style": "completions"
+    "error_style": "completions",
+    "resource": {
+      "kind": "response",
+      "creates": true,
+      "body_field": "previous_response_id"
+    }
   },
   "responses-delete": {
     "id": "responses-delete",
@@ -760,7 +775,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "preserve_upstream_status": false,
     "counts_tokens": false,
     "error_style": "completions",
-    "sub_operation": "deletion"
+    "sub_operation": "deletion",
+    "resource": {
+      "kind": "response",
+      "path_parameter": "response_id",
+      "creates": false
+    }
   },
   "responses-input-items": {
     "id": "responses-input-items",
@@ -776,7 +796,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "preserve_upstream_status": false,
     "counts_tokens": false,
     "error_style": "completions",
-    "sub_operation": "input_items"
+    "sub_operation": "input_items",
+    "resource": {
+      "kind": "response",
+      "path_parameter": "response_id",
+      "creates": false
+    }
   },
   "responses-input-tokens": {
     "id": "responses-input-tokens",
@@ -791,7 +816,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "replay_safe": true,
     "preserve_upstream_status": false,
     "counts_tokens": false,
-    "error_style": "completions"
+    "error_style": "completions",
+    "resource": {
+      "kind": "response",
+      "body_field": "previous_response_id",
+      "creates": false
+    }
   },
   "responses-namespace": {
     "id": "responses-namespace",
@@ -823,7 +853,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "preserve_upstream_status": false,
     "counts_tokens": false,
     "error_style": "completions",
-    "sub_operation": "retrieval"
+    "sub_operation": "retrieval",
+    "resource": {
+      "kind": "response",
+      "path_parameter": "response_id",
+      "creates": false
+    }
   },
   "stream-generate-content": {
     "id": "stream-generate-content",
@@ -853,7 +888,11 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "replay_safe": false,
     "preserve_upstream_status": false,
     "counts_tokens": false,
-    "error_style": "completions"
+    "error_style": "completions",
+    "resource": {
+      "kind": "voice",
+      "creates": true
+    }
   },
   "voices-delete": {
     "id": "voices-delete",
@@ -868,7 +907,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "replay_safe": false,
     "preserve_upstream_status": false,
     "counts_tokens": false,
-    "error_style": "completions"
+    "error_style": "completions",
+    "resource": {
+      "kind": "voice",
+      "path_parameter": "voice_id",
+      "creates": false
+    }
   },
   "voices-list": {
     "id": "voices-list",
@@ -898,7 +942,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "replay_safe": true,
     "preserve_upstream_status": false,
     "counts_tokens": false,
-    "error_style": "completions"
+    "error_style": "completions",
+    "resource": {
+      "kind": "voice",
+      "path_parameter": "voice_id",
+      "creates": false
+    }
   },
   "voices-update": {
     "id": "voices-update",
@@ -913,7 +962,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "replay_safe": false,
     "preserve_upstream_status": false,
     "counts_tokens": false,
-    "error_style": "completions"
+    "error_style": "completions",
+    "resource": {
+      "kind": "voice",
+      "path_parameter": "voice_id",
+      "creates": false
+    }
   }
 };
 

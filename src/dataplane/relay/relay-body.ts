@@ -23,9 +23,8 @@ export class BodyRelay implements UpstreamBodySink {
     this.#relay = relay;
     this.done = done;
     if (isJson) this.#kept = [];
-    // No watcher per answer: one watches while the client is not reading (a silent upstream is
-    // the upstream client's body timeout's).
-    relay.watchesWhenHeld = true;
+    // No watcher for an answer read in one turn: one only for a body still open after it (RelayContext.flush).
+    relay.watchesAfterFirstTurn = true;
   }
 
   onData(chunk: Buffer): void {
@@ -77,8 +76,11 @@ export class BodyRelay implements UpstreamBodySink {
 
   onError(error: Error): void {
     this.#relay.idle?.stop();
-    // The shutdown's grace ran out and cut the body: the gateway stopped it, not the upstream.
-    // A body that went silent past undici's body timeout is the upstream's stall, not a break.
+    // The idle watcher ended it (upstream_idle_timeout, client_stalled): already recorded. The
+    // shutdown's grace ran out and cut the body: the gateway stopped it, not the upstream. A body
+    // that went silent past undici's body timeout (one silent before its first bytes, which no
+    // watcher watches) is the upstream's stall, not a break. A plain body cannot carry an error
+    // event: the client's connection is cut.
     this.#relay.fail(this.#relay.options.inFlight?.ended ? 'shutting_down' : classifyUpstreamError(error).kind === 'body_timeout' ? 'upstream_idle_timeout' : 'upstream_stream_broken');
     this.#relay.res.destroy();
     this.done();

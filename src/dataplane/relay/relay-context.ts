@@ -16,7 +16,7 @@ export interface DeliveryOptions {
   usageStyle: UsageStyle | undefined;
   /** The gateway asked for stream usage on the client's behalf: drop the usage-only chunk. */
   dropUsageChunk: boolean;
-  /** Look for the `id` of a created response (responses style), for routing later calls back. */
+  /** Look for the `id` of the stored object the answer names (a response, a voice), for routing later calls back. */
   captureResponseId: boolean;
   idleTimeoutMs: number;
   onFirstByte(): void;
@@ -69,10 +69,13 @@ export class RelayContext {
   /** A stream relay's idle watcher: held while the client's buffer is full, so that a client reading slowly is not taken for a silent upstream. */
   idle: IdleWatcher | undefined;
   /**
-   * A relay with no idle watcher of its own (a plain body) gets one when the client's buffer
-   * first fills: a client that then reads nothing for the idle timeout is `client_stalled`.
+   * A relay with no idle watcher of its own (a plain body) gets one at the first flush, which
+   * comes only when its body is still open after the turn that brought its first bytes: a body
+   * read whole in one turn (the usual JSON answer) is ended before and never makes one. From
+   * then on, an upstream silent for the idle timeout is `upstream_idle_timeout`, a client that
+   * reads nothing for it `client_stalled`.
    */
-  watchesWhenHeld = false;
+  watchesAfterFirstTurn = false;
   #first = true;
   #waitingForDrain = false;
   #queued: Buffer[] = [];
@@ -140,20 +143,17 @@ export class RelayContext {
     const data = this.#take();
     if (data === undefined || this.res.destroyed) return;
     if (this.#heldHead !== undefined) this.#writeHead(this.#heldHead);
+    // A flush per turn of upstream reads: this turn's activity for a plain body's watcher.
+    if (this.watchesAfterFirstTurn) (this.idle ??= watchUpstreamIdle(this)).touch();
     if (this.res.write(data) || this.#waitingForDrain || this.res.destroyed) return;
     this.#waitingForDrain = true;
-    if (this.idle === undefined && this.watchesWhenHeld) this.idle = watchUpstreamIdle(this);
     this.idle?.hold();
     this.reply.pause();
     this.res.once(
       'drain',
       (this.#resume ??= () => {
         this.#waitingForDrain = false;
-        // A watcher made for the hold goes with it: a plain body's silent upstream is the upstream client's to time out.
-        if (this.watchesWhenHeld) {
-          this.idle?.stop();
-          this.idle = undefined;
-        } else this.idle?.release();
+        this.idle?.release();
         this.reply.resume();
       }),
     );

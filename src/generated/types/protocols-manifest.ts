@@ -75,6 +75,19 @@ export interface OperationDecl {
   replay_safe: boolean;
   preserve_upstream_status?: boolean;
   counts_tokens?: boolean;
+  resource?: ResourceDecl;
+}
+/**
+ * A stored object an upstream keeps per credential: the operation creates one (its answer's id) or names one, and the call goes to the credential that holds it.
+ *
+ * This interface was referenced by `ProtocolsManifest`'s JSON-Schema
+ * via the `definition` "Resource".
+ */
+export interface ResourceDecl {
+  kind: string;
+  creates?: boolean;
+  path_parameter?: string;
+  body_field?: string;
 }
 /**
  * This interface was referenced by `ProtocolsManifest`'s JSON-Schema

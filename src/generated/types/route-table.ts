@@ -108,6 +108,17 @@ export interface OperationEntry {
   preserve_upstream_status: boolean;
   counts_tokens: boolean;
   error_style: 'completions' | 'messages' | 'generate';
+  resource?: ResourceEntry;
+}
+/**
+ * This interface was referenced by `RouteTables`'s JSON-Schema
+ * via the `definition` "ResourceEntry".
+ */
+export interface ResourceEntry {
+  kind: string;
+  creates: boolean;
+  path_parameter?: string;
+  body_field?: string;
 }
 /**
  * This interface was referenced by `RouteTables`'s JSON-Schema
