@@ -18,11 +18,25 @@ export interface DataPlaneOptions {
   streamIdleTimeoutMs?: number;
   /** Overrides the `request_timeout_seconds` setting (time until the upstream's response headers), as above. */
   headersTimeoutMs?: number;
+  /**
+   * A WebSocket session's client that sent nothing (no message, ping or pong) for this long is
+   * pinged; one still silent a period later is gone (network lost without a FIN) and its session
+   * is ended (`client_stalled`). Tests shorten it.
+   */
+  sessionHeartbeatMs: number;
+  /**
+   * Largest WebSocket message either side of a session may send (bytes): each message is
+   * assembled whole before it is relayed, so this bounds what one holds in memory.
+   */
+  sessionMessageMaxBytes: number;
 }
 
 export const DEFAULT_DATA_PLANE_OPTIONS: DataPlaneOptions = {
   maxBodyBytes: 64 * 1024 * 1024,
   bufferedJsonBytes: 1024 * 1024,
+  sessionHeartbeatMs: 30_000,
+  // Above OpenAI realtime's largest event (an `input_audio_buffer.append` of up to 15 MiB of audio); ws's own default is 100 MiB.
+  sessionMessageMaxBytes: 16 * 1024 * 1024,
 };
 
 export interface DataPlaneDeps {

@@ -80,7 +80,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const quota = quotaMeterFor(deps.logs);
   // What each client's 101 carries: the subprotocol its upstream selected, the end-to-end headers of the upstream's 101, and the request id.
   const joining = new WeakMap<IncomingMessage, { protocol: string; headers: OutgoingHeaders }>();
-  const wss = new WebSocketServer({ noServer: true, handleProtocols: (_offered, req) => joining.get(req)?.protocol || false });
+  // Pings and pongs are the session's to relay (relayWebSocketSession), not answered here.
+  const wss = new WebSocketServer({ noServer: true, autoPong: false, maxPayload: deps.options.sessionMessageMaxBytes, handleProtocols: (_offered, req) => joining.get(req)?.protocol || false });
   wss.on('headers', (lines: string[], req: IncomingMessage) => {
     const headers = joining.get(req)?.headers;
     if (headers === undefined) return;
@@ -167,7 +168,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, settings);
           let handshake: UpstreamHandshake;
           try {
-            handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs, answerIdleTimeoutMs });
+            handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs, answerIdleTimeoutMs, maxPayload: deps.options.sessionMessageMaxBytes });
           } catch (error) {
             // An unusable stored proxy URL or upstream address: nothing was sent, so another credential may be tried.
             const failure = classifyUpstreamError(error);
@@ -293,7 +294,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.error_code = code;
       session.endForPolicy(code);
     });
-    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, follower.onUsage);
+    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage);
     void session.ended.then(follower.stop);
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));

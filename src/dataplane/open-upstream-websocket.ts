@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { WebSocket } from 'ws';
 import { classifyUpstreamError, DEFAULT_CONNECT_TIMEOUT_MS, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
+import { DEFAULT_DATA_PLANE_OPTIONS } from './data-plane-deps.ts';
 
 /** How an upstream answered the opening handshake. */
 export type HandshakeOutcome =
@@ -35,13 +36,15 @@ const CONNECT_TIMED_OUT: HandshakeOutcome = { kind: 'failed', timedOut: false, c
 /**
  * Opens the upstream WebSocket offering the client's `protocols`; the opened socket's `protocol`
  * is the one the upstream selected. An opened socket is paused, so frames the upstream sends
- * before the client's side is joined wait in the socket instead of being dropped.
+ * before the client's side is joined wait in the socket instead of being dropped. It does not
+ * answer pings itself: the session relays them to the client. `maxPayload`: the largest message
+ * it accepts (the data plane's `sessionMessageMaxBytes` unless given).
  */
 export function openUpstreamWebSocket(
   url: string,
   protocols: string[],
   headers: OutgoingHeaders,
-  options: { agent: Agent | undefined; handshakeTimeoutMs: number; answerIdleTimeoutMs: number; connectTimeoutMs?: number },
+  options: { agent: Agent | undefined; handshakeTimeoutMs: number; answerIdleTimeoutMs: number; connectTimeoutMs?: number; maxPayload?: number },
 ): UpstreamHandshake {
   // ws times the handshake from before the connection opens: how far it got says whose the timeout is.
   let socketGiven = false;
@@ -60,7 +63,14 @@ export function openUpstreamWebSocket(
     });
     req.end();
   };
-  const ws = new WebSocket(url, protocols, { headers, handshakeTimeout: options.handshakeTimeoutMs, finishRequest, ...(options.agent ? { agent: options.agent } : {}) });
+  const ws = new WebSocket(url, protocols, {
+    headers,
+    handshakeTimeout: options.handshakeTimeoutMs,
+    finishRequest,
+    autoPong: false,
+    maxPayload: options.maxPayload ?? DEFAULT_DATA_PLANE_OPTIONS.sessionMessageMaxBytes,
+    ...(options.agent ? { agent: options.agent } : {}),
+  });
   const outcome = new Promise<HandshakeOutcome>((resolve) => {
     // Directly, the connect timeout the HTTP path has; through a proxy, the tunnel's own.
     if (options.agent === undefined) {

@@ -3,11 +3,14 @@ import type { LogRecord } from '../store/logs/index.ts';
 import type { SessionUsageAccumulator } from '../usage/index.ts';
 import { ABNORMAL_CLOSURE, passedOnCloseCode } from './session-close-code.ts';
 import { maskSecretInText } from './mask-upstream-secret.ts';
+import { HEARTBEAT_PAYLOAD, watchSessionClient } from './session-heartbeat.ts';
 
 /**
- * A client socket joined to an upstream socket, frames passing both ways untouched. The
- * upstream's text frames are shown to `usage` (binary frames, audio, never are). The upstream's
- * close reason has its `secret` masked, as error answers do; frames are not scanned.
+ * A client socket joined to an upstream socket, frames passing both ways untouched, pings and
+ * pongs too (both sockets are opened without `autoPong`), so that either side's heartbeat
+ * judges the other side itself, not the gateway. The upstream's text frames are shown to
+ * `usage` (binary frames, audio, never are). The upstream's close reason has its `secret`
+ * masked, as error answers do; frames are not scanned.
  */
 export interface RelaySession {
   /**
@@ -33,11 +36,24 @@ const POLICY_VIOLATION = 1008;
 const CLOSE_GRACE_MS = 1000;
 const GOING_AWAY = 1001;
 const OPEN_BRACE = 0x7b;
+/** What ws reports for a message over its `maxPayload` (it has closed that side with 1009 "Message Too Big"). */
+const WS_MESSAGE_TOO_BIG = 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH';
 
-/** `onUsage` runs after each upstream frame that carried usage (the session's quota check). */
-export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, onUsage?: () => void): RelaySession {
+/** Why the gateway ended a session it could not go on with: the record's error code, and the close reason the other side is told. */
+interface Breakage {
+  code: string;
+  reason: string;
+}
+
+/**
+ * `heartbeatMs`: the client's liveness period (`watchSessionClient`). `onUsage` runs after each
+ * upstream frame that carried usage (the session's quota check).
+ */
+export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void): RelaySession {
   client.on('message', relay(client, upstream));
   upstream.on('message', relay(upstream, client));
+  relayControlFrames(client, upstream);
+  relayControlFrames(upstream, client);
   if (usage !== undefined) {
     upstream.on('message', (data, isBinary) => {
       // Usage sent while the upstream answers the close still counts; there is no session left to end for it.
@@ -51,13 +67,18 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   let markEnded!: () => void;
   const ended = new Promise<void>((resolve) => (markEnded = resolve));
   const upstreamClosed = closedEvent(upstream);
-  const finish = (code: number, reason: Buffer, byClient: boolean) => {
+  const finish = (code: number, reason: Buffer, byClient: boolean, broken?: Breakage) => {
     if (done) return;
     done = true;
+    stopHeartbeat();
     // A client that sent a close frame, whatever its code, ended its session; one that dropped the connection left it.
-    log.client_aborted = byClient && code === ABNORMAL_CLOSURE && !goingAway;
+    log.client_aborted = byClient && code === ABNORMAL_CLOSURE && !goingAway && broken === undefined;
+    if (broken !== undefined) {
+      log.error_code ??= broken.code;
+      reason = Buffer.from(broken.reason);
+    }
     // The session ran (101) until the server stopped it: the record says so, as a stream's does.
-    if (goingAway) log.error_code ??= 'shutting_down';
+    else if (goingAway) log.error_code ??= 'shutting_down';
     else if (!byClient && code === ABNORMAL_CLOSURE) log.error_code ??= 'upstream_stream_broken';
     const closeCode = passedOnCloseCode(code, byClient);
     for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
@@ -71,8 +92,16 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   client.on('close', (code, reason) => finish(code, reason, true));
   upstream.on('close', (code, reason) => finish(code, maskedReason(reason, secret), false));
   // A side that broke the protocol sent no close frame (ws closes it): an abnormal end, as a dropped connection.
-  client.on('error', () => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), true));
-  upstream.on('error', () => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), false));
+  // One whose message was over the cap (ws closed it with 1009) broke nothing: the gateway could not relay it.
+  const tooBig = (error: Error, side: string): Breakage | undefined =>
+    (error as NodeJS.ErrnoException).code === WS_MESSAGE_TOO_BIG ? { code: `${side}_message_too_big`, reason: `${side} message too big` } : undefined;
+  client.on('error', (error) => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), true, tooBig(error, 'client')));
+  upstream.on('error', (error) => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), false, tooBig(error, 'upstream')));
+  // A client silent through two heartbeat periods is gone: the upstream is told 1011, as for a dropped connection, and the client is cut.
+  const stopHeartbeat = watchSessionClient(client, heartbeatMs, () => {
+    finish(ABNORMAL_CLOSURE, Buffer.alloc(0), true, { code: 'client_stalled', reason: 'client not answering' });
+    client.terminate();
+  });
   // The upstream may have closed while the client's side was being joined.
   if (upstream.readyState === WebSocket.CLOSED) finish(1000, Buffer.alloc(0), false);
   upstream.resume();
@@ -110,6 +139,19 @@ function relay(from: WebSocket, to: WebSocket) {
     to.send(data, { binary: isBinary }, written);
     if (to.bufferedAmount > HIGH_WATER_BYTES && !from.isPaused) from.pause();
   };
+}
+
+/**
+ * Pings and pongs from one side to the other, as they came, so that a heartbeat reaches the
+ * peer that answers it. The client's pong to the gateway's own ping stays here.
+ */
+function relayControlFrames(from: WebSocket, to: WebSocket) {
+  from.on('ping', (data) => {
+    if (to.readyState === WebSocket.OPEN) to.ping(data);
+  });
+  from.on('pong', (data) => {
+    if (to.readyState === WebSocket.OPEN && !data.equals(HEARTBEAT_PAYLOAD)) to.pong(data);
+  });
 }
 
 /** The close reason with the secret masked in any form it is echoed in (maskSecretInText checks each). */
