@@ -90,3 +90,83 @@ t.test('records dropped beyond maxBuffered are reported through onError with the
   const reports = errors.filter((e) => e instanceof Error && /dropped/.test(e.message)).map((e) => (e as Error).message);
   t.same(reports, ['4 request records were dropped: the log store could not keep up (disk full)'], 'one report for the drops of one turn');
 });
+
+t.test('beyond maxBufferedBytes the oldest batches’ bodies are dropped first, marked so, then the oldest batches', async (t) => {
+  let fail = true;
+  const handed: SealedLogBatch[] = [];
+  const body = 'b'.repeat(1000);
+  const withBody = (i: number) => logRecord({ request_id: `r${i}`, request_body: { state: 'recorded', original_bytes: 1000, body } });
+  // What one batch of a record takes, with and without its body (ids r10 to r99 have the same length).
+  const probe: SealedLogBatch[] = [];
+  const measure = new LogBatchAppender((b) => probe.push(b));
+  for (const r of [record(10), withBody(10)]) {
+    measure.append(r);
+    measure.flushAll();
+  }
+  const [plain, bodied] = probe.map((b) => b.bytes) as [number, number];
+  t.ok(plain > 125 && plain < 375, `a record alone takes ${plain} bytes (the next test's cap assumes 125 to 375)`);
+  t.equal(bodied, plain + 1000, 'a batch counts its bodies’ text');
+  const cap = 3 * bodied + 10;
+  const appender = new LogBatchAppender(
+    (b) => {
+      if (fail) throw new Error('disk full');
+      handed.push(b);
+    },
+    { batchSize: 1, flushIntervalMs: 60_000, maxBuffered: 1000, maxBufferedBytes: cap },
+  );
+  for (let i = 10; i < 16; i++) {
+    appender.append(withBody(i));
+    t.throws(() => appender.flushAll(), /disk full/);
+    t.ok(appender.bufferedBytes <= cap, `within the cap after record ${i}`);
+  }
+  t.equal(appender.dropped, 0, 'no record dropped while bodies could go');
+  t.equal(appender.size, 6);
+  // Bodies kept: as many of the newest as fit beside six records.
+  const keptBodies = Math.floor((cap - 6 * plain) / 1000);
+  t.equal(appender.bufferedBytes, 6 * plain + keptBodies * 1000);
+
+  for (let i = 16; i < 40; i++) {
+    appender.append(record(i));
+    t.throws(() => appender.flushAll(), /disk full/);
+    t.ok(appender.bufferedBytes <= cap, `within the cap after record ${i}`);
+  }
+  const kept = Math.floor(cap / plain);
+  t.equal(appender.size, kept, 'as many records as fit without bodies');
+  t.equal(appender.dropped, 30 - kept, 'the others dropped and counted');
+
+  fail = false;
+  appender.flushAll();
+  t.same(handed.map((b) => ids(b)[0]), Array.from({ length: kept }, (_, i) => `r${40 - kept + i}`), 'the oldest records went');
+  const bodies = handed.flatMap((b) => b.bodies ?? []);
+  t.same(bodies, Array.from({ length: bodies.length }, (_, i) => [`r${40 - kept + i}`, 'dropped', 1000, '', 0]), 'bodies kept with their records are marked dropped');
+});
+
+t.test('bodies dropped while writes fail: the oldest first, the newest written whole once the hand-on works', async (t) => {
+  let fail = true;
+  const handed: SealedLogBatch[] = [];
+  const body = 'b'.repeat(1000);
+  const appender = new LogBatchAppender(
+    (b) => {
+      if (fail) throw new Error('disk full');
+      handed.push(b);
+    },
+    { batchSize: 1, flushIntervalMs: 60_000, maxBufferedBytes: 3500 },
+  );
+  for (let i = 10; i < 14; i++) {
+    appender.append(logRecord({ request_id: `r${i}`, request_body: { state: 'truncated', original_bytes: 5000, body } }));
+    t.throws(() => appender.flushAll(), /disk full/);
+  }
+  fail = false;
+  appender.flushAll();
+  t.equal(appender.dropped, 0);
+  t.same(
+    handed.map((b) => b.bodies![0]!.slice(0, 3)),
+    [
+      ['r10', 'dropped', 5000],
+      ['r11', 'dropped', 5000],
+      ['r12', 'truncated', 5000],
+      ['r13', 'truncated', 5000],
+    ],
+  );
+  t.equal(handed[3]!.bodies![0]![3], body);
+});

@@ -145,7 +145,7 @@ t.test('a worker killed mid-way loses nothing, and the store keeps working', asy
 });
 
 t.test('the writer thread runs with its own small young generation, not the main thread\'s', async (t) => {
-  const worker = startLogWriter({ dataDir: tempDir(t), maxBuffered: 100_000 });
+  const worker = startLogWriter({ dataDir: tempDir(t), maxBuffered: 100_000, maxBufferedBytes: 128 * 1024 * 1024 });
   await nextMessage(worker, 'ready');
   t.equal(worker.resourceLimits?.maxYoungGenerationSizeMb, LOG_WRITER_YOUNG_GENERATION_MB, 'as V8 reports it for the thread');
   worker.postMessage({ type: 'close' } satisfies ToLogWriter);
@@ -164,7 +164,7 @@ t.test('a batch a worker committed but died before acknowledging is stored once 
   // What WorkerLogStore keeps for an unacknowledged batch and posts again to a new worker: the same sealed batch, with its key.
   const sealed = { key: 'store-a.1', ...encoder.seal()! };
   for (const round of ['first worker', 'second worker']) {
-    const worker = startLogWriter({ dataDir: dir, maxBuffered: 100_000 });
+    const worker = startLogWriter({ dataDir: dir, maxBuffered: 100_000, maxBufferedBytes: 128 * 1024 * 1024 });
     await nextMessage(worker, 'ready');
     worker.postMessage({ type: 'append', batch: 1, sealed } satisfies ToLogWriter);
     t.match(await nextMessage(worker, 'committed'), { through: 1 }, `committed by the ${round}`);

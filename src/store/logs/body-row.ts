@@ -25,6 +25,11 @@ export function encodeBody(requestId: string, body: RecordedRequestBody): BodyRo
   return [requestId, body.state, body.original_bytes, body.body, body.encoding === 'base64' ? STORED_BASE64 : STORED_TEXT];
 }
 
+/** A body's row once its text was dropped to bound the memory of records waiting to be written: the record keeps saying how long it was. */
+export function droppedBody(row: BodyRowValues): BodyRowValues {
+  return [row[0], 'dropped', row[2], '', STORED_TEXT];
+}
+
 export function fromBodyRow(row: BodyRow): RecordedRequestBody {
   const recorded: RecordedRequestBody = {
     state: row.state as RecordedRequestBody['state'],

@@ -39,6 +39,8 @@ export interface EncodedLogBatch {
   count: number;
   /** Rows for request_bodies of the records that carry one (rare: only AccessKeys that record bodies). */
   bodies: BodyRowValues[] | undefined;
+  /** `data`'s length plus the bodies' text length: what the batch takes in memory. */
+  bytes: number;
 }
 
 /**
@@ -54,21 +56,26 @@ export class LogBatchEncoder {
   readonly #refs = new Map<string, number>();
   #strings: string[] = [];
   #bodies: BodyRowValues[] | undefined;
+  /** Length of the bodies' text, counted as each is appended. */
+  #bodyBytes = 0;
 
   /** Records in the open batch. */
   get count(): number {
     return this.#count;
   }
 
-  /** Bytes of the open batch's records (the dictionary not counted). */
+  /** Bytes of the open batch's records and its bodies' text (the dictionary not counted). */
   get bytes(): number {
-    return this.#at;
+    return this.#at + this.#bodyBytes;
   }
 
   append(record: LogRecord): void {
     const body = record.request_body;
     this.#record(record, body !== undefined);
-    if (body !== undefined) (this.#bodies ??= []).push(encodeBody(record.request_id, body));
+    if (body === undefined) return;
+    const row = encodeBody(record.request_id, body);
+    (this.#bodies ??= []).push(row);
+    this.#bodyBytes += row[3].length;
   }
 
   /** A record read back from a batch, whose body (if any) is already stored. */
@@ -99,7 +106,7 @@ export class LogBatchEncoder {
     }
     if (seqOffsets !== undefined) for (let i = 0; i < count; i++) at = writeVarint(data, at, seqOffsets[i]!);
     this.#buffer.copy(data, at, 0, this.#at);
-    const batch: EncodedLogBatch = { data, count, bodies: this.#bodies };
+    const batch: EncodedLogBatch = { data, count, bodies: this.#bodies, bytes: size + this.#bodyBytes };
     this.#reset();
     return batch;
   }
@@ -111,6 +118,7 @@ export class LogBatchEncoder {
     this.#refs.clear();
     this.#strings = [];
     this.#bodies = undefined;
+    this.#bodyBytes = 0;
   }
 
   #record(record: Omit<LogRecord, 'request_body'>, hasBody: boolean): void {

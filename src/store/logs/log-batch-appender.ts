@@ -3,6 +3,7 @@ import { LogBatchEncoder } from './encode-log-batch.ts';
 import type { LogRecord } from './log-record.ts';
 import type { SealedLogBatch } from './write-log-batch.ts';
 import { DropReporter } from './drop-reporter.ts';
+import { DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_BYTES, PendingLogBatches } from './pending-log-batches.ts';
 
 export interface LogBatchAppenderOptions {
   /** Records per batch; a full batch is handed on at the next turn of the event loop. */
@@ -11,10 +12,15 @@ export interface LogBatchAppenderOptions {
   flushIntervalMs?: number;
   /** Records kept in sealed batches while handing them on fails; the oldest batches are dropped beyond it. Default 100 000. */
   maxBuffered?: number;
+  /**
+   * Bytes those batches may take (their encoding and their recorded bodies' text); beyond it the
+   * oldest batches' bodies are dropped (marked `dropped`), then the oldest batches. Default 128 MiB.
+   */
+  maxBufferedBytes?: number;
   onError?: (error: unknown) => void;
 }
 
-/** A batch is also sealed once its records take this much, whatever their number. */
+/** A batch is also sealed once its records and their bodies' text take this much, whatever their number. */
 const MAX_BATCH_BYTES = 1024 * 1024;
 
 /**
@@ -30,13 +36,16 @@ export class LogBatchAppender {
   readonly #batchSize: number;
   readonly #flushIntervalMs: number;
   readonly #maxBuffered: number;
+  readonly #maxBufferedBytes: number;
   readonly #onError: (error: unknown) => void;
   readonly #drops: DropReporter;
   readonly #encoder = new LogBatchEncoder();
   readonly #keyPrefix = randomBytes(12).toString('base64url');
   #sealed = 0;
-  #queue: SealedLogBatch[] = [];
-  #queuedRecords = 0;
+  /** Batches queued so far, sealed here or enqueued: the queue's ids. */
+  #queued = 0;
+  /** Sealed batches not yet handed on, by their number. */
+  readonly #queue = new PendingLogBatches();
   #dropped = 0;
   #failing = false;
   /** Why handing on last failed: what a drop report names. */
@@ -48,17 +57,23 @@ export class LogBatchAppender {
     this.#handOn = handOn;
     this.#batchSize = options.batchSize ?? 1024;
     this.#flushIntervalMs = options.flushIntervalMs ?? 100;
-    this.#maxBuffered = options.maxBuffered ?? 100_000;
+    this.#maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.#onError = options.onError ?? (() => {});
     this.#drops = new DropReporter(this.#onError);
   }
 
   /** Records not yet handed on. */
   get size(): number {
-    return this.#encoder.count + this.#queuedRecords;
+    return this.#encoder.count + this.#queue.records;
   }
 
-  /** Records dropped because handing on kept failing while more than `maxBuffered` waited. */
+  /** Bytes of the records not yet handed on (sealed batches and the open one, bodies' text included). */
+  get bufferedBytes(): number {
+    return this.#encoder.bytes + this.#queue.bytes;
+  }
+
+  /** Records dropped because handing on kept failing while more than `maxBuffered` records, or `maxBufferedBytes`, waited. */
   get dropped(): number {
     return this.#dropped;
   }
@@ -80,7 +95,7 @@ export class LogBatchAppender {
     this.#cancelTimers();
     this.#seal();
     try {
-      while (this.#queue.length > 0) this.#handOnFirst();
+      while (this.#queue.size > 0) this.#handOnFirst();
       this.#failing = false;
     } catch (error) {
       this.#failing = true;
@@ -96,29 +111,22 @@ export class LogBatchAppender {
   }
 
   #push(batch: SealedLogBatch): void {
-    this.#queue.push(batch);
-    this.#queuedRecords += batch.count;
-    let dropped = 0;
-    while (this.#queuedRecords > this.#maxBuffered && this.#queue.length > 1) {
-      const oldest = this.#queue.shift()!;
-      this.#queuedRecords -= oldest.count;
-      dropped += oldest.count;
-    }
+    this.#queue.add(++this.#queued, batch);
+    const dropped = this.#queue.bound(this.#maxBuffered, this.#maxBufferedBytes);
     this.#dropped += dropped;
     this.#drops.dropped(dropped, this.#lastFailure);
   }
 
   #handOnFirst(): void {
-    const batch = this.#queue[0]!;
+    const [id, batch] = this.#queue.first()!;
     this.#handOn(batch);
-    this.#queue.shift();
-    this.#queuedRecords -= batch.count;
+    this.#queue.delete(id);
   }
 
   #schedule(): void {
     if (this.size === 0) return;
     // While handing on fails, only the timer retries, so a full queue does not spin.
-    if (this.#queue.length > 0 && !this.#failing) {
+    if (this.#queue.size > 0 && !this.#failing) {
       this.#immediate ??= setImmediate(() => {
         this.#immediate = undefined;
         this.#handOnOne();
@@ -133,7 +141,7 @@ export class LogBatchAppender {
   }
 
   #handOnOne(): void {
-    if (this.#queue.length > 0) {
+    if (this.#queue.size > 0) {
       try {
         this.#handOnFirst();
         this.#failing = false;

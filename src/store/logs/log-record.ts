@@ -23,7 +23,8 @@ export interface RequestTimings {
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 export interface RecordedRequestBody {
-  state: 'recorded' | 'truncated';
+  /** `dropped`: the body was not stored (its text left empty), to bound the memory of records waiting while writes failed. */
+  state: 'recorded' | 'truncated' | 'dropped';
   original_bytes: number;
   /**
    * The original body as sent: its text when it is valid UTF-8, else base64 (`encoding`). A

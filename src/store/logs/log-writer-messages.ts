@@ -6,6 +6,8 @@ export interface LogWriterData {
   dataDir: string;
   /** The main thread's cap on unacknowledged records; the worker keeps no more than it while writes fail. */
   maxBuffered: number;
+  /** The main thread's cap on the bytes of unacknowledged records, which the worker applies the same way. */
+  maxBufferedBytes: number;
 }
 
 /** A LogStore read, or a prune, answered by the worker. A prune can be sent again like a read: it is idempotent. */

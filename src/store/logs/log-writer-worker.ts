@@ -15,8 +15,8 @@ if (port === null) throw new Error('log-writer-worker.ts runs as a worker thread
 const RETRY_MS = 1000;
 
 const data = workerData as LogWriterData;
-// The same cap as the main thread's: a record the worker drops is one the main thread counts as dropped.
-const store = new SqliteLogStore(data.dataDir, { maxBuffered: data.maxBuffered });
+// The same caps as the main thread's: a record (or body) the worker drops is one the main thread dropped too.
+const store = new SqliteLogStore(data.dataDir, { maxBuffered: data.maxBuffered, maxBufferedBytes: data.maxBufferedBytes });
 /** Highest batch appended to the store but not yet acknowledged. */
 let uncommittedThrough: number | undefined;
 let commitScheduled = false;

@@ -67,9 +67,9 @@ export function migrateRequestLogs(db: Database.Database, writer: LogBatchWriter
     if (first === undefined || last === undefined) return false;
     const encoder = new LogBatchEncoder();
     for (const row of rows) encoder.appendStored(fromRequestLogRow(row), row.has_request_body === 1);
-    const { data, count } = encoder.seal(rows.map((row) => row.seq - first.seq))!;
+    const { data, count, bytes } = encoder.seal(rows.map((row) => row.seq - first.seq))!;
     const key = `migrated.${first.seq}`;
-    writer.write({ key, data, count, bodies: undefined }, { first: first.seq, end: last.seq + 1 });
+    writer.write({ key, data, count, bodies: undefined, bytes }, { first: first.seq, end: last.seq + 1 });
     claimBodies.run(batchId.get(key), first.seq, last.seq);
     deleteRows.run(first.seq, last.seq);
     return true;

@@ -78,7 +78,7 @@ export class SqliteLogStore implements LogStore {
     return this.#appender.size;
   }
 
-  /** Records dropped because writes kept failing while more than `maxBuffered` waited. */
+  /** Records dropped because writes kept failing while more than `maxBuffered` records, or `maxBufferedBytes`, waited. */
   get dropped(): number {
     return this.#appender.dropped;
   }

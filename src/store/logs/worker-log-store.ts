@@ -10,6 +10,7 @@ import { FlushWaiters } from './flush-waiters.ts';
 import { DropReporter } from './drop-reporter.ts';
 import { InvalidLogCursorError } from './invalid-log-cursor.ts';
 import { decodeCursor } from './log-cursor.ts';
+import { DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_BYTES, PendingLogBatches } from './pending-log-batches.ts';
 
 export interface WorkerLogStoreOptions {
   /** Records per batch; a full batch is posted on the next turn. Default 1024: the worker stores each batch as one row, in one transaction. */
@@ -18,6 +19,11 @@ export interface WorkerLogStoreOptions {
   flushIntervalMs?: number;
   /** Unacknowledged records kept for re-sending (while writes fail or no worker is up); the oldest are dropped beyond it. Default 100 000. */
   maxBuffered?: number;
+  /**
+   * Bytes those records may take (their encoding and recorded bodies' text): beyond it the oldest
+   * bodies are dropped (the records kept, their body marked `dropped`), then the oldest records. Default 128 MiB.
+   */
+  maxBufferedBytes?: number;
   /** Reports a failed write, a worker that died, or records dropped (rate-limited); the store recovers on its own from the first two. */
   onError?: (error: unknown) => void;
 }
@@ -48,9 +54,10 @@ export class WorkerLogStore implements LogStore {
   readonly #dataDir: string;
   readonly #onError: (error: unknown) => void;
   readonly #maxBuffered: number;
+  readonly #maxBufferedBytes: number;
   readonly #appender: LogBatchAppender;
   /** Posted batches not yet acknowledged, by batch id, in posting order. */
-  readonly #unacked = new Map<number, SealedLogBatch>();
+  readonly #unacked = new PendingLogBatches();
   readonly #reads = new Map<number, PendingRead>();
   readonly #flushWaiters = new FlushWaiters();
   readonly #drops: DropReporter;
@@ -58,7 +65,6 @@ export class WorkerLogStore implements LogStore {
   #ready = false;
   #lastBatch = 0;
   #lastRead = 0;
-  #unackedRecords = 0;
   #dropped = 0;
   /** The last write failure or worker death: why records wait, and why they are dropped. */
   #lastFailure: Error | undefined;
@@ -72,7 +78,8 @@ export class WorkerLogStore implements LogStore {
   constructor(dataDir: string, options: WorkerLogStoreOptions = {}) {
     this.#dataDir = dataDir;
     this.#onError = options.onError ?? (() => {});
-    this.#maxBuffered = options.maxBuffered ?? 100_000;
+    this.#maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
+    this.#maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.#drops = new DropReporter(this.#onError);
     this.#appender = new LogBatchAppender((batch) => this.#post(batch), {
       ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
@@ -95,10 +102,15 @@ export class WorkerLogStore implements LogStore {
 
   /** Records appended but not yet committed by the worker. */
   get buffered(): number {
-    return this.#appender.size + this.#unackedRecords;
+    return this.#appender.size + this.#unacked.records;
   }
 
-  /** Records no longer kept for re-sending because more than `maxBuffered` were unacknowledged. */
+  /** Bytes of those records, as `maxBufferedBytes` counts them. */
+  get bufferedBytes(): number {
+    return this.#appender.bufferedBytes + this.#unacked.bytes;
+  }
+
+  /** Records no longer kept for re-sending because more than `maxBuffered` records, or `maxBufferedBytes`, were unacknowledged. */
   get dropped(): number {
     return this.#dropped + this.#appender.dropped;
   }
@@ -171,8 +183,7 @@ export class WorkerLogStore implements LogStore {
     // Posting first: should posting throw, the batch stays in the appender.
     this.#worker?.postMessage({ type: 'append', batch, sealed } satisfies ToLogWriter);
     this.#lastBatch = batch;
-    this.#unacked.set(batch, sealed);
-    this.#unackedRecords += sealed.count;
+    this.#unacked.add(batch, sealed);
     this.#dropOldestBeyondLimit();
     this.#updateRef();
   }
@@ -185,7 +196,7 @@ export class WorkerLogStore implements LogStore {
   }
 
   #start(): void {
-    const worker = startLogWriter({ dataDir: this.#dataDir, maxBuffered: this.#maxBuffered });
+    const worker = startLogWriter({ dataDir: this.#dataDir, maxBuffered: this.#maxBuffered, maxBufferedBytes: this.#maxBufferedBytes });
     this.#worker = worker;
     this.#ready = false;
     this.#workerError = undefined;
@@ -194,7 +205,7 @@ export class WorkerLogStore implements LogStore {
       this.#workerError = error;
     });
     worker.on('exit', (code) => this.#onExit(worker, code));
-    for (const [batch, sealed] of this.#unacked) worker.postMessage({ type: 'append', batch, sealed } satisfies ToLogWriter);
+    for (const [batch, sealed] of this.#unacked.entries()) worker.postMessage({ type: 'append', batch, sealed } satisfies ToLogWriter);
     for (const id of this.#reads.keys()) this.#sendRead(id);
     this.#updateRef();
   }
@@ -228,10 +239,9 @@ export class WorkerLogStore implements LogStore {
   }
 
   #acknowledge(through: number): void {
-    for (const [batch, sealed] of this.#unacked) {
+    for (const [batch] of this.#unacked.entries()) {
       if (batch > through) break;
       this.#unacked.delete(batch);
-      this.#unackedRecords -= sealed.count;
     }
     this.#flushWaiters.settleAcknowledged((through) => this.#isUnacked(through));
     this.#updateRef();
@@ -239,8 +249,8 @@ export class WorkerLogStore implements LogStore {
 
   /** Whether batch `through` or one before it still awaits its commit. */
   #isUnacked(through: number): boolean {
-    const oldest = this.#unacked.keys().next();
-    return !oldest.done && oldest.value <= through;
+    const oldest = this.#unacked.first();
+    return oldest !== undefined && oldest[0] <= through;
   }
 
   #onExit(worker: Worker, code: number): void {
@@ -278,15 +288,9 @@ export class WorkerLogStore implements LogStore {
     this.#updateRef();
   }
 
-  /** Bounds memory while the worker commits nothing; a healthy one keeps this to a few batches. */
+  /** Bounds memory while the worker commits nothing (bodies first, then records); a healthy one keeps this to a few batches. */
   #dropOldestBeyondLimit(): void {
-    let dropped = 0;
-    for (const [batch, sealed] of this.#unacked) {
-      if (this.#unackedRecords <= this.#maxBuffered || this.#unacked.size === 1) break;
-      this.#unacked.delete(batch);
-      this.#unackedRecords -= sealed.count;
-      dropped += sealed.count;
-    }
+    const dropped = this.#unacked.bound(this.#maxBuffered, this.#maxBufferedBytes);
     this.#dropped += dropped;
     this.#drops.dropped(dropped, this.#lastFailure?.message ?? 'writes are not acknowledged fast enough');
   }

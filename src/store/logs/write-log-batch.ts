@@ -10,6 +10,8 @@ export interface SealedLogBatch {
   data: Buffer;
   count: number;
   bodies: BodyRowValues[] | undefined;
+  /** What it takes in memory: `data`'s length plus its bodies' text length (what the buffering caps count). */
+  bytes: number;
 }
 
 const SAME_DIMENSIONS = 'slot_start = ? AND access_key_id IS ? AND group_id IS ? AND external_model IS ?';
