@@ -22,6 +22,7 @@ import { noteRoute } from './note-route.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
 import { relayWebSocketSession, type RelaySession } from './relay-websocket-session.ts';
+import { SessionWebSocket } from './session-websocket.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { errorStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
 import { withRequestId } from './request-id-headers.ts';
@@ -81,7 +82,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   // What each client's 101 carries: the subprotocol its upstream selected, the end-to-end headers of the upstream's 101, and the request id.
   const joining = new WeakMap<IncomingMessage, { protocol: string; headers: OutgoingHeaders }>();
   // Pings and pongs are the session's to relay (relayWebSocketSession), not answered here.
-  const wss = new WebSocketServer({ noServer: true, autoPong: false, maxPayload: deps.options.sessionMessageMaxBytes, handleProtocols: (_offered, req) => joining.get(req)?.protocol || false });
+  const wss: Server<typeof SessionWebSocket> = new WebSocketServer({ WebSocket: SessionWebSocket, noServer: true, autoPong: false, maxPayload: deps.options.sessionMessageMaxBytes, handleProtocols: (_offered, req) => joining.get(req)?.protocol || false });
   wss.on('headers', (lines: string[], req: IncomingMessage) => {
     const headers = joining.get(req)?.headers;
     if (headers === undefined) return;
@@ -280,7 +281,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   }
 
   /** Completes the client's upgrade and relays frames until either side closes; the session's usage, up to the upstream's close, goes to its log record. */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: WebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey): Promise<void> {
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey): Promise<void> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -358,7 +359,7 @@ function noteAttemptRoute(log: LogRecord, candidate: Candidate, credential: Cred
 }
 
 /** The client's side of the session, or undefined when the client left before it was joined. */
-function completeUpgrade(wss: WebSocketServer, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<WebSocket | undefined> {
+function completeUpgrade(wss: Server<typeof SessionWebSocket>, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<SessionWebSocket | undefined> {
   if (socket.destroyed) return Promise.resolve(undefined);
   return new Promise((resolve) => {
     // ws answers a malformed handshake itself and then never calls back.

@@ -1,14 +1,14 @@
 import type { Agent, ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { WebSocket } from 'ws';
 import { classifyUpstreamError, DEFAULT_CONNECT_TIMEOUT_MS, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
 import { DEFAULT_DATA_PLANE_OPTIONS } from './data-plane-deps.ts';
+import { SessionWebSocket } from './session-websocket.ts';
 
 /** How an upstream answered the opening handshake. */
 export type HandshakeOutcome =
   /** `headers`: those of the upstream's 101. */
-  | { kind: 'open'; socket: WebSocket; headers: HeaderMap }
+  | { kind: 'open'; socket: SessionWebSocket; headers: HeaderMap }
   | { kind: 'answered'; status: number; headers: HeaderMap; body: Buffer }
   /** The upstream completed the handshake selecting none of the subprotocols offered, which `ws` refuses. */
   | { kind: 'no_subprotocol' }
@@ -63,7 +63,7 @@ export function openUpstreamWebSocket(
     });
     req.end();
   };
-  const ws = new WebSocket(url, protocols, {
+  const ws = new SessionWebSocket(url, protocols, {
     headers,
     handshakeTimeout: options.handshakeTimeoutMs,
     finishRequest,

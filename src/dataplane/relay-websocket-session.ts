@@ -4,6 +4,7 @@ import type { SessionUsageAccumulator } from '../usage/index.ts';
 import { ABNORMAL_CLOSURE, passedOnCloseCode } from './session-close-code.ts';
 import { maskSecretInText } from './mask-upstream-secret.ts';
 import { HEARTBEAT_PAYLOAD, watchSessionClient } from './session-heartbeat.ts';
+import type { SessionWebSocket } from './session-websocket.ts';
 
 /**
  * A client socket joined to an upstream socket, frames passing both ways untouched, pings and
@@ -49,7 +50,7 @@ interface Breakage {
  * `heartbeatMs`: the client's liveness period (`watchSessionClient`). `onUsage` runs after each
  * upstream frame that carried usage (the session's quota check).
  */
-export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void): RelaySession {
+export function relayWebSocketSession(client: SessionWebSocket, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void): RelaySession {
   client.on('message', relay(client, upstream));
   upstream.on('message', relay(upstream, client));
   relayControlFrames(client, upstream);
@@ -82,6 +83,9 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
     else if (!byClient && code === ABNORMAL_CLOSURE) log.error_code ??= 'upstream_stream_broken';
     const closeCode = passedOnCloseCode(code, byClient);
     for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
+    // Holding a side back served its peer, which is closing now: each side is read to its close
+    // frame (the upstream's usage counted, nothing relayed), the upstream for at most the grace.
+    for (const ws of [client, upstream]) ws.resume();
     if (upstream.readyState !== WebSocket.CLOSED) {
       const destroy = setTimeout(() => upstream.terminate(), CLOSE_GRACE_MS);
       void upstreamClosed.then(() => clearTimeout(destroy));
@@ -91,6 +95,10 @@ export function relayWebSocketSession(client: WebSocket, upstream: WebSocket, lo
   const closed = Promise.all([closedEvent(client), upstreamClosed]).then(() => clearTimeout(grace));
   client.on('close', (code, reason) => finish(code, reason, true));
   upstream.on('close', (code, reason) => finish(code, maskedReason(reason, secret), false));
+  // A side's close frame ends the session as it is read, though its answer may wait behind frames its peer does not read.
+  // On shutdown the sides close on the gateway's 1001, as they always did.
+  client.on('peer-close', (code: number, reason: Buffer) => goingAway || finish(code, reason, true));
+  upstream.on('peer-close', (code: number, reason: Buffer) => goingAway || finish(code, maskedReason(reason, secret), false));
   // A side that broke the protocol sent no close frame (ws closes it): an abnormal end, as a dropped connection.
   // One whose message was over the cap (ws closed it with 1009) broke nothing: the gateway could not relay it.
   const tooBig = (error: Error, side: string): Breakage | undefined =>

@@ -20,10 +20,12 @@ async function sessionRecords(gw: Awaited<ReturnType<typeof startDataPlane>>, ac
 t.test('usage the upstream sends while it answers the client\'s close is in the session\'s record and counts toward the key\'s quota', async (t) => {
   // The upstream answers the client's frame with a transcription carrying 90 + 30 tokens, sent
   // once the gateway's close frame (the client's close passed on) is at its socket, unread:
-  // an upstream whose last event crosses the close.
+  // an upstream whose last event crosses the close. It says it heard the frame once it reads no
+  // more, so that the client's close (passed on as soon as it is read) cannot arrive with it.
   const upstream = await startWsUpstream({
     onMessage: async (ws, _text, socket) => {
       ws.pause();
+      ws.send('heard');
       await eventually(() => (socket.readableLength > 0 ? true : undefined), 'the gateway\'s close frame at the upstream');
       ws.send(JSON.stringify({ type: 'transcription.done', text: 'final words', usage: { prompt_tokens: 90, completion_tokens: 30, total_tokens: 120 } }));
       ws.resume();
@@ -33,7 +35,9 @@ t.test('usage the upstream sends while it answers the client\'s close is in the 
   const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url, { quota: { total: { tokens: 100 } } });
   const client = await connect(wsUrl);
   const clientClose = closeOf(client);
+  const heard = new Promise((r) => client.once('message', r));
   client.send('last audio');
+  await heard;
   client.close(1000, 'done');
   t.equal(await clientClose, 1000);
   const [record] = await sessionRecords(gw, key.id, 1);

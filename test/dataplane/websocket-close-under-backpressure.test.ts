@@ -1,0 +1,90 @@
+import t from 'tap';
+import type { WebSocket } from 'ws';
+import { eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { connect, logOf, realtimeRoute, startWsUpstream } from './helpers/ws-upstream.ts';
+
+// Each side is closed within this or the test fails: far below ws's 30-second close timeout, the
+// bound a session held up by backpressure used to end on.
+const PROMPTLY_MS = 5000;
+const CHUNK = Buffer.alloc(64 * 1024, 1);
+// 16 MiB: more than the loopback buffers and the gateway's 1 MiB hold between the two sides, so the gateway stops reading the sender.
+const CHUNKS = 256;
+const USAGE = JSON.stringify({ type: 'transcription.done', text: 'x', usage: { prompt_tokens: 90, completion_tokens: 30, total_tokens: 120 } });
+
+function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
+  return new Promise((r) => ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
+}
+
+/** Sends 16 MiB and waits until the gateway stops reading it: what waits in `ws` is there, and stays. */
+async function sendAudioUntilHeld(ws: WebSocket): Promise<void> {
+  for (let i = 0; i < CHUNKS; i++) ws.send(CHUNK, { binary: true });
+  let last = -1;
+  let unchanged = 0;
+  await eventually(() => {
+    unchanged = ws.bufferedAmount === last ? unchanged + 1 : 0;
+    last = ws.bufferedAmount;
+    return last > 0 && unchanged >= 5 ? true : undefined;
+  }, 'the gateway holding the sender back');
+}
+
+t.test('the client stops reading, the upstream closes, then the client closes: the upstream is read to its close and its usage recorded', async (t) => {
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl);
+  t.teardown(() => client.terminate());
+  client.pause();
+  const up = await eventually(() => session, 'the upstream session');
+  const upstreamClose = closeOf(up);
+  // The usage event and the upstream's close frame wait behind audio the gateway stopped reading.
+  await sendAudioUntilHeld(up);
+  up.send(USAGE);
+  up.close(4000, 'upstream done');
+  client.close(1000, 'done');
+  const closed = await withTimeout(upstreamClose, PROMPTLY_MS, "the upstream's side closed");
+  t.same(closed, { code: 1000, reason: 'done' }, "the upstream got the client's close");
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: null, client_aborted: false, usage: { input_tokens: 90, output_tokens: 30 } });
+});
+
+t.test('the upstream stops reading and closes while the client\'s messages are held back: the client is told at once', async (t) => {
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws), onMessage: () => {} });
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl);
+  t.teardown(() => client.terminate());
+  const up = await eventually(() => session, 'the upstream session');
+  up.pause();
+  const clientClose = closeOf(client);
+  // The gateway holds the client back once 1 MiB waits for the upstream, which reads nothing.
+  await sendAudioUntilHeld(client);
+  up.send(USAGE);
+  up.close(4000, 'upstream done');
+  t.same(await withTimeout(clientClose, PROMPTLY_MS, "the client's side closed"), { code: 4000, reason: 'upstream done' });
+  // The upstream never reads the gateway's answer to its close: the gateway destroys its side
+  // after the grace, and the record is written once that side is closed.
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: null, client_aborted: false, usage: { input_tokens: 90, output_tokens: 30 } });
+});
+
+t.test('a client that closed while held back, then the upstream closes without reading: the client\'s side is read to its close', async (t) => {
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws), onMessage: () => {} });
+  t.teardown(() => upstream.close());
+  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl);
+  t.teardown(() => client.terminate());
+  const up = await eventually(() => session, 'the upstream session');
+  up.pause();
+  const clientClose = closeOf(client);
+  // The client's close frame waits, unread, behind its audio: the gateway cannot see it yet.
+  await sendAudioUntilHeld(client);
+  client.close(1000, 'done');
+  up.send(USAGE);
+  up.close(4000, 'upstream done');
+  t.same(await withTimeout(clientClose, PROMPTLY_MS, "the client's side closed"), { code: 4000, reason: 'upstream done' });
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: null, client_aborted: false, usage: { input_tokens: 90, output_tokens: 30 } });
+});
