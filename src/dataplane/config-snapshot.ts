@@ -9,10 +9,11 @@ export interface Snapshot {
   pricesByModel: Map<string, ModelPriceRecord>;
 }
 
-/** A credential and its Group, read together. */
+/** A credential and its Group, read together, and the settings as they were at that read (the global proxy). */
 export interface ConfiguredCredential {
   credential: CredentialView;
   group: GroupRecord;
+  settings: Settings;
 }
 
 const KEY_CACHE_LIMIT = 10_000;
@@ -71,6 +72,7 @@ export class ConfigSnapshot {
    * A credential of a Group, and that Group, as the configuration holds them now, for an attempt
    * that follows another's wait: undefined when either was deleted or disabled since, or the
    * credential is no longer active; its revision is the current one, so a rotated secret is read anew.
+   * The settings come with them, so the attempt takes the global proxy as it is now too.
    */
   async credentialNow(groupId: number, credentialId: number, now: number): Promise<ConfiguredCredential | undefined> {
     const snap = this.fresh();
@@ -79,7 +81,8 @@ export class ConfigSnapshot {
     const group = snap ? snap.groups.find((g) => g.id === groupId) : await this.#store.groups.get(groupId);
     if (group?.enabled !== true) return undefined;
     const credential = snap ? snap.credentialsByGroup.get(groupId)?.find((c) => c.id === credentialId) : await this.#store.credentials.get(groupId, credentialId);
-    return credential !== undefined && credentialStateAt(credential, now) === 'active' ? { credential, group } : undefined;
+    if (credential === undefined || credentialStateAt(credential, now) !== 'active') return undefined;
+    return { credential, group, settings: snap ? snap.settings : await this.#store.settings.get() };
   }
 
   /** A valid AccessKey already seen in this generation, without waiting. */

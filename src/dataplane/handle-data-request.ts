@@ -60,17 +60,25 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const forwardDepsFor = (snap: Snapshot): ForwardDeps => {
     if (forwardDeps?.snap === snap) return forwardDeps.deps;
     const { settings } = snap;
+    // Settings read again for an attempt after another's wait, where they differ from this
+    // snapshot's, by the Group record read with them: that attempt's global proxy is the current
+    // one. Only a snapshot older than a change has any, so requests routed by the current one look up nothing.
+    let settingsReadWith: WeakMap<Candidate['group'], Snapshot['settings']> | undefined;
     const built: ForwardDeps = {
       upstream: deps.upstream,
       pool,
       credentialsOf: (groupId) => snap.credentialsByGroup.get(groupId) ?? [],
-      credentialNow: (groupId, credentialId) => snapshot.credentialNow(groupId, credentialId, deps.clock()),
+      credentialNow: async (groupId, credentialId) => {
+        const configured = await snapshot.credentialNow(groupId, credentialId, deps.clock());
+        if (configured !== undefined && configured.settings !== settings) (settingsReadWith ??= new WeakMap()).set(configured.group, configured.settings);
+        return configured;
+      },
       now: deps.clock,
       idleTimeoutMs: options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000,
       headersTimeoutMs: options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000,
       cooldownSeconds: settings.credential_cooldown_seconds,
       maxAttempts: settings.max_attempts_per_request,
-      proxyFor: (c, cred) => managedProxyUrl(c.group.channel, cred, c.group, settings),
+      proxyFor: (c, cred) => managedProxyUrl(c.group.channel, cred, c.group, settingsReadWith?.get(c.group) ?? settings),
       ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
     };
     forwardDeps = { snap, deps: built };

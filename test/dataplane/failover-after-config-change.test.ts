@@ -4,6 +4,7 @@ import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { seedAccessKey, seedGroup, startGateway, type Gateway } from '../management/support/gateway.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
 import { chatBody, deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { secretOf } from './helpers/upstream-behaviours.ts';
 
 // A credential or Group the operator deletes, disables or rotates while an earlier attempt of a
@@ -179,4 +180,20 @@ t.test('a Group that stops mapping the model while an attempt in an earlier Grou
   t.equal(held.status, 429);
   t.same(held.seen, [A], 'the Group that no longer serves the model was not tried');
   t.equal(held.attempts.length, 1);
+});
+
+// The managed proxy too, at every scope: the global one as much as the Group's and the credential's.
+
+t.test('the global proxy changed while the first attempt waits: the next credential goes through the new proxy', async (t) => {
+  const before = await startHttpConnectProxy();
+  const after = await startHttpConnectProxy();
+  t.teardown(() => Promise.all([before.close(), after.close()]));
+  const { up, gw, key } = await oneGroup(t);
+  t.equal((await gw.api('PUT', '/api/settings', { body: { proxy_url: before.url } })).status, 200);
+  const held = await changeWhileHeld(t, gw, key.value, up, () => gw.api('PUT', '/api/settings', { body: { proxy_url: after.url } }));
+  t.equal(held.status, 200);
+  t.same(held.seen, [A, B]);
+  const host = new URL(up.upstream.url).host;
+  t.same(before.tunnels, [host], 'the first attempt went through the proxy set when it was sent');
+  t.same(after.tunnels, [host], 'the next attempt went through the proxy set since');
 });

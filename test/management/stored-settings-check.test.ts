@@ -48,6 +48,17 @@ for (const [setting, value, problem] of [
   });
 }
 
+t.test('a stored proxy_url the schema refuses is named without its password', async (t) => {
+  const dataDir = tempDataDir(t);
+  writeConfig(dataDir, { proxy_url: 'http://relay:s3cret pass@proxy.test:8080' });
+  const err = await createServer({ dataDir, host: '127.0.0.1', port: 0, authKey: AUTH_KEY, log: () => undefined }).catch((e: unknown) => e);
+  t.ok(err instanceof StoreFileError, 'a StoreFileError');
+  const { message } = err as Error;
+  t.match(message, 'settings.proxy_url is "http://***@proxy.test:8080", which must match format "uri"', 'the setting, its host and the problem');
+  t.notMatch(message, 's3cret', 'not the password');
+  t.notMatch(message, 'relay', 'nor the user');
+});
+
 t.test('stored settings the API would accept start; absent ones take their defaults', async (t) => {
   const dataDir = tempDataDir(t);
   writeConfig(dataDir, { credential_cooldown_seconds: 0, max_attempts_per_request: 20, stream_idle_timeout_seconds: 3600, trusted_proxies: ['10.0.0.0/8'], proxy_url: null });

@@ -50,8 +50,14 @@ function located(settings: object, error: ErrorObject): { name: string; value: u
 
 const SHOWN_CHARS = 80;
 
+/**
+ * A URL's user info in JSON text, to the last `@` of its string: a stored value the schema
+ * refuses is one `new URL` may not parse either, and its password is not to reach the console.
+ */
+const USER_INFO = /\/\/(?:[^"\\]|\\.)*@/g;
+
 function shown(value: unknown): string {
-  const text = JSON.stringify(value) ?? String(value);
+  const text = (JSON.stringify(value) ?? String(value)).replace(USER_INFO, '//***@');
   return text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}...` : text;
 }
 
