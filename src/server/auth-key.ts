@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { createFileOnce } from '../store/create-file-once.ts';
 
 export const AUTH_KEY_FILE = 'auth_key';
 
@@ -25,15 +26,26 @@ export interface AuthKeySource {
 export async function loadAuthKey(dataDir: string, fromEnv: string | undefined): Promise<AuthKeySource> {
   if (fromEnv !== undefined && fromEnv.trim() !== '') return { authKey: fromEnv.trim() };
   const file = path.join(dataDir, AUTH_KEY_FILE);
+  const stored = await readStored(file);
+  if (stored !== undefined) return { authKey: stored };
+  const authKey = `sy-admin-${randomBytes(32).toString('base64url')}`;
+  if (await createFileOnce(file, `${authKey}\n`)) return { authKey, generatedAt: file };
+  // Another start made it first: its key is the one.
+  const made = await readStored(file);
+  if (made === undefined) throw new AuthKeyFileError(file, 'vanished while it was being created');
+  return { authKey: made };
+}
+
+/** The key in `file`; undefined when there is no file. */
+async function readStored(file: string): Promise<string | undefined> {
+  let text: string;
   try {
-    const stored = (await readFile(file, 'utf8')).trim();
-    if (stored === '') throw new AuthKeyFileError(file, 'is empty; delete it to generate a new AUTH_KEY or write one into it');
-    return { authKey: stored };
+    text = await readFile(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    return undefined;
   }
-  const authKey = `sy-admin-${randomBytes(32).toString('base64url')}`;
-  await writeFile(file, `${authKey}\n`, { mode: 0o600, flag: 'wx' });
-  await chmod(file, 0o600);
-  return { authKey, generatedAt: file };
+  const stored = text.trim();
+  if (stored === '') throw new AuthKeyFileError(file, 'is empty; delete it to generate a new AUTH_KEY or write one into it');
+  return stored;
 }

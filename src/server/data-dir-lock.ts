@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, unlink } from 'node:fs/promises';
 import { setTimeout } from 'node:timers/promises';
 import path from 'node:path';
+import { createFileOnce } from '../store/create-file-once.ts';
 import { DataDirInUseError } from './data-dir-in-use-error.ts';
 
 const LOCK_FILE = 'switchyard.lock';
@@ -68,31 +68,8 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
 }
 
 /** Makes `file` with our pid in it in one step; false when it is there already. */
-async function createLock(file: string): Promise<boolean> {
-  const written = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
-  await writeFile(written, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-  try {
-    await link(written, file);
-    return true;
-  } catch (err) {
-    const { code } = err as NodeJS.ErrnoException;
-    if (code === 'EEXIST') return false;
-    // A file system without hard links: created exclusively, then written.
-    if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') return createExclusively(file);
-    throw err;
-  } finally {
-    await unlink(written).catch(ignoreMissing);
-  }
-}
-
-async function createExclusively(file: string): Promise<boolean> {
-  try {
-    await writeFile(file, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    return false;
-  }
+function createLock(file: string): Promise<boolean> {
+  return createFileOnce(file, `${process.pid}\n`);
 }
 
 async function release(file: string): Promise<void> {

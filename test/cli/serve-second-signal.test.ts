@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Agent, request } from 'node:http';
+import { Agent, request, type ServerResponse } from 'node:http';
 import t from 'tap';
 import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
 import { spawnServe } from '../helpers/spawn-serve.ts';
@@ -40,14 +40,25 @@ async function allRecordIds(url: string): Promise<Set<string>> {
 }
 
 t.test('a second SIGTERM under load cuts the requests in flight but still writes the record of every answered request', async (t) => {
+  // Once the stop begins, the upstream stops answering: requests are still in flight when the
+  // second signal comes, more than a second after the first (sooner, it is taken for a copy).
+  let holding = false;
+  const held: ServerResponse[] = [];
   const upstream = await startUpstream((_req, res) => {
+    if (holding) {
+      held.push(res);
+      return;
+    }
     // A few milliseconds upstream: requests are in flight when the signals come.
     setTimeout(() => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('{"id":"c1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}');
     }, 5);
   });
-  t.teardown(() => upstream.close());
+  t.teardown(() => {
+    for (const res of held) res.destroy();
+    return upstream.close();
+  });
   const dataDir = tempDataDir(t);
   const child = spawnServe(['--port', '0', '--data', dataDir], { AUTH_KEY });
   t.teardown(() => child.kill('SIGKILL'));
@@ -71,8 +82,9 @@ t.test('a second SIGTERM under load cuts the requests in flight but still writes
   });
   // Enough traffic that records wait in the log store's open batch when the signals come.
   while (answered.length < 300) await new Promise((resolve) => setTimeout(resolve, 20));
+  holding = true;
   child.kill('SIGTERM');
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await new Promise((resolve) => setTimeout(resolve, 1500));
   child.kill('SIGTERM');
   // An impatient third one changes nothing: the records still get their bounded moment (a kill by it would leave no exit code).
   await new Promise((resolve) => setTimeout(resolve, 5));

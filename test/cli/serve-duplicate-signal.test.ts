@@ -1,0 +1,176 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { request } from 'node:http';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import t, { type Test } from 'tap';
+import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
+import { REPO_ROOT } from '../helpers/repo-copy.ts';
+import { call } from '../management/support/http-client.ts';
+import { tempDataDir } from '../management/support/gateway.ts';
+
+const AUTH_KEY = 'duplicate-signal-test-auth-key-0123456789';
+const LOCK_FILE = 'switchyard.lock';
+
+interface Serving {
+  /** Resolves once stdout has printed a line matching `pattern`; rejects if the process exits first. */
+  printed(pattern: RegExp): Promise<RegExpExecArray>;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+  kill(signal: NodeJS.Signals): void;
+}
+
+/**
+ * `switchyard serve` from source as its own process; `onStdout` runs on each chunk as it
+ * arrives, for a signal sent the moment a line shows.
+ */
+function serve(t: Test, dataDir: string, onStdout: (stdout: string) => void = () => undefined): Serving {
+  const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', '--port', '0', '--data', dataDir], { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY } });
+  t.teardown(() => child.kill('SIGKILL'));
+  let stdout = '';
+  let stderr = '';
+  const waiting: Array<() => void> = [];
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    onStdout(stdout);
+    for (const check of waiting) check();
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
+  return {
+    printed: (pattern) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          const m = pattern.exec(stdout);
+          if (m) resolve(m);
+        };
+        waiting.push(check);
+        check();
+        void exit.then(({ code, signal }) => reject(new Error(`serve exited (${code ?? signal}) before printing ${pattern}:\n${stdout}\n${stderr}`)));
+      }),
+    exit,
+    kill: (signal) => child.kill(signal),
+  };
+}
+
+/** One chat completion; its status and body. */
+function complete(url: string, key: string): Promise<{ status: number; body: string }> {
+  const body = JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] });
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${url}/v1/chat/completions`,
+      { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * A gateway with one group whose upstream answers only when the test says so; resolves once
+ * a chat completion has reached the upstream and waits there.
+ */
+async function serveWithRequestInFlight(t: Test) {
+  let answer!: () => void;
+  let arrived!: () => void;
+  const upstreamReached = new Promise<void>((resolve) => (arrived = resolve));
+  const upstream = await startUpstream(
+    (_req, res) =>
+      new Promise<void>((resolve) => {
+        answer = () => {
+          if (res.headersSent) return;
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('{"id":"c1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}');
+          resolve();
+        };
+        arrived();
+      }),
+  );
+  t.teardown(() => {
+    answer?.();
+    return upstream.close();
+  });
+  const child = serve(t, tempDataDir(t));
+  const url = (await child.printed(/switchyard (http:\/\/\S+) /))[1]!;
+  const create = (p: string, body: unknown) => call(url, 'POST', p, { token: AUTH_KEY, body, headers: { 'Idempotency-Key': randomUUID() } });
+  const group = (await create('/api/groups', { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat' }] })).json.data;
+  t.equal((await create(`/api/groups/${group.id}/credentials/import`, { credentials: 'sk-duplicate-signal-0001' })).status, 200);
+  const key = (await create('/api/access-keys', { name: 'k', protocols: ['x-completions'] })).json.data;
+  const response = complete(url, key.value as string);
+  await upstreamReached;
+  return { child, response, answer: () => answer() };
+}
+
+t.test('the same SIGINT delivered twice (Ctrl-C on npm start) lets the request in flight finish and stops cleanly', async (t) => {
+  const { child, response, answer } = await serveWithRequestInFlight(t);
+  // The terminal's copy and npm's forwarded one.
+  child.kill('SIGINT');
+  await sleep(20);
+  child.kill('SIGINT');
+  await child.printed(/SIGINT received, finishing requests/);
+  // Long enough for a cut, had the copy been taken for a second stop, to have answered 503.
+  await sleep(300);
+  answer();
+  const answered = await response;
+  t.equal(answered.status, 200, 'the request in flight is answered by its upstream');
+  const { code, stdout } = await child.exit;
+  t.equal(code, 0);
+  t.match(stdout, /switchyard: stopped\n/);
+  t.notMatch(stdout, /cut short|second signal/);
+});
+
+t.test('a second SIGINT well after the first cuts the requests in flight', async (t) => {
+  const { child, response } = await serveWithRequestInFlight(t);
+  child.kill('SIGINT');
+  await child.printed(/SIGINT received, finishing requests/);
+  await sleep(1500);
+  child.kill('SIGINT');
+  const answered = await response;
+  t.equal(answered.status, 503);
+  t.match(answered.body, /shutting_down/);
+  const { code, stdout } = await child.exit;
+  t.equal(code, 1, 'a shutdown cut short exits 1');
+  t.match(stdout, /second signal, cutting the requests in flight/);
+  t.match(stdout, /switchyard: stopped, requests in flight cut short\n/);
+});
+
+t.test('a SIGTERM sent the moment the ready line shows stops cleanly', async (t) => {
+  // A few times: the moment right after the ready line is short.
+  for (let run = 0; run < 5; run++) {
+    const dataDir = tempDataDir(t);
+    let sent = false;
+    const child = serve(t, dataDir, (stdout) => {
+      if (!sent && /switchyard http:\/\//.test(stdout)) {
+        sent = true;
+        child.kill('SIGTERM');
+      }
+    });
+    const { code, signal, stdout } = await child.exit;
+    t.same({ code, signal }, { code: 0, signal: null }, `run ${run}: exits 0, not killed by the signal`);
+    t.match(stdout, /switchyard: stopped\n/);
+    t.notOk(existsSync(path.join(dataDir, LOCK_FILE)), 'the lock file is removed');
+  }
+});
+
+t.test('a SIGTERM while starting ends the start as a stop', async (t) => {
+  const dataDir = tempDataDir(t);
+  const lock = path.join(dataDir, LOCK_FILE);
+  const child = serve(t, dataDir);
+  let exited = false;
+  void child.exit.then(() => (exited = true));
+  // The lock is the start's first step; the stores, the log writer and the listening come after.
+  while (!existsSync(lock) && !exited) await sleep(1);
+  child.kill('SIGTERM');
+  const { code, signal, stdout } = await child.exit;
+  t.same({ code, signal }, { code: 0, signal: null }, 'exits 0, not killed by the signal');
+  t.match(stdout, /switchyard: stopped\n/);
+  t.notOk(existsSync(lock), 'the lock file is removed');
+});
