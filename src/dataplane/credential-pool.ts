@@ -161,13 +161,34 @@ function kindsOf(group: { channel: string }): readonly string[] {
   return CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
 }
 
-/** The detail of a no_available_credential: an active credential of a kind that needs an authorization flow is not "disabled or cooling down". */
+/**
+ * The detail of a no_available_credential (the data plane's refusal and route inspection's
+ * `detail` alike): a Group with no credentials at all says so, and an active credential of a
+ * kind that needs an authorization flow is not "disabled or cooling down".
+ */
 export function noCredentialDetail(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): string {
-  const why = unusableBecause(groups, credentialsOf, now);
+  const all = [...groups];
+  // By id: the candidates' order varies by weight from one request to the next.
+  const empty = all.filter((g) => credentialsOf(g.id).length === 0).map((g) => g.id).sort((x, y) => x - y);
+  const rest = all.filter((g) => credentialsOf(g.id).length > 0);
+  const none = noCredentialsSentence(empty);
+  if (rest.length === 0 && none !== '') return none;
+  const others = none === '' ? 'the candidate groups' : 'the other candidate groups';
+  const why = unusableBecause(rest, credentialsOf, now);
   const flow = 'an authorization flow (OAuth, service account and the like), which this version does not serve';
-  if (!why.needFlow) return 'Every credential of the candidate groups is disabled or cooling down.';
-  if (why.notActive) return `Every credential of the candidate groups is disabled, cooling down, or of a kind that needs ${flow}.`;
-  return `The credentials of the candidate groups need ${flow}.`;
+  const sentence = !why.needFlow
+    ? `Every credential of ${others} is disabled or cooling down.`
+    : why.notActive
+      ? `Every credential of ${others} is disabled, cooling down, or of a kind that needs ${flow}.`
+      : `The credentials of ${others} need ${flow}.`;
+  return none === '' ? sentence : `${none} ${sentence}`;
+}
+
+/** Names the Groups that hold no credential, and how to give them one; '' for none. */
+function noCredentialsSentence(groupIds: readonly number[]): string {
+  if (groupIds.length === 0) return '';
+  if (groupIds.length === 1) return `Group ${groupIds[0]} has no credentials: import one (POST /api/groups/${groupIds[0]}/credentials/import).`;
+  return `Groups ${groupIds.join(', ')} have no credentials: import one (POST /api/groups/{group_id}/credentials/import).`;
 }
 
 /**

@@ -29,8 +29,12 @@ export function queryInt(ctx: ManagementContext, name: string, min: number, max:
   return n;
 }
 
-/** ISO 8601: a date, or a date and time with an optional zone. */
-const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):(\d{2}))?)?$/;
+/**
+ * ISO 8601: a date, or a date and time with an optional zone. A space where the zone's sign
+ * goes is a `+`: a query string decodes a `+` typed as is (`curl '...from=...T08:00+08:00'`)
+ * into a space.
+ */
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+ -])(\d{2}):(\d{2}))?)?$/;
 
 /** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
 export function queryTime(ctx: ManagementContext, name: string): number | undefined {

@@ -9,6 +9,7 @@ import { DATA_FILES, openLowdbConfigStore, StoreFileError } from '../../store/lo
 import { PROTOCOL_IDS } from '../../generated/index.ts';
 import { CliError } from '../cli-error.ts';
 import { parseDecimalOption } from '../parse-decimal-option.ts';
+import { requiredOptions } from '../required-options.ts';
 
 const USAGE = 'usage: switchyard inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL]';
 
@@ -30,10 +31,13 @@ export async function runInspect(argv: string[], env: Readonly<Record<string, st
     },
     strict: true,
   });
-  const { protocol, model } = values;
-  if (!protocol || !model || values['access-key'] === undefined) throw new CliError(USAGE);
+  const { protocol, model, 'access-key': accessKey } = requiredOptions('inspect', USAGE, values, {
+    protocol: `one of: ${PROTOCOL_IDS.join(', ')}`,
+    model: 'the model name a client sends',
+    'access-key': 'the id of the AccessKey that sends it, as GET /api/access-keys lists them',
+  });
   // Checked before any work, as usage errors (exit 2): the id by its digits, the protocol against the manifests.
-  const accessKeyId = parseDecimalOption('access-key', 'an AccessKey id', values['access-key'], 1, Number.MAX_SAFE_INTEGER);
+  const accessKeyId = parseDecimalOption('access-key', 'an AccessKey id', accessKey, 1, Number.MAX_SAFE_INTEGER);
   if (!(PROTOCOL_IDS as readonly string[]).includes(protocol)) throw new CliError(`--protocol must be one of ${PROTOCOL_IDS.join(', ')}, not "${protocol}"\n${USAGE}`);
   if (values.url !== undefined && values.data !== undefined) throw new CliError(`--data and --url exclude each other\n${USAGE}`);
   const input = { protocol, external_model: model, access_key_id: accessKeyId };
@@ -61,7 +65,7 @@ async function inspectOffline(dataDir: string, input: { protocol: string; extern
     logs = openSqliteLogReader(dataDir);
     return await inspectRoute({ groups: store.groups, credentials: store.credentials, accessKeys: store.accessKeys, logs, now: Date.now() }, input);
   } catch (err) {
-    if (err instanceof ApiError) throw new CliError(`${err.code}: ${JSON.stringify(err.data)}`, 1);
+    if (err instanceof ApiError) throw new CliError(`${unknownAccessKey(err.code, err.data) ?? `${err.code}: ${JSON.stringify(err.data)}`} in ${dataDir}`, 1);
     throw unreadable(err, path.join(dataDir, LOG_DB_FILE));
   } finally {
     try {
@@ -70,6 +74,12 @@ async function inspectOffline(dataDir: string, input: { protocol: string; extern
       await store.close();
     }
   }
+}
+
+/** Inspection's refusal of an AccessKey id that does not exist (NOT_FOUND), in words; undefined for any other. */
+function unknownAccessKey(code: unknown, data: unknown): string | undefined {
+  const { resource, id } = (data ?? {}) as { resource?: unknown; id?: unknown };
+  return code === 'NOT_FOUND' && resource === 'access_key' ? `no AccessKey with id ${String(id)}` : undefined;
 }
 
 /** One line naming the file that could not be read (`file` when the error does not name one). */
@@ -98,6 +108,8 @@ async function inspectRemote(url: string, authKey: string | undefined, input: ob
   }
   const envelope = (await res.json().catch(() => undefined)) as unknown;
   if (!isEnvelope(envelope)) throw new CliError(`${endpoint} answered ${res.status} but did not answer as a switchyard management API`, 1);
+  const unknown = unknownAccessKey(envelope.code, envelope.data);
+  if (unknown !== undefined) throw new CliError(`${unknown} at ${url}`, 1);
   if (envelope.code !== 0) throw new CliError(`${endpoint} answered ${res.status} ${String(envelope.code)}: ${envelope.message} ${JSON.stringify(envelope.data ?? {})}`, 1);
   return envelope.data as RouteInspection;
 }

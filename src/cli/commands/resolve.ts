@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util';
 import { resolve, type Resolution } from '../../engine/index.ts';
 import { unservedReason } from '../../dataplane/served-route.ts';
-import { CliError } from '../cli-error.ts';
+import { CHANNEL_IDS, PROTOCOL_IDS, PROTOCOLS, type ProtocolId } from '../../generated/index.ts';
+import { requiredOptions } from '../required-options.ts';
+
+const USAGE = 'usage: switchyard resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]';
 
 export function runResolve(argv: string[]): number {
   const { values } = parseArgs({
@@ -16,13 +19,22 @@ export function runResolve(argv: string[]): number {
     },
     strict: true,
   });
-  const { protocol, operation, channel } = values;
-  if (!protocol || !operation || !channel) throw new CliError('usage: switchyard resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]');
+  const { protocol, operation, channel } = requiredOptions('resolve', USAGE, values, {
+    protocol: `one of: ${PROTOCOL_IDS.join(', ')}`,
+    operation: operationsOf(values.protocol),
+    channel: `${CHANNEL_IDS[0]} to ${CHANNEL_IDS.at(-1)}`,
+  });
   const answer = resolve({ protocol, operation, channel, ...(values.model ? { model: values.model } : {}), ...(values.stream ? { features: { stream: true } } : {}) });
   const unserved = unservedReason(answer);
   const shown = unserved ? { ...answer, served: false, unserved_reason: unserved } : answer;
   process.stdout.write(values.json ? `${JSON.stringify(shown, null, 2)}\n` : `${describe(answer, unserved)}\n`);
   return answer.ok && !unserved ? 0 : 1;
+}
+
+/** What --operation takes: the protocol's operations when the protocol is known. */
+function operationsOf(protocol: string | undefined): string {
+  if (protocol !== undefined && Object.hasOwn(PROTOCOLS, protocol)) return `one of: ${PROTOCOLS[protocol as ProtocolId].operations.join(', ')}`;
+  return 'an operation id of the protocol, as manifests/protocols.yaml names them';
 }
 
 function describe(r: Resolution, unserved: string | undefined): string {

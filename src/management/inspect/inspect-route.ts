@@ -1,5 +1,5 @@
 import { accessKeyExpired } from '../../auth/access-key-expiry.ts';
-import { CredentialPool } from '../../dataplane/credential-pool.ts';
+import { CredentialPool, noCredentialDetail } from '../../dataplane/credential-pool.ts';
 import { planCandidates, refusalFor } from '../../dataplane/plan-candidates.ts';
 import type { Resolution } from '../../engine/index.ts';
 import { PROTOCOLS, type ProtocolId } from '../../generated/index.ts';
@@ -82,11 +82,14 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
   const planned = planCandidates({ protocol: protocol.id, operation: protocol.primary_operation, model: input.external_model, key, groups: await src.groups.list() });
   const pool = new CredentialPool(src.credentials);
   const candidates: InspectedCandidate[] = [];
+  /** Included Groups none of whose credentials is usable, with the credentials they hold. */
+  const uncredentialed = new Map<number, { group: (typeof planned)[number]['group']; listed: readonly CredentialView[] }>();
   for (const c of planned) {
     const listed = await src.credentials.list(c.group.id);
     const usable = new Set(pool.usable(c.group, listed, src.now).map((u) => u.id));
     const credentials = listed.map((v) => availability(v, usable.has(v.id)));
     const reason = c.included ? (usable.size > 0 ? null : 'no_available_credential') : (c.excluded_because ?? null);
+    if (reason === 'no_available_credential') uncredentialed.set(c.group.id, { group: c.group, listed });
     candidates.push({
       group_id: c.group.id,
       group_name: c.group.name,
@@ -117,8 +120,12 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
   let reason: string | null = keyReason;
   let detail: string | null = null;
   if (reason === null && !candidates.some((c) => c.included)) {
-    if (candidates.some((c) => c.reason_code === 'no_available_credential')) reason = 'no_available_credential';
-    else ({ code: reason, detail } = refusalFor(planned, input.external_model));
+    if (uncredentialed.size > 0) {
+      reason = 'no_available_credential';
+      // The data plane's own wording, so that inspection and a real request's refusal agree.
+      const groups = [...uncredentialed.values()].map((u) => u.group);
+      detail = noCredentialDetail(groups, (id) => uncredentialed.get(id)?.listed ?? [], src.now);
+    } else ({ code: reason, detail } = refusalFor(planned, input.external_model));
   }
   return {
     routable: reason === null,

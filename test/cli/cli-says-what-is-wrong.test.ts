@@ -1,0 +1,46 @@
+import { execFile } from 'node:child_process';
+import t from 'tap';
+import { AUTH_KEY, startGateway } from '../management/support/gateway.ts';
+import { REPO_ROOT } from '../helpers/repo-copy.ts';
+
+// A usage error names the option left out and what it takes, not only the usage line; an
+// unknown AccessKey id is said in words, not as an API error code and its JSON.
+
+/** Asynchronous, so that a gateway in this process answers the CLI's --url requests. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const options = { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY: '', TAP: undefined, TAP_CHILD_ID: undefined, ...env } };
+    execFile(process.execPath, ['--import=tsx', 'src/cli/main.ts', ...args], options, (err, stdout, stderr) => {
+      resolve({ status: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
+    });
+  });
+}
+
+t.test('resolve without --operation names it and the protocol\'s operations, exit 2', async (t) => {
+  const r = await cli(['resolve', '--protocol', 'x-messages', '--channel', 'ch14']);
+  t.equal(r.status, 2);
+  t.equal(r.stderr.split('\n')[0], 'switchyard: resolve needs --operation (one of: messages-create, messages-count-tokens)');
+  t.match(r.stderr, /^usage: switchyard resolve --protocol P --operation O --channel chNN/m, 'the usage line follows');
+});
+
+t.test('resolve with nothing names all three', async (t) => {
+  const r = await cli(['resolve']);
+  t.equal(r.status, 2);
+  t.match(r.stderr.split('\n')[0], /^switchyard: resolve needs --protocol \(one of: x-completions, .*\), --operation \(.+\) and --channel \(ch01 to ch\d\d\)$/);
+});
+
+t.test('inspect without --access-key names it, exit 2', async (t) => {
+  const r = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model']);
+  t.equal(r.status, 2);
+  t.match(r.stderr.split('\n')[0], /^switchyard: inspect needs --access-key \(.*AccessKey.*\)$/);
+});
+
+t.test('inspect with an AccessKey id that does not exist: said in words, offline and against a server, exit 1', async (t) => {
+  const gw = await startGateway(t);
+  const offline = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '99', '--data', gw.dataDir]);
+  t.equal(offline.status, 1);
+  t.equal(offline.stderr, `switchyard: no AccessKey with id 99 in ${gw.dataDir}\n`);
+  const remote = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '99', '--url', gw.url], { AUTH_KEY });
+  t.equal(remote.status, 1);
+  t.equal(remote.stderr, `switchyard: no AccessKey with id 99 at ${gw.url}\n`);
+});
