@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { MODEL_LISTS, type ModelListDecl, type ModelListStyle, type OperationEntry } from '../generated/index.ts';
-import { firstSegment, type RouteTarget } from '../handlers/compile-route-table.ts';
+import { firstSegment, matchResourceName, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 
 /**
  * The shape a model list answers in: that of the first alternate whose header the request
@@ -37,4 +37,16 @@ export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: Inco
   if (alternate) return alternate.style;
   if (near) return errorStyleOf(near, headers);
   return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
+}
+
+/**
+ * `match`, or, when no endpoint took the path and the model list nearest to it answers this
+ * request in generate shape, that list's `{model}` as a resource name spanning segments: genai's
+ * `models.get({ model: 'models/org/name' })` under v1 is `GET /v1/models/org/name`. To other
+ * clients (whose SDKs encode the slash) the path stays no endpoint. HEAD is its GET, as for
+ * every model list.
+ */
+export function withResourceName(routes: readonly CompiledRoute[], method: string, path: string, headers: IncomingHttpHeaders, match: RouteMatch): RouteMatch {
+  if (match.found || match.allowed.length > 0 || match.near?.kind !== 'model_list' || listStyleOf(match.near.list, headers) !== 'generate') return match;
+  return matchResourceName(routes, method === 'HEAD' ? 'GET' : method, path) ?? match;
 }

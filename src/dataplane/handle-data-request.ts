@@ -25,7 +25,7 @@ import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, resourceKey, ResponseAffinity } from './response-affinity.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
-import { listStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
+import { listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { stripCredentialQuery } from '../upstream/index.ts';
 import { newRequestId } from './new-request-id.ts';
@@ -112,7 +112,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const target = req.url ?? '/';
       const q = target.indexOf('?');
       const path = q < 0 ? target : target.slice(0, q);
-      const match = modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path);
+      const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path));
       const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
       const presented = presentedAccessKey(req.headers, query);
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
@@ -135,20 +135,20 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (match.target.kind === 'model_list') {
         const snap = snapshot.fresh() ?? (await snapshot.current());
         const list = match.target.list;
-        nameTarget(log, match.target);
         const style = listStyleOf(list, req.headers);
         errorStyle = style;
+        nameTarget(log, match.target);
         if (!key) throw new DataPlaneError('access_key_invalid');
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
         if (list.answers === 'model') {
           const model = cappedModelName(match.params['model']!);
           log.external_model = model;
-          const body = modelBody(style, model, key, snap.groups, started);
+          const body = modelBody(style, model, key, snap);
           if (body === undefined) throw new DataPlaneError('model_not_visible');
           sendJson(res, 200, body, requestId, errorStyle);
         } else {
-          sendJson(res, 200, modelListBody(style, key, snap.groups, query, started), requestId, errorStyle);
+          sendJson(res, 200, modelListBody(style, key, snap, query), requestId, errorStyle);
         }
         log.status = 200;
         return;

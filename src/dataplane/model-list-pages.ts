@@ -6,6 +6,9 @@ import { DataPlaneError } from './data-plane-error.ts';
 const MESSAGES_LIMIT = { default: 20, max: 1000 };
 const GENERATE_PAGE_SIZE = { default: 50, max: 1000 };
 const TOKEN_PREFIX = 'after:';
+// Anthropic's `lifecycle` filter: the SDK sends `lifecycle[]=retired` (brackets), one per stage.
+const LIFECYCLE_PARAMS = ['lifecycle[]', 'lifecycle'];
+const LIFECYCLE_STAGES = new Set(['active', 'deprecated', 'retired']);
 
 /** One page of a messages-style list, and whether more remain in the direction of travel. */
 export interface MessagesPage {
@@ -17,12 +20,15 @@ export interface MessagesPage {
  * The page `limit`, `after_id` or `before_id` ask for. `names` is sorted (visibleModelNames),
  * so a cursor is a position in that order: one that names no visible model (a model removed
  * between two pages) still resumes where it left off, and shows nothing the key cannot see.
+ * Every configured model is `active`: a `lifecycle` filter without that stage leaves none.
  */
-export function messagesPage(names: readonly string[], query: URLSearchParams): MessagesPage {
+export function messagesPage(visible: readonly string[], query: URLSearchParams): MessagesPage {
   const limit = integerParam(query, 'limit', 1, MESSAGES_LIMIT.max) ?? MESSAGES_LIMIT.default;
   const afterId = query.get('after_id');
   const beforeId = query.get('before_id');
   if (afterId !== null && beforeId !== null) throw new DataPlaneError('invalid_query_parameter', 'Give after_id or before_id, not both.');
+  const stages = lifecycleStages(query);
+  const names = stages === undefined || stages.has('active') ? visible : [];
   if (beforeId !== null) {
     const end = firstIndex(names, (n) => n >= beforeId);
     const start = Math.max(0, end - limit);
@@ -42,6 +48,15 @@ export function generatePage(names: readonly string[], query: URLSearchParams): 
   const start = after === undefined ? 0 : firstIndex(names, (n) => n > after);
   const page = names.slice(start, start + size);
   return start + size < names.length ? { names: page, nextPageToken: tokenAfter(page[page.length - 1]!) } : { names: page };
+}
+
+/** The stages a `lifecycle` filter names, undefined without one; a stage Anthropic does not define is refused. */
+function lifecycleStages(query: URLSearchParams): Set<string> | undefined {
+  const stages = LIFECYCLE_PARAMS.flatMap((name) => query.getAll(name));
+  if (stages.length === 0) return undefined;
+  const unknown = stages.find((stage) => !LIFECYCLE_STAGES.has(stage));
+  if (unknown !== undefined) throw new DataPlaneError('invalid_query_parameter', 'lifecycle takes active, deprecated or retired.');
+  return new Set(stages);
 }
 
 function integerParam(query: URLSearchParams, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {

@@ -1,18 +1,22 @@
 import type { ServerResponse } from 'node:http';
 import type { ModelListStyle } from '../generated/index.ts';
-import { visibleModelNames } from '../management/visibility.ts';
-import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
+import { groupsServingTo, visibleModelNames } from '../management/visibility.ts';
+import type { AccessKeyRecord } from '../store/records.ts';
+import type { Snapshot } from './config-snapshot.ts';
 import { generatePage, messagesPage } from './model-list-pages.ts';
 import { withRequestId } from './request-id-headers.ts';
+
+/** The configuration a model list reads: the Groups, and the Groups serving each external name. */
+export type ModelCatalog = Pick<Snapshot, 'groups' | 'groupsByModel'>;
 
 /**
  * The configured models visible to the calling key (note 12), in the shape the client's SDK
  * lists models, one page of it as the query's paging parameters ask (the completions list takes
  * none); no upstream is asked.
  */
-export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, groups: readonly GroupRecord[], query: URLSearchParams, createdAt: number): unknown {
-  const names = visibleModelNames(key, groups);
-  const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, createdAt));
+export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, catalog: ModelCatalog, query: URLSearchParams): unknown {
+  const names = visibleModelNames(key, catalog.groups);
+  const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, createdAt(groupsServingTo(key, id, catalog.groupsByModel.get(id) ?? []))));
   switch (style) {
     case 'completions':
       return { object: 'list', data: entries(names) };
@@ -29,10 +33,26 @@ export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, group
 
 /**
  * One visible model, as its entry in the list (what models.retrieve / models.get parse);
- * undefined when the key cannot see it.
+ * undefined when the key cannot see it. Only the Groups serving that name are looked at.
  */
-export function modelBody(style: ModelListStyle, model: string, key: AccessKeyRecord, groups: readonly GroupRecord[], createdAt: number): unknown {
-  return visibleModelNames(key, groups).includes(model) ? modelEntry(style, model, createdAt) : undefined;
+export function modelBody(style: ModelListStyle, model: string, key: AccessKeyRecord, catalog: ModelCatalog): unknown {
+  const serving = groupsServingTo(key, model, catalog.groupsByModel.get(model) ?? []);
+  return serving.length === 0 ? undefined : modelEntry(style, model, createdAt(serving));
+}
+
+/**
+ * When a model was made available, as far as the configuration knows: the creation of the
+ * earliest Group that serves it to the key (a model added to an older Group later carries
+ * that Group's time), the same on every call; the Unix epoch when no Group's time reads,
+ * as Anthropic dates a model whose release date is unknown.
+ */
+function createdAt(serving: readonly { created_at: string }[]): number {
+  let earliest = Infinity;
+  for (const g of serving) {
+    const at = Date.parse(g.created_at);
+    if (at < earliest) earliest = at;
+  }
+  return Number.isFinite(earliest) ? earliest : 0;
 }
 
 function modelEntry(style: ModelListStyle, id: string, createdAt: number): unknown {
@@ -40,7 +60,21 @@ function modelEntry(style: ModelListStyle, id: string, createdAt: number): unkno
     case 'completions':
       return { id, object: 'model', created: Math.floor(createdAt / 1000), owned_by: 'switchyard' };
     case 'messages':
-      return { type: 'model', id, display_name: id, created_at: new Date(createdAt).toISOString() };
+      // Every field the anthropic SDK's ModelInfo declares: a configured model is active, and
+      // what the gateway cannot know (its line, capabilities, token limits, a deprecation) is null.
+      return {
+        type: 'model',
+        id,
+        display_name: id,
+        created_at: new Date(createdAt).toISOString(),
+        lifecycle: 'active',
+        deprecated_at: null,
+        retires_at: null,
+        line: null,
+        capabilities: null,
+        max_input_tokens: null,
+        max_tokens: null,
+      };
     case 'generate':
       return { name: `models/${id}`, baseModelId: id, displayName: id, supportedGenerationMethods: ['generateContent', 'countTokens'] };
   }

@@ -20,6 +20,11 @@ export interface CompiledRoute {
   prefix: string;
   /** The path template, to spell a catch-all match the way the upstream will receive it. */
   template: string;
+  /**
+   * A model list whose shape the headers choose, with a generate-style alternate: its pattern
+   * with `{model}` as a resource name spanning segments, which matchResourceName tries.
+   */
+  resourcePattern?: RegExp;
 }
 
 export type RouteMatch =
@@ -50,19 +55,27 @@ export type RouteMatch =
  * SDKs send `models.retrieve('ft:gpt-4o-mini:org::abc')` unencoded. A generate-style `{model}`
  * is a resource name, which the genai SDK sends unencoded (`models/org/name:generateContent`):
  * it takes every non-empty segment up to the template's literal suffix, colons included (up to
- * the last `:verb`).
+ * the last `:verb`). A model list whose shape the headers choose (`GET /v1/models/{model}`:
+ * openai's and anthropic's `models.retrieve`, and genai's `models.get` under v1) matches one
+ * segment, and its `resourcePattern` the rest of the path, for the request that chooses the
+ * generate style (matchResourceName).
  */
 export function compileRouteTable(): CompiledRoute[] {
   const routes: CompiledRoute[] = [
     ...OPERATION_IDS.map((id) => compile(OPERATIONS[id].method, OPERATIONS[id].path, { kind: 'operation', operation: OPERATIONS[id] } as const)),
-    ...MODEL_LISTS.map((list) => compile(list.method, list.path, { kind: 'model_list', list } as const)),
+    ...MODEL_LISTS.map((list) => {
+      const target = { kind: 'model_list', list } as const;
+      const route = compile(list.method, list.path, target);
+      const resourceNames = list.style !== 'generate' && list.path.includes('{model}') && list.alternates?.some((a) => a.style === 'generate');
+      return resourceNames ? { ...route, resourcePattern: compile(list.method, list.path, target, true).pattern } : route;
+    }),
   ];
   // A rest-of-path route is a fallback: with equal literals it would otherwise shadow a
   // one-segment route (`/v1/responses/{rest*}` vs `/v1/responses/{response_id}`).
   return routes.sort((a, b) => Number(a.catchAll) - Number(b.catchAll) || b.specificity - a.specificity);
 }
 
-function compile(method: string, template: string, target: RouteTarget): CompiledRoute {
+function compile(method: string, template: string, target: RouteTarget, resourceName = isGenerateStyle(target)): CompiledRoute {
   const params: string[] = [];
   let specificity = 0;
   let catchAll = false;
@@ -75,7 +88,7 @@ function compile(method: string, template: string, target: RouteTarget): Compile
     params.push(name);
     if (rest) catchAll = true;
     if (rest) return '(.+)';
-    if (name !== 'model' || !isGenerateStyle(target)) return template[offset + part.length] === ':' ? '([^/:]+)' : '([^/]+)';
+    if (name !== 'model' || !resourceName) return template[offset + part.length] === ':' ? '([^/:]+)' : '([^/]+)';
     wide = true;
     // No empty segment: a doubled or trailing slash is respelled, as for every other route.
     return '([^/]+(?:/[^/]+)*)';
@@ -160,6 +173,22 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   }
   if (other) return { found: false, allowed: other.allowed, near: other.route.target, params: paramsOf(other.route, other.m) };
   return { found: false, allowed: NO_METHODS, near: nearest?.target };
+}
+
+/**
+ * The model list whose `{model}` the path names as a resource name spanning segments
+ * (`GET /v1/models/org/name`), for a request whose headers choose the generate style; undefined
+ * when none takes it with this method. Its parameters decode as any route's.
+ */
+export function matchResourceName(routes: readonly CompiledRoute[], method: string, path: string): RouteMatch | undefined {
+  const canonical = withoutEmptySegments(path);
+  for (const route of routes) {
+    const m = route.method === method ? route.resourcePattern?.exec(canonical) : undefined;
+    if (!m) continue;
+    const params = paramsOf(route, m);
+    return params === undefined ? { found: false, allowed: NO_METHODS, invalidParameter: true, near: route.target } : { found: true, target: route.target, params };
+  }
+  return undefined;
 }
 
 /**

@@ -1,6 +1,8 @@
 import t from 'tap';
 import { ApiError, GoogleGenAI } from '@google/genai';
-import { compileRouteTable, matchRoute } from '../../src/handlers/compile-route-table.ts';
+import { compileRouteTable, matchResourceName, matchRoute } from '../../src/handlers/compile-route-table.ts';
+import OpenAI, { NotFoundError as OpenAINotFoundError } from 'openai';
+import { startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
 import { generateResponse, rig, writeJson } from './helpers/vendor-wire.ts';
 
 // The @google/genai SDK set to `apiVersion: 'v1'` (docs/data-plane.md, "Model lists" and
@@ -78,7 +80,38 @@ t.test('route matching: the route that names more of the path wins across first 
   // A path this segment takes by another method, named as exactly: still that endpoint's 405.
   t.match(at('GET', '/v1beta/models/m:generateContent'), { found: false, allowed: ['POST'], servedUnder: undefined });
   t.match(at('POST', '/v1/models/m'), { found: false, allowed: ['GET'], servedUnder: undefined });
-  // Near models.retrieve here as near models.get under /v1beta: it stays here.
+  // Near models.retrieve here as near models.get under /v1beta: it stays here, and is
+  // models.retrieve's resource name for a request in generate shape (matchResourceName).
   t.match(at('GET', '/v1/models/a/b'), { found: false, servedUnder: undefined, near: { kind: 'model_list', list: { id: 'models-retrieve' } } });
+  t.match(matchResourceName(routes, 'GET', '/v1/models/a/b'), { found: true, target: { kind: 'model_list', list: { id: 'models-retrieve' } }, params: { model: 'a/b' } });
+  t.equal(matchResourceName(routes, 'POST', '/v1/models/a/b'), undefined);
+  t.equal(matchResourceName(routes, 'GET', '/v1beta/models/a/b'), undefined, 'generate-style lists span segments in their own pattern');
   t.match(at('GET', '/v1/models/m:generateContent'), { found: true, params: { model: 'm:generateContent' } });
+});
+
+t.test('genai models.get() under /v1 of a name with a slash: the rest of the path is the model, for the genai SDK only', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => writeJson(res, 500, {}));
+  await gw.store.groups.create({ name: 'g', channel: 'ch15', base_url: upstream.url, models: ['org/name', 'plain'].map((external) => ({ external, upstream: 'u' })) });
+  const key = (await gw.store.accessKeys.create({ name: 'k', protocols: ['x-generate'] })).value;
+  const c = v1(gw.url, key);
+  const names: string[] = [];
+  for await (const model of await c.models.list()) names.push(String(model.name));
+  t.same(names, ['models/org/name', 'models/plain']);
+  // What the list shows is what models.get takes back, with or without the `models/` prefix.
+  for (const name of [...names, 'org/name']) t.equal((await c.models.get({ model: name })).name, name.startsWith('models/') ? name : `models/${name}`, name);
+  const hidden = await c.models.get({ model: 'models/org/other' }).catch((e: unknown) => e);
+  t.match(bodyOf(hidden), { error: { code: 404, details: [{ reason: 'model_not_visible' }] } });
+
+  // To other clients a path past one segment is no endpoint, as before; their SDKs encode the slash.
+  const plain = await fetch(`${gw.url}/v1/models/org/name`, { headers: { authorization: `Bearer ${key}` } });
+  t.equal(plain.status, 404);
+  t.match(await plain.json(), { error: { code: 'route_not_found' } });
+  const msg = await fetch(`${gw.url}/v1/models/org/name`, { headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
+  t.match(await msg.json(), { type: 'error', error: { code: 'route_not_found' } });
+  const openai = new OpenAI({ apiKey: key, baseURL: `${gw.url}/v1`, maxRetries: 0 });
+  t.equal((await openai.models.retrieve('org/name')).id, 'org/name', 'openai models.retrieve sends org%2Fname');
+  t.type(await openai.models.retrieve('org/other').catch((e: unknown) => e), OpenAINotFoundError);
+  const head = await fetch(`${gw.url}/v1/models/org/name`, { method: 'HEAD', headers: { 'x-goog-api-key': key } });
+  t.equal(head.status, 200, 'HEAD is its GET');
+  t.same(upstream.requests, [], 'no upstream was asked');
 });

@@ -314,3 +314,82 @@ t.test('openai models.list() ignores paging parameters: the whole list', async (
   t.equal(body.object, 'list');
   t.same(body.data.map((m) => m.id), s.visible);
 });
+
+// Every field the SDK's ModelInfo declares as present (resources/models.d.ts): a configured
+// model is `active`, and what the gateway cannot know about it is null, never missing.
+const MODEL_INFO_FIELDS = ['capabilities', 'created_at', 'deprecated_at', 'display_name', 'id', 'lifecycle', 'line', 'max_input_tokens', 'max_tokens', 'retires_at', 'type'];
+
+t.test('anthropic models.list() / retrieve(): every ModelInfo field, lifecycle active and the unknowns null', async (t) => {
+  const s = await setup(t);
+  const anthropic = new Anthropic({ apiKey: s.scoped, baseURL: s.gw.url, maxRetries: 0 });
+  const listed = (await anthropic.models.list()).data;
+  const retrieved = await anthropic.models.retrieve('team-c');
+  for (const model of [...listed, retrieved]) {
+    t.same(Object.keys(model).sort(), MODEL_INFO_FIELDS, `${model.id}: the fields ModelInfo declares`);
+    t.match(model, { lifecycle: 'active', deprecated_at: null, retires_at: null, line: null, capabilities: null, max_input_tokens: null, max_tokens: null });
+  }
+  t.same(
+    listed.filter((m) => m.lifecycle === 'active').map((m) => m.id),
+    ['team-a', 'team-b', 'team-c'],
+    "the SDK's own lifecycle filter keeps them",
+  );
+});
+
+t.test('anthropic models.list({ lifecycle }): the configured models when active is asked for, else an empty page', async (t) => {
+  const s = await setup(t);
+  const urls: string[] = [];
+  const anthropic = new Anthropic({
+    apiKey: s.scoped,
+    baseURL: s.gw.url,
+    maxRetries: 0,
+    fetch: (async (url: string | URL | Request, init?: RequestInit) => {
+      urls.push(String(url));
+      return fetch(url, init);
+    }) as typeof fetch,
+  });
+  const ids = async (lifecycle: ('active' | 'deprecated' | 'retired')[]) => {
+    const page = await anthropic.models.list({ lifecycle });
+    return { ids: page.data.map((m) => m.id), has_more: page.has_more, first_id: page.first_id };
+  };
+  t.same(await ids(['retired']), { ids: [], has_more: false, first_id: null });
+  t.match(urls.at(-1), /[?&]lifecycle%5B%5D=retired(&|$)/, 'the SDK sends the filter in brackets');
+  t.same(await ids(['deprecated', 'retired']), { ids: [], has_more: false, first_id: null });
+  t.same(await ids(['active']), { ids: ['team-a', 'team-b', 'team-c'], has_more: false, first_id: 'team-a' });
+  t.same(await ids(['retired', 'active']), { ids: ['team-a', 'team-b', 'team-c'], has_more: false, first_id: 'team-a' });
+
+  const raw = async (query: string) => fetch(`${s.gw.url}/v1/models?${query}`, { headers: { 'x-api-key': s.scoped, 'anthropic-version': '2023-06-01' } });
+  t.same(((await (await raw('lifecycle=deprecated')).json()) as { data: unknown[] }).data, [], 'unbracketed, as a repeated parameter');
+  const bad = await raw('lifecycle%5B%5D=gone');
+  t.equal(bad.status, 400);
+  t.match(await bad.json(), { type: 'error', error: { type: 'invalid_request_error', code: 'invalid_query_parameter' } });
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('created / created_at: the earliest serving Group\'s creation, the same in list and retrieve and on every call', async (t) => {
+  const s = await setup(t);
+  const [chat, msg] = await s.gw.store.groups.list();
+  // team-a is served by chat (created first) and msg; team-c by msg alone.
+  const chatAt = Date.parse(chat!.created_at);
+  const msgAt = Date.parse(msg!.created_at);
+  const anthropic = new Anthropic({ apiKey: s.scoped, baseURL: s.gw.url, maxRetries: 0 });
+  const openai = new OpenAI({ apiKey: s.scoped, baseURL: `${s.gw.url}/v1`, maxRetries: 0 });
+  for (let call = 0; call < 2; call++) {
+    const listed = (await anthropic.models.list()).data;
+    t.same(
+      listed.map((m) => [m.id, m.created_at]),
+      [
+        ['team-a', new Date(chatAt).toISOString()],
+        ['team-b', new Date(chatAt).toISOString()],
+        ['team-c', new Date(msgAt).toISOString()],
+      ],
+    );
+    t.equal((await anthropic.models.retrieve('team-c')).created_at, new Date(msgAt).toISOString());
+    const created = (await openai.models.list()).data.map((m) => [m.id, m.created]);
+    t.same(created, [
+      ['team-a', Math.floor(chatAt / 1000)],
+      ['team-b', Math.floor(chatAt / 1000)],
+      ['team-c', Math.floor(msgAt / 1000)],
+    ]);
+    t.equal((await openai.models.retrieve('team-a')).created, Math.floor(chatAt / 1000));
+  }
+});

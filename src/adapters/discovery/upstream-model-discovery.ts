@@ -45,7 +45,8 @@ export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
       if (!secret) throw new DiscoveryRefused('credential_secret_missing');
       const request: ListRequest = {
         listUrl: joinBaseUrl(baseUrl, dialect.path),
-        headers: { [dialect.keyHeader]: dialect.bearer ? `Bearer ${secret}` : secret, accept: 'application/json', ...dialect.extraHeaders },
+        // identity: the page is parsed as sent, and an upstream left to choose may compress it (as on the data plane, forward-headers.ts).
+        headers: { [dialect.keyHeader]: dialect.bearer ? `Bearer ${secret}` : secret, accept: 'application/json', 'accept-encoding': 'identity', ...dialect.extraHeaders },
         proxy,
         timeouts,
         deadline: AbortSignal.timeout(timeouts.totalMs),
