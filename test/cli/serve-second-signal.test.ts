@@ -40,7 +40,7 @@ async function allRecordIds(url: string): Promise<Set<string>> {
 }
 
 t.test('a second SIGTERM under load cuts the requests in flight but still writes the record of every answered request', async (t) => {
-  // Once the stop begins, the upstream stops answering: requests are still in flight when the
+  // Before the stop begins, the upstream stops answering: requests are still in flight when the
   // second signal comes, more than a second after the first (sooner, it is taken for a copy).
   let holding = false;
   const held: ServerResponse[] = [];
@@ -83,6 +83,8 @@ t.test('a second SIGTERM under load cuts the requests in flight but still writes
   // Enough traffic that records wait in the log store's open batch when the signals come.
   while (answered.length < 300) await new Promise((resolve) => setTimeout(resolve, 20));
   holding = true;
+  // Requests wait at the upstream from now on: some are surely in flight when the second signal comes.
+  while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
   child.kill('SIGTERM');
   await new Promise((resolve) => setTimeout(resolve, 1500));
   child.kill('SIGTERM');
