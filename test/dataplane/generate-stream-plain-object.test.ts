@@ -114,19 +114,22 @@ t.test('generate stream answered with a plain object that breaks off: the connec
   t.equal(record.error_code, 'upstream_stream_broken', 'the break is recorded');
 });
 
-t.test('generate stream answered with a plain object slower than the stream idle timeout: passed on whole, as a non-streamed body is', async (t) => {
-  const cutAt = PLAIN_OBJECT.indexOf(',');
-  const pieces = [PLAIN_OBJECT.slice(0, cutAt), PLAIN_OBJECT.slice(cutAt)];
+t.test('generate stream answered with a plain object that takes longer than the stream idle timeout, never silent that long: passed on whole, as a non-streamed body is', async (t) => {
+  // Eight pieces 150 ms apart: 1.05 s in all against an idle timeout of 1 s. The watch measures
+  // silence, not the body's length in time (a silence that long cuts it: plain-body-idle.test.ts).
+  const size = Math.ceil(PLAIN_OBJECT.length / 8);
+  const pieces = Array.from({ length: 8 }, (_, i) => PLAIN_OBJECT.slice(i * size, (i + 1) * size));
   const { upstream, gw } = await startUpstreamAndDataPlane(
     t,
     async (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.write(pieces[0]);
-      // Longer than the stream idle timeout: a stream would be ended; a plain body is the upstream client's to time out.
-      await new Promise((resolve) => setTimeout(resolve, 600));
-      res.end(pieces[1]);
+      for (const piece of pieces.slice(0, -1)) {
+        res.write(piece);
+        await new Promise((resolve) => setTimeout(resolve, 150));
+      }
+      res.end(pieces.at(-1));
     },
-    { streamIdleTimeoutMs: 150 },
+    { streamIdleTimeoutMs: 1000 },
   );
   await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-generate'] });
