@@ -15,6 +15,10 @@ export interface RequestLogHealth {
   buffered: number;
   /** Records dropped since start because the store could not keep up. */
   dropped: number;
+  /** Bytes the buffered records take (encoding and bodies' text), where the store bounds them; else 0. */
+  buffered_bytes: number;
+  /** Recorded bodies let go since start to keep within that bound (their records kept, state `dropped`); else 0. */
+  bodies_dropped: number;
 }
 
 export interface ManagementState {

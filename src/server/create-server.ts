@@ -139,7 +139,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       priceCatalog: parsePriceList(BUNDLED_PRICE_LIST, validator.compile<PriceList>(priceListSchema)),
       modelDiscovery: options.modelDiscovery,
       credentialFlows: options.credentialFlows,
-      requestLogHealth: () => ({ buffered: openLogs.buffered ?? 0, dropped: openLogs.dropped ?? 0 }),
+      requestLogHealth: () => ({ buffered: openLogs.buffered ?? 0, buffered_bytes: openLogs.bufferedBytes ?? 0, dropped: openLogs.dropped ?? 0, bodies_dropped: openLogs.bodiesDropped ?? 0 }),
     };
     const management = createManagementApp(deps, { authKey: source.authKey, lockout: new Lockout(clock, options.lockoutPolicy) });
     const app = new Koa();

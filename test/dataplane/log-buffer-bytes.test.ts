@@ -8,7 +8,7 @@ import { logRecord } from '../management/support/log-records.ts';
 
 // While the writer cannot write, what waits is bounded by bytes as well as by count, on both
 // threads: recorded bodies go first (their records kept, the body marked `dropped`), then the
-// oldest records, counted in `dropped`.
+// oldest records, counted in `dropped`. Bodies let go are counted in `bodiesDropped` and reported.
 
 const T0 = Date.UTC(2025, 0, 15, 10, 0, 0);
 const BODY = 100_000;
@@ -49,7 +49,8 @@ async function flushOnceWritesWork(store: { flush(): Promise<void> }): Promise<v
 t.test('beyond maxBufferedBytes the oldest recorded bodies are dropped, their records kept and written with the body marked dropped', async (t) => {
   const dir = tempDir(t);
   const cap = 3.5 * BODY;
-  const store = await openWorkerLogStore(dir, { batchSize: 1, flushIntervalMs: 60_000, maxBufferedBytes: cap });
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { batchSize: 1, flushIntervalMs: 60_000, maxBufferedBytes: cap, onError: (e) => errors.push(e) });
   t.teardown(() => store.close().catch(() => {}));
   const writes = failingWrites(t, dir);
 
@@ -58,7 +59,13 @@ t.test('beyond maxBufferedBytes the oldest recorded bodies are dropped, their re
   t.ok(store.bufferedBytes <= cap, `the records waiting take ${store.bufferedBytes} bytes, within the cap`);
   t.equal(store.buffered, 10, 'every record is kept');
   t.equal(store.dropped, 0, 'none dropped: dropping bodies was enough');
+  t.equal(store.bodiesDropped, 7, 'the seven bodies let go are counted');
   await t.rejects(flushed, /log inserts refused by the test/);
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  const reports = errors.filter((e) => e instanceof Error && /bodies were let go/.test(e.message)).map((e) => (e as Error).message);
+  t.same(reports.length, 1, 'the bodies let go are reported once');
+  t.match(reports[0], /^7 recorded request bodies were let go .*: the log store could not keep up \(/, 'naming how many, and why');
+  t.notMatch(reports[0], /request records were dropped/, 'no record was dropped');
 
   writes.recover();
   await flushOnceWritesWork(store);
@@ -82,6 +89,7 @@ t.test('once no body is left to drop, the oldest records are dropped and counted
   await t.rejects(store.flush(), /log inserts refused by the test/);
   t.ok(store.bufferedBytes <= cap, 'the bodies went');
   t.equal(store.dropped, 0);
+  t.equal(store.bodiesDropped, 10, 'all ten counted as let go');
 
   for (let i = 10; i < 2010; i++) store.append(record(i));
   const flushed = store.flush();

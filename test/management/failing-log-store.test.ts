@@ -56,6 +56,27 @@ t.test('health shows the records waiting and dropped; log reads answer 503 LOG_S
   t.match((await gw.api('GET', '/api/health')).json.data, { status: 'ok', request_logs: { buffered: 0, dropped: 70 } });
 });
 
+t.test('health shows the bytes waiting and the recorded bodies let go to stay within maxBufferedBytes', async (t) => {
+  const BODY = 100_000;
+  const gw = await startGateway(t, {
+    openLogStore: (dir) => openWorkerLogStore(dir, { batchSize: 1, flushIntervalMs: 60_000, maxBufferedBytes: 3.5 * BODY, onError: () => {} }),
+  });
+  const db = new Database(join(gw.dataDir, LOG_DB_FILE));
+  t.teardown(() => {
+    db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
+    db.close();
+  });
+  db.exec(FAIL_INSERTS);
+  for (let i = 0; i < 10; i++) {
+    const request_body = { state: 'recorded' as const, original_bytes: BODY, body: 'x'.repeat(BODY) };
+    gw.server.logs.append(logRecord({ request_id: `req_${String(i).padStart(6, '0')}`, created_at: Date.UTC(2025, 0, 15) + i, request_body }));
+  }
+  await gw.server.logs.flush().catch(() => {});
+  const { request_logs } = (await gw.api('GET', '/api/health')).json.data;
+  t.match(request_logs, { buffered: 10, dropped: 0, bodies_dropped: 7 }, 'every record kept, seven bodies let go');
+  t.ok(request_logs.buffered_bytes > 3 * BODY && request_logs.buffered_bytes <= 3.5 * BODY, `${request_logs.buffered_bytes} bytes waiting, the three bodies kept among them`);
+});
+
 t.test('a shutdown with a failing log store rejects, naming the records it could not write and why', async (t) => {
   const { gw, db } = await gatewayWithFailableStore(t);
   db.exec(FAIL_INSERTS);

@@ -71,9 +71,10 @@ export class RelayContext {
   /**
    * A relay with no idle watcher of its own (a plain body) gets one at the first flush, which
    * comes only when its body is still open after the turn that brought its first bytes: a body
-   * read whole in one turn (the usual JSON answer) is ended before and never makes one. From
-   * then on, an upstream silent for the idle timeout is `upstream_idle_timeout`, a client that
-   * reads nothing for it `client_stalled`.
+   * read whole in one turn (the usual JSON answer, when it arrives in one read) is ended before
+   * and never makes one; a chunked one whose last, empty chunk comes in a later read makes one
+   * and stops it. From then on, an upstream silent for the idle timeout is
+   * `upstream_idle_timeout`, a client that reads nothing for it `client_stalled`.
    */
   watchesAfterFirstTurn = false;
   #first = true;

@@ -27,7 +27,7 @@ export function healthRoutes(deps: ManagementDeps): RouteDef[] {
             uptime_seconds: Math.floor((deps.clock() - deps.startedAt) / 1000),
             stores,
             memory: { rss_bytes: memory.rss, heap_used_bytes: memory.heapUsed },
-            request_logs: deps.requestLogHealth?.() ?? { buffered: 0, dropped: 0 },
+            request_logs: { buffered: 0, dropped: 0, buffered_bytes: 0, bodies_dropped: 0, ...deps.requestLogHealth?.() },
           },
         };
       },

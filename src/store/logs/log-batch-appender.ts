@@ -47,6 +47,7 @@ export class LogBatchAppender {
   /** Sealed batches not yet handed on, by their number. */
   readonly #queue = new PendingLogBatches();
   #dropped = 0;
+  #bodiesDropped = 0;
   #failing = false;
   /** Why handing on last failed: what a drop report names. */
   #lastFailure: unknown;
@@ -76,6 +77,11 @@ export class LogBatchAppender {
   /** Records dropped because handing on kept failing while more than `maxBuffered` records, or `maxBufferedBytes`, waited. */
   get dropped(): number {
     return this.#dropped;
+  }
+
+  /** Recorded bodies let go (marked `dropped`) to keep within `maxBufferedBytes`. */
+  get bodiesDropped(): number {
+    return this.#bodiesDropped;
   }
 
   append(record: LogRecord): void {
@@ -112,9 +118,10 @@ export class LogBatchAppender {
 
   #push(batch: SealedLogBatch): void {
     this.#queue.add(++this.#queued, batch);
-    const dropped = this.#queue.bound(this.#maxBuffered, this.#maxBufferedBytes);
-    this.#dropped += dropped;
-    this.#drops.dropped(dropped, this.#lastFailure);
+    const drops = this.#queue.bound(this.#maxBuffered, this.#maxBufferedBytes);
+    this.#dropped += drops.records;
+    this.#bodiesDropped += drops.bodies;
+    this.#drops.dropped(drops, this.#lastFailure);
   }
 
   #handOnFirst(): void {

@@ -122,6 +122,10 @@ export interface LogStore {
   readonly buffered?: number;
   /** Records dropped since the store opened because it could not keep up, where it can drop any. */
   readonly dropped?: number;
+  /** Bytes of the buffered records (their encoding and recorded bodies' text), where the store bounds them. */
+  readonly bufferedBytes?: number;
+  /** Recorded bodies let go since the store opened to keep within that bound (their records kept, the body marked `dropped`). */
+  readonly bodiesDropped?: number;
   /** Writes buffered records now. */
   flush(): Promise<void>;
   close(): Promise<void>;

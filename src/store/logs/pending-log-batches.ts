@@ -6,6 +6,12 @@ export const DEFAULT_MAX_BUFFERED = 100_000;
 /** Default cap on what waiting records take (`maxBufferedBytes`): their encoding and their recorded bodies' text. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 128 * 1024 * 1024;
 
+/** What one `bound` let go: whole records, and recorded bodies (their records kept, the body marked `dropped`). */
+export interface BoundDrops {
+  records: number;
+  bodies: number;
+}
+
 /**
  * Sealed batches waiting to be written or acknowledged, in order, by id, with their totals of
  * records and bytes (each batch's `bytes`, counted once when it was sealed). `bound` keeps them
@@ -56,9 +62,11 @@ export class PendingLogBatches {
   /**
    * Brings the batches within `maxRecords` and `maxBytes`. Over the bytes, the recorded bodies
    * go first, oldest batch first: their records are kept, each body marked `dropped`. Then,
-   * over either cap, whole oldest batches go, never the newest. Returns the records dropped.
+   * over either cap, whole oldest batches go, never the newest. Returns the records dropped and
+   * the bodies let go (a body counts once let go, whether or not its record is dropped later).
    */
-  bound(maxRecords: number, maxBytes: number): number {
+  bound(maxRecords: number, maxBytes: number): BoundDrops {
+    let bodies = 0;
     if (this.#bytes > maxBytes) {
       for (const [id, batch] of this.#batches) {
         if (this.#bytes <= maxBytes) break;
@@ -66,14 +74,15 @@ export class PendingLogBatches {
         if (batch.bodies === undefined || batch.bytes === batch.data.byteLength) continue;
         this.#bytes -= batch.bytes - batch.data.byteLength;
         this.#batches.set(id, { ...batch, bodies: batch.bodies.map(droppedBody), bytes: batch.data.byteLength });
+        bodies += batch.bodies.length;
       }
     }
-    let dropped = 0;
+    let records = 0;
     for (const [id, batch] of this.#batches) {
       if ((this.#records <= maxRecords && this.#bytes <= maxBytes) || this.#batches.size === 1) break;
       this.delete(id);
-      dropped += batch.count;
+      records += batch.count;
     }
-    return dropped;
+    return { records, bodies };
   }
 }

@@ -83,6 +83,16 @@ export class SqliteLogStore implements LogStore {
     return this.#appender.dropped;
   }
 
+  /** Recorded bodies let go (marked `dropped`) because writes kept failing while more than `maxBufferedBytes` waited. */
+  get bodiesDropped(): number {
+    return this.#appender.bodiesDropped;
+  }
+
+  /** Bytes of the records not yet written, as `maxBufferedBytes` counts them. */
+  get bufferedBytes(): number {
+    return this.#appender.bufferedBytes;
+  }
+
   append(record: LogRecord): void {
     if (this.#closed) throw new Error('log store is closed');
     this.#appender.append(record);

@@ -66,6 +66,7 @@ export class WorkerLogStore implements LogStore {
   #lastBatch = 0;
   #lastRead = 0;
   #dropped = 0;
+  #bodiesDropped = 0;
   /** The last write failure or worker death: why records wait, and why they are dropped. */
   #lastFailure: Error | undefined;
   #deathsWithoutProgress = 0;
@@ -113,6 +114,11 @@ export class WorkerLogStore implements LogStore {
   /** Records no longer kept for re-sending because more than `maxBuffered` records, or `maxBufferedBytes`, were unacknowledged. */
   get dropped(): number {
     return this.#dropped + this.#appender.dropped;
+  }
+
+  /** Recorded bodies no longer kept for re-sending (their records kept, the body marked `dropped`) because more than `maxBufferedBytes` were unacknowledged. */
+  get bodiesDropped(): number {
+    return this.#bodiesDropped + this.#appender.bodiesDropped;
   }
 
   append(record: LogRecord): void {
@@ -290,9 +296,10 @@ export class WorkerLogStore implements LogStore {
 
   /** Bounds memory while the worker commits nothing (bodies first, then records); a healthy one keeps this to a few batches. */
   #dropOldestBeyondLimit(): void {
-    const dropped = this.#unacked.bound(this.#maxBuffered, this.#maxBufferedBytes);
-    this.#dropped += dropped;
-    this.#drops.dropped(dropped, this.#lastFailure?.message ?? 'writes are not acknowledged fast enough');
+    const drops = this.#unacked.bound(this.#maxBuffered, this.#maxBufferedBytes);
+    this.#dropped += drops.records;
+    this.#bodiesDropped += drops.bodies;
+    this.#drops.dropped(drops, this.#lastFailure?.message ?? 'writes are not acknowledged fast enough');
   }
 
   /** The worker keeps the process alive only while it starts, or owes an answer or a commit. */
