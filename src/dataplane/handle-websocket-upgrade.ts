@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type Server } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
@@ -301,7 +302,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.error_code = code;
       session.endForPolicy(code);
     });
-    const session = relayWebSocketSession(client, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage);
+    // An HTTP server's upgrade socket is a net.Socket (on https a TLSSocket, which is one too).
+    const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage);
     void session.ended.then(follower.stop);
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));

@@ -2,7 +2,6 @@ import type { Agent, ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { classifyUpstreamError, DEFAULT_CONNECT_TIMEOUT_MS, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
-import { DEFAULT_DATA_PLANE_OPTIONS } from './data-plane-deps.ts';
 import { SessionWebSocket } from './session-websocket.ts';
 
 /** How an upstream answered the opening handshake. */
@@ -38,13 +37,13 @@ const CONNECT_TIMED_OUT: HandshakeOutcome = { kind: 'failed', timedOut: false, c
  * is the one the upstream selected. An opened socket is paused, so frames the upstream sends
  * before the client's side is joined wait in the socket instead of being dropped. It does not
  * answer pings itself: the session relays them to the client. `maxPayload`: the largest message
- * it accepts (the data plane's `sessionMessageMaxBytes` unless given).
+ * it accepts (the data plane's `sessionMessageMaxBytes`).
  */
 export function openUpstreamWebSocket(
   url: string,
   protocols: string[],
   headers: OutgoingHeaders,
-  options: { agent: Agent | undefined; handshakeTimeoutMs: number; answerIdleTimeoutMs: number; connectTimeoutMs?: number; maxPayload?: number },
+  options: { agent: Agent | undefined; handshakeTimeoutMs: number; answerIdleTimeoutMs: number; connectTimeoutMs?: number; maxPayload: number },
 ): UpstreamHandshake {
   // ws times the handshake from before the connection opens: how far it got says whose the timeout is.
   let socketGiven = false;
@@ -68,7 +67,7 @@ export function openUpstreamWebSocket(
     handshakeTimeout: options.handshakeTimeoutMs,
     finishRequest,
     autoPong: false,
-    maxPayload: options.maxPayload ?? DEFAULT_DATA_PLANE_OPTIONS.sessionMessageMaxBytes,
+    maxPayload: options.maxPayload,
     ...(options.agent ? { agent: options.agent } : {}),
   });
   const outcome = new Promise<HandshakeOutcome>((resolve) => {

@@ -3,7 +3,7 @@ import type { LogRecord } from '../store/logs/index.ts';
 import type { SessionUsageAccumulator } from '../usage/index.ts';
 import { ABNORMAL_CLOSURE, passedOnCloseCode } from './session-close-code.ts';
 import { maskSecretInText } from './mask-upstream-secret.ts';
-import { HEARTBEAT_PAYLOAD, watchSessionClient } from './session-heartbeat.ts';
+import { HEARTBEAT_PAYLOAD, watchSessionClient, type ClientConnection } from './session-heartbeat.ts';
 import type { SessionWebSocket } from './session-websocket.ts';
 
 /**
@@ -47,10 +47,11 @@ interface Breakage {
 }
 
 /**
- * `heartbeatMs`: the client's liveness period (`watchSessionClient`). `onUsage` runs after each
- * upstream frame that carried usage (the session's quota check).
+ * `clientConnection`: the client's raw socket, and `heartbeatMs`: the client's liveness period
+ * (`watchSessionClient`). `onUsage` runs after each upstream frame that carried usage (the
+ * session's quota check).
  */
-export function relayWebSocketSession(client: SessionWebSocket, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void): RelaySession {
+export function relayWebSocketSession(client: SessionWebSocket, clientConnection: ClientConnection, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void): RelaySession {
   client.on('message', relay(client, upstream));
   upstream.on('message', relay(upstream, client));
   relayControlFrames(client, upstream);
@@ -105,8 +106,8 @@ export function relayWebSocketSession(client: SessionWebSocket, upstream: Sessio
     (error as NodeJS.ErrnoException).code === WS_MESSAGE_TOO_BIG ? { code: `${side}_message_too_big`, reason: `${side} message too big` } : undefined;
   client.on('error', (error) => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), true, tooBig(error, 'client')));
   upstream.on('error', (error) => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), false, tooBig(error, 'upstream')));
-  // A client silent through two heartbeat periods is gone: the upstream is told 1011, as for a dropped connection, and the client is cut.
-  const stopHeartbeat = watchSessionClient(client, heartbeatMs, () => {
+  // A client without progress through two heartbeat periods is gone: the upstream is told 1011, as for a dropped connection, and the client is cut.
+  const stopHeartbeat = watchSessionClient(client, clientConnection, heartbeatMs, () => {
     finish(ABNORMAL_CLOSURE, Buffer.alloc(0), true, { code: 'client_stalled', reason: 'client not answering' });
     client.terminate();
   });

@@ -1,26 +1,34 @@
+import type { Socket } from 'node:net';
 import { WebSocket } from 'ws';
 
 /** The payload of the gateway's own pings: the client's pong to one is the gateway's, not passed upstream. */
 export const HEARTBEAT_PAYLOAD = Buffer.from('switchyard-heartbeat');
 
+/** What the heartbeat reads of the client's raw connection (the upgrade's socket). */
+export type ClientConnection = Pick<Socket, 'bytesRead' | 'bytesWritten' | 'writableLength'>;
+
 /**
- * Watches a session's client for upstreams that do not ping it themselves: a client that sent
- * nothing (message, ping or pong, an upstream's ping answered included) for `periodMs` is
- * pinged, and `onGone` runs when the next period passes silent too. A client that vanished
- * without a FIN (network lost, a NAT entry expired) is otherwise never noticed in a quiet
- * session. Returns what stops the watch.
+ * Watches a session's client for upstreams that do not ping it themselves: a client that made
+ * no progress for `periodMs` is pinged, and `onGone` runs when the next period passes without
+ * progress too. A client that vanished without a FIN (network lost, a NAT entry expired) is
+ * otherwise never noticed in a quiet session. Progress is any bytes read from the client (a
+ * frame of a message that takes minutes to upload, not only a whole one), or output the kernel
+ * took while some of it waited for the client: the client is reading its backlog, behind which
+ * the gateway's ping waits. Output the kernel takes with nothing waiting says nothing: it is
+ * taken whether or not anyone reads it. Returns what stops the watch.
  */
-export function watchSessionClient(client: WebSocket, periodMs: number, onGone: () => void): () => void {
-  let heard = false;
+export function watchSessionClient(client: WebSocket, connection: ClientConnection, periodMs: number, onGone: () => void): () => void {
+  let read = connection.bytesRead;
+  let delivered = deliveredBytes(connection);
+  let backlogged = connection.writableLength > 0;
   let pinged = false;
-  const hear = () => (heard = true);
-  client.on('message', hear);
-  client.on('ping', hear);
-  client.on('pong', hear);
   const timer = setInterval(() => {
+    const progressed = connection.bytesRead > read || (backlogged && deliveredBytes(connection) > delivered);
+    read = connection.bytesRead;
+    delivered = deliveredBytes(connection);
+    backlogged = connection.writableLength > 0;
     // A client the gateway holds back (its upstream reads slower) is not being read: its silence says nothing.
-    if (heard || client.isPaused || client.readyState !== WebSocket.OPEN) {
-      heard = false;
+    if (progressed || client.isPaused || client.readyState !== WebSocket.OPEN) {
       pinged = false;
       return;
     }
@@ -31,4 +39,9 @@ export function watchSessionClient(client: WebSocket, periodMs: number, onGone: 
   // A session keeps the process alive by its sockets, not by this.
   timer.unref();
   return () => clearInterval(timer);
+}
+
+/** Bytes written to the client that the kernel has taken: `bytesWritten` counts what still waits in the socket too. */
+function deliveredBytes(connection: ClientConnection): number {
+  return connection.bytesWritten - connection.writableLength;
 }

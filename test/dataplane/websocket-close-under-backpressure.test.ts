@@ -1,7 +1,7 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
 import { eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
-import { connect, logOf, realtimeRoute, startWsUpstream } from './helpers/ws-upstream.ts';
+import { closeOf, logOf, openSession } from './helpers/ws-upstream.ts';
 
 // Each side is closed within this or the test fails: far below ws's 30-second close timeout, the
 // bound a session held up by backpressure used to end on.
@@ -10,10 +10,6 @@ const CHUNK = Buffer.alloc(64 * 1024, 1);
 // 16 MiB: more than the loopback buffers and the gateway's 1 MiB hold between the two sides, so the gateway stops reading the sender.
 const CHUNKS = 256;
 const USAGE = JSON.stringify({ type: 'transcription.done', text: 'x', usage: { prompt_tokens: 90, completion_tokens: 30, total_tokens: 120 } });
-
-function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
-  return new Promise((r) => ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
-}
 
 /** Sends 16 MiB and waits until the gateway stops reading it: what waits in `ws` is there, and stays. */
 async function sendAudioUntilHeld(ws: WebSocket): Promise<void> {
@@ -27,15 +23,21 @@ async function sendAudioUntilHeld(ws: WebSocket): Promise<void> {
   }, 'the gateway holding the sender back');
 }
 
+/**
+ * A session whose upstream reads nothing and whose client has sent 16 MiB: the gateway holds
+ * the client back once 1 MiB waits for the upstream. `clientClose`: the client's side's close.
+ */
+async function sessionToDeafUpstream(t: Test) {
+  const opened = await openSession(t, { upstream: { onMessage: () => {} } });
+  opened.up.pause();
+  const clientClose = closeOf(opened.client);
+  await sendAudioUntilHeld(opened.client);
+  return { ...opened, clientClose };
+}
+
 t.test('the client stops reading, the upstream closes, then the client closes: the upstream is read to its close and its usage recorded', async (t) => {
-  let session: WebSocket | undefined;
-  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
-  t.teardown(() => upstream.close());
-  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
-  const client = await connect(wsUrl);
-  t.teardown(() => client.terminate());
+  const { gw, key, client, up } = await openSession(t);
   client.pause();
-  const up = await eventually(() => session, 'the upstream session');
   const upstreamClose = closeOf(up);
   // The usage event and the upstream's close frame wait behind audio the gateway stopped reading.
   await sendAudioUntilHeld(up);
@@ -49,17 +51,7 @@ t.test('the client stops reading, the upstream closes, then the client closes: t
 });
 
 t.test('the upstream stops reading and closes while the client\'s messages are held back: the client is told at once', async (t) => {
-  let session: WebSocket | undefined;
-  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws), onMessage: () => {} });
-  t.teardown(() => upstream.close());
-  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
-  const client = await connect(wsUrl);
-  t.teardown(() => client.terminate());
-  const up = await eventually(() => session, 'the upstream session');
-  up.pause();
-  const clientClose = closeOf(client);
-  // The gateway holds the client back once 1 MiB waits for the upstream, which reads nothing.
-  await sendAudioUntilHeld(client);
+  const { gw, key, up, clientClose } = await sessionToDeafUpstream(t);
   up.send(USAGE);
   up.close(4000, 'upstream done');
   t.same(await withTimeout(clientClose, PROMPTLY_MS, "the client's side closed"), { code: 4000, reason: 'upstream done' });
@@ -70,17 +62,8 @@ t.test('the upstream stops reading and closes while the client\'s messages are h
 });
 
 t.test('a client that closed while held back, then the upstream closes without reading: the client\'s side is read to its close', async (t) => {
-  let session: WebSocket | undefined;
-  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws), onMessage: () => {} });
-  t.teardown(() => upstream.close());
-  const { gw, key, wsUrl } = await realtimeRoute(t, upstream.url);
-  const client = await connect(wsUrl);
-  t.teardown(() => client.terminate());
-  const up = await eventually(() => session, 'the upstream session');
-  up.pause();
-  const clientClose = closeOf(client);
+  const { gw, key, client, up, clientClose } = await sessionToDeafUpstream(t);
   // The client's close frame waits, unread, behind its audio: the gateway cannot see it yet.
-  await sendAudioUntilHeld(client);
   client.close(1000, 'done');
   up.send(USAGE);
   up.close(4000, 'upstream done');

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { connect as netConnect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
+import { DEFAULT_DATA_PLANE_OPTIONS } from '../../src/dataplane/data-plane-deps.ts';
 import { openUpstreamWebSocket } from '../../src/dataplane/open-upstream-websocket.ts';
 import { withTimeout } from './helpers/dataplane-scenarios.ts';
 import { logOf, realtimeRoute, upgradeAnswer } from './helpers/ws-upstream.ts';
@@ -69,7 +70,7 @@ t.test('a wss TLS handshake that never ends within the handshake timeout is a co
 
 t.test('directly, a connect that does not complete within the connect timeout ends the handshake before its own timeout', async (t) => {
   const address = await hungAddress(t);
-  const handshake = openUpstreamWebSocket(address.replace('http', 'ws'), [], {}, { agent: undefined, handshakeTimeoutMs: 60_000, answerIdleTimeoutMs: 1000, connectTimeoutMs: 200 });
+  const handshake = openUpstreamWebSocket(address.replace('http', 'ws'), [], {}, { agent: undefined, handshakeTimeoutMs: 60_000, answerIdleTimeoutMs: 1000, connectTimeoutMs: 200, maxPayload: DEFAULT_DATA_PLANE_OPTIONS.sessionMessageMaxBytes });
   t.teardown(() => handshake.abort());
   t.same(await withTimeout(handshake.outcome, 10_000, 'the connect timeout'), { kind: 'failed', timedOut: false, code: 'upstream_connect_timeout', notDelivered: true });
 });

@@ -14,7 +14,7 @@ import { closedPortUrl, eventually, withTimeout } from './helpers/dataplane-scen
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
-import { connect, logOf, realtimeRoute, REALTIME_PATH, startWsUpstream, upgradeAnswer, upgradeStatus, type Refusal } from './helpers/ws-upstream.ts';
+import { closeOf, connect, logOf, openSession, realtimeRoute, REALTIME_PATH, startWsUpstream, upgradeAnswer, upgradeStatus, type Refusal } from './helpers/ws-upstream.ts';
 
 t.test('realtime transcription (x-suite, ch03): frames pass both ways with the upstream credential and mapped model', async (t) => {
   const c = { protocol: 'x-suite', channel: 'ch03', path: '/v1/audio/transcriptions/realtime' };
@@ -459,10 +459,6 @@ function usageUpstream() {
   });
 }
 
-function closeOf(client: WebSocket): Promise<{ code: number; reason: string }> {
-  return new Promise((resolve) => client.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-}
-
 /** Sends a frame and waits for the upstream's answer to it at the client. */
 function roundTrip(client: WebSocket, frame: string): Promise<string> {
   const reply = new Promise<string>((resolve) => client.once('message', (d) => resolve(d.toString())));
@@ -618,22 +614,16 @@ t.test('frames the upstream sends the moment the session opens reach the client'
 t.test('an upstream that sends faster than the client reads is held back instead of the gateway buffering its frames', async (t) => {
   const FRAMES = 512;
   const frame = (i: number) => Buffer.alloc(64 * 1024, i % 251);
-  let session: WebSocket | undefined;
-  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
-  t.teardown(() => upstream.close());
-  const { wsUrl } = await realtimeRoute(t, upstream.url);
-  const client = await connect(wsUrl);
-  t.teardown(() => client.terminate());
+  const { client, up } = await openSession(t);
   const received: Buffer[] = [];
   client.on('message', (data: Buffer) => received.push(data));
   client.pause();
-  await eventually(() => session, 'the upstream session');
-  for (let i = 0; i < FRAMES; i++) session!.send(frame(i), { binary: true });
+  for (let i = 0; i < FRAMES; i++) up.send(frame(i), { binary: true });
   // 32 MiB sent; what the gateway does not take stays queued at the upstream.
   const heldBack = await eventually(async () => {
-    const before = session!.bufferedAmount;
+    const before = up.bufferedAmount;
     await new Promise((r) => setTimeout(r, 200));
-    return session!.bufferedAmount === before && before > 0 ? before : undefined;
+    return up.bufferedAmount === before && before > 0 ? before : undefined;
   }, 'the upstream to stop draining');
   t.ok(heldBack > 16 * 1024 * 1024, `most of the 32 MiB waits at the upstream, not in the gateway (${heldBack} bytes)`);
   client.resume();

@@ -71,6 +71,11 @@ export async function startWsUpstream(
   };
 }
 
+/** The code and reason `ws` closes with. */
+export function closeOf(ws: WebSocket): Promise<{ code: number; reason: string }> {
+  return new Promise((r) => ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
+}
+
 export function connect(url: string, protocols: string[] = []): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, protocols);
@@ -134,4 +139,19 @@ export async function realtimeRoute(t: Test, baseUrl: string, o: { upstreamKeys?
   t.teardown(() => gw.close());
   const seeded = await seedRoute(gw.store, { channel: 'ch03', baseUrl, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], upstreamKeys: o.upstreamKeys, quota: o.quota });
   return { gw, ...seeded, wsUrl: `${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${seeded.keyValue}` };
+}
+
+/**
+ * A realtime session through the data plane (`options`) to an upstream (`upstream`), all closed
+ * when the test ends: `client` is the client's side, `up` the upstream's.
+ */
+export async function openSession(t: Test, o: { upstream?: Omit<NonNullable<Parameters<typeof startWsUpstream>[0]>, 'onSession'>; options?: Parameters<typeof startDataPlane>[0] } = {}) {
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ ...o.upstream, onSession: (ws) => (session = ws) });
+  t.teardown(() => upstream.close());
+  const route = await realtimeRoute(t, upstream.url, { options: o.options });
+  const client = await connect(route.wsUrl);
+  t.teardown(() => client.terminate());
+  const up = await eventually(() => session, 'the upstream session');
+  return { ...route, upstream, client, up };
 }
