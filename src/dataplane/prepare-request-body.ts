@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
@@ -158,6 +159,9 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
   let value: Record<string, unknown>;
   let repeatsModel: boolean;
   try {
+    // RFC 8259 §8.1: UTF-8 only. A stray or overlong byte is U+FFFD in `text` but is forwarded
+    // as sent, and a lenient decoder upstream could read it as a key's letter. One native pass.
+    if (!isUtf8(raw)) throw new DataPlaneError('invalid_json', 'The body is not UTF-8.');
     value = parseJsonText(text);
     repeatsModel = checkRepeatedMembers(raw, text);
   } catch (err) {

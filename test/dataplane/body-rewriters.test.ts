@@ -231,6 +231,37 @@ t.test('JSON: malformed input is invalid_json, wherever it is', async (t) => {
   t.pass('all splits');
 });
 
+t.test('JSON: UTF-8 is checked at every split point; anything else is invalid_json', async (t) => {
+  const good = Buffer.from('{"a":"é€😀","b":"x"}');
+  for (const { label, chunks } of splits(good)) {
+    try {
+      scan(chunks);
+    } catch (err) {
+      t.fail(`${label}: ${String(err)}`);
+    }
+  }
+  const bad: Array<[string, number[]]> = [
+    ['overlong m', [0xc1, 0xad]],
+    ['overlong 3-byte', [0xe0, 0x81, 0xad]],
+    ['surrogate', [0xed, 0xa0, 0x80]],
+    ['past U+10FFFF', [0xf4, 0x90, 0x80, 0x80]],
+    ['stray continuation', [0x80]],
+    ['lead without continuation', [0xe2, 0x82, 0x41]],
+  ];
+  for (const [label, bytes] of bad) {
+    const body = Buffer.concat([Buffer.from('{"a":"'), Buffer.from(bytes), Buffer.from('","model":"m"}')]);
+    for (const split of splits(body)) {
+      try {
+        scan(split.chunks);
+        t.fail(`${label}, ${split.label}: accepted`);
+      } catch (err) {
+        if ((err as BodyRewriteError).code !== 'invalid_json') t.fail(`${label}, ${split.label}: ${String(err)}`);
+      }
+    }
+  }
+  t.throws(() => scan([Buffer.from('{"a":1}'), Buffer.of(0xe2, 0x82)]), { code: 'invalid_json' }, 'a body that ends inside a sequence');
+});
+
 t.test('JSON: a body that is not one object is not_an_object', async (t) => {
   for (const body of ['[{"model":"x"}]', '"model"', ' 42 ', 'null']) scanFails(t, Buffer.from(body), 'not_an_object', body);
 });
@@ -264,11 +295,12 @@ function multipart(parts: Part[], { preamble = '', epilogue = '' } = {}): Buffer
   return Buffer.concat(pieces);
 }
 
-// Binary that holds near-misses of the delimiter, which must not end the part.
+// Binary that holds near-misses of the delimiter, which must not end the part (the boundary
+// itself, after any line break or none, is refused: see the malformed bodies).
 const TRICKY_FILE = Buffer.concat([
   Buffer.from([0, 0xff, 0x0d, 0x0a, 0x2d, 0x2d]),
   Buffer.from(`\r\n--${BOUNDARY.slice(0, -1)}\r\n\r\n--\r`),
-  Buffer.from(`--${BOUNDARY}\r\n`),
+  Buffer.from(`-${BOUNDARY}\r\n\r`),
 ]);
 
 /** The splice an attempt makes: the form's model value replaced by `upstream`; none without a model. */
@@ -419,19 +451,18 @@ t.test('multipart: a source that fails leaves no file, before the model is known
   late.release();
 });
 
-t.test('multipart: a file named "model" is not the model field', async (t) => {
+t.test('multipart: a similar name is not the model field', async (t) => {
   const dir = spoolDir(t);
   const body = multipart([
-    { name: 'model', filename: 'model.bin', value: 'weights' },
-    { header: 'Content-Disposition: form-data; name="model"; filename*=UTF-8\'\'m.bin', value: 'more' },
     { header: 'Content-Disposition: form-data; name="mo\\"del"', value: 'quoted' },
+    { header: 'Content-Disposition: form-data; name="Model"', value: 'cased' },
     { name: 'model', value: 'tts-1' },
   ]);
   const form = new SpooledFormBody(source([body]), CONTENT_TYPE, dir);
   const found = await form.ready;
   t.equal(found.model?.value, 'tts-1');
   t.equal(found.model?.start, body.lastIndexOf('tts-1'));
-  t.same(Object.fromEntries(found.fields), { 'mo"del': 'quoted' });
+  t.same(Object.fromEntries(found.fields), { 'mo"del': 'quoted', Model: 'cased' });
   form.release();
 });
 
@@ -444,7 +475,7 @@ t.test('multipart: without a model field the original bytes come back', async (t
       { name: 'empty', value: '' },
       { name: 'file', filename: 'a.png', value: TRICKY_FILE },
     ],
-    { epilogue: '\r\nepilogue --' },
+    { epilogue: '\r\n \t\r\n' },
   );
   for (const { label, chunks } of splits(body)) {
     const form = new SpooledFormBody(source(chunks), CONTENT_TYPE, dir);
@@ -488,6 +519,26 @@ t.test('multipart: malformed bodies and headers are invalid_multipart', async (t
     ['headers too large', `--${BOUNDARY}\r\nX-Pad: ${'p'.repeat(20_000)}\r\n`],
     ['duplicate model', multipart([{ name: 'model', value: 'a' }, { name: 'model', value: 'b' }])],
     ['model not UTF-8', Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\n`), Buffer.of(0xff), Buffer.from(`\r\n--${BOUNDARY}--`)])],
+    ...['filename=""', "filename*=UTF-8''m.bin", 'filename ="m.bin"', 'FileName="m.bin"', 'filename*0="m.bin"'].map((file): [string, Buffer] => [
+      `model sent as a file (${file})`,
+      multipart([{ header: `Content-Disposition: form-data; name="model"; ${file}`, value: 'b' }]),
+    ]),
+    ['model sent as a file after the model', multipart([{ name: 'model', value: 'a' }, { name: 'model', filename: 'm.bin', value: 'b' }])],
+    ['name*', multipart([{ header: "Content-Disposition: form-data; name*=UTF-8''model", value: 'b' }])],
+    ['name* beside name', multipart([{ name: 'model', value: 'a' }, { header: "Content-Disposition: form-data; name=x; name*=UTF-8''model", value: 'b' }])],
+    ['name*0', multipart([{ header: 'Content-Disposition: form-data; name=x; name*0="mo"; name*1="del"', value: 'b' }])],
+    ['padding before the close', `--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\na\r\n--${BOUNDARY} --`],
+    ['tab before the close', `--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\na\r\n--${BOUNDARY}\t--\r\n`],
+    ['parts after the close', multipart([{ name: 'model', value: 'a' }], { epilogue: `\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\nb\r\n--${BOUNDARY}--\r\n` })],
+    ['text after the close', multipart([{ name: 'model', value: 'a' }], { epilogue: '\r\nepilogue' })],
+    ['boundary after a bare LF', multipart([{ name: 'file', filename: 'f', value: `x\n--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\nb` }, { name: 'model', value: 'a' }])],
+    ['boundary after a bare CR', multipart([{ name: 'file', filename: 'f', value: `x\r--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\nb` }, { name: 'model', value: 'a' }])],
+    ['boundary at the start of a value', multipart([{ name: 'file', filename: 'f', value: `--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\nb` }, { name: 'model', value: 'a' }])],
+    ['boundary in the preamble', multipart([{ name: 'model', value: 'a' }], { preamble: `\n--${BOUNDARY}\r\nContent-Disposition: form-data; name=model\r\n\r\nb\r\n` })],
+    ['bare LF in part headers', multipart([{ header: 'Content-Disposition: form-data; name="x"\nContent-Type: text/plain', value: 'b' }, { name: 'model', value: 'a' }])],
+    ['folded part header', multipart([{ header: 'Content-Disposition: form-data; name="x"\r\n  ; filename="f"', value: 'b' }])],
+    ['space before a header colon', multipart([{ header: 'Content-Disposition : form-data; name="model"', value: 'b' }])],
+    ['part headers not UTF-8', Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="x`), Buffer.of(0xc1, 0xad), Buffer.from(`"\r\n\r\nb\r\n--${BOUNDARY}--`)])],
   ];
   for (const [label, body] of bodies) {
     await rejectsWith(t, new SpooledFormBody(source([body]), CONTENT_TYPE, dir).ready, 'invalid_multipart', label);

@@ -1,5 +1,6 @@
 import { BodyRewriteError } from './body-rewrite-error.ts';
 import { isJsonWhitespace } from './json-whitespace.ts';
+import { Utf8StreamCheck } from './utf8-stream-check.ts';
 
 // Where the lexer is.
 const VALUE = 0; // a value must start
@@ -106,6 +107,9 @@ export class JsonMemberScanner {
   // Where each top-level key's last value is in #members, to let it go at the next duplicate.
   readonly #lastOf = new Map<string, number>();
   #closeAt = -1;
+  // RFC 8259 §8.1: UTF-8 only. An overlong spelling of a key's letter is U+FFFD here but could
+  // be that letter to a lenient decoder upstream.
+  readonly #utf8 = new Utf8StreamCheck();
 
   /** `wanted`: top-level keys to report, each with how many value bytes may be kept. */
   constructor(wanted: ReadonlyMap<string, number>, maxMembers = MAX_SCANNED_MEMBERS) {
@@ -116,6 +120,7 @@ export class JsonMemberScanner {
   }
 
   push(chunk: Buffer): void {
+    if (!this.#utf8.push(chunk)) this.#fail('not UTF-8', 0);
     this.#chunk = chunk;
     this.#captureFrom = 0;
     let i = 0;
@@ -126,7 +131,7 @@ export class JsonMemberScanner {
 
   /** The body ended: what was found, or BodyRewriteError when it is not one whole object. */
   end(): ScannedObject {
-    if (this.#state !== DONE) this.#fail('the body ends inside the JSON value', 0);
+    if (this.#state !== DONE || !this.#utf8.end()) this.#fail('the body ends inside the JSON value', 0);
     return { members: this.#members, close: this.#closeAt };
   }
 

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { BodyRewriteError } from './body-rewrite-error.ts';
 import { parseHeaderParams } from './header-params.ts';
 import type { BodyScanner, ScanOutcome } from './model-rewrite.ts';
@@ -5,7 +6,7 @@ import { MODEL_FIELD_BYTES } from './model-name-cap.ts';
 import { ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS } from './routing-members.ts';
 
 const PREAMBLE = 0;
-const AFTER_DELIMITER = 1; // "--" (close) or optional padding then CRLF
+const AFTER_DELIMITER = 1; // "--" (close), or optional padding then CRLF
 const HEADERS = 2;
 const BODY = 3;
 const EPILOGUE = 4;
@@ -13,6 +14,8 @@ const EPILOGUE = 4;
 const CR = 0x0d;
 const LF = 0x0a;
 const DASH = 0x2d;
+const SPACE = 0x20;
+const TAB = 0x09;
 const HEADER_END = Buffer.from('\r\n\r\n');
 const MAX_HEADER_BYTES = 16 * 1024;
 /** Text fields up to this size are reported for routing; larger ones (prompts) are not. */
@@ -30,6 +33,12 @@ export const COLLECTED_FIELDS_COUNT = 64;
 const ROUTING_FIELDS: ReadonlySet<string> = new Set([...ROUTING_SMALL_MEMBERS, ...ROUTING_INPUT_MEMBERS]);
 /** The transfer encodings that leave a part's bytes as they are (RFC 2045 §6.1), so its model reads as sent. */
 const IDENTITY_TRANSFER_ENCODINGS: ReadonlySet<string> = new Set(['7bit', '8bit', 'binary']);
+/**
+ * A part header line: a token, a colon, no bare CR or LF. Lenient parsers end a header at a
+ * bare LF, continue the previous one on a line that starts with whitespace, or trim a name, so
+ * any other line could hide or make a `model` part: refused.
+ */
+const HEADER_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\r\n]*$/;
 
 interface Part {
   readonly name: string;
@@ -43,7 +52,9 @@ interface Part {
  * Incremental multipart/form-data scanner (RFC 7578 over RFC 2046 framing) that finds the
  * `model` field and collects small text fields before it. Only part headers and the values it
  * reports are kept; other part bodies pass by. It keeps going after the model so that a
- * second `model` field in the streamed tail is an error rather than a silent override.
+ * second `model` field in the streamed tail is an error rather than a silent override. Where
+ * lenient upstream parsers (Starlette, Werkzeug) could read a part or a `model` the gateway
+ * does not, the form is refused rather than read one way.
  */
 export class MultipartModelScanner implements BodyScanner {
   /**
@@ -52,7 +63,9 @@ export class MultipartModelScanner implements BodyScanner {
    */
   readonly fields = new Map<string, string>();
   #collectedBytes = 0;
-  readonly #delimiter: Buffer;
+  // `--boundary`: a delimiter when CRLF comes before it, refused anywhere else.
+  readonly #dashBoundary: Buffer;
+  #padded = false;
   #state = PREAMBLE;
   // Unconsumed bytes and the absolute offset of the first one. A virtual CRLF starts the body
   // so that a delimiter on the very first line matches like every other one.
@@ -63,7 +76,7 @@ export class MultipartModelScanner implements BodyScanner {
   #outcome: ScanOutcome | undefined;
 
   constructor(boundary: string) {
-    this.#delimiter = Buffer.from(`\r\n--${boundary}`, 'latin1');
+    this.#dashBoundary = Buffer.from(`--${boundary}`, 'latin1');
   }
 
   get outcome(): ScanOutcome | undefined {
@@ -101,34 +114,44 @@ export class MultipartModelScanner implements BodyScanner {
       case HEADERS:
         return this.#headers(data, pos, base);
       default:
-        return data.length;
+        return this.#epilogue(data, pos, base);
     }
   }
 
+  // The boundary anywhere but after CRLF is refused: some parsers (Werkzeug) take a bare LF or
+  // CR before it as a line break, and would read parts inside what the gateway sees as a value.
+  // A random boundary never occurs in what a client sends.
   #body(data: Buffer, pos: number, base: number): number {
-    const found = data.indexOf(this.#delimiter, pos);
+    const found = data.indexOf(this.#dashBoundary, pos);
     if (found === -1) {
-      // Hold back only a tail that could still grow into the delimiter.
-      const end = data.length - partialMatch(data, pos, this.#delimiter);
+      // Hold back only a tail that could still grow into a delimiter, with the CR or CRLF before it.
+      let end = data.length - partialMatch(data, pos, this.#dashBoundary);
+      if (end > pos && data[end - 1] === CR) end -= 1;
+      else if (end - 2 >= pos && data[end - 1] === LF && data[end - 2] === CR) end -= 2;
       this.#partData(data.subarray(pos, end));
       return end;
     }
-    this.#partData(data.subarray(pos, found));
-    this.#endPart(base + found);
+    // A held-back CRLF is in data; bytes before pos are a header block's end, not this part's.
+    if (found - 2 < pos || data[found - 2] !== CR || data[found - 1] !== LF) this.#fail('boundary without CRLF before it', base + found);
+    this.#partData(data.subarray(pos, found - 2));
+    this.#endPart(base + found - 2);
     this.#state = AFTER_DELIMITER;
-    return found + this.#delimiter.length;
+    this.#padded = false;
+    return found + this.#dashBoundary.length;
   }
 
+  // RFC 2046: the close delimiter's "--" right after the boundary; transport padding (spaces,
+  // tabs) only before a CRLF. Parsers that take `--B --` as a close read no further, others go on.
   #afterDelimiter(data: Buffer, pos: number, base: number): number {
     const c = data[pos];
-    if (c === 0x20 || c === 0x09) return pos + 1; // transport padding
-    if (c !== DASH && c !== CR) {
-      if (c === undefined) return pos;
-      this.#fail('malformed boundary line', base + pos);
+    if (c === undefined) return pos;
+    if (c === SPACE || c === TAB) {
+      this.#padded = true;
+      return pos + 1;
     }
     const d = data[pos + 1];
     if (d === undefined) return pos;
-    if (c === DASH && d === DASH) {
+    if (c === DASH && d === DASH && !this.#padded) {
       this.#state = EPILOGUE;
       this.#outcome ??= { model: undefined, at: base + pos + 2 };
     } else if (c === CR && d === LF) {
@@ -137,6 +160,16 @@ export class MultipartModelScanner implements BodyScanner {
       this.#fail('malformed boundary line', base + pos);
     }
     return pos + 2;
+  }
+
+  // Clients send nothing or a CRLF after the close delimiter. Anything else is refused: a parser
+  // that did not take the close as one would read it as more parts.
+  #epilogue(data: Buffer, pos: number, base: number): number {
+    for (let i = pos; i < data.length; i++) {
+      const c = data[i];
+      if (c !== CR && c !== LF && c !== SPACE && c !== TAB) this.#fail('data after the closing boundary', base + i);
+    }
+    return data.length;
   }
 
   #headers(data: Buffer, pos: number, base: number): number {
@@ -148,6 +181,8 @@ export class MultipartModelScanner implements BodyScanner {
       if (end - pos > MAX_HEADER_BYTES) this.#fail('part headers too large', base + pos);
     }
     const next = end === pos ? pos + 2 : end + HEADER_END.length;
+    // A name read one way here and another way upstream (Latin-1, say) could hide the model.
+    if (!isUtf8(data.subarray(pos, end))) this.#fail('part headers are not UTF-8', base + pos);
     this.#startPart(data.toString('utf8', pos, end), base + next);
     this.#state = BODY;
     return next;
@@ -157,20 +192,27 @@ export class MultipartModelScanner implements BodyScanner {
     let disposition: string | undefined;
     const transferEncodings: string[] = [];
     for (const line of headerBlock === '' ? [] : headerBlock.split('\r\n')) {
+      if (!HEADER_LINE.test(line)) this.#fail('malformed part header', start);
       const colon = line.indexOf(':');
-      if (colon <= 0) this.#fail('malformed part header', start);
-      const header = line.slice(0, colon).trim().toLowerCase();
+      const header = line.slice(0, colon).toLowerCase();
       if (header === 'content-transfer-encoding') transferEncodings.push(line.slice(colon + 1).trim().toLowerCase());
       if (header !== 'content-disposition') continue;
       if (disposition !== undefined) this.#fail('repeated Content-Disposition', start);
       disposition = line.slice(colon + 1);
     }
     const parsed = disposition === undefined ? undefined : parseHeaderParams(disposition);
+    const params = parsed === undefined ? [] : [...parsed.params.keys()];
+    // RFC 2231 spellings (name*=UTF-8''model, name*0=...): some parsers decode them, some
+    // ignore them, so the part's name would depend on who reads it.
+    if (params.some((param) => param.startsWith('name*'))) this.#fail('part named by an extended parameter', start);
     const name = parsed?.params.get('name');
     if (parsed?.type !== 'form-data' || name === undefined) this.#fail('part without a form-data name', start);
-    const isFile = parsed.params.has('filename') || parsed.params.has('filename*');
+    const isFile = params.some((param) => param === 'filename' || param.startsWith('filename*'));
     let kind: Part['kind'] = 'skip';
-    if (name === 'model' && !isFile) {
+    if (name === 'model') {
+      // Every `model` part counts: parsers differ on which filename spellings make a file
+      // (Starlette reads filename* as a text field), so one sent as a file is refused.
+      if (isFile) this.#fail('model field sent as a file', start);
       if (this.#modelSeen) this.#fail('duplicate model field', start);
       // Routing reads the raw bytes: an upstream that decodes base64 or quoted-printable (RFC 7578
       // §4.7 deprecates them in forms) would run another model than the one routed and mapped.
