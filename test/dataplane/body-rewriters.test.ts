@@ -255,10 +255,13 @@ t.test('JSON: UTF-8 is checked at every split point; anything else is invalid_js
         scan(split.chunks);
         t.fail(`${label}, ${split.label}: accepted`);
       } catch (err) {
-        if ((err as BodyRewriteError).code !== 'invalid_json') t.fail(`${label}, ${split.label}: ${String(err)}`);
+        // The offset is the bad sequence's, wherever the chunks were cut.
+        const { code, message } = err as BodyRewriteError;
+        if (code !== 'invalid_json' || message !== 'not UTF-8 at byte 6') t.fail(`${label}, ${split.label}: ${String(err)}`);
       }
     }
   }
+  t.throws(() => scan([Buffer.from('{"a":"é'), Buffer.from('xyz'), Buffer.of(0xff)]), { message: 'not UTF-8 at byte 11' }, 'counted from the body start');
   t.throws(() => scan([Buffer.from('{"a":1}'), Buffer.of(0xe2, 0x82)]), { code: 'invalid_json' }, 'a body that ends inside a sequence');
 });
 
@@ -538,6 +541,8 @@ t.test('multipart: malformed bodies and headers are invalid_multipart', async (t
     ['bare LF in part headers', multipart([{ header: 'Content-Disposition: form-data; name="x"\nContent-Type: text/plain', value: 'b' }, { name: 'model', value: 'a' }])],
     ['folded part header', multipart([{ header: 'Content-Disposition: form-data; name="x"\r\n  ; filename="f"', value: 'b' }])],
     ['space before a header colon', multipart([{ header: 'Content-Disposition : form-data; name="model"', value: 'b' }])],
+    ['a parameter name that is not a token', multipart([{ header: 'Content-Disposition: form-data; name="x"; n\u00e9me="model"', value: 'b' }])],
+    ['a control character in a part header', multipart([{ header: 'Content-Disposition: form-data; name="x"\r\nX-Pad: a\vb', value: 'b' }])],
     ['part headers not UTF-8', Buffer.concat([Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="x`), Buffer.of(0xc1, 0xad), Buffer.from(`"\r\n\r\nb\r\n--${BOUNDARY}--`)])],
   ];
   for (const [label, body] of bodies) {

@@ -60,6 +60,12 @@ const FORMS: Array<[string, string]> = [
   ["a part named by name* (Werkzeug's model)", `${model('wallowed')}${FILE}${model('wforbidden', "form-data; name=\"x\"; name*=UTF-8''model")}--${B}--\r\n`],
   ["a model Content-Disposition after a bare LF in a part's headers (Werkzeug's)", `--${B}\r\nX-Pad: a\nContent-Disposition: form-data; name="model"\r\nContent-Disposition: form-data; name="x"\r\n\r\nwforbidden\r\n${FILE}${model('wallowed')}--${B}--\r\n`],
   ["a model part after a bare LF in a file (Werkzeug's delimiter)", `${FILE.slice(0, -2)}\n${model('wforbidden')}${model('wallowed')}--${B}--\r\n`],
+  // The forms are sent as Latin-1: each character below is one byte.
+  ['a name with an overlong "m" (a decoder that takes overlong forms reads model)', `${model('wallowed')}${FILE}${model('wforbidden', 'form-data; name="\xc1\xadodel"')}--${B}--\r\n`],
+  ['an unquoted name ending in Latin-1 NBSP (Starlette strips it)', `${FILE}${model('wforbidden', 'form-data; name=model\xa0')}${model('wallowed')}--${B}--\r\n`],
+  ["a Latin-1 NBSP before a second name (Starlette's name)", `${model('wallowed')}${FILE}${model('wforbidden', 'form-data; name="x"; \xa0name="model"')}--${B}--\r\n`],
+  ["a \\x1c before a second name (Starlette's name: Python's strip takes it for space)", `${model('wallowed')}${FILE}${model('wforbidden', 'form-data; name="x"; \x1cname="model"')}--${B}--\r\n`],
+  ["a UTF-8 NEL before a second name (Werkzeug's name: Python's \\s matches it)", `${model('wallowed')}${FILE}${model('wforbidden', 'form-data; name="x"; \xc2\x85name="model"')}--${B}--\r\n`],
 ];
 
 t.test('forms that a lenient parser reads with another model: 400 invalid_request_body, no upstream call, one record', async (t) => {
@@ -88,6 +94,31 @@ t.test('forms real clients send still pass: undici FormData (file first), and th
     await res.arrayBuffer();
   }
   t.equal(setup.upstream.requests.length, 3);
+});
+
+t.test('a Latin-1 file name on a file part passes byte-exact; a byte that is not UTF-8 in a model part or outside a quoted value is refused', async (t) => {
+  // curl on Windows, Java's HttpMime and legacy-charset pages send file names in the local charset.
+  const latin1File = `--${B}\r\nContent-Disposition: form-data; name="file"; filename="caf\xe9 \x85.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFFxxxxWAVE\r\n`;
+  const setup = await setUp(t);
+  const form = Buffer.from(`${latin1File}${model('wallowed')}--${B}--\r\n`, 'latin1');
+  const res = await post(setup.gw, setup.keyValue, '/v1/audio/transcriptions', `multipart/form-data; boundary=${B}`, form);
+  t.equal(res.status, 200, 'passes');
+  await res.arrayBuffer();
+  t.ok(setup.upstream.requests[0]?.body.equals(Buffer.from(form.toString('latin1').replace('wallowed', 'up-wallowed'), 'latin1')), 'forwarded as sent but the model');
+  const refusedForms: Array<[string, string]> = [
+    ["in a model part's other parameter", `${FILE}${model('wallowed', 'form-data; name="model"; note="caf\xe9"')}--${B}--\r\n`],
+    ["in a model part's other header", `${FILE}--${B}\r\nContent-Disposition: form-data; name="model"\r\nX-Note: caf\xe9\r\n\r\nwallowed\r\n--${B}--\r\n`],
+    ['in a quoted name', `${latin1File.replace('name="file"', 'name="fil\xe9"')}${model('wallowed')}--${B}--\r\n`],
+    ['in an unquoted file name', `${latin1File.replace('filename="caf\xe9 \x85.wav"', 'filename=caf\xe9.wav')}${model('wallowed')}--${B}--\r\n`],
+    ["in a file part's other header", `${latin1File.replace('Content-Type: audio/wav', 'Content-Type: audio/wav; x=\xe9')}${model('wallowed')}--${B}--\r\n`],
+  ];
+  for (const [label, body] of refusedForms) {
+    await t.test(label, async (t) => {
+      const setup = await setUp(t);
+      const res = await post(setup.gw, setup.keyValue, '/v1/audio/transcriptions', `multipart/form-data; boundary=${B}`, Buffer.from(body, 'latin1'));
+      await refused(t, setup, res, 'invalid_request_body', label);
+    });
+  }
 });
 
 // An overlong spelling of "m" (C1 AD) is U+FFFD to the gateway; a decoder that accepts

@@ -120,7 +120,8 @@ export class JsonMemberScanner {
   }
 
   push(chunk: Buffer): void {
-    if (!this.#utf8.push(chunk)) this.#fail('not UTF-8', 0);
+    const notUtf8 = this.#utf8.push(chunk);
+    if (notUtf8 !== -1) this.#fail('not UTF-8', notUtf8 - this.#base);
     this.#chunk = chunk;
     this.#captureFrom = 0;
     let i = 0;
@@ -131,7 +132,7 @@ export class JsonMemberScanner {
 
   /** The body ended: what was found, or BodyRewriteError when it is not one whole object. */
   end(): ScannedObject {
-    if (this.#state !== DONE || !this.#utf8.end()) this.#fail('the body ends inside the JSON value', 0);
+    if (this.#state !== DONE) this.#fail('the body ends inside the JSON value', 0);
     return { members: this.#members, close: this.#closeAt };
   }
 

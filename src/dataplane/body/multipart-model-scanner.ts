@@ -34,11 +34,16 @@ const ROUTING_FIELDS: ReadonlySet<string> = new Set([...ROUTING_SMALL_MEMBERS, .
 /** The transfer encodings that leave a part's bytes as they are (RFC 2045 §6.1), so its model reads as sent. */
 const IDENTITY_TRANSFER_ENCODINGS: ReadonlySet<string> = new Set(['7bit', '8bit', 'binary']);
 /**
- * A part header line: a token, a colon, no bare CR or LF. Lenient parsers end a header at a
- * bare LF, continue the previous one on a line that starts with whitespace, or trim a name, so
- * any other line could hide or make a `model` part: refused.
+ * A part header line: a token, a colon, no control character but HTAB. Lenient parsers end a
+ * header at a bare LF, continue the previous one on a line that starts with whitespace, or trim
+ * a name, so any other line could hide or make a `model` part: refused. Python's str.strip()
+ * trims \x1c-\x1f and U+0085 too, which the gateway does not take as space.
  */
-const HEADER_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\r\n]*$/;
+const HEADER_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00-\x08\x0a-\x1f\x7f-\x9f]*$/;
+/** A parameter name as RFC 9110 has it; a lenient parser could trim any other one to `name`. */
+const PARAM_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
 
 interface Part {
   readonly name: string;
@@ -181,27 +186,43 @@ export class MultipartModelScanner implements BodyScanner {
       if (end - pos > MAX_HEADER_BYTES) this.#fail('part headers too large', base + pos);
     }
     const next = end === pos ? pos + 2 : end + HEADER_END.length;
-    // A name read one way here and another way upstream (Latin-1, say) could hide the model.
-    if (!isUtf8(data.subarray(pos, end))) this.#fail('part headers are not UTF-8', base + pos);
-    this.#startPart(data.toString('utf8', pos, end), base + next);
+    this.#startPart(data.subarray(pos, end), base + next);
     this.#state = BODY;
     return next;
   }
 
-  #startPart(headerBlock: string, start: number): void {
+  #startPart(headerBlock: Buffer, start: number): void {
     let disposition: string | undefined;
+    let dispositionBytes: Buffer = Buffer.alloc(0);
+    let otherHeadersUtf8 = true;
     const transferEncodings: string[] = [];
-    for (const line of headerBlock === '' ? [] : headerBlock.split('\r\n')) {
+    for (const raw of headerBlock.length === 0 ? [] : splitCrlf(headerBlock)) {
+      // Bytes that are not UTF-8 are U+FFFD here and one character each to a Latin-1 reader:
+      // the ASCII between them, which gives a header its structure, reads the same to both.
+      const line = raw.toString('utf8');
       if (!HEADER_LINE.test(line)) this.#fail('malformed part header', start);
       const colon = line.indexOf(':');
       const header = line.slice(0, colon).toLowerCase();
       if (header === 'content-transfer-encoding') transferEncodings.push(line.slice(colon + 1).trim().toLowerCase());
-      if (header !== 'content-disposition') continue;
+      if (header !== 'content-disposition') {
+        otherHeadersUtf8 &&= isUtf8(raw);
+        continue;
+      }
       if (disposition !== undefined) this.#fail('repeated Content-Disposition', start);
       disposition = line.slice(colon + 1);
+      // The header's name is a token, so its colon is at the same index in bytes.
+      dispositionBytes = raw.subarray(colon + 1);
     }
     const parsed = disposition === undefined ? undefined : parseHeaderParams(disposition);
     const params = parsed === undefined ? [] : [...parsed.params.keys()];
+    if (!params.every((param) => PARAM_NAME.test(param))) this.#fail('malformed Content-Disposition parameter', start);
+    // Latin-1 file names (curl on Windows, legacy-charset pages) pass: what is not UTF-8 may
+    // only be inside the quoted value of a parameter other than `name`, where no reader takes it
+    // for structure. A name, or a model part's headers, read one way here and another upstream
+    // could hide the model.
+    if (!isUtf8(headerBlock) && (parsed?.params.get('name') === 'model' || !otherHeadersUtf8 || !utf8OutsideQuotedValues(dispositionBytes))) {
+      this.#fail('part headers are not UTF-8 outside a quoted value other than the name', start);
+    }
     // RFC 2231 spellings (name*=UTF-8''model, name*0=...): some parsers decode them, some
     // ignore them, so the part's name would depend on who reads it.
     if (params.some((param) => param.startsWith('name*'))) this.#fail('part named by an extended parameter', start);
@@ -269,6 +290,37 @@ export class MultipartModelScanner implements BodyScanner {
   #fail(message: string, at = this.#pendingStart): never {
     throw new BodyRewriteError('invalid_multipart', `${message} at byte ${Math.max(at, 0)}`);
   }
+}
+
+function splitCrlf(block: Buffer): Buffer[] {
+  const lines: Buffer[] = [];
+  let from = 0;
+  for (let at = block.indexOf('\r\n'); at !== -1; at = block.indexOf('\r\n', from)) {
+    lines.push(block.subarray(from, at));
+    from = at + 2;
+  }
+  lines.push(block.subarray(from));
+  return lines;
+}
+
+/**
+ * Whether a Content-Disposition value is UTF-8 but for the contents of quoted strings that are
+ * not the `name` parameter's value. Quotes and backslashes are ASCII, so the quoted strings are
+ * where parseHeaderParams found them; each piece is checked alone, as a quote ends any sequence.
+ */
+function utf8OutsideQuotedValues(value: Buffer): boolean {
+  let from = 0;
+  for (let at = value.indexOf(QUOTE); at !== -1; at = value.indexOf(QUOTE, from)) {
+    const before = value.subarray(from, at);
+    if (!isUtf8(before)) return false;
+    let close = at + 1;
+    while (close < value.length && value[close] !== QUOTE) close += value[close] === BACKSLASH ? 2 : 1;
+    // Read as parseHeaderParams read it: UTF-8, JavaScript's \s.
+    const isName = /;\s*name\s*=\s*$/i.test(before.toString('utf8'));
+    if (isName && !isUtf8(value.subarray(at + 1, close))) return false;
+    from = close + 1;
+  }
+  return isUtf8(value.subarray(from));
 }
 
 /** Length of the longest proper prefix of `needle` that data[from..] ends with. */
