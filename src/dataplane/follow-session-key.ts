@@ -16,6 +16,8 @@ export interface AdmittedKey {
   key: AccessKeyRecord;
   presented: string;
   protocol: string;
+  /** When the session was admitted: its record is dated then, and its per-period quota lines are judged in that period. */
+  startedAt: number;
 }
 
 export interface SessionKeyFollower {
@@ -47,10 +49,11 @@ export function followSessionKey(
     stopped = true;
     endForPolicy(code);
   };
+  const closeSession = quota.openSession(admitted.key.id, admitted.startedAt);
   // A key with a tokens or cost quota: the session ends (1008) once its own usage goes past one.
   const checkQuota = () => {
     const used = pricing.usage?.result();
-    if (stopped || used === undefined || !quota.sessionOver(key, deps.clock(), used.input_tokens + used.output_tokens, computeCost(used, pricing.price))) return;
+    if (stopped || used === undefined || !quota.sessionOver(key, deps.clock(), admitted.startedAt, used.input_tokens + used.output_tokens, computeCost(used, pricing.price))) return;
     end('quota_exceeded');
   };
   const followKey = async (): Promise<void> => {
@@ -72,6 +75,8 @@ export function followSessionKey(
   // A store that cannot be read now is read again at the next turn.
   const follow = () => void followKey().catch(() => undefined);
   const watch = setInterval(follow, KEY_CHECK_MS).unref();
+  // A period that turned while the session was being set up may have been let go before it was opened: read again if so.
+  void quota.load(key, deps.clock()).catch(() => undefined);
   return {
     onUsage: () => {
       if (snapshot.cachedAccessKey(admitted.presented) === key) checkQuota();
@@ -80,6 +85,7 @@ export function followSessionKey(
     stop: () => {
       stopped = true;
       clearInterval(watch);
+      closeSession();
     },
   };
 }

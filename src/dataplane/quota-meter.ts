@@ -22,6 +22,11 @@ interface InFlight {
   periodStart: number;
 }
 
+/** A WebSocket session running, by when it started. */
+interface Session {
+  startedAt: number;
+}
+
 interface Meter {
   /** The quota the totals were loaded for; another one (edited in the meantime) reloads. */
   quota: string;
@@ -29,6 +34,11 @@ interface Meter {
   periodKind: QuotaPeriod | undefined;
   periodStart: number;
   period: QuotaUsage;
+  /**
+   * Usage of ended periods that sessions still running started in, by period start: a session's
+   * per-period lines are judged in the period it started in, where its record will count.
+   */
+  earlier: Map<number, QuotaUsage>;
   /** Records that arrived while the totals were being read, added once they are in. */
   queued: LogRecord[] | undefined;
   loaded: Promise<void>;
@@ -54,6 +64,11 @@ export class QuotaMeter {
    * releases its place once, whichever meter is current.
    */
   readonly #inFlight = new Map<number, InFlight>();
+  /**
+   * The WebSocket sessions running, per key (with a quota or not: one may be added while they
+   * run), so that the usage of the period each started in is kept past its turn until they end.
+   */
+  readonly #sessions = new Map<number, Set<Session>>();
   /** The key each admitted request holds a place of, and when it was admitted, until its record arrives. */
   readonly #admitted = new WeakMap<LogRecord, Admission>();
 
@@ -94,24 +109,52 @@ export class QuotaMeter {
   }
 
   /**
-   * The tokens or cost limit that a session still running has gone past with what it used so
-   * far (`tokens`, `cost`), added to the key's finished requests; undefined while within them.
-   * A WebSocket session's usage is otherwise known only when it closes.
+   * Registers a WebSocket session of the key, started at `startedAt`, until the returned
+   * function is called (at its end): the usage of the period it started in is kept for it.
+   * Then `load` the key, which reads that usage if the period has ended already.
    */
-  sessionOver(key: AccessKeyRecord, now: number, tokens: number, cost: number): QuotaLine | undefined {
+  openSession(keyId: number, startedAt: number): () => void {
+    const session = { startedAt };
+    const running = this.#sessions.get(keyId) ?? new Set<Session>();
+    running.add(session);
+    this.#sessions.set(keyId, running);
+    return () => {
+      if (!running.delete(session)) return;
+      if (running.size === 0) this.#sessions.delete(keyId);
+      const meter = this.#meters.get(keyId);
+      if (meter?.periodKind === undefined) return;
+      for (const start of meter.earlier.keys()) if (!startedIn(this.#sessions.get(keyId), meter.periodKind, start)) meter.earlier.delete(start);
+    };
+  }
+
+  /**
+   * The tokens or cost limit that a session still running, started at `startedAt`, has gone
+   * past with what it used so far (`tokens`, `cost`), added to the key's finished requests;
+   * undefined while within them. A WebSocket session's usage is otherwise known only when it
+   * closes. Per-period lines are judged in the period the session started in, where its record
+   * counts, not in the one running now.
+   */
+  sessionOver(key: AccessKeyRecord, now: number, startedAt: number, tokens: number, cost: number): QuotaLine | undefined {
     const meter = quotaHasLimits(key.quota) ? this.#meters.get(key.id) : undefined;
     if (meter === undefined) return undefined;
-    rollOver(meter, now);
+    rollOver(meter, now, this.#sessions.get(key.id));
     const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: roundCost(used.cost + cost) });
-    return quotaLines(key.quota!, plus(meter.total), plus(meter.period)).find((l) => l.metric !== 'requests' && l.used > l.limit);
+    return quotaLines(key.quota!, plus(meter.total), plus(periodOf(meter, startedAt))).find((l) => l.metric !== 'requests' && l.used > l.limit);
   }
 
   /**
    * Reads the key's usage for the quota it has now, unless read already: a session whose key
-   * was given a quota, or another one, is then judged by `sessionOver` against it.
+   * was given a quota, or another one, is then judged by `sessionOver` against it. A meter
+   * that lacks the ended period a session of the key started in (opened after the turn) is
+   * read again.
    */
   async load(key: AccessKeyRecord, now: number): Promise<void> {
-    if (quotaHasLimits(key.quota)) await this.#loadedMeter(key, now);
+    if (!quotaHasLimits(key.quota)) return;
+    const meter = await this.#loadedMeter(key, now);
+    if (this.#endedSessionPeriods(key.id, meter).some((start) => !meter.earlier.has(start)) && this.#meters.get(key.id) === meter) {
+      this.#meters.delete(key.id);
+      await this.#loadedMeter(key, now);
+    }
   }
 
   /** Counts a request of a metered key; call it for every record appended to the log store. */
@@ -125,10 +168,11 @@ export class QuotaMeter {
       }
       this.#admitted.delete(log);
     }
-    const meter = log.access_key_id === null ? undefined : this.#meters.get(log.access_key_id);
+    const keyId = log.access_key_id;
+    const meter = keyId === null ? undefined : this.#meters.get(keyId);
     if (meter === undefined) return;
     if (meter.queued !== undefined) meter.queued.push(log);
-    else add(meter, log);
+    else add(meter, log, this.#sessions.get(keyId!));
   }
 
   /**
@@ -162,8 +206,18 @@ export class QuotaMeter {
   async #loadedMeter(key: AccessKeyRecord, now: number): Promise<Meter> {
     const meter = this.#meterFor(key, now);
     await meter.loaded;
-    rollOver(meter, now);
+    rollOver(meter, now, this.#sessions.get(key.id));
     return meter;
+  }
+
+  /** The starts of the ended periods that sessions of the key still running started in. */
+  #endedSessionPeriods(keyId: number, meter: Meter): number[] {
+    const kind = meter.periodKind;
+    if (kind === undefined) return [];
+    const starts = new Set<number>();
+    for (const session of this.#sessions.get(keyId) ?? []) starts.add(periodStart(kind, session.startedAt));
+    starts.delete(meter.periodStart);
+    return [...starts].filter((start) => start < meter.periodStart);
   }
 
   #meterFor(key: AccessKeyRecord, now: number): Meter {
@@ -171,16 +225,22 @@ export class QuotaMeter {
     const existing = this.#meters.get(key.id);
     if (existing !== undefined && existing.quota === quota) return existing;
     const periodKind = key.quota?.per_period?.period;
-    const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), queued: [], loaded: Promise.resolve() };
+    const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), earlier: new Map(), queued: [], loaded: Promise.resolve() };
+    // An ended period a session still running started in is what is used from its start on, less what is used from the next period's.
+    const ended = this.#endedSessionPeriods(key.id, meter).map((start) => ({ start, next: nextPeriodStart(periodKind!, start) }));
+    const since = new Map<number, Promise<QuotaUsage>>();
+    for (const from of [meter.periodStart, ...ended.flatMap(({ start, next }) => [start, next])]) if (periodKind && !since.has(from)) since.set(from, this.#logs.keyUsage(key.id, from));
     // Records appended after these reads are issued are not in their answers: they queue.
-    const reads = [key.quota?.total ? this.#logs.keyUsage(key.id) : undefined, periodKind ? this.#logs.keyUsage(key.id, meter.periodStart) : undefined];
+    const reads = [key.quota?.total ? this.#logs.keyUsage(key.id) : undefined, Promise.all([...since].map(async ([from, read]) => [from, await read] as const))] as const;
     meter.loaded = Promise.all(reads).then(
-      ([total, inPeriod]) => {
+      ([total, read]) => {
         if (total) meter.total = total;
-        if (inPeriod) meter.period = inPeriod;
+        const usage = new Map(read);
+        meter.period = usage.get(meter.periodStart) ?? nothingUsed();
+        for (const { start, next } of ended) meter.earlier.set(start, less(usage.get(start)!, usage.get(next)!));
         const queued = meter.queued ?? [];
         meter.queued = undefined;
-        for (const log of queued) add(meter, log);
+        for (const log of queued) add(meter, log, this.#sessions.get(key.id));
       },
       (error: unknown) => {
         // Forgotten, so the next request reads again and the key works once the store does.
@@ -200,7 +260,7 @@ function firstReached(key: AccessKeyRecord, meter: Meter, total: number, period:
   return quotaLines(key.quota!, held(meter.total, total), held(meter.period, period)).find((l) => l.used >= l.limit);
 }
 
-function add(meter: Meter, log: LogRecord): void {
+function add(meter: Meter, log: LogRecord, sessions: Set<Session> | undefined): void {
   const tokens = log.usage.input_tokens + log.usage.output_tokens;
   // The gateway's own refusals (a quota_exceeded included) and model lists are not requests of the upstream.
   const requests = log.attempt_count > 0 ? 1 : 0;
@@ -208,24 +268,45 @@ function add(meter: Meter, log: LogRecord): void {
   meter.total.tokens += tokens;
   // Rounded as each cost is, so that the sums compare with a limit without float noise.
   meter.total.cost = roundCost(meter.total.cost + log.cost);
-  if (meter.periodKind === undefined || !rollOver(meter, log.created_at)) return;
-  meter.period.requests += requests;
-  meter.period.tokens += tokens;
-  meter.period.cost = roundCost(meter.period.cost + log.cost);
+  if (meter.periodKind === undefined) return;
+  const period = rollOver(meter, log.created_at, sessions) ? meter.period : meter.earlier.get(periodStart(meter.periodKind, log.created_at));
+  if (period === undefined) return;
+  period.requests += requests;
+  period.tokens += tokens;
+  period.cost = roundCost(period.cost + log.cost);
 }
 
 /**
- * Moves the period forward when `at` lies in a later one (a new period starts from nothing);
- * true when `at` lies in the current period.
+ * Moves the period forward when `at` lies in a later one (a new period starts from nothing;
+ * the ended one is kept while `sessions` started in it run); true when `at` lies in the current period.
  */
-function rollOver(meter: Meter, at: number): boolean {
+function rollOver(meter: Meter, at: number, sessions: Set<Session> | undefined): boolean {
   if (meter.periodKind === undefined) return false;
   const start = periodStart(meter.periodKind, at);
   if (start > meter.periodStart) {
+    if (startedIn(sessions, meter.periodKind, meter.periodStart)) meter.earlier.set(meter.periodStart, meter.period);
     meter.periodStart = start;
     meter.period = nothingUsed();
   }
   return start === meter.periodStart;
+}
+
+/** Whether one of `sessions` started in the period starting at `start`. */
+function startedIn(sessions: Set<Session> | undefined, kind: QuotaPeriod, start: number): boolean {
+  for (const session of sessions ?? []) if (periodStart(kind, session.startedAt) === start) return true;
+  return false;
+}
+
+/** The usage of the period that `at` lies in: the current one, or an ended one kept for a session (else nothing known). */
+function periodOf(meter: Meter, at: number): QuotaUsage {
+  if (meter.periodKind === undefined) return meter.period;
+  const start = periodStart(meter.periodKind, at);
+  return start === meter.periodStart ? meter.period : (meter.earlier.get(start) ?? nothingUsed());
+}
+
+/** What `from` counts beyond `later` (two reads of the same store, one from a later start). */
+function less(from: QuotaUsage, later: QuotaUsage): QuotaUsage {
+  return { requests: from.requests - later.requests, tokens: from.tokens - later.tokens, cost: roundCost(from.cost - later.cost) };
 }
 
 const METERS = new WeakMap<LogReader, QuotaMeter>();

@@ -216,8 +216,8 @@ t.test('costs recorded one by one sum to what they add up to, for the limit and 
   const two = key(13, { per_period: { period: 'day', cost: 0.3 } });
   await meter.exceeded(two, T0);
   for (let i = 0; i < 2; i++) meter.record(logRecord({ request_id: `q_${++seq}`, access_key_id: 13, created_at: T0, cost: 0.1 }));
-  t.equal(meter.sessionOver(two, T0, 0, 0.1), undefined, 'a session using 0.1 more reaches 0.3 but does not go past it');
-  t.match(meter.sessionOver(two, T0, 0, 0.1000000001), { metric: 'cost', limit: 0.3 }, 'a little more goes past it');
+  t.equal(meter.sessionOver(two, T0, T0, 0, 0.1), undefined, 'a session using 0.1 more reaches 0.3 but does not go past it');
+  t.match(meter.sessionOver(two, T0, T0, 0, 0.1000000001), { metric: 'cost', limit: 0.3 }, 'a little more goes past it');
   meter.record(logRecord({ request_id: `q_${++seq}`, access_key_id: 13, created_at: T0, cost: 0.1 }));
   t.match(await meter.exceeded(two, T0), { scope: 'per_period', metric: 'cost', used: 0.3 }, 'the period sums to 0.3');
 });
