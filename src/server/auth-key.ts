@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createFileOnce } from '../store/create-file-once.ts';
+import { readFileIfPresent } from '../store/file-if-present.ts';
 
 export const AUTH_KEY_FILE = 'auth_key';
 
@@ -38,13 +38,8 @@ export async function loadAuthKey(dataDir: string, fromEnv: string | undefined):
 
 /** The key in `file`; undefined when there is no file. */
 async function readStored(file: string): Promise<string | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return undefined;
-  }
+  const text = await readFileIfPresent(file);
+  if (text === undefined) return undefined;
   const stored = text.trim();
   if (stored === '') throw new AuthKeyFileError(file, 'is empty; delete it to generate a new AUTH_KEY or write one into it');
   return stored;

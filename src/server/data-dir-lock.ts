@@ -1,7 +1,8 @@
-import { mkdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { setTimeout } from 'node:timers/promises';
 import path from 'node:path';
 import { createFileOnce } from '../store/create-file-once.ts';
+import { readFileIfPresent, removeFileIfPresent } from '../store/file-if-present.ts';
 import { DataDirInUseError } from './data-dir-in-use-error.ts';
 
 const LOCK_FILE = 'switchyard.lock';
@@ -49,10 +50,10 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     if (await createLock(guard)) {
       heldHere.add(guard);
       try {
-        if ((await readHolder(file)) === holder) await unlink(file).catch(ignoreMissing);
+        if ((await readHolder(file)) === holder) await removeFileIfPresent(file);
       } finally {
         heldHere.delete(guard);
-        await unlink(guard).catch(ignoreMissing);
+        await removeFileIfPresent(guard);
       }
       continue;
     }
@@ -61,7 +62,7 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     // remove the guard another server made since.
     if (taking === undefined) continue;
     // A server that died during its takeover left the guard behind.
-    if (!isRunning(taking, guard)) await unlink(guard).catch(ignoreMissing);
+    if (!isRunning(taking, guard)) await removeFileIfPresent(guard);
     else await setTimeout(10);
   }
   throw new DataDirInUseError(dataDir, (await readHolder(file)) ?? 0, file);
@@ -75,16 +76,12 @@ function createLock(file: string): Promise<boolean> {
 async function release(file: string): Promise<void> {
   if (!heldHere.delete(file)) return;
   // Only our own lock: never remove one a later server took over.
-  if ((await readHolder(file)) === process.pid) await unlink(file).catch(ignoreMissing);
+  if ((await readHolder(file)) === process.pid) await removeFileIfPresent(file);
 }
 
 /** The pid in the lock file; undefined when it is gone or unreadable (a crash while writing it). */
 async function readHolder(file: string): Promise<number | undefined> {
-  const text = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return '';
-    throw err;
-  });
-  const pid = Number(text.trim());
+  const pid = Number((await readFileIfPresent(file))?.trim());
   return Number.isInteger(pid) && pid > 0 ? pid : undefined;
 }
 
@@ -97,8 +94,4 @@ function isRunning(pid: number, file: string): boolean {
     // EPERM: it runs, under another user.
     return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
-}
-
-function ignoreMissing(err: NodeJS.ErrnoException): void {
-  if (err.code !== 'ENOENT') throw err;
 }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { link, open, unlink, writeFile } from 'node:fs/promises';
+import { link, open, writeFile } from 'node:fs/promises';
+import { removeFileIfPresent } from './file-if-present.ts';
 
 /**
  * Creates `file` with `content` (owner-only) in one step, never overwriting: false when it is
@@ -28,7 +29,7 @@ export async function createFileOnce(file: string, content: string): Promise<boo
     if (code === 'EPERM' || code === 'ENOTSUP' || code === 'EOPNOTSUPP') return createExclusively(file, content);
     throw err;
   } finally {
-    await unlink(written).catch(ignoreMissing);
+    await removeFileIfPresent(written);
   }
 }
 
@@ -40,8 +41,4 @@ async function createExclusively(file: string, content: string): Promise<boolean
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     return false;
   }
-}
-
-function ignoreMissing(err: NodeJS.ErrnoException): void {
-  if (err.code !== 'ENOENT') throw err;
 }

@@ -1,77 +1,22 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { request } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
-import { REPO_ROOT } from '../helpers/repo-copy.ts';
+import { completeChat } from '../helpers/complete-chat.ts';
+import { spawnServe, type ServeProcess } from '../helpers/spawn-serve.ts';
 import { call } from '../management/support/http-client.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
 
 const AUTH_KEY = 'duplicate-signal-test-auth-key-0123456789';
 const LOCK_FILE = 'switchyard.lock';
 
-interface Serving {
-  /** Resolves once stdout has printed a line matching `pattern`; rejects if the process exits first. */
-  printed(pattern: RegExp): Promise<RegExpExecArray>;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
-  kill(signal: NodeJS.Signals): void;
-}
-
-/**
- * `switchyard serve` from source as its own process; `onStdout` runs on each chunk as it
- * arrives, for a signal sent the moment a line shows.
- */
-function serve(t: Test, dataDir: string, onStdout: (stdout: string) => void = () => undefined): Serving {
-  const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', '--port', '0', '--data', dataDir], { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY } });
+/** `switchyard serve` on a port of its own, killed at the end of `t`. */
+function serve(t: Test, dataDir: string, onStdout?: (stdout: string) => void): ServeProcess {
+  const child = spawnServe(['--port', '0', '--data', dataDir], { AUTH_KEY }, onStdout);
   t.teardown(() => child.kill('SIGKILL'));
-  let stdout = '';
-  let stderr = '';
-  const waiting: Array<() => void> = [];
-  child.stdout.on('data', (d: Buffer) => {
-    stdout += d.toString();
-    onStdout(stdout);
-    for (const check of waiting) check();
-  });
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
-  return {
-    printed: (pattern) =>
-      new Promise((resolve, reject) => {
-        const check = () => {
-          const m = pattern.exec(stdout);
-          if (m) resolve(m);
-        };
-        waiting.push(check);
-        check();
-        void exit.then(({ code, signal }) => reject(new Error(`serve exited (${code ?? signal}) before printing ${pattern}:\n${stdout}\n${stderr}`)));
-      }),
-    exit,
-    kill: (signal) => child.kill(signal),
-  };
-}
-
-/** One chat completion; its status and body. */
-function complete(url: string, key: string): Promise<{ status: number; body: string }> {
-  const body = JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] });
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${url}/v1/chat/completions`,
-      { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        let text = '';
-        res.on('data', (d: Buffer) => (text += d.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return child;
 }
 
 /**
@@ -99,12 +44,12 @@ async function serveWithRequestInFlight(t: Test) {
     return upstream.close();
   });
   const child = serve(t, tempDataDir(t));
-  const url = (await child.printed(/switchyard (http:\/\/\S+) /))[1]!;
+  const url = await child.url;
   const create = (p: string, body: unknown) => call(url, 'POST', p, { token: AUTH_KEY, body, headers: { 'Idempotency-Key': randomUUID() } });
   const group = (await create('/api/groups', { name: 'g', channel: 'ch02', base_url: upstream.url, models: [{ external: 'chat' }] })).json.data;
   t.equal((await create(`/api/groups/${group.id}/credentials/import`, { credentials: 'sk-duplicate-signal-0001' })).status, 200);
   const key = (await create('/api/access-keys', { name: 'k', protocols: ['x-completions'] })).json.data;
-  const response = complete(url, key.value as string);
+  const response = completeChat(url, key.value as string);
   await upstreamReached;
   return { child, response, answer: () => answer() };
 }

@@ -1,31 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Agent, request, type ServerResponse } from 'node:http';
+import { Agent, type ServerResponse } from 'node:http';
 import t from 'tap';
 import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
+import { completeChat } from '../helpers/complete-chat.ts';
 import { spawnServe } from '../helpers/spawn-serve.ts';
 import { call } from '../management/support/http-client.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
 
 const AUTH_KEY = 'second-signal-test-auth-key-0123456789';
-const REQUEST_ID_HEADER = 'x-switchyard-request-id';
-
-/** One chat completion on a keep-alive connection; the request id the gateway answered with, if it answered. */
-function complete(url: string, key: string, agent: Agent): Promise<string | undefined> {
-  const body = JSON.stringify({ model: 'chat', messages: [{ role: 'user', content: 'hi' }] });
-  return new Promise((resolve) => {
-    const req = request(
-      `${url}/v1/chat/completions`,
-      { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.headers[REQUEST_ID_HEADER] as string | undefined));
-        res.on('error', () => resolve(undefined));
-      },
-    );
-    req.on('error', () => resolve(undefined));
-    req.end(body);
-  });
-}
 
 async function allRecordIds(url: string): Promise<Set<string>> {
   const ids = new Set<string>();
@@ -75,7 +57,7 @@ t.test('a second SIGTERM under load cuts the requests in flight but still writes
   let running = true;
   const clients = Array.from({ length: 8 }, async () => {
     while (running) {
-      const id = await complete(url, key.value, agent);
+      const id = (await completeChat(url, key.value, agent).catch(() => undefined))?.requestId;
       if (id !== undefined) answered.push(id);
       else await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -86,6 +68,8 @@ t.test('a second SIGTERM under load cuts the requests in flight but still writes
   // Requests wait at the upstream from now on: some are surely in flight when the second signal comes.
   while (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 20));
   child.kill('SIGTERM');
+  // The gateway times the second from when it handled the first: under load that can be late.
+  await child.printed(/SIGTERM received/);
   await new Promise((resolve) => setTimeout(resolve, 1500));
   child.kill('SIGTERM');
   // An impatient third one changes nothing: the records still get their bounded moment (a kill by it would leave no exit code).

@@ -1,31 +1,57 @@
 import { spawn } from 'node:child_process';
 import { REPO_ROOT } from './repo-copy.ts';
 
+export interface ServeExit {
+  code: number | null;
+  /** The signal that killed it, when one did. */
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
 export interface ServeProcess {
   /** The listening URL; rejects when the process exits before it listens. */
   url: Promise<string>;
-  exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
+  /** Resolves once stdout has printed something matching `pattern`; rejects if the process exits first. */
+  printed(pattern: RegExp): Promise<RegExpExecArray>;
+  exit: Promise<ServeExit>;
   /** What the process wrote to stderr so far. */
   stderr(): string;
   kill(signal: NodeJS.Signals): void;
 }
 
-/** `switchyard serve` from source as its own process, with no AUTH_KEY unless `env` gives one. */
-export function spawnServe(args: string[], env: Record<string, string | undefined> = {}): ServeProcess {
+/**
+ * `switchyard serve` from source as its own process, with no AUTH_KEY unless `env` gives one.
+ * `onStdout` runs on each chunk as it arrives, with all of stdout so far: for a signal sent the
+ * moment a line shows.
+ */
+export function spawnServe(args: string[], env: Record<string, string | undefined> = {}, onStdout: (stdout: string) => void = () => undefined): ServeProcess {
   const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', ...args], { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY: undefined, ...env } });
   let stdout = '';
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exit = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-      const m = /switchyard (http:\/\/\S+) /.exec(stdout);
-      if (m?.[1]) resolve(m[1]);
-    });
-    void exit.then(({ code }) => reject(new Error(`serve exited with ${code} before listening:\n${stderr}`)));
+  const waiting = new Set<() => void>();
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    onStdout(stdout);
+    for (const check of waiting) check();
   });
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  // 'close', not 'exit': by then all it wrote has been read.
+  const exit = new Promise<ServeExit>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  const printed = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const check = () => {
+        const m = pattern.exec(stdout);
+        if (m === null) return;
+        waiting.delete(check);
+        resolve(m);
+      };
+      waiting.add(check);
+      check();
+      void exit.then(({ code, signal }) => reject(new Error(`serve exited (${code ?? signal}) before printing ${pattern}:\n${stdout}\n${stderr}`)));
+    });
+  const url = printed(/switchyard (http:\/\/\S+) /).then((m) => m[1]!);
   // Tests of a failed start await `exit` only.
   url.catch(() => {});
-  return { url, exit, stderr: () => stderr, kill: (s) => child.kill(s) };
+  return { url, printed, exit, stderr: () => stderr, kill: (s) => child.kill(s) };
 }

@@ -21,9 +21,18 @@ const DUPLICATE_SIGNAL_MS = 1000;
  * finish and flushes the stores before resolving. `extra` lets the CLI add the data plane.
  */
 export async function runServe(argv: string[], extra: Partial<ServerOptions> = {}): Promise<number> {
-  // From the start and never removed: without a listener, node's default action kills the
-  // process outright, lock and unwritten records left behind.
+  // From the start until the stores are closed: without a listener, node's default action kills
+  // the process outright, lock and unwritten records left behind. Then no longer: a process that
+  // something keeps alive past its stop still ends by the next signal.
   const signals = watchStopSignals();
+  try {
+    return await serve(argv, extra, signals);
+  } finally {
+    signals.dispose();
+  }
+}
+
+async function serve(argv: string[], extra: Partial<ServerOptions>, signals: StopSignals): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: { port: { type: 'string', default: '8080' }, data: { type: 'string', default: './data' }, host: { type: 'string', default: '127.0.0.1' } },
@@ -31,6 +40,19 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   });
   const port = parseDecimalOption('port', 'a port number', values.port, 0, 65535);
 
+  // A second signal while starting (a long log migration, a log writer that never gets ready)
+  // gives the start up: nothing is in flight yet, and the lock left behind is taken over at the
+  // next start. The process dies by that signal, as with no listener: an exit would first wait
+  // for the log writer's thread to finish the statement it is in.
+  let starting = true;
+  signals.onAgain((signal) => {
+    process.stdout.write('switchyard: second signal while starting, stopping now\n');
+    signals.dispose();
+    process.kill(process.pid, signal);
+  });
+  void signals.stopped.then(() => {
+    if (starting) process.stdout.write(`switchyard: ${signals.first} received while starting, stopping once started\n`);
+  });
   let server: RunningServer;
   try {
     server = await createServer({ dataDir: values.data, host: values.host, port, openLogStore: (dir) => openWorkerLogStore(dir, { onError: reportLogStoreError }), ...extra });
@@ -39,22 +61,13 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
     const message = describeRunError(err, `data directory ${values.data}`);
     if (message !== undefined) throw new CliError(message, 1);
     throw err;
+  } finally {
+    starting = false;
   }
-  if (signals.first === undefined) {
-    process.stdout.write(`switchyard ${server.url} (management API at ${server.url}/api, data in ${values.data})\n`);
-    await signals.stopped;
-    process.stdout.write(`switchyard: ${signals.first} received, finishing requests and flushing stores\n`);
-  } else {
-    // Stopped while starting: the ready line was never printed, and the start ends as a stop does.
-    process.stdout.write(`switchyard: ${signals.first} received while starting, stopping\n`);
-  }
-
   // A later signal while draining means "now": the requests in flight are cut, and the
   // records already appended still get a bounded moment to be written.
-  let draining = true;
   let cutShort = false;
-  const cut = () => {
-    if (!draining) return;
+  signals.onAgain(() => {
     cutShort = true;
     process.stdout.write('switchyard: second signal, cutting the requests in flight\n');
     void server.cutShort().catch(() => undefined).then(() => {
@@ -64,16 +77,19 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
         process.exit(1);
       }, FORCED_FLUSH_MS).unref();
     });
-  };
-  signals.onAgain(cut);
+  });
+  // Stopped while starting: the ready line is never printed, and the start ends as a stop does.
+  if (signals.first === undefined) {
+    process.stdout.write(`switchyard ${server.url} (management API at ${server.url}/api, data in ${values.data})\n`);
+    await signals.stopped;
+    process.stdout.write(`switchyard: ${signals.first} received, finishing requests and flushing stores\n`);
+  }
   try {
     await server.close();
   } catch (err) {
     // One line, no stack: the operator needs what was lost and why, not where.
     process.stderr.write(`switchyard: stopped with an error: ${err instanceof Error ? err.message : String(err)}\n`);
     return 1;
-  } finally {
-    draining = false;
   }
   if (cutShort) {
     process.stdout.write('switchyard: stopped, requests in flight cut short\n');
@@ -88,16 +104,18 @@ interface StopSignals {
   readonly first: NodeJS.Signals | undefined;
   /** Resolves on the first signal. */
   readonly stopped: Promise<void>;
-  /** `handler` runs once, on the first signal more than DUPLICATE_SIGNAL_MS after the first (at once if one came already). */
-  onAgain(handler: () => void): void;
+  /** From now on, `handler` is what the first signal more than DUPLICATE_SIGNAL_MS after the first does. */
+  onAgain(handler: (signal: NodeJS.Signals) => void): void;
+  /** Stops listening: a later signal gets node's default action. */
+  dispose(): void;
 }
 
-/** Listens for SIGINT and SIGTERM until the process exits; any signal after the second "again" is ignored. */
+/** Listens for SIGINT and SIGTERM until disposed; any signal after the second "again" is ignored. */
 function watchStopSignals(): StopSignals {
   let first: NodeJS.Signals | undefined;
   let firstAt = 0;
   let again = false;
-  let againHandler: (() => void) | undefined;
+  let againHandler: ((signal: NodeJS.Signals) => void) | undefined;
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
   const onSignal = (signal: NodeJS.Signals) => {
@@ -109,7 +127,7 @@ function watchStopSignals(): StopSignals {
     }
     if (again || performance.now() - firstAt <= DUPLICATE_SIGNAL_MS) return;
     again = true;
-    againHandler?.();
+    againHandler?.(signal);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -120,7 +138,10 @@ function watchStopSignals(): StopSignals {
     stopped,
     onAgain(handler) {
       againHandler = handler;
-      if (again) handler();
+    },
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
     },
   };
 }

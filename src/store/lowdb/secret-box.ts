@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { createFileOnce } from '../create-file-once.ts';
+import { readFileIfPresent } from '../file-if-present.ts';
 import { StoreFileError } from './store-file-error.ts';
 
 const FORMAT = 'v1';
@@ -24,14 +24,14 @@ export class SecretBox {
    * new key is made, and written unless `readOnly`.
    */
   static async open(file: string, mayCreate: boolean, readOnly = false): Promise<SecretBox> {
-    let text = await readKeyFile(file);
+    let text = await readFileIfPresent(file);
     if (text === undefined) {
       if (!mayCreate) throw new StoreFileError(file, 'the encryption key file is missing but stored secrets need it');
       const key = randomBytes(32);
       if (readOnly) return new SecretBox(key);
       if (await createFileOnce(file, `${key.toString('base64')}\n`)) return new SecretBox(key);
       // Another start made it first: its key is the one.
-      text = await readKeyFile(file);
+      text = await readFileIfPresent(file);
       if (text === undefined) throw new StoreFileError(file, 'the encryption key file vanished while it was being created');
     }
     const key = Buffer.from(text.trim(), 'base64');
@@ -59,15 +59,5 @@ export class SecretBox {
 
   index(purpose: string, value: string): string {
     return createHmac('sha256', this.#indexKey).update(purpose).update('\0').update(value).digest('base64url');
-  }
-}
-
-/** The key file's text; undefined when there is none. */
-async function readKeyFile(file: string): Promise<string | undefined> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    return undefined;
   }
 }
