@@ -1,4 +1,5 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
+import type { ServerResponse } from 'node:http';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 
@@ -7,16 +8,9 @@ import { createKey, seedGroup, waitForLog, withTimeout } from './helpers/datapla
 // destroyed (a plain body has no error event) and the record says upstream_idle_timeout
 // (docs/data-plane.md, timeouts).
 
-t.test('a plain audio body that stalls after its first bytes is cut at the idle timeout', async (t) => {
-  const { upstream, gw } = await startUpstreamAndDataPlane(
-    t,
-    (_req, res) => {
-      res.writeHead(200, { 'content-type': 'audio/mpeg' });
-      // Sent, then nothing more: the body stays open.
-      res.write(Buffer.from([0xff, 0xfb, 1, 2]));
-    },
-    { streamIdleTimeoutMs: 300, headersTimeoutMs: 60_000 },
-  );
+/** A speech request through a ch03 Group whose upstream answers with `answer`; the body timeout's backstop far off (60 s). */
+async function speech(t: Test, answer: (res: ServerResponse) => void, streamIdleTimeoutMs: number) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => answer(res), { streamIdleTimeoutMs, headersTimeoutMs: 60_000 });
   await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'up-tts' }], secrets: ['sk-up-secret-0123456789'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-suite'] });
   const res = await fetch(`${gw.url}/v1/audio/speech`, {
@@ -24,6 +18,19 @@ t.test('a plain audio body that stalls after its first bytes is cut at the idle 
     headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'tts', input: 'hello', voice: 'alloy' }),
   });
+  return { gw, res };
+}
+
+t.test('a plain audio body that stalls after its first bytes is cut at the idle timeout', async (t) => {
+  const { gw, res } = await speech(
+    t,
+    (res) => {
+      res.writeHead(200, { 'content-type': 'audio/mpeg' });
+      // Sent, then nothing more: the body stays open.
+      res.write(Buffer.from([0xff, 0xfb, 1, 2]));
+    },
+    300,
+  );
   t.equal(res.status, 200);
   const read = (async () => {
     let bytes = 0;
@@ -46,9 +53,9 @@ t.test('a plain audio body that stalls after its first bytes is cut at the idle 
 });
 
 t.test('a plain body that goes on in several reads, each within the idle timeout, arrives whole', async (t) => {
-  const { upstream, gw } = await startUpstreamAndDataPlane(
+  const { gw, res } = await speech(
     t,
-    (_req, res) => {
+    (res) => {
       res.writeHead(200, { 'content-type': 'audio/mpeg' });
       let sent = 0;
       const next = () => {
@@ -58,15 +65,8 @@ t.test('a plain body that goes on in several reads, each within the idle timeout
       };
       next();
     },
-    { streamIdleTimeoutMs: 400, headersTimeoutMs: 60_000 },
+    400,
   );
-  await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'up-tts' }], secrets: ['sk-up-secret-0123456789'] });
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-suite'] });
-  const res = await fetch(`${gw.url}/v1/audio/speech`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'tts', input: 'hello', voice: 'alloy' }),
-  });
   // Longer in all than the idle timeout: each read counts as activity.
   t.equal((await res.arrayBuffer()).byteLength, 8000);
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
