@@ -55,7 +55,7 @@ async function serve(argv: string[], extra: Partial<ServerOptions>, signals: Sto
   });
   let server: RunningServer;
   try {
-    server = await createServer({ dataDir: values.data, host: values.host, port, openLogStore: (dir) => openWorkerLogStore(dir, { onError: reportLogStoreError }), ...extra });
+    server = await createServer({ dataDir: values.data, host: values.host, port, openLogStore: (dir) => openWorkerLogStore(dir, { onError: reportLogStoreError, onNotice: (message) => process.stdout.write(`switchyard: ${message}\n`) }), ...extra });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`port ${port} on ${values.host} is already in use`, 1);
     const message = describeRunError(err, `data directory ${values.data}`);

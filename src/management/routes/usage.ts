@@ -9,6 +9,13 @@ import { roundCost, withRoundedCost } from '../../usage/index.ts';
 
 const DIMENSIONS = ['key', 'group', 'model'] as const;
 
+/**
+ * Rows one /api/usage answer may hold: range × bucket × group_by is otherwise unbounded, and a
+ * few hundred thousand rows cost the worker, the main thread and the heap far more than a
+ * caller can use. More is refused rather than cut, so that no total is silently partial.
+ */
+export const MAX_USAGE_ROWS = 10_000;
+
 export function usageRoutes(deps: ManagementDeps): RouteDef[] {
   return [
     route({
@@ -29,8 +36,16 @@ export function usageRoutes(deps: ManagementDeps): RouteDef[] {
           group_id: queryInt(ctx, 'group_id', 1, Number.MAX_SAFE_INTEGER)?.toString(),
           access_key_id: scopedKeyId(ctx.state.principal) ?? queryInt(ctx, 'access_key_id', 1, Number.MAX_SAFE_INTEGER),
           utc_offset_minutes: queryInt(ctx, 'utc_offset_minutes', -840, 840),
+          max_rows: MAX_USAGE_ROWS,
         });
-        const rows = (await deps.logs.usage(query)).map(withRoundedCost);
+        const found = await deps.logs.usage(query);
+        if (found.length > MAX_USAGE_ROWS) {
+          throw validationFailed('from', 'too_many_rows', {
+            max_rows: MAX_USAGE_ROWS,
+            detail: `more than ${MAX_USAGE_ROWS} rows: narrow from/to, use bucket=day, or group_by fewer dimensions`,
+          });
+        }
+        const rows = found.map(withRoundedCost);
         const totals = { requests: 0, errors: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0, cost: 0 };
         for (const r of rows) for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += r[k];
         totals.cost = roundCost(totals.cost);

@@ -42,6 +42,11 @@ export interface UsageQuery {
   model?: string;
   /** Shifts day buckets to a local day (e.g. 480 for UTC+8); default 0. */
   utc_offset_minutes?: number;
+  /**
+   * At most this many rows are wanted: a store may stop collecting once it has one more and
+   * return those, so that a caller can tell "too many" apart without the store building them all.
+   */
+  max_rows?: number;
 }
 
 export interface UsageTotals {

@@ -35,6 +35,8 @@ export type ToLogWriter =
 export type FromLogWriter =
   /** The database is open. */
   | { type: 'ready' }
+  /** A line for the operator, such as a rebuild starting while the database opens. */
+  | { type: 'notice'; message: string }
   /** Every batch up to and including `through` is committed. */
   | { type: 'committed'; through: number }
   /**

@@ -16,7 +16,7 @@ const RETRY_MS = 1000;
 
 const data = workerData as LogWriterData;
 // The same caps as the main thread's: a record (or body) the worker drops is one the main thread dropped too.
-const store = new SqliteLogStore(data.dataDir, { maxBuffered: data.maxBuffered, maxBufferedBytes: data.maxBufferedBytes });
+const store = new SqliteLogStore(data.dataDir, { maxBuffered: data.maxBuffered, maxBufferedBytes: data.maxBufferedBytes, onNotice: (message) => send({ type: 'notice', message }) });
 /** Highest batch appended to the store but not yet acknowledged. */
 let uncommittedThrough: number | undefined;
 let commitScheduled = false;

@@ -19,12 +19,15 @@ const DIMENSION: Readonly<Record<UsageDimension, { column: string; as: Dimension
 /**
  * Usage per bucket and requested dimensions: the rollups of the whole minutes inside
  * [from, to), plus the records of the minutes cut by `from` or `to`, summed per row.
+ * With `max_rows`, collecting stops at `max_rows + 1` rows (which ones is unspecified), so that
+ * a range × bucket × group_by of millions of rows is never built in memory.
  */
 export function readUsage(prepare: PrepareStatement, source: LogBatchSource, given: UsageQuery): UsageRow[] {
   const query = wellFormedFilter(given);
   const size = query.bucket === 'hour' ? HOUR_MS : DAY_MS;
   const offset = Math.trunc(query.utc_offset_minutes ?? 0) * 60_000;
   const dimensions = [...new Set(query.group_by)].map((d) => DIMENSION[d]);
+  const limit = query.max_rows === undefined ? -1 : Math.max(0, Math.trunc(query.max_rows)) + 1;
   const rows = new Map<string, { bucket_start: number; values: Dimensions; sums: RollupSums }>();
   const sumsOf = (bucket_start: number, values: Dimensions): RollupSums => {
     const id = JSON.stringify([bucket_start, ...dimensions.map((d) => values[d.as])]);
@@ -45,13 +48,14 @@ export function readUsage(prepare: PrepareStatement, source: LogBatchSource, giv
     const sums = prepare(
       `SELECT CAST((slot_start + ?) / ? AS INTEGER) * ? - ? AS bucket_start${dimensions.map((d) => `, ${d.column} AS ${d.as}`).join('')},
         ${ROLLUP_SUM_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')}
-       FROM usage_rollup WHERE ${clauses.join(' AND ')} GROUP BY ${groupBy}`,
-    ).all(offset, size, size, offset, ...params) as Array<RollupSums & { bucket_start: number } & Dimensions>;
+       FROM usage_rollup WHERE ${clauses.join(' AND ')} GROUP BY ${groupBy} LIMIT ?`,
+    ).all(offset, size, size, offset, ...params, limit) as Array<RollupSums & { bucket_start: number } & Dimensions>;
     for (const sum of sums) addSums(sumsOf(sum.bucket_start, sum), sum);
   }
   for (const range of partial) {
     const filter = { ...range, access_key_id: query.access_key_id, group_id: query.group_id, model: query.model };
     source.forEachRecord(filter, (batch, i) => {
+      if (limit >= 0 && rows.size >= limit) return;
       const key = batch.accessKeyId[i]!;
       const values = { access_key_id: Number.isNaN(key) ? null : key, group_id: refString(batch, batch.groupRef[i]!), model: refString(batch, batch.modelRef[i]!) };
       addRecord(sumsOf(Math.floor((batch.createdAt[i]! + offset) / size) * size - offset, values), batch, i);

@@ -13,8 +13,11 @@ const CHUNK = 64;
  * (prune keeps them equal), and the version is set, in one transaction, so that a crash part
  * way leaves the old state and the next open starts over.
  */
-export function rebuildDerivedTables(db: Database.Database, writer: LogBatchWriter): void {
+export function rebuildDerivedTables(db: Database.Database, writer: LogBatchWriter, onNotice: (message: string) => void = () => {}): void {
   if ((db.pragma('user_version', { simple: true }) as number) >= LOG_SCHEMA_VERSION) return;
+  // Seconds per million records, before the server listens: say why the start waits.
+  const count = (db.prepare('SELECT COUNT(*) AS n FROM log_batches').get() as { n: number }).n;
+  if (count > 0) onNotice(`rebuilding request-log usage tables (${count} batches), once after an upgrade`);
   const batches = db.prepare(`SELECT id, data FROM log_batches WHERE id > ? ORDER BY id LIMIT ${CHUNK}`);
   db.transaction(() => {
     db.exec('DELETE FROM usage_rollup; DELETE FROM log_batch_dims');

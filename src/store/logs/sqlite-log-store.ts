@@ -19,7 +19,10 @@ import { preparedStatements, type PrepareStatement } from './prepared-statements
 
 export const LOG_DB_FILE = 'logs.sqlite';
 
-export type SqliteLogStoreOptions = LogBatchAppenderOptions;
+export interface SqliteLogStoreOptions extends LogBatchAppenderOptions {
+  /** One line for the operator about slow work on open (a rebuild after an upgrade). */
+  onNotice?: (message: string) => void;
+}
 
 /** How often, at most, a write checks that the database file is still the one opened. */
 const FILE_CHECK_MS = 1000;
@@ -60,7 +63,7 @@ export class SqliteLogStore implements LogStore {
       this.#db.exec(LOG_SCHEMA);
       const writer = new LogBatchWriter(this.#db);
       migrateRequestLogs(this.#db, writer);
-      rebuildDerivedTables(this.#db, writer);
+      rebuildDerivedTables(this.#db, writer, options.onNotice);
       return writer;
     });
     this.#prepare = preparedStatements(this.#db);

@@ -26,6 +26,8 @@ export interface WorkerLogStoreOptions {
   maxBufferedBytes?: number;
   /** Reports a failed write, a worker that died, or records dropped (rate-limited); the store recovers on its own from the first two. */
   onError?: (error: unknown) => void;
+  /** Prints a line for the operator: a rebuild of the usage tables, once after an upgrade, before the store is ready. */
+  onNotice?: (message: string) => void;
 }
 
 interface PendingRead {
@@ -53,6 +55,7 @@ const MAX_RESTART_DELAY_MS = 5000;
 export class WorkerLogStore implements LogStore {
   readonly #dataDir: string;
   readonly #onError: (error: unknown) => void;
+  readonly #onNotice: (message: string) => void;
   readonly #maxBuffered: number;
   readonly #maxBufferedBytes: number;
   readonly #appender: LogBatchAppender;
@@ -79,6 +82,7 @@ export class WorkerLogStore implements LogStore {
   constructor(dataDir: string, options: WorkerLogStoreOptions = {}) {
     this.#dataDir = dataDir;
     this.#onError = options.onError ?? (() => {});
+    this.#onNotice = options.onNotice ?? (() => {});
     this.#maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
     this.#maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
     this.#drops = new DropReporter(this.#onError);
@@ -221,6 +225,9 @@ export class WorkerLogStore implements LogStore {
       case 'ready':
         this.#ready = true;
         this.#updateRef();
+        return;
+      case 'notice':
+        this.#onNotice(message.message);
         return;
       case 'committed':
         this.#deathsWithoutProgress = 0;
