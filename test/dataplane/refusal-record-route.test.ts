@@ -1,37 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
-import { createServer } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
+import { startGateway } from '../management/support/gateway.ts';
 
 // A route refusal made after a Group was chosen (docs/data-plane.md, step 5) is that Group's:
 // its record names the Group, channel and upstream model, so `/api/logs?group_id=` and the
 // usage `group` dimension attribute it, as they do a `no_available_credential`.
 
-const AUTH_KEY = 'refusal-route-auth-key-0123456789abcdef';
 
 async function setup(t: Test) {
   const upstream = await startUpstream((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{}');
   });
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-refusal-route-'));
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
-  t.teardown(async () => {
-    await server.close();
-    await upstream.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const api = async (method: string, p: string, body?: unknown) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${AUTH_KEY}` };
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': randomUUID() });
-    const res = await fetch(`${server.url}${p}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, json: (await res.json()) as { data: any } };
-  };
+  const gw = await startGateway(t, { openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount() });
+  t.teardown(() => upstream.close());
+  const { server } = gw;
+  const api = async (method: string, p: string, body?: unknown) => (body === undefined ? await gw.api(method, p) : await gw.create(p, body));
   const group = async (body: Record<string, unknown>): Promise<{ id: number }> => (await api('POST', '/api/groups', { base_url: upstream.url, ...body })).json.data;
   const key = async (protocols: string[]): Promise<string> => (await api('POST', '/api/access-keys', { name: `k-${randomUUID()}`, protocols })).json.data.value;
   /** Sends the request, and gives its status, its error code and its log record as the management API reads it. */

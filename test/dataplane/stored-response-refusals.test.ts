@@ -1,20 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
-import { createServer } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
 import { seedGroup } from './helpers/dataplane-scenarios.ts';
+import { startGateway } from '../management/support/gateway.ts';
 
 // A response the gateway remembers goes to the Group that created it (docs/data-plane.md,
 // "Stored responses"). When that Group's route refuses the operation (an N* subset, a channel
 // note), the answer is the engine's refusal for its channel, as for an id the gateway does not
 // remember; 503 no_available_credential stays for a holder that is gone, disabled or shut to the key.
 
-const AUTH_KEY = 'stored-response-refusals-auth-key-0123456789';
 
 async function setup(t: Test, channel: string) {
   let created = 0;
@@ -22,19 +18,10 @@ async function setup(t: Test, channel: string) {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(req.url === '/v1/responses' ? JSON.stringify({ id: `resp_${channel}_${++created}`, object: 'response', status: 'completed' }) : '{}');
   });
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-stored-refusals-'));
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
-  t.teardown(async () => {
-    await server.close();
-    await upstream.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const api = async (method: string, p: string, body?: unknown) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${AUTH_KEY}` };
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': randomUUID() });
-    const res = await fetch(`${server.url}${p}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return (await res.json()) as { data: any };
-  };
+  const gw = await startGateway(t, { openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount() });
+  t.teardown(() => upstream.close());
+  const { server } = gw;
+  const api = async (method: string, p: string, body?: unknown) => (body === undefined ? await gw.api(method, p) : await gw.create(p, body)).json as { data: any };
   const { group } = await seedGroup(server.store, { channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-holder'] });
   const keyValue: string = (await api('POST', '/api/access-keys', { name: `k-${randomUUID()}`, protocols: ['x-responses'] })).data.value;
   /** Sends the request with the key, and gives its status, headers, error and log record as the management API reads it. */
