@@ -5,7 +5,7 @@ import type { StreamErrorStyle } from '../streaming/index.ts';
 import { classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
-import type { CredentialView } from '../store/records.ts';
+import type { CredentialView, Settings } from '../store/records.ts';
 import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
 import { noCredentialDetail, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
@@ -82,7 +82,8 @@ export interface ForwardDeps {
   headersTimeoutMs: number;
   cooldownSeconds: number;
   maxAttempts: number;
-  proxyFor(candidate: Candidate, credential: CredentialView): string | undefined;
+  /** `settings`: as read for an attempt after another's wait; the request's otherwise. */
+  proxyFor(candidate: Candidate, credential: CredentialView, settings?: Settings): string | undefined;
   inFlight?: InFlightRequests;
 }
 
@@ -207,7 +208,7 @@ function recordDelivery(result: ForwardResult, attempt: AttemptRecord, candidate
 }
 
 /** Starts an attempt's upstream call, at the credential's own address when it has one, else the Group's. */
-function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, access: CredentialAccess, request: AttemptRequest, headersTimeoutMs: number): UpstreamExchange {
+function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, access: CredentialAccess, request: AttemptRequest, headersTimeoutMs: number, settings?: Settings): UpstreamExchange {
   return deps.upstream.exchange({
     url: upstreamTarget(access.baseUrl ?? candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
     method: input.req.method ?? 'GET',
@@ -215,7 +216,7 @@ function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidat
     body: request.body,
     headersTimeoutMs,
     bodyIdleTimeoutMs: bodyTimeoutBackstop(deps.idleTimeoutMs, headersTimeoutMs),
-    proxy: deps.proxyFor(candidate, credential),
+    proxy: deps.proxyFor(candidate, credential, settings),
   });
 }
 
@@ -244,7 +245,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         // it was (nor a Group that no longer maps the model).
         const configured = await attemptTargetNow(routed, listed, attempts.length === 0, () => deps.credentialNow(routed.group.id, listed.id));
         if (configured === undefined) continue;
-        const { candidate, credential } = configured;
+        const { candidate, credential, settings } = configured;
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
         const { secret } = access;
@@ -272,13 +273,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           streamedBody = request.streamedBody;
           dropUsageChunk = request.dropUsageChunk;
           if (input.body.kind === 'stream') bodyConsumed = input.body.replayable !== true;
-          exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, access, request, headersTimeoutMs);
+          exchange = sent?.exchange ?? sendAttempt(input, deps, candidate, credential, access, request, headersTimeoutMs, settings);
           if (sent === undefined) upstream = await exchange.reply;
           else if ('reply' in sent.got) upstream = sent.got.reply;
           else throw sent.got.error;
         } catch (err) {
           watch.point(undefined);
-          const failed = await attemptFailed(input, deps, result, { candidate, credential, access, attempt, streamedBody }, err);
+          const failed = await attemptFailed(input, deps, result, { candidate, credential, settings, access, attempt, streamedBody }, err);
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
@@ -456,6 +457,7 @@ interface AttemptRequest {
 interface Attempted {
   candidate: Candidate;
   credential: CredentialView;
+  settings: Settings | undefined;
   /** The secret the attempt used: a verdict holds only for its revision. */
   access: CredentialAccess;
   attempt: AttemptRecord;
@@ -498,7 +500,7 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
     if (bodyFailure.code === 'model_mapping_unusable') return { error: bodyFailure, candidate, credential, notDelivered: true, skipGroup: true };
     return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
   }
-  const failure = classifyUpstreamError(err, { viaProxy: deps.proxyFor(candidate, credential) !== undefined });
+  const failure = classifyUpstreamError(err, { viaProxy: deps.proxyFor(candidate, credential, at.settings) !== undefined });
   attempt.error_code = failure.code;
   // A stored proxy URL the gateway cannot use, or a proxy that is down or refuses the gateway's
   // login: the gateway's side is at fault, not the credential (a shared proxy would otherwise

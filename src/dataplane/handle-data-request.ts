@@ -14,7 +14,7 @@ import { clientDeadline } from './client-timeout.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { liveUpstreams } from './live-upstreams.ts';
 import { newLogDraft } from './log-draft.ts';
-import { attemptOrder, refusalFor, type Candidate } from './plan-candidates.ts';
+import { attemptOrder, refusalFor } from './plan-candidates.ts';
 import { noteRoute } from './note-route.ts';
 import { RoutePlans } from './route-plans.ts';
 import { prepareRequestBody, type PreparedBody } from './prepare-request-body.ts';
@@ -60,25 +60,17 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const forwardDepsFor = (snap: Snapshot): ForwardDeps => {
     if (forwardDeps?.snap === snap) return forwardDeps.deps;
     const { settings } = snap;
-    // Settings read again for an attempt after another's wait, where they differ from this
-    // snapshot's, by the Group record read with them: that attempt's global proxy is the current
-    // one. Only a snapshot older than a change has any, so requests routed by the current one look up nothing.
-    let settingsReadWith: WeakMap<Candidate['group'], Snapshot['settings']> | undefined;
     const built: ForwardDeps = {
       upstream: deps.upstream,
       pool,
       credentialsOf: (groupId) => snap.credentialsByGroup.get(groupId) ?? [],
-      credentialNow: async (groupId, credentialId) => {
-        const configured = await snapshot.credentialNow(groupId, credentialId, deps.clock());
-        if (configured !== undefined && configured.settings !== settings) (settingsReadWith ??= new WeakMap()).set(configured.group, configured.settings);
-        return configured;
-      },
+      credentialNow: (groupId, credentialId) => snapshot.credentialNow(groupId, credentialId, deps.clock()),
       now: deps.clock,
       idleTimeoutMs: options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000,
       headersTimeoutMs: options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000,
       cooldownSeconds: settings.credential_cooldown_seconds,
       maxAttempts: settings.max_attempts_per_request,
-      proxyFor: (c, cred) => managedProxyUrl(c.group.channel, cred, c.group, settingsReadWith?.get(c.group) ?? settings),
+      proxyFor: (c, cred, now = settings) => managedProxyUrl(c.group.channel, cred, c.group, now),
       ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
     };
     forwardDeps = { snap, deps: built };
@@ -204,24 +196,17 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // Only the Group that holds the response can answer for it: another one's "not found"
       // would be false, and so would the gateway's when that Group is gone or shut to the key.
       const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
-      if (ordered.length === 0 && remembered !== undefined) {
-        // The holder is there for the key but its route refuses the operation (a channel note, a
-        // native subset, no conversion): that refusal, as for an id the gateway does not remember.
-        const holder = candidates.find((c) => c.group.id === remembered.groupId);
-        const refusal = holder === undefined ? undefined : refusalFor([holder], model);
-        if (refusal?.refusedBy) {
-          noteRoute(log, refusal.refusedBy);
-          throw new DataPlaneError(refusal.code, refusal.detail);
-        }
-        // Nothing recovers by itself there (the Group is gone, disabled or shut to the key): no SDK retry.
-        throw new DataPlaneError('no_available_credential', `The Group that holds this ${resource!.kind} is not available to this key.`, NO_RETRY);
-      }
       if (ordered.length === 0) {
-        const refusal = refusalFor(candidates, model);
+        // Where a remembered object lives, only its holder's refusal counts (a channel note, a
+        // native subset, no conversion), as for an id the gateway does not remember.
+        const refusing = remembered === undefined ? candidates : candidates.filter((c) => c.group.id === remembered.groupId);
+        const refusal = remembered !== undefined && refusing.length === 0 ? undefined : refusalFor(refusing, model);
         // The route of the Group whose refusal this is, as the engine resolved it for this model
         // (route inspection's `N/C -> converted`): the logs and usage attribute it to that Group.
-        if (refusal.refusedBy) noteRoute(log, refusal.refusedBy);
-        throw new DataPlaneError(refusal.code, refusal.detail);
+        if (refusal?.refusedBy) noteRoute(log, refusal.refusedBy);
+        // A holder gone, disabled or shut to the key recovers by itself no more: no SDK retry.
+        if (remembered !== undefined && !refusal?.refusedBy) throw new DataPlaneError('no_available_credential', `The Group that holds this ${resource!.kind} is not available to this key.`, NO_RETRY);
+        throw new DataPlaneError(refusal!.code, refusal!.detail);
       }
 
       const result = await forwardNative(

@@ -148,14 +148,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       attempts: for (const routed of ordered) {
         for (const listed of pool.usable(routed.group, snap.credentialsByGroup.get(routed.group.id) ?? [], deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
-          // As forward-native: a credential or Group deleted, disabled, rotated or changed during an earlier handshake is not tried as it was.
-          // The global proxy too: as it is now for an attempt after another's handshake.
-          let proxySettings = settings;
-          const configured = await attemptTargetNow(routed, listed, log.attempts.length === 0, async () => {
-            const now = await snapshot.credentialNow(routed.group.id, listed.id, deps.clock());
-            if (now !== undefined) proxySettings = now.settings;
-            return now;
-          });
+          // As forward-native: a credential or Group deleted, disabled, rotated or changed during an
+          // earlier handshake is not tried as it was, and the global proxy is taken as it is now.
+          const configured = await attemptTargetNow(routed, listed, log.attempts.length === 0, () => snapshot.credentialNow(routed.group.id, listed.id, deps.clock()));
           if (configured === undefined) continue;
           const { candidate, credential } = configured;
           const access = await pool.accessOf(credential);
@@ -173,7 +168,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const target = upstreamUrl(access.baseUrl ?? candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, search ? `?${search}` : '').replace(/^http/, 'ws');
           const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
           log.attempts.push(attempt);
-          const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, proxySettings);
+          const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, configured.settings ?? settings);
           let handshake: UpstreamHandshake;
           try {
             handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs, answerIdleTimeoutMs, maxPayload: deps.options.sessionMessageMaxBytes });

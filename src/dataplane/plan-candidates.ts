@@ -56,18 +56,19 @@ function candidateNow(routed: Candidate, group: GroupRecord): Candidate | undefi
 
 /**
  * The credential and candidate an attempt uses: for the first, as routed; for a later one,
- * after an earlier attempt's wait, as configured now (`lookUp`). Undefined when the credential
- * or its Group no longer serves the request.
+ * after an earlier attempt's wait, as configured now (`lookUp`), with the settings read then
+ * (the global proxy as it is now). Undefined when the credential or its Group no longer serves
+ * the request.
  */
-export async function attemptTargetNow<C>(
+export async function attemptTargetNow<C, S>(
   routed: Candidate,
   listed: C,
   first: boolean,
-  lookUp: () => Promise<{ credential: C; group: GroupRecord } | undefined>,
-): Promise<{ candidate: Candidate; credential: C } | undefined> {
-  const configured = first ? { credential: listed, group: routed.group } : await lookUp();
+  lookUp: () => Promise<{ credential: C; group: GroupRecord; settings: S } | undefined>,
+): Promise<{ candidate: Candidate; credential: C; settings: S | undefined } | undefined> {
+  const configured = first ? { credential: listed, group: routed.group, settings: undefined } : await lookUp();
   const candidate = configured && candidateNow(routed, configured.group);
-  return candidate && { candidate, credential: configured.credential };
+  return candidate && { candidate, credential: configured.credential, settings: configured.settings };
 }
 
 /** The Group as a candidate for the request; undefined when it does not map the request's model. */

@@ -216,7 +216,6 @@ export class QuotaMeter {
     if (kind === undefined) return [];
     const starts = new Set<number>();
     for (const session of this.#sessions.get(keyId) ?? []) starts.add(periodStart(kind, session.startedAt));
-    starts.delete(meter.periodStart);
     return [...starts].filter((start) => start < meter.periodStart);
   }
 

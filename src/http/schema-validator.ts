@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ApiError } from './api-error.ts';
+import { joinField, pointerToField } from './pointer-to-field.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the plugin at run time.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -48,24 +49,12 @@ function toValidationError(error: ErrorObject | undefined): ApiError {
   const p = error.params as Record<string, unknown>;
   switch (error.keyword) {
     case 'additionalProperties':
-      return new ApiError('VALIDATION_FAILED', { data: { field: join(base, String(p.additionalProperty)), reason: 'unknown_field' } });
+      return new ApiError('VALIDATION_FAILED', { data: { field: joinField(base, String(p.additionalProperty)), reason: 'unknown_field' } });
     case 'required':
-      return new ApiError('VALIDATION_FAILED', { data: { field: join(base, String(p.missingProperty)), reason: 'required' } });
+      return new ApiError('VALIDATION_FAILED', { data: { field: joinField(base, String(p.missingProperty)), reason: 'required' } });
     case 'type':
       return new ApiError('VALIDATION_FAILED', { data: { field: base, reason: 'wrong_type', expected: p.type } });
     default:
       return new ApiError('VALIDATION_FAILED', { data: { field: base, reason: 'invalid_value', rule: error.keyword, detail: error.message } });
   }
-}
-
-function pointerToField(pointer: string): string {
-  return pointer
-    .split('/')
-    .slice(1)
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .reduce((acc, seg) => (/^\d+$/.test(seg) ? `${acc}[${seg}]` : join(acc, seg)), '');
-}
-
-function join(base: string, name: string): string {
-  return base === '' ? name : `${base}.${name}`;
 }

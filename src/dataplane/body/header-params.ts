@@ -5,11 +5,12 @@ export interface HeaderWithParams {
   readonly params: ReadonlyMap<string, string>;
 }
 
-const PARAM = /\s*;\s*([^\s=;"]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))\s*/y;
+/** A parameter's name is a token (RFC 9110): a lenient parser could trim any other one to a name it knows. */
+const PARAM = /\s*;\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))\s*/y;
 
 /**
  * `type; name=value; name="quoted \" value"` as in Content-Type and Content-Disposition.
- * Undefined when malformed or when a parameter repeats: two names for one part would let the
+ * Undefined when malformed (a parameter name that is not a token included) or when a parameter repeats: two names for one part would let the
  * gateway and the upstream read different fields.
  */
 export function parseHeaderParams(value: string): HeaderWithParams | undefined {

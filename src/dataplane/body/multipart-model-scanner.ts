@@ -40,8 +40,6 @@ const IDENTITY_TRANSFER_ENCODINGS: ReadonlySet<string> = new Set(['7bit', '8bit'
  * trims \x1c-\x1f and U+0085 too, which the gateway does not take as space.
  */
 const HEADER_LINE = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:[^\x00-\x08\x0a-\x1f\x7f-\x9f]*$/;
-/** A parameter name as RFC 9110 has it; a lenient parser could trim any other one to `name`. */
-const PARAM_NAME = /^[!#$%&'*+.^_`|~0-9a-z-]+$/;
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
@@ -215,7 +213,6 @@ export class MultipartModelScanner implements BodyScanner {
     }
     const parsed = disposition === undefined ? undefined : parseHeaderParams(disposition);
     const params = parsed === undefined ? [] : [...parsed.params.keys()];
-    if (!params.every((param) => PARAM_NAME.test(param))) this.#fail('malformed Content-Disposition parameter', start);
     // Latin-1 file names (curl on Windows, legacy-charset pages) pass: what is not UTF-8 may
     // only be inside the quoted value of a parameter other than `name`, where no reader takes it
     // for structure. A name, or a model part's headers, read one way here and another upstream

@@ -5,6 +5,7 @@ import addFormatsModule from 'ajv-formats';
 // an HTTP refusal the store layer does not depend on, so the same ajv options are set here.
 import settingsSchema from '../../management/schemas/settings.json' with { type: 'json' };
 import { isAddressOrCidr } from '../../auth/is-address-or-cidr.ts';
+import { pointerSegments, pointerToField } from '../../http/pointer-to-field.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the plugin at run time.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -38,14 +39,9 @@ export function storedSettingsProblem(settings: object): string | undefined {
 
 /** The failing setting's dotted name (list items as [i]) and its stored value. */
 function located(settings: object, error: ErrorObject): { name: string; value: unknown } {
-  let name = '';
   let value: unknown = settings;
-  for (const raw of error.instancePath.split('/').slice(1)) {
-    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
-    name = /^\d+$/.test(segment) ? `${name}[${segment}]` : name === '' ? segment : `${name}.${segment}`;
-    value = (value as Record<string, unknown>)[segment];
-  }
-  return { name, value };
+  for (const segment of pointerSegments(error.instancePath)) value = (value as Record<string, unknown>)[segment];
+  return { name: pointerToField(error.instancePath), value };
 }
 
 const SHOWN_CHARS = 80;
