@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -11,10 +12,11 @@ import { tempDataDir } from '../management/support/gateway.ts';
 
 const AUTH_KEY = 'duplicate-signal-test-auth-key-0123456789';
 const LOCK_FILE = 'switchyard.lock';
+const LOG_DB_FILE = 'logs.sqlite';
 
 /** `switchyard serve` on a port of its own, killed at the end of `t`. */
-function serve(t: Test, dataDir: string, onStdout?: (stdout: string) => void): ServeProcess {
-  const child = spawnServe(['--port', '0', '--data', dataDir], { AUTH_KEY }, onStdout);
+function serve(t: Test, dataDir: string): ServeProcess {
+  const child = spawnServe(['--port', '0', '--data', dataDir], { AUTH_KEY });
   t.teardown(() => child.kill('SIGKILL'));
   return child;
 }
@@ -91,13 +93,8 @@ t.test('a SIGTERM sent the moment the ready line shows stops cleanly', async (t)
   // A few times: the moment right after the ready line is short.
   for (let run = 0; run < 5; run++) {
     const dataDir = tempDataDir(t);
-    let sent = false;
-    const child = serve(t, dataDir, (stdout) => {
-      if (!sent && /switchyard http:\/\//.test(stdout)) {
-        sent = true;
-        child.kill('SIGTERM');
-      }
-    });
+    const child = serve(t, dataDir);
+    void child.printed(/switchyard http:\/\//).then(() => child.kill('SIGTERM'));
     const { code, signal, stdout } = await child.exit;
     t.same({ code, signal }, { code: 0, signal: null }, `run ${run}: exits 0, not killed by the signal`);
     t.match(stdout, /switchyard: stopped\n/);
@@ -108,14 +105,23 @@ t.test('a SIGTERM sent the moment the ready line shows stops cleanly', async (t)
 t.test('a SIGTERM while starting ends the start as a stop', async (t) => {
   const dataDir = tempDataDir(t);
   const lock = path.join(dataDir, LOCK_FILE);
+  // Another connection holds the log database, so the start is still starting when the
+  // signal comes: without it a fast start may be listening already.
+  const holder = new Database(path.join(dataDir, LOG_DB_FILE));
+  holder.exec('BEGIN EXCLUSIVE');
+  t.teardown(() => holder.close());
   const child = serve(t, dataDir);
   let exited = false;
   void child.exit.then(() => (exited = true));
   // The lock is the start's first step; the stores, the log writer and the listening come after.
   while (!existsSync(lock) && !exited) await sleep(1);
   child.kill('SIGTERM');
+  await child.printed(/SIGTERM received while starting/);
+  holder.exec('ROLLBACK');
   const { code, signal, stdout } = await child.exit;
   t.same({ code, signal }, { code: 0, signal: null }, 'exits 0, not killed by the signal');
+  t.match(stdout, /SIGTERM received while starting/);
+  t.notMatch(stdout, /switchyard http:/);
   t.match(stdout, /switchyard: stopped\n/);
   t.notOk(existsSync(lock), 'the lock file is removed');
 });

@@ -1,10 +1,9 @@
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_DB_FILE, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
 import { logRecord } from '../management/support/log-records.ts';
+import { tempDataDir } from '../management/support/gateway.ts';
 
 // While the writer cannot write, what waits is bounded by bytes as well as by count, on both
 // threads: recorded bodies go first (their records kept, the body marked `dropped`), then the
@@ -13,12 +12,6 @@ import { logRecord } from '../management/support/log-records.ts';
 const T0 = Date.UTC(2025, 0, 15, 10, 0, 0);
 const BODY = 100_000;
 const FAIL_INSERTS = `CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`;
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-log-bytes-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Another connection to the store's file: its trigger makes every insert of the writer fail, as a full disk would. */
 function failingWrites(t: Test, dir: string): { recover(): void } {
@@ -47,7 +40,7 @@ async function flushOnceWritesWork(store: { flush(): Promise<void> }): Promise<v
 }
 
 t.test('beyond maxBufferedBytes the oldest recorded bodies are dropped, their records kept and written with the body marked dropped', async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDataDir(t);
   const cap = 3.5 * BODY;
   const errors: unknown[] = [];
   const store = await openWorkerLogStore(dir, { batchSize: 1, flushIntervalMs: 60_000, maxBufferedBytes: cap, onError: (e) => errors.push(e) });
@@ -77,7 +70,7 @@ t.test('beyond maxBufferedBytes the oldest recorded bodies are dropped, their re
 });
 
 t.test('once no body is left to drop, the oldest records are dropped and counted; the writer keeps the same ones', async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDataDir(t);
   const cap = 2 * BODY;
   const errors: unknown[] = [];
   const store = await openWorkerLogStore(dir, { batchSize: 100, flushIntervalMs: 60_000, maxBufferedBytes: cap, onError: (e) => errors.push(e) });

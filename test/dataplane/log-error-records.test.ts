@@ -1,10 +1,9 @@
 import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_DB_FILE, openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore } from '../../src/store/logs/index.ts';
 import { DIM_ERROR_CODE } from '../../src/store/logs/log-schema.ts';
+import { tempDataDir } from '../management/support/gateway.ts';
 
 // What counts as an error (src/store/logs/error-record.ts): a status of 400 or more, or an
 // answer that began and then failed (an error code on a status below 400), unless the client
@@ -15,12 +14,6 @@ import { DIM_ERROR_CODE } from '../../src/store/logs/log-schema.ts';
 const MINUTE = 60_000;
 /** On a minute, so that [T0, T0 + 10 min) is whole minutes (rollups) and T0 + 30 s cuts one (records). */
 const T0 = Date.UTC(2026, 2, 2, 9, 0, 0);
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-log-errors-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** status, error_code, whether it is an error. */
 const CASES: ReadonlyArray<[number, string | null, boolean]> = [
@@ -89,7 +82,7 @@ async function checkCounts(t: Test, store: LogStore): Promise<void> {
 
 for (const [name, open] of [['SqliteLogStore', openSqliteLogStore], ['WorkerLogStore', openWorkerLogStore]] as const) {
   t.test(`${name}: an answer that failed after it began is an error, one the client ended is not`, async (t) => {
-    const store = await open(tempDir(t));
+    const store = await open(tempDataDir(t));
     t.teardown(() => store.close());
     appendCases(store);
     await checkCounts(t, store);
@@ -102,7 +95,7 @@ for (const [name, open] of [['SqliteLogStore', openSqliteLogStore], ['WorkerLogS
 }
 
 t.test('a file whose rollups counted only status >= 400 is rebuilt when opened', async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDataDir(t);
   const first = openSqliteLogStore(dir);
   appendCases(first);
   await first.close();

@@ -20,19 +20,14 @@ export interface ServeProcess {
   kill(signal: NodeJS.Signals): void;
 }
 
-/**
- * `switchyard serve` from source as its own process, with no AUTH_KEY unless `env` gives one.
- * `onStdout` runs on each chunk as it arrives, with all of stdout so far: for a signal sent the
- * moment a line shows.
- */
-export function spawnServe(args: string[], env: Record<string, string | undefined> = {}, onStdout: (stdout: string) => void = () => undefined): ServeProcess {
+/** `switchyard serve` from source as its own process, with no AUTH_KEY unless `env` gives one. */
+export function spawnServe(args: string[], env: Record<string, string | undefined> = {}): ServeProcess {
   const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', ...args], { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY: undefined, ...env } });
   let stdout = '';
   let stderr = '';
   const waiting = new Set<() => void>();
   child.stdout.on('data', (d: Buffer) => {
     stdout += d.toString();
-    onStdout(stdout);
     for (const check of waiting) check();
   });
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));

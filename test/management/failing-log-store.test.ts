@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { LOG_DB_FILE, openWorkerLogStore } from '../../src/store/logs/index.ts';
+import { LOG_DB_FILE, openWorkerLogStore, type WorkerLogStoreOptions } from '../../src/store/logs/index.ts';
 import { logRecord } from './support/log-records.ts';
 import { startGateway, type Gateway } from './support/gateway.ts';
 
@@ -9,10 +9,13 @@ import { startGateway, type Gateway } from './support/gateway.ts';
 
 const FAIL_INSERTS = `CREATE TRIGGER fail_log_inserts BEFORE INSERT ON log_batches BEGIN SELECT RAISE(ABORT, 'log inserts refused by the test'); END`;
 
-/** A gateway on the worker log store, holding at most 30 unwritten records, and a second connection that can make its writes fail. */
-async function gatewayWithFailableStore(t: Test): Promise<{ gw: Gateway; db: Database.Database; errors: unknown[] }> {
+/** A gateway on the worker log store (by default holding at most 30 unwritten records), and a second connection that can make its writes fail. */
+async function gatewayWithFailableStore(
+  t: Test,
+  options: WorkerLogStoreOptions = { batchSize: 10, flushIntervalMs: 60_000, maxBuffered: 30 },
+): Promise<{ gw: Gateway; db: Database.Database; errors: unknown[] }> {
   const errors: unknown[] = [];
-  const gw = await startGateway(t, { openLogStore: (dir) => openWorkerLogStore(dir, { batchSize: 10, flushIntervalMs: 60_000, maxBuffered: 30, onError: (e) => errors.push(e) }) });
+  const gw = await startGateway(t, { openLogStore: (dir) => openWorkerLogStore(dir, { ...options, onError: (e) => errors.push(e) }) });
   const db = new Database(join(gw.dataDir, LOG_DB_FILE));
   t.teardown(() => {
     db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
@@ -58,14 +61,7 @@ t.test('health shows the records waiting and dropped; log reads answer 503 LOG_S
 
 t.test('health shows the bytes waiting and the recorded bodies let go to stay within maxBufferedBytes', async (t) => {
   const BODY = 100_000;
-  const gw = await startGateway(t, {
-    openLogStore: (dir) => openWorkerLogStore(dir, { batchSize: 1, flushIntervalMs: 60_000, maxBufferedBytes: 3.5 * BODY, onError: () => {} }),
-  });
-  const db = new Database(join(gw.dataDir, LOG_DB_FILE));
-  t.teardown(() => {
-    db.exec('DROP TRIGGER IF EXISTS fail_log_inserts');
-    db.close();
-  });
+  const { gw, db } = await gatewayWithFailableStore(t, { batchSize: 1, flushIntervalMs: 60_000, maxBufferedBytes: 3.5 * BODY });
   db.exec(FAIL_INSERTS);
   for (let i = 0; i < 10; i++) {
     const request_body = { state: 'recorded' as const, original_bytes: BODY, body: 'x'.repeat(BODY) };

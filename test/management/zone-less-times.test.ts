@@ -1,9 +1,7 @@
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { spawnServe } from '../helpers/spawn-serve.ts';
 import { call } from './support/http-client.ts';
+import { tempDataDir } from './support/gateway.ts';
 
 // docs/management-api.md, from/to: a date-time without a zone is UTC, as a bare date is, not
 // the server's local time. The server runs in its own process with TZ=Asia/Shanghai (UTC+8),
@@ -13,8 +11,7 @@ import { call } from './support/http-client.ts';
 const AUTH = 'zone-less-times-auth-key-0123456789abcdef';
 
 t.test('a zone-less time is read as UTC whatever the server zone', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'switchyard-tz-'));
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const dataDir = tempDataDir(t);
   const serve = spawnServe(['--port', '0', '--host', '127.0.0.1', '--data', dataDir], { AUTH_KEY: AUTH, TZ: 'Asia/Shanghai' });
   t.teardown(async () => {
     serve.kill('SIGTERM');

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { loadAuthKey } from '../../src/server/auth-key.ts';
@@ -6,11 +6,6 @@ import { SecretBox } from '../../src/store/lowdb/secret-box.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
 
 const STARTS = 8;
-
-/** Leftovers of a start killed while making `file`: temporary files beside it, under other names. */
-function leaveStrays(file: string): void {
-  for (const stray of [`${file}.tmp`, `${file}.${process.pid}.000000000000`, `${file}.1.abcdefabcdef`]) writeFileSync(stray, 'half-', { mode: 0o600 });
-}
 
 t.test('first starts racing for auth_key end with one key, which the file holds', async (t) => {
   const dir = tempDataDir(t);
@@ -32,16 +27,4 @@ t.test('first starts racing for secret.key end with one key: what one encrypts, 
   t.equal(Buffer.from(readFileSync(file, 'utf8').trim(), 'base64').length, 32);
   t.equal(statSync(file).mode & 0o777, 0o600);
   t.same(readdirSync(dir), ['secret.key'], 'no temporary file left');
-});
-
-t.test('what a start killed while making the key files leaves does not stop the next one', async (t) => {
-  const dir = tempDataDir(t);
-  leaveStrays(path.join(dir, 'auth_key'));
-  leaveStrays(path.join(dir, 'secret.key'));
-  const first = await loadAuthKey(dir, undefined);
-  t.ok(first.generatedAt, 'a key is made');
-  t.equal((await loadAuthKey(dir, undefined)).authKey, first.authKey, 'and read back');
-  const box = await SecretBox.open(path.join(dir, 'secret.key'), true);
-  const sealed = box.encrypt('sk-upstream', 'credential:1');
-  t.equal((await SecretBox.open(path.join(dir, 'secret.key'), false)).decrypt(sealed, 'credential:1'), 'sk-upstream');
 });
