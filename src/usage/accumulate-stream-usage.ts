@@ -62,7 +62,9 @@ export class StreamUsageAccumulator {
     if (source.merge === 'replace' || kept === undefined) {
       this.#counters = counters;
     } else {
-      for (let i = 0; i < counters.length; i++) if (counters[i] !== undefined) kept[i] = counters[i];
+      // Counters only grow within one stream: a later 0 (some compatible upstreams send
+      // `input_tokens: 0` in message_delta) must not wipe what message_start reported.
+      for (let i = 0; i < counters.length; i++) if (counters[i] !== undefined) kept[i] = Math.max(kept[i] ?? 0, counters[i]!);
     }
   }
 

@@ -16,7 +16,8 @@ export interface StreamUsageSource {
   usagePath: string;
   /**
    * `replace`: the object holds all counters so far (later objects win whole);
-   * `overlay`: counters present override earlier ones, absent ones are kept.
+   * `overlay`: cumulative counters; the larger of each present one and the earlier one is kept,
+   * absent ones are kept as they were.
    */
   merge: 'replace' | 'overlay';
 }

@@ -110,6 +110,14 @@ t.test('messages stream: message_delta with cumulative input counters overrides'
   t.same(feed('messages', events), { input_tokens: 17, output_tokens: 40, cached_tokens: 5, reasoning_tokens: 0 });
 });
 
+t.test('messages stream: a message_delta reporting input_tokens 0 keeps message_start\'s input', async (t) => {
+  const events = [
+    { type: 'message_start', message: { usage: { input_tokens: 1200, cache_read_input_tokens: 300, cache_creation_input_tokens: 0, output_tokens: 1 } } },
+    { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 0, output_tokens: 62 } },
+  ];
+  t.same(feed('messages', events), { input_tokens: 1500, output_tokens: 62, cached_tokens: 300, reasoning_tokens: 0 });
+});
+
 t.test('generate stream: last usageMetadata wins', async (t) => {
   const chunk = (text: string, usage: Record<string, number>) => ({
     candidates: [{ content: { parts: [{ text }], role: 'model' }, index: 0 }],
