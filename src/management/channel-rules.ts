@@ -56,11 +56,25 @@ export function completeCredentialValues(kind: CredentialKindDecl, values: Recor
 /**
  * The same checks for a PATCH of `fields`, which replaces the values, except that a location
  * not given keeps the credential's own: the Group's base_url fills it only at creation, so a
- * key rotation never moves a credential to the Group's upstream.
+ * key rotation never moves a credential to the Group's upstream. The kept location is not in
+ * the values returned but named in keepWhenOmitted, for the store to take in its write: by then
+ * a concurrent PATCH may have moved it. `current` only lets a required location pass the check
+ * (a PATCH never removes a stored one).
  */
-export function updatedCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, current: Readonly<Record<string, string>>): Record<string, string> {
+export function updatedCredentialValues(
+  kind: CredentialKindDecl,
+  values: Record<string, string>,
+  current: Readonly<Record<string, string>>,
+): { values: Record<string, string>; keepWhenOmitted: string[] } {
   const location = kind.fields.find((f) => LOCATION_FIELDS.includes(f.name));
-  return checkedCredentialValues(kind, values, (location && current[location.name]) || null, 'fields');
+  const checked = checkedCredentialValues(kind, values, (location && current[location.name]) || null, 'fields');
+  if (!location) return { values: checked, keepWhenOmitted: [] };
+  const submitted = values[location.name] !== undefined && values[location.name] !== '';
+  return { values: submitted ? checked : withoutField(checked, location.name), keepWhenOmitted: [location.name] };
+}
+
+function withoutField(values: Record<string, string>, name: string): Record<string, string> {
+  return Object.fromEntries(Object.entries(values).filter(([k]) => k !== name));
 }
 
 function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, locationDefault: string | null, fieldPrefix: string): Record<string, string> {

@@ -77,6 +77,11 @@ export interface CredentialPatch {
   /** Replaces the values of the kind's fields; secret ones are re-encrypted. */
   values?: Record<string, string>;
   secretFields?: readonly string[];
+  /**
+   * Fields that, absent from `values`, keep the credential's value: taken in the write itself,
+   * so a concurrent update's value is kept rather than one read before it.
+   */
+  keepWhenOmitted?: readonly string[];
 }
 
 export interface CredentialStore {

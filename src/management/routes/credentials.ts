@@ -140,7 +140,7 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
           name: body.name,
           proxy_url: body.proxy_url,
           weight: body.weight,
-          ...(body.fields === undefined ? {} : { values: updatedCredentialValues(kind, definedStrings(body.fields), current.fields), secretFields: secretFieldsOf(kind) }),
+          ...(body.fields === undefined ? {} : { ...updatedCredentialValues(kind, definedStrings(body.fields), current.fields), secretFields: secretFieldsOf(kind) }),
         };
         const saved = await duplicateCredentialAsConflict(store.credentials.update(group.id, current.id, patch));
         if (!saved) throw notFound('credential', current.id);

@@ -73,11 +73,12 @@ export class LowdbCredentialStore implements CredentialStore {
       if (patch.weight !== undefined) c.weight = patch.weight;
       if (patch.proxy_url !== undefined) c.proxy_url = patch.proxy_url;
       if (patch.values !== undefined) {
-        const fingerprint = this.#fingerprint(c.kind, patch.values);
+        const values = { ...this.#kept(c, patch.values, patch.keepWhenOmitted ?? []), ...patch.values };
+        const fingerprint = this.#fingerprint(c.kind, values);
         // Checked in the write itself, so two concurrent updates cannot both pass.
         const twin = d.credentials.find((o) => o.group_id === groupId && o.id !== c.id && o.fingerprint === fingerprint);
         if (twin) throw new DuplicateCredentialError(twin.id);
-        const split = splitValues(patch.values, patch.secretFields ?? []);
+        const split = splitValues(values, patch.secretFields ?? []);
         c.fields = split.public;
         c.masked = mapValues(split.secret, maskSecret);
         c.sealed = this.#box.encrypt(JSON.stringify(split.secret), sealContext(c.id));
@@ -153,8 +154,20 @@ export class LowdbCredentialStore implements CredentialStore {
   async unseal(groupId: number, id: number): Promise<{ values: Record<string, string>; revision: number } | undefined> {
     const c = this.#find(this.#doc.data.credentials, groupId, id);
     if (!c) return undefined;
+    return { values: this.#values(c), revision: revisionOf(c) };
+  }
+
+  #values(c: StoredCredential): Record<string, string> {
     const secret = JSON.parse(this.#box.decrypt(c.sealed, sealContext(c.id))) as Record<string, string>;
-    return { values: { ...c.fields, ...secret }, revision: revisionOf(c) };
+    return { ...c.fields, ...secret };
+  }
+
+  /** The stored values of the fields to keep that `values` leaves out. */
+  #kept(c: StoredCredential, values: Readonly<Record<string, string>>, keepWhenOmitted: readonly string[]): Record<string, string> {
+    const omitted = keepWhenOmitted.filter((name) => values[name] === undefined);
+    if (omitted.length === 0) return {};
+    const current = this.#values(c);
+    return Object.fromEntries(omitted.flatMap((name) => (current[name] === undefined ? [] : [[name, current[name]]])));
   }
 
   #find(list: readonly StoredCredential[], groupId: number, id: number): StoredCredential | undefined {
