@@ -1,4 +1,5 @@
-import type { AccessKeyRecord, ModelPriceRecord } from '../store/records.ts';
+import { groupVisibleTo, modelVisibleTo } from '../management/visibility.ts';
+import type { AccessKeyRecord, GroupRecord, ModelPriceRecord } from '../store/records.ts';
 import { computeCost, type SessionUsageAccumulator } from '../usage/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import type { ConfigSnapshot } from './config-snapshot.ts';
@@ -16,6 +17,9 @@ export interface AdmittedKey {
   key: AccessKeyRecord;
   presented: string;
   protocol: string;
+  /** The external model the session was opened for, and the Group it was routed to: a key narrowed past either no longer sees the session's model. */
+  model: string;
+  group: GroupRecord;
   /** When the session was admitted: its record is dated then, and its per-period quota lines are judged in that period. */
   startedAt: number;
 }
@@ -33,7 +37,7 @@ const KEY_CHECK_MS = 1000;
 /**
  * The session follows its key: read again by its presented value once the configuration
  * changed, and ended (`endForPolicy`, 1008) as a new request would be refused (deleted,
- * rotated, disabled, expired, quota), at most once.
+ * rotated, disabled, expired, its model or Group no longer visible, quota), at most once.
  */
 export function followSessionKey(
   deps: { snapshot: ConfigSnapshot; quota: QuotaMeter; clock(): number },
@@ -68,6 +72,7 @@ export function followSessionKey(
       return end(dataPlaneFailure(err).code);
     }
     if (current === key) return;
+    if (!modelVisibleTo(current, admitted.model) || !groupVisibleTo(current, admitted.group)) return end('model_not_visible');
     await quota.load(current, now);
     key = current;
     checkQuota();

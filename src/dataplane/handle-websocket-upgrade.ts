@@ -244,7 +244,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!, protocol: op.protocol, startedAt: started });
+          await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!, protocol: op.protocol, model, group: candidate.group, startedAt: started });
           return;
         }
       }
