@@ -94,42 +94,47 @@ export class LowdbCredentialStore implements CredentialStore {
 
   async setState(groupId: number, id: number, change: CredentialStateChange, options: CredentialStateOptions = {}): Promise<CredentialView | undefined> {
     const expected = options.expectedRevision;
-    // Most stale verdicts are seen here already, without queueing a write.
-    const stored = this.#find(this.#doc.data.credentials, groupId, id);
-    if (stored === undefined || (expected !== undefined && revisionOf(stored) !== expected)) return undefined;
-    // A verdict that changes nothing writes nothing: under a failing upstream every attempt
-    // brings one, and each would otherwise rewrite the whole file and wait for it.
-    if (expected !== undefined && verdictChangesNothing(stored, change, this.#clock())) return toView(stored, this.#clock());
+    // Checked before queueing (most stale verdicts are seen here already) and again in the write
+    // itself: a rotation or a hand enable may have landed in between. A verdict that changes
+    // nothing writes nothing: under a failing upstream every attempt brings one, and each would
+    // otherwise rewrite the whole file and wait for it.
+    const check = (d: Readonly<ConfigData>) => {
+      const c = this.#find(d.credentials, groupId, id);
+      if (c === undefined || (expected !== undefined && revisionOf(c) !== expected)) throw STALE_REVISION;
+      if (expected !== undefined && verdictChangesNothing(c, change, this.#clock())) throw NO_CHANGE;
+    };
     // A verdict (made for a revision) leaves the revision as it is: verdicts on the same secret
     // all hold (a 401 after another request's 429 still disables); only a change of the
     // credential itself, a hand enable or disable included, outdates those still on their way.
-    return this.#edit(
-      groupId,
-      id,
-      (c) => {
-        // Checked again in the write itself: a rotation or a hand enable may have landed in between.
-        if (expected !== undefined && revisionOf(c) !== expected) throw STALE_REVISION;
-        if (expected !== undefined && verdictChangesNothing(c, change, this.#clock())) throw NO_CHANGE;
-        if (change.to === 'active') {
-          enable(c);
-          c.cooldown_until = null;
-        } else if (change.to === 'disabled') {
-          c.enabled = false;
-          c.disabled_reason = change.reason;
-          // Only verdicts come for a revision; the operator's disable does not.
-          c.disabled_by = expected === undefined ? 'operator' : 'upstream';
-        } else if (c.cooldown_until === null || Date.parse(change.until) > Date.parse(c.cooldown_until)) {
-          // Of verdicts, the longest wait stands: a concurrent request's shorter one (a bare 503
-          // after another's 429 with a Retry-After of an hour) must not cut it short.
-          c.cooldown_until = change.until;
-        }
-      },
-      expected === undefined,
-    ).catch((err: unknown) => {
+    const apply = (c: StoredCredential) => {
+      if (change.to === 'active') {
+        enable(c);
+        c.cooldown_until = null;
+      } else if (change.to === 'disabled') {
+        c.enabled = false;
+        c.disabled_reason = change.reason;
+        // Only verdicts come for a revision; the operator's disable does not.
+        c.disabled_by = expected === undefined ? 'operator' : 'upstream';
+      } else if (c.cooldown_until === null || Date.parse(change.until) > Date.parse(c.cooldown_until)) {
+        // Of verdicts, the longest wait stands: a concurrent request's shorter one (a bare 503
+        // after another's 429 with a Retry-After of an hour) must not cut it short.
+        c.cooldown_until = change.until;
+      }
+    };
+    try {
+      check(this.#doc.data);
+      // Verdicts throw (in check) before editing, so concurrent ones may share one write; the
+      // operator's enable and disable keep a write of their own.
+      if (expected === undefined) return await this.#edit(groupId, id, apply);
+      return await this.#doc.mutateBatched((d) => {
+        check(d);
+        return this.#applyTo(d, groupId, id, apply, false);
+      }, check);
+    } catch (err) {
       if (err === STALE_REVISION) return undefined;
       if (err === NO_CHANGE) return this.get(groupId, id);
       throw err;
-    });
+    }
   }
 
   consumeResetCredit(groupId: number, id: number): Promise<CredentialView | undefined> {
@@ -175,16 +180,18 @@ export class LowdbCredentialStore implements CredentialStore {
   }
 
   #edit(groupId: number, id: number, change: (c: StoredCredential, d: ConfigData) => void, newRevision = true): Promise<CredentialView | undefined> {
-    return this.#doc.mutate((d) => {
-      const c = this.#find(d.credentials, groupId, id);
-      if (!c) return undefined;
-      change(c, d);
-      const now = this.#clock();
-      c.updated_at = new Date(now).toISOString();
-      // Not the time: two writes in the same millisecond must still tell apart.
-      if (newRevision) c.revision = revisionOf(c) + 1;
-      return toView(c, now);
-    });
+    return this.#doc.mutate((d) => this.#applyTo(d, groupId, id, change, newRevision));
+  }
+
+  #applyTo(d: ConfigData, groupId: number, id: number, change: (c: StoredCredential, d: ConfigData) => void, newRevision: boolean): CredentialView | undefined {
+    const c = this.#find(d.credentials, groupId, id);
+    if (!c) return undefined;
+    change(c, d);
+    const now = this.#clock();
+    c.updated_at = new Date(now).toISOString();
+    // Not the time: two writes in the same millisecond must still tell apart.
+    if (newRevision) c.revision = revisionOf(c) + 1;
+    return toView(c, now);
   }
 
   #fingerprint(kind: string, values: Record<string, string>): string {
@@ -200,14 +207,20 @@ const STALE_REVISION = Symbol('stale credential revision');
 const NO_CHANGE = Symbol('credential verdict changes nothing');
 
 /**
+ * Less than this past the stored cooldown's end is no change: concurrent requests given the
+ * same cooldown compute ends a few milliseconds apart, and each would otherwise rewrite the file.
+ */
+const COOLDOWN_MARGIN_MS = 1000;
+
+/**
  * Whether a verdict leaves the credential as it is: already disabled (the first reason stands),
- * or a cooldown ending no later than the one stored, or now or earlier.
+ * or a cooldown ending less than COOLDOWN_MARGIN_MS after the one stored, or now or earlier.
  */
 function verdictChangesNothing(c: StoredCredential, change: CredentialStateChange, now: number): boolean {
   if (change.to === 'disabled') return !c.enabled;
   if (change.to !== 'cooldown') return false;
   const until = Date.parse(change.until);
-  return until <= now || (c.cooldown_until !== null && until <= Date.parse(c.cooldown_until));
+  return until <= now || (c.cooldown_until !== null && until < Date.parse(c.cooldown_until) + COOLDOWN_MARGIN_MS);
 }
 
 /** Rows stored before disabled_by existed tell a verdict's disable by the reason it wrote. */

@@ -14,16 +14,28 @@ export type ShapeCheck = (data: unknown) => string | undefined;
  */
 export type WriteStamp<T> = () => ((draft: T) => void) | undefined;
 
+/** A mutation waiting for its turn, with what its caller awaits. */
+interface Queued<T> {
+  fn: (draft: T) => unknown;
+  /** Set for mutations that may share a write; see mutateBatched. */
+  precheck: ((data: Readonly<T>) => void) | undefined;
+  batchable: boolean;
+  stamp: ((draft: T) => void) | undefined;
+  resolve: (result: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
 /**
  * One lowdb JSON file. Writes go through steno (temporary file + rename, so a crash never
- * leaves a half-written file in place) and are serialized here: each mutation works on a
- * copy that replaces the live data only once it is on disk, so a write that fails (a full disk)
- * leaves the data as the file still has it.
+ * leaves a half-written file in place) and are serialized here, in the order asked: each
+ * mutation works on a copy that replaces the live data only once it is on disk, so a write
+ * that fails (a full disk) leaves the data as the file still has it.
  */
 export class JsonDocument<T extends object> {
   readonly file: string;
   readonly #db: Low<T>;
-  #queue: Promise<unknown> = Promise.resolve();
+  #waiting: Queued<T>[] = [];
+  #draining: Promise<void> | undefined;
   #closed = false;
   #generation = 0;
   #lastWriteFailed = false;
@@ -70,37 +82,86 @@ export class JsonDocument<T extends object> {
     return this.#lastWriteFailed;
   }
 
-  /** Changes with every successful mutation, so readers can cache what they derive from the data. */
+  /** Changes with every successful write, so readers can cache what they derive from the data. */
   get generation(): number {
     return this.#generation;
   }
 
   mutate<R>(fn: (draft: T) => R): Promise<R> {
+    return this.#enqueue(fn, undefined, false);
+  }
+
+  /**
+   * As mutate, for a mutation whose fn either throws before editing the draft or edits it
+   * without throwing: consecutive such mutations waiting their turn are applied in order to one
+   * copy and written once (under a storm of them each would otherwise copy, serialize and write
+   * the whole file). Each caller still gets its own result or error, only once the write is
+   * done. `precheck` throws as fn would, on the live data, so a turn where every one throws
+   * copies nothing.
+   */
+  mutateBatched<R>(fn: (draft: T) => R, precheck?: (data: Readonly<T>) => void): Promise<R> {
+    return this.#enqueue(fn, precheck, true);
+  }
+
+  #enqueue<R>(fn: (draft: T) => R, precheck: ((data: Readonly<T>) => void) | undefined, batchable: boolean): Promise<R> {
     if (this.#closed) return Promise.reject(new Error(`${this.file} is closed or opened read-only`));
     const stamp = this.#stamp?.();
-    const run = this.#queue.then(async () => {
-      const draft = structuredClone(this.#db.data);
-      const result = fn(draft);
-      stamp?.(draft);
-      try {
-        await this.#db.adapter.write(draft);
-      } catch (error) {
-        this.#lastWriteFailed = true;
-        // steno's temporary file (`.<name>.tmp`), empty or cut short: the next write replaces it anyway.
-        await rm(path.join(path.dirname(this.file), `.${path.basename(this.file)}.tmp`), { force: true }).catch(() => undefined);
-        throw asConfigStoreUnavailable(error);
-      }
-      this.#lastWriteFailed = false;
-      this.#db.data = draft;
-      this.#generation++;
-      return result;
+    return new Promise<R>((resolve, reject) => {
+      this.#waiting.push({ fn, precheck, batchable, stamp, resolve: resolve as (result: unknown) => void, reject });
+      // Started a microtask later, as a queued mutation always has: a caller's own synchronous code runs first.
+      this.#draining ??= Promise.resolve().then(() => this.#drain());
     });
-    this.#queue = run.catch(() => undefined);
-    return run;
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#waiting.length > 0) {
+      const first = this.#waiting[0]!;
+      const length = first.batchable ? this.#waiting.findIndex((m) => !m.batchable) : 1;
+      await this.#commit(this.#waiting.splice(0, length === -1 ? this.#waiting.length : length));
+    }
+    this.#draining = undefined;
+  }
+
+  /** Applies `turn` to one copy in order and writes it once; settles every mutation in it. */
+  async #commit(turn: Queued<T>[]): Promise<void> {
+    let draft: T | undefined;
+    const applied: Array<{ m: Queued<T>; result: unknown }> = [];
+    // Refused against a draft holding others' edits: that answer stands only if those edits land.
+    const refusedAfterEdits: Array<{ m: Queued<T>; error: unknown }> = [];
+    for (const m of turn) {
+      try {
+        if (draft === undefined) {
+          m.precheck?.(this.#db.data);
+          draft = structuredClone(this.#db.data);
+        }
+        const result = m.fn(draft);
+        m.stamp?.(draft);
+        applied.push({ m, result });
+      } catch (error) {
+        if (applied.length === 0) m.reject(error);
+        else refusedAfterEdits.push({ m, error });
+      }
+    }
+    if (draft === undefined || applied.length === 0) return;
+    try {
+      await this.#db.adapter.write(draft);
+    } catch (error) {
+      this.#lastWriteFailed = true;
+      // steno's temporary file (`.<name>.tmp`), empty or cut short: the next write replaces it anyway.
+      await rm(path.join(path.dirname(this.file), `.${path.basename(this.file)}.tmp`), { force: true }).catch(() => undefined);
+      const unavailable = asConfigStoreUnavailable(error);
+      for (const { m } of [...applied, ...refusedAfterEdits]) m.reject(unavailable);
+      return;
+    }
+    this.#lastWriteFailed = false;
+    this.#db.data = draft;
+    this.#generation++;
+    for (const { m, result } of applied) m.resolve(result);
+    for (const { m, error } of refusedAfterEdits) m.reject(error);
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    await this.#queue;
+    await this.#draining;
   }
 }
