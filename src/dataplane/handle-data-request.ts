@@ -33,6 +33,8 @@ import { REFUSAL_REASONS } from '../engine/index.ts';
 import { brokenBodyFraming } from './request-body-failure.ts';
 import { NO_RETRY } from './retry-hints.ts';
 import { sendGatewayError } from './send-gateway-error.ts';
+import { allowAnyOrigin } from './allow-any-origin.ts';
+import { answerPreflight, isPreflight, requestedMethod } from './answer-preflight.ts';
 
 const STREAM_STYLE: Partial<Record<string, StreamErrorStyle>> = { 'x-responses': 'responses', 'x-messages': 'messages', 'x-generate': 'generate' };
 
@@ -96,6 +98,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   return async function handle(req, res) {
     const started = deps.clock();
     const requestId = newRequestId(started);
+    // One header read per request: only a browser's (it names its Origin) pays for CORS.
+    if (req.headers.origin !== undefined) {
+      if (isPreflight(req) && answeredPreflight(routes, req, res, requestId)) return;
+      allowAnyOrigin(res);
+    }
     const log = newLogDraft(requestId, started);
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;
@@ -293,6 +300,23 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
   if (method !== 'HEAD') return undefined;
   const match = matchRoute(routes, 'GET', path);
   return match.found && match.target.kind === 'model_list' ? match : undefined;
+}
+
+/**
+ * A browser's preflight of a path the data plane serves, answered with the methods the path
+ * takes (a 405's `Allow`; a passthrough path takes any, so the one asked for), and not logged:
+ * it is no request of the API. False for a path that is no endpoint (it goes on to its 404) or
+ * a passthrough preflight whose method is no token.
+ */
+function answeredPreflight(routes: readonly CompiledRoute[], req: IncomingMessage, res: ServerResponse, requestId: string): boolean {
+  const target = req.url ?? '/';
+  const q = target.indexOf('?');
+  const path = q < 0 ? target : target.slice(0, q);
+  const match = matchRoute(routes, 'OPTIONS', path);
+  const methods = match.found ? requestedMethod(req) : match.allowed.length > 0 ? allowHeader(routes, match.allowed, path) : undefined;
+  if (methods === undefined) return false;
+  answerPreflight(req, res, requestId, methods);
+  return true;
 }
 
 /** The methods a path takes: a model list's GET brings its HEAD (modelListHead), which the route table does not hold. */

@@ -26,9 +26,19 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
 
 /**
  * Upstream response headers not passed back that are no credential header (a request's is
- * forwarded): Anthropic names the operator's account in `anthropic-organization-id`.
+ * forwarded): Anthropic names the operator's account in `anthropic-organization-id`; an
+ * upstream's CORS answer is about its own origin, and the data plane states its own
+ * (src/dataplane/allow-any-origin.ts), which one passed back would override.
  */
-const UPSTREAM_ONLY_RESPONSE_HEADERS = ['anthropic-organization-id'];
+const UPSTREAM_ONLY_RESPONSE_HEADERS = [
+  'anthropic-organization-id',
+  'access-control-allow-origin',
+  'access-control-allow-credentials',
+  'access-control-allow-methods',
+  'access-control-allow-headers',
+  'access-control-expose-headers',
+  'access-control-max-age',
+];
 
 /**
  * Credential headers never go back to the client, whatever the status: an upstream (or a relay
