@@ -31,7 +31,8 @@ class UndecodableBodyError extends Error {}
  */
 function decodersFor(headers: HeaderMap): Decoder[] {
   // Applied last, undone first.
-  return codingsOf(headers).reverse().map((coding) => DECODERS[coding] ?? throwUndecodable(`content-encoding "${coding}"`));
+  // The coding is not quoted: it is the upstream's text, which may carry the key.
+  return codingsOf(headers).reverse().map((coding) => DECODERS[coding] ?? throwUndecodable('an unsupported content-encoding'));
 }
 
 function codingsOf(headers: HeaderMap): string[] {

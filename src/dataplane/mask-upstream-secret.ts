@@ -1,17 +1,35 @@
-import { maskSecret } from '../store/mask.ts';
 import type { OutgoingHeaders } from '../upstream/index.ts';
 import { echoedForms } from './secret-echo-forms.ts';
 import { isTokenByte, MIN_SUBSTRING_SECRET_LENGTH, wholeTokenPattern } from './short-secret-token.ts';
 
+/** A secret shorter than this is shown to data-plane clients as MASK alone. */
+const MIN_HINTED_SECRET_LENGTH = 24;
+const MASK = '***';
+
 /**
- * The forms a secret is echoed in (echoedForms). `token` is set for a secret shorter than
- * MIN_SUBSTRING_SECRET_LENGTH, masked only as a whole token (the forms tried in this order at
- * each place, as its alternation does).
+ * What a data-plane client sees in place of the upstream secret: MASK, then its last four
+ * characters for a secret of MIN_HINTED_SECRET_LENGTH or more, to tell credentials apart. Not
+ * maskSecret's first-and-last four of the management listings: the client is not the operator,
+ * and eight characters are most of a short self-hosted key.
+ */
+export function maskedForClients(secret: string): string {
+  return secret.length >= MIN_HINTED_SECRET_LENGTH ? `${MASK}${secret.slice(-4)}` : MASK;
+}
+
+/**
+ * The forms a secret is echoed in (echoedForms), and what each is masked to. `token` is set
+ * for a secret shorter than MIN_SUBSTRING_SECRET_LENGTH, masked only as a whole token; `any`
+ * for a longer one, masked wherever a form occurs; either tries the forms in this order at
+ * each place, as the streaming maskers do.
  */
 interface SecretForms {
   forms: readonly string[];
+  /** The shortest form's length: a shorter header value cannot hold one. */
+  shortest: number;
+  masked: string;
   /** Global: reset `lastIndex` before `test`. */
   token: RegExp | undefined;
+  any: RegExp | undefined;
 }
 
 /**
@@ -37,7 +55,14 @@ function secretForms(secret: string): SecretForms {
   if (cached === undefined) {
     if (formsBySecret.size >= FORMS_KEPT) formsBySecret.delete(formsBySecret.keys().next().value!);
     const forms = secret.length === 0 ? [] : echoedForms(secret);
-    cached = { forms, token: forms.length > 0 && secret.length < MIN_SUBSTRING_SECRET_LENGTH ? wholeTokenPattern(forms) : undefined };
+    const short = secret.length < MIN_SUBSTRING_SECRET_LENGTH;
+    cached = {
+      forms,
+      shortest: forms[0]?.length ?? 0,
+      masked: maskedForClients(secret),
+      token: forms.length > 0 && short ? wholeTokenPattern(forms) : undefined,
+      any: forms.length > 0 && !short ? anyFormPattern(forms) : undefined,
+    };
     formsBySecret.set(secret, cached);
   }
   return cached;
@@ -60,7 +85,8 @@ export function maskSecretInHeaders(headers: OutgoingHeaders, secret: string): v
   }
 }
 
-function holdsForm(value: string, { forms, token }: SecretForms): boolean {
+function holdsForm(value: string, { forms, shortest, token }: SecretForms): boolean {
+  if (value.length < shortest) return false;
   if (token !== undefined) {
     token.lastIndex = 0;
     return token.test(value);
@@ -71,16 +97,14 @@ function holdsForm(value: string, { forms, token }: SecretForms): boolean {
 
 /** The text with every occurrence of the upstream secret, in any of its forms (secretForms), masked (a header value, a WebSocket close reason). */
 export function maskSecretInText(text: string, secret: string): string {
-  const { forms, token } = secretForms(secret);
-  if (token !== undefined) return text.replace(token, () => maskSecret(secret));
-  let masked = text;
-  for (const form of forms) if (masked.includes(form)) masked = masked.split(form).join(maskSecret(secret));
-  return masked;
+  const { masked, token, any } = secretForms(secret);
+  const pattern = token ?? any;
+  return pattern === undefined ? text : text.replace(pattern, () => masked);
 }
 
 /**
  * Masks a secret out of a body as it streams (an UpstreamReply body map): every occurrence of
- * one of its forms (secretForms) becomes `maskSecret(secret)`, one split across chunks
+ * one of its forms (secretForms) becomes `maskedForClients(secret)`, one split across chunks
  * included; a short secret's only as a whole token. Only the output's longest tail that may
  * still begin a form (or, for a short secret, is one whose next byte has not come) is held
  * back, until the next chunk or the end, so an event that ends with its blank line goes out
@@ -91,9 +115,9 @@ export class SecretMaskingStream {
   readonly #masker: SubstringMasker | WholeTokenMasker | undefined;
 
   constructor(secret: string) {
-    const { forms, token } = secretForms(secret);
+    const { forms, token, masked: mask } = secretForms(secret);
     const bytes = forms.map((form) => Buffer.from(form));
-    const masked = Buffer.from(maskSecret(secret));
+    const masked = Buffer.from(mask);
     if (forms.length === 0) this.#masker = undefined;
     else this.#masker = token === undefined ? new SubstringMasker(bytes, masked) : new WholeTokenMasker(bytes, masked);
   }
@@ -135,20 +159,32 @@ abstract class HeldTailMasker {
 /** A secret of MIN_SUBSTRING_SECRET_LENGTH or more: each of its forms is masked wherever it occurs. */
 class SubstringMasker extends HeldTailMasker {
   data(chunk: Buffer): Buffer {
-    const input = this.withHeld(chunk);
-    const parts: Buffer[] = [];
-    let from = 0;
-    for (let found = firstForm(input, from, this.forms); found !== undefined; found = firstForm(input, from, this.forms)) {
-      parts.push(input.subarray(from, found.at), this.masked);
-      from = found.at + found.length;
-    }
-    const end = earliestTail(input, from, this.forms);
-    this.held = tailFrom(input, end);
-    return joined(input, parts, from, end);
+    return this.#mask(this.withHeld(chunk), false);
   }
 
   end(): Buffer | undefined {
-    return this.takeHeld();
+    const held = this.takeHeld();
+    // No form can grow any more: one the held tail holds is masked now.
+    return held === undefined ? undefined : this.#mask(held, true);
+  }
+
+  #mask(input: Buffer, last: boolean): Buffer {
+    const parts: Buffer[] = [];
+    let from = 0;
+    let end = input.length;
+    for (let found = firstForm(input, from, this.forms); found !== undefined; found = firstForm(input, from, this.forms)) {
+      // A form the input ends inside, begun before this one, would be the one masked in the whole text.
+      const tail = last ? input.length : earliestTail(input, from, this.forms);
+      if (tail < found.at) {
+        end = tail;
+        break;
+      }
+      parts.push(input.subarray(from, found.at), this.masked);
+      from = found.at + found.length;
+    }
+    if (end === input.length && !last) end = earliestTail(input, from, this.forms);
+    this.held = tailFrom(input, end);
+    return joined(input, parts, from, end);
   }
 }
 
@@ -219,6 +255,11 @@ class WholeTokenMasker extends HeldTailMasker {
     }
     return 0;
   }
+}
+
+/** Every form, tried in order at each place. */
+function anyFormPattern(forms: readonly string[]): RegExp {
+  return new RegExp(forms.map((form) => form.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|'), 'g');
 }
 
 /** The input from `end` on, to hold until the next chunk; copied: the chunk's memory is not ours to keep. */

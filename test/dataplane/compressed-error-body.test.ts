@@ -12,8 +12,8 @@ import { realtimeRoute } from './helpers/ws-upstream.ts';
 
 // `/`, `+` and `=` are what encodeURIComponent and JSON's `\/` change.
 const SECRET = 'sk-up/stream+key=abcdef123456';
-// maskSecret's display form (src/store/mask.ts): the secret's first four and last four characters.
-const MASKED = 'sk-u...3456';
+// What a data-plane client sees (maskedForClients): `***`, then the secret's last four characters when it has 24 or more.
+const MASKED = '***3456';
 const ECHO_FORMS = { raw: SECRET, percent: encodeURIComponent(SECRET), slash: SECRET.replaceAll('/', '\\/') };
 
 interface RawAnswer {
@@ -139,8 +139,8 @@ t.test('a gzip error that is not gzip is answered with the gateway\'s own 502, n
 // upstream's status with the gateway's code, and the status is weighed for failover as usual.
 
 const SECOND = 'sk-second+key=987654';
-// maskSecret's display form of SECOND: its first four and last four characters.
-const SECOND_MASKED = 'sk-s...7654';
+// SECOND is shorter than 24 characters: none of it is shown.
+const SECOND_MASKED = '***';
 
 async function pool(t: Test, secrets: string[], respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void) {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, respond);

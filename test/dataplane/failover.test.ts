@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
 import { startDataPlane, startUpstream, type Gateway, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
-import { maskSecret } from '../../src/store/mask.ts';
+import { maskedForClients } from '../../src/dataplane/mask-upstream-secret.ts';
 import { DEFAULT_SETTINGS } from '../../src/store/default-settings.ts';
 import { chatBody, closedPortUrl, completionJson, createKey, credentialView, seedGroup, sseBlocks, waitForLog } from './helpers/dataplane-scenarios.ts';
 
@@ -966,5 +966,5 @@ t.test('secrets cached: an upstream error that names the credential reaches the 
   t.equal(res.status, 400);
   const secret = upstream.secrets()[warm]!;
   t.notMatch(text, secret, 'the upstream secret does not reach the client');
-  t.match(text, `invalid request for key ${maskSecret(secret)}"`, 'it is masked where the upstream wrote it');
+  t.match(text, `invalid request for key ${maskedForClients(secret)}"`, 'it is masked where the upstream wrote it');
 });

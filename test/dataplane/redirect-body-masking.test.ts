@@ -8,10 +8,10 @@ import { chatBody, waitForLog } from './helpers/dataplane-scenarios.ts';
 // body is not scanned (data-plane.md step 9).
 
 const SECRET = 'sk-proj-REDIRECTSECRET0123456789abcdef';
-// maskSecret's display form (src/store/mask.ts): first four ... last four.
-const MASKED = 'sk-p...cdef';
+// What a data-plane client sees (maskedForClients): `***`, then the secret's last four characters when it has 24 or more.
+const MASKED = '***cdef';
 const SECOND = `${SECRET}-second`;
-const SECOND_MASKED = 'sk-p...cond';
+const SECOND_MASKED = '***cond';
 
 /** The upstream's answer: the key it got in the location, in the body (percent-encoded and as it is) and in a header. */
 function redirect(key: string) {

@@ -116,8 +116,8 @@ function answerChunked(body: Buffer, headers: Record<string, string>, res: impor
   res.end();
 }
 
-// The display form of a secret (maskSecret): its first and last four characters.
-const masked = (secret: string) => `${secret.slice(0, 4)}...${secret.slice(-4)}`;
+// What a data-plane client sees of a secret (maskedForClients): `***`, then its last four characters when it has 24 or more.
+const masked = (secret: string) => (secret.length >= 24 ? `***${secret.slice(-4)}` : '***');
 /** The upstream key a request carried (the cases here use bearer-credential channels). */
 const upstreamKey = (req: RecordedUpstreamRequest) => String(req.headers.authorization).replace(/^Bearer /, '');
 
