@@ -163,7 +163,7 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
     // as sent, and a lenient decoder upstream could read it as a key's letter. One native pass.
     if (!isUtf8(raw)) throw new DataPlaneError('invalid_json', 'The body is not UTF-8.');
     value = parseJsonText(text);
-    repeatsModel = checkRepeatedMembers(raw, text);
+    repeatsModel = checkRepeatedMembers(raw, text, value);
   } catch (err) {
     if (!record || !(err instanceof DataPlaneError)) throw err;
     // A key that records bodies gets the refused one too: that is when its owner wants to see it.
@@ -233,11 +233,13 @@ function fieldsOf(members: readonly ScannedMember[]): Record<string, unknown> {
     const member = last.get(key);
     if (member === undefined) continue;
     if (member.raw !== undefined) fields[member.key] = JSON.parse(member.raw.toString('utf8'));
-    // Too large to keep, only the type matters to routing: a string input is text; for a large
-    // array (strings, token ids or images) the kind is not known, so no rule on it applies. A
-    // large response_format is a schema, not one of the words rules look at.
+    // Too large to keep, only the type matters to routing: a string input is text, an object
+    // (or number) is other, an empty object standing in for it; for a large array `[` (strings,
+    // token ids or images) the kind is not known, so no rule on it applies. A large
+    // response_format is a schema, not one of the words rules look at.
     else if (ROUTING_INPUT_MEMBERS.includes(member.key)) {
       if (member.first === QUOTE) fields[member.key] = '';
+      else if (member.first !== 0x5b) fields[member.key] = {};
     } else if (member.key === 'model') throw modelNameTooLong();
     else if (member.key !== 'response_format') throw new DataPlaneError('invalid_request_body', `The top-level "${member.key}" member is larger than ${SMALL_MEMBER_BYTES} bytes.`);
   }

@@ -50,11 +50,31 @@ function inputKindOf(value: unknown): InputKind | undefined {
   return value === undefined ? undefined : inputKind(value);
 }
 
-// Rerank documents may be objects carrying only text; anything else (images) is not text.
+// Rerank documents may be strings or objects carrying text; anything else (images) is not text.
 function inputKind(input: unknown): 'text' | 'token_ids' | 'other' {
   if (typeof input === 'string') return 'text';
   if (!Array.isArray(input)) return 'other';
   if (input.length > 0 && input.every((x) => typeof x === 'number' || (Array.isArray(x) && x.every((y) => typeof y === 'number')))) return 'token_ids';
-  const isText = (x: unknown) => typeof x === 'string' || (x !== null && typeof x === 'object' && Object.keys(x).every((k) => k === 'text') && typeof (x as { text?: unknown }).text === 'string');
-  return input.every(isText) ? 'text' : 'other';
+  return input.every((x) => typeof x === 'string' || isTextDocument(x)) ? 'text' : 'other';
 }
+
+/**
+ * A document object that is text: a string `text`, and beside it only strings (a title, an
+ * id) under keys that name no media (`image`, `image_url`, `url`, ...), which would be its content.
+ */
+function isTextDocument(x: unknown): boolean {
+  if (x === null || typeof x !== 'object' || Array.isArray(x)) return false;
+  const entries = Object.entries(x);
+  return typeof (x as { text?: unknown }).text === 'string' && entries.every(([key, value]) => typeof value === 'string' && !namesMedia(key));
+}
+
+// A key's words (snake_case, camelCase or kebab-case) naming media or where it is.
+function namesMedia(key: string): boolean {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .some((word) => MEDIA_WORDS.has(word));
+}
+
+const MEDIA_WORDS: ReadonlySet<string> = new Set(['image', 'images', 'img', 'picture', 'photo', 'video', 'audio', 'file', 'url', 'uri', 'base64', 'b64', 'data', 'bytes', 'blob', 'mime']);

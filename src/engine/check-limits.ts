@@ -26,7 +26,15 @@ function meets(c: RefuseCondition, value: string | number | boolean): boolean {
   return false;
 }
 
+/**
+ * What a request met a condition by, where the feature's name would misname it: a
+ * `conversation` continues stored state as well as a `previous_response_id` does.
+ */
+const MET_WHEN_TRUE: Partial<Record<RefuseCondition['feature'], string>> = { previous_response: 'a previous_response_id or conversation' };
+
 export function describeCondition(c: RefuseCondition): string {
+  const met = c.equals === true ? MET_WHEN_TRUE[c.feature] : undefined;
+  if (met !== undefined) return met;
   if (c.equals !== undefined) return `${c.feature} = ${String(c.equals)}`;
   if (c.not_equals !== undefined) return `${c.feature} other than ${String(c.not_equals)}`;
   return `${c.feature} > ${String(c.greater_than)}`;

@@ -124,3 +124,67 @@ t.test('a form whose model part has a decoding transfer encoding is refused; 7bi
     t.equal(upstream.requests.at(-1)?.body.toString(), form(headers, 'whisper-up').toString(), `${JSON.stringify(headers)}: only the model rewritten`);
   }
 });
+
+// ch29 refuses continuing stored state (note 11) and ch21's rerank anything but text (note 5):
+// rules that read the last of a repeated member, while the upstream may read the first.
+async function notedGateway(t: Test) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    },
+    { bufferedJsonBytes: BUFFERED_JSON_BYTES },
+  );
+  const responses = await seedRoute(gw.store, { channel: 'ch29', baseUrl: upstream.url, models: [{ external: 'm29', upstream: 'u29' }], protocols: ['x-responses'] });
+  const rerank = await seedRoute(gw.store, { channel: 'ch21', baseUrl: upstream.url, models: [{ external: 'r21', upstream: 'ur21' }], protocols: ['rerank'] });
+  const post = (path: string, keyValue: string) => (body: string) => fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
+  return { upstream, respond: post('/v1/responses', responses.keyValue), rerank: post('/v1/rerank', rerank.keyValue) };
+}
+
+t.test('a body repeating a member a channel note reads is refused before any upstream call', async (t) => {
+  const { upstream, respond, rerank } = await notedGateway(t);
+  const ambiguous: Array<[typeof respond, string, string]> = [
+    [respond, 'previous_response_id', '{"model":"m29","input":"hi","previous_response_id":"resp_1","previous_response_id":null}'],
+    [respond, 'conversation', '{"model":"m29","input":"hi","conversation":"conv_1","conversation":null}'],
+    [respond, 'conversation', '{"model":"m29","input":"hi","conversation":"conv_1","c\\u006fnversation":""}'],
+    [rerank, 'documents', '{"model":"r21","query":"q","documents":[{"image":"x"}],"documents":["a"]}'],
+    [rerank, 'query', '{"model":"r21","query":{"image":"x"},"query":"q","documents":["a"]}'],
+    [rerank, 'input', '{"model":"r21","input":[{"image":"x"}],"query":"q","documents":["a"],"input" : "a"}'],
+  ];
+  for (const { label, body } of SIZES) {
+    for (const [send, key, json] of ambiguous) {
+      const res = await send(body(json));
+      t.equal(res.status, 400, `${label}: ${json}`);
+      t.match(await res.json(), { error: { code: 'invalid_request_body', message: `more than one top-level "${key}" member` } }, `${label}: ${json}`);
+    }
+  }
+  t.equal(upstream.requests.length, 0, 'no body reached the upstream');
+});
+
+t.test('those members nested in another member or inside a string are not repeats', async (t) => {
+  const { upstream, rerank } = await notedGateway(t);
+  for (const { label, body } of SIZES) {
+    const raw = body('{"model":"r21","query":"q","metadata":{"query":"x","documents":[],"input":1},"documents":["\\"documents\\": [] \\"query\\":","b"],"input":"a","tags":[{"input":2}]}');
+    const res = await rerank(raw);
+    t.equal(res.status, 200, label);
+    await res.arrayBuffer();
+    t.equal(upstream.requests.at(-1)?.body.toString(), raw.replace('"r21"', '"ur21"'), `${label}: arrives as sent`);
+  }
+});
+
+t.test('an input member too large to keep is still of kind other when it is an object; an array of unknown kind passes', async (t) => {
+  const { upstream, rerank } = await notedGateway(t);
+  // Over bufferedJsonBytes, the spooled body's value is not kept: its first byte tells an object.
+  const image = 'i'.repeat(2 * BUFFERED_JSON_BYTES);
+  for (const json of [`{"model":"r21","query":{"image":"${image}"},"documents":["a"]}`, `{"model":"r21","query":"q","documents":["a"],"input":{"image":"${image}"}}`, '{"model":"r21","query":{"image":"x"},"documents":["a"]}']) {
+    const res = await rerank(json);
+    t.equal(res.status, 400, `${json.length} bytes`);
+    t.match(await res.json(), { error: { code: 'restricted_by_channel_note', message: /input_kind other than text \(note 5\)/ } }, `${json.length} bytes`);
+  }
+  t.equal(upstream.requests.length, 0, 'no body reached the upstream');
+  // docs/data-plane.md §3: a larger array's kind is not known, so no rule on it applies.
+  const res = await rerank(`{"model":"r21","query":"q","documents":[{"image":"${image}"}]}`);
+  t.equal(res.status, 200, 'a large array is forwarded');
+  await res.arrayBuffer();
+});

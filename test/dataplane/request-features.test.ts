@@ -15,6 +15,20 @@ t.test('input kind: the strongest of input, query and documents (other, then tok
   t.equal(kind({ input: [1], documents: ['a'] }), 'token_ids', 'in either order');
 });
 
+t.test('a document object is text when it has a string text and beside it only strings under keys naming no media', async (t) => {
+  const kind = (document: unknown) => requestFeatures('never', { query: 'q', documents: [document] }, NO_QUERY).input_kind;
+  t.equal(kind({ text: 'a', title: 't' }), 'text', 'a title');
+  t.equal(kind({ text: 'a', title: 't', id: 'doc-1', metadata: 'm' }), 'text', 'a title, an id, metadata');
+  t.equal(kind({ title: 't' }), 'other', 'no text');
+  t.equal(kind({ text: 1 }), 'other', 'a text that is no string');
+  t.equal(kind({ text: 'a', score: 1 }), 'other', 'a value that is no string');
+  t.equal(kind({ text: 'a', meta: { image: 'x' } }), 'other', 'an object beside the text');
+  for (const key of ['image', 'image_url', 'image_base64', 'url', 'imageUrl', 'video', 'audio_data', 'file-uri', 'mime_type']) {
+    t.equal(kind({ text: 'a', [key]: 'x' }), 'other', `${key} beside the text`);
+  }
+  t.equal(kind([{ text: 'a', title: 't' }]), 'other', 'an array is no document object');
+});
+
 t.test('stream flag by the operation kind, and the other features read from the body', async (t) => {
   t.equal(requestFeatures('always', {}, NO_QUERY).stream, true);
   t.equal(requestFeatures('query_flag', {}, new URLSearchParams('stream=true')).stream, true);

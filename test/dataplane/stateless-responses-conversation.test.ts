@@ -37,7 +37,7 @@ for (const channel of ['ch29', 'ch30']) {
       t.equal(res.status, 400, `${label}: 400`);
       const body = (await res.json()) as { error?: { code: string; message: string } };
       t.equal(body.error?.code, 'restricted_by_channel_note', `${label}: refused by a channel note`);
-      t.match(body.error?.message, /note 11\b/, `${label}: names note 11`);
+      t.match(body.error?.message, /refuses a previous_response_id or conversation \(note 11\)$/, `${label}: names what it carried and note 11`);
       const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
       t.equal(record.error_code, 'restricted_by_channel_note', `${label}: recorded as refused`);
     }

@@ -1,32 +1,54 @@
 import { DataPlaneError } from '../data-plane-error.ts';
 import { locateMembers } from './locate-members.ts';
+import { ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS } from './routing-members.ts';
 
 /**
- * Top-level members a body may hold once only: the usage request is spliced into one of them,
- * and an upstream reading another (the first) could stream without usage or not stream at all.
+ * Top-level members a body may hold once only: routing and the channel notes' rules read the
+ * last (JSON.parse's), an upstream may read the first, and the usage request is spliced into
+ * one `stream_options`. A second copy could pass a rule or stream without usage.
  */
-const SINGLE_MEMBERS = ['stream', 'stream_options'];
-const SINGLE_KEYS = SINGLE_MEMBERS.map((key) => `"${key}"`);
+const SINGLE_MEMBERS: readonly string[] = ['stream_options', ...ROUTING_SMALL_MEMBERS, ...ROUTING_INPUT_MEMBERS];
+const SINGLE_SET: ReadonlySet<string> = new Set(SINGLE_MEMBERS);
+// "model" or one of these as a key (a string and its colon): one search for them all, not one per name.
+const KEYS = new RegExp(`"(model|${SINGLE_MEMBERS.join('|')})"[\\t\\n\\r ]*:`, 'g');
 
 /**
  * Whether a parsed body (`raw`, decoded as `text`) may hold a second "model" (routing read the
- * last), refusing one with a second "stream" or "stream_options". Looked for in the text:
- * cheaper than in the bytes. A key may also be spelled with \u escapes (JSON.parse decodes
- * them): only when the text has such an escape of an ASCII letter, or a single member's
- * literal key occurs twice, are the top-level members located.
+ * last), refusing one with a second member of SINGLE_MEMBERS. Looked for in the text: cheaper
+ * than in the bytes. A key may also be spelled with \u escapes (JSON.parse decodes them): only
+ * when the text has such an escape of an ASCII letter, or one of these keys occurs twice (also
+ * nested or inside a string: the search does not know) while the parsed body has it at its top
+ * level, are the top-level members located.
  */
-export function checkRepeatedMembers(raw: Buffer, text: string): boolean {
-  const repeatsModel = occursTwice(text, '"model"');
-  if (!spellsKeyWithEscape(text) && !SINGLE_KEYS.some((key) => occursTwice(text, key))) return repeatsModel;
+export function checkRepeatedMembers(raw: Buffer, text: string, value: Readonly<Record<string, unknown>>): boolean {
+  let models = 0;
+  let repeated = spellsKeyWithEscape(text);
+  const seen: string[] = [];
+  KEYS.lastIndex = 0;
+  for (let match = repeated ? null : KEYS.exec(text); match !== null; match = KEYS.exec(text)) {
+    const key = match[1]!;
+    if (key === 'model') models++;
+    // Not a top-level member of the parsed body: its copies are nested (an Anthropic message's
+    // tool_use blocks each have an "input"), and no second top-level copy can exist.
+    else if (!Object.hasOwn(value, key)) continue;
+    else if (seen.includes(key)) {
+      repeated = true;
+      break;
+    } else seen.push(key);
+  }
+  if (!repeated) return models > 1;
   const { members } = locateMembers(raw);
   refuseRepeatedMembers(members);
-  return repeatsModel || members.filter((m) => m.key === 'model').length > 1;
+  return members.filter((m) => m.key === 'model').length > 1;
 }
 
 /** Refuses a body with two top-level members of one of SINGLE_MEMBERS (keys as decoded). */
 export function refuseRepeatedMembers(members: readonly { readonly key: string }[]): void {
-  for (const key of SINGLE_MEMBERS) {
-    if (members.filter((m) => m.key === key).length > 1) throw new DataPlaneError('invalid_request_body', `The body has more than one top-level "${key}" member.`);
+  const seen = new Set<string>();
+  for (const { key } of members) {
+    if (!SINGLE_SET.has(key)) continue;
+    if (seen.has(key)) throw new DataPlaneError('invalid_request_body', `The body has more than one top-level "${key}" member.`);
+    seen.add(key);
   }
 }
 
@@ -40,9 +62,3 @@ function spellsKeyWithEscape(text: string): boolean {
 }
 
 const ASCII_KEY_ESCAPE = /\\u00[5-7][0-9a-fA-F]/;
-
-// Two forward searches cost less than a backward one.
-function occursTwice(text: string, key: string): boolean {
-  const first = text.indexOf(key);
-  return first !== -1 && text.indexOf(key, first + key.length) !== -1;
-}
