@@ -1,4 +1,4 @@
-import { clientResponseHeaders, type UpstreamReply } from '../upstream/index.ts';
+import { clientResponseHeaders, type OutgoingHeaders, type UpstreamReply } from '../upstream/index.ts';
 import { decodable, decodedReply } from './decode-reply-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { maskSecretInHeaders } from './mask-upstream-secret.ts';
@@ -6,6 +6,7 @@ import { BodyRelay } from './relay/relay-body.ts';
 import { CompressedBodyRelay } from './relay/relay-compressed-body.ts';
 import { RelayContext, type DeliveryOptions, type DeliveryOutcome } from './relay/relay-context.ts';
 import { JsonArrayRelay } from './relay/relay-json-array.ts';
+import { SniffedStreamRelay } from './relay/relay-sniffed-stream.ts';
 import { SseRelay } from './relay/relay-sse.ts';
 
 export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts';
@@ -20,7 +21,8 @@ const HEAD_HOLD_MS = 2000;
 
 /**
  * Sends an upstream reply to the client as it arrives: status, headers and body as the
- * upstream sent them. SSE goes event by event; an idle or broken upstream stream ends with the
+ * upstream sent them. SSE (by its content type or, answering a stream request uncompressed, by
+ * its first bytes) goes event by event; an idle or broken upstream stream ends with the
  * client protocol's error event, or, when it fails before its first byte and within
  * HEAD_HOLD_MS, is answered with the gateway's HTTP error instead (its status is held until then). A client that leaves aborts the upstream request. Whatever the
  * status, no credential header reaches the client and `secret` (the upstream's) is masked in
@@ -40,6 +42,9 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   const isSse = !opaque && contentType.includes('text/event-stream');
   // Framed as one JSON array; a body that does not open with `[` goes on as a plain body (JsonArrayRelay decides on its first bytes).
   const isJsonArrayStream = !opaque && !isSse && options.streamingOperation && upstream.status < 300 && isJson;
+  // A stream request's answer under another content type (some upstreams send their streams as
+  // text/plain): its first bytes decide (SniffedStreamRelay). Never a text/event-stream answer.
+  const sniffs = !isSse && !isJsonArrayStream && !coded && upstream.status < 300 && options.streamRequested === true;
   // An event may be dropped and an error event may follow: the length may change.
   const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream);
   const reply = coded && (isSse || isJsonArrayStream) ? decodedReply(upstream, headers) : upstream;
@@ -53,7 +58,8 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // without them: one that fails before is answered with the gateway's HTTP error, which an SDK
   // raises as such (its stream helpers expect the protocol's first event, not an error event, first).
   const holdHead = isSse && reply.status < 400;
-  relay.head(headers, holdHead);
+  // A sniffed answer's too, until its first bytes say whether its length still holds.
+  relay.head(headers, holdHead || sniffs);
   return new Promise((resolve) => {
     const onClose = () => {
       if (res.writableFinished) return;
@@ -74,7 +80,9 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
           ? new JsonArrayRelay(relay, done)
           : decodedForUsage
             ? new CompressedBodyRelay(relay, upstream.headers, done)
-            : new BodyRelay(relay, isJson, done),
+            : sniffs
+              ? new SniffedStreamRelay((sse) => (sse ? sniffedSse(relay, headers, done) : new BodyRelay(relay, isJson, done)))
+              : new BodyRelay(relay, isJson, done),
     );
     // node sends the headers with the first body bytes. A stream whose first bytes did not come
     // with them gets them now (a held one after its grace), as from the upstream, so that its
@@ -84,4 +92,15 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
       else res.flushHeaders();
     }
   });
+}
+
+/**
+ * The SSE relay for a stream its first bytes showed, its head still held: without the
+ * upstream's length (an event may be dropped, an error event added), and given its first byte
+ * or HEAD_HOLD_MS, as a declared stream is.
+ */
+function sniffedSse(relay: RelayContext, headers: OutgoingHeaders, done: () => void): SseRelay {
+  delete headers['content-length'];
+  relay.releaseHeadAfter(HEAD_HOLD_MS);
+  return new SseRelay(relay, done);
 }

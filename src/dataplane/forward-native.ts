@@ -407,8 +407,22 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     },
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
+    streamRequested: asksToStream(input, dropUsageChunk),
     inFlight: deps.inFlight,
   };
+}
+
+/**
+ * Whether the request asked for a stream, as its route features read it. A body spooled rather
+ * than parsed says so only through the usage the gateway asked for on its behalf.
+ */
+function asksToStream(input: ForwardInput, dropUsageChunk: boolean): boolean {
+  const { stream } = input.op;
+  if (stream === 'always' || dropUsageChunk) return true;
+  if (stream === 'query_flag') return new URLSearchParams(input.search).get('stream') === 'true';
+  if (input.body.kind !== 'json') return false;
+  const flag = input.body.value['stream'];
+  return flag === true || flag === 'true';
 }
 
 /**

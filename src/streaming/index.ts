@@ -12,3 +12,4 @@ export { SseEventSplitter } from './split-sse-events.ts';
 export { sseEventData } from './sse-event-data.ts';
 export { UPSTREAM_STREAM_ERROR, upstreamStreamErrors } from './upstream-stream-errors.ts';
 export type { UpstreamStreamErrorRow } from './upstream-stream-errors.ts';
+export { opensSseStream } from './opens-sse-stream.ts';

@@ -12,7 +12,10 @@ import { isTokenCount } from './read-path.ts';
 export interface ScannedUsage {
   /** The top-level usage member's counters (the table's field order); undefined when it has none. */
   counters: RawUsageCounters | undefined;
-  /** Top-level `choices` is an empty array and usage an object: a completions usage-only chunk. */
+  /**
+   * Usage is an object and top-level `choices` an empty array or absent: a completions
+   * usage-only chunk. Always false for a body's tail, whose members before usage are not seen.
+   */
   usageOnlyChunk: boolean;
 }
 
@@ -32,6 +35,8 @@ export interface UsageScanPlan {
   readonly member: Uint8Array;
   /** A counter per field, none read yet: copied for each scan. */
   readonly noCounters: readonly undefined[];
+  /** The member is `usage`, which isUsageOnlyChunk reads: an event may be a usage-only chunk. */
+  readonly usageOnlyChunks: boolean;
 }
 
 const CHOICES = Buffer.from('choices');
@@ -64,7 +69,7 @@ const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')
 /** What to read for a usage member that is top-level (`usageMember`, the key without its quotes). */
 export function usageScanPlan(fields: CompiledUsageTable['fields'], usageMember: string): UsageScanPlan {
   const paths = fields.map((f) => f.raw);
-  return { usage: keyNode(usageMember, paths, paths.map((_, i) => i)), member: Buffer.from(`"${usageMember}"`), noCounters: paths.map(() => undefined) };
+  return { usage: keyNode(usageMember, paths, paths.map((_, i) => i)), member: Buffer.from(`"${usageMember}"`), noCounters: paths.map(() => undefined), usageOnlyChunks: usageMember === 'usage' };
 }
 
 function keyNode(key: string, paths: readonly (readonly string[])[], indexes: readonly number[]): KeyNode {
@@ -107,21 +112,27 @@ class Scan {
   readonly #bytes: Uint8Array;
   readonly #end: number;
   readonly #plan: UsageScanPlan;
-  readonly #lineBreaks: boolean;
+  /**
+   * A body's tail: line breaks are JSON whitespace, and the members before usage are not seen
+   * (a `choices` member not met may be there).
+   */
+  readonly #tail: boolean;
   readonly #counters: RawUsageCounters;
   #usageObject = false;
+  #choicesSeen = false;
   #choicesEmpty = false;
 
-  constructor(bytes: Uint8Array, end: number, plan: UsageScanPlan, lineBreaks: boolean) {
+  constructor(bytes: Uint8Array, end: number, plan: UsageScanPlan, tail: boolean) {
     this.#bytes = bytes;
     this.#end = end;
     this.#plan = plan;
-    this.#lineBreaks = lineBreaks;
+    this.#tail = tail;
     this.#counters = plan.noCounters.slice();
   }
 
   result(): ScannedUsage {
-    return { counters: this.#usageObject ? this.#counters : undefined, usageOnlyChunk: this.#usageObject && this.#choicesEmpty };
+    const usageOnlyChunk = this.#usageObject && this.#plan.usageOnlyChunks && !this.#tail && (this.#choicesEmpty || !this.#choicesSeen);
+    return { counters: this.#usageObject ? this.#counters : undefined, usageOnlyChunk };
   }
 
   space(at: number): number {
@@ -130,7 +141,7 @@ class Scan {
     while (at < end) {
       const c = bytes[at]!;
       if (c > SPACE) break;
-      if (c === SPACE || c === TAB || ((c === LF || c === CR) && this.#lineBreaks)) at++;
+      if (c === SPACE || c === TAB || ((c === LF || c === CR) && this.#tail)) at++;
       else break;
     }
     return at;
@@ -177,6 +188,7 @@ class Scan {
       return this.#wanted(at, usage, depth);
     }
     if (keyIs(this.#bytes, CHOICES, keyStart, keyEnd)) {
+      this.#choicesSeen = true;
       const inner = at < this.#end && this.#bytes[at] === OPEN_ARRAY ? this.space(at + 1) : FAIL;
       this.#choicesEmpty = inner !== FAIL && inner < this.#end && this.#bytes[inner] === CLOSE_ARRAY;
     }

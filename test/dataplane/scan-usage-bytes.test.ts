@@ -43,6 +43,30 @@ t.test('the common events are read from their bytes, with what JSON.parse gives'
   t.equal(scanEvent('completions', JSON.stringify(usageChunk))?.usageOnlyChunk, true);
 });
 
+t.test('a usage chunk without a choices member is usage-only, as JSON.parse reads it', async (t) => {
+  const { choices: _, ...noChoices } = usageChunk;
+  const texts = [
+    JSON.stringify(noChoices),
+    '{"id":"c","usage":{"prompt_tokens":1}}',
+    '{"usage":{}}',
+    '{"choices":null,"usage":{"prompt_tokens":1}}',
+    '{"choices":{},"usage":{"prompt_tokens":1}}',
+    '{"usage":null}',
+    '{"id":"c"}',
+    '{"__proto__":{"choices":[1]},"usage":{"prompt_tokens":1}}',
+    '{"a":{"choices":[1]},"usage":{"prompt_tokens":1}}',
+  ];
+  for (const text of texts) {
+    const scanned = scanEvent('completions', text);
+    t.ok(scanned, `read from bytes: ${text.slice(0, 60)}`);
+    t.same(scanned, parsedReading('completions', text), text.slice(0, 60));
+  }
+  t.equal(scanEvent('completions', JSON.stringify(noChoices))?.usageOnlyChunk, true);
+  t.equal(isUsageOnlyChunk(noChoices), true);
+  t.equal(isUsageOnlyChunk({ choices: null, usage: { prompt_tokens: 1 } }), false, 'a choices member that is no array is not absent');
+  t.equal(isUsageOnlyChunk({ id: 'c' }), false);
+});
+
 t.test('duplicate members: the last one wins, as in JSON.parse', async (t) => {
   const texts = [
     '{"choices":[],"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":5}},"usage":{"prompt_tokens":2}}',
@@ -52,6 +76,8 @@ t.test('duplicate members: the last one wins, as in JSON.parse', async (t) => {
     '{"choices":[],"usage":{"prompt_tokens":1},"choices":[1]}',
     '{"choices":[1],"usage":{"prompt_tokens":1},"choices":[]}',
     '{"choices":[],"usage":{"prompt_tokens":1},"usage":null}',
+    '{"usage":{"prompt_tokens":1},"choices":[1]}',
+    '{"choices":[1],"usage":{"prompt_tokens":1},"choices":[]}',
   ];
   for (const text of texts) t.same(scanEvent('completions', text), parsedReading('completions', text), text);
 });

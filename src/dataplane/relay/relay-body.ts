@@ -1,3 +1,4 @@
+import { UPSTREAM_STREAM_ERROR } from '../../streaming/index.ts';
 import { extractUsage, extractUsageFromBytes, extractUsageFromTail } from '../../usage/index.ts';
 import { classifyUpstreamError, type UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
@@ -63,11 +64,15 @@ export class BodyRelay implements UpstreamBodySink {
       if (usageStyle) relay.outcome.usage = extractUsageFromTail(usageStyle, this.#tail(kept));
     } else if (kept !== undefined && kept.length > 0) {
       const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
-      if (captureResponseId) {
+      // A stream request answered with one JSON object (rare, and small when it is an error).
+      const inPlaceOfStream = relay.options.streamRequested === true && relay.reply.status < 300;
+      if (captureResponseId || inPlaceOfStream) {
         // The created response's id is a member near the start: this body is parsed whole.
         const parsed = parseOrUndefined(body.toString('utf8'));
         if (usageStyle && parsed !== undefined) relay.outcome.usage = extractUsage(usageStyle, parsed);
-        relay.outcome.responseId = idOf(parsed);
+        if (captureResponseId) relay.outcome.responseId = idOf(parsed);
+        // An error object in place of the stream is the upstream's error, as its error event in a stream is.
+        if (inPlaceOfStream && holdsError(parsed)) relay.fail(UPSTREAM_STREAM_ERROR);
       } else if (usageStyle) {
         relay.outcome.usage = extractUsageFromBytes(usageStyle, body);
       }
@@ -104,4 +109,11 @@ export class BodyRelay implements UpstreamBodySink {
     kept[0] = first.subarray(extra);
     return Buffer.concat(kept, this.#keptBytes - extra);
   }
+}
+
+/** A JSON object whose top-level `error` is an object (`"error": null` is a success's). */
+function holdsError(parsed: unknown): boolean {
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
+  const { error } = parsed as { error?: unknown };
+  return error !== null && typeof error === 'object';
 }

@@ -24,6 +24,12 @@ export interface DeliveryOptions {
   captureLimitBytes: number;
   /** The operation always streams: a JSON answer is a stream framed as one array (generate style without alt=sse). */
   streamingOperation: boolean;
+  /**
+   * The request asked for a stream (its stream flag, or an operation that always streams): a
+   * successful answer not typed as SSE is read for being one all the same, and a JSON error
+   * object in its place is the upstream's error.
+   */
+  streamRequested?: boolean;
   /** Where a stream relay is registered while it runs, for a shutdown to end it. */
   inFlight?: InFlightRequests;
   /**

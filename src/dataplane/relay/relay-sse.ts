@@ -6,6 +6,8 @@ import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
 
 const USAGE = Buffer.from('usage');
+const CR = 0x0d;
+const LF = 0x0a;
 const BLANK_LINE = Buffer.from('\n\n');
 const DATA_FIELD = Buffer.from('data: ');
 const RESPONSE_CREATED_TEXT = '"response.created"';
@@ -32,6 +34,8 @@ export class SseRelay extends StreamRelay {
   #largeEventFinal = false;
   /** The last piece of such a final event: its type is not in it, but completed() knows it by this. */
   #largeFinalEnd: Buffer | undefined;
+  /** The last read ended with an event dropped at its closing CR: an LF starting the next completes it. */
+  #droppedBeforeLf = false;
 
   onData(chunk: Buffer): void {
     this.idle.touch();
@@ -83,14 +87,19 @@ export class SseRelay extends StreamRelay {
   #forward(events: Buffer[]): void {
     const { options } = this.relay;
     let kept: Buffer[] | undefined;
-    for (let i = 0; i < events.length; i++) {
+    let dropped = false;
+    // The splitter hands that LF over as a piece of its own: it goes with the event it ends.
+    if (this.#droppedBeforeLf && isLoneLf(events[0]!)) kept = [];
+    for (let i = kept === undefined ? 0 : 1; i < events.length; i++) {
       const event = events[i]!;
       if (options.streamStyle === 'responses' && event.includes(SEQUENCE_MARK)) this.#lastSequenced = event;
       const errors = this.upstreamErrors;
       if (errors !== undefined && errors.candidateIn(event) !== -1 && errors.isErrorEvent(event.toString('utf8'))) this.upstreamErrorSeen();
-      if (this.#mayCarry(event) && !this.#inspect(event.toString('utf8'))) (kept ??= events.slice(0, i));
+      dropped = this.#mayCarry(event) && !this.#inspect(event.toString('utf8'));
+      if (dropped) kept ??= events.slice(0, i);
       else kept?.push(event);
     }
+    this.#droppedBeforeLf = dropped && events[events.length - 1]!.at(-1) === CR;
     const out = kept ?? events;
     if (out.length === 0 || !this.relay.clientOpen) return;
     const bytes = out.length === 1 ? out[0]! : joined(out);
@@ -196,6 +205,10 @@ export class SseRelay extends StreamRelay {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
     return seq ? Number(seq[1]) + 1 : 0;
   }
+}
+
+function isLoneLf(piece: Buffer): boolean {
+  return piece.length === 1 && piece[0] === LF;
 }
 
 /** Whether the event at `start` begins with a `data: ` field (pushBlock's events end with LF LF). */

@@ -1,0 +1,162 @@
+import t, { type Test } from 'tap';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { createKey, seedGroup, sseBlocks, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+
+// A stream request whose successful answer is not typed text/event-stream: some compatible
+// upstreams send their event stream as text/plain, application/octet-stream, application/json
+// or with no content type. Its first bytes decide: an event stream is relayed as one (usage
+// read, the usage-only chunk the gateway asked for dropped, stalls watched), anything else as
+// sent. A JSON error object in place of the stream is recorded as the upstream's error. And in
+// a CRLF stream, the LF that completes a dropped usage chunk, arriving in a read of its own, is
+// dropped with it.
+
+const CONTENT = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'Hi' }, finish_reason: 'stop' }] })}\n\n`;
+const USAGE_CHUNK = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } })}\n\n`;
+const DONE = 'data: [DONE]\n\n';
+const USAGE = { input_tokens: 5, output_tokens: 2, cached_tokens: 0, reasoning_tokens: 0 };
+const ERROR_BODY = JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } });
+
+interface Style {
+  protocol: string;
+  channel: string;
+  path: string;
+  body: Record<string, unknown>;
+  headers: (key: string) => Record<string, string>;
+}
+
+const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
+const GENERATE_BODY = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
+const STYLES: Record<string, Style> = {
+  completions: { protocol: 'x-completions', channel: 'ch02', path: '/v1/chat/completions', body: { model: 'team-m', stream: true, messages: [{ role: 'user', content: 'hi' }] }, headers: bearer },
+  responses: { protocol: 'x-responses', channel: 'ch09', path: '/v1/responses', body: { model: 'team-m', stream: true, input: 'hi' }, headers: bearer },
+  messages: { protocol: 'x-messages', channel: 'ch14', path: '/v1/messages', body: { model: 'team-m', stream: true, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }) },
+  'generate alt=sse': { protocol: 'x-generate', channel: 'ch15', path: '/v1beta/models/team-m:streamGenerateContent?alt=sse', body: GENERATE_BODY, headers: (key) => ({ 'x-goog-api-key': key }) },
+  'generate array': { protocol: 'x-generate', channel: 'ch15', path: '/v1beta/models/team-m:streamGenerateContent', body: GENERATE_BODY, headers: (key) => ({ 'x-goog-api-key': key }) },
+};
+
+/** A Group whose upstream answers 200 with `headers`, writing `pieces` in separate reads (then `end`). */
+async function scenario(t: Test, style: Style, headers: OutgoingHttpHeaders, pieces: string[], end: (res: ServerResponse) => void = (res) => res.end(), gatewayOptions = {}) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    async (_req, res) => {
+      res.writeHead(200, headers);
+      for (const piece of pieces) {
+        res.write(piece);
+        // Apart in time, so that the gateway reads them apart.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+      }
+      end(res);
+    },
+    gatewayOptions,
+  );
+  await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
+  const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
+  const send = (body: Record<string, unknown> = style.body) => fetch(`${gw.url}${style.path}`, { method: 'POST', headers: { ...style.headers(keyValue), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { gw, upstream, send };
+}
+
+const completions = STYLES.completions!;
+const WHOLE = CONTENT + USAGE_CHUNK + DONE;
+
+for (const contentType of ['text/plain; charset=utf-8', 'application/octet-stream', 'application/json', undefined]) {
+  t.test(`completions stream answered as ${contentType ?? 'no content type'}: relayed as SSE, the usage chunk dropped and its usage recorded`, async (t) => {
+    const headers = { 'content-length': String(Buffer.byteLength(WHOLE)), ...(contentType === undefined ? {} : { 'content-type': contentType }) };
+    const { gw, upstream, send } = await scenario(t, completions, headers, [WHOLE]);
+    const res = await send();
+    t.equal(await res.text(), CONTENT + DONE, 'the upstream\'s bytes without the usage-only chunk');
+    t.equal(res.headers.get('content-type'), contentType ?? null, 'the content type as sent');
+    t.equal(res.headers.get('content-length'), null, 'the upstream\'s length, which no longer holds, is not passed on');
+    t.same(JSON.parse(upstream.requests[0]!.body.toString()).stream_options, { include_usage: true }, 'usage was asked for upstream');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: null });
+    t.same(record.usage, USAGE);
+  });
+}
+
+t.test('a stream under text/plain opening with a BOM and blank lines, its first field split between reads, is still read as SSE', async (t) => {
+  const pieces = ['\ufeff', '\r\n', 'da', `ta: ${CONTENT.slice(6)}${USAGE_CHUNK}${DONE}`];
+  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/plain' }, pieces);
+  const res = await send();
+  // Read as bytes: text() would strip the BOM.
+  t.equal(Buffer.from(await res.arrayBuffer()).toString('utf8'), `\ufeff\r\n${CONTENT}${DONE}`, 'all but the usage chunk, byte for byte');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.same(record.usage, USAGE);
+});
+
+t.test('a stream under text/plain that goes silent is ended with the protocol\'s error event, as an SSE-typed one', async (t) => {
+  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/plain' }, [CONTENT], () => undefined, { streamIdleTimeoutMs: 300 });
+  const res = await send();
+  const text = await withTimeout(res.text(), 10_000, 'the client stream to end');
+  const blocks = sseBlocks(text);
+  t.equal(blocks[0], CONTENT.trim(), 'the event sent first');
+  t.match(JSON.parse(blocks.at(-1)!.slice('data: '.length)), { error: { code: 'upstream_idle_timeout' } }, 'then the error event');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: 'upstream_idle_timeout' });
+});
+
+t.test('a stream request answered under text/plain with no event stream: passed on as sent, its length kept', async (t) => {
+  const text = 'upstream says: no stream today\n';
+  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/plain', 'content-length': String(text.length) }, [text]);
+  const res = await send();
+  t.equal(await res.text(), text);
+  t.equal(res.headers.get('content-length'), String(text.length));
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null });
+});
+
+t.test('a request that did not ask to stream is not read for a stream: an SSE body under text/plain goes whole, with its length', async (t) => {
+  const { gw, upstream, send } = await scenario(t, completions, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(WHOLE)) }, [WHOLE]);
+  const res = await send({ model: 'team-m', messages: [{ role: 'user', content: 'hi' }] });
+  t.equal(await res.text(), WHOLE);
+  t.equal(res.headers.get('content-length'), String(Buffer.byteLength(WHOLE)));
+  t.equal(JSON.parse(upstream.requests[0]!.body.toString()).stream_options, undefined);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null });
+});
+
+for (const [name, style] of Object.entries(STYLES)) {
+  t.test(`${name} stream answered 200 with a JSON error object: passed on as sent, recorded as the upstream's error`, async (t) => {
+    const { gw, send } = await scenario(t, style, { 'content-type': 'application/json' }, [ERROR_BODY]);
+    const res = await send();
+    t.equal(res.status, 200);
+    t.equal(await res.text(), ERROR_BODY, 'as sent');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: 'upstream_stream_error' });
+  });
+}
+
+t.test('a JSON answer to a stream request whose error is null, or to a request that did not ask to stream, is no failure', async (t) => {
+  const responses = STYLES.responses!;
+  const success = JSON.stringify({ id: 'resp_1', object: 'response', status: 'completed', error: null, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
+  const { gw, send } = await scenario(t, responses, { 'content-type': 'application/json' }, [success]);
+  const res = await send();
+  t.equal(await res.text(), success);
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null }, 'error: null is a success');
+  const plain = await scenario(t, completions, { 'content-type': 'application/json' }, [ERROR_BODY]);
+  const unstreamed = await plain.send({ model: 'team-m', messages: [{ role: 'user', content: 'hi' }] });
+  t.equal(await unstreamed.text(), ERROR_BODY);
+  t.match(await waitForLog(plain.gw, unstreamed.headers.get('x-switchyard-request-id')), { status: 200, error_code: null }, 'a non-stream answer is judged by its status');
+});
+
+t.test('a CRLF stream whose dropped usage chunk\'s last LF comes in a read of its own: that LF is dropped with it', async (t) => {
+  const crlf = (event: string) => event.replace(/\n/g, '\r\n');
+  const usage = crlf(USAGE_CHUNK);
+  const pieces = [crlf(CONTENT) + usage.slice(0, -1), usage.slice(-1), crlf(DONE)];
+  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/event-stream' }, pieces);
+  const res = await send();
+  t.equal(await res.text(), crlf(CONTENT) + crlf(DONE), 'the content event, then [DONE], with no stray LF between');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.same(record.usage, USAGE);
+});
+
+t.test('a usage chunk without a choices member is dropped too when the gateway asked for usage, LF (read from bytes) or CRLF (parsed)', async (t) => {
+  const noChoices = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } })}\n\n`;
+  for (const eol of ['\n', '\r\n']) {
+    const framed = (event: string) => event.replace(/\n/g, eol);
+    const { gw, send } = await scenario(t, completions, { 'content-type': 'text/event-stream' }, [framed(CONTENT + noChoices + DONE)]);
+    const res = await send();
+    t.equal(await res.text(), framed(CONTENT + DONE), `${JSON.stringify(eol)}: the usage chunk dropped`);
+    t.same((await waitForLog(gw, res.headers.get('x-switchyard-request-id'))).usage, USAGE);
+  }
+});
