@@ -22,7 +22,9 @@ import { cappedModelName } from './body/index.ts';
 import { withinModelCap } from './body/model-name-cap.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { requestFeatures } from './request-features.ts';
-import { owesUsageTo, resourceKey, ResponseAffinity } from './response-affinity.ts';
+import { owesUsageTo, resourceKey, ResponseAffinity, type RememberedResponse } from './response-affinity.ts';
+import { modelVisibleTo } from '../management/visibility.ts';
+import type { AccessKeyRecord } from '../store/records.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
@@ -164,7 +166,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       checkAccessKey(key, op.protocol, started);
       // An upgrade comes to the upgrade handler; a plain request here must not reach the upstream as one.
       if (op.body === 'websocket') throw new DataPlaneError('invalid_websocket_handshake', 'This endpoint opens a WebSocket session: send the request with Upgrade: websocket.');
-      if (key.quota) await quota.enforce(key, started, log);
+      // An operation that runs no model (a stored object's read, cancellation, deletion; a
+      // background response's billing read among them) answers to the requests limits only.
+      if (key.quota) await quota.enforce(key, started, log, op.counts_tokens);
 
       // The same setting bounds a silent request body as a silent stream.
       const bodyIdleMs = forwardDepsFor(snapshot.fresh() ?? (await snapshot.current())).idleTimeoutMs;
@@ -181,7 +185,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         if (!current?.record_request_body) prepared = unrecorded(prepared);
         if (!current) throw new DataPlaneError('access_key_invalid');
         checkAccessKey(current, op.protocol, deps.clock());
-        if (current.quota) await quota.enforce(current, started, log);
+        if (current.quota) await quota.enforce(current, started, log, op.counts_tokens);
       }
       // A body refused as read (invalid JSON, a malformed form) only now: the key as it is
       // decides first, and whether that body is recorded.
@@ -197,6 +201,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const resource = op.resource;
       const heldKey = resource === undefined ? undefined : heldResourceKey(resource, match.params, prepared.fields);
       const remembered = heldKey === undefined ? undefined : affinity.lookup(heldKey);
+      if (remembered !== undefined) admitToHeld(remembered, current);
       // A background response's tokens are counted from the first read by its creator that reports them (its create reported none).
       const billsBackground = remembered !== undefined && owesUsageTo(remembered, current.id) && BACKGROUND_BILLING_READS.has(op.id);
       const routable = attemptOrder(included);
@@ -340,6 +345,18 @@ function modelNamedBy(target: RouteTarget, params: Record<string, string> | unde
   if (params === undefined) return null;
   const value = target.kind === 'operation' ? rawModelOf(target.operation, undefined, params, query) : target.list.answers === 'model' ? params['model'] : undefined;
   return value !== undefined && withinModelCap(value) ? value : null;
+}
+
+/**
+ * Refuses a key an object it may not reach, before anything is forwarded. Another key's object
+ * is not found (the same answer wherever it is held or whether its Group is open to the key,
+ * so ids cannot be probed); one created
+ * under a model the key may not use is that model's refusal. An object learned from a read
+ * names no creator and is open to any key, as one created before a restart.
+ */
+function admitToHeld(remembered: RememberedResponse, key: AccessKeyRecord): void {
+  if (remembered.createdBy !== null && remembered.createdBy !== key.id) throw new DataPlaneError('resource_not_found');
+  if (remembered.externalModel !== null && !modelVisibleTo(key, remembered.externalModel)) throw new DataPlaneError('model_not_visible', `The model "${remembered.externalModel}" this object was created with is not visible to this key.`);
 }
 
 /** The remembered-object key of the object the request names where its operation says (path parameter or body field), if it names one. */

@@ -80,15 +80,18 @@ export class QuotaMeter {
    * Refuses a request of a key that has reached a limit (429 quota_exceeded), or whose usage
    * cannot be read from the log store (503 log_store_unavailable); otherwise admits
    * it, holding its place toward a requests limit until `record(log)` receives its record.
+   * A request that cannot use tokens (`usesTokens` false: a read, cancellation or deletion of a
+   * stored object) is judged by the requests lines only, so that a key past its tokens or cost
+   * can still stop, read (and so bill) and delete what it runs in the background.
    */
-  async enforce(key: AccessKeyRecord, now: number, log: LogRecord): Promise<void> {
+  async enforce(key: AccessKeyRecord, now: number, log: LogRecord, usesTokens = true): Promise<void> {
     if (!quotaHasLimits(key.quota)) return;
     const meter = await this.#loadedMeter(key, now);
     // A request checked again (its key edited while its body came in) is judged without the place it holds, and keeps only that one.
     const admitted = this.#admitted.get(log);
     const own = admitted?.keyId === key.id ? admitted : undefined;
     const held = this.#held(key.id, meter);
-    const line = firstReached(key, meter, (held?.admissions.size ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0));
+    const line = firstReached(key, meter, (held?.admissions.size ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0), usesTokens);
     if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
     if (own) return;
     // No await since the check: no other request can take the same place, and `held` is for this meter's period.
@@ -253,10 +256,10 @@ export class QuotaMeter {
   }
 }
 
-/** The first line reached, with `total` and `period` places in flight added to the requests. */
-function firstReached(key: AccessKeyRecord, meter: Meter, total: number, period: number): QuotaLine | undefined {
+/** The first line reached, with `total` and `period` places in flight added to the requests; only requests lines unless `usesTokens`. */
+function firstReached(key: AccessKeyRecord, meter: Meter, total: number, period: number, usesTokens = true): QuotaLine | undefined {
   const held = (used: QuotaUsage, places: number) => ({ ...used, requests: used.requests + places });
-  return quotaLines(key.quota!, held(meter.total, total), held(meter.period, period)).find((l) => l.used >= l.limit);
+  return quotaLines(key.quota!, held(meter.total, total), held(meter.period, period)).find((l) => l.used >= l.limit && (usesTokens || l.metric === 'requests'));
 }
 
 function add(meter: Meter, log: LogRecord, sessions: Set<Session> | undefined): void {

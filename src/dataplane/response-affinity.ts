@@ -2,7 +2,7 @@
 export interface RememberedResponse {
   groupId: number;
   credentialId: number;
-  /** The AccessKey that created it, whose reads alone count a background response's usage. */
+  /** The AccessKey that created it, the only one that may name it; null for one learned from a read (open to any key). */
   createdBy: number | null;
   /** A background response whose usage no read by its creator has reported yet. */
   unbilled: boolean;

@@ -15,6 +15,8 @@ export const REFUSAL_REASONS = {
   conversion_not_available: { status: 400, en: 'Protocol conversion for this route is not available in this version.', zh: '此版本尚未提供该路由的协议转换。' },
   protocol_not_allowed: { status: 403, en: 'The access key does not allow this protocol.', zh: '访问密钥不允许此协议。' },
   model_not_visible: { status: 404, en: 'The model does not exist or is not visible to this access key.', zh: '模型不存在或对此访问密钥不可见。' },
+  // Another key's stored object answers as an id no one holds: whether it exists is not told.
+  resource_not_found: { status: 404, en: 'No such object for this access key.', zh: '此访问密钥下没有该对象。' },
   access_key_invalid: { status: 401, en: 'Missing or invalid access key.', zh: '缺少访问密钥或访问密钥无效。' },
   access_key_disabled: { status: 403, en: 'The access key is disabled.', zh: '访问密钥已被停用。' },
   access_key_expired: { status: 403, en: 'The access key has expired.', zh: '访问密钥已过期。' },

@@ -256,7 +256,7 @@ t.test('a background response is counted once, from the first read that reports 
   t.equal(upstream.requests.length, 6);
 });
 
-t.test("a background response read by another AccessKey is counted for the key that created it, not the reader", async (t) => {
+t.test("a background response is not found for another AccessKey, and counted once for the key that created it", async (t) => {
   // The upstream answers the background create queued, and every read completed with the usage of the generation.
   const usage = { input_tokens: 100, output_tokens: 50, total_tokens: 150 };
   const { gw, upstream } = await startUpstreamAndDataPlane(t, (req, res) => {
@@ -277,11 +277,12 @@ t.test("a background response read by another AccessKey is counted for the key t
   t.equal((await call(creator.keyValue, 'POST', '/v1/responses', { model: 'team-m', input: 'hi', background: true })).status, 200);
   for (const [method, path] of [['GET', '/v1/responses/resp_shared'], ['POST', '/v1/responses/resp_shared/cancel']] as const) {
     const other = await call(reader.keyValue, method, path);
-    t.equal(other.status, 200, `the other key's ${method} ${path} is answered`);
-    t.match(other.record, { access_key_id: reader.key.id });
+    t.equal(other.status, 404, `the other key's ${method} ${path} is not found`);
+    t.match(other.record, { access_key_id: reader.key.id, error_code: 'resource_not_found', attempt_count: 0 });
     t.same(other.record.usage, none, `the other key's ${method} ${path} counts nothing`);
     t.equal(other.record.cost, 0);
   }
+  t.equal(upstream.requests.length, 1, 'nothing of the other key reached the upstream');
   const own = await call(creator.keyValue, 'GET', '/v1/responses/resp_shared');
   t.match(own.record, { access_key_id: creator.key.id });
   t.same(own.record.usage, { input_tokens: 100, output_tokens: 50, cached_tokens: 0, reasoning_tokens: 0 }, "the creator's first read that reports the usage counts it");
