@@ -3,6 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import type { OperationEntry } from '../generated/index.ts';
+import { continueBody } from '../http/expect-continue.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
 import { attemptSplices, BodyRewriteError, bodyModelKey, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
@@ -73,6 +74,8 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
   const contentType = String(req.headers['content-type'] ?? '');
   const declared = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
+  // Refused by now or read from here: a client waiting for `100 Continue` is told to send it.
+  continueBody(req);
   // Only an endpoint that takes a form reads one: a JSON endpoint parses what it got as JSON
   // (and refuses it), so that no form is routed by its fields and forwarded past rules that read the body.
   if (op.body === 'multipart' && contentType.toLowerCase().startsWith('multipart/form-data')) {
@@ -112,6 +115,7 @@ function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits, idle
   // HTTP/1.1: neither a length nor chunked framing means no body.
   if (declared === 0 || (declared === undefined && req.headers['transfer-encoding'] === undefined)) return NO_BODY;
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
+  continueBody(req);
   if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record), idleTimeoutMs);
   return spooledRaw(req, declared, record, limits, idleTimeoutMs);
 }

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { bodyOutstanding } from './body-outstanding.ts';
+import { continueAwaited } from './expect-continue.ts';
 
 /** After an answer given mid-upload, at most this much more of the body is read. */
 export const LINGER_BYTES = 64 * 1024 * 1024;
@@ -12,25 +13,71 @@ export const LINGER_BYTES = 64 * 1024 * 1024;
  */
 export const LINGER_MS = 30_000;
 
+/**
+ * After an answer that ends its connection while the body still uploads, this long (from the
+ * answer's end) the connection lingers half-closed, what still arrives read and discarded, as
+ * nginx's `lingering_timeout`.
+ */
+export const LINGER_CLOSE_MS = 5_000;
+
 /** Connections whose answer has been sent and which only read the rest of its request's body. */
 const draining = new WeakSet<Socket>();
 
+/** Connections whose last answer (`connection: close`) has been sent and which only discard what still arrives. */
+const lingering = new WeakSet<Socket>();
+
 /**
  * Whether this connection's answer has been sent and it only reads and discards the rest of the
- * body (see drainAfterAnswer): a shutdown ends it at once, as node's parser, mid-body, does not
- * count it idle.
+ * body (see drainAfterAnswer and lingerOnClose): a shutdown ends it at once, as node's parser,
+ * mid-body, does not count it idle.
  */
 export function drainingAfterAnswer(socket: Socket): boolean {
-  return draining.has(socket);
+  return draining.has(socket) || lingering.has(socket);
+}
+
+/**
+ * Whether this connection's last answer has been sent (see lingerOnClose): a request node's
+ * parser still finds on it, sent after `connection: close`, is not to be served.
+ */
+export function closedAfterAnswer(socket: Socket): boolean {
+  return lingering.has(socket);
 }
 
 /**
  * The rule of both planes for an answer (called as it is given, before its headers are
  * written): a request whose body still uploads has the rest drained (see drainAfterAnswer), or,
- * when that is refused, the answer must say `connection: close`. Returns whether it must.
+ * when that is refused or the client still waits for `100 Continue` (it sends no body then),
+ * the answer must say `connection: close` and the connection lingers (see lingerOnClose).
+ * Returns whether it must.
  */
 export function closeUnlessDrained(res: ServerResponse): boolean {
-  return bodyOutstanding(res.req) && !drainAfterAnswer(res);
+  if (!bodyOutstanding(res.req)) return false;
+  if (!continueAwaited(res.req) && drainAfterAnswer(res)) return false;
+  lingerOnClose(res);
+  return true;
+}
+
+/**
+ * For an answer that ends its connection while the body still uploads: node ends it once the
+ * answer is sent, and a socket closed with unread bytes sends RST, which can reach a client
+ * still writing before it read the answer (an SDK then reports a connection error, not the
+ * 413). As nginx's lingering close, the connection is half-closed instead, and what still
+ * arrives is read and discarded until the client closes or LINGER_CLOSE_MS has passed:
+ * bounded by time, not bytes, as the body was too large to drain.
+ */
+function lingerOnClose(res: ServerResponse): void {
+  const req = res.req;
+  const socket = req.socket;
+  // What node calls once the last answer is written (end, then destroy once it is flushed).
+  socket.destroySoon = () => {
+    lingering.add(socket);
+    socket.end();
+    // Whatever read the body before (a spool file, the upstream) is done with it.
+    req.unpipe();
+    req.resume();
+    const deadline = setTimeout(() => socket.destroy(), LINGER_CLOSE_MS).unref();
+    socket.once('close', () => clearTimeout(deadline));
+  };
 }
 
 /**
@@ -43,10 +90,9 @@ export function closeUnlessDrained(res: ServerResponse): boolean {
  * connection open and node's parser at the next request.
  * Returns false, and drains nothing, when the declared length is more than LINGER_BYTES beyond
  * what the connection has read so far (an upper bound of what arrived of the body): the rest
- * would be read for nothing. The answer must then say `connection: close` (node ends the
- * connection after it, as before the drain existed).
+ * would be read for nothing. The answer must then say `connection: close` (see closeUnlessDrained).
  */
-export function drainAfterAnswer(res: ServerResponse): boolean {
+function drainAfterAnswer(res: ServerResponse): boolean {
   const req = res.req;
   const socket = req.socket;
   const length = req.headers['content-length'];

@@ -28,6 +28,9 @@ import { hourlyRetention, startLogRetention, type RetentionSchedule } from './lo
 import { packageVersion } from './package-version.ts';
 import { CLIENT_SILENCE_MS } from '../http/json-body.ts';
 import { serveUpgradeAsRequest } from '../http/serve-upgrade-as-request.ts';
+import { closedAfterAnswer } from '../http/drain-after-answer.ts';
+import { holdContinue } from '../http/expect-continue.ts';
+import { originForm } from './origin-form.ts';
 
 /** What the data plane gets when the server mounts it. */
 export interface DataPlaneMountDeps {
@@ -154,15 +157,27 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     // The headers keep node's own deadline (a client slower gets node's bare 408, no record).
     // A body that goes silent is bounded instead: the data plane answers it 408
     // (stream_idle_timeout_seconds), the management plane ends its connection (json-body.ts).
-    const server = createHttpServer({ requestTimeout: 0, headersTimeout: CLIENT_SILENCE_MS }, (req, res) => {
+    const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
+      // Sent after an answer that said `connection: close`, by a client that did not wait for the close.
+      if (closedAfterAnswer(req.socket)) return void req.socket.destroy();
       drain.admit(res);
-      const url = req.url ?? '/';
-      if (dataRequest === undefined || url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) void koa(req, res);
-      else dataRequest(req, res);
-    });
+      const url = originForm(req);
+      if (dataRequest === undefined || url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) {
+        // The management plane reads any body it is sent: nothing gained by holding the 100 back.
+        if (expectsContinue) res.writeContinue();
+        void koa(req, res);
+      } else {
+        if (expectsContinue) holdContinue(res);
+        dataRequest(req, res);
+      }
+    };
+    const server = createHttpServer({ requestTimeout: 0, headersTimeout: CLIENT_SILENCE_MS }, (req, res) => serve(req, res, false));
+    // `Expect: 100-continue`: without this listener node sends the 100 before any handler runs.
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
     const drain = new ConnectionDrain(server);
     const { upgrade, servesUpgrade } = dataPlane;
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      originForm(req);
       if (upgrade !== undefined && servesUpgrade?.(req) === true) upgrade(req, socket, head);
       else serveUpgradeAsRequest(server, req, socket, head);
     });

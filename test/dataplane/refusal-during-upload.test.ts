@@ -3,8 +3,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import t, { type Test } from 'tap';
 import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { createKey, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
-import { LINGER_BYTES, LINGER_MS } from '../../src/http/drain-after-answer.ts';
+import { createKey, eventually, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { LINGER_BYTES, LINGER_CLOSE_MS, LINGER_MS } from '../../src/http/drain-after-answer.ts';
 
 // Issue 4 item 5: every refusal answers in the client's protocol's error shape, so the official
 // SDKs raise their typed errors. One given while the body still uploads must reach a client
@@ -162,18 +162,45 @@ t.test('a body that trickles on after an early answer has its connection closed 
   t.equal(answers(conn.received()).length, 1, 'one answer, then the connection ended');
 });
 
-t.test('a body declared far beyond the lingering bound is answered with connection: close and the connection ended, without reading the bound first', async (t) => {
+t.test('a body declared far beyond the lingering bound is answered with connection: close, the rest of the upload discarded without a reset', async (t) => {
   const { gw } = await gateway(t);
   const conn = rawConnection(t, gw);
   const declared = 1024 * MiB;
   conn.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
-  const sent = await withTimeout(upload(conn.socket, declared), BOUND_MS, 'the upload to stop');
-  await withTimeout(conn.closed, BOUND_MS, 'the connection to close');
-  t.ok(sent < LINGER_BYTES, `the gateway ended the connection before the client could send the lingering bound (${sent} bytes sent)`);
+  await withTimeout(upload(conn.socket, declared), BOUND_MS + LINGER_CLOSE_MS, 'the upload to stop');
+  await withTimeout(conn.closed, BOUND_MS + LINGER_CLOSE_MS, 'the connection to close');
   const answer = conn.received();
   t.match(answer, /^HTTP\/1\.1 401 /, 'the answer was read');
   t.match(answer, /\r\nconnection: close\r\n/i, 'saying the connection ends');
   const json = answer.slice(answer.indexOf('\r\n\r\n') + 4);
   t.equal(Buffer.byteLength(json, 'latin1'), Number(/\r\ncontent-length: (\d+)\r\n/i.exec(answer)?.[1]), 'the whole answer body');
   t.match(JSON.parse(json), { error: { code: 'access_key_invalid' } });
+});
+
+t.test('a client that writes its whole upload before it reads gets the answer given with connection: close, not a reset', async (t) => {
+  const { gw } = await gateway(t);
+  const conn = rawConnection(t, gw);
+  // Not read until the upload is written, as a client that sends the body before it looks at
+  // the answer: a connection closed on unread bytes resets it first, and the answer is lost.
+  conn.socket.pause();
+  const declared = 1024 * MiB;
+  conn.socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${declared}\r\n\r\n`);
+  const sent = 32 * MiB;
+  await withTimeout(upload(conn.socket, sent), BOUND_MS, 'the upload');
+  t.equal(conn.writeError(), undefined, 'no reset while writing');
+  conn.socket.resume();
+  await eventually(() => (/\r\n\r\n[^]*\}$/.test(conn.received()) ? true : undefined), 'the whole answer', BOUND_MS);
+  const answer = conn.received();
+  t.match(answer, /^HTTP\/1\.1 401 /, 'the answer was read after the upload');
+  t.match(answer, /\r\nconnection: close\r\n/i, 'saying the connection ends');
+  const json = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+  t.match(JSON.parse(json), { error: { code: 'access_key_invalid' } });
+  conn.socket.end();
+  await withTimeout(conn.closed, BOUND_MS, 'the connection to close');
+});
+
+t.test('openai SDK: a 65 MiB chat request, over maxBodyBytes and beyond the lingering bound, gets the typed 413 each time, not a connection error', async (t) => {
+  const { gw, keyValue } = await gateway(t);
+  const results = await sdkCalls(gw, keyValue, "client.chat.completions.create({ model: 'chat', messages: [{ role: 'user', content: 'y'.repeat(65 * MiB) }] })", 10);
+  t.same(results.map((r) => r.error), Array(10).fill('APIError'), 'APIError (status 413) each time, not APIConnectionError');
 });

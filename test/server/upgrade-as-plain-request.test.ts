@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -9,6 +8,7 @@ import { createServer } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { seedRoute, startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
 import { withTimeout } from '../dataplane/helpers/dataplane-scenarios.ts';
+import { rawConnection } from './helpers/raw-http-connection.ts';
 
 // RFC 9110 §7.8: a server may ignore Upgrade. An upgrade the gateway does not serve (h2c, which
 // curl --http2 and Java's HttpClient send on http://; a WebSocket one to a path that opens no
@@ -17,12 +17,6 @@ import { withTimeout } from '../dataplane/helpers/dataplane-scenarios.ts';
 const AUTH_KEY = 'upgrade-plain-auth-key-0123456789abcdef';
 const H2C = 'Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n';
 const WEBSOCKET = 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
 
 async function setup(t: Test) {
   const upstream = await startUpstream((req, res) => {
@@ -38,62 +32,6 @@ async function setup(t: Test) {
   });
   const { keyValue } = await seedRoute(server.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm-a', upstream: 'v-a' }], protocols: ['x-completions', 'x-messages', 'x-generate'] });
   return { server, upstream, keyValue };
-}
-
-/** One client connection, written raw, whose answers are read one after the other. */
-function rawConnection(t: Test, port: number) {
-  const socket: Socket = connect(port, '127.0.0.1');
-  socket.on('error', () => {});
-  t.teardown(() => void socket.destroy());
-  let buffered = Buffer.alloc(0);
-  let wake: (() => void) | undefined;
-  socket.on('data', (d: Buffer) => {
-    buffered = Buffer.concat([buffered, d]);
-    wake?.();
-  });
-  socket.on('close', () => wake?.());
-  const more = () => new Promise<void>((resolve) => (wake = resolve));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  async function next(): Promise<Answer> {
-    for (;;) {
-      const answer = takeAnswer();
-      if (answer) return answer;
-      if (socket.destroyed) throw new Error(`the connection closed; unread: ${buffered.toString('latin1')}`);
-      await withTimeout(more(), 5000, 'an answer');
-    }
-  }
-  /** The first whole answer in the buffer (content-length or chunked), taken off it. */
-  function takeAnswer(): Answer | undefined {
-    const end = buffered.indexOf('\r\n\r\n');
-    if (end < 0) return undefined;
-    const [statusLine, ...lines] = buffered.subarray(0, end).toString('latin1').split('\r\n');
-    const headers: Record<string, string> = {};
-    for (const line of lines) headers[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
-    const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine!)![1]);
-    let at = end + 4;
-    let body: Buffer;
-    if (headers['transfer-encoding'] === 'chunked') {
-      const chunks: Buffer[] = [];
-      for (;;) {
-        const lineEnd = buffered.indexOf('\r\n', at);
-        if (lineEnd < 0) return undefined;
-        const size = parseInt(buffered.subarray(at, lineEnd).toString('latin1'), 16);
-        if (buffered.length < lineEnd + 2 + size + 2) return undefined;
-        chunks.push(buffered.subarray(lineEnd + 2, lineEnd + 2 + size));
-        at = lineEnd + 2 + size + 2;
-        if (size === 0) break;
-      }
-      body = Buffer.concat(chunks);
-    } else {
-      const length = Number(headers['content-length'] ?? 0);
-      if (buffered.length < at + length) return undefined;
-      body = buffered.subarray(at, at + length);
-      at += length;
-    }
-    buffered = buffered.subarray(at);
-    return { status, headers, body: body.toString('utf8') };
-  }
-  return { socket, next, closed, write: (text: string) => socket.write(text) };
 }
 
 t.test('an h2c upgrade GET of the model list is answered the 200 list over HTTP/1.1, and the next request on the connection is served', async (t) => {
