@@ -56,6 +56,11 @@ export interface ForwardInput {
   candidates: readonly Candidate[];
   streamStyle: StreamErrorStyle;
   usageStyle: UsageStyle | undefined;
+  /**
+   * The request asked for a stream: its route features' stream flag, read from any body (one
+   * spooled or a form's fields too), or an operation that always streams.
+   */
+  streamRequested: boolean;
   /** Adds `stream_options.include_usage` for completions streams; true when the client did not ask. */
   requestStreamUsage?: (body: Record<string, unknown>) => boolean;
   /**
@@ -407,22 +412,9 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     },
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
-    streamRequested: asksToStream(input, dropUsageChunk),
+    streamRequested: input.streamRequested,
     inFlight: deps.inFlight,
   };
-}
-
-/**
- * Whether the request asked for a stream, as its route features read it. A body spooled rather
- * than parsed says so only through the usage the gateway asked for on its behalf.
- */
-function asksToStream(input: ForwardInput, dropUsageChunk: boolean): boolean {
-  const { stream } = input.op;
-  if (stream === 'always' || dropUsageChunk) return true;
-  if (stream === 'query_flag') return new URLSearchParams(input.search).get('stream') === 'true';
-  if (input.body.kind !== 'json') return false;
-  const flag = input.body.value['stream'];
-  return flag === true || flag === 'true';
 }
 
 /**

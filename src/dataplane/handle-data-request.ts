@@ -231,6 +231,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           search: q < 0 ? '' : stripCredentialQuery(target.slice(q)),
           body: prepared.body,
           candidates: ordered,
+          streamRequested: features.stream === true,
           streamStyle: STREAM_STYLE[op.protocol] ?? 'completions',
           usageStyle: op.counts_tokens || billsBackground ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
           requestStreamUsage: op.protocol === 'x-completions' ? requestStreamUsage : undefined,

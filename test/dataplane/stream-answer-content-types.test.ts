@@ -53,7 +53,7 @@ async function scenario(t: Test, style: Style, headers: OutgoingHttpHeaders, pie
   await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
   const send = (body: Record<string, unknown> = style.body) => fetch(`${gw.url}${style.path}`, { method: 'POST', headers: { ...style.headers(keyValue), 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { gw, upstream, send };
+  return { gw, upstream, send, keyValue };
 }
 
 const completions = STYLES.completions!;
@@ -159,4 +159,45 @@ t.test('a usage chunk without a choices member is dropped too when the gateway a
     t.equal(await res.text(), framed(CONTENT + DONE), `${JSON.stringify(eol)}: the usage chunk dropped`);
     t.same((await waitForLog(gw, res.headers.get('x-switchyard-request-id'))).usage, USAGE);
   }
+});
+
+// Whether a request asked to stream is read as routing reads it, from any body: a JSON body
+// too large to parse (spooled, its members scanned) or a form's text fields before its model.
+const BUFFERED_JSON_BYTES = 4096;
+
+t.test('a spooled completions stream request answered under text/plain is relayed as SSE, whether the client or the gateway asked for usage', async (t) => {
+  const messages = [{ role: 'user', content: 'x'.repeat(2 * BUFFERED_JSON_BYTES) }];
+  for (const clientAsked of [true, false]) {
+    const headers = { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(WHOLE)) };
+    const { gw, upstream, send } = await scenario(t, completions, headers, [WHOLE], undefined, { bufferedJsonBytes: BUFFERED_JSON_BYTES });
+    const body = { model: 'team-m', stream: true, messages, ...(clientAsked ? { stream_options: { include_usage: true } } : {}) };
+    t.ok(Buffer.byteLength(JSON.stringify(body)) > BUFFERED_JSON_BYTES, 'the body is over the buffered limit: spooled, not parsed');
+    const res = await send(body);
+    const label = clientAsked ? 'client asked for usage' : 'gateway asked for usage';
+    t.equal(await res.text(), clientAsked ? WHOLE : CONTENT + DONE, `${label}: the usage chunk ${clientAsked ? 'kept' : 'hidden'}`);
+    t.equal(res.headers.get('content-length'), null, `${label}: relayed as SSE, without the upstream's length`);
+    t.same(JSON.parse(upstream.requests[0]!.body.toString()).stream_options, { include_usage: true });
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 200, error_code: null });
+    t.same(record.usage, USAGE, `${label}: usage read from the stream`);
+  }
+});
+
+t.test('a transcription form with stream=true answered with an SSE body under text/plain is relayed as SSE, its usage read', async (t) => {
+  const boundary = 'stream-flag-boundary';
+  const part = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+  // The flag before the model: routing reads a form's fields up to its model only.
+  const form = `${part('stream', 'true')}${part('model', 'team-m')}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF....\r\n--${boundary}--\r\n`;
+  const events = [
+    `data: ${JSON.stringify({ type: 'transcript.text.delta', delta: 'Hi' })}\n\n`,
+    `data: ${JSON.stringify({ type: 'transcript.text.done', text: 'Hi', usage: { type: 'tokens', input_tokens: 14, output_tokens: 3, total_tokens: 17 } })}\n\n`,
+  ].join('');
+  const suite: Style = { protocol: 'x-suite', channel: 'ch03', path: '/v1/audio/transcriptions', body: {}, headers: bearer };
+  const { gw, keyValue } = await scenario(t, suite, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(events)) }, [events]);
+  const res = await fetch(`${gw.url}${suite.path}`, { method: 'POST', headers: { ...bearer(keyValue), 'content-type': `multipart/form-data; boundary=${boundary}` }, body: form });
+  t.equal(await res.text(), events, 'the events as sent');
+  t.equal(res.headers.get('content-length'), null, 'relayed as SSE, without the upstream\'s length');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null });
+  t.same(record.usage, { input_tokens: 14, output_tokens: 3, cached_tokens: 0, reasoning_tokens: 0 }, 'usage read from the done event');
 });
