@@ -89,7 +89,7 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
     // client's wait for a response ends and it sees the request id; a plain body keeps one write.
     if ((isSse || isJsonArrayStream) && !relay.started && !res.writableEnded) {
       if (holdHead) relay.releaseHeadAfter(HEAD_HOLD_MS);
-      else res.flushHeaders();
+      else relay.flushHead();
     }
   });
 }

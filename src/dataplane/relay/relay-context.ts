@@ -19,6 +19,10 @@ export interface DeliveryOptions {
   /** Look for the `id` of the stored object the answer names (a response, a voice), for routing later calls back. */
   captureResponseId: boolean;
   idleTimeoutMs: number;
+  /**
+   * The upstream's answer began to reach the client: its status and headers sent ahead of its
+   * body, or its first body bytes. Called once; never for the gateway's own error in its place.
+   */
   onFirstByte(): void;
   /** Largest non-streaming body kept aside to read usage and ids from. */
   captureLimitBytes: number;
@@ -84,6 +88,8 @@ export class RelayContext {
    */
   watchesAfterFirstTurn = false;
   #first = true;
+  /** onFirstByte was called: at the first body bytes, or before them when the head went out alone. */
+  #timed = false;
   #waitingForDrain = false;
   #queued: Buffer[] = [];
   #flushScheduled = false;
@@ -121,8 +127,17 @@ export class RelayContext {
       this.#headTimer = undefined;
       if (this.#heldHead === undefined || !this.clientOpen || this.res.writableEnded) return;
       this.#writeHead(this.#heldHead);
-      this.res.flushHeaders();
+      this.flushHead();
     }, ms);
+  }
+
+  /**
+   * Sends the written head ahead of the body. The client has the upstream's answer from now
+   * (its time to first byte), though nothing of the body was written: not `started`.
+   */
+  flushHead(): void {
+    this.res.flushHeaders();
+    if (this.clientOpen) this.#timeFirstByte();
   }
 
   /** Whether anything was written (or queued to be) to the client yet. */
@@ -133,6 +148,12 @@ export class RelayContext {
   markFirstByte(): void {
     if (!this.#first) return;
     this.#first = false;
+    this.#timeFirstByte();
+  }
+
+  #timeFirstByte(): void {
+    if (this.#timed) return;
+    this.#timed = true;
     this.options.onFirstByte();
   }
 
@@ -196,7 +217,8 @@ export class RelayContext {
     const headers = code === 'shutting_down' ? undefined : NO_RETRY;
     // The responses protocol's errors have the completions shape.
     if (!sendGatewayError(this.res, streamStyle === 'responses' ? 'completions' : streamStyle, { status, code, message: streamFailureOf(code).message, headers }, requestId)) return false;
-    this.markFirstByte();
+    // Started, but untimed: a time to first byte is the upstream's answer's, not the gateway's error's.
+    this.#first = false;
     this.outcome.answeredStatus = status;
     return true;
   }

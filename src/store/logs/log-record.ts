@@ -15,7 +15,11 @@ export interface AttemptRecord {
 export interface RequestTimings {
   /** Epoch ms when the request arrived. */
   started_at: number;
-  /** Time to the first response byte sent to the client; null when none was sent. */
+  /**
+   * Time to the first byte of the upstream's answer sent to the client, its status line included
+   * (a stream's headers sent ahead of its first event count); null when none was sent, as when
+   * the client got only the gateway's own error.
+   */
   ttfb_ms: number | null;
   duration_ms: number;
 }
