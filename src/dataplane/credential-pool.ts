@@ -231,13 +231,13 @@ export const MAX_RETRY_AFTER_SECONDS = 86_400;
  * The verdict for an upstream status (or null for a connection failure). The cooldown is the
  * upstream's own hint when it gives one: `retry-after-ms` (OpenAI-style upstreams; preferred,
  * it is the finer), else `retry-after` (seconds or an HTTP date, dated from `now`), else
- * `credential_cooldown_seconds`.
+ * `bodyDelayMs` (the body's own hint: Google's RetryInfo), else `credential_cooldown_seconds`.
  */
-export function verdictFor(status: number | null, headers: HeaderMap | undefined, defaultCooldownSeconds: number, now = Date.now()): CredentialVerdict {
+export function verdictFor(status: number | null, headers: HeaderMap | undefined, defaultCooldownSeconds: number, now = Date.now(), bodyDelayMs?: number): CredentialVerdict {
   if (status === 401 || status === 403) return { action: 'disable', reason: `upstream answered ${status}` };
   // 501: the upstream does not implement the path; the credential is fine.
   if (status === null || status === 429 || (status >= 500 && status !== 501)) {
-    const ms = retryAfterMs(headers, now) ?? defaultCooldownSeconds * 1000;
+    const ms = retryAfterMs(headers, now) ?? bodyDelayMs ?? defaultCooldownSeconds * 1000;
     return { action: 'cooldown', ms: Math.min(ms, MAX_RETRY_AFTER_SECONDS * 1000) };
   }
   return { action: 'none' };

@@ -15,7 +15,7 @@ import { NO_RETRY } from './retry-hints.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
-import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
+import { judgedByBody, judgeUpstreamAnswer } from './judge-upstream-answer.ts';
 import { brokenBodyFraming, requestBodyFailure } from './request-body-failure.ts';
 import { isReadableError, maskedUpstreamError, readUpstreamError, sendUpstreamError, type UpstreamErrorReply } from './upstream-error-reply.ts';
 import { setUpstreamCredential, upstreamTarget } from './upstream-target.ts';
@@ -295,17 +295,26 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         watch.point(undefined);
         attempt.status = upstream.status;
-        if (FAILOVER_STATUSES(upstream.status, input.op)) {
-          await deps.pool.apply(credential, access, verdictFor(upstream.status, upstream.headers, deps.cooldownSeconds, deps.now()), deps.now());
-          const mayRetry = !bodyConsumed && (input.op.replay_safe || REJECTED_BEFORE_PROCESSING(upstream.status));
+        // When another credential may follow, a body that stalls is cut at the idle timeout
+        // rather than the body timeout's backstop (a last one is the client's answer, read as
+        // any is); a client that leaves meanwhile ends the read.
+        const othersFollow = listed !== credentials[credentials.length - 1] || routed !== input.candidates[input.candidates.length - 1];
+        const readFailure = async () => {
+          watch.point(() => upstream.abort());
+          const read = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
+          watch.point(undefined);
+          return read;
+        };
+        // An error body that says more than its status (Google's shape) is read before the
+        // verdict: it is read whole for the client anyway, and successful answers never are.
+        let failure = judgedByBody(input.op) && isReadableError(upstream) ? await readFailure() : undefined;
+        const body = failure === undefined || failure instanceof DataPlaneError || failure.stream !== undefined ? undefined : failure.body;
+        const judged = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldownSeconds, deps.now());
+        if (judged.failsOver) {
+          await deps.pool.apply(credential, access, judged.verdict, deps.now());
+          const mayRetry = !bodyConsumed && (input.op.replay_safe || judged.rejectedBeforeProcessing);
           if (mayRetry && attempts.length < deps.maxAttempts) {
-            // When another credential may follow, a body that stalls is cut at the idle timeout
-            // rather than the body timeout's backstop (a last one is the client's answer, read as
-            // any is); a client that leaves meanwhile ends the read.
-            const othersFollow = listed !== credentials[credentials.length - 1] || routed !== input.candidates[input.candidates.length - 1];
-            watch.point(() => upstream.abort());
-            const failure = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
-            watch.point(undefined);
+            failure ??= await readFailure();
             if (failure instanceof DataPlaneError) {
               // Undecodable: this attempt failed as the status says, the next credential may still answer.
               lastTransportError = { error: failure, candidate, credential };
@@ -320,12 +329,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         if (clientGone(input)) {
           upstream.abort();
+          if (failure !== undefined && !(failure instanceof DataPlaneError)) failure.stream?.abort();
           result.clientAborted = true;
           attempt.error_code = 'client_closed';
           break;
         }
-        if (isReadableError(upstream)) {
-          const failure = await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
+        if (failure !== undefined || isReadableError(upstream)) {
+          failure ??= await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
           if (failure instanceof DataPlaneError) return answerTransportFailure(input, result, { error: failure, candidate, credential });
           if (clientGone(input)) {
             failure.stream?.abort();

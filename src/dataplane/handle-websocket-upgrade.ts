@@ -30,7 +30,7 @@ import { withRequestId } from './request-id-headers.ts';
 import { SESSION_USAGE_STYLE_BY_PROTOCOL } from './session-usage-style.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 import { maskUpstreamSecret } from './upstream-error-reply.ts';
-import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
+import { judgeUpstreamAnswer } from './judge-upstream-answer.ts';
 import { newRequestId } from './new-request-id.ts';
 import { UpgradeClientWatch } from './watch-upgrade-client.ts';
 import { upstreamSwitchingHeaders } from './upstream-switching-headers.ts';
@@ -224,15 +224,15 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             throw new DataPlaneError('subprotocol_not_accepted');
           }
           if (outcome.kind === 'answered') {
-            const verdict = verdictFor(outcome.status, outcome.headers, settings.credential_cooldown_seconds, deps.clock());
             attempt.error_code = `upstream_${outcome.status}`;
             const headers = clientResponseHeaders(outcome.headers, true);
             // An answer the gateway cannot decode to mask: this attempt's failure, weighed by its status all the same.
             const answer = maskedOrUndecodable<UpstreamAnswer>(attempt, () => ({ status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential }));
-            const failsOver = FAILOVER_STATUSES(outcome.status, op);
-            if (failsOver) await pool.apply(credential, access, verdict, deps.clock());
+            // As forward-native: the body in Google's error shape (the live operation's) is judged too.
+            const judged = judgeUpstreamAnswer(outcome.status, outcome.headers, op, answer instanceof DataPlaneError ? undefined : answer.body, req.headers, settings.credential_cooldown_seconds, deps.clock());
+            if (judged.failsOver) await pool.apply(credential, access, judged.verdict, deps.clock());
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably rejected it before processing.
-            if (failsOver && (op.replay_safe || REJECTED_BEFORE_PROCESSING(outcome.status))) {
+            if (judged.failsOver && (op.replay_safe || judged.rejectedBeforeProcessing)) {
               if (answer instanceof DataPlaneError) lastFailure = { error: answer, candidate, credential };
               else lastAnswer = answer;
               continue;

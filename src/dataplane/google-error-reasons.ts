@@ -1,0 +1,94 @@
+import type { HeaderMap } from '../upstream/index.ts';
+
+/**
+ * One `google.rpc.ErrorInfo` reason of Google's error shape (`{error:{code,message,status,
+ * details:[…]}}`), as the upstream sends it, with what it says: `credential`, the key (or its
+ * project) is refused whatever the request asks. `unlessClientSent`: the key's restriction is
+ * on what these request headers say, which the client's own headers (forwarded) may have set;
+ * then the refusal is the client's, not the key's.
+ */
+export interface GoogleErrorReasonRow {
+  raw: string;
+  unified: 'credential';
+  unlessClientSent?: readonly string[];
+}
+
+/**
+ * Reasons of google/api/error_reason.proto that condemn the credential. An expired key is
+ * `API_KEY_INVALID` too ("API key expired. Please renew the API key.", 400). Left out, so that
+ * their answer goes to the client as sent: reasons that depend on the method or resource asked
+ * for (CREDENTIALS_MISSING and ACCESS_TOKEN_TYPE_UNSUPPORTED, as for a tuned model an API key
+ * may not call; ACCESS_TOKEN_SCOPE_INSUFFICIENT), on a project the client may name
+ * (USER_PROJECT_DENIED, RESOURCE_PROJECT_INVALID), or on the caller's location.
+ */
+export const googleErrorReasons: readonly GoogleErrorReasonRow[] = [
+  { raw: 'API_KEY_INVALID', unified: 'credential' },
+  { raw: 'API_KEY_SERVICE_BLOCKED', unified: 'credential' },
+  { raw: 'API_KEY_IP_ADDRESS_BLOCKED', unified: 'credential' },
+  { raw: 'API_KEY_HTTP_REFERRER_BLOCKED', unified: 'credential', unlessClientSent: ['referer'] },
+  { raw: 'API_KEY_ANDROID_APP_BLOCKED', unified: 'credential', unlessClientSent: ['x-android-package', 'x-android-cert'] },
+  { raw: 'API_KEY_IOS_APP_BLOCKED', unified: 'credential', unlessClientSent: ['x-ios-bundle-identifier'] },
+  { raw: 'SERVICE_DISABLED', unified: 'credential' },
+  { raw: 'BILLING_DISABLED', unified: 'credential' },
+  { raw: 'CONSUMER_SUSPENDED', unified: 'credential' },
+  { raw: 'CONSUMER_INVALID', unified: 'credential' },
+  { raw: 'ACCOUNT_STATE_INVALID', unified: 'credential' },
+  { raw: 'ACCESS_TOKEN_EXPIRED', unified: 'credential' },
+];
+
+/** What an error answer in Google's shape says beyond its status. */
+export interface GoogleErrorDetails {
+  /** The ErrorInfo reason, as sent; undefined when the body gives none. */
+  reason: string | undefined;
+  /** RetryInfo's `retryDelay`, in ms; undefined when the body gives none (or not as a duration). */
+  retryDelayMs: number | undefined;
+}
+
+/**
+ * Error bodies in Google's shape are a few hundred bytes; a larger one is not parsed (its
+ * status rules), so that no answer costs more than this to judge.
+ */
+export const GOOGLE_ERROR_PARSE_LIMIT = 64 * 1024;
+
+/** The details of a body in Google's error shape, or undefined for any other body. */
+export function readGoogleError(body: Buffer): GoogleErrorDetails | undefined {
+  if (body.length > GOOGLE_ERROR_PARSE_LIMIT) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const error = isObject(parsed) ? parsed['error'] : undefined;
+  if (!isObject(error) || typeof error['status'] !== 'string' || typeof error['code'] !== 'number') return undefined;
+  const details = Array.isArray(error['details']) ? error['details'].filter(isObject) : [];
+  const info = details.find((d) => d['@type'] === ERROR_INFO);
+  const retry = details.find((d) => d['@type'] === RETRY_INFO);
+  return {
+    reason: typeof info?.['reason'] === 'string' ? info['reason'] : undefined,
+    retryDelayMs: typeof retry?.['retryDelay'] === 'string' ? durationMs(retry['retryDelay']) : undefined,
+  };
+}
+
+/** The ErrorInfo reason when it condemns the credential (as the request sent it), else undefined. */
+export function credentialReason(details: GoogleErrorDetails, clientHeaders: HeaderMap): string | undefined {
+  const row = googleErrorReasons.find((r) => r.raw === details.reason);
+  if (row === undefined || row.unlessClientSent?.some((name) => clientHeaders[name] !== undefined)) return undefined;
+  return row.raw;
+}
+
+const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
+const RETRY_INFO = 'type.googleapis.com/google.rpc.RetryInfo';
+
+/** A google.protobuf.Duration in its JSON form: seconds with up to nine fraction digits and `s` ("45.8s"). */
+const DURATION = /^(\d+)(?:\.(\d{1,9}))?s$/;
+
+function durationMs(value: string): number | undefined {
+  const match = DURATION.exec(value.trim());
+  if (match === null) return undefined;
+  return Math.ceil(Number(`${match[1]}.${match[2] ?? '0'}`) * 1000);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
