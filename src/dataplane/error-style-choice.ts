@@ -2,20 +2,28 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { MODEL_LISTS, type ModelListDecl, type ModelListStyle, type OperationEntry } from '../generated/index.ts';
 import { firstSegment, matchResourceName, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 
+type Alternate = NonNullable<ModelListDecl['alternates']>[number];
+
 /**
- * The shape a model list answers in: that of the first alternate whose header the request
- * carries (the anthropic SDK's `anthropic-version`, the genai SDK's `x-goog-api-client`), else its own.
+ * The shape a model list answers in: that of the first alternate the request carries (the
+ * anthropic SDK's `anthropic-version`, the genai SDK's `x-goog-api-client`, a generate-style
+ * client's `?key=` with no openai or anthropic credential header), else its own.
  */
-export function listStyleOf(list: ModelListDecl, headers: IncomingHttpHeaders): ModelListStyle {
-  return list.alternates?.find((a) => headers[a.when_header] !== undefined)?.style ?? list.style;
+export function listStyleOf(list: ModelListDecl, headers: IncomingHttpHeaders, query?: URLSearchParams): ModelListStyle {
+  return list.alternates?.find((a) => carries(a, headers, query))?.style ?? list.style;
 }
 
-/** The error shape of a request to a route: its operation's, or its model list's as the request's headers choose it. */
-export function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders): OperationEntry['error_style'] {
-  return target.kind === 'operation' ? target.operation.error_style : listStyleOf(target.list, headers);
+function carries(alternate: Alternate, headers: IncomingHttpHeaders, query: URLSearchParams | undefined): boolean {
+  if ('when_header' in alternate) return headers[alternate.when_header] !== undefined;
+  return query?.has(alternate.when_query) === true && !alternate.unless_header?.some((name) => headers[name] !== undefined);
 }
 
-/** The headers that switch a model list to another protocol's shape, in the manifest's order (`anthropic-version`: messages). */
+/** The error shape of a request to a route: its operation's, or its model list's as the request chooses it. */
+export function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders, query?: URLSearchParams): OperationEntry['error_style'] {
+  return target.kind === 'operation' ? target.operation.error_style : listStyleOf(target.list, headers, query);
+}
+
+/** The alternates that switch a model list to another protocol's shape, in the manifest's order (`anthropic-version`: messages). */
 const ALTERNATE_STYLES = MODEL_LISTS.flatMap((list) => list.alternates ?? []);
 
 /** A first path segment whose model lists all answer in one shape other than completions (`/v1beta`: generate). */
@@ -29,13 +37,13 @@ const STYLE_BY_FIRST_SEGMENT = new Map(
 
 /**
  * The error shape for a path no endpoint takes, told as the model lists tell their clients
- * apart (every SDK lists models): a list's alternate header, then the endpoint nearest to the
+ * apart (every SDK lists models): a list's alternate, then the endpoint nearest to the
  * path, then the path's first segment.
  */
-export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string): OperationEntry['error_style'] {
-  const alternate = ALTERNATE_STYLES.find((a) => headers[a.when_header] !== undefined);
+export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string, query?: URLSearchParams): OperationEntry['error_style'] {
+  const alternate = ALTERNATE_STYLES.find((a) => carries(a, headers, query));
   if (alternate) return alternate.style;
-  if (near) return errorStyleOf(near, headers);
+  if (near) return errorStyleOf(near, headers, query);
   return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
 }
 
@@ -46,7 +54,7 @@ export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: Inco
  * clients (whose SDKs encode the slash) the path stays no endpoint. HEAD is its GET, as for
  * every model list.
  */
-export function withResourceName(routes: readonly CompiledRoute[], method: string, path: string, headers: IncomingHttpHeaders, match: RouteMatch): RouteMatch {
-  if (match.found || match.allowed.length > 0 || match.near?.kind !== 'model_list' || listStyleOf(match.near.list, headers) !== 'generate') return match;
+export function withResourceName(routes: readonly CompiledRoute[], method: string, path: string, headers: IncomingHttpHeaders, match: RouteMatch, query?: URLSearchParams): RouteMatch {
+  if (match.found || match.allowed.length > 0 || match.near?.kind !== 'model_list' || listStyleOf(match.near.list, headers, query) !== 'generate') return match;
   return matchResourceName(routes, method === 'HEAD' ? 'GET' : method, path) ?? match;
 }

@@ -113,12 +113,12 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const target = req.url ?? '/';
       const q = target.indexOf('?');
       const path = q < 0 ? target : target.slice(0, q);
-      const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path));
       const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
+      const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path), query);
       const presented = presentedAccessKey(req.headers, query);
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
       if (!match.found) {
-        errorStyle = unmatchedErrorStyle(match.near, req.headers, path);
+        errorStyle = unmatchedErrorStyle(match.near, req.headers, path, query);
         // Not checked (the path is the refusal), but named, so that the key's logs show its wrong calls too.
         if (key) log.access_key_id = key.id;
         if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');
@@ -136,7 +136,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (match.target.kind === 'model_list') {
         const snap = snapshot.fresh() ?? (await snapshot.current());
         const list = match.target.list;
-        const style = listStyleOf(list, req.headers);
+        const style = listStyleOf(list, req.headers, query);
         errorStyle = style;
         nameTarget(log, match.target);
         if (!key) throw new DataPlaneError('access_key_invalid');

@@ -1,9 +1,10 @@
 import type { ServerResponse } from 'node:http';
-import type { ModelListStyle } from '../generated/index.ts';
+import { OPERATIONS, PROTOCOLS, type ModelListStyle } from '../generated/index.ts';
 import { groupsServingTo, visibleModelNames } from '../management/visibility.ts';
-import type { AccessKeyRecord } from '../store/records.ts';
+import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
 import type { Snapshot } from './config-snapshot.ts';
 import { generatePage, messagesPage } from './model-list-pages.ts';
+import { planCandidates } from './plan-candidates.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /** The configuration a model list reads: the Groups, and the Groups serving each external name. */
@@ -16,7 +17,7 @@ export type ModelCatalog = Pick<Snapshot, 'groups' | 'groupsByModel'>;
  */
 export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, catalog: ModelCatalog, query: URLSearchParams): unknown {
   const names = visibleModelNames(key, catalog.groups);
-  const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, createdAt(groupsServingTo(key, id, catalog.groupsByModel.get(id) ?? []))));
+  const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, key, groupsServingTo(key, id, catalog.groupsByModel.get(id) ?? [])));
   switch (style) {
     case 'completions':
       return { object: 'list', data: entries(names) };
@@ -37,7 +38,7 @@ export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, catal
  */
 export function modelBody(style: ModelListStyle, model: string, key: AccessKeyRecord, catalog: ModelCatalog): unknown {
   const serving = groupsServingTo(key, model, catalog.groupsByModel.get(model) ?? []);
-  return serving.length === 0 ? undefined : modelEntry(style, model, createdAt(serving));
+  return serving.length === 0 ? undefined : modelEntry(style, model, key, serving);
 }
 
 /**
@@ -55,10 +56,33 @@ function createdAt(serving: readonly { created_at: string }[]): number {
   return Number.isFinite(earliest) ? earliest : 0;
 }
 
-function modelEntry(style: ModelListStyle, id: string, createdAt: number): unknown {
+/**
+ * The generate-style operations a model entry can name, each by its path's `:verb`, in manifest
+ * order (generateContent, countTokens, embedContent, batchEmbedContents). A streaming twin is
+ * left out: Google lists streamGenerateContent under generateContent, never by its own name.
+ */
+const GENERATION_METHODS = Object.values(PROTOCOLS).flatMap((protocol) => protocol.operations).flatMap((id) => {
+  const op = OPERATIONS[id];
+  const verb = /\}:(\w+)$/.exec(op.path)?.[1];
+  return op.error_style === 'generate' && op.model === 'path' && op.stream !== 'always' && verb ? [{ op, verb }] : [];
+});
+
+/**
+ * What genai's `supportedActions` filters on: the methods the key may call (its protocols) that
+ * at least one of the Groups serving the model to it routes, as a call would be routed: an
+ * x-embeddings Group's model lists embedContent, not generateContent. Empty, never absent, for
+ * a model no such Group serves: the SDKs' snippets iterate the list.
+ */
+function generationMethods(key: AccessKeyRecord, model: string, serving: readonly GroupRecord[]): string[] {
+  return GENERATION_METHODS.filter(
+    ({ op }) => key.protocols.includes(op.protocol) && planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups: serving }).some((c) => c.included),
+  ).map(({ verb }) => verb);
+}
+
+function modelEntry(style: ModelListStyle, id: string, key: AccessKeyRecord, serving: readonly GroupRecord[]): unknown {
   switch (style) {
     case 'completions':
-      return { id, object: 'model', created: Math.floor(createdAt / 1000), owned_by: 'switchyard' };
+      return { id, object: 'model', created: Math.floor(createdAt(serving) / 1000), owned_by: 'switchyard' };
     case 'messages':
       // Every field the anthropic SDK's ModelInfo declares: a configured model is active, and
       // what the gateway cannot know (its line, capabilities, token limits, a deprecation) is null.
@@ -66,7 +90,7 @@ function modelEntry(style: ModelListStyle, id: string, createdAt: number): unkno
         type: 'model',
         id,
         display_name: id,
-        created_at: new Date(createdAt).toISOString(),
+        created_at: new Date(createdAt(serving)).toISOString(),
         lifecycle: 'active',
         deprecated_at: null,
         retires_at: null,
@@ -76,7 +100,7 @@ function modelEntry(style: ModelListStyle, id: string, createdAt: number): unkno
         max_tokens: null,
       };
     case 'generate':
-      return { name: `models/${id}`, baseModelId: id, displayName: id, supportedGenerationMethods: ['generateContent', 'countTokens'] };
+      return { name: `models/${id}`, baseModelId: id, displayName: id, supportedGenerationMethods: generationMethods(key, id, serving) };
   }
 }
 

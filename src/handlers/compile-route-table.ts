@@ -128,8 +128,10 @@ const NO_METHODS: readonly string[] = Object.freeze([]);
  * segments (a trailing or doubled slash) is that endpoint, never the namespace passthrough:
  * `GET /v1/responses/resp_1/` is retrieval, so an N* subset cannot be stepped around by
  * spelling. Its parameters come from the canonical spelling, so the upstream gets that path.
+ * A `:verb` whose colon is percent-encoded is that verb (withVerbColon).
  */
-export function matchRoute(routes: readonly CompiledRoute[], method: string, path: string): RouteMatch {
+export function matchRoute(routes: readonly CompiledRoute[], method: string, spelled: string): RouteMatch {
+  const path = withVerbColon(routes, spelled);
   const literal = literalIndex(routes).get(method)?.get(path);
   if (literal) return { found: true, target: literal, params: NO_PARAMS };
   let allowed: string[] | undefined;
@@ -173,6 +175,24 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, pat
   }
   if (other) return { found: false, allowed: other.allowed, near: other.route.target, params: paramsOf(other.route, other.m) };
   return { found: false, allowed: NO_METHODS, near: nearest?.target };
+}
+
+const verbSpellings = new WeakMap<readonly CompiledRoute[], RegExp | null>();
+
+/**
+ * `path` with a percent-encoded colon before a declared `:verb` at its end spelled as `:`
+ * (`/v1beta/models/m%3AgenerateContent`, as clients that encode every colon send it): the verb
+ * is the endpoint, as unencoded, not part of the model. Only the last colon, and only before a
+ * verb a route declares, so `g4%3Alatest:generateContent` stays model `g4:latest`.
+ */
+function withVerbColon(routes: readonly CompiledRoute[], path: string): string {
+  if (!path.includes('%3')) return path;
+  let spelling = verbSpellings.get(routes);
+  if (spelling === undefined) {
+    const verbs = [...new Set(routes.flatMap((r) => /\}:(\w+)$/.exec(r.template)?.[1] ?? []))];
+    verbSpellings.set(routes, (spelling = verbs.length > 0 ? new RegExp(`%3[aA](${verbs.join('|')})(/*)$`) : null));
+  }
+  return spelling === null ? path : path.replace(spelling, ':$1$2');
 }
 
 /**

@@ -16,6 +16,28 @@ export type ErrorStyle = 'completions' | 'messages' | 'generate';
  * via the `definition` "ModelListStyle".
  */
 export type ModelListStyle = 'completions' | 'messages' | 'generate';
+/**
+ * This interface was referenced by `ProtocolsManifest`'s JSON-Schema
+ * via the `definition` "ModelListAlternate".
+ */
+export type ModelListAlternateDecl =
+  | {
+      when_header: string;
+      style: ModelListStyle;
+    }
+  | {
+      /**
+       * a query parameter the request carries (any value)
+       */
+      when_query: string;
+      /**
+       * headers that keep this alternate from applying: another SDK's credential, which routing reads before the query's
+       *
+       * @minItems 1
+       */
+      unless_header?: [string, ...string[]];
+      style: ModelListStyle;
+    };
 
 /**
  * Data-plane protocols, their operations and the capabilities they belong to.
@@ -103,18 +125,9 @@ export interface ModelListDecl {
    */
   answers?: 'list' | 'model';
   /**
-   * other shapes, each chosen by a header its SDK sends; the first whose header the request carries wins
+   * other shapes, each chosen by a header its SDK sends or a query parameter only its clients send; the first the request carries wins
    *
    * @minItems 1
    */
-  alternates?: [
-    {
-      when_header: string;
-      style: ModelListStyle;
-    },
-    ...{
-      when_header: string;
-      style: ModelListStyle;
-    }[]
-  ];
+  alternates?: [ModelListAlternateDecl, ...ModelListAlternateDecl[]];
 }
