@@ -295,36 +295,40 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         watch.point(undefined);
         attempt.status = upstream.status;
-        // When another credential may follow, a body that stalls is cut at the idle timeout
-        // rather than the body timeout's backstop (a last one is the client's answer, read as
-        // any is); a client that leaves meanwhile ends the read.
-        const othersFollow = listed !== credentials[credentials.length - 1] || routed !== input.candidates[input.candidates.length - 1];
-        const readFailure = async () => {
-          watch.point(() => upstream.abort());
-          const read = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
-          watch.point(undefined);
-          return read;
-        };
-        // An error body that says more than its status (Google's shape) is read before the
-        // verdict: it is read whole for the client anyway, and successful answers never are.
-        let failure = judgedByBody(input.op) && isReadableError(upstream) ? await readFailure() : undefined;
-        const body = failure === undefined || failure instanceof DataPlaneError || failure.stream !== undefined ? undefined : failure.body;
-        const judged = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldownSeconds, deps.now());
-        if (judged.failsOver) {
-          await deps.pool.apply(credential, access, judged.verdict, deps.now());
-          const mayRetry = !bodyConsumed && (input.op.replay_safe || judged.rejectedBeforeProcessing);
-          if (mayRetry && attempts.length < deps.maxAttempts) {
-            failure ??= await readFailure();
-            if (failure instanceof DataPlaneError) {
-              // Undecodable: this attempt failed as the status says, the next credential may still answer.
-              lastTransportError = { error: failure, candidate, credential };
+        let failure: UpstreamErrorReply | DataPlaneError | undefined;
+        // A success is not judged: nothing of this is made for it.
+        if (upstream.status >= 400) {
+          // When another credential may follow, a body that stalls is cut at the idle timeout
+          // rather than the body timeout's backstop (a last one is the client's answer, read as
+          // any is); a client that leaves meanwhile ends the read.
+          const othersFollow = listed !== credentials[credentials.length - 1] || routed !== input.candidates[input.candidates.length - 1];
+          const readFailure = async () => {
+            watch.point(() => upstream.abort());
+            const read = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
+            watch.point(undefined);
+            return read;
+          };
+          // An error body that says more than its status (Google's shape) is read before the
+          // verdict: it is read whole for the client anyway, and successful answers never are.
+          failure = judgedByBody(input.op) && isReadableError(upstream) ? await readFailure() : undefined;
+          const body = failure === undefined || failure instanceof DataPlaneError || failure.stream !== undefined ? undefined : failure.body;
+          const judged = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldownSeconds, deps.now());
+          if (judged.failsOver) {
+            await deps.pool.apply(credential, access, judged.verdict, deps.now());
+            const mayRetry = !bodyConsumed && (input.op.replay_safe || judged.rejectedBeforeProcessing);
+            if (mayRetry && attempts.length < deps.maxAttempts) {
+              failure ??= await readFailure();
+              if (failure instanceof DataPlaneError) {
+                // Undecodable: this attempt failed as the status says, the next credential may still answer.
+                lastTransportError = { error: failure, candidate, credential };
+                continue;
+              }
+              // Kept in case it is the last answer.
+              lastFailure?.stream?.abort();
+              lastFailure = { ...failure, candidate, credential };
+              attempt.error_code = `upstream_${upstream.status}`;
               continue;
             }
-            // Kept in case it is the last answer.
-            lastFailure?.stream?.abort();
-            lastFailure = { ...failure, candidate, credential };
-            attempt.error_code = `upstream_${upstream.status}`;
-            continue;
           }
         }
         if (clientGone(input)) {

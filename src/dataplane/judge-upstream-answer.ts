@@ -12,8 +12,6 @@ export interface AnswerJudgement {
   verdict: CredentialVerdict;
 }
 
-const SUCCESS: AnswerJudgement = Object.freeze({ failsOver: false, rejectedBeforeProcessing: false, verdict: Object.freeze({ action: 'none' as const }) });
-
 /** Whether an operation's error answers are to be read before they are judged: Google's error shape says more than its status. */
 export const judgedByBody = (op: OperationEntry): boolean => op.error_style === 'generate';
 
@@ -27,8 +25,6 @@ export const judgedByBody = (op: OperationEntry): boolean => op.error_style === 
  * answer (another style, another body) is judged by its status.
  */
 export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: OperationEntry, body: Buffer | undefined, clientHeaders: HeaderMap, cooldownSeconds: number, now: number): AnswerJudgement {
-  // Every answer comes here: a success is judged without allocating.
-  if (status < 400) return SUCCESS;
   const google = body !== undefined && judgedByBody(op) ? readGoogleError(body) : undefined;
   if (google !== undefined && (status === 400 || status === 401 || status === 403)) {
     const reason = credentialReason(google, clientHeaders);

@@ -23,8 +23,9 @@ export function continueBody(req: IncomingMessage): void {
 
 /**
  * Whether the request's client still waits for the 100: after a final answer it sends no body
- * (RFC 9110 §10.1.1), so there is none to drain and the connection must close (node's
- * keep-alive would read the next request as the body).
+ * (RFC 9110 §10.1.1), so there is none to drain; node closes the connection after such an
+ * answer anyway, and it lingers (closeUnlessDrained) so that a client sending the body all the
+ * same (curl does after a second) is not reset.
  */
 export function continueAwaited(req: IncomingMessage): boolean {
   return awaiting.has(req);

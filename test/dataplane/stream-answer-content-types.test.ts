@@ -201,3 +201,15 @@ t.test('a transcription form with stream=true answered with an SSE body under te
   t.match(record, { status: 200, error_code: null });
   t.same(record.usage, { input_tokens: 14, output_tokens: 3, cached_tokens: 0, reasoning_tokens: 0 }, 'usage read from the done event');
 });
+
+t.test('a text/plain answer that only trickles whitespace past 4 KiB goes on as a plain body: its head does not wait for the upstream to say more', async (t) => {
+  let clientHasHead!: () => void;
+  const headSeen = new Promise<void>((resolve) => (clientHasHead = resolve));
+  const blank = '\n'.repeat(5000);
+  // The upstream says no more until the client has the head: held until the stream opens, it never would.
+  const { send } = await scenario(t, completions, { 'content-type': 'text/plain' }, [blank], (res) => void headSeen.then(() => res.end(WHOLE)));
+  const res = await withTimeout(send(), 5000, 'the head');
+  clientHasHead();
+  t.equal(res.status, 200);
+  t.equal(await res.text(), blank + WHOLE, 'the bytes as sent, the usage chunk included: no event stream opened');
+});

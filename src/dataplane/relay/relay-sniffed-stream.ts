@@ -1,6 +1,9 @@
 import { opensSseStream } from '../../streaming/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 
+/** Held at most this much before the first bytes decide, or the body goes on as a plain one. */
+const SNIFF_LIMIT_BYTES = 4096;
+
 /**
  * A successful answer to a stream request whose content type does not say `text/event-stream`
  * (text/plain, application/octet-stream, application/json or none, as some compatible
@@ -12,6 +15,7 @@ import type { UpstreamBodySink } from '../../upstream/index.ts';
 export class SniffedStreamRelay implements UpstreamBodySink {
   readonly #relayAs: (sse: boolean) => UpstreamBodySink;
   #held: Buffer[] = [];
+  #heldBytes = 0;
   #sink: UpstreamBodySink | undefined;
 
   /** `relayAs` makes the sink the body goes to once its first bytes tell which it is. */
@@ -22,8 +26,12 @@ export class SniffedStreamRelay implements UpstreamBodySink {
   onData(chunk: Buffer): void {
     if (this.#sink !== undefined) return this.#sink.onData(chunk);
     this.#held.push(chunk);
+    this.#heldBytes += chunk.length;
     const sse = opensSseStream(this.#held.length === 1 ? chunk : Buffer.concat(this.#held));
     if (sse !== undefined) this.#decide(sse);
+    // Still only whitespace (or a field name's start) past this: no stream opens so, and its
+    // head and bytes must not wait on an upstream that trickles newlines.
+    else if (this.#heldBytes >= SNIFF_LIMIT_BYTES) this.#decide(false);
   }
 
   onEnd(): void {
