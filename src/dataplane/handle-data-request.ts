@@ -183,12 +183,13 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const current = reread === key ? key : await reread;
       if (current !== key) {
         if (!current?.record_request_body) prepared = unrecorded(prepared);
+        if (prepared.cutShort) throw prepared.refusal;
         if (!current) throw new DataPlaneError('access_key_invalid');
         checkAccessKey(current, op.protocol, deps.clock());
         if (current.quota) await quota.enforce(current, started, log, op.counts_tokens);
       }
       // A body refused as read (invalid JSON, a malformed form) only now: the key as it is
-      // decides first, and whether that body is recorded.
+      // decides first, and whether that body is recorded (for one cut short, only that).
       if (prepared.refusal) throw prepared.refusal;
       const model = modelOf(op, prepared.fields, match.params, query);
       if (op.model !== 'none' && model === undefined) throw new DataPlaneError('model_missing');

@@ -25,8 +25,13 @@ export interface PreparedBody {
    * It also removes a spooled body's temporary file.
    */
   recorded(): RecordedRequestBody | undefined;
-  /** The body was read but is refused (not JSON, not an object): kept so that the log still records it. */
+  /**
+   * The body was read but is refused (not JSON, not an object, a malformed form), or a form's
+   * did not all arrive (too large, silent, its client gone): kept so that the log still records it.
+   */
   refusal?: DataPlaneError;
+  /** The refusal is a body cut short: it stands whatever became of the key, which only decides whether the body is recorded. */
+  cutShort?: boolean;
 }
 
 export interface BodyLimits {
@@ -267,13 +272,15 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     req.resume();
     // Anything but a verdict on the form or a spool file failure (spool_unavailable, ours)
     // comes from the client's connection, unless it is still there: then it is a bug of ours.
-    const refusal = requestBodyFailure(err);
-    if (refusal === undefined) throw req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err;
-    // A malformed form, or one whose spool failed, is recorded as far as it was read (marked
-    // truncated when it declared more); one too large or silent is not (docs: step 10).
-    if (!record || !(err instanceof BodyRewriteError || err instanceof SpoolFailure)) throw refusal;
-    const { bytes, total } = tee.captured();
-    return refusedBody(refusal, recordedBodyText(bytes, declared ?? total));
+    const refusal = requestBodyFailure(err) ?? (req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : undefined);
+    if (refusal === undefined) throw err;
+    if (!record) throw refusal;
+    // Whatever the field order, as for a raw body (docs: step 10): a malformed form, or one whose
+    // spool failed, is recorded as far as it was read (truncated when it declared more); one cut
+    // short (too large, silent, its client gone) as far as it arrived, truncated.
+    const captured = tee.captured();
+    if (err instanceof BodyRewriteError || err instanceof SpoolFailure) return refusedBody(refusal, recordedBodyText(captured.bytes, declared ?? captured.total));
+    return { ...refusedBody(refusal, recordedPrefix(captured, declared)), cutShort: true };
   }
   const fields: Record<string, unknown> = Object.fromEntries(model.fields);
   const span = model.model;
