@@ -19,7 +19,9 @@ export interface GoogleErrorReasonRow {
  * their answer goes to the client as sent: reasons that depend on the method or resource asked
  * for (CREDENTIALS_MISSING and ACCESS_TOKEN_TYPE_UNSUPPORTED, as for a tuned model an API key
  * may not call; ACCESS_TOKEN_SCOPE_INSUFFICIENT), on a project the client may name
- * (USER_PROJECT_DENIED, RESOURCE_PROJECT_INVALID), or on the caller's location.
+ * (USER_PROJECT_DENIED, RESOURCE_PROJECT_INVALID), on the caller's location, or on an OAuth
+ * token (ACCESS_TOKEN_EXPIRED): the gateway sends only `x-goog-api-key`, so a token is the
+ * client's own.
  */
 export const googleErrorReasons: readonly GoogleErrorReasonRow[] = [
   { raw: 'API_KEY_INVALID', unified: 'credential' },
@@ -33,7 +35,6 @@ export const googleErrorReasons: readonly GoogleErrorReasonRow[] = [
   { raw: 'CONSUMER_SUSPENDED', unified: 'credential' },
   { raw: 'CONSUMER_INVALID', unified: 'credential' },
   { raw: 'ACCOUNT_STATE_INVALID', unified: 'credential' },
-  { raw: 'ACCESS_TOKEN_EXPIRED', unified: 'credential' },
 ];
 
 /** What an error answer in Google's shape says beyond its status. */

@@ -25,7 +25,7 @@ import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, resourceKey, ResponseAffinity, type RememberedResponse } from './response-affinity.ts';
 import { modelVisibleTo } from '../management/visibility.ts';
 import type { AccessKeyRecord } from '../store/records.ts';
-import { quotaMeterFor } from './quota-meter.ts';
+import { answersToRequestLimitsOnly, quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
@@ -166,9 +166,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       checkAccessKey(key, op.protocol, started);
       // An upgrade comes to the upgrade handler; a plain request here must not reach the upstream as one.
       if (op.body === 'websocket') throw new DataPlaneError('invalid_websocket_handshake', 'This endpoint opens a WebSocket session: send the request with Upgrade: websocket.');
-      // An operation that runs no model (a stored object's read, cancellation, deletion; a
-      // background response's billing read among them) answers to the requests limits only.
-      if (key.quota) await quota.enforce(key, started, log, op.counts_tokens);
+      // Only a stored object's upkeep (a response's read, input items, cancellation, deletion, a
+      // background response's billing read among them; a voice's read, update, deletion) answers
+      // to the requests limits only: a passthrough or search may spend tokens upstream.
+      if (key.quota) await quota.enforce(key, started, log, !answersToRequestLimitsOnly(op));
 
       // The same setting bounds a silent request body as a silent stream.
       const bodyIdleMs = forwardDepsFor(snapshot.fresh() ?? (await snapshot.current())).idleTimeoutMs;
@@ -186,7 +187,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         if (prepared.cutShort) throw prepared.refusal;
         if (!current) throw new DataPlaneError('access_key_invalid');
         checkAccessKey(current, op.protocol, deps.clock());
-        if (current.quota) await quota.enforce(current, started, log, op.counts_tokens);
+        if (current.quota) await quota.enforce(current, started, log, !answersToRequestLimitsOnly(op));
       }
       // A body refused as read (invalid JSON, a malformed form) only now: the key as it is
       // decides first, and whether that body is recorded (for one cut short, only that).
@@ -364,6 +365,9 @@ function admitToHeld(remembered: RememberedResponse, key: AccessKeyRecord): void
 /** The remembered-object key of the object the request names where its operation says (path parameter or body field), if it names one. */
 function heldResourceKey(resource: ResourceEntry, params: Record<string, string>, fields: Record<string, unknown> | undefined): string | undefined {
   const id = resource.path_parameter !== undefined ? params[resource.path_parameter] : resource.body_field !== undefined ? fields?.[resource.body_field] : undefined;
+  // A '/' (sent as %2F) names no stored object: no owner would be found, and an upstream that
+  // decodes it would serve another path (`resp_X%2Finput_items`: another key's input items).
+  if (resource.path_parameter !== undefined && typeof id === 'string' && id.includes('/')) throw new DataPlaneError('invalid_path_parameter', `The ${resource.path_parameter} contains "/".`);
   return typeof id === 'string' ? resourceKey(resource.kind, id) : undefined;
 }
 

@@ -6,7 +6,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, CLIENT_CREDENTIAL_QUERY_PARAMS, clientResponseHeaders, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -119,7 +119,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.operation = op.id;
       const protocols = checkClientHandshake(req);
       const presented = presentedAccessKey(req.headers, url.searchParams);
-      url.searchParams.delete('key');
+      // The client's own credentials (its key, an OAuth token it sent) never go upstream.
+      for (const name of CLIENT_CREDENTIAL_QUERY_PARAMS) url.searchParams.delete(name);
       // A subprotocol carrying the client's key (`openai-insecure-api-key.<key>`, as browser SDKs offer) never travels upstream; the key is read only where presentedAccessKey looks.
       const offered = presented === undefined ? protocols : protocols.filter((p) => !p.includes(presented));
       const key = presented === undefined ? undefined : await snapshot.accessKey(presented);

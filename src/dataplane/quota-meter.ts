@@ -1,3 +1,4 @@
+import type { OperationEntry } from '../generated/index.ts';
 import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
@@ -80,9 +81,10 @@ export class QuotaMeter {
    * Refuses a request of a key that has reached a limit (429 quota_exceeded), or whose usage
    * cannot be read from the log store (503 log_store_unavailable); otherwise admits
    * it, holding its place toward a requests limit until `record(log)` receives its record.
-   * A request that cannot use tokens (`usesTokens` false: a read, cancellation or deletion of a
-   * stored object) is judged by the requests lines only, so that a key past its tokens or cost
-   * can still stop, read (and so bill) and delete what it runs in the background.
+   * A request that cannot use tokens (`usesTokens` false, see `answersToRequestLimitsOnly`: a
+   * stored response's read, input items, cancellation or deletion; a voice's read, update or
+   * deletion) is judged by the requests lines only, so that a key past its tokens or cost can
+   * still stop, read (and so bill) and delete what it runs in the background.
    */
   async enforce(key: AccessKeyRecord, now: number, log: LogRecord, usesTokens = true): Promise<void> {
     if (!quotaHasLimits(key.quota)) return;
@@ -254,6 +256,16 @@ export class QuotaMeter {
     this.#meters.set(key.id, meter);
     return meter;
   }
+}
+
+/**
+ * Whether an operation answers to the requests limits only: one on a stored object named in its
+ * path that runs no model (a response's read, input items, cancellation, deletion; a voice's
+ * read, update, deletion). Any other, a passthrough or search that runs no declared model
+ * included, may spend tokens upstream and answers to every limit.
+ */
+export function answersToRequestLimitsOnly(op: Pick<OperationEntry, 'counts_tokens' | 'resource'>): boolean {
+  return op.resource?.path_parameter !== undefined && !op.counts_tokens;
 }
 
 /** The first line reached, with `total` and `period` places in flight added to the requests; only requests lines unless `usesTokens`. */

@@ -12,7 +12,11 @@ const ACCOUNT_SCOPE_HEADERS = ['openai-organization', 'openai-project'];
  * forward, and none of these goes back to the client.
  */
 export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', ...ACCOUNT_SCOPE_HEADERS];
-export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key'];
+/**
+ * `key` holds the AccessKey; `access_token` and `oauth_token` are Google's OAuth token
+ * parameters, a client's own credential: forwarded, Google judges it instead of the gateway's key.
+ */
+export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'access_token', 'oauth_token'];
 
 /**
  * Path and query without credential query parameters. Other parameters keep their exact

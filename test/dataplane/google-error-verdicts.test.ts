@@ -144,3 +144,18 @@ t.test('another wire style keeps its status rules: a Google-shaped 403 to a chat
   const rows = ((await gw.api('GET', `/api/groups/${group.id}/credentials`)).json as { data: CredentialRow[] }).data;
   t.match(rows.find((c) => c.id === credentials[0]!.id), { state: 'disabled', disabled_reason: 'upstream answered 403' });
 });
+
+t.test('a client\'s own OAuth token never goes upstream, and 401 ACCESS_TOKEN_EXPIRED (about a token, never the gateway\'s key) goes to the client with no verdict', async (t) => {
+  const expired = googleError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', [errorInfo('ACCESS_TOKEN_EXPIRED')]);
+  const { upstream, gw, keyValue, listed } = await setup(t, ['sk-a', 'sk-b'], (_req, res) => send(res, 401, expired));
+  const res = await fetch(`${gw.url}/v1beta/models/team-gen:generateContent?access_token=ya29.client-token&alt=json&oauth_token=ya29.other`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: JSON.stringify({ contents: 'hello' }) });
+  t.equal(res.status, 401);
+  t.same(await res.json(), JSON.parse(expired), 'the upstream body, as sent');
+  t.equal(upstream.requests.length, 1, 'no other credential was tried');
+  const url = upstream.requests[0]!.url;
+  t.notMatch(url, /access_token|oauth_token|ya29/, `the token stayed with the gateway: ${url}`);
+  t.match(url, /[?&]alt=json(&|$)/, 'other parameters are forwarded');
+  const state = await listed();
+  t.match(state('sk-a'), { state: 'active', disabled_reason: null, cooldown_until: null });
+  t.match(state('sk-b'), { state: 'active', disabled_reason: null, cooldown_until: null });
+});

@@ -163,6 +163,21 @@ t.test('a key past its tokens quota can still read, cancel and delete its respon
   t.equal(upstream.requests.length, before + 5, 'each reached the upstream');
 });
 
+t.test('a key past its tokens quota is refused the responses passthrough and token counts, which may spend tokens upstream; its own read still passes', async (t) => {
+  const { upstream, a, call, create } = await responses(t, { total: { tokens: 100 } });
+  const id = await create();
+  const before = upstream.requests.length;
+  for (const [method, path, body] of [['POST', '/v1/responses/anything/run', { model: 'expensive', input: 'more' }], ['GET', '/v1/responses/anything/else'], ['POST', '/v1/responses/input_tokens', { model: 'expensive', input: 'more' }]] as const) {
+    const r = await call(a.keyValue, method, path, body);
+    t.equal(r.status, 429, `${method} ${path}: 429, 150 of 100 tokens used`);
+    t.equal(r.answer.error?.code, 'quota_exceeded');
+  }
+  nothingForwarded(t, upstream, before, 'past the tokens limit');
+  const read = await call(a.keyValue, 'GET', `/v1/responses/${id}`);
+  t.equal(read.status, 200, 'the read of its own response is answered');
+  t.equal(upstream.requests.length, before + 1);
+});
+
 t.test('a key past its requests quota is refused reads, cancellations and deletions too', async (t) => {
   const { upstream, a, call, create } = await responses(t, { total: { requests: 1, tokens: 1000 } });
   const id = await create({ background: true });
@@ -198,4 +213,28 @@ t.test("another AccessKey's retrieval, update and deletion of a voice are not fo
   }
   nothingForwarded(t, upstream, before, "the other key's calls");
   for (const [method, body] of calls) t.equal((await call(a.keyValue, method, '/x-suite/v1/audio/voices/voice_1', body)).status, 200, `the owner's ${method}`);
+});
+
+t.test('a stored object id with an encoded "/" is refused 400 invalid_path_parameter, so that no key reaches another\'s object through it; a model name may hold one', async (t) => {
+  const { gw, upstream, a, b, call, create } = await responses(t);
+  const id = await create();
+  const before = upstream.requests.length;
+  for (const keyValue of [b.keyValue, a.keyValue]) {
+    for (const [method, path] of [['GET', `/v1/responses/${id}%2Finput_items`], ['GET', `/v1/responses/x%2F..%2F${id}`], ['POST', `/v1/responses/${id}%2Fx/cancel`], ['DELETE', `/v1/responses/${id}%2Fx`]] as const) {
+      const r = await call(keyValue, method, path);
+      t.equal(r.status, 400, `${method} ${path}: 400`);
+      t.equal(r.answer.error?.code, 'invalid_path_parameter');
+      t.match(r.record, { error_code: 'invalid_path_parameter', attempt_count: 0 });
+    }
+  }
+  const suite = await createKey(gw.store, { name: 's', protocols: ['x-suite'] });
+  const voice = await call(suite.keyValue, 'GET', '/x-suite/v1/audio/voices/voice_1%2Fx');
+  t.equal(voice.status, 400, 'a voice id too');
+  t.equal(voice.answer.error?.code, 'invalid_path_parameter');
+  nothingForwarded(t, upstream, before, 'ids holding "/"');
+  const { keyValue } = await createKey(gw.store, { name: 'g', protocols: ['x-generate'] });
+  await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'org/name', upstream: 'org/up' }], secrets: ['sk-generate-0123456789'] });
+  const generated = await fetch(`${gw.url}/v1beta/models/org%2Fname:countTokens`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: '{"contents":"x"}' });
+  t.not(generated.status, 400, 'org%2Fname is a generate-style model name');
+  t.equal(upstream.requests.length, before + 1, 'and is forwarded');
 });

@@ -26,7 +26,7 @@ t.test('realtime transcription (x-suite, ch03): frames pass both ways with the u
       await upstream.close();
     });
     const { keyValue, key } = await seedRoute(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: [c.protocol] });
-    const wsUrl = `${gw.url.replace('http', 'ws')}${c.path}?model=voice&key=${keyValue}`;
+    const wsUrl = `${gw.url.replace('http', 'ws')}${c.path}?model=voice&key=${keyValue}&access_token=ya29.client&oauth_token=client-token`;
     const client = await connect(wsUrl);
     const reply = new Promise<string>((r) => client.once('message', (d) => r(d.toString())));
     client.send('hello');
@@ -34,6 +34,7 @@ t.test('realtime transcription (x-suite, ch03): frames pass both ways with the u
     const req = upstream.seen[0]!;
     t.match(req.url, /model=voice-up/);
     t.notMatch(req.url, /key=/, 'the key query parameter is removed');
+    t.notMatch(req.url, /access_token|oauth_token/, 'and the OAuth token parameters a client may send');
     t.equal(req.headers.authorization, 'Bearer sk-upstream-1');
     client.close(1000);
     await new Promise((r) => client.once('close', r));

@@ -122,12 +122,12 @@ export class JsonDocument<T extends object> {
     this.#draining = undefined;
   }
 
-  /** Applies `turn` to one copy in order and writes it once; settles every mutation in it. */
+  /** Applies `turn` to one copy in order and writes it once; settles every mutation in it, in turn order. */
   async #commit(turn: Queued<T>[]): Promise<void> {
     let draft: T | undefined;
-    const applied: Array<{ m: Queued<T>; result: unknown }> = [];
-    // Refused against a draft holding others' edits: that answer stands only if those edits land.
-    const refusedAfterEdits: Array<{ m: Queued<T>; error: unknown }> = [];
+    let edited = false;
+    // Refused against a draft holding others' edits (`afterEdits`): that answer stands only if those edits land.
+    const outcomes: Array<{ m: Queued<T>; applied: true; result: unknown } | { m: Queued<T>; applied: false; error: unknown; afterEdits: boolean }> = [];
     for (const m of turn) {
       try {
         if (draft === undefined) {
@@ -136,28 +136,31 @@ export class JsonDocument<T extends object> {
         }
         const result = m.fn(draft);
         m.stamp?.(draft);
-        applied.push({ m, result });
+        outcomes.push({ m, applied: true, result });
+        edited = true;
       } catch (error) {
-        if (applied.length === 0) m.reject(error);
-        else refusedAfterEdits.push({ m, error });
+        outcomes.push({ m, applied: false, error, afterEdits: edited });
       }
     }
-    if (draft === undefined || applied.length === 0) return;
-    try {
-      await this.#db.adapter.write(draft);
-    } catch (error) {
-      this.#lastWriteFailed = true;
-      // steno's temporary file (`.<name>.tmp`), empty or cut short: the next write replaces it anyway.
-      await rm(path.join(path.dirname(this.file), `.${path.basename(this.file)}.tmp`), { force: true }).catch(() => undefined);
-      const unavailable = asConfigStoreUnavailable(error);
-      for (const { m } of [...applied, ...refusedAfterEdits]) m.reject(unavailable);
-      return;
+    let unavailable: { error: unknown } | undefined;
+    if (edited) {
+      try {
+        await this.#db.adapter.write(draft!);
+        this.#lastWriteFailed = false;
+        this.#db.data = draft!;
+        this.#generation++;
+      } catch (error) {
+        this.#lastWriteFailed = true;
+        // steno's temporary file (`.<name>.tmp`), empty or cut short: the next write replaces it anyway.
+        await rm(path.join(path.dirname(this.file), `.${path.basename(this.file)}.tmp`), { force: true }).catch(() => undefined);
+        unavailable = { error: asConfigStoreUnavailable(error) };
+      }
     }
-    this.#lastWriteFailed = false;
-    this.#db.data = draft;
-    this.#generation++;
-    for (const { m, result } of applied) m.resolve(result);
-    for (const { m, error } of refusedAfterEdits) m.reject(error);
+    for (const o of outcomes) {
+      if (unavailable !== undefined && (o.applied || o.afterEdits)) o.m.reject(unavailable.error);
+      else if (o.applied) o.m.resolve(o.result);
+      else o.m.reject(o.error);
+    }
   }
 
   async close(): Promise<void> {
