@@ -110,10 +110,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     let prepared: PreparedBody | undefined;
     deps.inFlight?.enter();
     try {
-      const target = req.url ?? '/';
-      const q = target.indexOf('?');
-      const path = q < 0 ? target : target.slice(0, q);
-      const query = q < 0 ? NO_QUERY : new URLSearchParams(target.slice(q + 1));
+      const { path, search } = splitTarget(req);
+      // Past the `?`: URLSearchParams skips one more, so `??key=` still names `key`.
+      const query = search === undefined ? NO_QUERY : new URLSearchParams(search.slice(1));
       const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path), query);
       const presented = presentedAccessKey(req.headers, query);
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
@@ -230,7 +229,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           requestId,
           op,
           params: match.params,
-          search: q < 0 ? '' : stripCredentialQuery(target.slice(q)),
+          search: search === undefined ? '' : stripCredentialQuery(search),
           body: prepared.body,
           candidates: ordered,
           streamRequested: features.stream === true,
@@ -310,6 +309,13 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
   return match.found && match.target.kind === 'model_list' ? match : undefined;
 }
 
+/** The request target's path, and its query from its `?` when it has one. */
+function splitTarget(req: IncomingMessage): { path: string; search: string | undefined } {
+  const target = req.url ?? '/';
+  const q = target.indexOf('?');
+  return q < 0 ? { path: target, search: undefined } : { path: target.slice(0, q), search: target.slice(q) };
+}
+
 /**
  * A browser's preflight of a path the data plane serves, answered with the methods the path
  * takes (a 405's `Allow`; a passthrough path takes any, so the one asked for), and not logged:
@@ -317,9 +323,7 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
  * a passthrough preflight whose method is no token.
  */
 function answeredPreflight(routes: readonly CompiledRoute[], req: IncomingMessage, res: ServerResponse, requestId: string): boolean {
-  const target = req.url ?? '/';
-  const q = target.indexOf('?');
-  const path = q < 0 ? target : target.slice(0, q);
+  const { path } = splitTarget(req);
   const match = matchRoute(routes, 'OPTIONS', path);
   const methods = match.found ? requestedMethod(req) : match.allowed.length > 0 ? allowHeader(routes, match.allowed, path) : undefined;
   if (methods === undefined) return false;
