@@ -1,6 +1,5 @@
-import fsPromises from 'node:fs/promises';
-import { syncBuiltinESMExports } from 'node:module';
 import t from 'tap';
+import { fillTheDisk } from '../helpers/fill-the-disk.ts';
 import { startDataPlane, startUpstream } from './helpers/data-plane-harness.ts';
 import { chatBody, completionJson, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
@@ -21,17 +20,7 @@ t.test('an upstream 429 while the configuration disk is full: the next credentia
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], secrets: ['sk-limited', 'sk-fine'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
 
-  // Writes of the configuration's temporary file fail as on a full disk (steno imports writeFile from node:fs/promises).
-  const original = fsPromises.writeFile;
-  fsPromises.writeFile = (async (file: Parameters<typeof original>[0], data: Parameters<typeof original>[1], options?: Parameters<typeof original>[2]) => {
-    if (!String(file).endsWith('.config.json.tmp')) return original(file, data, options);
-    throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-  }) as typeof original;
-  syncBuiltinESMExports();
-  t.teardown(() => {
-    fsPromises.writeFile = original;
-    syncBuiltinESMExports();
-  });
+  fillTheDisk(t);
 
   for (let i = 0; i < 2; i++) {
     const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });

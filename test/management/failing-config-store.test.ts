@@ -1,32 +1,10 @@
-import fsPromises from 'node:fs/promises';
 import { readdirSync, readFileSync } from 'node:fs';
-import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import t, { type Test } from 'tap';
+import { fillTheDisk } from '../helpers/fill-the-disk.ts';
 import { startGateway } from './support/gateway.ts';
 
 // The management plane over a configuration whose writes the disk refuses (full): what writes answer, what health shows, what stays.
-
-/**
- * Makes writes of the configuration's temporary file fail as on a full disk: the file is
- * created, nothing fits in it, ENOSPC. steno (lowdb's writer) imports writeFile from
- * node:fs/promises; syncBuiltinESMExports hands it the replacement.
- */
-function fillTheDisk(t: Test): () => void {
-  const original = fsPromises.writeFile;
-  const restore = () => {
-    fsPromises.writeFile = original;
-    syncBuiltinESMExports();
-  };
-  fsPromises.writeFile = (async (file: Parameters<typeof original>[0], data: Parameters<typeof original>[1], options?: Parameters<typeof original>[2]) => {
-    if (!String(file).endsWith('.config.json.tmp')) return original(file, data, options);
-    await original(file, '');
-    throw Object.assign(new Error(`ENOSPC: no space left on device, write`), { code: 'ENOSPC', errno: -28, syscall: 'write' });
-  }) as typeof original;
-  syncBuiltinESMExports();
-  t.teardown(restore);
-  return restore;
-}
 
 t.test('a configuration write the disk refuses answers 503 CONFIG_STORE_UNAVAILABLE, leaves the configuration as on disk, and health says failing until a write succeeds', async (t) => {
   const gw = await startGateway(t);

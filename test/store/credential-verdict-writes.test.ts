@@ -1,8 +1,7 @@
-import fsPromises from 'node:fs/promises';
 import { readdirSync, readFileSync } from 'node:fs';
-import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import t, { type Test } from 'tap';
+import { fillTheDisk } from '../helpers/fill-the-disk.ts';
 import { ConfigStoreUnavailableError } from '../../src/store/config-store-unavailable-error.ts';
 import { openLowdbConfigStore, type ConfigStore, type CredentialView } from '../../src/store/index.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
@@ -19,27 +18,6 @@ async function storeWith(t: Test, dir: string, count: number): Promise<{ store: 
     Array.from({ length: count }, (_, i) => ({ kind: 'api_key', values: { api_key: `sk-verdict-${String(i).padStart(4, '0')}-000000` }, secretFields: ['api_key'] })),
   );
   return { store, groupId: group.id, creds: made.map((o) => ('created' in o ? o.created : undefined)).filter((c) => c !== undefined) };
-}
-
-/**
- * Until the returned function is called, writes of the configuration's temporary file fail as
- * on a full disk (ENOSPC). steno (lowdb's writer) imports writeFile from node:fs/promises;
- * syncBuiltinESMExports hands it the replacement.
- */
-function fillTheDisk(t: Test): () => void {
-  const original = fsPromises.writeFile;
-  const restore = () => {
-    fsPromises.writeFile = original;
-    syncBuiltinESMExports();
-  };
-  fsPromises.writeFile = (async (file: Parameters<typeof original>[0], data: Parameters<typeof original>[1], options?: Parameters<typeof original>[2]) => {
-    if (!String(file).endsWith('.config.json.tmp')) return original(file, data, options);
-    await original(file, '');
-    throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' });
-  }) as typeof original;
-  syncBuiltinESMExports();
-  t.teardown(restore);
-  return restore;
 }
 
 const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();

@@ -1,7 +1,6 @@
-import fsPromises from 'node:fs/promises';
-import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import t, { type Test } from 'tap';
+import { fillTheDisk } from '../helpers/fill-the-disk.ts';
 import { JsonDocument } from '../../src/store/lowdb/json-document.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
 
@@ -52,17 +51,7 @@ t.test('a turn that is written settles its mutations in the order they were aske
 
 t.test('a turn whose write fails settles its mutations in the order they were asked too', async (t) => {
   const doc = await open(t);
-  const original = fsPromises.writeFile;
-  const restore = () => {
-    fsPromises.writeFile = original;
-    syncBuiltinESMExports();
-  };
-  t.teardown(restore);
-  fsPromises.writeFile = (async (file: Parameters<typeof original>[0], data: Parameters<typeof original>[1], options?: Parameters<typeof original>[2]) => {
-    if (!String(file).endsWith('.doc.json.tmp')) return original(file, data, options);
-    throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-  }) as typeof original;
-  syncBuiltinESMExports();
+  const restore = fillTheDisk(t, 'doc.json');
   const { settled, all } = oneTurn(doc);
   const outcomes = (await all) as PromiseSettledResult<string>[];
   restore();
