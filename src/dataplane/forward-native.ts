@@ -23,6 +23,7 @@ import { RequestWatch } from './watch-client.ts';
 import { sendGatewayError } from './send-gateway-error.ts';
 import { maskedOrUndecodable, undecodableAnswer } from './undecodable-answer.ts';
 import { attemptHeadersTimeout } from './client-timeout.ts';
+import { sequenceAfter, startingAfter } from './relay/resumed-stream.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
 interface JsonBody {
@@ -412,6 +413,7 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
 }
 
 function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone']): DeliveryOptions {
+  const after = input.op.id === 'responses-retrieve' ? startingAfter(input.search) : null;
   return {
     onClientGone,
     res: input.res,
@@ -427,6 +429,8 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
     streamRequested: input.streamRequested,
+    resumed: after !== null,
+    firstSequence: after === null ? undefined : sequenceAfter(after),
     inFlight: deps.inFlight,
   };
 }

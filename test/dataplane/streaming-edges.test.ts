@@ -308,6 +308,88 @@ for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
   });
 }
 
+// ---- resumed responses streams (retrieve with starting_after) ------------------------------
+// The stream goes on after the client's `starting_after`: the gateway's error event is numbered
+// after it when no event numbered one passed (the openai SDK drops an event numbered at or below
+// it), and a resumed stream owes no final event: resumed at or past its end, it rightly has none.
+
+/** A responses upstream that answers a create with the background response `resp_bg` and a streamed retrieve with SSE, then `then`. */
+async function resumedScenario(t: Test, then: (res: ServerResponse) => void) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    (req, res) => {
+      if (req.method === 'POST') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'resp_bg', object: 'response', status: 'queued', background: true, output: [], usage: null }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      then(res);
+    },
+    { streamIdleTimeoutMs: 300 },
+  );
+  await seedGroup(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
+  const headers = clientAuthHeaders('x-responses', keyValue);
+  const created = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', input: 'hi', background: true }) });
+  t.equal(created.status, 200, 'the background response was created');
+  await waitForLog(gw, created.headers.get('x-switchyard-request-id'));
+  const retrieve = (query: string) => fetch(`${gw.url}/v1/responses/resp_bg${query}`, { headers });
+  return { gw, upstream, retrieve };
+}
+
+const DELTA_50 = `event: response.output_text.delta\ndata: ${JSON.stringify({ type: 'response.output_text.delta', sequence_number: 50, delta: 'Hello' })}\n\n`;
+
+for (const [label, sent, sequence] of [
+  ['before any event', ': keep-alive\n\n', 42],
+  ['after an event numbered 50', DELTA_50, 51],
+] as const) {
+  t.test(`responses: a stream resumed after 41 that stalls ${label} ends with an error event numbered ${sequence}`, async (t) => {
+    const { gw, retrieve } = await resumedScenario(t, (res) => res.write(sent));
+    const res = await retrieve('?stream=true&starting_after=41');
+    t.equal(res.status, 200);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    t.ok(text.startsWith(sent), 'what the upstream sent arrived as sent', { text });
+    const blocks = sseBlocks(text.slice(sent.length));
+    t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
+    t.match(blocks[0], /^event: error$/m);
+    t.match(dataOf(blocks[0] ?? ''), { type: 'error', code: 'upstream_idle_timeout', sequence_number: sequence });
+    t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { operation: 'responses-retrieve', status: 200, error_code: 'upstream_idle_timeout' });
+  });
+}
+
+t.test('responses: a resumed stream that ends cleanly with no event is the success it is: 200, an empty body, no error recorded', async (t) => {
+  const { gw, retrieve } = await resumedScenario(t, (res) => res.end());
+  const res = await retrieve('?stream=true&starting_after=41');
+  t.equal(res.status, 200);
+  t.match(res.headers.get('content-type'), /^text\/event-stream/);
+  t.equal(await res.text(), '', 'nothing added');
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { operation: 'responses-retrieve', status: 200, error_code: null });
+});
+
+for (const [label, sent] of [
+  ['with no event', ''],
+  ['after an event', DELTA_50],
+] as const) {
+  t.test(`responses: a retrieved stream not resumed that ends cleanly ${label} still owes its final event: upstream_stream_broken`, async (t) => {
+    const { gw, retrieve } = await resumedScenario(t, (res) => res.end(sent));
+    const res = await retrieve('?stream=true');
+    const requestId = res.headers.get('x-switchyard-request-id');
+    if (sent === '') {
+      t.equal(res.status, 502, 'answered with the gateway error, its headers still held');
+      t.match(await res.json(), { error: { code: 'upstream_stream_broken' } });
+      t.match(await waitForLog(gw, requestId), { status: 502, error_code: 'upstream_stream_broken' });
+      return;
+    }
+    t.equal(res.status, 200);
+    const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+    const blocks = sseBlocks(text.slice(sent.length));
+    t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
+    t.match(dataOf(blocks[0] ?? ''), { type: 'error', code: 'upstream_stream_broken', sequence_number: 51 });
+    t.match(await waitForLog(gw, requestId), { status: 200, error_code: 'upstream_stream_broken' });
+  });
+}
+
 for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
   for (const extra of ['\n\n', '\r\n']) {
     t.test(`${style.name}: line ends alone (${JSON.stringify(extra)}) in a read after the final event, then a clean end, leave the stream a success`, async (t) => {

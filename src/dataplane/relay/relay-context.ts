@@ -34,6 +34,16 @@ export interface DeliveryOptions {
    * object in its place is the upstream's error.
    */
   streamRequested?: boolean;
+  /**
+   * A resumed responses stream (a retrieve with `starting_after`): it owes no final event, as
+   * one resumed at or past its end rightly ends with none.
+   */
+  resumed?: boolean;
+  /**
+   * The sequence number after a resumed stream's `starting_after`: the gateway's error event's
+   * when no numbered event passed, as an SDK drops one numbered at or below `starting_after`.
+   */
+  firstSequence?: number;
   /** Where a stream relay is registered while it runs, for a shutdown to end it. */
   inFlight?: InFlightRequests;
   /**

@@ -66,9 +66,10 @@ export class SseRelay extends StreamRelay {
     else this.#forward([rest]);
   }
 
-  // Not completions': some compatible upstreams omit its `[DONE]`.
+  // Not completions': some compatible upstreams omit its `[DONE]`. Nor a resumed stream's.
   protected owesEnd(): boolean {
-    return owesFinalEvent(this.relay.options.streamStyle);
+    const { options } = this.relay;
+    return options.resumed !== true && owesFinalEvent(options.streamStyle);
   }
 
   protected writeFailure(code: string): void {
@@ -203,7 +204,7 @@ export class SseRelay extends StreamRelay {
 
   #nextSequence(): number {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
-    return seq ? Number(seq[1]) + 1 : 0;
+    return seq ? Number(seq[1]) + 1 : (this.relay.options.firstSequence ?? 0);
   }
 }
 
