@@ -29,7 +29,7 @@ import { answersToRequestLimitsOnly, quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
-import { stripCredentialQuery } from '../upstream/index.ts';
+import { forwardedQuery } from './forwarded-query.ts';
 import { newRequestId } from './new-request-id.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { brokenBodyFraming } from './request-body-failure.ts';
@@ -165,6 +165,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       checkAccessKey(key, op.protocol, started);
       // An upgrade comes to the upgrade handler; a plain request here must not reach the upstream as one.
       if (op.body === 'websocket') throw new DataPlaneError('invalid_websocket_handshake', 'This endpoint opens a WebSocket session: send the request with Upgrade: websocket.');
+      // Refused before the body is read: an answer format whose usage could not be read.
+      const upstreamSearch = forwardedQuery(op.error_style, search, query);
       // Only a stored object's upkeep (a response's read, input items, cancellation, deletion, a
       // background response's billing read among them; a voice's read, update, deletion) answers
       // to the requests limits only: a passthrough or search may spend tokens upstream.
@@ -229,7 +231,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           requestId,
           op,
           params: match.params,
-          search: search === undefined ? '' : stripCredentialQuery(search),
+          search: upstreamSearch,
           body: prepared.body,
           candidates: ordered,
           streamRequested: features.stream === true,
@@ -309,9 +311,14 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
   return match.found && match.target.kind === 'model_list' ? match : undefined;
 }
 
-/** The request target's path, and its query from its `?` when it has one. */
+/**
+ * The request target's path, and its query from its `?` when it has one. A `#fragment`, which
+ * no request line should carry (RFC 9112 §3.2), is no part of either: never read, never forwarded.
+ */
 function splitTarget(req: IncomingMessage): { path: string; search: string | undefined } {
-  const target = req.url ?? '/';
+  const url = req.url ?? '/';
+  const hash = url.indexOf('#');
+  const target = hash < 0 ? url : url.slice(0, hash);
   const q = target.indexOf('?');
   return q < 0 ? { path: target, search: undefined } : { path: target.slice(0, q), search: target.slice(q) };
 }

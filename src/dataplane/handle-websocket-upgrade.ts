@@ -6,7 +6,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { classifyUpstreamError, CLIENT_CREDENTIAL_QUERY_PARAMS, clientResponseHeaders, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -37,6 +37,7 @@ import { upstreamSwitchingHeaders } from './upstream-switching-headers.ts';
 import { cappedModelName } from './body/index.ts';
 import { maskedOrUndecodable } from './undecodable-answer.ts';
 import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
+import { droppedQueryName, refuseUnreadableFormat } from './forwarded-query.ts';
 
 export interface UpgradeHandler {
   (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
@@ -55,6 +56,8 @@ export interface UpgradeHandler {
 
 /** Headers of the client's upgrade request that belong to its own handshake with the gateway (its subprotocols are offered anew). */
 const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'];
+/** The subprotocol browser SDKs carry an OpenAI key in (`openai-insecure-api-key.<key>`). */
+const KEY_SUBPROTOCOL_PREFIX = 'openai-insecure-api-key.';
 
 /** An upstream's answer to the upgrade as the client may see it (no credentials, secret masked). */
 interface UpstreamAnswer {
@@ -87,7 +90,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   wss.on('headers', (lines: string[], req: IncomingMessage) => {
     const headers = joining.get(req)?.headers;
     if (headers === undefined) return;
-    // One line per value: cookies are never joined.
+    // One line per value of a header given as several.
     for (const [name, value] of Object.entries(headers)) for (const v of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${v}`);
   });
   const handshakes = new Set<UpstreamHandshake>();
@@ -119,14 +122,19 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.operation = op.id;
       const protocols = checkClientHandshake(req);
       const presented = presentedAccessKey(req.headers, url.searchParams);
-      // The client's own credentials (its key, an OAuth token it sent) never go upstream.
-      for (const name of CLIENT_CREDENTIAL_QUERY_PARAMS) url.searchParams.delete(name);
-      // A subprotocol carrying the client's key (`openai-insecure-api-key.<key>`, as browser SDKs offer) never travels upstream; the key is read only where presentedAccessKey looks.
-      const offered = presented === undefined ? protocols : protocols.filter((p) => !p.includes(presented));
+      // The client's own credentials (its key, an OAuth token it sent) never go upstream, nor, in
+      // the generate style, a response filter that would hide the usage (as on the HTTP path).
+      const dropped = droppedQueryName(op.error_style);
+      for (const name of new Set(url.searchParams.keys())) if (dropped(name)) url.searchParams.delete(name);
+      // No subprotocol carrying a key travels upstream, the client's AccessKey or any other key
+      // there (the upstream would judge it instead of the gateway's credential); the key is read
+      // only where presentedAccessKey looks.
+      const offered = protocols.filter((p) => !p.toLowerCase().startsWith(KEY_SUBPROTOCOL_PREFIX) && (presented === undefined || !p.includes(presented)));
       const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
+      refuseUnreadableFormat(op.error_style, url.searchParams);
       await quota.enforce(key, started, log);
       const given = url.searchParams.get('model') || undefined;
       if (given === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');

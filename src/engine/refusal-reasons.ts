@@ -27,6 +27,8 @@ export const REFUSAL_REASONS = {
   invalid_path_parameter: { status: 400, en: 'A path parameter is malformed (bad percent-encoding, a "." or ".." segment, or a "/" in a stored object\'s id).', zh: '路径参数格式错误（百分号编码无效，含有 "." 或 ".." 段，或存储对象的 ID 中含有 "/"）。' },
   method_not_allowed: { status: 405, en: 'Method not allowed for this endpoint.', zh: '此端点不允许该方法。' },
   invalid_query_parameter: { status: 400, en: 'A query parameter is malformed or out of range.', zh: '查询参数格式错误或超出范围。' },
+  // Google's `alt=proto` or `alt=media`: an answer in a format whose usage the gateway cannot read would go uncounted.
+  unsupported_response_format: { status: 400, en: 'The response format asked for (alt, callback) is not supported: use json, or sse for a stream.', zh: '不支持所请求的响应格式（alt、callback）：请使用 json，流式请求使用 sse。' },
   invalid_json: { status: 400, en: 'The request body is not valid JSON.', zh: '请求体不是有效的 JSON。' },
   invalid_request_body: { status: 400, en: 'The request body is not what this endpoint accepts.', zh: '请求体不符合此端点的要求。' },
   model_missing: { status: 400, en: 'The request names no model.', zh: '请求没有指定模型。' },

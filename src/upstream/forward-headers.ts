@@ -4,11 +4,26 @@ import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
 
 /**
  * Request headers a client sent that must not reach an upstream besides hop-by-hop ones:
- * `host` (the upstream's own is set from its URL), `expect` (100-continue is per hop), and
+ * `host` (the upstream's own is set from its URL), `expect` (100-continue is per hop),
  * `accept-encoding`, replaced by `identity`, so that responses arrive uncompressed and usage can
- * be read from them.
+ * be read from them, and Google's `x-goog-fieldmask`, which filters the answer and could leave
+ * its usage out (the client gets the whole answer instead). The client's cookies (the gateway
+ * uses none) and who it is or came through (`forwarded`, `x-forwarded-*`, `x-real-ip`) are not
+ * the upstream's business, and a self-hosted upstream that trusts such headers would believe
+ * a client's forged ones.
  */
-const CLIENT_ONLY_REQUEST_HEADERS = ['host', 'expect', 'accept-encoding'];
+const CLIENT_ONLY_REQUEST_HEADERS = [
+  'host',
+  'expect',
+  'accept-encoding',
+  'x-goog-fieldmask',
+  'cookie',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-real-ip',
+];
 const NOT_FORWARDED = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY_REQUEST_HEADERS]);
 
 /**
@@ -28,10 +43,15 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
  * Upstream response headers not passed back that are no credential header (a request's is
  * forwarded): Anthropic names the operator's account in `anthropic-organization-id`; an
  * upstream's CORS answer is about its own origin, and the data plane states its own
- * (src/dataplane/allow-any-origin.ts), which one passed back would override.
+ * (src/dataplane/allow-any-origin.ts), which one passed back would override. `set-cookie` is
+ * the operator's session with the upstream (a CDN's bot cookie among them), and `alt-svc` and
+ * `strict-transport-security` describe the vendor's origin, not the gateway's.
  */
 const UPSTREAM_ONLY_RESPONSE_HEADERS = [
   'anthropic-organization-id',
+  'set-cookie',
+  'alt-svc',
+  'strict-transport-security',
   'access-control-allow-origin',
   'access-control-allow-credentials',
   'access-control-allow-methods',

@@ -5,7 +5,9 @@ export { HOP_BY_HOP_HEADERS, copyHeadersWithout, stripHopByHop, withHopByHop } f
 export {
   CLIENT_CREDENTIAL_HEADERS,
   CLIENT_CREDENTIAL_QUERY_PARAMS,
+  isClientCredentialQueryName,
   stripCredentialQuery,
+  withoutQueryParams,
 } from './strip-client-credentials.ts';
 export { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.ts';
 export { INVALID_PROXY_URL, InvalidProxyUrlError, SUPPORTED_PROXY_SCHEMES, parseProxyUrl, proxyUrlProblem } from './parse-proxy-url.ts';

@@ -19,8 +19,22 @@ export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x
 export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'access_token', 'oauth_token'];
 
 /**
- * Path and query without credential query parameters. Other parameters keep their exact
- * encoding, so signatures or odd escapes upstream relies on survive.
+ * Whether a query parameter, by its decoded name, is a client credential. Google reads each
+ * system parameter under a `$` alias too (`$key`, sent `%24key` as well): forwarded, a client's
+ * `$key` is judged instead of the gateway's key, and an invalid one disables the credential.
+ */
+export function isClientCredentialQueryName(name: string): boolean {
+  return CLIENT_CREDENTIAL_QUERY_PARAMS.includes(name.startsWith('$') ? name.slice(1) : name);
+}
+
+/** Path and query without credential query parameters (withoutQueryParams). */
+export function stripCredentialQuery(pathAndQuery: string): string {
+  return withoutQueryParams(pathAndQuery, isClientCredentialQueryName);
+}
+
+/**
+ * Path and query without the parameters whose decoded name `drop` holds. Other parameters keep
+ * their exact encoding, so signatures or odd escapes upstream relies on survive.
  *
  * Names are read by URLSearchParams itself, as the data plane reads the key: it drops one
  * leading `?` of the query (`??key=` presents `key`) and skips empty `&` segments, so its
@@ -28,7 +42,7 @@ export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'access
  * segment when that is kept; a later segment's `?` must not take its place (`key=K&?x`
  * would become `??x`, read as `?x`), so an empty segment goes before it.
  */
-export function stripCredentialQuery(pathAndQuery: string): string {
+export function withoutQueryParams(pathAndQuery: string, drop: (name: string) => boolean): string {
   const q = pathAndQuery.indexOf('?');
   if (q === -1) return pathAndQuery;
   const query = pathAndQuery.slice(q + 1);
@@ -41,7 +55,7 @@ export function stripCredentialQuery(pathAndQuery: string): string {
     .flatMap((part, i) => {
       if (part.length === 0) return [];
       const name = names[n++]!;
-      return CLIENT_CREDENTIAL_QUERY_PARAMS.includes(name) ? [] : [{ part, first: i === 0 }];
+      return drop(name) ? [] : [{ part, first: i === 0 }];
     });
   const path = pathAndQuery.slice(0, q);
   if (kept.length === 0) return path;

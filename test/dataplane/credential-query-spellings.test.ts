@@ -5,7 +5,11 @@ import { seedRoute, startDataPlane, startUpstream } from './helpers/data-plane-h
 
 // The data plane reads the AccessKey from `new URLSearchParams(query)` and forwards
 // `stripCredentialQuery(path + '?' + query)`. The two must agree on which parameter is `key`:
-// one the first sees and the second keeps goes upstream with the client's own key.
+// one the first sees and the second keeps goes upstream with the client's own key. Google reads
+// `$key` (`%24key` as sent) as `key`, and so with the OAuth token parameters: none goes upstream.
+
+/** The decoded names that never go upstream. */
+const CREDENTIAL_NAMES = new Set(['key', 'access_token', 'oauth_token', '$key', '$access_token', '$oauth_token']);
 
 /** What the data plane reads from the query of a target (after its first `?`). */
 function entriesOf(target: string): Array<[string, string]> {
@@ -19,7 +23,7 @@ function checkStripped(t: Test, query: string): void {
   const stripped = stripCredentialQuery(target);
   t.same(
     entriesOf(stripped),
-    entriesOf(target).filter(([name]) => name !== 'key'),
+    entriesOf(target).filter(([name]) => !CREDENTIAL_NAMES.has(name)),
     `${JSON.stringify(query)} -> ${JSON.stringify(stripped)}`,
   );
 }
@@ -58,6 +62,18 @@ const TRICKY = [
   '%FF=1&k%65y=K',
   'KEY=K&Key=K',
   'keys=K&akey=K',
+  '$key=K',
+  '%24key=K',
+  '%24k%65y=K',
+  'a=1&$key=K&b=2',
+  '$$key=K',
+  '%24%24key=K',
+  'a$key=K',
+  '$keys=K',
+  '$access_token=T&$oauth_token=T',
+  '%24access_token=T&a=1',
+  '??$key=K',
+  '$=K&$key',
 ];
 
 t.test('URLSearchParams and stripping agree on `key` for tricky spellings', async (t) => {
@@ -65,7 +81,7 @@ t.test('URLSearchParams and stripping agree on `key` for tricky spellings', asyn
 });
 
 t.test('they agree on queries built at random from the pieces parsers disagree on', async (t) => {
-  const PIECES = ['key', 'k%65y', '%6Bey', '%6b%65%79', '?', '??', '&', '&&', '=', '+', '%20', ';', '#', '%', '%zz', '%FF', 'K', 'a'];
+  const PIECES = ['key', 'k%65y', '%6Bey', '%6b%65%79', '$', '%24', 'oauth_token', '?', '??', '&', '&&', '=', '+', '%20', ';', '#', '%', '%zz', '%FF', 'K', 'a'];
   // A fixed seed (mulberry32): the same queries on every run, so a failure reproduces.
   let seed = 0x5eed;
   const random = () => {
@@ -75,17 +91,21 @@ t.test('they agree on queries built at random from the pieces parsers disagree o
     return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
   };
   let withKey = 0;
+  let withAlias = 0;
   for (let i = 0; i < 3000; i++) {
     const length = 1 + Math.floor(random() * 8);
     const query = Array.from({ length }, () => PIECES[Math.floor(random() * PIECES.length)]).join('');
-    if (new URLSearchParams(query).has('key')) withKey++;
+    const names = [...new URLSearchParams(query).keys()];
+    if (names.some((name) => CREDENTIAL_NAMES.has(name))) withKey++;
+    if (names.some((name) => name.startsWith('$') && CREDENTIAL_NAMES.has(name))) withAlias++;
     const target = `/v1/x?${query}`;
     const stripped = stripCredentialQuery(target);
-    const expected = entriesOf(target).filter(([name]) => name !== 'key');
+    const expected = entriesOf(target).filter(([name]) => !CREDENTIAL_NAMES.has(name));
     // One assertion per disagreement only: thousands of passing ones would drown the output.
     if (JSON.stringify(entriesOf(stripped)) !== JSON.stringify(expected)) t.fail(`${JSON.stringify(query)} -> ${JSON.stringify(stripped)}`);
   }
   t.ok(withKey > 200, `enough of them present a key (${withKey})`);
+  t.ok(withAlias > 10, `enough of them present a \`$\` alias (${withAlias})`);
 });
 
 t.test('other parameters keep their raw spelling, a leading `?` of the first included', async (t) => {
@@ -127,7 +147,10 @@ t.test('through the server: a key the data plane reads never reaches the upstrea
     [`??a=1&key=${keyValue}`, `${path}??a=1`],
     [`?%6Bey=${keyValue}`, path],
     [`?&&k%65y=${keyValue}&&a=1`, `${path}?a=1`],
-    [`?a=1#&key=${keyValue}`, `${path}?a=1#`],
+    // A fragment is no part of the query: not read, and not forwarded (RFC 9112 §3.2).
+    [`?a=%2F+b&key=${keyValue}#frag`, `${path}?a=%2F+b`],
+    [`?key=${keyValue}#&key=other`, path],
+    [`?key=${keyValue}&$key=other&%24access_token=T&$oauth_token=T&keep=1`, `${path}?keep=1`],
   ];
   for (const [suffix, forwarded] of cases) {
     const shown = suffix.replace(keyValue, 'KEY');
@@ -147,8 +170,44 @@ t.test('through the server: a spelling the data plane does not read as `key` doe
   const gw = await startDataPlane();
   t.teardown(() => gw.close());
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
-  for (const suffix of [`???key=${keyValue}`, `?a=1&?key=${keyValue}`, `?key+=${keyValue}`, `?a=1;key=${keyValue}`, `?%3Fkey=${keyValue}`]) {
+  for (const suffix of [`???key=${keyValue}`, `?a=1&?key=${keyValue}`, `?key+=${keyValue}`, `?a=1;key=${keyValue}`, `?%3Fkey=${keyValue}`, `?a=1#&key=${keyValue}`, `#?key=${keyValue}`]) {
     t.equal(await post(gw.url, `/v1/chat/completions${suffix}`), 401, `${suffix.replace(keyValue, 'KEY')} is refused`);
   }
   t.equal(upstream.requests.length, 0, 'nothing went upstream');
+});
+
+// Google's front end, as it judges keys: a `key` or `$key` parameter or an x-goog-api-key header
+// that is not the operator's is 400 API_KEY_INVALID, which disables the credential it came with.
+const OPERATOR_KEYS = ['AIza-operator-key-a', 'AIza-operator-key-b'];
+
+t.test('through the server: a `$key` or `%24key` a client adds to a generate request never reaches Google, and no credential is disabled', async (t) => {
+  const upstream = await startUpstream((req, res) => {
+    const query = new URLSearchParams(req.url.split('?')[1] ?? '');
+    const presented = [query.get('key'), query.get('$key'), req.headers['x-goog-api-key']].filter((k) => k !== null && k !== undefined);
+    if (presented.some((k) => !OPERATOR_KEYS.includes(String(k)))) {
+      res.writeHead(400, { 'content-type': 'application/json; charset=UTF-8' });
+      res.end(JSON.stringify({ error: { code: 400, message: 'API key not valid. Please pass a valid API key.', status: 'INVALID_ARGUMENT', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }] } }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ candidates: [], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } }));
+  });
+  t.teardown(() => upstream.close());
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'team-gen', upstream: 'vendor-gen' }], protocols: ['x-generate'], upstreamKeys: OPERATOR_KEYS });
+  const path = '/v1beta/models/team-gen:generateContent';
+  for (const [suffix, forwarded] of [
+    ['?$key=not-a-key', ''],
+    ['?%24key=not-a-key&a=%2F+b', '?a=%2F+b'],
+    ['?$access_token=ya29.client&%24oauth_token=client-token', ''],
+  ]) {
+    const res = await fetch(`${gw.url}${path}${suffix}`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: '{"contents":[]}' });
+    t.equal(res.status, 200, `${suffix}: answered`);
+    await res.arrayBuffer();
+    t.equal(upstream.requests.at(-1)?.url, `/v1beta/models/vendor-gen:generateContent${forwarded}`, `${suffix}: forwarded without it`);
+  }
+  t.equal(upstream.requests.length, 3, 'one attempt each');
+  const credentials = await gw.store.credentials.list(group.id);
+  t.same(credentials.map((c) => [c.enabled, c.disabled_reason]), [[true, null], [true, null]], 'every credential still enabled');
 });

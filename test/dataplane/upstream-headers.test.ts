@@ -105,7 +105,7 @@ for (const c of [
   t.test(`a ${c.status} echoing the upstream credential: no credential header, the secret masked in the other values`, async (t) => {
     const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
       const auth = String(req.headers.authorization);
-      res.writeHead(c.status, { ...c.headers(auth), authorization: auth, 'x-api-key': auth, 'x-goog-api-key': auth, 'api-key': auth, 'set-cookie': [`a=${auth}`, 'b=1'] });
+      res.writeHead(c.status, { ...c.headers(auth), authorization: auth, 'x-api-key': auth, 'x-goog-api-key': auth, 'api-key': auth, 'x-echo-list': [`a=${auth}`, 'b=1'] });
       res.end(c.body);
     });
     const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'], upstreamKeys: [ECHOED_KEY] });
@@ -120,7 +120,7 @@ for (const c of [
       const masked = '***6789';
       if (c.status === 200) t.equal(res.headers.get('x-echo-credential'), `Bearer ${masked}`);
       else t.equal(res.headers.get('location'), `https://elsewhere.invalid/retry?key=${encodeURIComponent(`Bearer ${masked}`)}`);
-      t.same(res.headers.getSetCookie(), [`a=Bearer ${masked}`, 'b=1'], `${pass}: each value of a repeated header masked`);
+      t.equal(res.headers.get('x-echo-list'), `a=Bearer ${masked}, b=1`, `${pass}: each value of a repeated header masked`);
       t.equal(await res.text(), c.body, `${pass}: the body, which holds no secret, as sent`);
     }
   });
@@ -196,4 +196,44 @@ t.test('a WebSocket upgrade with OpenAI-Organization and OpenAI-Project: neither
   for (const h of ACCOUNT_SCOPE) t.equal(upstream.seen[0]?.headers[h], undefined, `no ${h} upstream`);
   const credentials = await gw.store.credentials.list(group.id);
   t.same(credentials.map((c) => [c.enabled, c.disabled_reason]), [[true, null]], 'the credential still enabled');
+});
+
+// Who the client is, where it came through, and its cookies are not the upstream's business; the
+// operator's cookies with the upstream and what the upstream says of its own origin are not the client's.
+const CLIENT_ONLY = { cookie: 'sso=corp', forwarded: 'for=198.51.100.7;host=evil.example', 'x-forwarded-for': '198.51.100.7', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http', 'x-real-ip': '198.51.100.7' };
+const UPSTREAM_ONLY = { 'set-cookie': ['__cf_bm=operator; Domain=.api.vendor.example; HttpOnly', '_cfuvid=abc; Path=/'], 'alt-svc': 'h3=":443"; ma=86400', 'strict-transport-security': 'max-age=31536000' };
+
+t.test('through the server: the client\'s cookies and forwarding headers do not reach the upstream, nor do its set-cookie, alt-svc and HSTS come back', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'up-1', ...UPSTREAM_ONLY });
+    res.end(completionJson('vendor-chat'));
+  });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json', 'x-trace': 'kept', ...CLIENT_ONLY }, body: chatBody('team-chat') });
+  t.equal(res.status, 200);
+  await res.arrayBuffer();
+  const seen = upstream.requests.at(-1)!.headers;
+  for (const name of Object.keys(CLIENT_ONLY)) t.equal(seen[name], undefined, `no ${name} upstream`);
+  t.equal(seen['x-trace'], 'kept', 'other client headers still go');
+  for (const name of Object.keys(UPSTREAM_ONLY)) t.equal(res.headers.get(name), null, `no ${name} to the client`);
+  t.equal(res.headers.get('x-request-id'), 'up-1', 'other upstream headers still come back');
+});
+
+t.test('through the server: a WebSocket session the same way, on the upgrade and on the 101', async (t) => {
+  const upstream = await startWsUpstream({ handshakeHeaders: () => ['x-request-id: up-ws-1', ...Object.entries(UPSTREAM_ONLY).flatMap(([name, v]) => (Array.isArray(v) ? v : [v]).map((value) => `${name}: ${value}`))] });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url);
+  const ws = new WebSocket(wsUrl, { headers: { 'x-trace': 'kept', ...CLIENT_ONLY } });
+  const answer = await new Promise<IncomingHttpHeaders | undefined>((resolve) => {
+    ws.once('upgrade', (res) => resolve(res.headers));
+    ws.once('unexpected-response', () => resolve(undefined));
+    ws.once('error', () => resolve(undefined));
+  });
+  ws.terminate();
+  t.ok(answer, 'the session opened');
+  const seen = upstream.seen[0]!.headers;
+  for (const name of Object.keys(CLIENT_ONLY)) t.equal(seen[name], undefined, `no ${name} upstream`);
+  t.equal(seen['x-trace'], 'kept', 'other client headers still go');
+  for (const name of Object.keys(UPSTREAM_ONLY)) t.equal(answer?.[name], undefined, `no ${name} on the client's 101`);
+  t.equal(answer?.['x-request-id'], 'up-ws-1', 'other headers of the upstream\'s 101 still come back');
 });

@@ -104,6 +104,16 @@ t.test('an x-live session on ch10: upstream credential and mapped model, frames 
   t.same(upstream.closeCodes, [1000]);
 });
 
+t.test('an x-live session drops a response filter that could hide its usageMetadata (fields, $fields) and keeps alt=json', async (t) => {
+  const { upstream, wsUrl } = await liveRoute(t);
+  const client = await connect(`${wsUrl}&fields=serverContent&%24fields=serverContent&alt=json`);
+  const seen = upstream.seen[0]!;
+  const target = new URL(seen.url ?? '', 'ws://upstream.invalid');
+  t.same([...target.searchParams.keys()].sort(), ['alt', 'model', 'session_hint'], 'no field mask parameter upstream');
+  t.equal(target.searchParams.get('alt'), 'json');
+  client.terminate();
+});
+
 t.test('an x-live session whose usageMetadata goes past the key\'s tokens quota is ended with 1008 quota_exceeded on both sides', async (t) => {
   const { gw, upstream, upstreamSession, wsUrl, key } = await liveRoute(t, { total: { tokens: 100 } });
   const client = await connect(wsUrl);

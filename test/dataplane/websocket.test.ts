@@ -26,7 +26,7 @@ t.test('realtime transcription (x-suite, ch03): frames pass both ways with the u
       await upstream.close();
     });
     const { keyValue, key } = await seedRoute(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: [c.protocol] });
-    const wsUrl = `${gw.url.replace('http', 'ws')}${c.path}?model=voice&key=${keyValue}&access_token=ya29.client&oauth_token=client-token`;
+    const wsUrl = `${gw.url.replace('http', 'ws')}${c.path}?model=voice&key=${keyValue}&access_token=ya29.client&oauth_token=client-token&$key=not-a-key&%24access_token=ya29.other&$oauth_token=t2`;
     const client = await connect(wsUrl);
     const reply = new Promise<string>((r) => client.once('message', (d) => r(d.toString())));
     client.send('hello');
@@ -35,6 +35,7 @@ t.test('realtime transcription (x-suite, ch03): frames pass both ways with the u
     t.match(req.url, /model=voice-up/);
     t.notMatch(req.url, /key=/, 'the key query parameter is removed');
     t.notMatch(req.url, /access_token|oauth_token/, 'and the OAuth token parameters a client may send');
+    t.notMatch(req.url, /\$|%24/, 'and their `$` aliases, however spelled');
     t.equal(req.headers.authorization, 'Bearer sk-upstream-1');
     client.close(1000);
     await new Promise((r) => client.once('close', r));
@@ -96,6 +97,17 @@ t.test('x-live with a key that does not allow it is refused 403 protocol_not_all
   t.equal(answer.status, 403);
   t.match(JSON.parse(answer.body), generateError(403, 'PERMISSION_DENIED', 'protocol_not_allowed'));
   t.match(await logOf(gw, record.id, 403), { protocol: 'x-live', operation: 'live', error_code: 'protocol_not_allowed', group_id: null });
+});
+
+t.test('x-live asking for a response format other than json or sse is refused 400 unsupported_response_format in the generate shape', async (t) => {
+  const { gw, liveUrl } = await liveGateway(t);
+  const { value, record } = await gw.store.accessKeys.create({ name: 'k', protocols: ['x-live'] });
+  for (const query of ['alt=proto', '%24alt=media']) {
+    const answer = await upgradeAnswer(`${liveUrl('voice', value)}&${query}`);
+    t.equal(answer.status, 400, query);
+    t.match(JSON.parse(answer.body), generateError(400, 'INVALID_ARGUMENT', 'unsupported_response_format'), query);
+  }
+  t.match(await logOf(gw, record.id, 400), { protocol: 'x-live', operation: 'live', error_code: 'unsupported_response_format' });
 });
 
 t.test('x-live for a model no Group serves to the key is refused 404 model_not_visible in the generate shape', async (t) => {
@@ -351,7 +363,7 @@ t.test('the 101 carries the end-to-end headers of the upstream\'s 101 as sent, t
     handshakeHeaders: (req) => [
       'x-request-id: up-ws-req',
       'x-ratelimit-remaining: 7',
-      'set-cookie: a=1; Path=/',
+      'set-cookie: operator-session=1; Path=/',
       'set-cookie: b=2',
       `x-echo: ${String(req.headers.authorization)}`,
       'keep-alive: timeout=5',
@@ -372,7 +384,7 @@ t.test('the 101 carries the end-to-end headers of the upstream\'s 101 as sent, t
   const headers = res!.headers;
   t.equal(headers['x-request-id'], 'up-ws-req', 'the upstream\'s request id comes back as sent');
   t.equal(headers['x-ratelimit-remaining'], '7');
-  t.same(headers['set-cookie'], ['a=1; Path=/', 'b=2'], 'each cookie on its own line');
+  t.equal(headers['set-cookie'], undefined, 'the operator\'s cookies with the upstream are not the client\'s');
   t.equal(headers['x-echo'], 'Bearer ***6789', 'the upstream key is masked');
   t.equal(headers['keep-alive'], undefined, 'hop-by-hop headers stay on the upstream hop');
   t.equal(headers['x-switchyard-request-id'], record.request_id);
@@ -679,6 +691,16 @@ t.test('a subprotocol carrying the client\'s own AccessKey is not offered upstre
   t.equal(client.protocol, 'transcribe.v2');
   t.equal(upstream.seen[0]!.headers['sec-websocket-protocol'], 'transcribe.v2', 'only the subprotocol without the key was offered');
   t.equal(await echoed(client, 'hello'), 'echo:hello');
+  await closeClient(client);
+});
+
+t.test('no subprotocol carrying a key is offered upstream, whoever\'s key it holds', async (t) => {
+  const upstream = await startWsUpstream({ selectProtocol: (offered) => (offered.has('transcribe.v2') ? 'transcribe.v2' : false) });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl, ['transcribe.v2', 'openai-insecure-api-key.sk-someone-elses-key', 'OpenAI-Insecure-Api-Key.sk-another']);
+  t.equal(client.protocol, 'transcribe.v2');
+  t.equal(upstream.seen[0]!.headers['sec-websocket-protocol'], 'transcribe.v2', 'only the subprotocol without a key was offered');
   await closeClient(client);
 });
 
