@@ -20,19 +20,45 @@ export const LINGER_MS = 30_000;
  */
 export const LINGER_CLOSE_MS = 5_000;
 
+/**
+ * LINGER_CLOSE_MS once a shutdown has begun: long enough for a client to read its answer and
+ * stop writing (what avoids the reset), short enough not to hold the shutdown up.
+ */
+export const SHUTDOWN_LINGER_MS = 1_000;
+
 /** Connections whose answer has been sent and which only read the rest of its request's body. */
 const draining = new WeakSet<Socket>();
 
-/** Connections whose last answer (`connection: close`) has been sent and which only discard what still arrives. */
-const lingering = new WeakSet<Socket>();
+/**
+ * Connections whose last answer (`connection: close`) has been sent and which only discard what
+ * still arrives, each with what re-arms its deadline.
+ */
+const lingering = new WeakMap<Socket, (ms: number) => void>();
+
+/** Connections of a server whose shutdown has begun (per socket, so that servers in one process stay apart). */
+const shuttingDown = new WeakSet<Socket>();
 
 /**
  * Whether this connection's answer has been sent and it only reads and discards the rest of the
- * body (see drainAfterAnswer and lingerOnClose): a shutdown ends it at once, as node's parser,
- * mid-body, does not count it idle.
+ * body (see drainAfterAnswer and lingerOnClose): a shutdown cuts it short (see lingerBriefly),
+ * as node's parser, mid-body, does not count it idle.
  */
 export function drainingAfterAnswer(socket: Socket): boolean {
   return draining.has(socket) || lingering.has(socket);
+}
+
+/**
+ * For a connection of a server whose shutdown has begun: from now on it lingers at most
+ * SHUTDOWN_LINGER_MS (see lingerOnClose), and one that already lingers or drains the body after
+ * its answer is half-closed and lingers that long from now, rather than destroyed at once: a
+ * socket closed on bytes still coming sends RST, which can reach a client before its answer.
+ */
+export function lingerBriefly(socket: Socket): void {
+  shuttingDown.add(socket);
+  const shorten = lingering.get(socket);
+  if (shorten !== undefined) shorten(SHUTDOWN_LINGER_MS);
+  // drainAfterAnswer has the body read already, and still ends the connection past its bounds.
+  else if (draining.has(socket)) linger(socket, SHUTDOWN_LINGER_MS);
 }
 
 /**
@@ -52,7 +78,9 @@ export function closedAfterAnswer(socket: Socket): boolean {
  */
 export function closeUnlessDrained(res: ServerResponse): boolean {
   if (!bodyOutstanding(res.req)) return false;
-  if (!continueAwaited(res.req) && drainAfterAnswer(res)) return false;
+  // One that ends after this answer anyway (a shutdown, the client's own `connection: close`)
+  // lingers: node would end it on the body's unread bytes as soon as the answer is sent.
+  if (res.shouldKeepAlive && !continueAwaited(res.req) && drainAfterAnswer(res)) return false;
   lingerOnClose(res);
   return true;
 }
@@ -62,22 +90,35 @@ export function closeUnlessDrained(res: ServerResponse): boolean {
  * answer is sent, and a socket closed with unread bytes sends RST, which can reach a client
  * still writing before it read the answer (an SDK then reports a connection error, not the
  * 413). As nginx's lingering close, the connection is half-closed instead, and what still
- * arrives is read and discarded until the client closes or LINGER_CLOSE_MS has passed:
- * bounded by time, not bytes, as the body was too large to drain.
+ * arrives is read and discarded until the client closes or LINGER_CLOSE_MS has passed
+ * (SHUTDOWN_LINGER_MS once a shutdown has begun): bounded by time, not bytes, as the body was
+ * too large to drain or the connection ends anyway.
  */
 function lingerOnClose(res: ServerResponse): void {
   const req = res.req;
   const socket = req.socket;
   // What node calls once the last answer is written (end, then destroy once it is flushed).
   socket.destroySoon = () => {
-    lingering.add(socket);
-    socket.end();
     // Whatever read the body before (a spool file, the upstream) is done with it.
     req.unpipe();
     req.resume();
-    const deadline = setTimeout(() => socket.destroy(), LINGER_CLOSE_MS).unref();
-    socket.once('close', () => clearTimeout(deadline));
+    linger(socket, shuttingDown.has(socket) ? SHUTDOWN_LINGER_MS : LINGER_CLOSE_MS);
   };
+}
+
+/** Half-closes a connection whose body is being read and discarded, and destroys it after `ms` unless the client closes first. */
+function linger(socket: Socket, ms: number): void {
+  socket.end();
+  let at = Date.now() + ms;
+  let deadline = setTimeout(() => socket.destroy(), ms).unref();
+  // Only ever brought forward: a shutdown does not lengthen what is left.
+  lingering.set(socket, (shorter) => {
+    if (Date.now() + shorter >= at) return;
+    at = Date.now() + shorter;
+    clearTimeout(deadline);
+    deadline = setTimeout(() => socket.destroy(), shorter).unref();
+  });
+  socket.once('close', () => clearTimeout(deadline));
 }
 
 /**

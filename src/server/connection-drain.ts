@@ -1,6 +1,6 @@
 import type { Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { drainingAfterAnswer } from '../http/drain-after-answer.ts';
+import { drainingAfterAnswer, lingerBriefly } from '../http/drain-after-answer.ts';
 
 /**
  * Ends keep-alive connections with the requests in flight at shutdown. node:http's close()
@@ -9,8 +9,10 @@ import { drainingAfterAnswer } from '../http/drain-after-answer.ts';
  * While draining, every answer not yet started says `Connection: close` (node then closes the
  * connection after it), and a connection whose answer already promised keep-alive is closed as
  * soon as that answer ends. One that only reads the rest of a body after its answer (see
- * drainAfterAnswer) is ended at once: node's closeIdleConnections does not count a connection
- * mid-body idle, and the client has its answer.
+ * drainAfterAnswer and lingerOnClose), now or once its answer ends, is half-closed and lingers
+ * only briefly (lingerBriefly): node's closeIdleConnections does not count a connection mid-body
+ * idle, the client has its answer, and destroying it at once would reset it under a client
+ * still writing. So does one answered mid-upload later in the shutdown.
  */
 export class ConnectionDrain {
   readonly #server: Server;
@@ -38,13 +40,18 @@ export class ConnectionDrain {
       // Where node:http keeps the answer a connection is writing (its own closeIdleConnections reads it too).
       const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
       // A connection that has not sent a byte (opened ahead by a pool, a probe) has no request
-      // to finish, and node's closeIdleConnections leaves it open until the grace runs out; nor
-      // has one that only reads the rest of a body after its answer.
-      if (!res && (socket.bytesRead === 0 || drainingAfterAnswer(socket))) socket.destroy();
+      // to finish, and node's closeIdleConnections leaves it open until the grace runs out.
+      if (!res && socket.bytesRead === 0) {
+        socket.destroy();
+        continue;
+      }
+      // Every connection open now, so that one answered mid-upload later lingers briefly too:
+      // none opens once the server is closed.
+      lingerBriefly(socket);
       if (!res) continue;
       if (!res.headersSent) res.shouldKeepAlive = false;
       // drainAfterAnswer, called before the headers went, listens first: the mark is set by now.
-      else res.once('finish', () => (drainingAfterAnswer(socket) ? socket.destroy() : this.#server.closeIdleConnections()));
+      else res.once('finish', () => (drainingAfterAnswer(socket) ? lingerBriefly(socket) : this.#server.closeIdleConnections()));
     }
     this.#server.closeIdleConnections();
   }
