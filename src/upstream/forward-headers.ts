@@ -8,9 +8,9 @@ import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
  * `accept-encoding`, replaced by `identity`, so that responses arrive uncompressed and usage can
  * be read from them, and Google's `x-goog-fieldmask`, which filters the answer and could leave
  * its usage out (the client gets the whole answer instead). The client's cookies (the gateway
- * uses none) and who it is or came through (`forwarded`, `x-forwarded-*`, `x-real-ip`) are not
- * the upstream's business, and a self-hosted upstream that trusts such headers would believe
- * a client's forged ones.
+ * uses none) and who it is or came through (`forwarded`, the common `x-forwarded-*` ones,
+ * `x-real-ip`) are not the upstream's business, and a self-hosted upstream that trusts such
+ * headers would believe a client's forged ones.
  */
 const CLIENT_ONLY_REQUEST_HEADERS = [
   'host',
@@ -22,6 +22,10 @@ const CLIENT_ONLY_REQUEST_HEADERS = [
   'x-forwarded-for',
   'x-forwarded-host',
   'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-forwarded-prefix',
+  'x-forwarded-server',
+  'x-forwarded-ssl',
   'x-real-ip',
 ];
 const NOT_FORWARDED = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY_REQUEST_HEADERS]);

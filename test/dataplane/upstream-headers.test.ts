@@ -200,7 +200,7 @@ t.test('a WebSocket upgrade with OpenAI-Organization and OpenAI-Project: neither
 
 // Who the client is, where it came through, and its cookies are not the upstream's business; the
 // operator's cookies with the upstream and what the upstream says of its own origin are not the client's.
-const CLIENT_ONLY = { cookie: 'sso=corp', forwarded: 'for=198.51.100.7;host=evil.example', 'x-forwarded-for': '198.51.100.7', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http', 'x-real-ip': '198.51.100.7' };
+const CLIENT_ONLY = { cookie: 'sso=corp', forwarded: 'for=198.51.100.7;host=evil.example', 'x-forwarded-for': '198.51.100.7', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http', 'x-forwarded-port': '80', 'x-forwarded-prefix': '/evil', 'x-forwarded-server': 'evil.example', 'x-forwarded-ssl': 'off', 'x-real-ip': '198.51.100.7' };
 const UPSTREAM_ONLY = { 'set-cookie': ['__cf_bm=operator; Domain=.api.vendor.example; HttpOnly', '_cfuvid=abc; Path=/'], 'alt-svc': 'h3=":443"; ma=86400', 'strict-transport-security': 'max-age=31536000' };
 
 t.test('through the server: the client\'s cookies and forwarding headers do not reach the upstream, nor do its set-cookie, alt-svc and HSTS come back', async (t) => {
