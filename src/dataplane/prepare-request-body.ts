@@ -6,7 +6,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import { continueBody } from '../http/expect-continue.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -172,6 +172,7 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
     // as sent, and a lenient decoder upstream could read it as a key's letter. One native pass.
     if (!isUtf8(raw)) throw new DataPlaneError('invalid_json', 'The body is not UTF-8.');
     value = parseJsonText(text);
+    refuseNonBooleanStream(value);
     repeatsModel = checkRepeatedMembers(raw, text, value);
   } catch (err) {
     if (!record || !(err instanceof DataPlaneError)) throw err;
@@ -193,6 +194,7 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   try {
     refuseRepeatedMembers(spooled.scanned.members);
     fields = fieldsOf(spooled.scanned.members);
+    refuseNonBooleanStream(fields);
   } catch (err) {
     spooled.release();
     if (!record || !(err instanceof DataPlaneError)) throw err;

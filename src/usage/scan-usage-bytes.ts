@@ -13,7 +13,7 @@ export interface ScannedUsage {
   /** The top-level usage member's counters (the table's field order); undefined when it has none. */
   counters: RawUsageCounters | undefined;
   /**
-   * Usage is an object and top-level `choices` an empty array or absent: a completions
+   * Usage is an object and top-level `choices` an empty array, null or absent: a completions
    * usage-only chunk. Always false for a body's tail, whose members before usage are not seen.
    */
   usageOnlyChunk: boolean;
@@ -64,7 +64,8 @@ const LF = 0x0a;
 const CR = 0x0d;
 /** The characters a backslash may escape besides `u`: `"` `\` `/` b f n r t. */
 const SIMPLE_ESCAPES = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74]);
-const LITERALS = [Buffer.from('true'), Buffer.from('false'), Buffer.from('null')];
+const NULL = Buffer.from('null');
+const LITERALS = [Buffer.from('true'), Buffer.from('false'), NULL];
 
 /** What to read for a usage member that is top-level (`usageMember`, the key without its quotes). */
 export function usageScanPlan(fields: CompiledUsageTable['fields'], usageMember: string): UsageScanPlan {
@@ -120,7 +121,8 @@ class Scan {
   readonly #counters: RawUsageCounters;
   #usageObject = false;
   #choicesSeen = false;
-  #choicesEmpty = false;
+  /** The last `choices` is an empty array or null. */
+  #choicesNone = false;
 
   constructor(bytes: Uint8Array, end: number, plan: UsageScanPlan, tail: boolean) {
     this.#bytes = bytes;
@@ -131,7 +133,7 @@ class Scan {
   }
 
   result(): ScannedUsage {
-    const usageOnlyChunk = this.#usageObject && this.#plan.usageOnlyChunks && !this.#tail && (this.#choicesEmpty || !this.#choicesSeen);
+    const usageOnlyChunk = this.#usageObject && this.#plan.usageOnlyChunks && !this.#tail && (this.#choicesNone || !this.#choicesSeen);
     return { counters: this.#usageObject ? this.#counters : undefined, usageOnlyChunk };
   }
 
@@ -190,7 +192,8 @@ class Scan {
     if (keyIs(this.#bytes, CHOICES, keyStart, keyEnd)) {
       this.#choicesSeen = true;
       const inner = at < this.#end && this.#bytes[at] === OPEN_ARRAY ? this.space(at + 1) : FAIL;
-      this.#choicesEmpty = inner !== FAIL && inner < this.#end && this.#bytes[inner] === CLOSE_ARRAY;
+      // `null` is checked as a literal by #skip below, which fails the scan on anything else.
+      this.#choicesNone = inner === FAIL ? keyIs(this.#bytes, NULL, at, Math.min(at + NULL.length, this.#end)) : inner < this.#end && this.#bytes[inner] === CLOSE_ARRAY;
     }
     return this.#skip(at, depth);
   }

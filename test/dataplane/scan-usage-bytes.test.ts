@@ -43,13 +43,20 @@ t.test('the common events are read from their bytes, with what JSON.parse gives'
   t.equal(scanEvent('completions', JSON.stringify(usageChunk))?.usageOnlyChunk, true);
 });
 
-t.test('a usage chunk without a choices member is usage-only, as JSON.parse reads it', async (t) => {
+t.test('a usage chunk without a choices member, or with a null one, is usage-only, as JSON.parse reads it', async (t) => {
   const { choices: _, ...noChoices } = usageChunk;
   const texts = [
     JSON.stringify(noChoices),
     '{"id":"c","usage":{"prompt_tokens":1}}',
     '{"usage":{}}',
     '{"choices":null,"usage":{"prompt_tokens":1}}',
+    '{"usage":{"prompt_tokens":1}, "choices" : null }',
+    '{"choices":[1],"usage":{"prompt_tokens":1},"choices":null}',
+    '{"choices":null,"usage":{"prompt_tokens":1},"choices":[1]}',
+    '{"choices":"null","usage":{"prompt_tokens":1}}',
+    '{"choices":false,"usage":{"prompt_tokens":1}}',
+    '{"choices":0,"usage":{"prompt_tokens":1}}',
+    '{"choices":null}',
     '{"choices":{},"usage":{"prompt_tokens":1}}',
     '{"usage":null}',
     '{"id":"c"}',
@@ -63,7 +70,9 @@ t.test('a usage chunk without a choices member is usage-only, as JSON.parse read
   }
   t.equal(scanEvent('completions', JSON.stringify(noChoices))?.usageOnlyChunk, true);
   t.equal(isUsageOnlyChunk(noChoices), true);
-  t.equal(isUsageOnlyChunk({ choices: null, usage: { prompt_tokens: 1 } }), false, 'a choices member that is no array is not absent');
+  t.equal(scanEvent('completions', '{"choices":null,"usage":{"prompt_tokens":1}}')?.usageOnlyChunk, true, 'read from bytes: a null choices is none');
+  t.equal(isUsageOnlyChunk({ choices: null, usage: { prompt_tokens: 1 } }), true, 'a null choices is none');
+  t.equal(isUsageOnlyChunk({ choices: false, usage: { prompt_tokens: 1 } }), false, 'another choices member that is no array is not');
   t.equal(isUsageOnlyChunk({ id: 'c' }), false);
 });
 
@@ -108,6 +117,9 @@ t.test('what it does not read exactly as JSON.parse, or what is not JSON, it lea
     '{"a":1e,"usage":{}}',
     '[{"usage":{}}]',
     '{"choices":[],\n"usage":{"prompt_tokens":1}}',
+    '{"choices":nul,"usage":{"prompt_tokens":1}}',
+    '{"choices":nullx,"usage":{"prompt_tokens":1}}',
+    '{"usage":{"prompt_tokens":1},"choices":nul',
     `{"a":${'['.repeat(40)}${']'.repeat(40)},"usage":{}}`,
     '',
   ];

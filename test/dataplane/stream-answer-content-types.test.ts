@@ -150,14 +150,21 @@ t.test('a CRLF stream whose dropped usage chunk\'s last LF comes in a read of it
   t.same(record.usage, USAGE);
 });
 
-t.test('a usage chunk without a choices member is dropped too when the gateway asked for usage, LF (read from bytes) or CRLF (parsed)', async (t) => {
-  const noChoices = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } })}\n\n`;
-  for (const eol of ['\n', '\r\n']) {
-    const framed = (event: string) => event.replace(/\n/g, eol);
-    const { gw, send } = await scenario(t, completions, { 'content-type': 'text/event-stream' }, [framed(CONTENT + noChoices + DONE)]);
-    const res = await send();
-    t.equal(await res.text(), framed(CONTENT + DONE), `${JSON.stringify(eol)}: the usage chunk dropped`);
-    t.same((await waitForLog(gw, res.headers.get('x-switchyard-request-id'))).usage, USAGE);
+t.test('a usage chunk without a choices member, or with a null one, is dropped too when the gateway asked for usage, LF (read from bytes) or CRLF (parsed)', async (t) => {
+  const usage = { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 };
+  // A null choices passed on fails the openai SDK's stream helper (`chunk.choices is not iterable`).
+  const chunks = {
+    'no choices': `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', usage })}\n\n`,
+    'null choices': `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: null, usage })}\n\n`,
+  };
+  for (const [label, chunk] of Object.entries(chunks)) {
+    for (const eol of ['\n', '\r\n']) {
+      const framed = (event: string) => event.replace(/\n/g, eol);
+      const { gw, send } = await scenario(t, completions, { 'content-type': 'text/event-stream' }, [framed(CONTENT + chunk + DONE)]);
+      const res = await send();
+      t.equal(await res.text(), framed(CONTENT + DONE), `${label}, ${JSON.stringify(eol)}: the usage chunk dropped`);
+      t.same((await waitForLog(gw, res.headers.get('x-switchyard-request-id'))).usage, USAGE);
+    }
   }
 });
 
