@@ -414,6 +414,8 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
 
 function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone']): DeliveryOptions {
   const after = input.op.id === 'responses-retrieve' ? startingAfter(input.search) : null;
+  // Only a whole number resumes: any other `starting_after` would turn the break check off.
+  const firstSequence = after === null ? undefined : sequenceAfter(after);
   return {
     onClientGone,
     res: input.res,
@@ -429,8 +431,8 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
     streamRequested: input.streamRequested,
-    resumed: after !== null,
-    firstSequence: after === null ? undefined : sequenceAfter(after),
+    resumed: firstSequence !== undefined,
+    firstSequence,
     inFlight: deps.inFlight,
   };
 }

@@ -6,7 +6,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -56,8 +56,6 @@ export interface UpgradeHandler {
 
 /** Headers of the client's upgrade request that belong to its own handshake with the gateway (its subprotocols are offered anew). */
 const CLIENT_HANDSHAKE_HEADERS = ['sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol'];
-/** The subprotocol browser SDKs carry an OpenAI key in (`openai-insecure-api-key.<key>`). */
-const KEY_SUBPROTOCOL_PREFIX = 'openai-insecure-api-key.';
 
 /** An upstream's answer to the upgrade as the client may see it (no credentials, secret masked). */
 interface UpstreamAnswer {
@@ -126,10 +124,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       // the generate style, a response filter that would hide the usage (as on the HTTP path).
       const dropped = droppedQueryName(op.error_style);
       for (const name of new Set(url.searchParams.keys())) if (dropped(name)) url.searchParams.delete(name);
-      // No subprotocol carrying a key travels upstream, the client's AccessKey or any other key
-      // there (the upstream would judge it instead of the gateway's credential); the key is read
-      // only where presentedAccessKey looks.
-      const offered = protocols.filter((p) => !p.toLowerCase().startsWith(KEY_SUBPROTOCOL_PREFIX) && (presented === undefined || !p.includes(presented)));
+      // No subprotocol carrying a key or an account scope travels upstream, the client's AccessKey
+      // or any other key there (the upstream would judge it instead of the gateway's credential),
+      // nor an organization or project (401 mismatched_organization would disable the credential);
+      // the key is read only where presentedAccessKey looks.
+      const offered = protocols.filter((p) => !isClientCredentialSubprotocol(p) && (presented === undefined || !p.includes(presented)));
       const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;

@@ -6,7 +6,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import { continueBody } from '../http/expect-continue.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, formStreamRefusal, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -283,6 +283,17 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     const captured = tee.captured();
     if (err instanceof BodyRewriteError || err instanceof SpoolFailure) return refusedBody(refusal, recordedBodyText(captured.bytes, declared ?? captured.total));
     return { ...refusedBody(refusal, recordedPrefix(captured, declared)), cutShort: true };
+  }
+  const streamRefusal = formStreamRefusal(model.fields);
+  if (streamRefusal !== undefined) {
+    // As a routing refusal of the form: answered once the key as it is has been read, the form released then.
+    return {
+      ...refusedBody(streamRefusal, undefined),
+      recorded: () => {
+        form.release();
+        return record ? recordedPrefix(tee.captured(), declared) : undefined;
+      },
+    };
   }
   const fields: Record<string, unknown> = Object.fromEntries(model.fields);
   const span = model.model;

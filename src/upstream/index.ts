@@ -6,7 +6,7 @@ export {
   CLIENT_CREDENTIAL_HEADERS,
   CLIENT_CREDENTIAL_QUERY_PARAMS,
   isClientCredentialQueryName,
-  stripCredentialQuery,
+  isClientCredentialSubprotocol,
   withoutQueryParams,
 } from './strip-client-credentials.ts';
 export { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.ts';

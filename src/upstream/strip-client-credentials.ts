@@ -13,10 +13,24 @@ const ACCOUNT_SCOPE_HEADERS = ['openai-organization', 'openai-project'];
  */
 export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', ...ACCOUNT_SCOPE_HEADERS];
 /**
- * `key` holds the AccessKey; `access_token` and `oauth_token` are Google's OAuth token
+ * The WebSocket subprotocol prefixes (lowercase) OpenAI's browser clients put a key and its
+ * account scope in (`openai-insecure-api-key.<key>`, `openai-organization.<org>`,
+ * `openai-project.<project>`): the client's own, as the headers above, never offered upstream.
+ */
+const CLIENT_CREDENTIAL_SUBPROTOCOL_PREFIXES: readonly string[] = ['openai-insecure-api-key.', ...ACCOUNT_SCOPE_HEADERS.map((name) => `${name}.`)];
+
+/** Whether an offered subprotocol carries a client's key or account scope (compared case-insensitively). */
+export function isClientCredentialSubprotocol(protocol: string): boolean {
+  const lower = protocol.toLowerCase();
+  return CLIENT_CREDENTIAL_SUBPROTOCOL_PREFIXES.some((prefix) => lower.startsWith(prefix));
+}
+
+/**
+ * `key` holds the AccessKey; `api-key` is where deployment-style realtime browser clients put
+ * their key (not read as an AccessKey); `access_token` and `oauth_token` are Google's OAuth token
  * parameters, a client's own credential: forwarded, Google judges it instead of the gateway's key.
  */
-export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'access_token', 'oauth_token'];
+export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'api-key', 'access_token', 'oauth_token'];
 
 /**
  * Whether a query parameter, by its decoded name, is a client credential. Google reads each
@@ -25,11 +39,6 @@ export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'access
  */
 export function isClientCredentialQueryName(name: string): boolean {
   return CLIENT_CREDENTIAL_QUERY_PARAMS.includes(name.startsWith('$') ? name.slice(1) : name);
-}
-
-/** Path and query without credential query parameters (withoutQueryParams). */
-export function stripCredentialQuery(pathAndQuery: string): string {
-  return withoutQueryParams(pathAndQuery, isClientCredentialQueryName);
 }
 
 /**

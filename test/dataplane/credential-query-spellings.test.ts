@@ -1,15 +1,20 @@
 import { request } from 'node:http';
 import t, { type Test } from 'tap';
-import { stripCredentialQuery } from '../../src/upstream/index.ts';
+import { forwardedQuery } from '../../src/dataplane/forwarded-query.ts';
 import { seedRoute, startDataPlane, startUpstream } from './helpers/data-plane-harness.ts';
 
 // The data plane reads the AccessKey from `new URLSearchParams(query)` and forwards
-// `stripCredentialQuery(path + '?' + query)`. The two must agree on which parameter is `key`:
+// `forwardedQuery(style, '?' + query, ...)`. The two must agree on which parameter is `key`:
 // one the first sees and the second keeps goes upstream with the client's own key. Google reads
-// `$key` (`%24key` as sent) as `key`, and so with the OAuth token parameters: none goes upstream.
+// `$key` (`%24key` as sent) as `key`, and so with the OAuth token parameters: none goes upstream,
+// nor `api-key` (a deployment-style client's key), nor, in the generate style, a `fields` mask.
 
 /** The decoded names that never go upstream. */
-const CREDENTIAL_NAMES = new Set(['key', 'access_token', 'oauth_token', '$key', '$access_token', '$oauth_token']);
+const CREDENTIAL_NAMES = new Set(['key', 'api-key', 'access_token', 'oauth_token', '$key', '$api-key', '$access_token', '$oauth_token']);
+/** The generate style drops Google's response filter too. */
+const DROPPED_NAMES = { completions: CREDENTIAL_NAMES, generate: new Set([...CREDENTIAL_NAMES, 'fields', '$fields']) };
+type Style = keyof typeof DROPPED_NAMES;
+const STYLES = Object.keys(DROPPED_NAMES) as Style[];
 
 /** What the data plane reads from the query of a target (after its first `?`). */
 function entriesOf(target: string): Array<[string, string]> {
@@ -17,14 +22,22 @@ function entriesOf(target: string): Array<[string, string]> {
   return q < 0 ? [] : [...new URLSearchParams(target.slice(q + 1))];
 }
 
-/** Whatever presented `key` is gone, and every other parameter reads as before. */
-function checkStripped(t: Test, query: string): void {
+/** The target as the data plane forwards it in `style` (handle-data-request.ts). */
+function forwarded(style: Style, target: string): string {
+  const q = target.indexOf('?');
+  if (q < 0) return target;
+  const search = target.slice(q);
+  return target.slice(0, q) + forwardedQuery(style, search, new URLSearchParams(search.slice(1)));
+}
+
+/** Whatever presented `key` (and, in the generate style, `fields`) is gone, and every other parameter reads as before. */
+function checkStripped(t: Test, style: Style, query: string): void {
   const target = `/v1/x?${query}`;
-  const stripped = stripCredentialQuery(target);
+  const stripped = forwarded(style, target);
   t.same(
     entriesOf(stripped),
-    entriesOf(target).filter(([name]) => !CREDENTIAL_NAMES.has(name)),
-    `${JSON.stringify(query)} -> ${JSON.stringify(stripped)}`,
+    entriesOf(target).filter(([name]) => !DROPPED_NAMES[style].has(name)),
+    `${style}: ${JSON.stringify(query)} -> ${JSON.stringify(stripped)}`,
   );
 }
 
@@ -74,14 +87,20 @@ const TRICKY = [
   '%24access_token=T&a=1',
   '??$key=K',
   '$=K&$key',
+  'api-key=K',
+  'api-key=K&a=1&$api-key=K',
+  'api%2Dkey=K',
+  'api_key=K&apikey=K',
+  'fields=a&%24fields=b&k%65y=K',
+  'fields',
 ];
 
-t.test('URLSearchParams and stripping agree on `key` for tricky spellings', async (t) => {
-  for (const query of TRICKY) checkStripped(t, query);
+t.test('URLSearchParams and forwardedQuery agree on `key` for tricky spellings, in both styles', async (t) => {
+  for (const style of STYLES) for (const query of TRICKY) checkStripped(t, style, query);
 });
 
 t.test('they agree on queries built at random from the pieces parsers disagree on', async (t) => {
-  const PIECES = ['key', 'k%65y', '%6Bey', '%6b%65%79', '$', '%24', 'oauth_token', '?', '??', '&', '&&', '=', '+', '%20', ';', '#', '%', '%zz', '%FF', 'K', 'a'];
+  const PIECES = ['key', 'k%65y', '%6Bey', '%6b%65%79', 'api-', '$', '%24', 'oauth_token', 'fields', '?', '??', '&', '&&', '=', '+', '%20', ';', '#', '%', '%zz', '%FF', 'K', 'a'];
   // A fixed seed (mulberry32): the same queries on every run, so a failure reproduces.
   let seed = 0x5eed;
   const random = () => {
@@ -92,30 +111,35 @@ t.test('they agree on queries built at random from the pieces parsers disagree o
   };
   let withKey = 0;
   let withAlias = 0;
+  let withFields = 0;
   for (let i = 0; i < 3000; i++) {
     const length = 1 + Math.floor(random() * 8);
     const query = Array.from({ length }, () => PIECES[Math.floor(random() * PIECES.length)]).join('');
     const names = [...new URLSearchParams(query).keys()];
     if (names.some((name) => CREDENTIAL_NAMES.has(name))) withKey++;
     if (names.some((name) => name.startsWith('$') && CREDENTIAL_NAMES.has(name))) withAlias++;
+    if (names.some((name) => DROPPED_NAMES.generate.has(name) && !CREDENTIAL_NAMES.has(name))) withFields++;
     const target = `/v1/x?${query}`;
-    const stripped = stripCredentialQuery(target);
-    const expected = entriesOf(target).filter(([name]) => !CREDENTIAL_NAMES.has(name));
-    // One assertion per disagreement only: thousands of passing ones would drown the output.
-    if (JSON.stringify(entriesOf(stripped)) !== JSON.stringify(expected)) t.fail(`${JSON.stringify(query)} -> ${JSON.stringify(stripped)}`);
+    for (const style of STYLES) {
+      const stripped = forwarded(style, target);
+      const expected = entriesOf(target).filter(([name]) => !DROPPED_NAMES[style].has(name));
+      // One assertion per disagreement only: thousands of passing ones would drown the output.
+      if (JSON.stringify(entriesOf(stripped)) !== JSON.stringify(expected)) t.fail(`${style}: ${JSON.stringify(query)} -> ${JSON.stringify(stripped)}`);
+    }
   }
   t.ok(withKey > 200, `enough of them present a key (${withKey})`);
   t.ok(withAlias > 10, `enough of them present a \`$\` alias (${withAlias})`);
+  t.ok(withFields > 10, `enough of them present a \`fields\` mask (${withFields})`);
 });
 
 t.test('other parameters keep their raw spelling, a leading `?` of the first included', async (t) => {
-  t.equal(stripCredentialQuery('/v1/x??key=K&a=%2F+b'), '/v1/x?a=%2F+b');
-  t.equal(stripCredentialQuery('/v1/x??a=%2F+b&key=K'), '/v1/x??a=%2F+b');
-  t.equal(stripCredentialQuery('/v1/x??a=1'), '/v1/x??a=1');
-  t.equal(stripCredentialQuery('/v1/x???key=K'), '/v1/x???key=K', 'URLSearchParams drops only one `?`: the name is `?key`');
-  t.equal(stripCredentialQuery('/v1/x?a=1&?key=K'), '/v1/x?a=1&?key=K', 'after `&` the `?` is part of the name');
-  t.equal(stripCredentialQuery('/v1/x??'), '/v1/x');
-  t.equal(stripCredentialQuery('/v1/x?key=K&?a=1'), '/v1/x?&?a=1', 'a later `?` does not become the one URLSearchParams drops');
+  t.equal(forwarded('completions', '/v1/x??key=K&a=%2F+b'), '/v1/x?a=%2F+b');
+  t.equal(forwarded('completions', '/v1/x??a=%2F+b&key=K'), '/v1/x??a=%2F+b');
+  t.equal(forwarded('completions', '/v1/x??a=1'), '/v1/x??a=1');
+  t.equal(forwarded('completions', '/v1/x???key=K'), '/v1/x???key=K', 'URLSearchParams drops only one `?`: the name is `?key`');
+  t.equal(forwarded('completions', '/v1/x?a=1&?key=K'), '/v1/x?a=1&?key=K', 'after `&` the `?` is part of the name');
+  t.equal(forwarded('completions', '/v1/x??'), '/v1/x');
+  t.equal(forwarded('completions', '/v1/x?key=K&?a=1'), '/v1/x?&?a=1', 'a later `?` does not become the one URLSearchParams drops');
 });
 
 /** Sends `target` exactly as written (fetch would drop a `#` fragment). */
@@ -160,6 +184,22 @@ t.test('through the server: a key the data plane reads never reaches the upstrea
     t.equal(seen, forwarded, `${shown}: the other parameters as sent`);
   }
   t.equal(upstream.requests.length, cases.length);
+});
+
+t.test('through the server: an `api-key` query parameter (a deployment-style client\'s key) never reaches the upstream, and is not read as the AccessKey', async (t) => {
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"id":"x","object":"chat.completion","choices":[]}');
+  });
+  t.teardown(() => upstream.close());
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
+  const path = '/v1/chat/completions';
+  t.equal(await post(gw.url, `${path}?key=${keyValue}&api-key=sk-client-own&a=1&%24api-key=sk-other`), 200, 'authenticated by `key`');
+  t.equal(upstream.requests.at(-1)?.url, `${path}?a=1`, 'forwarded without `api-key` or its `$` alias');
+  t.equal(await post(gw.url, `${path}?api-key=${keyValue}`), 401, 'a key in `api-key` alone does not authenticate');
+  t.equal(upstream.requests.length, 1, 'the refused one went nowhere');
 });
 
 t.test('through the server: a spelling the data plane does not read as `key` does not authenticate', async (t) => {

@@ -311,7 +311,8 @@ for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
 // ---- resumed responses streams (retrieve with starting_after) ------------------------------
 // The stream goes on after the client's `starting_after`: the gateway's error event is numbered
 // after it when no event numbered one passed (the openai SDK drops an event numbered at or below
-// it), and a resumed stream owes no final event: resumed at or past its end, it rightly has none.
+// it). A resumed stream owes its final event once an event has passed: resumed at or past its
+// end, it rightly has none. Only a whole-number `starting_after` resumes.
 
 /** A responses upstream that answers a create with the background response `resp_bg` and a streamed retrieve with SSE, then `then`. */
 async function resumedScenario(t: Test, then: (res: ServerResponse) => void) {
@@ -367,13 +368,27 @@ t.test('responses: a resumed stream that ends cleanly with no event is the succe
   t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { operation: 'responses-retrieve', status: 200, error_code: null });
 });
 
-for (const [label, sent] of [
-  ['with no event', ''],
-  ['after an event', DELTA_50],
+t.test('responses: a resumed stream that ends cleanly after an event, without its final event, was cut short: an error event numbered 51, recorded', async (t) => {
+  const { gw, retrieve } = await resumedScenario(t, (res) => res.end(DELTA_50));
+  const res = await retrieve('?stream=true&starting_after=41');
+  t.equal(res.status, 200);
+  const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
+  t.ok(text.startsWith(DELTA_50), 'the delta arrived as sent', { text });
+  const blocks = sseBlocks(text.slice(DELTA_50.length));
+  t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
+  t.match(dataOf(blocks[0] ?? ''), { type: 'error', code: 'upstream_stream_broken', sequence_number: 51 });
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { operation: 'responses-retrieve', status: 200, error_code: 'upstream_stream_broken' });
+});
+
+for (const [label, sent, query] of [
+  ['with no event', '', '?stream=true'],
+  ['with no event, its `starting_after` empty', '', '?stream=true&starting_after='],
+  ['with no event, its `starting_after` no number', '', '?stream=true&starting_after=abc'],
+  ['after an event', DELTA_50, '?stream=true'],
 ] as const) {
-  t.test(`responses: a retrieved stream not resumed that ends cleanly ${label} still owes its final event: upstream_stream_broken`, async (t) => {
+  t.test(`responses: a retrieved stream not resumed (${query}) that ends cleanly ${label} still owes its final event: upstream_stream_broken`, async (t) => {
     const { gw, retrieve } = await resumedScenario(t, (res) => res.end(sent));
-    const res = await retrieve('?stream=true');
+    const res = await retrieve(query);
     const requestId = res.headers.get('x-switchyard-request-id');
     if (sent === '') {
       t.equal(res.status, 502, 'answered with the gateway error, its headers still held');

@@ -704,6 +704,35 @@ t.test('no subprotocol carrying a key is offered upstream, whoever\'s key it hol
   await closeClient(client);
 });
 
+t.test('the account scope subprotocols (organization, project) a browser client offers are not offered upstream', async (t) => {
+  const upstream = await startWsUpstream({ selectProtocol: (offered) => (offered.has('realtime') ? 'realtime' : false) });
+  t.teardown(() => upstream.close());
+  const { wsUrl } = await realtimeRoute(t, upstream.url);
+  const client = await connect(wsUrl, ['realtime', 'openai-organization.org-client', 'openai-project.proj_client', 'OpenAI-Organization.org-other', 'OPENAI-PROJECT.proj_other']);
+  t.equal(client.protocol, 'realtime');
+  t.equal(upstream.seen[0]!.headers['sec-websocket-protocol'], 'realtime', 'only the subprotocol without an account scope was offered');
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  await closeClient(client);
+});
+
+t.test('an upstream that refuses a client\'s organization 401 mismatched_organization never sees it: the session opens and every credential stays enabled', async (t) => {
+  const upstream = await startWsUpstream({
+    selectProtocol: (offered) => (offered.has('realtime') ? 'realtime' : false),
+    refuse: (req) =>
+      /openai-(organization|project)\./i.test(String(req.headers['sec-websocket-protocol'] ?? ''))
+        ? { status: 401, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message: 'OpenAI-Organization header should match organization for API key', type: 'invalid_request_error', code: 'mismatched_organization' } }) }
+        : undefined,
+  });
+  t.teardown(() => upstream.close());
+  const { gw, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  const client = await connect(wsUrl, ['realtime', 'openai-organization.org-client', 'openai-project.proj_client']);
+  t.equal(client.protocol, 'realtime');
+  t.equal(await echoed(client, 'hello'), 'echo:hello');
+  await closeClient(client);
+  t.equal(upstream.seen.length, 1, 'one attempt');
+  t.same((await gw.store.credentials.list(group.id)).map((c) => [c.enabled, c.disabled_reason]), [[true, null], [true, null]], 'every credential still enabled');
+});
+
 t.test('an upstream that selects none of the offered subprotocols: 400 subprotocol_not_accepted, the credential stays usable and no other is tried', async (t) => {
   const upstream = await startWsUpstream({ selectProtocol: () => false });
   t.teardown(() => upstream.close());

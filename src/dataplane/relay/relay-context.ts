@@ -35,8 +35,9 @@ export interface DeliveryOptions {
    */
   streamRequested?: boolean;
   /**
-   * A resumed responses stream (a retrieve with `starting_after`): it owes no final event, as
-   * one resumed at or past its end rightly ends with none.
+   * A resumed responses stream (a retrieve with a whole-number `starting_after`): one resumed at
+   * or past its end rightly ends with no event at all, so it owes its final event only once an
+   * event has been passed on.
    */
   resumed?: boolean;
   /**

@@ -66,10 +66,10 @@ export class SseRelay extends StreamRelay {
     else this.#forward([rest]);
   }
 
-  // Not completions': some compatible upstreams omit its `[DONE]`. Nor a resumed stream's.
+  // Not completions': some compatible upstreams omit its `[DONE]`. Nor a resumed stream's until an event passed (one resumed at or past its end sends none).
   protected owesEnd(): boolean {
     const { options } = this.relay;
-    return options.resumed !== true && owesFinalEvent(options.streamStyle);
+    return owesFinalEvent(options.streamStyle) && (options.resumed !== true || this.#lastPassed !== undefined);
   }
 
   protected writeFailure(code: string): void {

@@ -1,6 +1,6 @@
 const WHOLE_NUMBER = /^\d+$/;
 
-/** The `starting_after` a responses retrieve's query resumes its stream after, as sent; null when it resumes none. */
+/** The `starting_after` of a responses retrieve's query, as sent; null without one (resumed only when sequenceAfter reads it). */
 export function startingAfter(search: string): string | null {
   return new URLSearchParams(search).get('starting_after');
 }
