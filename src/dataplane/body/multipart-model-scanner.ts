@@ -27,8 +27,9 @@ export const SMALL_FIELD_BYTES = 1024;
 export const COLLECTED_FIELDS_BYTES = 64 * 1024;
 export const COLLECTED_FIELDS_COUNT = 64;
 /**
- * The fields routing reads: always collected, whatever came before them, so that padding a
- * form cannot hide them from a rule. A few values of at most SMALL_FIELD_BYTES each.
+ * The fields routing reads: collected before the model field whatever came before them, so
+ * that padding a form cannot hide them from a rule (after it, the first attempt has begun and
+ * none is read). A few values of at most SMALL_FIELD_BYTES each.
  */
 const ROUTING_FIELDS: ReadonlySet<string> = new Set([...ROUTING_SMALL_MEMBERS, ...ROUTING_INPUT_MEMBERS]);
 /** The transfer encodings that leave a part's bytes as they are (RFC 2045 §6.1), so its model reads as sent. */
