@@ -142,7 +142,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
         if (list.answers === 'model') {
-          const model = cappedModelName(match.params['model']!);
+          const model = cappedModelName(match.params['model']!, 'path');
           log.external_model = model;
           const body = modelBody(style, model, key, snap);
           if (body === undefined) throw new DataPlaneError('model_not_visible');
@@ -384,7 +384,7 @@ function heldResourceKey(resource: ResourceEntry, params: Record<string, string>
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
   const value = rawModelOf(op, fields, params, query);
-  return value === undefined ? undefined : cappedModelName(value);
+  return value === undefined ? undefined : cappedModelName(value, op.model === 'path' ? 'path' : op.model === 'query' ? 'query' : 'body');
 }
 
 function rawModelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {

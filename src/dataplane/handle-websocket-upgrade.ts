@@ -137,7 +137,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       await quota.enforce(key, started, log);
       const given = url.searchParams.get('model') || undefined;
       if (given === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
-      const model = cappedModelName(given);
+      const model = cappedModelName(given, 'query');
       log.external_model = model;
       const snap = await snapshot.current();
       pool.retain(snap);

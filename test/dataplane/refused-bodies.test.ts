@@ -71,19 +71,20 @@ t.test('JSON nested 200 deep gets the same verdict whether it is parsed whole or
 t.test('a model longer than the cap is refused 400 before routing, in a buffered or spooled body or the path, and neither quoted nor logged whole', async (t) => {
   const { upstream, gw, post, keyValue } = await chatGateway(t);
   const longModel = 'm'.repeat(2048);
+  // Each refused with the code of where the model was named: the body's, or the path parameter's.
   const requests = [
-    () => post('/v1/chat/completions', JSON.stringify({ model: longModel, messages: [] })),
-    () => post('/v1/chat/completions', JSON.stringify({ pad: PAD, model: longModel })),
-    () => fetch(`${gw.url}/v1beta/models/${longModel}:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: '{"contents":[]}' }),
+    { code: 'invalid_request_body', send: () => post('/v1/chat/completions', JSON.stringify({ model: longModel, messages: [] })) },
+    { code: 'invalid_request_body', send: () => post('/v1/chat/completions', JSON.stringify({ pad: PAD, model: longModel })) },
+    { code: 'invalid_path_parameter', send: () => fetch(`${gw.url}/v1beta/models/${longModel}:generateContent`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: '{"contents":[]}' }) },
   ];
-  for (const send of requests) {
+  for (const { code, send } of requests) {
     const res = await send();
     t.equal(res.status, 400);
     const text = await res.text();
-    t.equal(JSON.stringify(JSON.parse(text)).includes('invalid_request_body'), true, text.slice(0, 200));
+    t.equal(JSON.stringify(JSON.parse(text)).includes(code), true, text.slice(0, 200));
     t.notOk(text.includes('m'.repeat(MODEL_FIELD_BYTES + 1)), 'the answer does not quote the value past the cap');
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-    t.match(record, { status: 400, error_code: 'invalid_request_body', attempt_count: 0 });
+    t.match(record, { status: 400, error_code: code, attempt_count: 0 });
     t.ok((record.external_model ?? '').length <= MODEL_FIELD_BYTES, 'the record keeps no model past the cap');
   }
   // A name of exactly the cap is a name: routed (and refused as unknown), not refused as too long.

@@ -167,7 +167,7 @@ t.test('an upgrade whose model is longer than the model-name cap, or empty, is r
   const long = 'm'.repeat(2048);
   const refused = await upgradeAnswer(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=${long}&key=${keyValue}`);
   t.equal(refused.status, 400);
-  t.match(JSON.parse(refused.body), { error: { code: 'invalid_request_body' } });
+  t.match(JSON.parse(refused.body), { error: { code: 'invalid_query_parameter' } });
   t.notOk(refused.body.includes(long), 'the name is not quoted back');
   const record = await logOf(gw, key.id, 400);
   t.ok((record.external_model ?? '').length <= 1024, 'the record does not keep the whole name');

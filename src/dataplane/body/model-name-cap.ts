@@ -13,12 +13,15 @@ export function withinModelCap(model: string): boolean {
   return model.length <= MODEL_FIELD_BYTES / 3 || Buffer.byteLength(model) <= MODEL_FIELD_BYTES;
 }
 
-/** The model a request names, refused (400 `invalid_request_body`) past MODEL_FIELD_BYTES of UTF-8. */
-export function cappedModelName(model: string): string {
-  if (!withinModelCap(model)) throw modelNameTooLong();
+/** Where a request names its model, and the refusal's code for a name past the cap there. */
+const TOO_LONG_CODE = { body: 'invalid_request_body', path: 'invalid_path_parameter', query: 'invalid_query_parameter' } as const;
+
+/** The model a request names, refused (400, the code of where it was named) past MODEL_FIELD_BYTES of UTF-8. */
+export function cappedModelName(model: string, from: keyof typeof TOO_LONG_CODE = 'body'): string {
+  if (!withinModelCap(model)) throw modelNameTooLong(from);
   return model;
 }
 
-export function modelNameTooLong(): DataPlaneError {
-  return new DataPlaneError('invalid_request_body', `The model name is longer than ${MODEL_FIELD_BYTES} bytes.`);
+export function modelNameTooLong(from: keyof typeof TOO_LONG_CODE = 'body'): DataPlaneError {
+  return new DataPlaneError(TOO_LONG_CODE[from], `The model name is longer than ${MODEL_FIELD_BYTES} bytes.`);
 }
