@@ -155,7 +155,8 @@ function post(base: string, target: string): Promise<number> {
   });
 }
 
-t.test('through the server: a key the data plane reads never reaches the upstream', async (t) => {
+/** A completions upstream (answering an empty completion), the data plane in front of it and an x-completions key; all stopped at the test's end. */
+async function completionsRoute(t: Test) {
   const upstream = await startUpstream((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"id":"x","object":"chat.completion","choices":[]}');
@@ -164,6 +165,11 @@ t.test('through the server: a key the data plane reads never reaches the upstrea
   const gw = await startDataPlane();
   t.teardown(() => gw.close());
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
+  return { upstream, gw, keyValue };
+}
+
+t.test('through the server: a key the data plane reads never reaches the upstream', async (t) => {
+  const { upstream, gw, keyValue } = await completionsRoute(t);
   const path = '/v1/chat/completions';
   const cases: Array<[string, string]> = [
     [`??key=${keyValue}`, path],
@@ -187,14 +193,7 @@ t.test('through the server: a key the data plane reads never reaches the upstrea
 });
 
 t.test('through the server: an `api-key` query parameter (a deployment-style client\'s key) never reaches the upstream, and is not read as the AccessKey', async (t) => {
-  const upstream = await startUpstream((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{"id":"x","object":"chat.completion","choices":[]}');
-  });
-  t.teardown(() => upstream.close());
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
-  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
+  const { upstream, gw, keyValue } = await completionsRoute(t);
   const path = '/v1/chat/completions';
   t.equal(await post(gw.url, `${path}?key=${keyValue}&api-key=sk-client-own&a=1&%24api-key=sk-other`), 200, 'authenticated by `key`');
   t.equal(upstream.requests.at(-1)?.url, `${path}?a=1`, 'forwarded without `api-key` or its `$` alias');
@@ -203,13 +202,7 @@ t.test('through the server: an `api-key` query parameter (a deployment-style cli
 });
 
 t.test('through the server: a spelling the data plane does not read as `key` does not authenticate', async (t) => {
-  const upstream = await startUpstream((_req, res) => {
-    res.end('{}');
-  });
-  t.teardown(() => upstream.close());
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
-  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'] });
+  const { upstream, gw, keyValue } = await completionsRoute(t);
   for (const suffix of [`???key=${keyValue}`, `?a=1&?key=${keyValue}`, `?key+=${keyValue}`, `?a=1;key=${keyValue}`, `?%3Fkey=${keyValue}`, `?a=1#&key=${keyValue}`, `#?key=${keyValue}`]) {
     t.equal(await post(gw.url, `/v1/chat/completions${suffix}`), 401, `${suffix.replace(keyValue, 'KEY')} is refused`);
   }

@@ -1,10 +1,9 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { COLLECTED_FIELDS_BYTES, COLLECTED_FIELDS_COUNT, MultipartModelScanner, SMALL_FIELD_BYTES } from '../../src/dataplane/body/multipart-model-scanner.ts';
-import { startUpstream, type Gateway } from './helpers/data-plane-harness.ts';
-import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
-import { gateway } from './helpers/gateway-per-test.ts';
+import { waitForLog } from './helpers/dataplane-scenarios.ts';
+import { transcriptionRoute } from './helpers/transcription-route.ts';
 
 // docs/data-plane.md: no form is held in memory whole. The scanner collects the small text
 // fields before the model for routing; a form of very many of them must not be collected whole.
@@ -24,24 +23,6 @@ function paddedForm(count: number, size: number, model: string): Buffer {
   return Buffer.from(parts.join(''));
 }
 
-/** A transcription upstream answering `{"text":"ok"}`, the data plane in front of it, and a key for it; all stopped at the test's end. */
-async function transcriptionRoute(t: Test) {
-  const upstream = await startUpstream((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{"text":"ok"}');
-  });
-  t.teardown(() => upstream.close());
-  const gw = await gateway(t);
-  await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'whisper-1', upstream: 'whisper-1' }], secrets: ['sk-a'] });
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-suite'] });
-  return { upstream, gw, keyValue };
-}
-
-/** A transcription of `form`, sent as the SDKs send a file upload. */
-function postTranscription(gw: Gateway, keyValue: string, form: Buffer): Promise<Response> {
-  return fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: form });
-}
-
 t.test('a form of 20,000 small fields before its model: the collected fields stay bounded, the routed ones kept', async (t) => {
   const body = paddedForm(20_000, 1000, 'whisper-1');
   const scanner = new MultipartModelScanner(BOUNDARY);
@@ -59,9 +40,9 @@ t.test('a form of 20,000 small fields before its model: the collected fields sta
 });
 
 t.test('such a form is still served, and forwarded byte for byte', async (t) => {
-  const { upstream, gw, keyValue } = await transcriptionRoute(t);
+  const { upstream, gw, post } = await transcriptionRoute(t, BOUNDARY);
   const body = paddedForm(5_000, 1000, 'whisper-1');
-  const res = await postTranscription(gw, keyValue, body);
+  const res = await post(body);
   t.equal(res.status, 200);
   t.same(await res.json(), { text: 'ok' });
   t.equal(upstream.requests.length, 1);
@@ -71,12 +52,12 @@ t.test('such a form is still served, and forwarded byte for byte', async (t) => 
 });
 
 t.test('a spool directory that cannot be used at all (a plain file in its place) answers 503 spool_unavailable', async (t) => {
-  const { upstream, gw, keyValue } = await transcriptionRoute(t);
+  const { upstream, gw, post } = await transcriptionRoute(t, BOUNDARY);
   const spool = path.join(gw.dataDir, 'spool');
   rmSync(spool, { recursive: true, force: true });
   writeFileSync(spool, 'not a directory');
   const body = paddedForm(10, 10, 'whisper-1');
-  const res = await postTranscription(gw, keyValue, body);
+  const res = await post(body);
   t.equal(res.status, 503, 'the gateway cannot take the form: unavailable, not a bug (500)');
   t.match(await res.json(), { error: { code: 'spool_unavailable' } });
   t.equal(upstream.requests.length, 0, 'nothing was forwarded');

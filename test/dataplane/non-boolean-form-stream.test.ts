@@ -1,7 +1,6 @@
 import t from 'tap';
-import { startUpstream } from './helpers/data-plane-harness.ts';
-import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
-import { gateway } from './helpers/gateway-per-test.ts';
+import { waitForLog } from './helpers/dataplane-scenarios.ts';
+import { transcriptionRoute } from './helpers/transcription-route.ts';
 
 // docs/data-plane.md step 3: a form's `stream` field other than `true` or `false` is refused
 // before routing. The gateway reads only `true` as a stream, while a lax upstream (FastAPI's
@@ -19,7 +18,7 @@ function form(stream: string): Buffer {
 }
 
 t.test('a transcription form whose stream field is not `true` or `false` is refused 400 before any upstream call; `true` and `false` pass', async (t) => {
-  const upstream = await startUpstream((req, res) => {
+  const { upstream, gw, post: postForm } = await transcriptionRoute(t, BOUNDARY, (req, res) => {
     if (String(req.body).includes('name="stream"\r\n\r\ntrue\r\n')) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`data: ${JSON.stringify({ type: 'transcript.text.done', text: 'ok', usage: { type: 'tokens', input_tokens: 3, output_tokens: 1, total_tokens: 4 } })}\n\n`);
@@ -28,11 +27,7 @@ t.test('a transcription form whose stream field is not `true` or `false` is refu
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"text":"ok"}');
   });
-  t.teardown(() => upstream.close());
-  const gw = await gateway(t);
-  await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'whisper-1', upstream: 'whisper-1' }], secrets: ['sk-a'] });
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-suite'] });
-  const post = (stream: string) => fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: form(stream) });
+  const post = (stream: string) => postForm(form(stream));
   for (const stream of ['1', 'True', 'yes', 'on', '']) {
     const res = await post(stream);
     t.equal(res.status, 400, `stream=${JSON.stringify(stream)}: refused`);

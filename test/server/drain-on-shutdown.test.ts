@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
@@ -18,55 +18,66 @@ import { createKey, eventually, withTimeout } from '../dataplane/helpers/datapla
 const GRACE_MS = 30_000;
 t.setTimeout(15_000);
 
-t.test('a shutdown ends a connection still draining the body of a request answered mid-upload after a short linger, rather than waiting for the grace', async (t) => {
+/**
+ * The gateway with its data plane (its grace far past this file's timeout) and a raw client
+ * connection to it, half-open unless `halfOpen` is false (as a client still sending its body
+ * after the gateway's end of the answer); both ended at the test's end.
+ */
+async function gatewayAndClient(t: Test, halfOpen = true) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-drain-shutdown-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const server = await createServer({ dataDir, port: 0, authKey: 'drain-shutdown-auth-key-0123456789abcdef', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {}, shutdownGraceMs: GRACE_MS });
   t.teardown(() => server.close());
-  const socket = connect(server.port, '127.0.0.1');
+  const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: halfOpen });
   t.teardown(() => void socket.destroy());
-  let received = '';
-  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
-  socket.on('error', () => {});
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const client = { socket, received: '', error: undefined as Error | undefined, closed: new Promise<void>((resolve) => socket.once('close', () => resolve())) };
+  socket.on('data', (d: Buffer) => (client.received += d.toString('latin1')));
+  socket.on('error', (e) => (client.error = e));
+  return { server, client };
+}
+
+/** Writes `total` bytes of `piece`s, waiting for the socket to drain, until done or the socket closes. */
+async function writeBody(socket: Socket, total: number, piece: Buffer): Promise<void> {
+  for (let sent = 0; sent < total && !socket.destroyed; sent += piece.length) {
+    if (!socket.write(piece)) await new Promise<void>((resolve) => {
+      const done = () => { socket.off('drain', done).off('close', done); resolve(); };
+      socket.once('drain', done).once('close', done);
+    });
+  }
+}
+
+t.test('a shutdown ends a connection still draining the body of a request answered mid-upload after a short linger, rather than waiting for the grace', async (t) => {
+  const { server, client } = await gatewayAndClient(t, false);
+  const { socket } = client;
   socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{"model":');
   // The body keeps coming, a byte at a time, well within node's keep-alive timeout (5 s).
   const trickle = setInterval(() => socket.destroyed || socket.write(' '), 500);
   t.teardown(() => clearInterval(trickle));
-  await eventually(() => (/\r\n\r\n/.test(received) ? true : undefined), 'the answer given mid-upload');
-  t.match(received, /^HTTP\/1\.1 401 /, 'the bad key was refused before its body ended');
-  t.notMatch(received, /\r\nconnection: close\r\n/i, 'on a connection kept to drain the body');
+  await eventually(() => (/\r\n\r\n/.test(client.received) ? true : undefined), 'the answer given mid-upload');
+  t.match(client.received, /^HTTP\/1\.1 401 /, 'the bad key was refused before its body ended');
+  t.notMatch(client.received, /\r\nconnection: close\r\n/i, 'on a connection kept to drain the body');
 
   await server.close();
-  await closed;
+  await client.closed;
   t.pass('the shutdown finished before its grace, the draining connection ended');
-  t.equal(received.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, 'the client had its one answer');
+  t.equal(client.received.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, 'the client had its one answer');
 });
 
 t.test('a shutdown ends a connection lingering after an answer that said connection: close mid-upload after a short linger, rather than waiting for its deadline', async (t) => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-linger-shutdown-'));
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const server = await createServer({ dataDir, port: 0, authKey: 'drain-shutdown-auth-key-0123456789abcdef', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {}, shutdownGraceMs: GRACE_MS });
-  t.teardown(() => server.close());
-  // Half-open, as a client still sending its body after the gateway's end of the answer.
-  const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
-  t.teardown(() => void socket.destroy());
-  let received = '';
-  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
-  socket.on('error', () => {});
+  const { server, client } = await gatewayAndClient(t);
+  const { socket } = client;
   const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   // Declared far beyond what a refusal drains: the answer says connection: close.
   socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${1024 * 1024 * 1024}\r\n\r\n{"model":`);
   const trickle = setInterval(() => socket.destroyed || socket.write(' '), 200);
   t.teardown(() => clearInterval(trickle));
   await withTimeout(ended, GRACE_MS, 'the answer and the end of the gateway side');
-  t.match(received, /^HTTP\/1\.1 401 [^]*\r\nconnection: close\r\n/i, 'answered with connection: close');
+  t.match(client.received, /^HTTP\/1\.1 401 [^]*\r\nconnection: close\r\n/i, 'answered with connection: close');
   t.equal(socket.destroyed, false, 'the connection lingers, the body still read');
 
   // Well within the lingering deadline: only cutting the linger short lets close() finish in time.
   await withTimeout(server.close(), LINGER_CLOSE_MS / 2, 'the shutdown');
-  await withTimeout(closed, LINGER_CLOSE_MS / 2, 'the connection to end');
+  await withTimeout(client.closed, LINGER_CLOSE_MS / 2, 'the connection to end');
   t.pass('the shutdown ended the lingering connection');
 });
 
@@ -80,26 +91,17 @@ const FORM_HEAD = `--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"
  * The gateway refuses it when the model field arrives, mid-upload.
  */
 async function formInFlightAtShutdown(t: Test, fileBytes: number) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-refusal-shutdown-'));
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const server = await createServer({ dataDir, port: 0, authKey: 'drain-shutdown-auth-key-0123456789abcdef', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {}, shutdownGraceMs: GRACE_MS });
-  t.teardown(() => server.close());
+  const { server, client } = await gatewayAndClient(t);
+  const { socket, closed } = client;
   const { keyValue } = await createKey(server.store, { protocols: ['x-suite'] });
-  const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
-  t.teardown(() => void socket.destroy());
-  let received = '';
-  let error: Error | undefined;
-  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
-  socket.on('error', (e) => (error = e));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
   const length = FORM_HEAD.length + fileBytes + `\r\n--${BOUNDARY}--\r\n`.length;
   socket.write(`POST /v1/audio/transcriptions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${keyValue}\r\ncontent-type: multipart/form-data; boundary=${BOUNDARY}\r\ncontent-length: ${length}\r\nexpect: 100-continue\r\n\r\n`);
-  await eventually(() => (/^HTTP\/1\.1 100 [^]*\r\n\r\n/.test(received) ? true : undefined), 'the 100 Continue');
+  await eventually(() => (/^HTTP\/1\.1 100 [^]*\r\n\r\n/.test(client.received) ? true : undefined), 'the 100 Continue');
   const closing = server.close();
   socket.write(FORM_HEAD);
   /** The final answer (after the 100), once its head has arrived. */
-  const answer = () => received.slice(received.indexOf('\r\n\r\n') + 4);
-  return { socket, answer, error: () => error, closed, closing };
+  const answer = () => client.received.slice(client.received.indexOf('\r\n\r\n') + 4);
+  return { socket, answer, error: () => client.error, closed, closing };
 }
 
 t.test('a refusal answered mid-upload after the shutdown began reaches a client still writing a body it would drain, with no reset', async (t) => {
@@ -107,13 +109,7 @@ t.test('a refusal answered mid-upload after the shutdown began reaches a client 
   const fileBytes = 16 * 1024 * 1024;
   t.ok(fileBytes < LINGER_BYTES);
   const { socket, answer, error, closed, closing } = await formInFlightAtShutdown(t, fileBytes);
-  const piece = Buffer.alloc(1024 * 1024, 0x41);
-  for (let sent = 0; sent < fileBytes && !socket.destroyed; sent += piece.length) {
-    if (!socket.write(piece)) await new Promise<void>((resolve) => {
-      const done = () => { socket.off('drain', done).off('close', done); resolve(); };
-      socket.once('drain', done).once('close', done);
-    });
-  }
+  await writeBody(socket, fileBytes, Buffer.alloc(1024 * 1024, 0x41));
   socket.end(`\r\n--${BOUNDARY}--\r\n`);
   await withTimeout(closed, GRACE_MS, 'the connection to end');
   t.equal(error(), undefined, 'no reset while writing the body');
@@ -137,33 +133,18 @@ t.test('a connection answered mid-upload after the shutdown began lingers briefl
 });
 
 t.test('a shutdown beginning while a client still writes the body of a request answered mid-upload does not reset it', async (t) => {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-drain-writing-shutdown-'));
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const server = await createServer({ dataDir, port: 0, authKey: 'drain-shutdown-auth-key-0123456789abcdef', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {}, shutdownGraceMs: GRACE_MS });
-  t.teardown(() => server.close());
-  const socket = connect({ port: server.port, host: '127.0.0.1', allowHalfOpen: true });
-  t.teardown(() => void socket.destroy());
-  let received = '';
-  let error: Error | undefined;
-  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
-  socket.on('error', (e) => (error = e));
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  const { server, client } = await gatewayAndClient(t);
+  const { socket, closed } = client;
   const body = 16 * 1024 * 1024;
   socket.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: ${body}\r\n\r\n`);
-  await eventually(() => (/\r\n\r\n/.test(received) ? true : undefined), 'the answer given mid-upload');
-  t.notMatch(received, /\r\nconnection: close\r\n/i, 'on a connection kept to drain the body');
+  await eventually(() => (/\r\n\r\n/.test(client.received) ? true : undefined), 'the answer given mid-upload');
+  t.notMatch(client.received, /\r\nconnection: close\r\n/i, 'on a connection kept to drain the body');
   // The shutdown begins with the body still to come, as a client writes it after its answer.
   const closing = server.close();
-  const piece = Buffer.alloc(1024 * 1024, 0x20);
-  for (let sent = 0; sent < body && !socket.destroyed; sent += piece.length) {
-    if (!socket.write(piece)) await new Promise<void>((resolve) => {
-      const done = () => { socket.off('drain', done).off('close', done); resolve(); };
-      socket.once('drain', done).once('close', done);
-    });
-  }
+  await writeBody(socket, body, Buffer.alloc(1024 * 1024, 0x20));
   socket.end();
   await withTimeout(closed, GRACE_MS, 'the connection to end');
-  t.equal(error, undefined, 'no reset while writing the body');
+  t.equal(client.error, undefined, 'no reset while writing the body');
   await withTimeout(closing, LINGER_CLOSE_MS / 2, 'the shutdown');
-  t.equal(received.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, 'the client had its one answer');
+  t.equal(client.received.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, 'the client had its one answer');
 });
