@@ -170,7 +170,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // Only a stored object's upkeep (a response's read, input items, cancellation, deletion, a
       // background response's billing read among them; a voice's read, update, deletion) answers
       // to the requests limits only: a passthrough or search may spend tokens upstream.
-      if (key.quota) await quota.enforce(key, started, log, !answersToRequestLimitsOnly(op));
+      const usesTokens = !answersToRequestLimitsOnly(op);
+      if (key.quota) await quota.enforce(key, started, log, usesTokens);
 
       // The same setting bounds a silent request body as a silent stream.
       const bodyIdleMs = forwardDepsFor(snapshot.fresh() ?? (await snapshot.current())).idleTimeoutMs;
@@ -188,7 +189,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         if (prepared.cutShort) throw prepared.refusal;
         if (!current) throw new DataPlaneError('access_key_invalid');
         checkAccessKey(current, op.protocol, deps.clock());
-        if (current.quota) await quota.enforce(current, started, log, !answersToRequestLimitsOnly(op));
+        if (current.quota) await quota.enforce(current, started, log, usesTokens);
       }
       // A body refused as read (invalid JSON, a malformed form) only now: the key as it is
       // decides first, and whether that body is recorded (for one cut short, only that).
@@ -384,7 +385,7 @@ function heldResourceKey(resource: ResourceEntry, params: Record<string, string>
 
 function modelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
   const value = rawModelOf(op, fields, params, query);
-  return value === undefined ? undefined : cappedModelName(value, op.model === 'path' ? 'path' : op.model === 'query' ? 'query' : 'body');
+  return value === undefined ? undefined : cappedModelName(value, op.model === 'none' ? 'body' : op.model);
 }
 
 function rawModelOf(op: OperationEntry, fields: Record<string, unknown> | undefined, params: Record<string, string>, query: URLSearchParams): string | undefined {
