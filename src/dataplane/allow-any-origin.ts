@@ -1,6 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { GATEWAY_REQUEST_ID_HEADER } from './request-id-headers.ts';
 
+/** Every origin: the data plane's answers are open to any (see allowAnyOrigin). */
+export const ANY_ORIGIN = '*';
+
 /**
  * The answer headers a browser's script may read besides the safelisted ones: the request ids
  * the SDKs report and the retry hints they obey.
@@ -14,6 +17,6 @@ const EXPOSED_HEADERS = [GATEWAY_REQUEST_ID_HEADER, 'x-request-id', 'request-id'
  * the gateway's own, a model list, a forwarded or streamed upstream answer.
  */
 export function allowAnyOrigin(res: ServerResponse): void {
-  res.setHeader('access-control-allow-origin', '*');
+  res.setHeader('access-control-allow-origin', ANY_ORIGIN);
   res.setHeader('access-control-expose-headers', EXPOSED_HEADERS);
 }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OutgoingHeaders } from '../upstream/index.ts';
+import { ANY_ORIGIN } from './allow-any-origin.ts';
 import { drainIfBodyUnread } from './drain-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
 
@@ -29,7 +30,7 @@ export function requestedMethod(req: IncomingMessage): string | undefined {
  */
 export function answerPreflight(req: IncomingMessage, res: ServerResponse, requestId: string, methods: string): void {
   const headers: OutgoingHeaders = {
-    'access-control-allow-origin': '*',
+    'access-control-allow-origin': ANY_ORIGIN,
     'access-control-allow-methods': methods,
     'access-control-max-age': PREFLIGHT_MAX_AGE,
   };

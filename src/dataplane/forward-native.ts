@@ -23,7 +23,7 @@ import { RequestWatch } from './watch-client.ts';
 import { sendGatewayError } from './send-gateway-error.ts';
 import { maskedOrUndecodable, undecodableAnswer } from './undecodable-answer.ts';
 import { attemptHeadersTimeout } from './client-timeout.ts';
-import { sequenceAfter, startingAfter } from './relay/resumed-stream.ts';
+import { resumedFirstSequence } from './relay/resumed-stream.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
 interface JsonBody {
@@ -413,9 +413,8 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
 }
 
 function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone']): DeliveryOptions {
-  const after = input.op.id === 'responses-retrieve' ? startingAfter(input.search) : null;
   // Only a whole number resumes: any other `starting_after` would turn the break check off.
-  const firstSequence = after === null ? undefined : sequenceAfter(after);
+  const firstSequence = input.op.id === 'responses-retrieve' ? resumedFirstSequence(input.search) : undefined;
   return {
     onClientGone,
     res: input.res,
@@ -431,7 +430,6 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     captureLimitBytes: 4 * 1024 * 1024,
     streamingOperation: input.op.stream === 'always',
     streamRequested: input.streamRequested,
-    resumed: firstSequence !== undefined,
     firstSequence,
     inFlight: deps.inFlight,
   };

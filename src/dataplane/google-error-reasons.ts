@@ -7,7 +7,7 @@ import type { HeaderMap } from '../upstream/index.ts';
  * on what these request headers say, which the client's own headers (forwarded) may have set;
  * then the refusal is the client's, not the key's.
  */
-export interface GoogleErrorReasonRow {
+interface GoogleErrorReasonRow {
   raw: string;
   unified: 'credential';
   unlessClientSent?: readonly string[];
@@ -23,7 +23,7 @@ export interface GoogleErrorReasonRow {
  * token (ACCESS_TOKEN_EXPIRED): the gateway sends only `x-goog-api-key`, so a token is the
  * client's own.
  */
-export const googleErrorReasons: readonly GoogleErrorReasonRow[] = [
+const googleErrorReasons: readonly GoogleErrorReasonRow[] = [
   { raw: 'API_KEY_INVALID', unified: 'credential' },
   { raw: 'API_KEY_SERVICE_BLOCKED', unified: 'credential' },
   { raw: 'API_KEY_IP_ADDRESS_BLOCKED', unified: 'credential' },
@@ -49,7 +49,7 @@ export interface GoogleErrorDetails {
  * Error bodies in Google's shape are a few hundred bytes; a larger one is not parsed (its
  * status rules), so that no answer costs more than this to judge.
  */
-export const GOOGLE_ERROR_PARSE_LIMIT = 64 * 1024;
+const GOOGLE_ERROR_PARSE_LIMIT = 64 * 1024;
 
 /** The details of a body in Google's error shape, or undefined for any other body. */
 export function readGoogleError(body: Buffer): GoogleErrorDetails | undefined {

@@ -5,6 +5,7 @@ import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
 import type { Snapshot } from './config-snapshot.ts';
 import { generatePage, messagesPage } from './model-list-pages.ts';
 import { planCandidates } from './plan-candidates.ts';
+import { templateVerb } from '../handlers/compile-route-table.ts';
 import { withRequestId } from './request-id-headers.ts';
 
 /** The configuration a model list reads: the Groups, and the Groups serving each external name. */
@@ -63,7 +64,7 @@ function createdAt(serving: readonly { created_at: string }[]): number {
  */
 const GENERATION_METHODS = Object.values(PROTOCOLS).flatMap((protocol) => protocol.operations).flatMap((id) => {
   const op = OPERATIONS[id];
-  const verb = /\}:(\w+)$/.exec(op.path)?.[1];
+  const verb = templateVerb(op.path);
   return op.error_style === 'generate' && op.model === 'path' && op.stream !== 'always' && verb ? [{ op, verb }] : [];
 });
 

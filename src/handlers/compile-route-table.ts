@@ -189,7 +189,7 @@ function withVerbColon(routes: readonly CompiledRoute[], path: string): string {
   if (!path.includes('%3')) return path;
   let spelling = verbSpellings.get(routes);
   if (spelling === undefined) {
-    const verbs = [...new Set(routes.flatMap((r) => /\}:(\w+)$/.exec(r.template)?.[1] ?? []))];
+    const verbs = [...new Set(routes.flatMap((r) => templateVerb(r.template) ?? []))];
     verbSpellings.set(routes, (spelling = verbs.length > 0 ? new RegExp(`%3[aA](${verbs.join('|')})(/*)$`) : null));
   }
   return spelling === null ? path : path.replace(spelling, ':$1$2');
@@ -298,4 +298,9 @@ function decodeParameter(raw: string): string | undefined {
     return undefined;
   }
   return value.split('/').some((segment) => segment === '.' || segment === '..') ? undefined : value;
+}
+
+/** The `:verb` a path template ends with after a parameter (`/v1beta/models/{model}:generateContent`), if any. */
+export function templateVerb(template: string): string | undefined {
+  return /\}:(\w+)$/.exec(template)?.[1];
 }

@@ -1,19 +1,14 @@
 import t from 'tap';
-import { sequenceAfter, startingAfter } from '../../src/dataplane/relay/resumed-stream.ts';
+import { resumedFirstSequence } from '../../src/dataplane/relay/resumed-stream.ts';
 
 // A resumed responses stream's error event is numbered after `starting_after` only when that
 // is a whole number whose next a JS number holds exactly; anything else the upstream judges.
 
-t.test('startingAfter reads starting_after from the query, null without one', async (t) => {
-  t.equal(startingAfter('?stream=true&starting_after=41'), '41');
-  t.equal(startingAfter('?starting_after='), '');
-  t.equal(startingAfter('?stream=true'), null);
-  t.equal(startingAfter(''), null);
-});
-
-t.test('sequenceAfter: the next number of a whole one, else undefined', async (t) => {
-  t.equal(sequenceAfter('41'), 42);
-  t.equal(sequenceAfter('0'), 1);
-  t.equal(sequenceAfter(String(Number.MAX_SAFE_INTEGER - 1)), Number.MAX_SAFE_INTEGER);
-  for (const value of ['', '-1', '4.5', '1e3', ' 41', 'abc', String(Number.MAX_SAFE_INTEGER), '99999999999999999999']) t.equal(sequenceAfter(value), undefined, JSON.stringify(value));
+t.test('resumedFirstSequence: the number after a whole starting_after, else undefined', async (t) => {
+  t.equal(resumedFirstSequence('?stream=true&starting_after=41'), 42);
+  t.equal(resumedFirstSequence('?starting_after=0'), 1);
+  t.equal(resumedFirstSequence(`?starting_after=${Number.MAX_SAFE_INTEGER - 1}`), Number.MAX_SAFE_INTEGER);
+  t.equal(resumedFirstSequence('?stream=true'), undefined, 'none given');
+  t.equal(resumedFirstSequence(''), undefined, 'no query');
+  for (const value of ['', '-1', '4.5', '1e3', '%2041', 'abc', String(Number.MAX_SAFE_INTEGER), '99999999999999999999']) t.equal(resumedFirstSequence(`?starting_after=${value}`), undefined, JSON.stringify(value));
 });

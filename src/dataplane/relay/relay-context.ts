@@ -35,14 +35,10 @@ export interface DeliveryOptions {
    */
   streamRequested?: boolean;
   /**
-   * A resumed responses stream (a retrieve with a whole-number `starting_after`): one resumed at
-   * or past its end rightly ends with no event at all, so it owes its final event only once an
-   * event has been passed on.
-   */
-  resumed?: boolean;
-  /**
-   * The sequence number after a resumed stream's `starting_after`: the gateway's error event's
-   * when no numbered event passed, as an SDK drops one numbered at or below `starting_after`.
+   * Set for a resumed responses stream (a retrieve with a whole-number `starting_after`): the
+   * number after it, the gateway's error event's when no numbered event passed, as an SDK drops
+   * one numbered at or below `starting_after`. One resumed at or past its end rightly ends with
+   * no event at all, so it owes its final event only once an event has been passed on.
    */
   firstSequence?: number;
   /** Where a stream relay is registered while it runs, for a shutdown to end it. */

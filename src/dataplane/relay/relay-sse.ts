@@ -69,7 +69,7 @@ export class SseRelay extends StreamRelay {
   // Not completions': some compatible upstreams omit its `[DONE]`. Nor a resumed stream's until an event passed (one resumed at or past its end sends none).
   protected owesEnd(): boolean {
     const { options } = this.relay;
-    return owesFinalEvent(options.streamStyle) && (options.resumed !== true || this.#lastPassed !== undefined);
+    return owesFinalEvent(options.streamStyle) && (options.firstSequence === undefined || this.#lastPassed !== undefined);
   }
 
   protected writeFailure(code: string): void {

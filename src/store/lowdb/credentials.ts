@@ -95,7 +95,7 @@ export class LowdbCredentialStore implements CredentialStore {
   async setState(groupId: number, id: number, change: CredentialStateChange, options: CredentialStateOptions = {}): Promise<CredentialView | undefined> {
     const expected = options.expectedRevision;
     // Checked before queueing (most stale verdicts are seen here already) and again in the write
-    // itself: a rotation or a hand enable may have landed in between. A verdict that changes
+    // itself, as its precheck: a rotation or a hand enable may have landed in between. A verdict that changes
     // nothing writes nothing: under a failing upstream every attempt brings one, and each would
     // otherwise rewrite the whole file and wait for it.
     const check = (d: Readonly<ConfigData>) => {
@@ -126,10 +126,7 @@ export class LowdbCredentialStore implements CredentialStore {
       // Verdicts throw (in check) before editing, so concurrent ones may share one write; the
       // operator's enable and disable keep a write of their own.
       if (expected === undefined) return await this.#edit(groupId, id, apply);
-      return await this.#doc.mutateBatched((d) => {
-        check(d);
-        return this.#applyTo(d, groupId, id, apply, false);
-      }, check);
+      return await this.#doc.mutateBatched((d) => this.#applyTo(d, groupId, id, apply, false), check);
     } catch (err) {
       if (err === STALE_REVISION) return undefined;
       if (err === NO_CHANGE) return this.get(groupId, id);

@@ -96,8 +96,9 @@ export class JsonDocument<T extends object> {
    * without throwing: consecutive such mutations waiting their turn are applied in order to one
    * copy and written once (under a storm of them each would otherwise copy, serialize and write
    * the whole file). Each caller still gets its own result or error, only once the write is
-   * done. `precheck` throws as fn would, on the live data, so a turn where every one throws
-   * copies nothing.
+   * done. `precheck` refuses (throws) before fn runs, on the data as the earlier mutations of
+   * the turn left it (the live data until one edits): fn need not check again, and a turn where
+   * every one is refused copies nothing.
    */
   mutateBatched<R>(fn: (draft: T) => R, precheck?: (data: Readonly<T>) => void): Promise<R> {
     return this.#enqueue(fn, precheck, true);
@@ -130,10 +131,8 @@ export class JsonDocument<T extends object> {
     const outcomes: Array<{ m: Queued<T>; applied: true; result: unknown } | { m: Queued<T>; applied: false; error: unknown; afterEdits: boolean }> = [];
     for (const m of turn) {
       try {
-        if (draft === undefined) {
-          m.precheck?.(this.#db.data);
-          draft = structuredClone(this.#db.data);
-        }
+        m.precheck?.(draft ?? this.#db.data);
+        draft ??= structuredClone(this.#db.data);
         const result = m.fn(draft);
         m.stamp?.(draft);
         outcomes.push({ m, applied: true, result });
