@@ -1,26 +1,21 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { MODEL_LISTS, type ModelListDecl, type ModelListStyle, type OperationEntry } from '../generated/index.ts';
 import { firstSegment, matchResourceName, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
-
-type Alternate = NonNullable<ModelListDecl['alternates']>[number];
+import type { KeyLocation } from './present-access-key.ts';
 
 /**
  * The shape a model list answers in: that of the first alternate the request carries (the
- * anthropic SDK's `anthropic-version`, the genai SDK's `x-goog-api-client`, a generate-style
- * client's `?key=` with no openai or anthropic credential header), else its own.
+ * anthropic SDK's `anthropic-version`, the genai SDK's `x-goog-api-client`), else generate when
+ * the presented key came from the `key` query parameter (only generate-style clients put it
+ * there; presentedAccessKey reads it after the headers), else its own.
  */
-export function listStyleOf(list: ModelListDecl, headers: IncomingHttpHeaders, query?: URLSearchParams): ModelListStyle {
-  return list.alternates?.find((a) => carries(a, headers, query))?.style ?? list.style;
-}
-
-function carries(alternate: Alternate, headers: IncomingHttpHeaders, query: URLSearchParams | undefined): boolean {
-  if ('when_header' in alternate) return headers[alternate.when_header] !== undefined;
-  return query?.has(alternate.when_query) === true && !alternate.unless_header?.some((name) => headers[name] !== undefined);
+export function listStyleOf(list: ModelListDecl, headers: IncomingHttpHeaders, keyFrom?: KeyLocation): ModelListStyle {
+  return list.alternates?.find((a) => headers[a.when_header] !== undefined)?.style ?? (keyFrom === 'query' ? 'generate' : list.style);
 }
 
 /** The error shape of a request to a route: its operation's, or its model list's as the request chooses it. */
-export function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders, query?: URLSearchParams): OperationEntry['error_style'] {
-  return target.kind === 'operation' ? target.operation.error_style : listStyleOf(target.list, headers, query);
+export function errorStyleOf(target: RouteTarget, headers: IncomingHttpHeaders, keyFrom?: KeyLocation): OperationEntry['error_style'] {
+  return target.kind === 'operation' ? target.operation.error_style : listStyleOf(target.list, headers, keyFrom);
 }
 
 /** The alternates that switch a model list to another protocol's shape, in the manifest's order (`anthropic-version`: messages). */
@@ -37,13 +32,14 @@ const STYLE_BY_FIRST_SEGMENT = new Map(
 
 /**
  * The error shape for a path no endpoint takes, told as the model lists tell their clients
- * apart (every SDK lists models): a list's alternate, then the endpoint nearest to the
- * path, then the path's first segment.
+ * apart (every SDK lists models): a list's alternate, then a key from the query, then the
+ * endpoint nearest to the path, then the path's first segment.
  */
-export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string, query?: URLSearchParams): OperationEntry['error_style'] {
-  const alternate = ALTERNATE_STYLES.find((a) => carries(a, headers, query));
+export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string, keyFrom?: KeyLocation): OperationEntry['error_style'] {
+  const alternate = ALTERNATE_STYLES.find((a) => headers[a.when_header] !== undefined);
   if (alternate) return alternate.style;
-  if (near) return errorStyleOf(near, headers, query);
+  if (keyFrom === 'query') return 'generate';
+  if (near) return errorStyleOf(near, headers, keyFrom);
   return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
 }
 
@@ -54,7 +50,7 @@ export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: Inco
  * clients (whose SDKs encode the slash) the path stays no endpoint. HEAD is its GET, as for
  * every model list.
  */
-export function withResourceName(routes: readonly CompiledRoute[], method: string, path: string, headers: IncomingHttpHeaders, match: RouteMatch, query?: URLSearchParams): RouteMatch {
-  if (match.found || match.allowed.length > 0 || match.near?.kind !== 'model_list' || listStyleOf(match.near.list, headers, query) !== 'generate') return match;
+export function withResourceName(routes: readonly CompiledRoute[], method: string, path: string, headers: IncomingHttpHeaders, match: RouteMatch, keyFrom?: KeyLocation): RouteMatch {
+  if (match.found || match.allowed.length > 0 || match.near?.kind !== 'model_list' || listStyleOf(match.near.list, headers, keyFrom) !== 'generate') return match;
   return matchResourceName(routes, method === 'HEAD' ? 'GET' : method, path) ?? match;
 }

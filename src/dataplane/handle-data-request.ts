@@ -113,11 +113,11 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const { path, search } = splitTarget(req);
       // Past the `?`: URLSearchParams skips one more, so `??key=` still names `key`.
       const query = search === undefined ? NO_QUERY : new URLSearchParams(search.slice(1));
-      const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path), query);
       const presented = presentedAccessKey(req.headers, query);
-      const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented) ?? (await snapshot.accessKey(presented)));
+      const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path), presented?.from);
+      const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented.value) ?? (await snapshot.accessKey(presented.value)));
       if (!match.found) {
-        errorStyle = unmatchedErrorStyle(match.near, req.headers, path, query);
+        errorStyle = unmatchedErrorStyle(match.near, req.headers, path, presented?.from);
         // Not checked (the path is the refusal), but named, so that the key's logs show its wrong calls too.
         if (key) log.access_key_id = key.id;
         if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');
@@ -135,7 +135,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       if (match.target.kind === 'model_list') {
         const snap = snapshot.fresh() ?? (await snapshot.current());
         const list = match.target.list;
-        const style = listStyleOf(list, req.headers, query);
+        const style = listStyleOf(list, req.headers, presented?.from);
         errorStyle = style;
         nameTarget(log, match.target);
         if (!key) throw new DataPlaneError('access_key_invalid');
@@ -181,7 +181,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const snap = snapshot.fresh() ?? (await snapshot.current());
       // The key too, by its presented value: one deleted, disabled, rotated or narrowed while it
       // uploaded is refused, or planned, recorded and logged as it is now.
-      const reread = snapshot.currentAccessKey(presented!, key);
+      const reread = snapshot.currentAccessKey(presented!.value, key);
       // The same record is taken at once: no turn of the event loop for it.
       const current = reread === key ? key : await reread;
       if (current !== key) {

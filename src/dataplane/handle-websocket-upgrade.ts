@@ -108,9 +108,10 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     try {
       const url = urlOf(req);
       const match = matchRoute(routes, 'GET', url.pathname);
+      const presented = presentedAccessKey(req.headers, url.searchParams);
       if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') {
         // Only where the caller serves every upgrade here (the server serves these as plain requests: `serves`).
-        style = match.found ? errorStyleOf(match.target, req.headers) : unmatchedErrorStyle(match.near, req.headers, url.pathname);
+        style = match.found ? errorStyleOf(match.target, req.headers, presented?.from) : unmatchedErrorStyle(match.near, req.headers, url.pathname, presented?.from);
         throw new DataPlaneError('route_not_found');
       }
       const op = match.target.operation;
@@ -119,7 +120,6 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       log.protocol = op.protocol;
       log.operation = op.id;
       const protocols = checkClientHandshake(req);
-      const presented = presentedAccessKey(req.headers, url.searchParams);
       // The client's own credentials (its key, an OAuth token it sent) never go upstream, nor, in
       // the generate style, a response filter that would hide the usage (as on the HTTP path).
       const dropped = droppedQueryName(op.error_style);
@@ -128,8 +128,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       // or any other key there (the upstream would judge it instead of the gateway's credential),
       // nor an organization or project (401 mismatched_organization would disable the credential);
       // the key is read only where presentedAccessKey looks.
-      const offered = protocols.filter((p) => !isClientCredentialSubprotocol(p) && (presented === undefined || !p.includes(presented)));
-      const key = presented === undefined ? undefined : await snapshot.accessKey(presented);
+      const offered = protocols.filter((p) => !isClientCredentialSubprotocol(p) && (presented === undefined || !p.includes(presented.value)));
+      const key = presented === undefined ? undefined : await snapshot.accessKey(presented.value);
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
@@ -252,7 +252,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!, protocol: op.protocol, model, group: candidate.group, startedAt: started });
+          await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started });
           return;
         }
       }

@@ -989,14 +989,6 @@ export const MODEL_LISTS: readonly ModelListDecl[] = [
       {
         "when_header": "x-goog-api-key",
         "style": "generate"
-      },
-      {
-        "when_query": "key",
-        "unless_header": [
-          "authorization",
-          "x-api-key"
-        ],
-        "style": "generate"
       }
     ]
   },
@@ -1016,14 +1008,6 @@ export const MODEL_LISTS: readonly ModelListDecl[] = [
       },
       {
         "when_header": "x-goog-api-key",
-        "style": "generate"
-      },
-      {
-        "when_query": "key",
-        "unless_header": [
-          "authorization",
-          "x-api-key"
-        ],
         "style": "generate"
       }
     ],

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { presentedAccessKey } from '../../src/dataplane/present-access-key.ts';
+import { presentedAccessKey, type KeyLocation } from '../../src/dataplane/present-access-key.ts';
 import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { chatBody, completionJson, waitForLog } from './helpers/dataplane-scenarios.ts';
 
@@ -34,17 +34,21 @@ t.test('an empty key header counts as absent: the next location is used', async 
 
 t.test('the presented key is the first location that holds a value', async (t) => {
   const q = (s = '') => new URLSearchParams(s);
-  const cases: [string, Record<string, string>, URLSearchParams, string | undefined][] = [
-    ['Bearer first', { authorization: 'Bearer a', 'x-api-key': 'b', 'x-goog-api-key': 'c' }, q('key=d'), 'a'],
-    ['then x-api-key', { 'x-api-key': 'b', 'x-goog-api-key': 'c' }, q('key=d'), 'b'],
-    ['then x-goog-api-key', { 'x-goog-api-key': 'c' }, q('key=d'), 'c'],
-    ['then the key query parameter', {}, q('key=d'), 'd'],
-    ['a wrong value is not passed over', { authorization: 'Bearer junk', 'x-api-key': 'b' }, q(), 'junk'],
-    ['another scheme is no Bearer', { authorization: 'Basic abc', 'x-api-key': 'b' }, q(), 'b'],
-    ['blank Bearer', { authorization: 'Bearer   ', 'x-api-key': 'b' }, q(), 'b'],
-    ['empty x-api-key', { 'x-api-key': '', 'x-goog-api-key': 'c' }, q(), 'c'],
-    ['blank headers', { 'x-api-key': ' ', 'x-goog-api-key': '\t' }, q('key=d'), 'd'],
-    ['all empty', { authorization: 'Bearer ', 'x-api-key': '' }, q('key='), undefined],
+  const cases: [string, Record<string, string>, URLSearchParams, string | undefined, KeyLocation | undefined][] = [
+    ['Bearer first', { authorization: 'Bearer a', 'x-api-key': 'b', 'x-goog-api-key': 'c' }, q('key=d'), 'a', 'bearer'],
+    ['then x-api-key', { 'x-api-key': 'b', 'x-goog-api-key': 'c' }, q('key=d'), 'b', 'x-api-key'],
+    ['then x-goog-api-key', { 'x-goog-api-key': 'c' }, q('key=d'), 'c', 'x-goog-api-key'],
+    ['then the key query parameter', {}, q('key=d'), 'd', 'query'],
+    ['a wrong value is not passed over', { authorization: 'Bearer junk', 'x-api-key': 'b' }, q(), 'junk', 'bearer'],
+    ['another scheme is no Bearer', { authorization: 'Basic abc', 'x-api-key': 'b' }, q(), 'b', 'x-api-key'],
+    ['blank Bearer', { authorization: 'Bearer   ', 'x-api-key': 'b' }, q(), 'b', 'x-api-key'],
+    ['empty x-api-key', { 'x-api-key': '', 'x-goog-api-key': 'c' }, q(), 'c', 'x-goog-api-key'],
+    ['blank headers', { 'x-api-key': ' ', 'x-goog-api-key': '\t' }, q('key=d'), 'd', 'query'],
+    ['all empty', { authorization: 'Bearer ', 'x-api-key': '' }, q('key='), undefined, undefined],
   ];
-  for (const [name, headers, query, expected] of cases) t.equal(presentedAccessKey(headers, query), expected, name);
+  for (const [name, headers, query, expected, from] of cases) {
+    const presented = presentedAccessKey(headers, query);
+    t.equal(presented?.value, expected, name);
+    t.equal(presented?.from, from, `${name}: where it was found`);
+  }
 });

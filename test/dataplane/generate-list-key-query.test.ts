@@ -1,9 +1,21 @@
 import t, { type Test } from 'tap';
+import { get } from 'node:http';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 
-// A `key` query parameter is sent only by generate-style clients: with no openai or anthropic
-// credential header, it picks the generate shape of GET /v1/models (the manifest's model-list
-// alternates), for the list, one model, and the refusals.
+function getJson(url: string, headers: Record<string, string>): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    }).on('error', reject);
+  });
+}
+
+// A `key` query parameter is sent only by generate-style clients: when the presented key came
+// from it (no openai or anthropic credential header holds one, presentedAccessKey), it picks the
+// generate shape of GET /v1/models, for the list, one model, and the refusals.
 
 async function setup(t: Test) {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
@@ -35,5 +47,17 @@ t.test('GET /v1/models?key=: the generate list shape, unless an openai or anthro
   t.match(await bearer.json(), { object: 'list', data: [{ id: 'chat-only', object: 'model' }] }, 'an openai credential header keeps the completions shape');
   const anthropic = await fetch(`${s.gw.url}/v1/models?key=${s.embedOnly}`, { headers: { 'x-api-key': s.embedOnly, 'anthropic-version': '2023-06-01' } });
   t.match(await anthropic.json(), { data: [{ type: 'model', id: 'chat-only' }], has_more: false });
+  t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
+});
+
+t.test('GET /v1/models?key=: an Authorization header that presents no key keeps the generate shape', async (t) => {
+  const s = await setup(t);
+  // presentedAccessKey passes over a non-Bearer or empty Authorization and reads `key`; the shape
+  // follows it. node:http, since fetch would trim the empty Bearer's trailing space.
+  for (const authorization of ['Basic x', 'Bearer ']) {
+    const list = await getJson(`${s.gw.url}/v1/models?key=${s.embedOnly}`, { authorization });
+    t.equal(list.status, 200, authorization);
+    t.match(list.body, { models: [{ name: 'models/chat-only' }, { name: 'models/emb' }, { name: 'models/g4:latest' }] }, `${authorization}: the generate list shape`);
+  }
   t.equal(s.upstream.requests.length, 0, 'no upstream was asked');
 });

@@ -16,28 +16,6 @@ export type ErrorStyle = 'completions' | 'messages' | 'generate';
  * via the `definition` "ModelListStyle".
  */
 export type ModelListStyle = 'completions' | 'messages' | 'generate';
-/**
- * This interface was referenced by `ProtocolsManifest`'s JSON-Schema
- * via the `definition` "ModelListAlternate".
- */
-export type ModelListAlternateDecl =
-  | {
-      when_header: string;
-      style: ModelListStyle;
-    }
-  | {
-      /**
-       * a query parameter the request carries (any value)
-       */
-      when_query: string;
-      /**
-       * headers that keep this alternate from applying: another SDK's credential, which routing reads before the query's
-       *
-       * @minItems 1
-       */
-      unless_header?: [string, ...string[]];
-      style: ModelListStyle;
-    };
 
 /**
  * Data-plane protocols, their operations and the capabilities they belong to.
@@ -130,4 +108,12 @@ export interface ModelListDecl {
    * @minItems 1
    */
   alternates?: [ModelListAlternateDecl, ...ModelListAlternateDecl[]];
+}
+/**
+ * This interface was referenced by `ProtocolsManifest`'s JSON-Schema
+ * via the `definition` "ModelListAlternate".
+ */
+export interface ModelListAlternateDecl {
+  when_header: string;
+  style: ModelListStyle;
 }
