@@ -230,18 +230,18 @@ export class QuotaMeter {
     if (existing !== undefined && existing.quota === quota) return existing;
     const periodKind = key.quota?.per_period?.period;
     const meter: Meter = { quota, total: nothingUsed(), periodKind, periodStart: periodKind ? periodStart(periodKind, now) : 0, period: nothingUsed(), earlier: new Map(), queued: [], loaded: Promise.resolve() };
-    // An ended period a session still running started in is what is used from its start on, less what is used from the next period's.
-    const ended = this.#endedSessionPeriods(key.id, meter).map((start) => ({ start, next: nextPeriodStart(periodKind!, start) }));
-    const since = new Map<number, Promise<QuotaUsage>>();
-    for (const from of [meter.periodStart, ...ended.flatMap(({ start, next }) => [start, next])]) if (periodKind && !since.has(from)) since.set(from, this.#logs.keyUsage(key.id, from));
     // Records appended after these reads are issued are not in their answers: they queue.
-    const reads = [key.quota?.total ? this.#logs.keyUsage(key.id) : undefined, Promise.all([...since].map(async ([from, read]) => [from, await read] as const))] as const;
+    const reads = [
+      key.quota?.total ? this.#logs.keyUsage(key.id) : undefined,
+      periodKind ? this.#logs.keyUsage(key.id, meter.periodStart) : undefined,
+      // The ended periods sessions still running started in.
+      Promise.all(this.#endedSessionPeriods(key.id, meter).map(async (start) => [start, await this.#logs.keyUsage(key.id, start, nextPeriodStart(periodKind!, start))] as const)),
+    ] as const;
     meter.loaded = Promise.all(reads).then(
-      ([total, read]) => {
+      ([total, period, ended]) => {
         if (total) meter.total = total;
-        const usage = new Map(read);
-        meter.period = usage.get(meter.periodStart) ?? nothingUsed();
-        for (const { start, next } of ended) meter.earlier.set(start, less(usage.get(start)!, usage.get(next)!));
+        meter.period = period ?? nothingUsed();
+        for (const [start, usage] of ended) meter.earlier.set(start, usage);
         const queued = meter.queued ?? [];
         meter.queued = undefined;
         for (const log of queued) add(meter, log, this.#sessions.get(key.id));
@@ -316,11 +316,6 @@ function periodOf(meter: Meter, at: number): QuotaUsage {
   if (meter.periodKind === undefined) return meter.period;
   const start = periodStart(meter.periodKind, at);
   return start === meter.periodStart ? meter.period : (meter.earlier.get(start) ?? nothingUsed());
-}
-
-/** What `from` counts beyond `later` (two reads of the same store, one from a later start). */
-function less(from: QuotaUsage, later: QuotaUsage): QuotaUsage {
-  return { requests: from.requests - later.requests, tokens: from.tokens - later.tokens, cost: roundCost(from.cost - later.cost) };
 }
 
 const METERS = new WeakMap<LogReader, QuotaMeter>();

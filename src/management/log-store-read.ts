@@ -13,7 +13,7 @@ export function logReadsAnswered(logs: LogReader): LogReader {
     list: (filter, page) => answered(logs.list(filter, page)),
     usage: (query) => answered(logs.usage(query)),
     statistics: (query) => answered(logs.statistics(query)),
-    keyUsage: (accessKeyId, from) => answered(logs.keyUsage(accessKeyId, from)),
+    keyUsage: (accessKeyId, from, to) => answered(logs.keyUsage(accessKeyId, from, to)),
   };
 }
 

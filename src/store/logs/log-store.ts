@@ -113,11 +113,11 @@ export interface LogStore {
   usage(query: UsageQuery): Promise<UsageRow[]>;
   statistics(query: StatisticsQuery): Promise<Statistics>;
   /**
-   * What an AccessKey used against its quota since `from` (epoch ms, on a UTC hour, as every
-   * quota period start is), or over its whole life when `from` is undefined, records deleted
-   * by `prune` included: their usage is kept per hour.
+   * What an AccessKey used against its quota from `from` (inclusive) to `to` (exclusive), each
+   * epoch ms on a UTC hour as every quota period start is, an end left undefined being open
+   * (both: its whole life), records deleted by `prune` included: their usage is kept per hour.
    */
-  keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage>;
+  keyUsage(accessKeyId: number, from?: number, to?: number): Promise<KeyUsage>;
   /**
    * Deletes the records created before `before` (epoch ms) and their recorded bodies, a batch
    * at a time so that appends and reads go on in between; resolves to how many were deleted.

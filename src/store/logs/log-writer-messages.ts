@@ -16,7 +16,7 @@ export type LogRead =
   | { method: 'list'; args: [filter: LogFilter, page: LogPage] }
   | { method: 'usage'; args: [query: UsageQuery] }
   | { method: 'statistics'; args: [query: StatisticsQuery] }
-  | { method: 'keyUsage'; args: [accessKeyId: number, from: number | undefined] }
+  | { method: 'keyUsage'; args: [accessKeyId: number, from: number | undefined, to: number | undefined] }
   | { method: 'prune'; args: [before: number] };
 
 /** A sealed batch as it arrives in the worker: structured clone turns its Buffer into a Uint8Array (a copy of its bytes). */

@@ -1,22 +1,22 @@
 import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { KeyUsage } from './log-store.ts';
-import { EARLIEST, splitBySlots } from './time-slots.ts';
+import { EARLIEST, LATEST, splitBySlots } from './time-slots.ts';
 import { withRoundedCost } from '../../usage/index.ts';
 
 /**
- * What an AccessKey used since `from`: the rollups of the whole minutes from then (the
- * records of a minute cut by `from`, which quota periods never do, are read themselves), plus
+ * What an AccessKey used in [from, to): the rollups of the whole minutes in it (the records of
+ * a minute cut by `from` or `to`, which quota periods never do, are read themselves), plus
  * what retention deleted, kept per hour.
  */
-export function readKeyUsage(prepare: PrepareStatement, source: LogBatchSource, accessKeyId: number, from: number | undefined): KeyUsage {
+export function readKeyUsage(prepare: PrepareStatement, source: LogBatchSource, accessKeyId: number, from: number | undefined, to: number | undefined): KeyUsage {
   const usage: KeyUsage = { requests: 0, tokens: 0, cost: 0 };
-  const { whole, partial } = splitBySlots(from, undefined);
+  const { whole, partial } = splitBySlots(from, to);
   if (whole !== undefined) {
     const logged = prepare(
       `SELECT COALESCE(SUM(forwarded), 0) AS requests, COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost
-       FROM usage_rollup WHERE access_key_id = ? AND slot_start >= ?`,
-    ).get(accessKeyId, whole.from) as KeyUsage;
+       FROM usage_rollup WHERE access_key_id = ? AND slot_start >= ? AND slot_start < ?`,
+    ).get(accessKeyId, whole.from, whole.to) as KeyUsage;
     add(usage, logged);
   }
   for (const range of partial) {
@@ -27,8 +27,8 @@ export function readKeyUsage(prepare: PrepareStatement, source: LogBatchSource, 
     });
   }
   const pruned = prepare(
-    'SELECT COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost FROM pruned_usage_by_hour WHERE access_key_id = ? AND hour_start >= ?',
-  ).get(accessKeyId, from ?? EARLIEST) as KeyUsage;
+    'SELECT COALESCE(SUM(requests), 0) AS requests, COALESCE(SUM(tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost FROM pruned_usage_by_hour WHERE access_key_id = ? AND hour_start >= ? AND hour_start < ?',
+  ).get(accessKeyId, from ?? EARLIEST, to ?? LATEST) as KeyUsage;
   add(usage, pruned);
   // SQL's SUM and the additions above carry float noise; costs are whole 1e-10 USD.
   return withRoundedCost(usage);

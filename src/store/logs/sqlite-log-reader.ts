@@ -76,9 +76,9 @@ export class SqliteLogReader implements LogReader {
     return readStatistics(this.#prepare, this.#source, query);
   }
 
-  async keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
+  async keyUsage(accessKeyId: number, from?: number, to?: number): Promise<KeyUsage> {
     this.#open();
-    return readKeyUsage(this.#prepare, this.#source, accessKeyId, from);
+    return readKeyUsage(this.#prepare, this.#source, accessKeyId, from, to);
   }
 
   close(): void {

@@ -131,9 +131,9 @@ export class SqliteLogStore implements LogStore {
     return readStatistics(this.#prepare, this.#source, query);
   }
 
-  async keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
+  async keyUsage(accessKeyId: number, from?: number, to?: number): Promise<KeyUsage> {
     this.#readable();
-    return readKeyUsage(this.#prepare, this.#source, accessKeyId, from);
+    return readKeyUsage(this.#prepare, this.#source, accessKeyId, from, to);
   }
 
   /** One transaction per few batches (about 2 000 records), yielding in between. */

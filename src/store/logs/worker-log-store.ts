@@ -157,8 +157,8 @@ export class WorkerLogStore implements LogStore {
   }
 
   /** Sent and answered like a read; the worker deletes in batches and commits appends in between. */
-  keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
-    return this.#read({ method: 'keyUsage', args: [accessKeyId, from] }) as Promise<KeyUsage>;
+  keyUsage(accessKeyId: number, from?: number, to?: number): Promise<KeyUsage> {
+    return this.#read({ method: 'keyUsage', args: [accessKeyId, from, to] }) as Promise<KeyUsage>;
   }
 
   prune(before: number): Promise<number> {

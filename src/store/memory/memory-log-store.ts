@@ -91,11 +91,11 @@ export class MemoryLogStore implements LogStore {
     };
   }
 
-  async keyUsage(accessKeyId: number, from?: number): Promise<KeyUsage> {
+  async keyUsage(accessKeyId: number, from?: number, to?: number): Promise<KeyUsage> {
     const usage = noKeyUsage();
-    for (const r of this.#matching({ access_key_id: accessKeyId, from })) addKeyUsage(usage, r);
+    for (const r of this.#matching({ access_key_id: accessKeyId, from, to })) addKeyUsage(usage, r);
     for (const [hour, pruned] of this.#pruned.get(accessKeyId) ?? []) {
-      if (from !== undefined && hour < from) continue;
+      if ((from !== undefined && hour < from) || (to !== undefined && hour >= to)) continue;
       usage.requests += pruned.requests;
       usage.tokens += pruned.tokens;
       usage.cost += pruned.cost;
