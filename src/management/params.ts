@@ -36,13 +36,17 @@ export function queryInt(ctx: ManagementContext, name: string, min: number, max:
  */
 const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+ -])(\d{2}):(\d{2}))?)?$/;
 
+/** The last time a JavaScript Date holds (ECMA-262 §21.4.1.1). */
+const MAX_TIME_MS = 8.64e15;
+
 /** A time bound given as epoch milliseconds or an ISO 8601 date-time. */
 export function queryTime(ctx: ManagementContext, name: string): number | undefined {
   const raw = queryString(ctx, name);
   if (raw === undefined) return undefined;
   // Not Date.parse on anything: it reads "-5" or "March 7" as dates of 2001.
   const n = /^[0-9]+$/.test(raw) ? Number(raw) : isoTime(raw);
-  if (!Number.isFinite(n)) throw validationFailed(name, 'invalid_value', { expected: 'epoch milliseconds or ISO 8601' });
+  // Past the last time a Date holds, a number names no time (and past 2^53 it is rounded, so its echo would differ).
+  if (!Number.isFinite(n) || n > MAX_TIME_MS) throw validationFailed(name, 'invalid_value', { expected: 'epoch milliseconds or ISO 8601' });
   return n;
 }
 

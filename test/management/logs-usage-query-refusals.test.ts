@@ -24,6 +24,18 @@ t.test('a to earlier than from is 400 on every operation taking both, as the AUT
   }
 });
 
+t.test('epoch milliseconds past the last time a Date holds name no time: 400, not a read of nothing', async (t) => {
+  const gw = await startGateway(t);
+  for (const path of ['/api/logs', '/api/usage']) {
+    for (const [name, value] of [['from', '8640000000000001'], ['to', '9007199254740993'], ['from', '99999999999999999999999']] as const) {
+      const res = await gw.api('GET', `${path}?${name}=${value}`);
+      t.equal(res.status, 400, `${path}?${name}=${value}`);
+      t.match(res.json, { code: 'VALIDATION_FAILED', data: { field: name, reason: 'invalid_value' } }, `${path}?${name}=${value}`);
+    }
+    t.equal((await gw.api('GET', `${path}?from=0&to=8640000000000000`)).status, 200, `${path}: the last time a Date holds is a bound`);
+  }
+});
+
 t.test('an empty cursor is refused like any other that was not handed out', async (t) => {
   const gw = await startGateway(t);
   for (const query of ['cursor=', 'cursor=abc', 'limit=2&cursor=']) {
