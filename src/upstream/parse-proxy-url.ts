@@ -21,7 +21,18 @@ export type ProxyUrlProblem =
   | 'unsupported_proxy_scheme'
   | 'proxy_host_missing'
   | 'proxy_port_invalid'
-  | 'proxy_path_not_allowed';
+  | 'proxy_path_not_allowed'
+  | 'proxy_credentials_too_long';
+
+/** RFC 1929: a SOCKS5 user name and password are each sent with a one-byte length. */
+export const SOCKS5_LOGIN_MAX_BYTES = 255;
+
+/** The first of a SOCKS5 login's decoded user and password that is too long to send, if either is. */
+export function socksLoginTooLong(user: string, password: string): 'user' | 'password' | undefined {
+  if (Buffer.byteLength(user) > SOCKS5_LOGIN_MAX_BYTES) return 'user';
+  if (Buffer.byteLength(password) > SOCKS5_LOGIN_MAX_BYTES) return 'password';
+  return undefined;
+}
 
 /** Error code of InvalidProxyUrlError, by which classifyUpstreamError knows it. */
 export const INVALID_PROXY_URL = 'ERR_INVALID_PROXY_URL';
@@ -71,18 +82,20 @@ function checkProxyUrl(proxy: string): Checked {
   if ((url.pathname !== '' && url.pathname !== '/') || /[?#]/.test(url.href)) {
     return { problem: 'proxy_path_not_allowed', message: `proxy URL ${redactUrl(proxy)} has a path, query or fragment (give only scheme, credentials, host and port)` };
   }
-  let authorization: string | undefined;
+  let user: string;
+  let password: string;
   try {
-    authorization = basicAuthorization(url);
+    user = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
   } catch {
     return { problem: 'invalid_proxy_url', message: `proxy URL ${redactUrl(proxy)} has a user or password that is not valid percent-encoding` };
   }
+  const tooLong = kind === 'socks' ? socksLoginTooLong(user, password) : undefined;
+  if (tooLong !== undefined) {
+    return { problem: 'proxy_credentials_too_long', message: `proxy URL ${redactUrl(proxy)} has a ${tooLong} over ${SOCKS5_LOGIN_MAX_BYTES} bytes (UTF-8), more than SOCKS5 can send` };
+  }
+  const authorization = url.username === '' && url.password === '' ? undefined : `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
   return { url, kind, authorization };
-}
-
-function basicAuthorization(url: URL): string | undefined {
-  if (url.username === '' && url.password === '') return undefined;
-  return `Basic ${Buffer.from(`${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`).toString('base64')}`;
 }
 
 /** Why `proxy` would be refused at request time (credentials redacted), or undefined when it is usable. */

@@ -2,8 +2,13 @@ import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'n
 import type { Socket } from 'node:net';
 import { SocksClient } from 'socks';
 import { errors, type buildConnector } from 'undici';
+import { InvalidProxyUrlError, SOCKS5_LOGIN_MAX_BYTES, socksLoginTooLong } from './parse-proxy-url.ts';
+import { redactUrl } from './redact-url.ts';
 
 export const SOCKS_CONNECT_FAILED = 'SOCKS_CONNECT_FAILED';
+
+/** A SOCKS5 destination name is sent with a one-byte length (RFC 1928). */
+const SOCKS5_HOST_MAX_BYTES = 255;
 
 export interface SocksConnectorOptions {
   connectTimeoutMs: number;
@@ -17,16 +22,30 @@ export interface SocksConnectorOptions {
  * `socks5://` and `socks5h://` both resolve names at the proxy.
  */
 export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): buildConnector.connector {
+  const userId = decodeURIComponent(proxyUrl.username);
+  const password = decodeURIComponent(proxyUrl.password);
   const proxy = {
     host: unbracket(proxyUrl.hostname),
     port: Number(proxyUrl.port) || 1080,
     type: 5 as const,
-    ...(proxyUrl.username !== '' ? { userId: decodeURIComponent(proxyUrl.username) } : {}),
-    ...(proxyUrl.password !== '' ? { password: decodeURIComponent(proxyUrl.password) } : {}),
+    ...(userId !== '' ? { userId } : {}),
+    ...(password !== '' ? { password } : {}),
   };
+  // The socks package writes these lengths as one byte from a socket 'data' handler, where a
+  // RangeError would end the process; parseProxyUrl refuses such a URL, this holds without it.
+  const tooLong = socksLoginTooLong(userId, password);
   return (target, callback) => {
+    if (tooLong !== undefined) {
+      callback(new InvalidProxyUrlError('proxy_credentials_too_long', `proxy URL ${redactUrl(proxyUrl)} has a ${tooLong} over ${SOCKS5_LOGIN_MAX_BYTES} bytes (UTF-8), more than SOCKS5 can send`), null);
+      return;
+    }
     const secure = target.protocol === 'https:';
     const host = unbracket(target.hostname);
+    // No resolver takes such a name either: failed as getaddrinfo fails it on a direct connection, the upstream address's fault, not the proxy's.
+    if (Buffer.byteLength(host) > SOCKS5_HOST_MAX_BYTES) {
+      callback(Object.assign(new Error(`upstream host name over ${SOCKS5_HOST_MAX_BYTES} bytes, more than SOCKS5 can send`), { code: 'EINVAL' }), null);
+      return;
+    }
     // undici times only the connections it opens itself: one deadline for the SOCKS negotiation and the TLS handshake.
     const deadline = Date.now() + options.connectTimeoutMs;
     SocksClient.createConnection({

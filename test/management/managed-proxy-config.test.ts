@@ -12,8 +12,20 @@ const REFUSED_URLS = [
   { url: 'socks5://', reason: 'proxy_host_missing' },
   { url: 'socks5://:1080', reason: 'invalid_proxy_url' },
   { url: 'http://proxy.test:0', reason: 'proxy_port_invalid' },
+  // SOCKS5 sends the user and the password each with a one-byte length (RFC 1929): bytes of the decoded value count.
+  { url: `socks5://u:${'p'.repeat(256)}@proxy.test:1080`, reason: 'proxy_credentials_too_long' },
+  { url: `socks5h://${'u'.repeat(256)}:pw@proxy.test:1080`, reason: 'proxy_credentials_too_long' },
+  { url: `socks5://u:${encodeURIComponent('€'.repeat(86))}@proxy.test:1080`, reason: 'proxy_credentials_too_long' },
 ];
-const ACCEPTED_URLS = ['http://proxy.test:3128', 'https://proxy.test', 'socks5://proxy.test:1080', 'socks5h://user:pw@proxy.test:1080'];
+const ACCEPTED_URLS = [
+  'http://proxy.test:3128',
+  'https://proxy.test',
+  'socks5://proxy.test:1080',
+  'socks5h://user:pw@proxy.test:1080',
+  `socks5://${'u'.repeat(255)}:${encodeURIComponent('€'.repeat(85))}@proxy.test:1080`,
+  // A Basic Proxy-Authorization header has no such limit.
+  `http://u:${'p'.repeat(320)}@proxy.test:3128`,
+];
 
 let secretCounter = 0;
 
