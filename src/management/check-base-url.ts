@@ -11,6 +11,9 @@ const USERINFO = /^https?:\/\/[^/?#]*@/i;
 /** Only RFC 3986 characters, so no whitespace or backslash; every `%` starts an escape. */
 const URI_TEXT = /^(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$/;
 
+/** The longest name DNS can hold, written out with its dots. */
+const MAX_HOST_NAME = 253;
+
 /**
  * Why `value` is no base URL, or undefined when it is one. The data plane appends request
  * paths to a base URL, so a query string, fragment or userinfo would be dropped on one route
@@ -30,6 +33,8 @@ function baseUrlProblem(value: string): string | undefined {
   if (USERINFO.test(value) || u.username !== '' || u.password !== '') return 'has userinfo';
   if (value.includes('?')) return 'has a query string';
   if (value.includes('#')) return 'has a fragment';
+  // No resolver takes a longer name (RFC 1035 §2.3.4), and a SOCKS5 proxy could not even be asked for it.
+  if (u.hostname.length > MAX_HOST_NAME) return `has a host name over ${MAX_HOST_NAME} characters`;
   return undefined;
 }
 

@@ -25,6 +25,8 @@ const REFUSED = [
   'http://h/a b',
   'http://h\\v1',
   'ftp://h/v1',
+  // A host name longer than DNS holds (255 characters).
+  `http://${'a.'.repeat(127)}b/v1`,
 ];
 const PLAIN = 'http://h/prefix/';
 
