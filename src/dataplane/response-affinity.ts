@@ -15,7 +15,7 @@ export interface RememberedResponse {
 /**
  * Which Group and credential created a stored object (a response, a voice: an operation's
  * `resource` in the manifest), so that the calls naming it (retrieval, deletion, cancellation,
- * input items, a voice's update) reach the upstream that holds it. Keyed by resourceKey.
+ * input items, a voice's update, speech in a voice) reach the upstream that holds it. Keyed by resourceKey.
  * Bounded: the oldest entries go first.
  * A response created in the background (`background: true`) is answered queued, before it has
  * used any tokens; its entry stays `unbilled` until a read of it by the AccessKey that created

@@ -395,7 +395,12 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "replay_safe": false,
     "preserve_upstream_status": false,
     "counts_tokens": true,
-    "error_style": "completions"
+    "error_style": "completions",
+    "resource": {
+      "kind": "voice",
+      "body_field": "voice_id",
+      "creates": false
+    }
   },
   "audio-transcriptions": {
     "id": "audio-transcriptions",
