@@ -22,7 +22,9 @@ import { attemptOrder, attemptTargetNow, planCandidates, refusalFor, type Candid
 import { noteRoute } from './note-route.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { proxyTunnelAgent } from './proxy-tunnel-agent.ts';
-import { relayWebSocketSession, type RelaySession } from './relay-websocket-session.ts';
+import { relayWebSocketSession, type RelaySession, type SessionEnd } from './relay-websocket-session.ts';
+import { TRY_AGAIN_LATER } from './session-close-code.ts';
+import { sessionUpstreamQuery } from './session-upstream-query.ts';
 import { SessionWebSocket } from './session-websocket.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { errorStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
@@ -107,6 +109,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     const watch = new UpgradeClientWatch(socket);
     try {
       const url = urlOf(req);
+      // The query as sent, for the upstream: url's has been read through URLSearchParams.
+      const search = searchOf(req);
       const match = matchRoute(routes, 'GET', url.pathname);
       const presented = presentedAccessKey(req.headers, url.searchParams);
       if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') {
@@ -123,7 +127,6 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       // The client's own credentials (its key, an OAuth token it sent) never go upstream, nor, in
       // the generate style, a response filter that would hide the usage (as on the HTTP path).
       const dropped = droppedQueryName(op.error_style);
-      for (const name of new Set(url.searchParams.keys())) if (dropped(name)) url.searchParams.delete(name);
       // No subprotocol carrying a key or an account scope travels upstream, the client's AccessKey
       // or any other key there (the upstream would judge it instead of the gateway's credential),
       // nor an organization or project (401 mismatched_organization would disable the credential);
@@ -169,11 +172,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const headers = upstreamRequestHeaders(req.headers);
           for (const h of CLIENT_HANDSHAKE_HEADERS) delete headers[h];
           setUpstreamCredential(headers, op.protocol, secret);
-          const query = new URLSearchParams(url.searchParams);
-          if (candidate.upstream_model !== null) query.set('model', candidate.upstream_model);
-          const search = query.toString();
           // The credential's own address when it has one, else the Group's.
-          const target = upstreamUrl(access.baseUrl ?? candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, search ? `?${search}` : '').replace(/^http/, 'ws');
+          const target = upstreamUrl(access.baseUrl ?? candidate.group.base_url ?? '', op.upstream_path, match.params, candidate.upstream_model, sessionUpstreamQuery(search, dropped, candidate.upstream_model)).replace(/^http/, 'ws');
           const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
           log.attempts.push(attempt);
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, configured.settings ?? settings);
@@ -231,6 +231,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             attempt.error_code = 'subprotocol_not_accepted';
             throw new DataPlaneError('subprotocol_not_accepted');
           }
+          if (outcome.kind === 'invalid_handshake') {
+            // The upstream answered and broke the protocol: nothing against the credential, and another would not mend the upstream.
+            attempt.error_code = 'upstream_handshake_invalid';
+            throw new DataPlaneError('upstream_handshake_invalid', `(${outcome.detail})`);
+          }
           if (outcome.kind === 'answered') {
             attempt.error_code = `upstream_${outcome.status}`;
             const headers = clientResponseHeaders(outcome.headers, true);
@@ -252,7 +257,13 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started });
+          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started });
+          if (end?.upstreamErrorCode !== undefined) {
+            // The attempt holds the code the upstream failed the session with, as it holds a failed answer's status.
+            attempt.error_code = `upstream_close_${end.upstreamErrorCode}`;
+            // "Try Again Later" is the upstream's 503: the credential cools down as for one.
+            if (end.upstreamErrorCode === TRY_AGAIN_LATER) await pool.apply(credential, access, verdictFor(503, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
+          }
           return;
         }
       }
@@ -290,15 +301,18 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     }
   }
 
-  /** Completes the client's upgrade and relays frames until either side closes; the session's usage, up to the upstream's close, goes to its log record. */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey): Promise<void> {
+  /**
+   * Completes the client's upgrade and relays frames until either side closes; the session's
+   * usage, up to the upstream's close, goes to its log record. Undefined: the client left before it was joined.
+   */
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey): Promise<SessionEnd | undefined> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
       log.status = 499;
       log.error_code = 'client_closed';
       log.client_aborted = true;
-      return;
+      return undefined;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
     const follower = followSessionKey({ snapshot, quota, clock: deps.clock }, admitted, pricing, (code) => {
@@ -311,12 +325,13 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));
     if (closing) session.goAway();
-    await session.ended;
+    const end = await session.ended;
     const usage = pricing.usage?.result();
     if (usage !== undefined) {
       log.usage = usage;
       log.cost = computeCost(usage, pricing.price);
     }
+    return end;
   }
 
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
@@ -349,6 +364,13 @@ function urlOf(req: IncomingMessage): URL {
   const url = new URL(`http://gateway.invalid${req.url ?? '/'}`);
   url.search = new URLSearchParams(url.search.slice(1)).toString();
   return url;
+}
+
+/** The request's query from its `?` as it was sent ('' for none), without a `#fragment`, as the HTTP path takes it. */
+function searchOf(req: IncomingMessage): string {
+  const target = (req.url ?? '/').split('#', 1)[0]!;
+  const q = target.indexOf('?');
+  return q < 0 ? '' : target.slice(q);
 }
 
 /** Whether the request's Upgrade header offers `protocol` (RFC 9110 §7.8: a list of protocol[/version]). */

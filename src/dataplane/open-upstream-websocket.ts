@@ -12,6 +12,11 @@ export type HandshakeOutcome =
   /** The upstream completed the handshake selecting none of the subprotocols offered, which `ws` refuses. */
   | { kind: 'no_subprotocol' }
   /**
+   * The upstream answered 101 with a handshake `ws` refuses otherwise (a wrong
+   * `Sec-WebSocket-Accept`, a subprotocol or extension not offered): `detail`, ws's reason.
+   */
+  | { kind: 'invalid_handshake'; detail: string }
+  /**
    * `timedOut`: the upstream was connected to and has not answered in time (overdue);
    * `notDelivered`: the upgrade request provably never reached the upstream (no connection was
    * made); `gatewaySide`: the gateway's proxy failed, not the credential.
@@ -80,11 +85,11 @@ export function openUpstreamWebSocket(
       ws.once('close', () => clearTimeout(connectTimer));
     }
     // 'upgrade' comes with the 101, before 'open'.
-    let switching: HeaderMap = {};
+    let switching: HeaderMap | undefined;
     ws.once('upgrade', (res) => (switching = res.headers));
     ws.once('open', () => {
       ws.pause();
-      resolve({ kind: 'open', socket: ws, headers: switching });
+      resolve({ kind: 'open', socket: ws, headers: switching ?? {} });
     });
     // Set once the upstream answered: from then on the outcome is that answer, whatever ends its body.
     let answered = false;
@@ -110,7 +115,8 @@ export function openUpstreamWebSocket(
     // Kept for the socket's life: errors after the outcome (a terminated handshake) are expected.
     ws.on('error', (error) => {
       if (answered) return;
-      if (error.message === WS_NO_SUBPROTOCOL) return resolve({ kind: 'no_subprotocol' });
+      // After the 101 only ws's checks of it fail (until 'open', which comes at once if none does): the upstream answered, its connection is fine.
+      if (switching !== undefined) return resolve(error.message === WS_NO_SUBPROTOCOL ? { kind: 'no_subprotocol' } : { kind: 'invalid_handshake', detail: error.message });
       if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve(handshakeTimedOut(connected, socketGiven || options.agent === undefined));
       // The agent is there only for a managed proxy: a connection that failed may be the proxy's.
       const failure = classifyUpstreamError(error, { viaProxy: options.agent !== undefined });

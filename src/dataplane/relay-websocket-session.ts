@@ -1,7 +1,7 @@
 import { WebSocket, type RawData } from 'ws';
 import type { LogRecord } from '../store/logs/index.ts';
 import type { SessionUsageAccumulator } from '../usage/index.ts';
-import { ABNORMAL_CLOSURE, passedOnCloseCode } from './session-close-code.ts';
+import { ABNORMAL_CLOSURE, isErrorCloseCode, passedOnCloseCode } from './session-close-code.ts';
 import { maskSecretInText } from './mask-upstream-secret.ts';
 import { HEARTBEAT_PAYLOAD, watchSessionClient, type ClientConnection } from './session-heartbeat.ts';
 import type { SessionWebSocket } from './session-websocket.ts';
@@ -18,13 +18,18 @@ export interface RelaySession {
    * Resolves when either side has closed and the upstream's socket is closed too (or destroyed
    * after the grace): everything the upstream sent, its last usage included, has been seen.
    */
-  readonly ended: Promise<void>;
+  readonly ended: Promise<SessionEnd>;
   /** Resolves when both sockets are closed. */
   readonly closed: Promise<void>;
   /** Server shutdown: 1001 "going away" to both sides; what has not closed after a grace is destroyed. */
   goAway(): void;
   /** Ends the session on the gateway's own policy (a quota used up): 1008 with `reason` to both sides. */
   endForPolicy(reason: string): void;
+}
+
+export interface SessionEnd {
+  /** The code the upstream ended the session with when it is one that says the session failed (isErrorCloseCode). */
+  upstreamErrorCode: number | undefined;
 }
 
 /** WebSocket close code 1008: the session broke the gateway's policy. */
@@ -66,8 +71,9 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
   let goingAway = false;
   let grace: NodeJS.Timeout | undefined;
   let done = false;
-  let markEnded!: () => void;
-  const ended = new Promise<void>((resolve) => (markEnded = resolve));
+  const end: SessionEnd = { upstreamErrorCode: undefined };
+  let markEnded!: (end: SessionEnd) => void;
+  const ended = new Promise<SessionEnd>((resolve) => (markEnded = resolve));
   const upstreamClosed = closedEvent(upstream);
   const finish = (code: number, reason: Buffer, byClient: boolean, broken?: Breakage) => {
     if (done) return;
@@ -82,6 +88,11 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
     // The session ran (101) until the server stopped it: the record says so, as a stream's does.
     else if (goingAway) log.error_code ??= 'shutting_down';
     else if (!byClient && code === ABNORMAL_CLOSURE) log.error_code ??= 'upstream_stream_broken';
+    // The upstream said its session failed (its quota used up mid-session, an internal error): no success, though it ran.
+    else if (!byClient && isErrorCloseCode(code)) {
+      log.error_code ??= 'upstream_session_error';
+      end.upstreamErrorCode = code;
+    }
     const closeCode = passedOnCloseCode(code, byClient);
     for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
     // Holding a side back served its peer, which is closing now: each side is read to its close
@@ -91,7 +102,7 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
       const destroy = setTimeout(() => upstream.terminate(), CLOSE_GRACE_MS);
       void upstreamClosed.then(() => clearTimeout(destroy));
     }
-    void upstreamClosed.then(markEnded);
+    void upstreamClosed.then(() => markEnded(end));
   };
   const closed = Promise.all([closedEvent(client), upstreamClosed]).then(() => clearTimeout(grace));
   client.on('close', (code, reason) => finish(code, reason, true));
@@ -118,12 +129,15 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
     ended,
     closed,
     endForPolicy(reason) {
-      finish(POLICY_VIOLATION, Buffer.from(reason), false);
+      // The gateway's own end, not the upstream's: its 1008 says nothing against the upstream.
+      finish(POLICY_VIOLATION, Buffer.alloc(0), false, { code: reason, reason });
     },
     goAway() {
       if (goingAway) return;
       goingAway = true;
       for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(GOING_AWAY, 'going away');
+      // As in finish: a side held back is read to its close frame (the upstream's usage counted, nothing relayed).
+      for (const ws of [client, upstream]) ws.resume();
       grace = setTimeout(() => {
         client.terminate();
         upstream.terminate();

@@ -20,3 +20,20 @@ export function passedOnCloseCode(code: number, byClient: boolean): number {
   if (standIn !== undefined) return byClient ? standIn.toUpstream : standIn.toClient;
   return code >= 1000 && code < 5000 ? code : 1000;
 }
+
+/** WebSocket close code 1013 "Try Again Later": the upstream is overloaded, as a 503 says. */
+export const TRY_AGAIN_LATER = 1013;
+
+/**
+ * The close codes by which an upstream says the session failed (RFC 6455 §7.4.1, IANA
+ * registry): protocol error, unsupported or invalid data, policy violation, message too big,
+ * extension required, internal error, try again later, bad gateway. 1000 and 1001 are normal
+ * ends, as is 1012 "Service Restart" (a going away), and 1005 means no code. The 3000-3999
+ * (registered) and 4000-4999 (private) codes are read as nothing: vendors end sessions that
+ * did their job with them too.
+ */
+const ERROR_CLOSE_CODES: ReadonlySet<number> = new Set([1002, 1003, 1007, 1008, 1009, 1010, 1011, TRY_AGAIN_LATER, 1014]);
+
+export function isErrorCloseCode(code: number): boolean {
+  return ERROR_CLOSE_CODES.has(code);
+}

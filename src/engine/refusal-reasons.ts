@@ -41,13 +41,15 @@ export const REFUSAL_REASONS = {
   subprotocol_not_accepted: { status: 400, en: 'The upstream accepted none of the offered WebSocket subprotocols.', zh: '上游不接受所提供的任何 WebSocket 子协议。' },
   internal_error: { status: 500, en: 'Internal error.', zh: '内部错误。' },
   upstream_unreachable: { status: 502, en: 'No upstream could be reached.', zh: '无法连接任何上游。' },
+  // The upstream answered 101 but broke the opening handshake (RFC 6455 §4.1): its fault, not the credential's.
+  upstream_handshake_invalid: { status: 502, en: 'The upstream accepted the WebSocket upgrade with an invalid handshake.', zh: '上游接受了 WebSocket 升级，但其握手无效。' },
   // The disk is full or the spool directory unusable: not a bug, and another attempt could not do better.
   spool_unavailable: { status: 503, en: 'The gateway cannot store the request body right now.', zh: '网关当前无法暂存请求体。' },
   // A Group maps the model to a name a form field cannot carry (CR or LF would end the field).
   model_mapping_unusable: { status: 502, en: 'The Group maps the model to a name that cannot be sent in this request.', zh: '该分组映射的模型名称无法在此请求中发送。' },
   // A stored secret holds a character an HTTP header value cannot carry (stored before import refused such values).
   credential_unusable: { status: 502, en: 'The upstream credential cannot be sent: its stored secret holds a character an HTTP header cannot carry.', zh: '无法发送上游凭据：其存储的密钥含有 HTTP 头无法携带的字符。' },
-  proxy_misconfigured: { status: 502, en: 'The managed proxy configured for this route cannot be used (unsupported scheme or malformed URL).', zh: '为此路由配置的托管代理无法使用（不支持的协议或格式错误的 URL）。' },
+  proxy_misconfigured: { status: 502, en: 'The managed proxy configured for this route cannot be used (unsupported scheme, malformed URL, or a login its scheme cannot carry).', zh: '为此路由配置的托管代理无法使用（不支持的协议、格式错误的 URL，或其协议无法携带的登录信息）。' },
   proxy_unreachable: { status: 502, en: 'The managed proxy for this route could not be reached or refused the gateway.', zh: '无法连接此路由的托管代理，或托管代理拒绝了网关。' },
   log_store_unavailable: { status: 503, en: 'The request log store is failing, so the access key\'s quota cannot be enforced.', zh: '请求日志存储出现故障，无法执行访问密钥的配额。' },
   shutting_down: { status: 503, en: 'The gateway is shutting down.', zh: '网关正在关闭。' },

@@ -1,7 +1,14 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
+import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
+import { createServer as createGateway } from '../../src/server/create-server.ts';
+import { openSqliteLogStore } from '../../src/store/logs/index.ts';
+import { seedRoute } from './helpers/data-plane-harness.ts';
 import { eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
-import { closeOf, logOf, openSession } from './helpers/ws-upstream.ts';
+import { closeOf, connect, logOf, openSession, REALTIME_PATH, startWsUpstream } from './helpers/ws-upstream.ts';
 
 // Each side is closed within this or the test fails: far below ws's 30-second close timeout, the
 // bound a session held up by backpressure used to end on.
@@ -70,4 +77,32 @@ t.test('a client that closed while held back, then the upstream closes without r
   t.same(await withTimeout(clientClose, PROMPTLY_MS, "the client's side closed"), { code: 4000, reason: 'upstream done' });
   const record = await logOf(gw, key.id, 101);
   t.match(record, { status: 101, error_code: null, client_aborted: false, usage: { input_tokens: 90, output_tokens: 30 } });
+});
+
+t.test('the server shuts down while the upstream is held back: the upstream is read to its close and its usage recorded', async (t) => {
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-ws-held-shutdown-'));
+  const server = await createGateway({ dataDir, port: 0, authKey: 'websocket-held-shutdown-auth-key-0123456789', openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
+  t.teardown(async () => {
+    await server.close();
+    await upstream.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const { key, keyValue } = await seedRoute(server.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'] });
+  const client = await connect(`${server.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
+  t.teardown(() => client.terminate());
+  const up = await eventually(() => session, 'the upstream session');
+  client.pause();
+  // The usage event waits behind audio the gateway stopped reading when the shutdown comes.
+  await sendAudioUntilHeld(up);
+  up.send(USAGE);
+  await server.close();
+  const logs = openSqliteLogStore(dataDir);
+  try {
+    const page = await logs.list({ access_key_id: key.id }, { limit: 10 });
+    t.match(page.items, [{ status: 101, error_code: 'shutting_down', client_aborted: false, usage: { input_tokens: 90, output_tokens: 30 } }]);
+  } finally {
+    await logs.close();
+  }
 });

@@ -444,7 +444,9 @@ t.test('a session whose own usage goes past the key\'s tokens quota is ended wit
   const closed = new Promise<{ code: number; reason: string }>((resolve) => client.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
   t.same(await withTimeout(closed, 5000, 'the gateway to end the session'), { code: 1008, reason: 'quota_exceeded' });
   t.equal(await eventually(() => upstream.closeCodes[0], 'the upstream side closed'), 1008);
-  t.match(await logOf(gw, key.id, 101), { error_code: 'quota_exceeded', usage: { input_tokens: 90, output_tokens: 30 } });
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { error_code: 'quota_exceeded', usage: { input_tokens: 90, output_tokens: 30 } });
+  t.match(record.attempts, [{ status: 101, error_code: null }], "the gateway's 1008 is not the upstream's");
 });
 
 t.test('a session within its key\'s tokens quota is not ended by it', async (t) => {

@@ -1,0 +1,29 @@
+import t, { type Test } from 'tap';
+import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
+import { closeOf, connect, REALTIME_PATH, startWsUpstream } from './helpers/ws-upstream.ts';
+
+async function upstreamUrlOf(t: Test, query: (keyValue: string) => string, upstreamModel: string): Promise<{ url: string; keyValue: string }> {
+  const upstream = await startWsUpstream();
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: upstreamModel }], protocols: ['x-suite'] });
+  const client = await connect(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}${query(keyValue)}`);
+  const closed = closeOf(client);
+  client.close(1000);
+  await closed;
+  return { url: upstream.seen[0]!.url ?? '', keyValue };
+}
+
+t.test('the upgrade\'s query reaches the upstream as sent: each parameter\'s spelling kept, credentials out, the model replaced in its place', async (t) => {
+  const { url, keyValue } = await upstreamUrlOf(t, (k) => `?prompt=a%20b&model=voice&%6Bey=${k}&x=%2F&y=a+b&emptyv&access_token=ya29.client&z=%7E&model=other`, 'voice up/1');
+  t.equal(url, `${REALTIME_PATH}?prompt=a%20b&model=voice%20up%2F1&x=%2F&y=a+b&emptyv&z=%7E`);
+  t.notOk(url.includes(keyValue));
+});
+
+t.test('a key after a doubled ? is removed, and the model that follows it is replaced', async (t) => {
+  const { url } = await upstreamUrlOf(t, (k) => `??key=${k}&model=voice&n=~`, 'voice-up');
+  t.equal(url, `${REALTIME_PATH}?model=voice-up&n=~`);
+});
