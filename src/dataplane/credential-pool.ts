@@ -121,6 +121,18 @@ export class CredentialPool {
     return earliest - now > CLIENT_RETRY_WAIT_LIMIT_MS ? { ...hint, ...NO_RETRY } : hint;
   }
 
+  /**
+   * Whether any credential of these Groups is usable now (as usable() finds them): the request's
+   * last answer carries retryHeaders when none is.
+   */
+  anyUsable(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): boolean {
+    for (const group of groups) {
+      const kinds = kindsOf(group);
+      if (credentialsOf(group.id).some((c) => credentialStateAt(c, now) === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind))) return true;
+    }
+    return false;
+  }
+
   /** The credential's access when it is cached for this revision of the credential. */
   cachedAccess(view: CredentialView): CredentialAccess | undefined {
     const cached = this.#access.get(view.id);
@@ -143,8 +155,12 @@ export class CredentialPool {
     return access;
   }
 
-  /** The verdict on an attempt made with `used`; dropped (in the store's write) when the credential has changed since. */
-  async apply(view: CredentialView, used: CredentialAccess, verdict: CredentialVerdict, now: number): Promise<void> {
+  /**
+   * The verdict on an attempt made with `used`; dropped (in the store's write) when the credential
+   * has changed since. Returns the view as the verdict leaves it: the request's snapshot is not
+   * rebuilt for its own verdicts, and its last answer's retry hint counts them.
+   */
+  async apply(view: CredentialView, used: CredentialAccess, verdict: CredentialVerdict, now: number): Promise<CredentialView> {
     const options = { expectedRevision: used.revision };
     try {
       if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason }, options);
@@ -154,6 +170,9 @@ export class CredentialPool {
       // to the next credential, and this one is judged again by its next answer.
       if (!(error instanceof ConfigStoreUnavailableError)) throw error;
     }
+    if (verdict.action === 'disable') return { ...view, enabled: false, state: 'disabled' };
+    if (verdict.action === 'cooldown') return { ...view, cooldown_until: new Date(now + verdict.ms).toISOString(), state: 'cooldown' };
+    return view;
   }
 }
 

@@ -11,7 +11,7 @@ import type { ConfiguredCredential } from './config-snapshot.ts';
 import { noCredentialDetail, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
-import { NO_RETRY } from './retry-hints.ts';
+import { NO_RETRY, replaceRetryHint } from './retry-hints.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
@@ -107,6 +107,8 @@ export interface ForwardResult {
 
 /** Why an attempt after the first was not made: the client's SDK would give up before it could be answered. */
 const CLIENT_DEADLINE_DETAIL = "(too little of the client's x-stainless-timeout left for another attempt)";
+
+const CLOSED_WHILE_SENDING_DETAIL = '(upstream_closed_while_sending: the upstream closed the connection before the whole request body was sent; it may have refused the body, for example as too large)';
 
 interface Failed extends UpstreamErrorReply {
   candidate: Candidate;
@@ -234,6 +236,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
   let lastCandidate: Candidate | undefined;
   let lastCredential: CredentialView | undefined;
   let bodyConsumed = false;
+  /** The credentials this request's verdicts cooled down or disabled, as they left them. */
+  const judged: CredentialView[] = [];
   let exchange: UpstreamExchange | undefined;
   const abortExchange = () => exchange?.abort();
 
@@ -285,7 +289,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           else throw sent.got.error;
         } catch (err) {
           watch.point(undefined);
-          const failed = await attemptFailed(input, deps, result, { candidate, credential, settings, access, attempt, streamedBody }, err);
+          const failed = await attemptFailed(input, deps, result, { candidate, credential, settings, access, attempt, streamedBody, judged }, err);
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
@@ -313,10 +317,10 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           // verdict: it is read whole for the client anyway, and successful answers never are.
           failure = judgedByBody(input.op) && isReadableError(upstream) ? await readFailure() : undefined;
           const body = failure === undefined || failure instanceof DataPlaneError || failure.stream !== undefined ? undefined : failure.body;
-          const judged = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldownSeconds, deps.now());
-          if (judged.failsOver) {
-            await deps.pool.apply(credential, access, judged.verdict, deps.now());
-            const mayRetry = !bodyConsumed && (input.op.replay_safe || judged.rejectedBeforeProcessing);
+          const answer = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldownSeconds, deps.now());
+          if (answer.failsOver) {
+            judged.push(await deps.pool.apply(credential, access, answer.verdict, deps.now()));
+            const mayRetry = !bodyConsumed && (input.op.replay_safe || answer.rejectedBeforeProcessing);
             if (mayRetry && attempts.length < deps.maxAttempts) {
               failure ??= await readFailure();
               if (failure instanceof DataPlaneError) {
@@ -350,11 +354,19 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           }
           // As for an error answer kept for failover or streamed on: the attempt's code says what it got.
           attempt.error_code = `upstream_${upstream.status}`;
-          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point);
+          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point, lastAnswerHint(input, deps, attempts.length, judged));
         }
         // An error answer streamed as it comes still has the secret masked out of it; so has a
         // redirect (status 300-399), whose body repeats its location (Express: `Found. Redirecting to <url>`).
-        const delivered = upstream.status >= 300 ? maskedOrUndecodable(attempt, () => maskedUpstreamError(upstream, secret)) : upstream;
+        const delivered =
+          upstream.status >= 300
+            ? maskedOrUndecodable(attempt, () => {
+                const masked = maskedUpstreamError(upstream, secret);
+                // A redirect is no failure: its headers stay as sent.
+                if (upstream.status >= 400) withHint(masked.headers, lastAnswerHint(input, deps, attempts.length, judged));
+                return masked;
+              })
+            : upstream;
         if (delivered instanceof DataPlaneError) return answerTransportFailure(input, result, { error: delivered, candidate, credential });
         const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
@@ -371,8 +383,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       return result;
     }
     // Awaited, so that the finally below finds its stream sent.
-    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point);
-    if (lastTransportError) return answerTransportFailure(input, result, lastTransportError);
+    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point, lastAnswerHint(input, deps, attempts.length, judged));
+    if (lastTransportError) return answerTransportFailure(input, result, lastTransportError, lastAnswerHint(input, deps, attempts.length, judged));
     const why = input.onlyCredentialId === undefined ? noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : `The credential that holds this ${input.op.resource?.kind ?? 'response'} is disabled, cooling down or gone.`;
     const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
@@ -390,10 +402,35 @@ function credentialsToTry(input: ForwardInput, deps: ForwardDeps, groupId: numbe
 }
 
 /**
- * Passes an upstream's error answer on as the upstream sent it (minus its own secret). One too
- * large to read whole streams on the way any large answer does.
+ * The retry hint the request's last answer (an upstream's error passed on, or the gateway's own
+ * transport failure) takes in place of its own: when no credential of the candidate Groups is
+ * usable after the attempts' verdicts, the pool's (its earliest recovery, `x-should-retry: false`
+ * beyond half a minute), so that an SDK's automatic retry neither comes back to a
+ * `no_available_credential` that hides the real cause nor sleeps as long as the last of several
+ * credentials asked; after several credentials with one still usable, none (an empty hint); else
+ * undefined: one credential's own hint stays as it sent it.
  */
-async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, failure: Failed, setClientGone: DeliveryOptions['onClientGone']): Promise<ForwardResult> {
+function lastAnswerHint(input: ForwardInput, deps: ForwardDeps, attempts: number, judged: readonly CredentialView[]): Readonly<Record<string, string>> | undefined {
+  const groups = input.candidates.map((c) => c.group);
+  const now = deps.now();
+  const credentialsOf = (groupId: number) => credentialsToTry(input, deps, groupId).map((c) => judged.find((j) => j.id === c.id) ?? c);
+  if (!deps.pool.anyUsable(groups, credentialsOf, now)) return deps.pool.retryHeaders(groups, credentialsOf, now);
+  return attempts > 1 ? {} : undefined;
+}
+
+function withHint<T extends Record<string, unknown>>(headers: T, hint: Readonly<Record<string, string>> | undefined): T {
+  if (hint !== undefined) replaceRetryHint(headers, hint);
+  return headers;
+}
+
+/**
+ * Passes an upstream's error answer on as the upstream sent it (minus its own secret, and with
+ * `hint` for its retry headers when given). One too large to read whole streams on the way any
+ * large answer does.
+ */
+async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, failure: Failed, setClientGone: DeliveryOptions['onClientGone'], hint: Readonly<Record<string, string>> | undefined): Promise<ForwardResult> {
+  // The streamed rest of a long answer goes with these same headers.
+  withHint(failure.headers, hint);
   result.status = failure.status;
   result.errorCode = `upstream_${failure.status}`;
   result.candidate = failure.candidate;
@@ -486,6 +523,8 @@ interface Attempted {
   access: CredentialAccess;
   attempt: AttemptRecord;
   streamedBody: Readable | undefined;
+  /** The request's judged credentials, which a verdict here joins. */
+  judged: CredentialView[];
 }
 
 /**
@@ -534,7 +573,11 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // and no other attempt (it would send, and bill, the prompt again); the client's answer now,
   // and for the same reason not one for the SDKs to send again.
   if (failure.overdue) return answerTransportFailure(input, result, { error: new DataPlaneError('upstream_timeout', `(${failure.code})`, NO_RETRY), candidate, credential });
-  await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now());
+  // The connection broke while the body was still going out and before any answer: the upstream
+  // stopped the upload (most often an early refusal, such as of a body too large, whose answer
+  // the reset discarded). No fault of the credential: another client's smaller body may pass.
+  if (failure.whileSending) return { error: new DataPlaneError('upstream_unreachable', CLOSED_WHILE_SENDING_DETAIL), candidate, credential, notDelivered: false };
+  at.judged.push(await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now()));
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };
 }
@@ -559,13 +602,14 @@ interface FailedAttempt extends AttemptFailure {
  * result (and with it the log record) keeps every attempt and names the route and the last
  * credential tried.
  */
-function answerTransportFailure(input: ForwardInput, result: ForwardResult, last: AttemptFailure): ForwardResult {
+function answerTransportFailure(input: ForwardInput, result: ForwardResult, last: AttemptFailure, hint?: Readonly<Record<string, string>>): ForwardResult {
   const { error } = last;
   result.status = error.status;
   result.errorCode = error.code;
   result.candidate = last.candidate;
   result.credential = last.credential;
-  sendGatewayError(input.res, input.op.error_style, error, input.requestId);
+  const answer = hint === undefined ? error : { status: error.status, code: error.code, message: error.message, headers: withHint({ ...error.headers }, hint) };
+  sendGatewayError(input.res, input.op.error_style, answer, input.requestId);
   return result;
 }
 

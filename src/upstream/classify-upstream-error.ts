@@ -28,6 +28,12 @@ export interface UpstreamFailure {
    * other would wait as long), and another attempt would bill the prompt again.
    */
   overdue?: true;
+  /**
+   * The connection broke while the request body was still being written and before any answer:
+   * the upstream stopped taking the upload (an early refusal, such as of a body too large, whose
+   * answer the reset discarded). No fault of the credential.
+   */
+  whileSending?: true;
   /** Gateway reason code for logs and error bodies. */
   code: string;
 }
@@ -83,6 +89,9 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
  */
 const SEND_TIMEOUT: UpstreamFailure = { kind: 'headers_timeout', notDelivered: false, code: 'upstream_send_timeout' };
 
+/** A lost connection while the body was still being written (see UpstreamFailure.whileSending). */
+const CLOSED_WHILE_SENDING: UpstreamFailure = { kind: 'connection_lost', notDelivered: false, whileSending: true, code: 'upstream_closed_while_sending' };
+
 /**
  * Connection failures that, through a proxy, are the connection to the proxy failing (a
  * CONNECT that got no answer at all, whatever the reason, is re-coded PROXY_CONNECT_FAILED).
@@ -122,6 +131,7 @@ export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFa
 export function classifyUpstreamError(error: unknown, options: { viaProxy?: boolean } = {}): UpstreamFailure {
   const failure = classifyByCode(error, options);
   if (failure.kind === 'headers_timeout' && requestProgress(error) === 'partly') return SEND_TIMEOUT;
+  if (failure.kind === 'connection_lost' && requestProgress(error) === 'partly') return CLOSED_WHILE_SENDING;
   // Failed before undici started writing it: the upstream saw nothing (nor works on it), whatever the code says.
   if (requestWritten(error) !== false || failure.notDelivered || failure.kind === 'aborted') return failure;
   const { overdue: _overdue, ...notSent } = failure;

@@ -1,0 +1,64 @@
+import t, { type Test } from 'tap';
+import OpenAI, { InternalServerError as OpenAIInternalServerError, RateLimitError } from 'openai';
+import Anthropic, { InternalServerError as AnthropicInternalServerError } from '@anthropic-ai/sdk';
+import { seedRoute, startDataPlane, startUpstream, type Gateway } from '../dataplane/helpers/data-plane-harness.ts';
+import { writeJson } from './helpers/vendor-wire.ts';
+
+// The last answer of a request that left no credential usable carries the pool's retry hint,
+// so that an SDK's own retries (two by default) neither hide the real failure behind a
+// no_available_credential nor sleep as long as the last of several credentials asked.
+
+async function gatewayFor(t: Test, baseUrl: string, channel: string, protocol: string, external: string, upstreamKeys: string[]) {
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { keyValue, key } = await seedRoute(gw.store, { channel, baseUrl, models: [{ external, upstream: 'vendor-m' }], protocols: [protocol], upstreamKeys });
+  return { gw, keyValue, keyId: key.id };
+}
+
+async function recordsOf(gw: Gateway, keyId: number) {
+  await gw.logs.flush();
+  return (await gw.logs.list({ access_key_id: keyId }, { limit: 20 })).items;
+}
+
+t.test('openai, default retries: the only credential answers 500: the SDK raises that 500, told not to retry it', async (t) => {
+  const upstream = await startUpstream((_req, res) => writeJson(res, 500, { error: { message: 'boom upstream', type: 'server_error', code: 'server_error' } }));
+  t.teardown(() => upstream.close());
+  const { gw, keyValue, keyId } = await gatewayFor(t, upstream.url, 'ch02', 'x-completions', 'team-chat', ['sk-only']);
+  const err = await new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1` }).chat.completions.create({ model: 'team-chat', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+  t.type(err, OpenAIInternalServerError);
+  t.equal((err as OpenAIInternalServerError).status, 500);
+  t.match((err as OpenAIInternalServerError).message, /boom upstream/, 'the upstream failure, not no_available_credential');
+  t.equal((err as OpenAIInternalServerError).headers?.get('x-should-retry'), 'false', 'the credential recovers in 60 s: no retry');
+  t.ok(Number((err as OpenAIInternalServerError).headers?.get('retry-after')) > 30, 'the wait is still given');
+  t.equal(upstream.requests.length, 1);
+  t.same((await recordsOf(gw, keyId)).map((r) => r.error_code), ['upstream_500'], 'one record: no retry came back');
+});
+
+t.test('anthropic, default retries: the only credential cannot be reached: the SDK raises upstream_unreachable, told not to retry it', async (t) => {
+  const probe = await startUpstream(() => undefined);
+  await probe.close();
+  const { gw, keyValue, keyId } = await gatewayFor(t, probe.url, 'ch14', 'x-messages', 'team-msg', ['sk-only']);
+  const err = await new Anthropic({ apiKey: keyValue, baseURL: gw.url }).messages.create({ model: 'team-msg', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+  t.type(err, AnthropicInternalServerError);
+  t.equal((err as AnthropicInternalServerError).status, 502);
+  t.equal((err as AnthropicInternalServerError).errorCode, 'upstream_unreachable');
+  t.equal((err as AnthropicInternalServerError).headers?.get('x-should-retry'), 'false');
+  t.same((await recordsOf(gw, keyId)).map((r) => r.error_code), ['upstream_unreachable'], 'one record: no retry came back');
+});
+
+t.test('openai: two credentials answer 429 (retry-after 2 and 3600): the 429 passed on says when the pool recovers, the earlier', async (t) => {
+  const upstream = await startUpstream((req, res) => {
+    const hint = String(req.headers['authorization']).includes('sk-A') ? '2' : '3600';
+    writeJson(res, 429, { error: { message: `limited ${hint}`, type: 'rate_limit', code: 'rate_limit' } }, { 'retry-after': hint, 'x-ratelimit-remaining-requests': '0' });
+  });
+  t.teardown(() => upstream.close());
+  const { gw, keyValue } = await gatewayFor(t, upstream.url, 'ch02', 'x-completions', 'team-chat', ['sk-A', 'sk-B']);
+  const err = await new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'team-chat', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+  t.type(err, RateLimitError);
+  t.equal(upstream.requests.length, 2, 'both credentials were tried');
+  const headers = (err as RateLimitError).headers!;
+  t.ok(['1', '2'].includes(headers.get('retry-after') ?? ''), `retry-after ${headers.get('retry-after')}: the first credential's recovery`);
+  t.ok(Number(headers.get('retry-after-ms')) > 0 && Number(headers.get('retry-after-ms')) <= 2000);
+  t.equal(headers.get('x-should-retry'), null, 'within half a minute: the SDK may retry');
+  t.equal(headers.get('x-ratelimit-remaining-requests'), '0', "the upstream's other headers as sent");
+});
