@@ -459,7 +459,8 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     streamStyle: input.streamStyle,
     usageStyle: input.usageStyle,
     dropUsageChunk,
-    captureResponseId: input.op.resource !== undefined,
+    // A created object's id names it; a read's names the one it read. Another call that names one in its body (a continuation, speech in a voice) answers with no such id.
+    captureResponseId: input.op.resource !== undefined && (input.op.resource.creates === true || input.op.resource.path_parameter !== undefined),
     idleTimeoutMs: deps.idleTimeoutMs,
     onFirstByte: () => {
       result.ttfbAt ??= deps.now();

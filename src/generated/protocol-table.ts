@@ -742,8 +742,8 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "sub_operation": "compaction",
     "resource": {
       "kind": "response",
-      "body_field": "previous_response_id",
-      "creates": false
+      "creates": true,
+      "body_field": "previous_response_id"
     }
   },
   "responses-create": {

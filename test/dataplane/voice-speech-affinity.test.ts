@@ -9,6 +9,7 @@ import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.
 async function setup(t: Test) {
   const voices = new Map<string, string>();
   let created = 0;
+  let spoken = 0;
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
     const account = String(req.headers.authorization);
     const json = (status: number, body: unknown) => {
@@ -23,14 +24,15 @@ async function setup(t: Test) {
     if (req.url === '/v1/audio/speech') {
       const voiceId = (JSON.parse(req.body.toString()) as { voice_id?: string }).voice_id;
       if (voiceId !== undefined && voices.has(voiceId) && voices.get(voiceId) !== account) return json(404, { message: `Voice ${voiceId} not found`, type: 'invalid_request_error' });
-      return json(200, { audio_data: 'UklGRg==' });
+      // An id of its own on the answer, as some upstreams add: it names no voice.
+      return json(200, { id: `speech_${++spoken}`, audio_data: 'UklGRg==' });
     }
     return json(404, { detail: 'not found' });
   });
   const { group } = await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'up-tts' }], secrets: ['sk-account-a-0123456789', 'sk-account-b-0123456789'] });
   const a = await createKey(gw.store, { name: 'a', protocols: ['x-suite'] });
   const b = await createKey(gw.store, { name: 'b', protocols: ['x-suite'] });
-  const call = async (keyValue: string, method: string, path: string, body: FormData | string) => {
+  const call = async (keyValue: string, method: string, path: string, body?: FormData | string) => {
     const headers: Record<string, string> = { authorization: `Bearer ${keyValue}` };
     if (typeof body === 'string') headers['content-type'] = 'application/json';
     const res = await fetch(`${gw.url}${path}`, { method, headers, body });
@@ -45,8 +47,9 @@ async function setup(t: Test) {
     if (r.status !== 201 || r.answer.id === undefined) throw new Error(`create answered ${r.status}`);
     return { id: r.answer.id, credentialId: r.record.credential_id };
   };
+  const read = (keyValue: string, id: string) => call(keyValue, 'GET', `/x-suite/v1/audio/voices/${id}`);
   const speak = (keyValue: string, fields: Record<string, unknown>) => call(keyValue, 'POST', '/v1/audio/speech', JSON.stringify({ model: 'tts', input: 'hello', ...fields }));
-  return { gw, group, upstream, a, b, create, speak };
+  return { gw, group, upstream, a, b, create, speak, read };
 }
 
 t.test('speech naming a created voice in voice_id goes to the credential that created it, every time', async (t) => {
@@ -94,4 +97,14 @@ t.test("speech naming a voice whose credential is disabled is refused 503, namin
   t.equal(spoken.answer.error?.code, 'no_available_credential');
   t.match(spoken.answer.error?.message, /holds this voice/);
   t.equal(upstream.requests.length, before, 'nothing reached the other account');
+});
+
+t.test("an id on a speech answer names no voice: calls naming it are not pinned to the credential that spoke", async (t) => {
+  const { a, speak, read } = await setup(t);
+  const spoken = await speak(a.keyValue, { voice_id: 'gb_jane_neutral' });
+  t.equal(spoken.status, 200);
+  t.equal(spoken.answer.id, 'speech_1');
+  const first = await read(a.keyValue, 'speech_1');
+  const second = await read(a.keyValue, 'speech_1');
+  t.not(first.record.credential_id, second.record.credential_id, 'reads of that id take turns between credentials');
 });
