@@ -289,7 +289,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         log.client_aborted = true;
         socket.destroy();
       } else {
-        const body = Buffer.from(renderErrorBody(style, failure.status, failure.code, failure.message));
+        const body = Buffer.from(renderErrorBody(style, failure.status, failure.code, failure.message, requestId));
         answerUpgrade(socket, failure.status, withRequestId({ 'content-type': 'application/json', ...failure.headers }, requestId), body);
       }
     } finally {

@@ -18,7 +18,7 @@ export interface GatewayError {
  */
 export function sendGatewayError(res: ServerResponse, style: OperationEntry['error_style'], error: GatewayError, requestId: string): boolean {
   if (res.headersSent || res.destroyed) return false;
-  const body = renderErrorBody(style, error.status, error.code, error.message);
+  const body = renderErrorBody(style, error.status, error.code, error.message, requestId);
   const headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...error.headers };
   res.writeHead(error.status, withRequestId(drainIfBodyUnread(res, headers), requestId, style === 'messages'));
   res.end(body);

@@ -22,7 +22,7 @@ export const REFUSAL_REASONS = {
   access_key_expired: { status: 403, en: 'The access key has expired.', zh: '访问密钥已过期。' },
   quota_exceeded: { status: 429, en: 'The access key has used up its quota.', zh: '访问密钥的配额已用尽。' },
   no_available_credential: { status: 503, en: 'No upstream credential is available for this route right now.', zh: '当前没有可用于此路由的上游凭据。' },
-  upstream_base_url_missing: { status: 400, en: 'The group has no upstream base URL configured.', zh: '该分组未配置上游基础地址。' },
+  upstream_base_url_missing: { status: 502, en: 'The group has no upstream base URL configured.', zh: '该分组未配置上游基础地址。' },
   route_not_found: { status: 404, en: 'Unknown endpoint.', zh: '未知的端点。' },
   invalid_path_parameter: { status: 400, en: 'A path parameter is malformed (bad percent-encoding, a "." or ".." segment, a "/" in a stored object\'s id, or a model name too long).', zh: '路径参数格式错误（百分号编码无效，含有 "." 或 ".." 段，存储对象的 ID 中含有 "/"，或模型名称过长）。' },
   method_not_allowed: { status: 405, en: 'Method not allowed for this endpoint.', zh: '此端点不允许该方法。' },

@@ -1,8 +1,7 @@
 export type { SseEvent, SseMessage } from './sse-event.ts';
 export { SseParser } from './parse-sse.ts';
 export { serializeSse, SSE_DONE } from './serialize-sse.ts';
-export { failureVocabulary } from './stream-failure.ts';
-export type { FailureVocabulary, StreamFailure, StreamFailureKind } from './stream-failure.ts';
+export type { FailureVocabulary, StreamFailure } from './stream-failure.ts';
 export { jsonArrayStreamErrorTail, streamErrorEvent } from './stream-error-event.ts';
 export type { StreamErrorOptions, StreamErrorStyle } from './stream-error-event.ts';
 export { JsonArrayStreamSplitter } from './split-json-array-stream.ts';

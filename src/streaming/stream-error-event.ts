@@ -1,5 +1,5 @@
 import { serializeSse } from './serialize-sse.ts';
-import { failureVocabulary, type StreamFailure } from './stream-failure.ts';
+import type { StreamFailure } from './stream-failure.ts';
 
 export type StreamErrorStyle = 'completions' | 'responses' | 'messages' | 'generate';
 
@@ -13,10 +13,9 @@ export interface StreamErrorOptions {
  * official SDKs raise their typed error. Write it, then end the response.
  */
 export function streamErrorEvent(style: StreamErrorStyle, failure: StreamFailure, options: StreamErrorOptions = {}): string {
-  const words = failureVocabulary[failure.kind];
   switch (style) {
     case 'completions':
-      return serializeSse({ data: { error: { message: failure.message, type: words.openaiType, code: failure.code, param: null } } });
+      return serializeSse({ data: { error: { message: failure.message, type: failure.words.completions, code: failure.code, param: null } } });
     case 'responses':
       return serializeSse({
         event: 'error',
@@ -25,8 +24,9 @@ export function streamErrorEvent(style: StreamErrorStyle, failure: StreamFailure
     case 'messages':
       return serializeSse({
         event: 'error',
-        // `details.error_code`, as in a refusal's body: where the SDK reads APIError.errorCode.
-        data: { type: 'error', error: { type: words.messagesType, message: failure.message, code: failure.code, details: { error_code: failure.code } } },
+        // `details.error_code`, as in a refusal's body: where the SDK reads APIError.errorCode. No
+        // `request_id`: the vendor's stream error event has none (the SDK reads the header).
+        data: { type: 'error', error: { type: failure.words.messages, message: failure.message, code: failure.code, details: { error_code: failure.code } } },
       });
     case 'generate':
       return serializeSse({ data: generateErrorBody(failure) });
@@ -42,12 +42,11 @@ export function jsonArrayStreamErrorTail(failure: StreamFailure, elementsSent: n
 }
 
 function generateErrorBody(failure: StreamFailure): object {
-  const words = failureVocabulary[failure.kind];
   return {
     error: {
-      code: words.googleCode,
+      code: failure.status,
       message: failure.message,
-      status: words.googleStatus,
+      status: failure.words.generate,
       // ErrorInfo is where Google-style errors carry a machine-readable reason.
       details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: failure.code, domain: 'switchyard' }],
     },

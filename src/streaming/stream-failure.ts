@@ -1,25 +1,22 @@
-/** Why the gateway ends a client stream early. */
-export type StreamFailureKind = 'timeout' | 'upstream';
+/** The words each error style names an HTTP status with: a row of the data plane's error shape table, which a stream failure carries. */
+export interface FailureVocabulary {
+  /** completions/responses `error.type`. */
+  completions: string;
+  /** messages `error.type`. */
+  messages: string;
+  /** generate canonical `error.status`. */
+  generate: string;
+}
 
+/** Why the gateway ends a client stream early. */
 export interface StreamFailure {
-  kind: StreamFailureKind;
   /** Gateway reason code (snake_case), e.g. `upstream_idle_timeout`. */
   code: string;
   message: string;
+  /**
+   * The HTTP status the same failure is answered with before the stream's first byte, and its
+   * words: one failure is named alike in an HTTP answer and an error event.
+   */
+  status: number;
+  words: FailureVocabulary;
 }
-
-/** Protocol-specific words for each failure kind. */
-export interface FailureVocabulary {
-  /** completions/responses `error.type`. */
-  openaiType: string;
-  /** messages `error.type` (one of the types the SDK knows). */
-  messagesType: string;
-  /** generate `error.code` (HTTP status) and canonical `error.status`. */
-  googleCode: number;
-  googleStatus: string;
-}
-
-export const failureVocabulary: Readonly<Record<StreamFailureKind, FailureVocabulary>> = {
-  timeout: { openaiType: 'timeout_error', messagesType: 'timeout_error', googleCode: 504, googleStatus: 'DEADLINE_EXCEEDED' },
-  upstream: { openaiType: 'server_error', messagesType: 'api_error', googleCode: 503, googleStatus: 'UNAVAILABLE' },
-};

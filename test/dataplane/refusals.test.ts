@@ -28,7 +28,9 @@ interface RefusalCase {
 }
 
 const GENERATE_STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 503: 'UNAVAILABLE' };
-const COMPLETIONS_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'api_error' };
+// Each vendor's own words: OpenAI names its 5xx `server_error`, Anthropic `api_error`, or `overloaded_error` when it is overloaded.
+const COMPLETIONS_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'server_error' };
+const MESSAGES_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'overloaded_error' };
 
 const json = (protocol: string, path: string, body: unknown, method = 'POST') => ({ method, path, protocol, body });
 
@@ -128,7 +130,8 @@ function checkErrorShape(t: Test, body: unknown, style: Style, status: number, c
     t.match(body, { error: { code, type: COMPLETIONS_TYPE[status], message: String } }, 'completions-style error');
     if (message) t.match((body as { error?: { message?: string } }).error?.message, message);
   } else if (style === 'messages') {
-    t.match(body, { type: 'error', error: { code, type: COMPLETIONS_TYPE[status], message: String } }, 'messages-style error');
+    // A top-level request_id, as the vendor's error bodies carry.
+    t.match(body, { type: 'error', error: { code, type: MESSAGES_TYPE[status], message: String }, request_id: String }, 'messages-style error');
     if (message) t.match((body as { error?: { message?: string } }).error?.message, message);
   } else {
     t.match(body, { error: { code: status, status: GENERATE_STATUS[status], message: String, details: [{ reason: code }] } }, 'generate-style error');

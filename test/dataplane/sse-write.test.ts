@@ -7,6 +7,7 @@ import {
   streamErrorEvent,
   type StreamFailure,
 } from '../../src/streaming/index.ts';
+import { streamFailureOf } from '../../src/dataplane/relay/stream-failure-of.ts';
 
 function parseOne(text: string) {
   const parser = new SseParser();
@@ -33,14 +34,15 @@ t.test('object data is JSON, single-line fields cannot inject lines', async (t) 
   t.equal(SSE_DONE, 'data: [DONE]\n\n');
 });
 
-const timeout: StreamFailure = { kind: 'timeout', code: 'upstream_idle_timeout', message: 'upstream sent nothing for 30 s' };
-const broken: StreamFailure = { kind: 'upstream', code: 'upstream_stream_broken', message: 'upstream connection closed mid-stream' };
+// Named by the status each is answered with before a stream's first byte: 504 and 502.
+const timeout: StreamFailure = { ...streamFailureOf('upstream_idle_timeout'), message: 'upstream sent nothing for 30 s' };
+const broken: StreamFailure = { ...streamFailureOf('upstream_stream_broken'), message: 'upstream connection closed mid-stream' };
 
 t.test('completions error event', async (t) => {
   const event = parseOne(streamErrorEvent('completions', timeout));
   t.equal(event.event, undefined);
   t.same(JSON.parse(event.data!), {
-    error: { message: 'upstream sent nothing for 30 s', type: 'timeout_error', code: 'upstream_idle_timeout', param: null },
+    error: { message: 'upstream sent nothing for 30 s', type: 'server_error', code: 'upstream_idle_timeout', param: null },
   });
 });
 
@@ -69,7 +71,7 @@ t.test('generate error event', async (t) => {
   t.equal(body.error.status, 'DEADLINE_EXCEEDED');
   t.equal(body.error.message, timeout.message);
   t.equal(body.error.details[0].reason, 'upstream_idle_timeout');
-  t.equal(JSON.parse(parseOne(streamErrorEvent('generate', broken)).data!).error.code, 503);
+  t.match(JSON.parse(parseOne(streamErrorEvent('generate', broken)).data!).error, { code: 502, status: 'UNAVAILABLE' });
 });
 
 t.test('generate JSON-array tail closes the array', async (t) => {

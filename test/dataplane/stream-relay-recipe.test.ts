@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { SseParser, streamErrorEvent, watchIdle } from '../../src/streaming/index.ts';
 import { StreamUsageAccumulator, isUsageOnlyChunk, requestStreamUsage, type TokenUsage } from '../../src/usage/index.ts';
 import { UpstreamClient, classifyUpstreamError, clientResponseHeaders, upstreamRequestHeaders } from '../../src/upstream/index.ts';
+import { streamFailureOf } from '../../src/dataplane/relay/stream-failure-of.ts';
 import { readAll, startLoopbackServer } from './helpers/loopback-server.ts';
 
 /**
@@ -48,8 +49,8 @@ async function startRelay(t: Test, upstreamUrl: string, idleMs: number) {
       for (const event of parser.end()) res.write(event.raw);
     } catch (error) {
       const failure = idle.fired
-        ? { kind: 'timeout' as const, code: 'upstream_idle_timeout', message: 'upstream stalled' }
-        : { kind: 'upstream' as const, code: classifyUpstreamError(error).code, message: 'upstream stream broke' };
+        ? { ...streamFailureOf('upstream_idle_timeout'), message: 'upstream stalled' }
+        : { ...streamFailureOf(classifyUpstreamError(error).code), message: 'upstream stream broke' };
       res.write(streamErrorEvent('completions', failure));
     } finally {
       idle.stop();
@@ -120,6 +121,6 @@ t.test('a stalled upstream ends the client stream with the completions error eve
   const events = [...parser.push(text), ...parser.end()];
   t.equal(events.length, 2);
   t.equal(events[0]?.raw, chunk('partial'));
-  t.same(JSON.parse(events[1]!.data!).error, { message: 'upstream stalled', type: 'timeout_error', code: 'upstream_idle_timeout', param: null });
+  t.same(JSON.parse(events[1]!.data!).error, { message: 'upstream stalled', type: 'server_error', code: 'upstream_idle_timeout', param: null });
   t.same(relay.usages, [undefined]);
 });

@@ -43,6 +43,7 @@ t.test('upstream unreachable: 502 upstream_unreachable as each SDK typed error',
   t.type(openai, OpenAIInternalServerError);
   t.equal((openai as OpenAIInternalServerError).status, 502);
   t.equal((openai as OpenAIInternalServerError).code, 'upstream_unreachable');
+  t.equal((openai as OpenAIInternalServerError).type, 'server_error', "OpenAI's word for its 5xx");
 
   t.type(anthropic, AnthropicInternalServerError);
   t.equal((anthropic as AnthropicInternalServerError).status, 502);

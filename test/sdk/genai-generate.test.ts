@@ -146,7 +146,7 @@ t.test('mid-stream upstream failure: the SDK iterator raises ApiError with the g
       })().catch((e: unknown) => e);
       t.same(texts, ['First', ' second']);
       t.type(err, ApiError, 'the stream ends with a typed error, not silently and not hanging');
-      t.equal((err as ApiError).status, 503);
+      t.equal((err as ApiError).status, 502, 'the status a break before the first byte is answered with');
       t.match(bodyOf(err), { error: { status: 'UNAVAILABLE', details: [{ reason: 'upstream_stream_broken' }] } });
       const log = await logOf(r.gw, requestId);
       t.match(log, { error_code: 'upstream_stream_broken' });

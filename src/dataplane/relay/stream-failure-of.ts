@@ -1,6 +1,7 @@
 import { REFUSAL_REASONS } from '../../engine/index.ts';
 import type { StreamFailure } from '../../streaming/index.ts';
 import { watchIdle, type IdleWatcher } from '../../streaming/index.ts';
+import { errorShapeOf } from '../error-shape-table.ts';
 import type { RelayContext } from './relay-context.ts';
 
 const MESSAGES: Readonly<Record<string, string>> = {
@@ -14,8 +15,10 @@ const STATUSES: Readonly<Record<string, number>> = {
   shutting_down: REFUSAL_REASONS.shutting_down.status,
 };
 
+/** A stream's failure as its error event names it: by the status its HTTP answer would have had. */
 export function streamFailureOf(code: string): StreamFailure {
-  return { kind: code === 'upstream_idle_timeout' ? 'timeout' : 'upstream', code, message: MESSAGES[code] ?? 'The upstream stream broke off.' };
+  const status = streamFailureStatus(code);
+  return { code, message: MESSAGES[code] ?? 'The upstream stream broke off.', status, words: errorShapeOf(status) };
 }
 
 export function streamFailureStatus(code: string): number {
