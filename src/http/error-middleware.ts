@@ -4,6 +4,7 @@ import { failureEnvelope } from './envelope.ts';
 import type { ErrorCode } from './error-codes.ts';
 import { pickLocale } from './i18n.ts';
 import { closeUnlessDrained } from './drain-after-answer.ts';
+import { clientGone } from './client-gone.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 
 export type ServerLog = (line: string) => void;
@@ -21,7 +22,8 @@ const STATUS_CODES: Readonly<Record<number, ErrorCode>> = {
 /**
  * The one error middleware of the management plane: every failure becomes the failure
  * envelope in the caller's language. Unknown throws are logged here and answered 500
- * without any detail, so no stack or message of an internal error reaches a client.
+ * without any detail, so no stack or message of an internal error reaches a client. A client
+ * that left mid-body (or whose silent body ended its connection) is neither logged nor answered.
  */
 export function errorMiddleware(log: ServerLog): Middleware {
   return async (ctx, next) => {
@@ -30,6 +32,7 @@ export function errorMiddleware(log: ServerLog): Middleware {
     try {
       await next();
     } catch (err) {
+      if (clientGone(err, ctx.req)) return;
       const apiError = toApiError(err);
       if (apiError.code === 'INTERNAL_SERVER_ERROR') {
         log(`management ${ctx.method} ${ctx.path} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

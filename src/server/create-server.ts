@@ -29,6 +29,7 @@ import { packageVersion } from './package-version.ts';
 import { CLIENT_SILENCE_MS } from '../http/json-body.ts';
 import { serveUpgradeAsRequest } from '../http/serve-upgrade-as-request.ts';
 import { closedAfterAnswer } from '../http/drain-after-answer.ts';
+import { clientGone } from '../http/client-gone.ts';
 import { holdContinue } from '../http/expect-continue.ts';
 import { originForm } from './origin-form.ts';
 
@@ -107,6 +108,12 @@ export interface RunningServer {
 }
 
 const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How often node looks for requests past their headers deadline: its default, 30 s, let a
+ * silent or slowloris head hold its connection up to 90 s. A pass over the connections with a
+ * request under way, on a timer, off the request path.
+ */
+const CLIENT_SILENCE_CHECK_MS = 1000;
 
 export async function createServer(options: ServerOptions): Promise<RunningServer> {
   disableAllocationSitePretenuring();
@@ -147,14 +154,19 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     const management = createManagementApp(deps, { authKey: source.authKey, lockout: new Lockout(clock, options.lockoutPolicy) });
     const app = new Koa();
     app.silent = true;
-    app.on('error', (err: Error) => log(`switchyard: ${err.stack ?? err.message}`));
+    // Koa reports here what the error middleware cannot catch, the connection's own errors among
+    // them: a client that left mid-body is no failure of the gateway (the data plane logs none either).
+    app.on('error', (err: Error, ctx?: Koa.Context) => {
+      if (ctx === undefined || !clientGone(err, ctx.req)) log(`switchyard: ${err.stack ?? err.message}`);
+    });
     app.use(management.middleware);
     const dataPlane = options.mountDataPlane ? ((await options.mountDataPlane(app, { store: openStore, logs, clock, log, dataDir })) ?? {}) : {};
 
     const koa = app.callback();
     const dataRequest = dataPlane.request;
     // No deadline on a whole request (node's is 300 s): an upload that keeps coming is not cut.
-    // The headers keep node's own deadline (a client slower gets node's bare 408, no record).
+    // The headers keep node's deadline, CLIENT_SILENCE_MS (a client slower gets node's bare 408,
+    // no record), checked every CLIENT_SILENCE_CHECK_MS.
     // A body that goes silent is bounded instead: the data plane answers it 408
     // (stream_idle_timeout_seconds), the management plane ends its connection (json-body.ts).
     const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
@@ -171,7 +183,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
         dataRequest(req, res);
       }
     };
-    const server = createHttpServer({ requestTimeout: 0, headersTimeout: CLIENT_SILENCE_MS }, (req, res) => serve(req, res, false));
+    const server = createHttpServer({ requestTimeout: 0, headersTimeout: CLIENT_SILENCE_MS, connectionsCheckingInterval: CLIENT_SILENCE_CHECK_MS }, (req, res) => serve(req, res, false));
     // `Expect: 100-continue`: without this listener node sends the 100 before any handler runs.
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
     const drain = new ConnectionDrain(server);
