@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_DB_FILE } from '../../src/store/logs/index.ts';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
-import { seedAccessKey, seedGroup as seedManagedGroup, startGateway } from '../management/support/gateway.ts';
+import { ManualClock, seedAccessKey, seedGroup as seedManagedGroup, startGateway } from '../management/support/gateway.ts';
 
 // Logs, usage and quotas (issue 4 item 6), and what never crosses the gateway: client
 // credentials and hop-by-hop headers upstream, the upstream credential anywhere but upstream.
@@ -428,10 +428,17 @@ function usageReply(protocol: string): string {
 
 for (const c of QUOTA_CASES) {
   t.test(`quota exhaustion (${c.name}) answers 429 quota_exceeded in the client protocol`, async (t) => {
-    const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(usageReply(c.protocol));
-    });
+    // The gateway's clock stands still half way through an hour (10:30 UTC): every request falls in one hour and day, and the wait until the next is known exactly.
+    const clock = new ManualClock();
+    clock.advance(30 * 60_000);
+    const { gw, upstream } = await startUpstreamAndDataPlane(
+      t,
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(usageReply(c.protocol));
+      },
+      { clock: clock.read },
+    );
     await seedGroup(gw.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
     const { keyValue } = await createKey(gw.store, { protocols: [c.protocol], quota: c.quota });
     for (let i = 0; i < c.allowed; i++) {
@@ -440,16 +447,13 @@ for (const c of QUOTA_CASES) {
       await res.text();
       await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     }
-    const refusedAt = Date.now();
     const refused = await post(gw, c.path, c.protocol, keyValue, c.body);
     t.equal(refused.status, 429);
     c.check(t, await refused.json());
-    // A per-period limit lifts at the next UTC hour or day (multiples of 3,600 or 86,400 s since the epoch); a total one never.
+    // A per-period limit lifts at the next UTC hour (11:00, 1,800 s on) or day (midnight, 13.5 h on); a total one never.
     const period = c.quota.per_period?.period;
     if (period === 'hour' || period === 'day') {
-      const length = period === 'hour' ? 3600 : 86_400;
-      const expected = length - Math.floor(refusedAt / 1000) % length;
-      t.ok(Math.abs(Number(refused.headers.get('retry-after')) - expected) <= 2, `Retry-After until the next ${period}`, { got: refused.headers.get('retry-after'), expected });
+      t.equal(refused.headers.get('retry-after'), period === 'hour' ? '1800' : '48600', `Retry-After until the next ${period}`);
     } else {
       t.equal(refused.headers.get('retry-after'), null, 'a total limit does not lift by itself');
     }

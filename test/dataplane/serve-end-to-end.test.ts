@@ -327,14 +327,23 @@ t.test('a plain answer cut mid-body when the shutdown grace runs out is recorded
 });
 
 t.test('shutdown ends a connection that never sent a request at once, rather than when the grace runs out', async (t) => {
-  const { server } = await serve(t, { shutdownGraceMs: 60_000 });
+  const { server, dataDir } = await serve(t, { shutdownGraceMs: 60_000 });
   const { port } = new URL(server.url);
   const socket = connect(Number(port), '127.0.0.1');
   await once(socket, 'connect');
-  const ended = once(socket, 'close');
+  const received: Buffer[] = [];
+  socket.on('data', (c: Buffer) => received.push(c));
+  let endedByGateway = false;
+  socket.on('end', () => (endedByGateway = true));
+  const closed = once(socket, 'close');
   const closing = server.close();
-  // Within 5 s against a 60 s grace: only the gateway ending the silent connection gets there.
-  await withTimeout(ended, 5000, 'the gateway to end the silent connection');
+  // Bounds far below the 60 s grace: only the gateway ending the silent connection gets there.
+  const [hadError] = await withTimeout(closed, 5000, 'the gateway to end the silent connection');
+  t.equal(endedByGateway, true, 'the gateway ended the connection (its FIN), the client did not');
+  t.equal(hadError, false, 'closed cleanly, not reset');
+  t.equal(Buffer.concat(received).length, 0, 'with no answer written on it: there was no request to answer');
   await withTimeout(closing, 5000, 'the shutdown to finish with nothing in flight');
-  t.pass('the connection that never sent a byte did not hold the shutdown for its grace');
+  const logs = openSqliteLogStore(dataDir);
+  t.teardown(() => logs.close());
+  t.same((await logs.list({}, { limit: 5 })).items, [], 'and nothing was recorded: a connection without a request is no request');
 });

@@ -196,6 +196,87 @@ for (const style of STYLES) {
   });
 }
 
+// ---- the other streams a client can leave ------------------------------------------------
+// A generate stream without alt=sse (one JSON array, its elements sent as they come), an image
+// generation's SSE and an x-suite transcription's SSE: the client leaving ends them as it ends
+// the four conversation styles above.
+
+const FORM_BOUNDARY = 'switchyard-leave-boundary';
+
+const OTHER_STREAMS: { name: string; protocol: string; channel: string; path: string; contentType: string; body: string; upstreamType: string; first: string }[] = [
+  {
+    name: 'generate JSON array (no alt=sse)',
+    protocol: 'x-generate',
+    channel: 'ch15',
+    path: '/v1beta/models/team-m:streamGenerateContent',
+    contentType: 'application/json',
+    body: JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
+    upstreamType: 'application/json; charset=UTF-8',
+    first: `[${JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'first-event' }] } }] })}`,
+  },
+  {
+    name: 'x-images generation SSE',
+    protocol: 'x-images',
+    channel: 'ch09',
+    path: '/v1/images/generations',
+    contentType: 'application/json',
+    body: JSON.stringify({ model: 'team-m', prompt: 'a lighthouse', stream: true, partial_images: 2 }),
+    upstreamType: 'text/event-stream',
+    first: `event: image_generation.partial_image\ndata: ${JSON.stringify({ type: 'image_generation.partial_image', partial_image_index: 0, b64_json: 'first-event' })}\n\n`,
+  },
+  {
+    name: 'x-suite transcription SSE',
+    protocol: 'x-suite',
+    channel: 'ch03',
+    path: '/v1/audio/transcriptions',
+    contentType: `multipart/form-data; boundary=${FORM_BOUNDARY}`,
+    body: [
+      `--${FORM_BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nteam-m\r\n`,
+      `--${FORM_BOUNDARY}\r\nContent-Disposition: form-data; name="stream"\r\n\r\ntrue\r\n`,
+      `--${FORM_BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n${'A'.repeat(1000)}\r\n`,
+      `--${FORM_BOUNDARY}--\r\n`,
+    ].join(''),
+    upstreamType: 'text/event-stream',
+    first: `data: ${JSON.stringify({ type: 'transcript.text.delta', delta: 'first-event' })}\n\n`,
+  },
+];
+
+for (const stream of OTHER_STREAMS) {
+  t.test(`${stream.name}: a client that disconnects mid-stream aborts the upstream request; the log says client_aborted`, async (t) => {
+    const upstreamClosed = deferred();
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+      res.on('close', () => upstreamClosed.resolve());
+      res.writeHead(200, { 'content-type': stream.upstreamType });
+      // The first part, then the stream stays open.
+      res.write(stream.first);
+    });
+    await seedGroup(gw.store, { channel: stream.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-stream'] });
+    const { keyValue } = await createKey(gw.store, { protocols: [stream.protocol] });
+    const controller = new AbortController();
+    const res = await fetch(`${gw.url}${stream.path}`, {
+      method: 'POST',
+      headers: { ...clientAuthHeaders(stream.protocol, keyValue), 'content-type': stream.contentType },
+      body: stream.body,
+      signal: controller.signal,
+    });
+    t.equal(res.status, 200);
+    const requestId = res.headers.get('x-switchyard-request-id');
+    const sawFirst = deferred();
+    const reading = readIncrementally(res, (text) => {
+      if (text.includes('first-event')) sawFirst.resolve();
+    }).catch(() => undefined);
+    await withTimeout(sawFirst.promise, 5000, 'the first part at the client');
+    t.equal(upstream.requests.length, 1, 'the stream reached the upstream');
+    t.equal(upstreamClosed.settled, false, 'and was still open when the client left');
+    controller.abort();
+    await reading;
+    await withTimeout(upstreamClosed.promise, 5000, 'the upstream to see its response socket close');
+    const record = await waitForLog(gw, requestId);
+    t.match(record, { status: 200, error_code: 'client_closed', client_aborted: true, protocol: stream.protocol }, 'the record says the client left');
+    t.match(record.attempts, [{ status: 200, error_code: 'client_closed' }], 'and so does its attempt');
+  });
+}
+
 // ---- errors the upstream sends inside its stream ------------------------------------------
 // They reach the client as sent (the SDKs throw on them), and the record counts the request as
 // failed: status 200, which the client got, and error_code upstream_stream_error.

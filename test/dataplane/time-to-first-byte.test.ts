@@ -3,29 +3,28 @@ import type { ServerResponse } from 'node:http';
 import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { createKey, deferred, readIncrementally, seedGroup, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
 import type { LogRecord } from '../../src/store/logs/index.ts';
+import { ManualClock } from '../management/support/gateway.ts';
 
 // A record's time to first byte is when the upstream's answer began to reach the client, its
 // status line included: a stream's status and headers sent ahead of its first event count; the
 // gateway's own HTTP error in place of the upstream's answer leaves it null.
 
-/** Between the client having its headers and the upstream's next bytes: ms apart on any clock. */
-const GAP_MS = 25;
-
 /** The epoch ms the record puts the first byte at (both are the gateway's clock). */
 const firstByteAt = (log: LogRecord) => log.timings.started_at + log.timings.ttfb_ms!;
 
 /**
- * The upstream's wait for the client to have the answer's headers, and GAP_MS more: resolves with
- * the time the upstream goes on. Bounded, so that headers that never come fail the test, not hang it.
+ * The upstream's wait for the client to have the answer's headers; then the gateway's clock,
+ * which stands still otherwise, moves on a second: resolves with the time the upstream goes on.
+ * A first byte recorded before that instant was recorded before the upstream went on.
  */
-async function afterClientHeaders(clientHasHeaders: Deferred): Promise<number> {
-  await withTimeout(clientHasHeaders.promise, 10_000, 'the client to have the headers').catch(() => {});
-  await new Promise((resolve) => setTimeout(resolve, GAP_MS));
-  return Date.now();
+async function afterClientHeaders(clientHasHeaders: Deferred, clock: ManualClock): Promise<number> {
+  await clientHasHeaders.promise;
+  clock.advance(1000);
+  return clock.now;
 }
 
-async function completionsRig(t: Test, streamIdleTimeoutMs: number, respond: (res: ServerResponse) => void | Promise<void>) {
-  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => respond(res), { streamIdleTimeoutMs });
+async function completionsRig(t: Test, streamIdleTimeoutMs: number, respond: (res: ServerResponse) => void | Promise<void>, clock = new ManualClock()) {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => respond(res), { streamIdleTimeoutMs, clock: clock.read });
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'] });
   const send = () =>
     withTimeout(
@@ -61,14 +60,15 @@ for (const failure of [
 
 t.test("an SSE stream whose first event is later than the head's hold: the time to first byte is the head's", async (t) => {
   const clientHasHeaders = deferred();
+  const clock = new ManualClock();
   let eventAt = 0;
   const { gw, send } = await completionsRig(t, 30_000, async (res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.flushHeaders();
-    eventAt = await afterClientHeaders(clientHasHeaders);
+    eventAt = await afterClientHeaders(clientHasHeaders, clock);
     res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'late' } }] })}\n\n`);
     res.end('data: [DONE]\n\n');
-  });
+  }, clock);
   const res = await send();
   clientHasHeaders.resolve();
   t.equal(res.status, 200);
@@ -81,13 +81,14 @@ t.test("an SSE stream whose first event is later than the head's hold: the time 
 
 t.test('an SSE stream that breaks after its held head went out: the time to first byte is still the head\'s', async (t) => {
   const clientHasHeaders = deferred();
+  const clock = new ManualClock();
   let brokenAt = 0;
   const { gw, send } = await completionsRig(t, 30_000, async (res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.flushHeaders();
-    brokenAt = await afterClientHeaders(clientHasHeaders);
+    brokenAt = await afterClientHeaders(clientHasHeaders, clock);
     res.socket?.destroy();
-  });
+  }, clock);
   const res = await send();
   clientHasHeaders.resolve();
   t.equal(res.status, 200, "the upstream's status: its head went out before the break");
@@ -100,13 +101,18 @@ t.test('an SSE stream that breaks after its held head went out: the time to firs
 
 t.test("a generate JSON-array stream, its headers sent at once: the time to first byte is the headers', not the first element's", async (t) => {
   const clientHasHeaders = deferred();
+  const clock = new ManualClock();
   let elementAt = 0;
-  const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
-    res.flushHeaders();
-    elementAt = await afterClientHeaders(clientHasHeaders);
-    res.end(`[${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'late' }] }, finishReason: 'STOP' }] })}]`);
-  });
+  const { upstream, gw } = await startUpstreamAndDataPlane(
+    t,
+    async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+      res.flushHeaders();
+      elementAt = await afterClientHeaders(clientHasHeaders, clock);
+      res.end(`[${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'late' }] }, finishReason: 'STOP' }] })}]`);
+    },
+    { clock: clock.read },
+  );
   await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-generate'] });
   const res = await withTimeout(

@@ -8,11 +8,11 @@ import { writeJson } from './helpers/vendor-wire.ts';
 // so that an SDK's own retries (two by default) neither hide the real failure behind a
 // no_available_credential nor sleep as long as the last of several credentials asked.
 
-async function gatewayFor(t: Test, baseUrl: string, channel: string, protocol: string, external: string, upstreamKeys: string[]) {
-  const gw = await startDataPlane();
+async function gatewayFor(t: Test, baseUrl: string, channel: string, protocol: string, external: string, upstreamKeys: string[], clock?: () => number) {
+  const gw = await startDataPlane(clock ? { clock } : {});
   t.teardown(() => gw.close());
-  const { keyValue, key } = await seedRoute(gw.store, { channel, baseUrl, models: [{ external, upstream: 'vendor-m' }], protocols: [protocol], upstreamKeys });
-  return { gw, keyValue, keyId: key.id };
+  const { keyValue, key, group } = await seedRoute(gw.store, { channel, baseUrl, models: [{ external, upstream: 'vendor-m' }], protocols: [protocol], upstreamKeys });
+  return { gw, keyValue, keyId: key.id, groupId: group.id };
 }
 
 async function recordsOf(gw: Gateway, keyId: number) {
@@ -52,13 +52,18 @@ t.test('openai: two credentials answer 429 (retry-after 2 and 3600): the 429 pas
     writeJson(res, 429, { error: { message: `limited ${hint}`, type: 'rate_limit', code: 'rate_limit' } }, { 'retry-after': hint, 'x-ratelimit-remaining-requests': '0' });
   });
   t.teardown(() => upstream.close());
-  const { gw, keyValue } = await gatewayFor(t, upstream.url, 'ch02', 'x-completions', 'team-chat', ['sk-A', 'sk-B']);
+  // The gateway's clock stands still: the hint is the wait from the same instant the cooldowns were set at, however slow the machine.
+  // An hour ahead of the system clock, which the store judges a cooldown by (one already over is not stored).
+  const now = Date.now() + 3_600_000;
+  const { gw, keyValue, groupId } = await gatewayFor(t, upstream.url, 'ch02', 'x-completions', 'team-chat', ['sk-A', 'sk-B'], () => now);
   const err = await new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, maxRetries: 0 }).chat.completions.create({ model: 'team-chat', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
   t.type(err, RateLimitError);
   t.equal(upstream.requests.length, 2, 'both credentials were tried');
+  const [a, b] = (await gw.store.credentials.list(groupId)).sort((x, y) => x.id - y.id);
+  t.same([a?.cooldown_until, b?.cooldown_until], [new Date(now + 2000).toISOString(), new Date(now + 3_600_000).toISOString()], "each credential cools down for its own answer's Retry-After");
   const headers = (err as RateLimitError).headers!;
-  t.ok(['1', '2'].includes(headers.get('retry-after') ?? ''), `retry-after ${headers.get('retry-after')}: the first credential's recovery`);
-  t.ok(Number(headers.get('retry-after-ms')) > 0 && Number(headers.get('retry-after-ms')) <= 2000);
+  t.equal(headers.get('retry-after'), '2', "retry-after: the first credential's recovery, not the second's");
+  t.equal(headers.get('retry-after-ms'), String(Date.parse(a!.cooldown_until!) - now), 'retry-after-ms: the wait until the earliest cooldown ends');
   t.equal(headers.get('x-should-retry'), null, 'within half a minute: the SDK may retry');
   t.equal(headers.get('x-ratelimit-remaining-requests'), '0', "the upstream's other headers as sent");
 });

@@ -13,6 +13,7 @@ import { openSqliteLogStore } from '../../../src/store/logs/index.ts';
 import type { ConfigStore } from '../../../src/store/config-store.ts';
 import type { SqliteLogStore } from '../../../src/store/logs/index.ts';
 import { UpstreamClient } from '../../../src/upstream/index.ts';
+import type { Clock } from '../../../src/store/clock.ts';
 
 export interface RecordedUpstreamRequest {
   method: string;
@@ -55,11 +56,14 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** The data plane's options, and the clock it reads (the system's unless a test moves its own). */
+export type DataPlaneHarnessOptions = Partial<DataPlaneOptions> & { clock?: Clock };
+
 /** A substitute upstream and the data plane in front of it, both stopped when the test ends. */
 export async function startUpstreamAndDataPlane(
   t: Test,
   respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void | Promise<void>,
-  options: Partial<DataPlaneOptions> = {},
+  options: DataPlaneHarnessOptions = {},
 ): Promise<{ upstream: Upstream; gw: Gateway }> {
   const upstream = await startUpstream(respond);
   const gw = await startDataPlane(options);
@@ -74,7 +78,7 @@ export async function startUpstreamAndDataPlane(
 const HANDLERS_SETTLE_MS = 5000;
 
 /** The real data plane with real stores in a temporary data directory, on 127.0.0.1. */
-export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): Promise<Gateway> {
+export async function startDataPlane({ clock = Date.now, ...options }: DataPlaneHarnessOptions = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-dp-'));
   // As the server's mount has it: bodies spool inside the gateway's own data directory.
   const spoolDir = path.join(dataDir, 'spool');
@@ -83,7 +87,7 @@ export async function startDataPlane(options: Partial<DataPlaneOptions> = {}): P
   const logs = openSqliteLogStore(dataDir);
   const upstream = new UpstreamClient();
   const inFlight = new InFlightRequests();
-  const deps = { store, logs, upstream, clock: Date.now, inFlight, options: { ...DEFAULT_DATA_PLANE_OPTIONS, spoolDir, ...options } };
+  const deps = { store, logs, upstream, clock, inFlight, options: { ...DEFAULT_DATA_PLANE_OPTIONS, spoolDir, ...options } };
   const handler = createDataPlaneHandler(deps);
   const upgrade = createUpgradeHandler(deps);
   const server = createServer((req, res) => void handler(req, res));
