@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { request, type ServerResponse } from 'node:http';
 import { startDataPlane, startUpstream, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, closedPortUrl, createKey, readIncrementally, seedGroup, sseBlocks, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { clientAuthHeaders, closedPortUrl, createKey, readIncrementally, seedGroup, sseBlocks, sseData, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // One failure, one description: a stream that stalls or breaks is named with the same status
 // and the same vendor words whether the gateway answers it with an HTTP error (before the
@@ -70,15 +70,6 @@ function send(gw: Gateway, style: Style, keyValue: string): Promise<Response> {
   return fetch(`${gw.url}${style.path}`, { method: 'POST', headers: { ...clientAuthHeaders(style.protocol, keyValue), 'content-type': 'application/json' }, body: JSON.stringify(style.body) });
 }
 
-function dataOf(block: string): any {
-  return JSON.parse(
-    block
-      .split(/\r?\n/)
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).trimStart())
-      .join('\n'),
-  );
-}
 
 for (const style of STYLES) {
   for (const failure of FAILURES) {
@@ -111,7 +102,7 @@ for (const style of STYLES) {
       const blocks = sseBlocks(await withTimeout(readIncrementally(res), BOUND_MS, 'the stream to be ended'));
       t.match(blocks[0], /first-event/);
       t.equal(blocks.length, 2, 'then the error event', { blocks });
-      const event = dataOf(blocks[1]!);
+      const event = sseData(blocks[1]!);
       t.same(style.word(event), style.words[failure.status], 'the error event names it with the same words');
       t.same(JSON.stringify(event).includes(failure.code), true, 'with its code');
     });

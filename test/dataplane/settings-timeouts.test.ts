@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { startGateway, type Gateway } from '../management/support/gateway.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, readIncrementally, seedGroup, sseBlocks, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { clientAuthHeaders, createKey, readIncrementally, seedGroup, sseBlocks, sseData, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // The upstream timeouts come from the settings (request_timeout_seconds,
 // stream_idle_timeout_seconds), read on each request: a PUT of the settings applies to the
@@ -67,15 +67,6 @@ async function putSettings(t: Test, gw: Gateway, body: Record<string, unknown>):
   t.equal(saved.status, 200, 'settings saved');
 }
 
-function dataOf(block: string): unknown {
-  return JSON.parse(
-    block
-      .split(/\r?\n/)
-      .filter((l) => l.startsWith('data:'))
-      .map((l) => l.slice(5).trimStart())
-      .join('\n'),
-  );
-}
 
 for (const style of STYLES) {
   t.test(`${style.protocol}: request_timeout_seconds bounds the wait for the upstream's headers: 504 upstream_timeout in the protocol's error shape`, async (t) => {
@@ -101,6 +92,6 @@ for (const style of STYLES) {
     const blocks = sseBlocks(await withTimeout(readIncrementally(res), BOUND_MS, 'the stalled stream to be ended'));
     t.match(blocks[0], /first-event/, 'what came before the stall arrived');
     t.equal(blocks.length, 2, 'then exactly one more event: the error', { blocks });
-    t.match(dataOf(blocks.at(-1) ?? ''), style.errorEvent('upstream_idle_timeout'));
+    t.match(sseData(blocks.at(-1) ?? ''), style.errorEvent('upstream_idle_timeout'));
   });
 }

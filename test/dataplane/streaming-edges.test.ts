@@ -4,7 +4,7 @@ import { connect, createServer as createNetServer, type AddressInfo } from 'node
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { MAX_HELD_EVENT_BYTES } from '../../src/dataplane/relay/stream-relay.ts';
 import { startDataPlane, startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
+import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, sseBlocks, sseData, waitForLog, withTimeout, type Deferred } from './helpers/dataplane-scenarios.ts';
 
 // Streaming edge cases (issue 4 item 3): a client that leaves aborts the upstream request and
 // the log says so; an upstream that stalls or breaks mid-stream ends the client's stream with
@@ -27,14 +27,6 @@ interface StreamStyle {
   innocent: string;
 }
 
-function dataOf(block: string): unknown {
-  const data = block
-    .split(/\r?\n/)
-    .filter((l) => l.startsWith('data:'))
-    .map((l) => l.slice(5).trimStart())
-    .join('\n');
-  return JSON.parse(data);
-}
 
 const STYLES: StreamStyle[] = [
   {
@@ -46,7 +38,7 @@ const STYLES: StreamStyle[] = [
     first: `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'first-event' } }] })}\n\n`,
     errorEvent: (t, block, code) => {
       t.notMatch(block, /^event:/m, 'completions errors have no event name');
-      t.match(dataOf(block), { error: { code, message: String, type: String } }, 'data: {"error": ...}');
+      t.match(sseData(block), { error: { code, message: String, type: String } }, 'data: {"error": ...}');
     },
     upstreamErrors: { 'data: {"error": ...}': `data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } })}\n\n` },
     innocent: `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'no "error": here' }, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`,
@@ -60,7 +52,7 @@ const STYLES: StreamStyle[] = [
     first: `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { id: 'resp_1', status: 'in_progress' }, marker: 'first-event' })}\n\n`,
     errorEvent: (t, block, code) => {
       t.match(block, /^event: error$/m, 'event: error');
-      t.match(dataOf(block), { type: 'error', code, message: String }, 'responses error data');
+      t.match(sseData(block), { type: 'error', code, message: String }, 'responses error data');
     },
     upstreamErrors: {
       'response.failed': `event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: 1, response: { id: 'resp_1', status: 'failed', error: { code: 'server_error', message: 'The model failed.' } } })}\n\n`,
@@ -80,7 +72,7 @@ const STYLES: StreamStyle[] = [
     first: `event: message_start\ndata: ${JSON.stringify({ type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 3, output_tokens: 0 } }, marker: 'first-event' })}\n\n`,
     errorEvent: (t, block, code) => {
       t.match(block, /^event: error$/m, 'event: error');
-      t.match(dataOf(block), { type: 'error', error: { type: String, message: String, code } }, 'messages error data');
+      t.match(sseData(block), { type: 'error', error: { type: String, message: String, code } }, 'messages error data');
     },
     upstreamErrors: { 'event: error': `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } })}\n\n` },
     innocent: [
@@ -96,7 +88,7 @@ const STYLES: StreamStyle[] = [
     body: () => ({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }),
     first: `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'first-event' }] } }] })}\r\n\r\n`,
     errorEvent: (t, block, code) => {
-      t.match(dataOf(block), { error: { code: Number, status: String, message: String, details: [{ reason: code }] } }, 'generate error data');
+      t.match(sseData(block), { error: { code: Number, status: String, message: String, details: [{ reason: code }] } }, 'generate error data');
     },
     upstreamErrors: { 'data: {"error": ...}': `data: ${JSON.stringify({ error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } })}\r\n\r\n` },
     innocent: `data: ${JSON.stringify({ candidates: [{ content: { parts: [{ text: 'no "error": here' }] }, finishReason: 'STOP' }] })}\r\n\r\n`,
@@ -381,9 +373,9 @@ for (const style of STYLES.filter((s) => s.name in LAST_BEFORE_FINAL)) {
     const blocks = sseBlocks(text.slice((style.first + last).length));
     t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
     style.errorEvent(t, blocks[0] ?? '', 'upstream_stream_broken');
-    if (style.name === 'messages') t.match(dataOf(blocks[0] ?? ''), { error: { type: 'api_error' } }, 'an api_error, as for a stream that broke off');
+    if (style.name === 'messages') t.match(sseData(blocks[0] ?? ''), { error: { type: 'api_error' } }, 'an api_error, as for a stream that broke off');
     // The delta the upstream sent was sequence number 1: the error event follows it.
-    if (style.name === 'responses') t.match(dataOf(blocks[0] ?? ''), { sequence_number: 2 });
+    if (style.name === 'responses') t.match(sseData(blocks[0] ?? ''), { sequence_number: 2 });
     const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { status: 200, error_code: 'upstream_stream_broken', client_aborted: false });
   });
@@ -435,7 +427,7 @@ for (const [label, sent, sequence] of [
     const blocks = sseBlocks(text.slice(sent.length));
     t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
     t.match(blocks[0], /^event: error$/m);
-    t.match(dataOf(blocks[0] ?? ''), { type: 'error', code: 'upstream_idle_timeout', sequence_number: sequence });
+    t.match(sseData(blocks[0] ?? ''), { type: 'error', code: 'upstream_idle_timeout', sequence_number: sequence });
     t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { operation: 'responses-retrieve', status: 200, error_code: 'upstream_idle_timeout' });
   });
 }
@@ -457,7 +449,7 @@ t.test('responses: a resumed stream that ends cleanly after an event, without it
   t.ok(text.startsWith(DELTA_50), 'the delta arrived as sent', { text });
   const blocks = sseBlocks(text.slice(DELTA_50.length));
   t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
-  t.match(dataOf(blocks[0] ?? ''), { type: 'error', code: 'upstream_stream_broken', sequence_number: 51 });
+  t.match(sseData(blocks[0] ?? ''), { type: 'error', code: 'upstream_stream_broken', sequence_number: 51 });
   t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { operation: 'responses-retrieve', status: 200, error_code: 'upstream_stream_broken' });
 });
 
@@ -481,7 +473,7 @@ for (const [label, sent, query] of [
     const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
     const blocks = sseBlocks(text.slice(sent.length));
     t.equal(blocks.length, 1, 'then exactly one more event: the error', { text });
-    t.match(dataOf(blocks[0] ?? ''), { type: 'error', code: 'upstream_stream_broken', sequence_number: 51 });
+    t.match(sseData(blocks[0] ?? ''), { type: 'error', code: 'upstream_stream_broken', sequence_number: 51 });
     t.match(await waitForLog(gw, requestId), { status: 200, error_code: 'upstream_stream_broken' });
   });
 }

@@ -182,6 +182,17 @@ export function sseBlocks(text: string): string[] {
     .filter((b) => b.length > 0);
 }
 
+/** The JSON an SSE event's `data:` lines carry (joined as the SSE rules join them). */
+export function sseData(block: string): any {
+  return JSON.parse(
+    block
+      .split(/\r?\n/)
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).trimStart())
+      .join('\n'),
+  );
+}
+
 export interface RawResponse {
   status: number;
   headers: IncomingHttpHeaders;
