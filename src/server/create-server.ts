@@ -21,6 +21,7 @@ import type { LogStore } from '../store/logs/index.ts';
 import { openLowdbConfigStore } from '../store/lowdb/index.ts';
 import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
 import { loadAuthKey } from './auth-key.ts';
+import { authKeyLine } from './auth-key-line.ts';
 import { ConnectionDrain } from './connection-drain.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { disableAllocationSitePretenuring } from './disable-allocation-site-pretenuring.ts';
@@ -127,8 +128,9 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
   try {
     const openStore = await openLowdbConfigStore(dataDir, { clock });
     store = openStore;
-    const source = await loadAuthKey(dataDir, options.authKey ?? (options.env ?? process.env).AUTH_KEY);
-    if (source.generatedAt) log(`switchyard: generated an AUTH_KEY and stored it in ${source.generatedAt} (readable only by its owner).`);
+    const given = options.authKey !== undefined ? { origin: 'options' as const, value: options.authKey } : { origin: 'environment' as const, value: (options.env ?? process.env).AUTH_KEY };
+    const source = await loadAuthKey(dataDir, given.value);
+    log(authKeyLine(dataDir, source, given));
     const openLogs: LogStore = options.logStore ?? (options.openLogStore ? await options.openLogStore(dataDir) : new MemoryLogStore());
     logs = openLogs;
 

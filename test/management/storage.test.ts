@@ -102,7 +102,7 @@ t.test('AUTH_KEY: from the environment, else generated once into <data>/auth_key
 
   const again: string[] = [];
   const second = await createServer({ dataDir, port: 0, env: {}, log: (l) => again.push(l) });
-  t.same(again, [], 'the second start says nothing');
+  t.same(again, [`switchyard: the AUTH_KEY (management key) is in ${file}.`], 'the second start names the file again, not the key');
   t.equal((await fetch(`${second.url}/api/auth/session`, { headers: { authorization: `Bearer ${generated}` } })).status, 200, 'the same key');
   await second.close();
 

@@ -71,7 +71,11 @@ export class LowdbCredentialStore implements CredentialStore {
     return this.#edit(groupId, id, (c, d) => {
       if (patch.name !== undefined) c.name = patch.name;
       if (patch.weight !== undefined) c.weight = patch.weight;
-      if (patch.proxy_url !== undefined) c.proxy_url = patch.proxy_url;
+      if (patch.proxy_url !== undefined && patch.proxy_url !== c.proxy_url) {
+        c.proxy_url = patch.proxy_url;
+        // A cooldown for failing to reach the upstream one way says nothing of another way.
+        c.cooldown_until = null;
+      }
       if (patch.values !== undefined) {
         const values = { ...this.#kept(c, patch.values, patch.keepWhenOmitted ?? []), ...patch.values };
         const fingerprint = this.#fingerprint(c.kind, values);
@@ -79,13 +83,15 @@ export class LowdbCredentialStore implements CredentialStore {
         const twin = d.credentials.find((o) => o.group_id === groupId && o.id !== c.id && o.fingerprint === fingerprint);
         if (twin) throw new DuplicateCredentialError(twin.id);
         const split = splitValues(values, patch.secretFields ?? []);
+        const secretChanged = fingerprint !== c.fingerprint && JSON.stringify(sortedEntries(split.secret)) !== JSON.stringify(sortedEntries(this.#secret(c)));
         c.fields = split.public;
         c.masked = mapValues(split.secret, maskSecret);
         c.sealed = this.#box.encrypt(JSON.stringify(split.secret), sealContext(c.id));
         if (fingerprint !== c.fingerprint) {
-          // What the upstream said about the old secret does not hold for the new one.
+          // What the upstream said about the old secret, or at the old address, does not hold for the new one.
           c.cooldown_until = null;
-          if (!c.enabled && disabledByUpstream(c)) enable(c);
+          // A 401/403 is about the secret: a new address alone does not make a wrong key right.
+          if (secretChanged && !c.enabled && disabledByUpstream(c)) enable(c);
         }
         c.fingerprint = fingerprint;
       }
@@ -160,8 +166,11 @@ export class LowdbCredentialStore implements CredentialStore {
   }
 
   #values(c: StoredCredential): Record<string, string> {
-    const secret = JSON.parse(this.#box.decrypt(c.sealed, sealContext(c.id))) as Record<string, string>;
-    return { ...c.fields, ...secret };
+    return { ...c.fields, ...this.#secret(c) };
+  }
+
+  #secret(c: StoredCredential): Record<string, string> {
+    return JSON.parse(this.#box.decrypt(c.sealed, sealContext(c.id))) as Record<string, string>;
   }
 
   /** The stored values of the fields to keep that `values` leaves out. */
@@ -245,6 +254,10 @@ function toView(c: StoredCredential, now: number): CredentialView {
   const { sealed: _sealed, fingerprint: _fingerprint, disabled_by: _disabledBy, ...record } = { ...c, weight: c.weight ?? 1, revision: revisionOf(c) };
   const state = !c.enabled ? 'disabled' : c.cooldown_until !== null && Date.parse(c.cooldown_until) > now ? 'cooldown' : 'active';
   return { ...structuredClone(record), state };
+}
+
+function sortedEntries(values: Record<string, string>): [string, string][] {
+  return Object.entries(values).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 function splitValues(values: Record<string, string>, secretFields: readonly string[]): { public: Record<string, string>; secret: Record<string, string> } {

@@ -1,3 +1,4 @@
+import { credentialLocation } from '../../dataplane/credential-location.ts';
 import type { Clock } from '../clock.ts';
 import { definedOnly } from '../defined-only.ts';
 import type { GroupPatch, GroupStore, NewGroup } from '../config-store.ts';
@@ -50,7 +51,25 @@ export class LowdbGroupStore implements GroupStore {
   }
 
   update(id: number, patch: GroupPatch): Promise<GroupRecord | undefined> {
-    return this.#edit(id, (g) => Object.assign(g, definedOnly(patch)));
+    return this.#edit(id, (g, d) => {
+      const before = { base_url: g.base_url, proxy_url: g.proxy_url };
+      Object.assign(g, definedOnly(patch));
+      const baseUrlChanged = g.base_url !== before.base_url;
+      const proxyUrlChanged = g.proxy_url !== before.proxy_url;
+      if (!baseUrlChanged && !proxyUrlChanged) return;
+      const now = new Date(this.#clock()).toISOString();
+      for (const c of d.credentials) {
+        if (c.group_id !== id) continue;
+        const follows = (baseUrlChanged && credentialLocation(c.kind, c.fields) === null) || (proxyUrlChanged && c.proxy_url === null);
+        if (!follows) continue;
+        // A cooldown for failing at the old address (or through the old proxy) says nothing of
+        // the new one; the new revision drops such verdicts still on their way. A disable by a
+        // 401/403 stays: a new address does not make a wrong key right.
+        c.cooldown_until = null;
+        c.revision = (c.revision ?? 0) + 1;
+        c.updated_at = now;
+      }
+    });
   }
 
   setModels(id: number, models: GroupModel[]): Promise<GroupRecord | undefined> {
@@ -73,11 +92,11 @@ export class LowdbGroupStore implements GroupStore {
     });
   }
 
-  #edit(id: number, change: (g: GroupRecord) => void): Promise<GroupRecord | undefined> {
+  #edit(id: number, change: (g: GroupRecord, d: ConfigData) => void): Promise<GroupRecord | undefined> {
     return this.#doc.mutate((d) => {
       const g = d.groups.find((x) => x.id === id);
       if (!g) return undefined;
-      change(g);
+      change(g, d);
       g.updated_at = new Date(this.#clock()).toISOString();
       return structuredClone(g);
     });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Low } from 'lowdb';
 import { DataFile } from 'lowdb/node';
 import { asConfigStoreUnavailable } from './config-store-unavailable.ts';
-import { StoreFileError } from './store-file-error.ts';
+import { RESTORE_OR_START_EMPTY, StoreFileError } from './store-file-error.ts';
 
 /** Returns a description of what is wrong with the parsed content, or undefined when it is usable. */
 export type ShapeCheck = (data: unknown) => string | undefined;
@@ -56,10 +56,10 @@ export class JsonDocument<T extends object> {
           parsed = JSON.parse(text);
         } catch (err) {
           const detail = text.trim() === '' ? 'the file is empty' : `not valid JSON (${(err as Error).message})`;
-          throw new StoreFileError(file, `${detail}; it may have been cut short by a crash or edited by hand`);
+          throw new StoreFileError(file, `${detail}; it may have been cut short by a crash or edited by hand`, RESTORE_OR_START_EMPTY);
         }
         const problem = check(parsed);
-        if (problem !== undefined) throw new StoreFileError(file, `unexpected content: ${problem}`);
+        if (problem !== undefined) throw new StoreFileError(file, `unexpected content: ${problem}`, RESTORE_OR_START_EMPTY);
         return parsed as T;
       },
       stringify: (data) => `${JSON.stringify(data, null, 2)}\n`,

@@ -6,6 +6,16 @@ import { StoreFileError } from './store-file-error.ts';
 const FORMAT = 'v1';
 
 /**
+ * The way out when stored secrets need the key: no new key reads them. Without a backup, a
+ * configuration that holds no secrets starts with a new key (open-config-store.ts).
+ */
+const KEY_NEEDED =
+  'restore it from a backup; without it the stored credentials and access keys cannot be read. With no backup, empty the "credentials" and "access_keys" lists of config.json next to it (Groups and settings stay; import the credentials and create the access keys again), or move config.json away to start empty: the next start then makes a new key';
+
+/** The way out when nothing stored needs the key. */
+const KEY_NOT_NEEDED = 'no stored secret needs it: move it away and the next start makes a new one';
+
+/**
  * AES-256-GCM for secrets at rest, with a 32-byte key kept in a file of the data directory
  * readable by the owner only. Also derives keyed hashes used as lookup indexes, so that a
  * secret can be found by value without decrypting every record or comparing plaintexts.
@@ -26,16 +36,16 @@ export class SecretBox {
   static async open(file: string, mayCreate: boolean, readOnly = false): Promise<SecretBox> {
     let text = await readFileIfPresent(file);
     if (text === undefined) {
-      if (!mayCreate) throw new StoreFileError(file, 'the encryption key file is missing but stored secrets need it');
+      if (!mayCreate) throw new StoreFileError(file, 'the encryption key file is missing but stored secrets need it', KEY_NEEDED);
       const key = randomBytes(32);
       if (readOnly) return new SecretBox(key);
       if (await createFileOnce(file, `${key.toString('base64')}\n`)) return new SecretBox(key);
       // Another start made it first: its key is the one.
       text = await readFileIfPresent(file);
-      if (text === undefined) throw new StoreFileError(file, 'the encryption key file vanished while it was being created');
+      if (text === undefined) throw new StoreFileError(file, 'the encryption key file vanished while it was being created', 'start again: no stored secret needs it, and a new one is made');
     }
     const key = Buffer.from(text.trim(), 'base64');
-    if (key.length !== 32) throw new StoreFileError(file, 'the encryption key file does not hold a 32-byte base64 key');
+    if (key.length !== 32) throw new StoreFileError(file, 'the encryption key file does not hold a 32-byte base64 key', mayCreate ? KEY_NOT_NEEDED : KEY_NEEDED);
     return new SecretBox(key);
   }
 
