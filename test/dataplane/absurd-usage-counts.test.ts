@@ -1,5 +1,3 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { seedAccessKey, seedGroup, startGateway, type Gateway } from '../management/support/gateway.ts';
@@ -84,13 +82,8 @@ for (const stream of [false, true]) {
 t.test('a stored price whose product is no finite number costs 0, as a missing price does', async (t) => {
   const upstream = await upstreamReporting(t, [usageText('10', '0', false)]);
   const { gw, keyValue } = await gatewayBefore(t, upstream.url, { input_per_mtok: 1, output_per_mtok: 1 });
-  // Beyond what the API accepts: written into the data file by hand, read at the next start.
-  await gw.stop();
-  const file = path.join(gw.dataDir, 'config.json');
-  const config = JSON.parse(readFileSync(file, 'utf8'));
-  config.model_prices.find((p: { model: string }) => p.model === 'vendor-m').input_per_mtok = 1e308;
-  writeFileSync(file, JSON.stringify(config));
-  await gw.restart();
+  // Beyond what the API accepts, and what a start accepts from the data file: put straight into the store.
+  await gw.server.store.modelPrices.put('vendor-m', { input_per_mtok: 1e308, output_per_mtok: 1 }, 'manual');
   const record = await chat(gw, keyValue, false);
   t.same(record.usage, { input_tokens: 10, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 });
   t.equal(record.cost, 0, 'not computable: 0, not Infinity (null in JSON)');

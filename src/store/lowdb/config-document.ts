@@ -1,4 +1,5 @@
 import type { AccessKeyRecord, CredentialRecord, CredentialStageRecord, GroupRecord, ModelPriceRecord, Settings } from '../records.ts';
+import { configRecordsProblem, type ConfigLists } from './check-config-records.ts';
 import { storedSettingsProblem } from './stored-settings-problem.ts';
 
 export interface StoredCredential extends CredentialRecord {
@@ -67,6 +68,7 @@ export function checkConfigShape(data: unknown): string | undefined {
   }
   if (d.idempotency_journal !== undefined && !Array.isArray(d.idempotency_journal)) return 'idempotency_journal is not a list';
   if (typeof d.settings !== 'object' || d.settings === null || Array.isArray(d.settings)) return 'settings is not an object';
-  // A hand-edited value the API would refuse ("abc", 0 attempts) would otherwise fail requests.
-  return storedSettingsProblem(d.settings);
+  // A hand-edited value the API would refuse ("abc", 0 attempts, a record without its models)
+  // would otherwise fail requests.
+  return storedSettingsProblem(d.settings) ?? configRecordsProblem(d as unknown as ConfigLists);
 }
