@@ -126,10 +126,16 @@ t.test("a Group without a base URL is the operator's fault: 502 upstream_base_ur
 });
 
 // ---- one real refusal per status of the error table, in each style ---------------------------
-// The words are written out from each vendor's own format, not read from the gateway's table:
-// OpenAI's error types (its 5xx `server_error`), Anthropic's (`request_too_large`,
-// `overloaded_error`, `timeout_error`...), Google's canonical status names. 500 has no refusal
-// to produce it (internal_error is a bug of ours), nor 499 (client_closed: no client reads it).
+// The words are written out here, not read from the gateway's table. Most are the vendor's own:
+// OpenAI's `invalid_request_error` and its 5xx `server_error`, Anthropic's types
+// (`request_too_large`, `overloaded_error`, `timeout_error`...), Google's canonical status
+// names. The completions rows for 401, 403, 404 and 429 are not OpenAI's (its own bodies say
+// `invalid_request_error` with a code such as `invalid_api_key` or `model_not_found`) but the
+// gateway's choice, the messages style's words, documented in docs/data-plane.md, Errors: the
+// table is chosen so that each SDK raises its typed error (decisions.md §6), and the openai
+// SDK picks that class by the status alone, whatever the type says.
+// 500 has no refusal to produce it (internal_error is a bug of ours), nor 499 (client_closed:
+// no client reads it).
 
 interface RefusalStyle {
   protocol: string;

@@ -25,10 +25,18 @@ const REFUSED = [
   'http://h/a b',
   'http://h\\v1',
   'ftp://h/v1',
-  // A host name longer than DNS holds (255 characters).
-  `http://${'a.'.repeat(127)}b/v1`,
+  // A host name one character longer than DNS holds.
+  `http://${hostOf(254)}/v1`,
 ];
 const PLAIN = 'http://h/prefix/';
+/** The longest host name DNS holds. */
+const LONGEST_HOST = `http://${hostOf(253)}/v1`;
+
+/** A host name of `length` characters, its labels at most 63 long so that the URL parser takes it. */
+function hostOf(length: number): string {
+  const labels = `${'a'.repeat(63)}.`.repeat(3);
+  return labels + 'b'.repeat(length - labels.length);
+}
 
 function refused(t: Test, res: Awaited<ReturnType<Gateway['api']>>, field: string, url: string): void {
   t.equal(res.status, 400, `${url}: 400`);
@@ -52,6 +60,11 @@ t.test('Group base_url with a query string, fragment, userinfo or another spelli
   t.equal(updated.json.data.base_url, 'https://h:8443/other');
   const upperCase = await gw.api('PUT', `/api/groups/${id}/settings`, { body: { base_url: 'HTTPS://h/v1' } });
   t.equal(upperCase.status, 200, 'the scheme is case-insensitive');
+  const longest = await gw.api('PUT', `/api/groups/${id}/settings`, { body: { base_url: LONGEST_HOST } });
+  t.equal(longest.status, 200, 'a 253-character host name is accepted on update');
+  const createdLongest = await gw.create('/api/groups', { name: 'longest', channel: 'ch32', base_url: LONGEST_HOST });
+  t.equal(createdLongest.status, 201, 'and on create');
+  t.equal(createdLongest.json.data.base_url, LONGEST_HOST);
 });
 
 t.test('a credential endpoint with a query string, fragment, userinfo or another spelling than http(s)://host is refused on connect, import and update', async (t) => {
