@@ -1,5 +1,5 @@
 import { CAPABILITIES, CHANNELS, CREDENTIAL_KINDS, type CapabilityId, type CellRoute, type ChannelId, type CredentialKindId } from '../../src/generated/index.ts';
-import { REFUSAL_REASONS, type RefusalReason } from '../../src/engine/index.ts';
+import type { RefusalReason } from '../../src/engine/index.ts';
 import { staticKindOf, type Operation } from '../dataplane/helpers/dataplane-scenarios.ts';
 import { externalModel, upstreamModel } from '../dataplane/helpers/native-requests.ts';
 
@@ -7,7 +7,23 @@ import { externalModel, upstreamModel } from '../dataplane/helpers/native-reques
 // and the declared tables only (never from the route engine under test), so that the
 // behavioural contract suite and the code can disagree.
 
-export type Expected = { native: true } | { native: false; code: RefusalReason; status: number };
+/**
+ * The refusals the sweep can meet, with the statuses written here from docs/design-choices.md
+ * (Engine: route refusals are 400) and docs/data-plane.md (`no_available_credential` is 503),
+ * never read from REFUSAL_REASONS, so that a status changed in the code under test fails.
+ */
+const DOCUMENTED_STATUS = {
+  route_not_declared: 400,
+  not_a_conversation_channel: 400,
+  restricted_by_channel_note: 400,
+  operation_outside_native_subset: 400,
+  conversion_not_available: 400,
+  no_available_credential: 503,
+} as const satisfies Partial<Record<RefusalReason, number>>;
+
+type SweepRefusal = keyof typeof DOCUMENTED_STATUS;
+
+export type Expected = { native: true } | { native: false; code: SweepRefusal; status: number };
 
 /** One request of the sweep: the model the client names, the one the Group maps it to, and what must happen. */
 export interface SweepCase {
@@ -15,9 +31,11 @@ export interface SweepCase {
   external: string;
   upstream: string;
   expected: Expected;
+  /** The side of an N/C cell's model rule the case is on. */
+  side?: 'native' | 'converted';
 }
 
-const refused = (code: RefusalReason): Expected => ({ native: false, code, status: REFUSAL_REASONS[code].status });
+const refused = (code: SweepRefusal): Expected => ({ native: false, code, status: DOCUMENTED_STATUS[code] });
 
 /** `*` in a declared model pattern stands for any run of characters. */
 function matchesDeclared(model: string, patterns: readonly string[]): boolean {
@@ -51,6 +69,12 @@ function refusedByNote(cell: CellRoute, op: Operation): boolean {
  * one per side, with a model on each side of the cell's declared patterns.
  */
 export function sweepCases(channel: ChannelId, op: Operation): SweepCase[] {
+  if (uncredentialedReason(channel) === undefined) return declaredCases(channel, op);
+  return declaredCases(channel, op).map((c) => (c.expected.native ? { ...c, label: `${c.label}, no credential`, expected: refused('no_available_credential') } : c));
+}
+
+/** What the cell declares for `op`, as if the channel's Group had a credential to send. */
+function declaredCases(channel: ChannelId, op: Operation): SweepCase[] {
   const cap = op.capability as CapabilityId;
   const cell = CHANNELS[channel].cells[cap];
   const plain = (expected: Expected): SweepCase[] => [{ label: cell.mode, external: externalModel(op), upstream: upstreamModel(op), expected }];
@@ -70,20 +94,22 @@ export function sweepCases(channel: ChannelId, op: Operation): SweepCase[] {
       const convertedSide = upstreamModel(op);
       if (nativeSide === undefined || matchesDeclared(convertedSide, patterns)) throw new Error(`${channel} ${cap}: no model on each side of ${JSON.stringify(patterns)}`);
       return [
-        { label: `N/C native side (${nativeSide})`, external: `${externalModel(op)}-native-side`, upstream: nativeSide, expected: { native: true } },
-        { label: `N/C converted side (${convertedSide})`, external: externalModel(op), upstream: convertedSide, expected: refused('conversion_not_available') },
+        { label: `N/C native side (${nativeSide})`, side: 'native', external: `${externalModel(op)}-native-side`, upstream: nativeSide, expected: { native: true } },
+        { label: `N/C converted side (${convertedSide})`, side: 'converted', external: externalModel(op), upstream: convertedSide, expected: refused('conversion_not_available') },
       ];
     }
   }
 }
 
 /**
- * Why the channel's requests cannot be swept, or undefined when they can: without a credential
- * kind of the static flow there is no secret to seed until the adapters issue's authorization flows.
+ * Why the channel's Group gets no credential, or undefined when it gets one: without a
+ * credential kind of the static flow there is no secret to seed until the adapters issue's
+ * authorization flows, so its native requests must be refused as `no_available_credential`
+ * (503) before any upstream request, while its refusals are checked as on every channel.
  */
-export function sweepSkipReason(channel: ChannelId): string | undefined {
+export function uncredentialedReason(channel: ChannelId): string | undefined {
   if (staticKindOf(channel) !== undefined) return undefined;
   const kinds = CHANNELS[channel].credential_kinds as CredentialKindId[];
   const flows = kinds.map((k) => `${k} (${CREDENTIAL_KINDS[k]?.flow ?? 'undeclared'} flow)`);
-  return `${channel} declares no static credential kind, only ${flows.join(', ')}: its requests need an authorization flow`;
+  return `${channel} declares no static credential kind, only ${flows.join(', ')}: its credentials need an authorization flow`;
 }

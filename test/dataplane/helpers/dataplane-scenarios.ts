@@ -50,6 +50,8 @@ export interface SeedGroupOptions {
   models?: { external: string; upstream: string }[];
   /** Upstream secrets, one credential each, in this order. */
   secrets: string[];
+  /** No credentials at all (`secrets` empty), for a channel whose credential kinds all need an authorization flow. */
+  withoutCredentials?: boolean;
   priority?: number;
   weight?: number;
   name?: string;
@@ -60,7 +62,8 @@ let groupCounter = 0;
 /** A Group with one credential per secret, of the kind the channel declares (fields filled in). */
 export async function seedGroup(store: ConfigStore, o: SeedGroupOptions): Promise<{ group: GroupRecord; credentials: CredentialView[] }> {
   const kind = staticKindOf(o.channel);
-  if (kind === undefined) throw new Error(`${o.channel} has no static credential kind`);
+  if (o.withoutCredentials && o.secrets.length > 0) throw new Error('secrets given for a Group without credentials');
+  if (kind === undefined && !o.withoutCredentials) throw new Error(`${o.channel} has no static credential kind`);
   const group = await store.groups.create({
     name: o.name ?? `group-${o.channel}-${++groupCounter}`,
     channel: o.channel,
@@ -69,6 +72,7 @@ export async function seedGroup(store: ConfigStore, o: SeedGroupOptions): Promis
     priority: o.priority ?? 0,
     weight: o.weight ?? 1,
   });
+  if (kind === undefined || o.withoutCredentials) return { group, credentials: [] };
   const decl = CREDENTIAL_KINDS[kind];
   const secretField = decl.fields.find((f) => f.secret && f.required)!.name;
   const outcomes = await store.credentials.createMany(
