@@ -1,6 +1,7 @@
 import { AuthKeyFileError } from '../server/auth-key.ts';
 import { DataDirInUseError } from '../server/data-dir-in-use-error.ts';
 import { StoreFileError } from '../store/lowdb/index.ts';
+import { LogFileError } from '../store/logs/sqlite-log-reader.ts';
 
 /** What the operator was trying to do, by the failing system call. */
 const ATTEMPT_BY_SYSCALL: Record<string, string> = {
@@ -43,7 +44,7 @@ const REASON_BY_CODE: Record<string, string> = {
  * context when the system error itself names no file, host or address.
  */
 export function describeRunError(err: unknown, where?: string): string | undefined {
-  if (err instanceof StoreFileError || err instanceof AuthKeyFileError || err instanceof DataDirInUseError) return err.message;
+  if (err instanceof StoreFileError || err instanceof LogFileError || err instanceof AuthKeyFileError || err instanceof DataDirInUseError) return err.message;
   if (!(err instanceof Error)) return undefined;
   const e = err as NodeJS.ErrnoException & { hostname?: string; address?: string; port?: number };
   // Node's own ERR_* codes are programming errors, not conditions of the machine.

@@ -223,7 +223,9 @@ t.test('a worker that cannot open the database fails the open, clearly', async (
   const dir = tempDir(t);
   const notADirectory = join(dir, 'file');
   writeFileSync(notADirectory, '');
-  await t.rejects(openWorkerLogStore(notADirectory), /log writer worker could not start: .*(EEXIST|ENOTDIR)/);
+  const errors: unknown[] = [];
+  await t.rejects(openWorkerLogStore(notADirectory, { onError: (e) => errors.push(e) }), { name: 'LogFileError', file: join(notADirectory, 'logs.sqlite'), message: /logs\.sqlite: cannot be opened: .*(EEXIST|ENOTDIR)/ });
+  t.same(errors, [], 'the failed open is the rejection alone, not also a reported worker death');
 });
 
 t.test('a failed commit is reported, and the worker retries on its own until every record is written once', async (t) => {

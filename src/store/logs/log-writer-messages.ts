@@ -1,5 +1,6 @@
 import type { LogFilter, LogPage, StatisticsQuery, UsageQuery } from './log-store.ts';
 import type { SealedLogBatch } from './write-log-batch.ts';
+import type { LogOpenFailure } from './log-open-failure.ts';
 
 /** What the log-writer worker is started with (`workerData`). */
 export interface LogWriterData {
@@ -35,6 +36,8 @@ export type ToLogWriter =
 export type FromLogWriter =
   /** The database is open. */
   | { type: 'ready' }
+  /** The database could not be opened, or proved not writable; the worker then exits. */
+  | ({ type: 'open-failed' } & LogOpenFailure)
   /** A line for the operator, such as a rebuild starting while the database opens. */
   | { type: 'notice'; message: string }
   /** Every batch up to and including `through` is committed. */

@@ -1,6 +1,7 @@
 import { types } from 'node:util';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteLogStore } from './sqlite-log-store.ts';
+import { logOpenFailure } from './log-open-failure.ts';
 import { wallClockMs } from './wall-clock-ms.ts';
 import type { FromLogWriter, LogRead, LogWriterData, ToLogWriter } from './log-writer-messages.ts';
 
@@ -15,8 +16,7 @@ if (port === null) throw new Error('log-writer-worker.ts runs as a worker thread
 const RETRY_MS = 1000;
 
 const data = workerData as LogWriterData;
-// The same caps as the main thread's: a record (or body) the worker drops is one the main thread dropped too.
-const store = new SqliteLogStore(data.dataDir, { maxBuffered: data.maxBuffered, maxBufferedBytes: data.maxBufferedBytes, onNotice: (message) => send({ type: 'notice', message }) });
+const store = openStore();
 /** Highest batch appended to the store but not yet acknowledged. */
 let uncommittedThrough: number | undefined;
 let commitScheduled = false;
@@ -24,6 +24,17 @@ let retryTimer: NodeJS.Timeout | undefined;
 
 function send(message: FromLogWriter): void {
   port!.postMessage(message);
+}
+
+/** The worker's store; one that cannot be opened is posted as `open-failed` (the main thread names the file) and ends the worker. */
+function openStore(): SqliteLogStore {
+  try {
+    // The same caps as the main thread's: a record (or body) the worker drops is one the main thread dropped too.
+    return new SqliteLogStore(data.dataDir, { maxBuffered: data.maxBuffered, maxBufferedBytes: data.maxBufferedBytes, onNotice: (message) => send({ type: 'notice', message }) });
+  } catch (error) {
+    send({ type: 'open-failed', ...logOpenFailure(error, data.dataDir) });
+    process.exit(1);
+  }
 }
 
 /**

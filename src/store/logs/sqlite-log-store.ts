@@ -64,6 +64,7 @@ export class SqliteLogStore implements LogStore {
       const writer = new LogBatchWriter(this.#db);
       migrateRequestLogs(this.#db, writer);
       rebuildDerivedTables(this.#db, writer, options.onNotice);
+      proveWritable(this.#db);
       return writer;
     });
     this.#prepare = preparedStatements(this.#db);
@@ -189,6 +190,21 @@ export class SqliteLogStore implements LogStore {
   #readable(): void {
     if (this.#closed) throw new Error('log store is closed');
     this.#appender.flushAll();
+  }
+}
+
+/**
+ * Throws SQLITE_READONLY unless the file can be written. A file SQLite could open only for
+ * reading (another user's, a read-only one) opens, reads and even begins a write transaction in WAL
+ * mode; only writing a page fails. So a page is written (user_version, unchanged) and rolled back.
+ */
+function proveWritable(db: Database.Database): void {
+  const version = Number(db.pragma('user_version', { simple: true }));
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    db.pragma(`user_version = ${version}`);
+  } finally {
+    if (db.inTransaction) db.exec('ROLLBACK');
   }
 }
 

@@ -10,6 +10,8 @@ import { FlushWaiters } from './flush-waiters.ts';
 import { DropReporter } from './drop-reporter.ts';
 import { InvalidLogCursorError } from './invalid-log-cursor.ts';
 import { decodeCursor } from './log-cursor.ts';
+import { logOpenError } from './log-open-failure.ts';
+import { LogFileError } from './sqlite-log-reader.ts';
 import { DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_BYTES, PendingLogBatches } from './pending-log-batches.ts';
 
 export interface WorkerLogStoreOptions {
@@ -78,6 +80,8 @@ export class WorkerLogStore implements LogStore {
   #closing: Promise<void> | undefined;
   /** Set once the worker was asked to close: from then on its exit is expected. */
   #stopping = false;
+  /** While open() waits for the first worker: its death is open()'s to report, not onError's, and no new worker follows. */
+  #opening = false;
 
   constructor(dataDir: string, options: WorkerLogStoreOptions = {}) {
     this.#dataDir = dataDir;
@@ -94,13 +98,18 @@ export class WorkerLogStore implements LogStore {
     this.#start();
   }
 
-  /** Starts the store and waits until its first worker has opened the database; if it cannot, closes the store and rejects. */
+  /**
+   * Starts the store and waits until its first worker has opened the database; if it cannot,
+   * closes the store and rejects, with a LogFileError naming the file when the database is what failed.
+   */
   static async open(dataDir: string, options: WorkerLogStoreOptions = {}): Promise<WorkerLogStore> {
     const store = new WorkerLogStore(dataDir, options);
+    store.#opening = true;
     const worker = store.#worker!;
     const [event] = await Promise.race([onceMessage(worker, 'ready'), onceExit(worker)]);
+    store.#opening = false;
     if (event === 'message') return store;
-    const error = store.#deathError('could not start');
+    const error = store.#workerError instanceof LogFileError ? store.#workerError : store.#deathError('could not start');
     await store.close().catch(() => {});
     throw error;
   }
@@ -229,6 +238,10 @@ export class WorkerLogStore implements LogStore {
       case 'notice':
         this.#onNotice(message.message);
         return;
+      case 'open-failed':
+        // Its exit follows: the death is reported with this error.
+        this.#workerError = logOpenError(this.#dataDir, message);
+        return;
       case 'committed':
         this.#deathsWithoutProgress = 0;
         this.#acknowledge(message.through);
@@ -269,7 +282,7 @@ export class WorkerLogStore implements LogStore {
   #onExit(worker: Worker, code: number): void {
     if (worker !== this.#worker) return;
     this.#worker = undefined;
-    if (this.#stopping) return;
+    if (this.#stopping || this.#opening) return;
     const wasReady = this.#ready;
     this.#ready = false;
     const error = this.#deathError(`exited with code ${code}`);
