@@ -4,7 +4,7 @@ import { failureEnvelope } from './envelope.ts';
 import type { ErrorCode } from './error-codes.ts';
 import { pickLocale } from './i18n.ts';
 import { closeUnlessDrained } from './drain-after-answer.ts';
-import { clientGone } from './client-gone.ts';
+import { isConnectionGoneError } from './connection-gone-error.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 
 export type ServerLog = (line: string) => void;
@@ -32,7 +32,7 @@ export function errorMiddleware(log: ServerLog): Middleware {
     try {
       await next();
     } catch (err) {
-      if (clientGone(err, ctx.req)) return;
+      if (isConnectionGoneError(err, ctx.req)) return;
       const apiError = toApiError(err);
       if (apiError.code === 'INTERNAL_SERVER_ERROR') {
         log(`management ${ctx.method} ${ctx.path} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

@@ -30,7 +30,7 @@ import { packageVersion } from './package-version.ts';
 import { CLIENT_SILENCE_MS } from '../http/json-body.ts';
 import { serveUpgradeAsRequest } from '../http/serve-upgrade-as-request.ts';
 import { closedAfterAnswer } from '../http/drain-after-answer.ts';
-import { clientGone } from '../http/client-gone.ts';
+import { isConnectionGoneError } from '../http/connection-gone-error.ts';
 import { holdContinue } from '../http/expect-continue.ts';
 import { originForm } from './origin-form.ts';
 
@@ -159,7 +159,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     // Koa reports here what the error middleware cannot catch, the connection's own errors among
     // them: a client that left mid-body is no failure of the gateway (the data plane logs none either).
     app.on('error', (err: Error, ctx?: Koa.Context) => {
-      if (ctx === undefined || !clientGone(err, ctx.req)) log(`switchyard: ${err.stack ?? err.message}`);
+      if (ctx === undefined || !isConnectionGoneError(err, ctx.req)) log(`switchyard: ${err.stack ?? err.message}`);
     });
     app.use(management.middleware);
     const dataPlane = options.mountDataPlane ? ((await options.mountDataPlane(app, { store: openStore, logs, clock, log, dataDir })) ?? {}) : {};

@@ -10,7 +10,7 @@ const CONNECTION_ERROR_CODES: ReadonlySet<string> = new Set(['ECONNRESET', 'ECON
  * failure of the gateway: nothing to log and no one left to answer. Any other error, even on a
  * closed connection, is the gateway's own.
  */
-export function clientGone(err: unknown, req: IncomingMessage): boolean {
+export function isConnectionGoneError(err: unknown, req: IncomingMessage): boolean {
   if (!req.destroyed && req.socket?.destroyed !== true) return false;
   const code = typeof err === 'object' && err !== null && 'code' in err ? (err as { code: unknown }).code : undefined;
   return typeof code === 'string' && (CONNECTION_ERROR_CODES.has(code) || code.startsWith('HPE_'));
