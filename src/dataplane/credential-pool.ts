@@ -84,7 +84,7 @@ export class CredentialPool {
    */
   usable(group: { id: number; channel: string }, credentials: readonly CredentialView[], now: number): CredentialView[] {
     const kinds = kindsOf(group);
-    const all = credentials.filter((c) => credentialStateAt(c, now) === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind));
+    const all = credentials.filter((c) => isServable(c, 'active', kinds, now));
     if (all.length < 2) return all;
     let total = 0;
     let best: CredentialView | undefined;
@@ -111,7 +111,7 @@ export class CredentialPool {
     for (const group of groups) {
       const kinds = kindsOf(group);
       for (const c of credentialsOf(group.id)) {
-        if (credentialStateAt(c, now) !== 'cooldown' || !isStaticKind(c.kind) || !kinds.includes(c.kind)) continue;
+        if (!isServable(c, 'cooldown', kinds, now)) continue;
         const at = Date.parse(c.cooldown_until!);
         if (earliest === undefined || at < earliest) earliest = at;
       }
@@ -128,7 +128,7 @@ export class CredentialPool {
   anyUsable(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): boolean {
     for (const group of groups) {
       const kinds = kindsOf(group);
-      if (credentialsOf(group.id).some((c) => credentialStateAt(c, now) === 'active' && isStaticKind(c.kind) && kinds.includes(c.kind))) return true;
+      if (credentialsOf(group.id).some((c) => isServable(c, 'active', kinds, now))) return true;
     }
     return false;
   }
@@ -178,6 +178,14 @@ export class CredentialPool {
 
 function kindsOf(group: { channel: string }): readonly string[] {
   return CHANNELS[group.channel as ChannelId]?.credential_kinds ?? [];
+}
+
+/**
+ * Whether a credential is in `state` now and of a kind its Group's channel takes (`kinds`) and
+ * this version serves: 'active' is usable now, 'cooldown' usable once its cooldown ends.
+ */
+function isServable(c: CredentialView, state: 'active' | 'cooldown', kinds: readonly string[], now: number): boolean {
+  return credentialStateAt(c, now) === state && isStaticKind(c.kind) && kinds.includes(c.kind);
 }
 
 /**

@@ -6,7 +6,7 @@ import type { FailureVocabulary } from '../streaming/index.ts';
  * An error event inside a stream takes its words from here too, by the status the same
  * failure is answered with before the stream's first byte.
  */
-export const ERROR_SHAPE_TABLE: Record<number | 'default', FailureVocabulary> = {
+const ERROR_SHAPE_TABLE: Record<number | 'default', FailureVocabulary> = {
   400: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   401: { completions: 'authentication_error', messages: 'authentication_error', generate: 'UNAUTHENTICATED' },
   403: { completions: 'permission_error', messages: 'permission_error', generate: 'PERMISSION_DENIED' },

@@ -11,7 +11,7 @@ import type { ConfiguredCredential } from './config-snapshot.ts';
 import { noCredentialDetail, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
-import { NO_RETRY, replaceRetryHint } from './retry-hints.ts';
+import { lastAnswerHint, NO_RETRY, replaceRetryHint } from './retry-hints.ts';
 import { jsonAttemptBody, bodyModelMapping, type BodyModelMapping } from './body/index.ts';
 import { deliverUpstreamResponse, type DeliveryOptions, type DeliveryOutcome } from './deliver-upstream-response.ts';
 import type { InFlightRequests } from './in-flight-requests.ts';
@@ -119,7 +119,8 @@ interface Failed extends UpstreamErrorReply {
  * Native forwarding with failover: credentials of a Group round-robin, then the next Group,
  * while nothing has been sent to the client and the operation may be replayed (or the
  * upstream provably rejected it before processing). A request bound to a stored response
- * tries its one credential only. The last upstream error is passed on as the upstream sent it.
+ * tries its one credential only. The last upstream error is passed on as the upstream sent it,
+ * but for its retry headers, which may be the pool's hint instead (lastAnswerHint).
  *
  * Most requests take one attempt that succeeds: that attempt runs here straight through,
  * outside the failover loop (measured in interleaved bench runs: +0.015 of the floor's
@@ -345,7 +346,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         if (failure !== undefined || isReadableError(upstream)) {
           failure ??= await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
-          if (failure instanceof DataPlaneError) return answerTransportFailure(input, result, { error: failure, candidate, credential });
+          if (failure instanceof DataPlaneError) return answerTransportFailure(input, result, { error: failure, candidate, credential }, hintOfLastAnswer(input, deps, attempts.length, judged));
           if (clientGone(input)) {
             failure.stream?.abort();
             result.clientAborted = true;
@@ -354,20 +355,21 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           }
           // As for an error answer kept for failover or streamed on: the attempt's code says what it got.
           attempt.error_code = `upstream_${upstream.status}`;
-          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point, lastAnswerHint(input, deps, attempts.length, judged));
+          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point, hintOfLastAnswer(input, deps, attempts.length, judged));
         }
         // An error answer streamed as it comes still has the secret masked out of it; so has a
         // redirect (status 300-399), whose body repeats its location (Express: `Found. Redirecting to <url>`).
+        // A redirect is no failure: its headers stay as sent.
+        const hint = upstream.status >= 400 ? hintOfLastAnswer(input, deps, attempts.length, judged) : undefined;
         const delivered =
           upstream.status >= 300
             ? maskedOrUndecodable(attempt, () => {
                 const masked = maskedUpstreamError(upstream, secret);
-                // A redirect is no failure: its headers stay as sent.
-                if (upstream.status >= 400) withHint(masked.headers, lastAnswerHint(input, deps, attempts.length, judged));
+                replaceRetryHint(masked.headers, hint);
                 return masked;
               })
             : upstream;
-        if (delivered instanceof DataPlaneError) return answerTransportFailure(input, result, { error: delivered, candidate, credential });
+        if (delivered instanceof DataPlaneError) return answerTransportFailure(input, result, { error: delivered, candidate, credential }, hint);
         const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
@@ -383,8 +385,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       return result;
     }
     // Awaited, so that the finally below finds its stream sent.
-    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point, lastAnswerHint(input, deps, attempts.length, judged));
-    if (lastTransportError) return answerTransportFailure(input, result, lastTransportError, lastAnswerHint(input, deps, attempts.length, judged));
+    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point, hintOfLastAnswer(input, deps, attempts.length, judged));
+    if (lastTransportError) return answerTransportFailure(input, result, lastTransportError, hintOfLastAnswer(input, deps, attempts.length, judged));
     const why = input.onlyCredentialId === undefined ? noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : `The credential that holds this ${input.op.resource?.kind ?? 'response'} is disabled, cooling down or gone.`;
     const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
@@ -401,26 +403,10 @@ function credentialsToTry(input: ForwardInput, deps: ForwardDeps, groupId: numbe
   return only === undefined ? all : all.filter((c) => c.id === only);
 }
 
-/**
- * The retry hint the request's last answer (an upstream's error passed on, or the gateway's own
- * transport failure) takes in place of its own: when no credential of the candidate Groups is
- * usable after the attempts' verdicts, the pool's (its earliest recovery, `x-should-retry: false`
- * beyond half a minute), so that an SDK's automatic retry neither comes back to a
- * `no_available_credential` that hides the real cause nor sleeps as long as the last of several
- * credentials asked; after several credentials with one still usable, none (an empty hint); else
- * undefined: one credential's own hint stays as it sent it.
- */
-function lastAnswerHint(input: ForwardInput, deps: ForwardDeps, attempts: number, judged: readonly CredentialView[]): Readonly<Record<string, string>> | undefined {
+/** lastAnswerHint for this request: its candidate Groups, and only the credential it is bound to when it is. */
+function hintOfLastAnswer(input: ForwardInput, deps: ForwardDeps, attempts: number, judged: readonly CredentialView[]): Readonly<Record<string, string>> | undefined {
   const groups = input.candidates.map((c) => c.group);
-  const now = deps.now();
-  const credentialsOf = (groupId: number) => credentialsToTry(input, deps, groupId).map((c) => judged.find((j) => j.id === c.id) ?? c);
-  if (!deps.pool.anyUsable(groups, credentialsOf, now)) return deps.pool.retryHeaders(groups, credentialsOf, now);
-  return attempts > 1 ? {} : undefined;
-}
-
-function withHint<T extends Record<string, unknown>>(headers: T, hint: Readonly<Record<string, string>> | undefined): T {
-  if (hint !== undefined) replaceRetryHint(headers, hint);
-  return headers;
+  return lastAnswerHint(deps.pool, groups, (groupId) => credentialsToTry(input, deps, groupId), judged, attempts, deps.now());
 }
 
 /**
@@ -430,7 +416,7 @@ function withHint<T extends Record<string, unknown>>(headers: T, hint: Readonly<
  */
 async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, failure: Failed, setClientGone: DeliveryOptions['onClientGone'], hint: Readonly<Record<string, string>> | undefined): Promise<ForwardResult> {
   // The streamed rest of a long answer goes with these same headers.
-  withHint(failure.headers, hint);
+  replaceRetryHint(failure.headers, hint);
   result.status = failure.status;
   result.errorCode = `upstream_${failure.status}`;
   result.candidate = failure.candidate;
@@ -577,7 +563,8 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // The connection broke while the body was still going out and before any answer: the upstream
   // stopped the upload (most often an early refusal, such as of a body too large, whose answer
   // the reset discarded). No fault of the credential: another client's smaller body may pass.
-  if (failure.whileSending) return { error: new DataPlaneError('upstream_unreachable', CLOSED_WHILE_SENDING_DETAIL), candidate, credential, notDelivered: false };
+  // Nor one for the SDKs to send again: the same body would be refused the same way.
+  if (failure.whileSending) return { error: new DataPlaneError('upstream_unreachable', CLOSED_WHILE_SENDING_DETAIL, NO_RETRY), candidate, credential, notDelivered: false };
   at.judged.push(await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now()));
   const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
   return { error, candidate, credential, notDelivered: failure.notDelivered === true };
@@ -609,7 +596,8 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   result.errorCode = error.code;
   result.candidate = last.candidate;
   result.credential = last.credential;
-  const answer = hint === undefined ? error : { status: error.status, code: error.code, message: error.message, headers: withHint({ ...error.headers }, hint) };
+  // One the gateway tells the SDKs not to retry keeps that: no credential's recovery would change its outcome.
+  const answer = hint === undefined || error.headers['x-should-retry'] === 'false' ? error : { status: error.status, code: error.code, message: error.message, headers: replaceRetryHint({ ...error.headers }, hint) };
   sendGatewayError(input.res, input.op.error_style, answer, input.requestId);
   return result;
 }

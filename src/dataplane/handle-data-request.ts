@@ -34,6 +34,7 @@ import { newRequestId } from './new-request-id.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { brokenBodyFraming } from './request-body-failure.ts';
 import { NO_RETRY } from './retry-hints.ts';
+import { splitTarget } from './split-request-target.ts';
 import { sendGatewayError } from './send-gateway-error.ts';
 import { allowAnyOrigin } from './allow-any-origin.ts';
 import { answerPreflight, isPreflight, requestedMethod } from './answer-preflight.ts';
@@ -310,18 +311,6 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
   if (method !== 'HEAD') return undefined;
   const match = matchRoute(routes, 'GET', path);
   return match.found && match.target.kind === 'model_list' ? match : undefined;
-}
-
-/**
- * The request target's path, and its query from its `?` when it has one. A `#fragment`, which
- * no request line should carry (RFC 9112 §3.2), is no part of either: never read, never forwarded.
- */
-function splitTarget(req: IncomingMessage): { path: string; search: string | undefined } {
-  const url = req.url ?? '/';
-  const hash = url.indexOf('#');
-  const target = hash < 0 ? url : url.slice(0, hash);
-  const q = target.indexOf('?');
-  return q < 0 ? { path: target, search: undefined } : { path: target.slice(0, q), search: target.slice(q) };
 }
 
 /**

@@ -40,6 +40,8 @@ import { cappedModelName } from './body/index.ts';
 import { maskedOrUndecodable } from './undecodable-answer.ts';
 import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
 import { droppedQueryName, refuseUnreadableFormat } from './forwarded-query.ts';
+import { lastAnswerHint, replaceRetryHint } from './retry-hints.ts';
+import { splitTarget } from './split-request-target.ts';
 
 export interface UpgradeHandler {
   (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void>;
@@ -110,7 +112,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     try {
       const url = urlOf(req);
       // The query as sent, for the upstream: url's has been read through URLSearchParams.
-      const search = searchOf(req);
+      const search = splitTarget(req).search ?? '';
       const match = matchRoute(routes, 'GET', url.pathname);
       const presented = presentedAccessKey(req.headers, url.searchParams);
       if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') {
@@ -156,6 +158,12 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const answerIdleTimeoutMs = deps.options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000;
       let lastAnswer: UpstreamAnswer | undefined;
       let lastFailure: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
+      const groups = ordered.map((c) => c.group);
+      const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
+      /** The credentials this upgrade's verdicts cooled down or disabled, as they left them. */
+      const judgedCredentials: CredentialView[] = [];
+      // As forward-native: the last answer's retry headers are the pool's hint when none is left usable.
+      const hint = () => lastAnswerHint(pool, groups, credentialsOf, judgedCredentials, log.attempts.length, deps.clock());
       attempts: for (const routed of ordered) {
         for (const listed of pool.usable(routed.group, snap.credentialsByGroup.get(routed.group.id) ?? [], deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
@@ -217,7 +225,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
               noteAttemptRoute(log, candidate, credential);
               throw new DataPlaneError('upstream_timeout', `(${outcome.code})`);
             }
-            await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
+            judgedCredentials.push(await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock()));
             // As forward-native: a connect timeout is answered as a timeout when it is the last failure.
             lastFailure = { error: new DataPlaneError(outcome.code === 'upstream_connect_timeout' ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably saw nothing.
@@ -243,15 +251,15 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             const answer = maskedOrUndecodable<UpstreamAnswer>(attempt, () => ({ status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential }));
             // As forward-native: the body in Google's error shape (the live operation's) is judged too.
             const judged = judgeUpstreamAnswer(outcome.status, outcome.headers, op, answer instanceof DataPlaneError ? undefined : answer.body, req.headers, settings.credential_cooldown_seconds, deps.clock());
-            if (judged.failsOver) await pool.apply(credential, access, judged.verdict, deps.clock());
+            if (judged.failsOver) judgedCredentials.push(await pool.apply(credential, access, judged.verdict, deps.clock()));
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably rejected it before processing.
             if (judged.failsOver && (op.replay_safe || judged.rejectedBeforeProcessing)) {
               if (answer instanceof DataPlaneError) lastFailure = { error: answer, candidate, credential };
               else lastAnswer = answer;
               continue;
             }
-            if (answer instanceof DataPlaneError) throw answer;
-            return passOn(socket, log, answer, requestId);
+            if (answer instanceof DataPlaneError) throw withHint(answer, hint());
+            return passOn(socket, log, answer, requestId, hint());
           }
           log.status = 101;
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
@@ -272,13 +280,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         if (last) noteAttemptRoute(log, last.candidate, last.credential);
         throw new DataPlaneError('client_closed');
       }
-      if (lastAnswer) return passOn(socket, log, lastAnswer, requestId);
+      if (lastAnswer) return passOn(socket, log, lastAnswer, requestId, hint());
       if (lastFailure) {
         noteAttemptRoute(log, lastFailure.candidate, lastFailure.credential);
-        throw lastFailure.error;
+        throw withHint(lastFailure.error, hint());
       }
-      const groups = ordered.map((c) => c.group);
-      const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
       throw new DataPlaneError('no_available_credential', noCredentialDetail(groups, credentialsOf, deps.clock()), pool.retryHeaders(groups, credentialsOf, deps.clock()));
     } catch (err) {
       const failure = dataPlaneFailure(err);
@@ -366,24 +372,23 @@ function urlOf(req: IncomingMessage): URL {
   return url;
 }
 
-/** The request's query from its `?` as it was sent ('' for none), without a `#fragment`, as the HTTP path takes it. */
-function searchOf(req: IncomingMessage): string {
-  const target = (req.url ?? '/').split('#', 1)[0]!;
-  const q = target.indexOf('?');
-  return q < 0 ? '' : target.slice(q);
-}
-
 /** Whether the request's Upgrade header offers `protocol` (RFC 9110 §7.8: a list of protocol[/version]). */
 function upgradesTo(req: IncomingMessage, protocol: string): boolean {
   return (req.headers.upgrade ?? '').split(',').some((p) => p.trim().split('/')[0]!.toLowerCase() === protocol);
 }
 
-/** Passes an upstream's non-101 answer to the client as the upstream sent it. */
-function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string): void {
+/** Passes an upstream's non-101 answer to the client as the upstream sent it, with `hint` for its retry headers when given. */
+function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string, hint: Readonly<Record<string, string>> | undefined): void {
   noteAttemptRoute(log, answer.candidate, answer.credential);
   log.status = answer.status;
   log.error_code = `upstream_${answer.status}`;
-  answerUpgrade(socket, answer.status, withRequestId(answer.headers, requestId), answer.body);
+  answerUpgrade(socket, answer.status, withRequestId(replaceRetryHint(answer.headers, hint), requestId), answer.body);
+}
+
+/** The gateway's last failure with `hint` for its retry headers (each of its errors has headers of its own). */
+function withHint(error: DataPlaneError, hint: Readonly<Record<string, string>> | undefined): DataPlaneError {
+  replaceRetryHint(error.headers, hint);
+  return error;
 }
 
 function noteAttemptRoute(log: LogRecord, candidate: Candidate, credential: CredentialView): void {

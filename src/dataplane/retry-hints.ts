@@ -1,3 +1,6 @@
+import type { CredentialView } from '../store/records.ts';
+import type { CredentialPool } from './credential-pool.ts';
+
 /** Obeyed by the openai and anthropic SDKs: no retry of this refusal. */
 export const NO_RETRY: Readonly<Record<string, string>> = Object.freeze({ 'x-should-retry': 'false' });
 
@@ -7,13 +10,41 @@ export function retryAfterHeaders(waitMs: number): Record<string, string> {
   return { 'retry-after': String(Math.ceil(ms / 1000)), 'retry-after-ms': String(ms) };
 }
 
+/** The headers a retry hint is made of: the pool's hint decides all of them, or none. */
+const RETRY_HINT_HEADERS = ['retry-after', 'retry-after-ms', 'x-should-retry'];
+
 /**
  * Puts the pool's retry hint in a passed-on answer's headers (in place) instead of its own
- * `retry-after` and `retry-after-ms`; an empty hint (a credential is usable now) just removes them.
- * The answer's other headers stay as sent.
+ * `retry-after`, `retry-after-ms` and `x-should-retry` (an upstream's `x-should-retry: false`
+ * beside the pool's short wait would make the SDKs raise at once); an empty hint (a credential
+ * is usable now) just removes them, and none (undefined) leaves them as sent. The answer's other
+ * headers stay as sent.
  */
-export function replaceRetryHint(headers: Record<string, unknown>, hint: Readonly<Record<string, string>>): void {
-  delete headers['retry-after'];
-  delete headers['retry-after-ms'];
-  Object.assign(headers, hint);
+export function replaceRetryHint<T extends Record<string, unknown>>(headers: T, hint: Readonly<Record<string, string>> | undefined): T {
+  if (hint === undefined) return headers;
+  for (const name of RETRY_HINT_HEADERS) delete headers[name];
+  return Object.assign(headers, hint);
+}
+
+/**
+ * The retry hint the request's last answer (an upstream's error passed on, or the gateway's own
+ * failure of an attempt) takes in place of its own: when no credential of the candidate Groups
+ * is usable after the attempts' verdicts (`judged`, the credentials as those left them), the
+ * pool's (its earliest recovery, `x-should-retry: false` when that is far or never), so that an
+ * SDK's automatic retry neither comes back to a `no_available_credential` that hides the real
+ * cause nor sleeps as long as the last of several credentials asked; after several attempts with
+ * a credential still usable, none (an empty hint); else undefined: one credential's own hint
+ * stays as it sent it.
+ */
+export function lastAnswerHint(
+  pool: Pick<CredentialPool, 'anyUsable' | 'retryHeaders'>,
+  groups: readonly { id: number; channel: string }[],
+  credentialsOf: (groupId: number) => readonly CredentialView[],
+  judged: readonly CredentialView[],
+  attempts: number,
+  now: number,
+): Readonly<Record<string, string>> | undefined {
+  const current = (groupId: number) => credentialsOf(groupId).map((c) => judged.find((j) => j.id === c.id) ?? c);
+  if (!pool.anyUsable(groups, current, now)) return pool.retryHeaders(groups, current, now);
+  return attempts > 1 ? {} : undefined;
 }

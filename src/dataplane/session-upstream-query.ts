@@ -1,4 +1,4 @@
-import { withoutQueryParams } from '../upstream/index.ts';
+import { mapQuerySegments } from '../upstream/strip-client-credentials.ts';
 
 /**
  * The query a session's upstream upgrade carries (from its `?`, or '' for none), from the
@@ -8,24 +8,13 @@ import { withoutQueryParams } from '../upstream/index.ts';
  * left out, so that the upstream reads the mapped model whichever it reads.
  */
 export function sessionUpstreamQuery(search: string, drop: (name: string) => boolean, upstreamModel: string | null): string {
-  const kept = withoutQueryParams(search, drop);
-  if (upstreamModel === null || kept === '') return kept;
-  const query = kept.slice(1);
-  // Read as withoutQueryParams reads it: URLSearchParams drops one leading `?`, and its names pair with the non-empty segments.
-  const lead = query.startsWith('?') ? '?' : '';
-  const names = [...new URLSearchParams(query).keys()];
-  let n = 0;
   let replaced = false;
-  const parts = query
-    .slice(lead.length)
-    .split('&')
-    .flatMap((part) => {
-      if (part.length === 0) return [part];
-      if (names[n++] !== 'model') return [part];
-      if (replaced) return [];
-      replaced = true;
-      const eq = part.indexOf('=');
-      return [`${eq === -1 ? part : part.slice(0, eq)}=${encodeURIComponent(upstreamModel)}`];
-    });
-  return `?${lead}${parts.join('&')}`;
+  return mapQuerySegments(search, (name, segment) => {
+    if (drop(name)) return undefined;
+    if (upstreamModel === null || name !== 'model') return segment;
+    if (replaced) return undefined;
+    replaced = true;
+    const eq = segment.indexOf('=');
+    return `${eq === -1 ? segment : segment.slice(0, eq)}=${encodeURIComponent(upstreamModel)}`;
+  });
 }

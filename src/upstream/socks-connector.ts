@@ -2,8 +2,6 @@ import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'n
 import type { Socket } from 'node:net';
 import { SocksClient } from 'socks';
 import { errors, type buildConnector } from 'undici';
-import { InvalidProxyUrlError, SOCKS5_LOGIN_MAX_BYTES, socksLoginTooLong } from './parse-proxy-url.ts';
-import { redactUrl } from './redact-url.ts';
 
 export const SOCKS_CONNECT_FAILED = 'SOCKS_CONNECT_FAILED';
 
@@ -31,14 +29,7 @@ export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): b
     ...(userId !== '' ? { userId } : {}),
     ...(password !== '' ? { password } : {}),
   };
-  // The socks package writes these lengths as one byte from a socket 'data' handler, where a
-  // RangeError would end the process; parseProxyUrl refuses such a URL, this holds without it.
-  const tooLong = socksLoginTooLong(userId, password);
   return (target, callback) => {
-    if (tooLong !== undefined) {
-      callback(new InvalidProxyUrlError('proxy_credentials_too_long', `proxy URL ${redactUrl(proxyUrl)} has a ${tooLong} over ${SOCKS5_LOGIN_MAX_BYTES} bytes (UTF-8), more than SOCKS5 can send`), null);
-      return;
-    }
     const secure = target.protocol === 'https:';
     const host = unbracket(target.hostname);
     // No resolver takes such a name either: failed as getaddrinfo fails it on a direct connection, the upstream address's fault, not the proxy's.

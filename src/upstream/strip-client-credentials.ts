@@ -44,6 +44,15 @@ export function isClientCredentialQueryName(name: string): boolean {
 /**
  * Path and query without the parameters whose decoded name `drop` holds. Other parameters keep
  * their exact encoding, so signatures or odd escapes upstream relies on survive.
+ */
+export function withoutQueryParams(pathAndQuery: string, drop: (name: string) => boolean): string {
+  return mapQuerySegments(pathAndQuery, (name, segment) => (drop(name) ? undefined : segment));
+}
+
+/**
+ * Path and query with each `&` segment of the query kept, left out or rewritten as `visit`
+ * returns it (the segment as sent, another, or undefined), by the segment's decoded name; empty
+ * segments are left out. The path, and each segment kept as sent, keep their exact encoding.
  *
  * Names are read by URLSearchParams itself, as the data plane reads the key: it drops one
  * leading `?` of the query (`??key=` presents `key`) and skips empty `&` segments, so its
@@ -51,7 +60,7 @@ export function isClientCredentialQueryName(name: string): boolean {
  * segment when that is kept; a later segment's `?` must not take its place (`key=K&?x`
  * would become `??x`, read as `?x`), so an empty segment goes before it.
  */
-export function withoutQueryParams(pathAndQuery: string, drop: (name: string) => boolean): string {
+export function mapQuerySegments(pathAndQuery: string, visit: (name: string, segment: string) => string | undefined): string {
   const q = pathAndQuery.indexOf('?');
   if (q === -1) return pathAndQuery;
   const query = pathAndQuery.slice(q + 1);
@@ -63,8 +72,8 @@ export function withoutQueryParams(pathAndQuery: string, drop: (name: string) =>
     .split('&')
     .flatMap((part, i) => {
       if (part.length === 0) return [];
-      const name = names[n++]!;
-      return drop(name) ? [] : [{ part, first: i === 0 }];
+      const visited = visit(names[n++]!, part);
+      return visited === undefined ? [] : [{ part: visited, first: i === 0 }];
     });
   const path = pathAndQuery.slice(0, q);
   if (kept.length === 0) return path;
