@@ -2,7 +2,7 @@ import type { CredentialStore } from '../store/config-store.ts';
 import type { CredentialView } from '../store/records.ts';
 import { firstHeaderValue, type HeaderMap } from '../upstream/index.ts';
 import { credentialStateAt } from './config-snapshot.ts';
-import { credentialLocation } from './credential-location.ts';
+import { credentialLocation } from '../store/credential-location.ts';
 import { NO_RETRY, retryAfterHeaders } from './retry-hints.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';

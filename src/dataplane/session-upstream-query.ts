@@ -1,4 +1,4 @@
-import { mapQuerySegments } from '../upstream/strip-client-credentials.ts';
+import { mapQuerySegments } from '../upstream/index.ts';
 
 /**
  * The query a session's upstream upgrade carries (from its `?`, or '' for none), from the

@@ -1,5 +1,5 @@
 import { validateHeaderValue } from 'node:http';
-import { LOCATION_FIELDS } from '../dataplane/credential-location.ts';
+import { LOCATION_FIELDS } from '../store/credential-location.ts';
 import { validationFailed } from '../http/api-error.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindDecl, type CredentialKindId } from '../generated/index.ts';
 import type { GroupRecord } from '../store/records.ts';

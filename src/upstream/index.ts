@@ -8,6 +8,7 @@ export {
   isClientCredentialQueryName,
   isClientCredentialSubprotocol,
   withoutQueryParams,
+  mapQuerySegments,
 } from './strip-client-credentials.ts';
 export { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.ts';
 export { INVALID_PROXY_URL, InvalidProxyUrlError, SUPPORTED_PROXY_SCHEMES, parseProxyUrl, proxyUrlProblem } from './parse-proxy-url.ts';

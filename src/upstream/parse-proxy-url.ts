@@ -25,10 +25,10 @@ export type ProxyUrlProblem =
   | 'proxy_credentials_too_long';
 
 /** RFC 1929: a SOCKS5 user name and password are each sent with a one-byte length. */
-export const SOCKS5_LOGIN_MAX_BYTES = 255;
+const SOCKS5_LOGIN_MAX_BYTES = 255;
 
 /** The first of a SOCKS5 login's decoded user and password that is too long to send, if either is. */
-export function socksLoginTooLong(user: string, password: string): 'user' | 'password' | undefined {
+function socksLoginTooLong(user: string, password: string): 'user' | 'password' | undefined {
   if (Buffer.byteLength(user) > SOCKS5_LOGIN_MAX_BYTES) return 'user';
   if (Buffer.byteLength(password) > SOCKS5_LOGIN_MAX_BYTES) return 'password';
   return undefined;

@@ -3,7 +3,7 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 import { DiscoveryFailed, DiscoveryRefused, type DiscoveredModels, type DiscoveryTimeouts, type ModelDiscovery } from '../../management/model-discovery.ts';
 import { classifyUpstreamError, joinBaseUrl, type UpstreamClient, type UpstreamFailureKind } from '../../upstream/index.ts';
 import { withinModelCap } from '../../dataplane/body/model-name-cap.ts';
-import { credentialLocation } from '../../dataplane/credential-location.ts';
+import { credentialLocation } from '../../store/credential-location.ts';
 import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERED_ID_BYTES, MAX_DISCOVERED_MODELS, MAX_DISCOVERY_PAGE_BYTES, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
 
 type Dialect = (typeof DISCOVERY_DIALECTS)[DiscoveryDialect];

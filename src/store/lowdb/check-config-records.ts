@@ -1,4 +1,4 @@
-import { LOCATION_FIELDS } from '../../dataplane/credential-location.ts';
+import { LOCATION_FIELDS } from '../credential-location.ts';
 import { CHANNEL_IDS, CREDENTIAL_KIND_IDS, PROTOCOL_IDS } from '../../generated/index.ts';
 import { ApiError } from '../../http/api-error.ts';
 import { SchemaValidator, type Validator } from '../../http/schema-validator.ts';

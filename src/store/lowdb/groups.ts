@@ -1,4 +1,4 @@
-import { credentialLocation } from '../../dataplane/credential-location.ts';
+import { credentialLocation } from '../credential-location.ts';
 import type { Clock } from '../clock.ts';
 import { definedOnly } from '../defined-only.ts';
 import type { GroupPatch, GroupStore, NewGroup } from '../config-store.ts';
