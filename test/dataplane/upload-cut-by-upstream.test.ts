@@ -10,7 +10,8 @@ import { gateway } from './helpers/gateway-per-test.ts';
 // body) resets the connection while the gateway still writes the body, and Linux discards the
 // unread answer on the reset: the gateway sees only the connection lost. That is no fault of
 // the credential (another client's smaller file may pass), so no cooldown: the client gets 502
-// upstream_unreachable saying the upstream closed the connection before the whole body was sent.
+// upstream_unreachable saying the upstream closed the connection before the whole body was sent,
+// and x-should-retry: false, as the same body would be refused again.
 
 const BOUNDARY = 'XyZcut';
 /** Far more than the socket buffers on both sides hold: the upload is still going when the upstream resets. */
@@ -59,6 +60,7 @@ t.test('an upstream that resets an upload it refuses: 502 saying so, and no cred
   const { keyValue } = await createKey(gw.store, { protocols: ['x-suite'] });
   const res = await fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: form('stt') });
   t.equal(res.status, 502);
+  t.equal(res.headers.get('x-should-retry'), 'false', 'the SDKs do not send the same body again');
   const body = (await res.json()) as { error: { code: string; message: string } };
   t.equal(body.error.code, 'upstream_unreachable');
   t.match(body.error.message, /closed the connection before the whole request body was sent/);
@@ -66,6 +68,21 @@ t.test('an upstream that resets an upload it refuses: 502 saying so, and no cred
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, { status: 502, error_code: 'upstream_unreachable', attempts: [{ status: null, error_code: 'upstream_closed_while_sending' }] });
   t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
+});
+
+t.test('a JSON body the upstream closed on at each of two credentials: the last answer keeps x-should-retry: false', async (t) => {
+  const upstream = await refusingUpstream(t);
+  const gw = await gateway(t);
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-m' }], secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const body = JSON.stringify({ model: 'team-chat', messages: [{ role: 'user', content: 'x'.repeat(FILE.length) }] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
+  await res.arrayBuffer();
+  t.equal(res.status, 502);
+  t.equal(upstream.heads.length, 2, 'replay safe: the next credential was tried');
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { attempts: [{ error_code: 'upstream_closed_while_sending' }, { error_code: 'upstream_closed_while_sending' }] });
+  // Both credentials are still usable (no cooldown): the pool's hint alone would leave the retry to the SDK.
+  t.equal(res.headers.get('x-should-retry'), 'false', 'the SDKs do not send the same body again');
 });
 
 t.test('a connection lost while the body was still being written is told apart from one lost after it', (t) => {
