@@ -158,12 +158,18 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const answerIdleTimeoutMs = deps.options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000;
       let lastAnswer: UpstreamAnswer | undefined;
       let lastFailure: { error: DataPlaneError; candidate: Candidate; credential: CredentialView } | undefined;
-      const groups = ordered.map((c) => c.group);
-      const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
       /** The credentials this upgrade's verdicts cooled down or disabled, as they left them. */
       const judgedCredentials: CredentialView[] = [];
       // As forward-native: the last answer's retry headers are the pool's hint when none is left usable.
-      const hint = () => lastAnswerHint(pool, groups, credentialsOf, judgedCredentials, log.attempts.length, deps.clock());
+      const hint = () =>
+        lastAnswerHint(
+          pool,
+          ordered.map((c) => c.group),
+          (id) => snap.credentialsByGroup.get(id) ?? [],
+          judgedCredentials,
+          log.attempts.length,
+          deps.clock(),
+        );
       attempts: for (const routed of ordered) {
         for (const listed of pool.usable(routed.group, snap.credentialsByGroup.get(routed.group.id) ?? [], deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
@@ -285,6 +291,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         noteAttemptRoute(log, lastFailure.candidate, lastFailure.credential);
         throw withHint(lastFailure.error, hint());
       }
+      const groups = ordered.map((c) => c.group);
+      const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
       throw new DataPlaneError('no_available_credential', noCredentialDetail(groups, credentialsOf, deps.clock()), pool.retryHeaders(groups, credentialsOf, deps.clock()));
     } catch (err) {
       const failure = dataPlaneFailure(err);

@@ -12,17 +12,19 @@ export function retryAfterHeaders(waitMs: number): Record<string, string> {
 
 /** The headers a retry hint is made of: the pool's hint decides all of them, or none. */
 const RETRY_HINT_HEADERS = ['retry-after', 'retry-after-ms', 'x-should-retry'];
+/** What an empty hint takes away: the waits, not the answer's own word on whether to retry at all. */
+const WAIT_HEADERS = ['retry-after', 'retry-after-ms'];
 
 /**
  * Puts the pool's retry hint in a passed-on answer's headers (in place) instead of its own
  * `retry-after`, `retry-after-ms` and `x-should-retry` (an upstream's `x-should-retry: false`
  * beside the pool's short wait would make the SDKs raise at once); an empty hint (a credential
- * is usable now) just removes them, and none (undefined) leaves them as sent. The answer's other
- * headers stay as sent.
+ * is usable now) removes only the waits, and none (undefined) leaves them as sent. The answer's
+ * other headers stay as sent.
  */
 export function replaceRetryHint<T extends Record<string, unknown>>(headers: T, hint: Readonly<Record<string, string>> | undefined): T {
   if (hint === undefined) return headers;
-  for (const name of RETRY_HINT_HEADERS) delete headers[name];
+  for (const name of Object.keys(hint).length === 0 ? WAIT_HEADERS : RETRY_HINT_HEADERS) delete headers[name];
   return Object.assign(headers, hint);
 }
 

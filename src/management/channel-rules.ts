@@ -77,6 +77,9 @@ function withoutField(values: Record<string, string>, name: string): Record<stri
   return Object.fromEntries(Object.entries(values).filter(([k]) => k !== name));
 }
 
+/** The longest credential field value (the `maxLength` of the credential schemas' `fields`). */
+const MAX_FIELD_CHARS = 65536;
+
 function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, locationDefault: string | null, fieldPrefix: string): Record<string, string> {
   const known = kind.fields.map((f) => f.name);
   for (const name of Object.keys(values)) {
@@ -90,6 +93,8 @@ function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string
       if (f.required) throw validationFailed(`${fieldPrefix}.${f.name}`, 'required');
       continue;
     }
+    // The schemas' limit for a field value, held here too: an import line's values pass no schema.
+    if (v.length > MAX_FIELD_CHARS) throw validationFailed(`${fieldPrefix}.${f.name}`, 'invalid_value', { rule: 'maxLength', detail: `must NOT have more than ${MAX_FIELD_CHARS} characters` });
     if (LOCATION_FIELDS.includes(f.name)) checkBaseUrl(v, `${fieldPrefix}.${f.name}`);
     if (f.secret && kind.flow === 'static') checkHeaderValue(v, `${fieldPrefix}.${f.name}`);
     out[f.name] = v;

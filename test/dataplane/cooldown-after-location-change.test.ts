@@ -105,6 +105,19 @@ t.test("the Group's proxy_url: credentials without a proxy of their own", async 
   t.equal((await credential(ids[1]!)).state, 'cooldown', 'one with its own proxy still goes the way that failed');
 });
 
+t.test('the global proxy_url: credentials that go through it, not those with a proxy of their own or their Group\'s', async (t) => {
+  const { gw, groupId, ids, credential } = await setup(t, { base_url: 'http://127.0.0.1:9' }, `${KEY}\nsk-location-0000000002`);
+  const proxied = await seedGroup(gw, ['other-model'], { base_url: 'http://127.0.0.1:9', proxy_url: 'http://127.0.0.1:6' });
+  const otherImport = await gw.create(`/api/groups/${proxied}/credentials/import`, { credentials: 'sk-location-0000000003' });
+  const otherId = (otherImport.json.data.created as { id: number }[])[0]!.id;
+  t.equal((await gw.api('PATCH', `/api/groups/${groupId}/credentials/${ids[1]!}`, { body: { proxy_url: 'http://127.0.0.1:8' } })).status, 200);
+  await coolDownAll(gw);
+  t.equal((await gw.api('PUT', '/api/settings', { body: { proxy_url: 'http://127.0.0.1:7' } })).status, 200);
+  t.equal((await credential(ids[0])).state, 'active', 'one that goes through the global proxy');
+  t.equal((await credential(ids[1]!)).state, 'cooldown', 'one with its own proxy');
+  t.equal((await gw.api('GET', `/api/groups/${proxied}/credentials/${otherId}`)).json.data.state, 'cooldown', "one that goes through its Group's proxy");
+});
+
 t.test("the Group's base_url does not concern a credential with an address of its own", async (t) => {
   const { gw, groupId, credential } = await setup(t, { channel: 'ch32', base_url: 'http://127.0.0.1:9' });
   t.equal((await credential()).fields.base_url, 'http://127.0.0.1:9', 'the credential was given its own base_url');

@@ -40,6 +40,20 @@ t.test("an upstream's x-should-retry: false goes with its own retry-after: the p
   t.same(retryHeaders(res.headers), { 'retry-after': '2', 'retry-after-ms': '2000', 'x-should-retry': null }, 'the SDK may retry in 2 s, as the pool says');
 });
 
+t.test("after a failover with a credential still usable, the last answer loses its waits but keeps its own x-should-retry", async (t) => {
+  const upstream = await startUpstream((req, res) => {
+    if (String(req.headers['authorization']).includes('sk-A')) return writeJson(res, 429, { error: { message: 'limited', type: 'rate_limit', code: 'rate_limit' } }, { 'retry-after': '2' });
+    writeJson(res, 400, { error: { message: 'bad prompt', type: 'invalid_request_error', code: 'bad' } }, { 'retry-after': '5', 'x-should-retry': 'false' });
+  });
+  t.teardown(() => upstream.close());
+  const { gw, keyValue } = await chatRoute(t, upstream.url, ['sk-A', 'sk-B']);
+  const res = await chat(gw, keyValue);
+  await res.arrayBuffer();
+  t.equal(res.status, 400);
+  t.equal(upstream.requests.length, 2, 'both credentials were tried');
+  t.same(retryHeaders(res.headers), { 'retry-after': null, 'retry-after-ms': null, 'x-should-retry': 'false' }, "the upstream's word on retrying this request at all stands");
+});
+
 // One credential and one attempt: its 429 (retry-after 3600) cools it down for an hour, and the
 // answer it came with cannot be decoded (a coding the gateway does not know), so the client gets
 // the gateway's 502 in its place.

@@ -46,6 +46,8 @@ t.test('credentials: a malformed JSON line of a multi-field kind refuses the who
     ['missing secret field', '{"base_url":"https://up.example"}', { field: 'credentials.access_key', reason: 'required' }],
     ['non-http base_url', '{"access_key":"ak-secret-valid-0000002","base_url":"ftp://up.example"}', { field: 'credentials.base_url', reason: 'invalid_value' }],
     ['non-string secret', '{"access_key":12345,"base_url":"https://up.example"}', { field: 'credentials.access_key', reason: 'wrong_type' }],
+    // The schemas' limit for a value (connect's, the stored record's): one past it would stop the next start.
+    ['a value past 65536 characters', JSON.stringify({ access_key: 'k'.repeat(65537), base_url: 'https://up.example' }), { field: 'credentials.access_key', reason: 'invalid_value', rule: 'maxLength' }],
   ];
   for (const [what, bad, expected] of cases) {
     const res = await gw.create(`/api/groups/${group}/credentials/import`, { credentials: `# exported\n${good}\n\n${bad}\n` });

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { getSystemErrorMap } from 'node:util';
 import { LogFileError } from './sqlite-log-reader.ts';
 import { LOG_DB_FILE } from './sqlite-log-store.ts';
+import { RESTORE_OR_START_EMPTY } from '../lowdb/store-file-error.ts';
 
 /** Why the log writer could not open its database, as the worker posts it: a plain object crosses threads whole, a SqliteError does not. */
 export interface LogOpenFailure {
@@ -12,7 +13,7 @@ export interface LogOpenFailure {
   detail: string;
 }
 
-const LEFT_UNTOUCHED = 'The file was left untouched; restore it from a backup, or move it away to start with an empty one.';
+const LEFT_UNTOUCHED = `The file was left untouched; ${RESTORE_OR_START_EMPTY}.`;
 const GRANT_ACCESS = 'Give the user the gateway runs as write access to it and to its directory (a start with sudo leaves it owned by root), then start again.';
 
 /** What is wrong (followed by the detail, when `withDetail`) and the way out, by SQLite's primary result code; any other code is "cannot be opened: <detail>". */

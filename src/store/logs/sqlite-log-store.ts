@@ -200,7 +200,14 @@ export class SqliteLogStore implements LogStore {
  */
 function proveWritable(db: Database.Database): void {
   const version = Number(db.pragma('user_version', { simple: true }));
-  db.exec('BEGIN IMMEDIATE');
+  try {
+    db.exec('BEGIN IMMEDIATE');
+  } catch (error) {
+    // Another program holds the write lock (a sqlite3 shell in a transaction): the file is
+    // writable, and the writer waits its turn for every batch as it always did.
+    if ((error as { code?: unknown }).code === 'SQLITE_BUSY') return;
+    throw error;
+  }
   try {
     db.pragma(`user_version = ${version}`);
   } finally {

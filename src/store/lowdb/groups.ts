@@ -1,4 +1,5 @@
 import { credentialLocation } from '../credential-location.ts';
+import { endAddressCooldowns } from './end-address-cooldowns.ts';
 import type { Clock } from '../clock.ts';
 import { definedOnly } from '../defined-only.ts';
 import type { GroupPatch, GroupStore, NewGroup } from '../config-store.ts';
@@ -57,18 +58,8 @@ export class LowdbGroupStore implements GroupStore {
       const baseUrlChanged = g.base_url !== before.base_url;
       const proxyUrlChanged = g.proxy_url !== before.proxy_url;
       if (!baseUrlChanged && !proxyUrlChanged) return;
-      const now = new Date(this.#clock()).toISOString();
-      for (const c of d.credentials) {
-        if (c.group_id !== id) continue;
-        const follows = (baseUrlChanged && credentialLocation(c.kind, c.fields) === null) || (proxyUrlChanged && c.proxy_url === null);
-        if (!follows) continue;
-        // A cooldown for failing at the old address (or through the old proxy) says nothing of
-        // the new one; the new revision drops such verdicts still on their way. A disable by a
-        // 401/403 stays: a new address does not make a wrong key right.
-        c.cooldown_until = null;
-        c.revision = (c.revision ?? 0) + 1;
-        c.updated_at = now;
-      }
+      const follows = (c: ConfigData['credentials'][number]) => c.group_id === id && ((baseUrlChanged && credentialLocation(c.kind, c.fields) === null) || (proxyUrlChanged && c.proxy_url === null));
+      endAddressCooldowns(d, follows, new Date(this.#clock()).toISOString());
     });
   }
 

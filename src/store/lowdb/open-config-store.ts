@@ -49,7 +49,7 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
     groups: new LowdbGroupStore(config, clock),
     credentials: new LowdbCredentialStore(config, box, clock),
     accessKeys: new LowdbAccessKeyStore(config, box, clock),
-    settings: new LowdbSettingsStore(config),
+    settings: new LowdbSettingsStore(config, clock),
     modelPrices: new LowdbModelPriceStore(config, clock),
     credentialStages: new LowdbCredentialStageStore(config, clock),
     idempotency: new LowdbIdempotencyStore(idempotency, config),
