@@ -38,9 +38,10 @@ t.test('credentialNow after a write reads the credential and its Group, current,
   const snapshot = new ConfigSnapshot(store);
   await snapshot.current();
   t.same((await snapshot.credentialNow(group.id, a, Date.now()))?.credential.id, a, 'fresh: from the snapshot');
-  // An attempt's own cooldown (A), and a change to the Group since the snapshot.
-  await store.credentials.setState(group.id, a, { to: 'cooldown', until: new Date(Date.now() + 60_000).toISOString() });
+  // A change to the Group since the snapshot, and an attempt's own cooldown (A) after it (a new
+  // base_url ends the cooldowns of the credentials that go to it).
   await store.groups.update(group.id, { base_url: 'http://127.0.0.1:2' });
+  await store.credentials.setState(group.id, a, { to: 'cooldown', until: new Date(Date.now() + 60_000).toISOString() });
   const before = reads.lists;
   const now = Date.now();
   const [cooled, ...others] = await Promise.all([snapshot.credentialNow(group.id, a, now), ...Array.from({ length: 8 }, () => snapshot.credentialNow(group.id, b, now))]);
