@@ -2,7 +2,7 @@ import type { TokenUsage, UsageStyle } from './token-usage.ts';
 import { readSegments } from './read-path.ts';
 import { compiledUsageTables, readRawCounters, unifyCounters } from './map-raw-usage.ts';
 import { parseObjectTail } from './parse-object-tail.ts';
-import { scanUsageTail } from './scan-usage-bytes.ts';
+import { scanUsageHead, scanUsageTail } from './scan-usage-bytes.ts';
 
 /** Usage from a parsed non-streaming response body; undefined when the body reports none. */
 export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | undefined {
@@ -65,6 +65,18 @@ export function extractUsageFromTail(style: UsageStyle, tail: Buffer): TokenUsag
 }
 
 const MAX_TAIL_TRIES = 16;
+
+/**
+ * Same, from the first bytes of a body too large to keep whole (it may end mid-string): its
+ * top-level usage member when it comes before the rest (embeddings upstreams that put `usage`
+ * before `data`), found by scanning the members before it as JSON (scanUsageHead).
+ */
+export function extractUsageFromHead(style: UsageStyle, head: Buffer): TokenUsage | undefined {
+  const table = compiledUsageTables[style];
+  const plan = table.bodyScan;
+  const counters = plan === undefined ? undefined : scanUsageHead(head, plan)?.counters;
+  return counters === undefined ? undefined : unifyCounters(table, counters);
+}
 
 /** The byte before `at`, past JSON whitespace, opens an object or separates members. */
 function startsMember(bytes: Buffer, at: number): boolean {

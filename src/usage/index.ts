@@ -2,7 +2,7 @@ export { emptyUsage, hasTokens } from './token-usage.ts';
 export type { TokenUsage, UnifiedUsageField, UsageStyle } from './token-usage.ts';
 export type { StreamUsageSource, UsageFieldRow, UsageFieldTable } from './usage-field-table.ts';
 export { usageFieldTables } from './usage-field-tables.ts';
-export { extractUsage, extractUsageFromBytes, extractUsageFromTail, extractUsageFromText } from './extract-usage.ts';
+export { extractUsage, extractUsageFromBytes, extractUsageFromHead, extractUsageFromTail, extractUsageFromText } from './extract-usage.ts';
 export { StreamUsageAccumulator } from './accumulate-stream-usage.ts';
 export { isUsageOnlyChunk } from './is-usage-only-chunk.ts';
 export { requestStreamUsage, streamUsageMissing } from './request-stream-usage.ts';

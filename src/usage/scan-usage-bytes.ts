@@ -109,6 +109,19 @@ export function scanUsageTail(bytes: Uint8Array, from: number, plan: UsageScanPl
   return at !== FAIL && scan.space(at) === bytes.length ? scan.result() : undefined;
 }
 
+/**
+ * The top-level usage member of a JSON object that `bytes` begins (a body's head, which may be
+ * cut anywhere after it): the members before it are checked as JSON and skipped, strings and
+ * nesting included, so that a `"usage"` inside them is not taken for it. Undefined when the
+ * head ends first, or the object has no usage member.
+ */
+export function scanUsageHead(bytes: Uint8Array, plan: UsageScanPlan): ScannedUsage | undefined {
+  const scan = new Scan(bytes, bytes.length, plan, true, true);
+  const at = scan.space(0);
+  if (at >= bytes.length || bytes[at] !== OPEN_OBJECT) return undefined;
+  return scan.members(scan.space(at + 1), true, 0) !== FAIL && scan.usageRead ? scan.result() : undefined;
+}
+
 class Scan {
   readonly #bytes: Uint8Array;
   readonly #end: number;
@@ -118,17 +131,22 @@ class Scan {
    * (a `choices` member not met may be there).
    */
   readonly #tail: boolean;
+  /** A body's head: the scan ends with the top-level usage member's value. */
+  readonly #head: boolean;
   readonly #counters: RawUsageCounters;
+  /** The top-level usage member's value was read whole. */
+  usageRead = false;
   #usageObject = false;
   #choicesSeen = false;
   /** The last `choices` is an empty array or null. */
   #choicesNone = false;
 
-  constructor(bytes: Uint8Array, end: number, plan: UsageScanPlan, tail: boolean) {
+  constructor(bytes: Uint8Array, end: number, plan: UsageScanPlan, tail: boolean, head = false) {
     this.#bytes = bytes;
     this.#end = end;
     this.#plan = plan;
     this.#tail = tail;
+    this.#head = head;
     this.#counters = plan.noCounters.slice();
   }
 
@@ -166,8 +184,11 @@ class Scan {
       at = this.space(keyEnd + 1);
       if (at >= this.#end || bytes[at] !== COLON) return FAIL;
       at = this.space(at + 1);
-      if (top) at = this.#topValue(at, keyStart, keyEnd, depth);
-      else {
+      if (top) {
+        at = this.#topValue(at, keyStart, keyEnd, depth);
+        // What follows in a head may be cut short: its usage member is read.
+        if (this.#head && this.usageRead) return at;
+      } else {
         const child = node === undefined ? undefined : this.#child(node, keyStart, keyEnd);
         at = child === undefined ? this.#skip(at, depth) : this.#wanted(at, child, depth);
       }
@@ -187,7 +208,9 @@ class Scan {
       if (at >= this.#end || this.#bytes[at] === OPEN_ARRAY) return FAIL;
       // Any other value (`"usage": null` on every chunk of some upstreams) is no usage.
       this.#usageObject = this.#bytes[at] === OPEN_OBJECT;
-      return this.#wanted(at, usage, depth);
+      const end = this.#wanted(at, usage, depth);
+      this.usageRead = end !== FAIL;
+      return end;
     }
     if (keyIs(this.#bytes, CHOICES, keyStart, keyEnd)) {
       this.#choicesSeen = true;

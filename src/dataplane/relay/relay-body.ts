@@ -1,16 +1,23 @@
 import { UPSTREAM_STREAM_ERROR } from '../../streaming/index.ts';
-import { extractUsage, extractUsageFromBytes, extractUsageFromTail } from '../../usage/index.ts';
+import { extractUsage, extractUsageFromBytes, extractUsageFromHead, extractUsageFromTail, type TokenUsage } from '../../usage/index.ts';
 import { classifyUpstreamError, type UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import type { RelayContext } from './relay-context.ts';
 
-/** How much of a body past the capture limit is kept: its usage member is last, and small. */
+/** How much of a body past the capture limit is kept: its usage member is mostly last, and small. */
 const USAGE_TAIL_BYTES = 64 * 1024;
+/**
+ * How much of such a body's head is read for a usage member before the rest: one that comes
+ * first is near the start, and a large body's head (an image's base64) is not scanned whole.
+ */
+const USAGE_HEAD_BYTES = 64 * 1024;
 
 /**
  * Any other body, passed on chunk by chunk. A JSON body up to the capture limit is also kept
  * aside and parsed once the client has it all, for usage and the created response's id. Past
- * the limit (an image's base64 before the usage) only its last bytes are kept, for usage.
+ * the limit (an image's base64 before the usage) only its last bytes are kept, for usage; the
+ * head is read once as it passes the limit, for a usage member before the rest (Jina-style
+ * embeddings).
  */
 export class BodyRelay implements UpstreamBodySink {
   readonly #relay: RelayContext;
@@ -19,6 +26,8 @@ export class BodyRelay implements UpstreamBodySink {
   #keptBytes = 0;
   /** Past the capture limit: #kept holds the body's tail only. */
   #tailOnly = false;
+  /** Past the capture limit: the top-level usage member found in the head, if any. */
+  #headUsage: TokenUsage | undefined;
 
   constructor(relay: RelayContext, isJson: boolean, done: () => void) {
     this.#relay = relay;
@@ -45,7 +54,15 @@ export class BodyRelay implements UpstreamBodySink {
     if (kept === undefined) return;
     kept.push(chunk);
     this.#keptBytes += chunk.length;
-    if (this.#tailOnly || this.#keptBytes > this.#relay.options.captureLimitBytes) this.#trimToTail(kept);
+    if (this.#tailOnly) this.#trimToTail(kept);
+    else if (this.#keptBytes > this.#relay.options.captureLimitBytes) this.#passLimit(kept);
+  }
+
+  /** The body passes the capture limit: its head is read for usage once, then let go. */
+  #passLimit(kept: Buffer[]): void {
+    const { usageStyle } = this.#relay.options;
+    if (usageStyle) this.#headUsage = extractUsageFromHead(usageStyle, headOf(kept, USAGE_HEAD_BYTES));
+    this.#trimToTail(kept);
   }
 
   protected endClient(): void {
@@ -61,7 +78,8 @@ export class BodyRelay implements UpstreamBodySink {
     const kept = this.#kept;
     const { usageStyle, captureResponseId } = relay.options;
     if (kept !== undefined && kept.length > 0 && this.#tailOnly) {
-      if (usageStyle) relay.outcome.usage = extractUsageFromTail(usageStyle, this.#tail(kept));
+      // A usage member in the tail is the last one, as JSON.parse would read it.
+      if (usageStyle) relay.outcome.usage = extractUsageFromTail(usageStyle, this.#tail(kept)) ?? this.#headUsage;
     } else if (kept !== undefined && kept.length > 0) {
       const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
       // A stream request answered with one JSON object (rare, and small when it is an error).
@@ -116,4 +134,18 @@ function holdsError(parsed: unknown): boolean {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
   const { error } = parsed as { error?: unknown };
   return error !== null && typeof error === 'object';
+}
+
+/** The first `bytes` of the chunks (all of them when shorter), copied only when they span several. */
+function headOf(chunks: readonly Buffer[], bytes: number): Buffer {
+  const first = chunks[0]!;
+  if (first.length >= bytes) return first.subarray(0, bytes);
+  const parts: Buffer[] = [];
+  let length = 0;
+  for (const chunk of chunks) {
+    parts.push(chunk);
+    length += chunk.length;
+    if (length >= bytes) break;
+  }
+  return Buffer.concat(parts, Math.min(length, bytes));
 }
