@@ -1,34 +1,14 @@
-import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore } from '../../src/store/logs/index.ts';
-import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
-import { logRecord } from '../management/support/log-records.ts';
+import t from 'tap';
+import { openLogStore, tokenRecord as log } from './helpers/key-usage-stores.ts';
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
 const FROM = Date.UTC(2026, 5, 10, 10);
 const TO = FROM + HOUR;
 
-async function openStore(t: Test, kind: 'sqlite' | 'worker' | 'memory'): Promise<LogStore> {
-  if (kind === 'memory') return new MemoryLogStore();
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-key-usage-'));
-  const logs = kind === 'sqlite' ? openSqliteLogStore(dir) : await openWorkerLogStore(dir);
-  t.teardown(async () => {
-    await logs.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return logs;
-}
-
-let seq = 0;
-const log = (keyId: number, at: number, tokens: number): LogRecord =>
-  logRecord({ request_id: `ku_${++seq}`, access_key_id: keyId, created_at: at, usage: { input_tokens: tokens, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 }, cost: 0 });
-
 for (const kind of ['sqlite', 'worker', 'memory'] as const) {
   t.test(`${kind}: keyUsage(id, from, to) counts exactly the records with from <= created_at < to`, async (t) => {
-    const logs = await openStore(t, kind);
+    const logs = await openLogStore(t, kind);
     // Tokens are distinct powers of ten, so a sum names the records it counted.
     logs.append(log(1, FROM - 1, 1));
     logs.append(log(1, FROM, 10));

@@ -1,31 +1,13 @@
-import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import t from 'tap';
 import { QuotaMeter } from '../../src/dataplane/quota-meter.ts';
-import { openSqliteLogStore, openWorkerLogStore, type LogRecord, type LogStore } from '../../src/store/logs/index.ts';
-import { logRecord } from '../management/support/log-records.ts';
+import { openLogStore, tokenRecord as log } from './helpers/key-usage-stores.ts';
 import type { AccessKeyRecord } from '../../src/store/records.ts';
 
 const at = (iso: string) => Date.parse(iso);
 
-async function openStore(t: Test, kind: 'sqlite' | 'worker'): Promise<LogStore> {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-ended-period-'));
-  const logs = kind === 'sqlite' ? openSqliteLogStore(dir) : await openWorkerLogStore(dir);
-  t.teardown(async () => {
-    await logs.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return logs;
-}
-
-let seq = 0;
-const log = (keyId: number, createdAt: number, tokens: number): LogRecord =>
-  logRecord({ request_id: `ep_${++seq}`, access_key_id: keyId, created_at: createdAt, usage: { input_tokens: tokens, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 }, cost: 0 });
-
 for (const kind of ['sqlite', 'worker'] as const) {
   t.test(`${kind}: a session from the last hour, loaded after the turn, is judged by the last hour's logged usage only`, async (t) => {
-    const logs = await openStore(t, kind);
+    const logs = await openLogStore(t, kind);
     const startedAt = at('2026-03-02T10:59:00.000Z');
     const now = at('2026-03-02T11:00:30.000Z');
     logs.append(log(20, at('2026-03-02T09:59:59.999Z'), 1000));

@@ -1,45 +1,20 @@
-import t, { type Test } from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import t from 'tap';
 import { QuotaMeter } from '../../src/dataplane/quota-meter.ts';
 import { quotaStatus } from '../../src/management/quota.ts';
-import { openSqliteLogStore, openWorkerLogStore, type LogRecord } from '../../src/store/logs/index.ts';
-import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
+import { openLogStore, tokenRecord as log } from './helpers/key-usage-stores.ts';
 import { logRecord } from '../management/support/log-records.ts';
 import type { AccessKeyQuota, AccessKeyRecord } from '../../src/store/records.ts';
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 5, 10, 10, 30, 0);
 
-function store(t: Test) {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-quota-'));
-  const logs = openSqliteLogStore(dir);
-  t.teardown(async () => {
-    await logs.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return logs;
-}
-
-async function workerStore(t: Test) {
-  const dir = mkdtempSync(join(tmpdir(), 'switchyard-quota-'));
-  const logs = await openWorkerLogStore(dir);
-  t.teardown(async () => {
-    await logs.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return logs;
-}
-
+/** Ids of the records this file makes with other fields than tokenRecord's. */
 let seq = 0;
-const log = (keyId: number, at: number, tokens: number): LogRecord =>
-  logRecord({ request_id: `q_${++seq}`, access_key_id: keyId, created_at: at, usage: { input_tokens: tokens, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 }, cost: 0 });
 
 const key = (id: number, quota: AccessKeyQuota): AccessKeyRecord => ({ id, quota }) as AccessKeyRecord;
 
 t.test('usage logged before the first check counts; later requests advance it without a query', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   for (let i = 0; i < 3; i++) logs.append(log(1, T0 - 10 * HOUR, 10));
   logs.append(log(2, T0, 1000));
   const meter = new QuotaMeter(logs);
@@ -58,7 +33,7 @@ t.test('usage logged before the first check counts; later requests advance it wi
 });
 
 t.test('a new period starts from nothing; the lifetime total keeps counting', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   const meter = new QuotaMeter(logs);
   const k = key(3, { total: { requests: 100 }, per_period: { period: 'hour', requests: 2 } });
   await meter.exceeded(k, T0);
@@ -82,7 +57,7 @@ t.test('a new period starts from nothing; the lifetime total keeps counting', as
 });
 
 t.test('a record that opens a later period before any check moves the period itself', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   const meter = new QuotaMeter(logs);
   const k = key(4, { per_period: { period: 'day', tokens: 25 } });
   await meter.exceeded(k, T0);
@@ -96,7 +71,7 @@ t.test('a record that opens a later period before any check moves the period its
 });
 
 t.test('records appended while the totals load are counted once; an edited quota reloads', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   logs.append(log(5, T0, 5));
   const meter = new QuotaMeter(logs);
   const k = key(5, { total: { tokens: 12 } });
@@ -114,7 +89,7 @@ t.test('records appended while the totals load are counted once; an edited quota
 });
 
 t.test('a request the gateway refused itself (no upstream attempt) does not count as a request', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   const refused = logRecord({ request_id: `q_${++seq}`, access_key_id: 7, created_at: T0, status: 429, error_code: 'quota_exceeded', attempt_count: 0, attempts: [] });
   logs.append(log(7, T0, 10));
   logs.append(refused);
@@ -127,7 +102,7 @@ t.test('a request the gateway refused itself (no upstream attempt) does not coun
 });
 
 t.test('admitted requests hold their place toward a requests limit until their records arrive', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   const meter = new QuotaMeter(logs);
   const k = key(8, { total: { requests: 2 }, per_period: { period: 'day', requests: 5 } });
   const forwarded = log(8, T0, 1);
@@ -149,7 +124,7 @@ t.test('admitted requests hold their place toward a requests limit until their r
 
 for (const kind of ['sqlite', 'worker', 'memory'] as const) {
   t.test(`${kind}: records deleted by retention still count toward the total quota, not toward the period`, async (t) => {
-    const logs = kind === 'sqlite' ? store(t) : kind === 'worker' ? await workerStore(t) : new MemoryLogStore();
+    const logs = await openLogStore(t, kind);
     for (let i = 0; i < 3; i++) logs.append(log(3, T0 - 40 * 24 * HOUR, 10));
     logs.append(log(4, T0 - 40 * 24 * HOUR, 5));
     logs.append(log(3, T0, 10));
@@ -166,7 +141,7 @@ for (const kind of ['sqlite', 'worker', 'memory'] as const) {
 
 for (const kind of ['sqlite', 'worker', 'memory'] as const) {
   t.test(`${kind}: records retention deleted inside the current period still count toward it`, async (t) => {
-    const logs = kind === 'sqlite' ? store(t) : kind === 'worker' ? await workerStore(t) : new MemoryLogStore();
+    const logs = await openLogStore(t, kind);
     const monthStart = Date.UTC(2026, 4, 1);
     const lastMonth = monthStart - 2 * HOUR;
     const firstDay = monthStart + 90 * 60_000;
@@ -187,7 +162,7 @@ for (const kind of ['sqlite', 'worker', 'memory'] as const) {
 
 for (const kind of ['sqlite', 'worker', 'memory'] as const) {
   t.test(`${kind}: ten costs of 0.1 read back as 1, so a cost limit of 1 is reached`, async (t) => {
-    const logs = kind === 'sqlite' ? store(t) : kind === 'worker' ? await workerStore(t) : new MemoryLogStore();
+    const logs = await openLogStore(t, kind);
     for (let i = 0; i < 10; i++) logs.append(logRecord({ request_id: `q_${++seq}`, access_key_id: 9, created_at: T0 + i, cost: 0.1 }));
     // The memory store is a test double that sums as it goes; the SQLite stores round their sums.
     if (kind !== 'memory') t.equal((await logs.keyUsage(9)).cost, 1, 'the store sums to 1');
@@ -198,7 +173,7 @@ for (const kind of ['sqlite', 'worker', 'memory'] as const) {
 }
 
 t.test('costs recorded one by one sum to what they add up to, for the limit and a running session', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   const meter = new QuotaMeter(logs);
   const k = key(10, { total: { cost: 1 } });
   t.equal(await meter.exceeded(k, T0), undefined);
@@ -223,7 +198,7 @@ t.test('costs recorded one by one sum to what they add up to, for the limit and 
 });
 
 t.test('a quota edited while requests are in flight: they keep their places in the rebuilt meter and give them back once', async (t) => {
-  const logs = store(t);
+  const logs = await openLogStore(t, 'sqlite');
   const meter = new QuotaMeter(logs);
   const first = log(11, T0, 1);
   await meter.enforce(key(11, { total: { requests: 1 } }), T0, first);
