@@ -87,8 +87,7 @@ export async function sweepChannel(t: Test, channel: ChannelId): Promise<SweepSu
   const { keyValue } = await createKey(gw.store, { protocols: [...PROTOCOL_IDS] });
 
   const summary: SweepSummary = { operations: new Set(), forwarded: 0, uncredentialed: 0, modelDependent: { native: 0, converted: 0 } };
-  const count = (op: Operation, c: SweepCase) => {
-    summary.operations.add(op.id);
+  const count = (c: SweepCase) => {
     if (c.side !== undefined) summary.modelDependent[c.side]++;
   };
   /** Upstream requests of both upstreams since the mark, whichever the case was meant for. */
@@ -104,7 +103,7 @@ export async function sweepChannel(t: Test, channel: ChannelId): Promise<SweepSu
 
   for (const { op, cases } of http) {
     for (const c of cases) {
-      count(op, c);
+      count(c);
       await t.test(`${op.id} (${op.capability} ${c.label})`, async (t) => {
         reply = nonStreamReply(op);
         const since = mark();
@@ -115,6 +114,8 @@ export async function sweepChannel(t: Test, channel: ChannelId): Promise<SweepSu
           ...(body !== undefined ? { body } : {}),
         });
         const bytes = Buffer.from(await res.arrayBuffer());
+        // Answered: the operation was sent, not only planned.
+        summary.operations.add(op.id);
         const sent = since();
         if (!c.expected.native) return refusal(t, c.expected, res.status, bytes.toString('utf8'), sent);
         summary.forwarded++;
@@ -136,17 +137,19 @@ export async function sweepChannel(t: Test, channel: ChannelId): Promise<SweepSu
 
   for (const { op, cases } of ws) {
     for (const c of cases) {
-      count(op, c);
+      count(c);
       await t.test(`${op.id} upgrade (${op.capability} ${c.label})`, async (t) => {
         const query = op.model === 'query' ? `model=${encodeURIComponent(c.external)}&` : '';
         const url = `${gw.url.replace('http', 'ws')}${clientPath(op, c.external)}?${query}key=${keyValue}`;
         const since = mark();
         if (!c.expected.native) {
           const answer = await withTimeout(upgradeAnswer(url), 5000, `the refusal of ${op.id}`);
+          summary.operations.add(op.id);
           return refusal(t, c.expected, answer.status, answer.body, since());
         }
         const client = await withTimeout(connect(url), 5000, `the ${op.id} session to open`);
         client.terminate();
+        summary.operations.add(op.id);
         summary.forwarded++;
         const sent = since();
         t.equal(sent.ws.length, 1, 'the upgrade reached the upstream once');
