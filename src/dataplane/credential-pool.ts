@@ -161,18 +161,18 @@ export class CredentialPool {
    * rebuilt for its own verdicts, and its last answer's retry hint counts them.
    */
   async apply(view: CredentialView, used: CredentialAccess, verdict: CredentialVerdict, now: number): Promise<CredentialView> {
+    if (verdict.action === 'none') return view;
     const options = { expectedRevision: used.revision };
+    const change = verdict.action === 'disable' ? ({ to: 'disabled', reason: verdict.reason } as const) : ({ to: 'cooldown', until: new Date(now + verdict.ms).toISOString() } as const);
     try {
-      if (verdict.action === 'disable') await this.#store.setState(view.group_id, view.id, { to: 'disabled', reason: verdict.reason }, options);
-      if (verdict.action === 'cooldown') await this.#store.setState(view.group_id, view.id, { to: 'cooldown', until: new Date(now + verdict.ms).toISOString() }, options);
+      // The store's view: a longer cooldown already set stands; a verdict dropped as stale (the credential changed) leaves it as it was.
+      return (await this.#store.setState(view.group_id, view.id, change, options)) ?? view;
     } catch (error) {
       // A disk that refuses the write (health says so) must not fail the request too: it goes on
       // to the next credential, and this one is judged again by its next answer.
       if (!(error instanceof ConfigStoreUnavailableError)) throw error;
+      return change.to === 'disabled' ? { ...view, enabled: false, state: 'disabled' } : { ...view, cooldown_until: change.until, state: 'cooldown' };
     }
-    if (verdict.action === 'disable') return { ...view, enabled: false, state: 'disabled' };
-    if (verdict.action === 'cooldown') return { ...view, cooldown_until: new Date(now + verdict.ms).toISOString(), state: 'cooldown' };
-    return view;
   }
 }
 

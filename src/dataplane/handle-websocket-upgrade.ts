@@ -393,9 +393,12 @@ function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestI
   answerUpgrade(socket, answer.status, withRequestId(replaceRetryHint(answer.headers, hint), requestId), answer.body);
 }
 
-/** The gateway's last failure with `hint` for its retry headers (each of its errors has headers of its own). */
+/**
+ * The gateway's last failure with `hint` for its retry headers (each of its errors has headers
+ * of its own), as on HTTP (answerTransportFailure): one that tells the SDKs not to retry keeps that.
+ */
 function withHint(error: DataPlaneError, hint: Readonly<Record<string, string>> | undefined): DataPlaneError {
-  replaceRetryHint(error.headers, hint);
+  if (error.headers['x-should-retry'] !== 'false') replaceRetryHint(error.headers, hint);
   return error;
 }
 
