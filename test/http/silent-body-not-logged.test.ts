@@ -16,6 +16,8 @@ t.test('a management body gone silent ends its connection and logs nothing', asy
   app.use(errorMiddleware((line) => logged.push(line)));
   let reads = 0;
   app.use(async (ctx) => {
+    // The control: a real failure on the same app is logged, so an empty log means something.
+    if (ctx.path === '/broken') throw new Error('a bug of ours');
     reads++;
     ctx.body = { read: await readJsonObjectBody(ctx.req, 1024, 300) };
   });
@@ -34,4 +36,8 @@ t.test('a management body gone silent ends its connection and logs nothing', asy
   t.equal(outcome, 'connection ended');
   t.equal(reads, 1, 'the body was being read');
   t.same(logged, [], 'nothing logged');
+  const broken = await fetch(`http://127.0.0.1:${port}/broken`);
+  t.equal(broken.status, 500);
+  t.equal(logged.length, 1, 'a real failure is logged');
+  t.match(logged[0], /a bug of ours/);
 });
