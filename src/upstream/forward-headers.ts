@@ -9,8 +9,14 @@ import { CLIENT_CREDENTIAL_HEADERS } from './strip-client-credentials.ts';
  * be read from them, and Google's `x-goog-fieldmask`, which filters the answer and could leave
  * its usage out (the client gets the whole answer instead). The client's cookies (the gateway
  * uses none) and who it is or came through (`forwarded`, the common `x-forwarded-*` ones,
- * `x-real-ip`) are not the upstream's business, and a self-hosted upstream that trusts such
- * headers would believe a client's forged ones.
+ * `x-real-ip` and the other client-IP headers CDNs and proxies set, `via`) are not the
+ * upstream's business, and a self-hosted upstream that trusts such headers would believe a
+ * client's forged ones. A browser's `Origin` is answered by the data plane's own CORS: the
+ * gateway, not the page, is the upstream's client, and Anthropic refuses a request naming an
+ * Origin 401 (without `anthropic-dangerous-direct-browser-access`, or with it when browser
+ * access is off), which would disable the credential; that opt-in header means nothing without
+ * an Origin. `referer` is still forwarded: Google judges a key's referrer restriction by it,
+ * and a refusal then is the client's (google-error-reasons.ts).
  */
 const CLIENT_ONLY_REQUEST_HEADERS = [
   'host',
@@ -27,6 +33,15 @@ const CLIENT_ONLY_REQUEST_HEADERS = [
   'x-forwarded-server',
   'x-forwarded-ssl',
   'x-real-ip',
+  'true-client-ip',
+  'cf-connecting-ip',
+  'x-client-ip',
+  'x-cluster-client-ip',
+  'fastly-client-ip',
+  'x-original-forwarded-for',
+  'via',
+  'origin',
+  'anthropic-dangerous-direct-browser-access',
 ];
 const NOT_FORWARDED = withHopByHop([...CLIENT_CREDENTIAL_HEADERS, ...CLIENT_ONLY_REQUEST_HEADERS]);
 

@@ -32,7 +32,7 @@ t.test('hop-by-hop headers, and those named by Connection, are dropped', async (
   t.same(out, { 'content-type': 'application/json', 'set-cookie': ['a=1', 'b=2'] });
 });
 
-t.test('request headers to an upstream: no client credential or account scope, host or expect, and accept-encoding identity in place of the client\'s', async (t) => {
+t.test('request headers to an upstream: no client credential or account scope, host, expect or origin, and accept-encoding identity in place of the client\'s', async (t) => {
   const out = upstreamRequestHeaders({
     host: 'gateway.local',
     authorization: 'Bearer sk-client-access-key',
@@ -49,6 +49,9 @@ t.test('request headers to an upstream: no client credential or account scope, h
     'anthropic-version': '2023-06-01',
     'openai-beta': 'assistants=v2',
     'x-request-id': 'abc',
+    origin: 'https://app.example',
+    'anthropic-dangerous-direct-browser-access': 'true',
+    referer: 'https://app.example/chat',
   });
   t.same(out, {
     'content-type': 'application/json',
@@ -56,6 +59,8 @@ t.test('request headers to an upstream: no client credential or account scope, h
     'anthropic-version': '2023-06-01',
     'openai-beta': 'assistants=v2',
     'x-request-id': 'abc',
+    // Google judges a key's referrer restriction by it; a refusal then is the client's.
+    referer: 'https://app.example/chat',
     // RFC 9110 §12.5.3: no Accept-Encoding would allow any coding, and usage is read from the answer.
     'accept-encoding': 'identity',
   });
@@ -200,9 +205,9 @@ t.test('a WebSocket upgrade with OpenAI-Organization and OpenAI-Project: neither
   t.same(credentials.map((c) => [c.enabled, c.disabled_reason]), [[true, null]], 'the credential still enabled');
 });
 
-// Who the client is, where it came through, and its cookies are not the upstream's business; the
+// Who the client is, where it came through, the page it runs in and its cookies are not the upstream's business; the
 // operator's cookies with the upstream and what the upstream says of its own origin are not the client's.
-const CLIENT_ONLY = { cookie: 'sso=corp', forwarded: 'for=198.51.100.7;host=evil.example', 'x-forwarded-for': '198.51.100.7', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http', 'x-forwarded-port': '80', 'x-forwarded-prefix': '/evil', 'x-forwarded-server': 'evil.example', 'x-forwarded-ssl': 'off', 'x-real-ip': '198.51.100.7' };
+const CLIENT_ONLY = { cookie: 'sso=corp', forwarded: 'for=198.51.100.7;host=evil.example', 'x-forwarded-for': '198.51.100.7', 'x-forwarded-host': 'evil.example', 'x-forwarded-proto': 'http', 'x-forwarded-port': '80', 'x-forwarded-prefix': '/evil', 'x-forwarded-server': 'evil.example', 'x-forwarded-ssl': 'off', 'x-real-ip': '198.51.100.7', 'true-client-ip': '198.51.100.7', 'cf-connecting-ip': '198.51.100.7', 'x-client-ip': '198.51.100.7', 'x-cluster-client-ip': '198.51.100.7', 'fastly-client-ip': '198.51.100.7', 'x-original-forwarded-for': '198.51.100.7', via: '1.1 evil.example', origin: 'https://app.example', 'anthropic-dangerous-direct-browser-access': 'true' };
 const UPSTREAM_ONLY = { 'set-cookie': ['__cf_bm=operator; Domain=.api.vendor.example; HttpOnly', '_cfuvid=abc; Path=/'], 'alt-svc': 'h3=":443"; ma=86400', 'strict-transport-security': 'max-age=31536000' };
 
 t.test('through the server: the client\'s cookies and forwarding headers do not reach the upstream, nor do its set-cookie, alt-svc and HSTS come back', async (t) => {
