@@ -190,7 +190,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         if (prepared.cutShort) throw prepared.refusal;
         if (!current) throw new DataPlaneError('access_key_invalid');
         checkAccessKey(current, op.protocol, deps.clock());
-        if (current.quota) await quota.enforce(current, started, log, usesTokens);
+        if (current.quota) await quota.enforce(current, deps.clock(), log, usesTokens);
+      } else if (current.expires_at !== null && !prepared.cutShort) {
+        // The same record, but its time may have run out while the body uploaded (a body cut short is refused for that, below).
+        checkAccessKey(current, op.protocol, deps.clock());
       }
       // A body refused as read (invalid JSON, a malformed form) only now: the key as it is
       // decides first, and whether that body is recorded (for one cut short, only that).

@@ -72,6 +72,15 @@ export class QuotaMeter {
   readonly #sessions = new Map<number, Set<Session>>();
   /** The key each admitted request holds a place of, and when it was admitted, until its record arrives. */
   readonly #admitted = new WeakMap<LogRecord, Admission>();
+  /**
+   * The latest time any call or record has named. Meters are built and rolled at it, never at an
+   * earlier time a caller passes (a request's start, checked again after its upload): a record
+   * is seen here before it is appended, so none in the store lies past it (earlier runs' records
+   * neither, unless the clock was set back across a restart), and a meter built at
+   * it, reading its period up to the next one's start, sees every record a later period will
+   * hold as it arrives. Moving into a later period then starts rightly from nothing, with no read.
+   */
+  #latest = -Infinity;
 
   constructor(logs: LogReader) {
     this.#logs = logs;
@@ -94,13 +103,14 @@ export class QuotaMeter {
     const own = admitted?.keyId === key.id ? admitted : undefined;
     const held = this.#held(key.id, meter);
     const line = firstReached(key, meter, (held?.admissions.size ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0), usesTokens);
-    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, now));
+    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, this.#latest));
     if (own) return;
     // No await since the check: no other request can take the same place, and `held` is for this meter's period.
     const places = held ?? { admissions: new Set<Admission>(), period: 0, periodStart: meter.periodStart };
-    const admission = { keyId: key.id, at: now };
+    // Its record counts in the period the request started in, whenever it is checked.
+    const admission = { keyId: key.id, at: log.created_at };
     places.admissions.add(admission);
-    if (now >= places.periodStart) places.period += 1;
+    if (admission.at >= places.periodStart) places.period += 1;
     this.#inFlight.set(key.id, places);
     this.#admitted.set(log, admission);
   }
@@ -142,7 +152,7 @@ export class QuotaMeter {
   sessionOver(key: AccessKeyRecord, now: number, startedAt: number, tokens: number, cost: number): QuotaLine | undefined {
     const meter = quotaHasLimits(key.quota) ? this.#meters.get(key.id) : undefined;
     if (meter === undefined) return undefined;
-    rollOver(meter, now, this.#sessions.get(key.id));
+    rollOver(meter, this.#seen(now), this.#sessions.get(key.id));
     const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: roundCost(used.cost + cost) });
     return quotaLines(key.quota!, plus(meter.total), plus(periodOf(meter, startedAt))).find((l) => l.metric !== 'requests' && l.used > l.limit);
   }
@@ -164,6 +174,7 @@ export class QuotaMeter {
 
   /** Counts a request of a metered key; call it for every record appended to the log store. */
   record(log: LogRecord): void {
+    this.#seen(log.created_at);
     const admitted = this.#admitted.get(log);
     if (admitted !== undefined) {
       const places = this.#inFlight.get(admitted.keyId);
@@ -208,10 +219,17 @@ export class QuotaMeter {
     return places;
   }
 
+  /** The latest time seen, `now` included. */
+  #seen(now: number): number {
+    if (now > this.#latest) this.#latest = now;
+    return this.#latest;
+  }
+
   async #loadedMeter(key: AccessKeyRecord, now: number): Promise<Meter> {
-    const meter = this.#meterFor(key, now);
+    const meter = this.#meterFor(key, this.#seen(now));
     await meter.loaded;
-    rollOver(meter, now, this.#sessions.get(key.id));
+    // At the latest time, which records that arrived during the read may have moved on.
+    rollOver(meter, this.#latest, this.#sessions.get(key.id));
     return meter;
   }
 
@@ -233,7 +251,7 @@ export class QuotaMeter {
     // Records appended after these reads are issued are not in their answers: they queue.
     const reads = [
       key.quota?.total ? this.#logs.keyUsage(key.id) : undefined,
-      periodKind ? this.#logs.keyUsage(key.id, meter.periodStart) : undefined,
+      periodKind ? this.#logs.keyUsage(key.id, meter.periodStart, nextPeriodStart(periodKind, meter.periodStart)) : undefined,
       // The ended periods sessions still running started in.
       Promise.all(this.#endedSessionPeriods(key.id, meter).map(async (start) => [start, await this.#logs.keyUsage(key.id, start, nextPeriodStart(periodKind!, start))] as const)),
     ] as const;
@@ -335,9 +353,9 @@ export function quotaMeterFor(logs: LogReader): QuotaMeter {
  * SDKs obey): the shortest period is an hour, and an SDK that honours Retry-After as sent
  * would sleep until the period turns, days for a weekly limit, before raising. A per-period
  * limit still says when it lifts (Retry-After, the next period's start); a total limit never
- * lifts by itself.
+ * lifts by itself, nor does a per-period limit of 0.
  */
 function quotaRefusalHeaders(line: QuotaLine, now: number): Record<string, string> {
-  if (line.scope !== 'per_period' || line.period === undefined) return NO_RETRY;
+  if (line.scope !== 'per_period' || line.period === undefined || line.limit === 0) return NO_RETRY;
   return { ...NO_RETRY, 'retry-after': String(Math.max(1, Math.ceil((nextPeriodStart(line.period, now) - now) / 1000))) };
 }
