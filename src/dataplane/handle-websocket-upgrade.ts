@@ -110,14 +110,16 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     socket.on('error', () => {});
     const watch = new UpgradeClientWatch(socket);
     try {
-      const url = urlOf(req);
-      // The query as sent, for the upstream: url's has been read through URLSearchParams.
-      const search = splitTarget(req).search ?? '';
-      const match = matchRoute(routes, 'GET', url.pathname);
-      const presented = presentedAccessKey(req.headers, url.searchParams);
+      // Path and query as the HTTP path reads them: the target as sent, never parsed as a URL
+      // (node accepts targets a URL cannot be, `*:abc`). Past the `?`, URLSearchParams skips one
+      // more, so `??key=...` names the key on both, and is removed on both.
+      const { path, search = '' } = splitTarget(req);
+      const query = new URLSearchParams(search.slice(1));
+      const match = matchRoute(routes, 'GET', path);
+      const presented = presentedAccessKey(req.headers, query);
       if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') {
         // Only where the caller serves every upgrade here (the server serves these as plain requests: `serves`).
-        style = match.found ? errorStyleOf(match.target, req.headers, presented?.from) : unmatchedErrorStyle(match.near, req.headers, url.pathname, presented?.from);
+        style = match.found ? errorStyleOf(match.target, req.headers, presented?.from) : unmatchedErrorStyle(match.near, req.headers, path, presented?.from);
         throw new DataPlaneError('route_not_found');
       }
       const op = match.target.operation;
@@ -138,9 +140,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       if (!key) throw new DataPlaneError('access_key_invalid');
       log.access_key_id = key.id;
       checkAccessKey(key, op.protocol, started);
-      refuseUnreadableFormat(op.error_style, url.searchParams);
+      refuseUnreadableFormat(op.error_style, query);
       await quota.enforce(key, started, log);
-      const given = url.searchParams.get('model') || undefined;
+      const given = query.get('model') || undefined;
       if (given === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
       const model = cappedModelName(given, 'query');
       log.external_model = model;
@@ -356,7 +358,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   return Object.assign(upgrade, {
     serves(req: IncomingMessage): boolean {
       if (!upgradesTo(req, 'websocket')) return false;
-      const match = matchRoute(routes, 'GET', urlOf(req).pathname);
+      const match = matchRoute(routes, 'GET', splitTarget(req).path);
       return match.found && match.target.kind === 'operation' && match.target.operation.body === 'websocket';
     },
     async close() {
@@ -367,17 +369,6 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       while (inFlight.size > 0 || sessions.size > 0) await Promise.all([...inFlight, ...[...sessions].map((s) => s.closed)]);
     },
   });
-}
-
-/**
- * Joined, not resolved: a path that starts with // is a path here, not a host. The query is
- * read as the HTTP path reads it (URLSearchParams of what follows the `?`, which drops one more
- * leading `?`), so `??key=...` names the key on both, and is removed on both.
- */
-function urlOf(req: IncomingMessage): URL {
-  const url = new URL(`http://gateway.invalid${req.url ?? '/'}`);
-  url.search = new URLSearchParams(url.search.slice(1)).toString();
-  return url;
 }
 
 /** Whether the request's Upgrade header offers `protocol` (RFC 9110 §7.8: a list of protocol[/version]). */

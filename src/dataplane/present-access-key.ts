@@ -21,8 +21,15 @@ export function presentedAccessKey(headers: IncomingHttpHeaders, query: URLSearc
     presentedIn(auth && /^bearer /i.test(auth) ? auth.slice(7) : undefined, 'bearer') ??
     presentedIn(headers['x-api-key'], 'x-api-key') ??
     presentedIn(headers['x-goog-api-key'], 'x-goog-api-key') ??
-    presentedIn(query.get('key') ?? undefined, 'query')
+    presentedIn(queryKey(query), 'query')
   );
+}
+
+/** The first `key` parameter that holds a value: only a blank first one has the rest looked through. */
+function queryKey(query: URLSearchParams): string | undefined {
+  const first = query.get('key');
+  if (first === null) return undefined;
+  return first.trim() ? first : query.getAll('key').find((value) => value.trim());
 }
 
 function presentedIn(value: string | string[] | undefined, from: KeyLocation): PresentedKey | undefined {

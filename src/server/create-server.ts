@@ -190,9 +190,19 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
     const drain = new ConnectionDrain(server);
     const { upgrade, servesUpgrade } = dataPlane;
+    // What throws in an event listener of the server ends the process: a choice that fails on
+    // the client's request leaves its upgrade to the plain request's path, which answers any target.
+    const servedAsUpgrade = (req: IncomingMessage): boolean => {
+      try {
+        return servesUpgrade?.(req) === true;
+      } catch (err) {
+        log(`switchyard: choosing how to serve an upgrade failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+        return false;
+      }
+    };
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       originForm(req);
-      if (upgrade !== undefined && servesUpgrade?.(req) === true) upgrade(req, socket, head);
+      if (upgrade !== undefined && servedAsUpgrade(req)) upgrade(req, socket, head);
       else serveUpgradeAsRequest(server, req, socket, head);
     });
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');

@@ -45,10 +45,21 @@ t.test('the presented key is the first location that holds a value', async (t) =
     ['empty x-api-key', { 'x-api-key': '', 'x-goog-api-key': 'c' }, q(), 'c', 'x-goog-api-key'],
     ['blank headers', { 'x-api-key': ' ', 'x-goog-api-key': '\t' }, q('key=d'), 'd', 'query'],
     ['all empty', { authorization: 'Bearer ', 'x-api-key': '' }, q('key='), undefined, undefined],
+    ['an empty key parameter before one with a value', {}, q('key=&key=d'), 'd', 'query'],
+    ['blank key parameters before one with a value, the first of those', {}, q('key=%20&x=1&key=&key=d&key=e'), 'd', 'query'],
+    ['only blank key parameters', { 'x-api-key': '' }, q('key=&key=%09'), undefined, undefined],
   ];
   for (const [name, headers, query, expected, from] of cases) {
     const presented = presentedAccessKey(headers, query);
     t.equal(presented?.value, expected, name);
     t.equal(presented?.from, from, `${name}: where it was found`);
   }
+});
+
+t.test('an empty key query parameter before the AccessKey does not hide it', async (t) => {
+  const { upstream, gw, keyValue } = await chatRoute(t);
+  const res = await fetch(`${gw.url}/v1/chat/completions?key=&key=${keyValue}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody('m') });
+  t.equal(res.status, 200);
+  t.equal(upstream.requests.length, 1);
+  t.notOk(upstream.requests[0]!.url.includes('key'), 'neither key parameter is forwarded');
 });

@@ -27,3 +27,8 @@ t.test('a key after a doubled ? is removed, and the model that follows it is rep
   const { url } = await upstreamUrlOf(t, (k) => `??key=${k}&model=voice&n=~`, 'voice-up');
   t.equal(url, `${REALTIME_PATH}?model=voice-up&n=~`);
 });
+
+t.test('an empty key parameter before the AccessKey does not hide it; neither goes upstream', async (t) => {
+  const { url } = await upstreamUrlOf(t, (k) => `?key=&model=voice&key=${k}&n=1`, 'voice-up');
+  t.equal(url, `${REALTIME_PATH}?model=voice-up&n=1`);
+});
