@@ -2,6 +2,7 @@ import { WebSocket, type RawData } from 'ws';
 import type { LogRecord } from '../store/logs/index.ts';
 import type { SessionUsageAccumulator } from '../usage/index.ts';
 import { ABNORMAL_CLOSURE, isErrorCloseCode, passedOnCloseCode } from './session-close-code.ts';
+import { closeSessionSocket, MAX_CLOSE_REASON_BYTES } from './close-session-socket.ts';
 import { maskSecretInText } from './mask-upstream-secret.ts';
 import { HEARTBEAT_PAYLOAD, watchSessionClient, type ClientConnection } from './session-heartbeat.ts';
 import type { SessionWebSocket } from './session-websocket.ts';
@@ -94,7 +95,7 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
       end.upstreamErrorCode = code;
     }
     const closeCode = passedOnCloseCode(code, byClient);
-    for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(closeCode, reason);
+    for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) closeSessionSocket(ws, closeCode, reason);
     // Holding a side back served its peer, which is closing now: each side is read to its close
     // frame (the upstream's usage counted, nothing relayed), the upstream for at most the grace.
     for (const ws of [client, upstream]) ws.resume();
@@ -135,7 +136,7 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
     goAway() {
       if (goingAway) return;
       goingAway = true;
-      for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) ws.close(GOING_AWAY, 'going away');
+      for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) closeSessionSocket(ws, GOING_AWAY, 'going away');
       // As in finish: a side held back is read to its close frame (the upstream's usage counted, nothing relayed).
       for (const ws of [client, upstream]) ws.resume();
       grace = setTimeout(() => {
@@ -177,12 +178,30 @@ function relayControlFrames(from: WebSocket, to: WebSocket) {
   });
 }
 
-/** The close reason with the secret masked in any form it is echoed in (maskSecretInText checks each). */
+/**
+ * The close reason with the secret masked in any form it is echoed in (maskSecretInText checks
+ * each), cut to MAX_CLOSE_REASON_BYTES at a character's end: a short secret's mask is longer
+ * than the secret, and ws refuses a longer reason.
+ */
 function maskedReason(reason: Buffer, secret: string): Buffer {
   if (reason.length === 0) return reason;
   const text = reason.toString();
   const masked = maskSecretInText(text, secret);
-  return masked === text ? reason : Buffer.from(masked);
+  if (masked === text) return reason;
+  const bytes = Buffer.from(masked);
+  if (bytes.length <= MAX_CLOSE_REASON_BYTES) return bytes;
+  // A cut inside a word can leave a short secret's form there as a whole token (masked only as one): the cut moves back past it.
+  for (let end = characterEnd(bytes, MAX_CLOSE_REASON_BYTES); ; end = characterEnd(bytes, end - 1)) {
+    const cut = bytes.subarray(0, end);
+    if (end === 0 || maskSecretInText(cut.toString(), secret) === cut.toString()) return cut;
+  }
+}
+
+/** The largest length up to `limit` at which `bytes` (UTF-8) ends on a whole character. */
+function characterEnd(bytes: Buffer, limit: number): number {
+  let end = limit;
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--;
+  return end;
 }
 
 function closedEvent(ws: WebSocket): Promise<void> {
