@@ -59,6 +59,8 @@ export class StreamUsageAccumulator {
 
   #merge(source: CompiledUsageTable['stream'][number], counters: RawUsageCounters): void {
     const kept = this.#counters;
+    // An empty usage object after a real one (`"usage":{}` on a later chunk) says nothing: it must not reset it.
+    if (kept !== undefined && counters.every((c) => c === undefined)) return;
     if (source.merge === 'replace' || kept === undefined) {
       this.#counters = counters;
     } else {

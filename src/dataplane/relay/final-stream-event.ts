@@ -28,6 +28,17 @@ export function owesFinalEvent(style: StreamErrorStyle): boolean {
 }
 
 /**
+ * Whether SSE bytes hold a field line, not only comments and line ends: a last block that
+ * holds one and ends without its blank line is an event cut short (a `: ping` is not).
+ */
+export function holdsFieldLine(bytes: Buffer): boolean {
+  return bytes
+    .toString('utf8')
+    .split(/\r\n|\r|\n/)
+    .some((line) => line.length > 0 && !line.startsWith(':'));
+}
+
+/**
  * Whether the last event of `bytes` (whole SSE events) is the one `style` ends a finished
  * stream with. A `data: [DONE]` that some compatible upstreams append after another
  * protocol's final event is not looked at, as a comment is not.

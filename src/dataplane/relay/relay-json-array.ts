@@ -1,5 +1,8 @@
 import { JsonArrayStreamSplitter, jsonArrayStreamErrorTail } from '../../streaming/index.ts';
+import type { UpstreamBodySink } from '../../upstream/index.ts';
 import { BodyRelay } from './relay-body.ts';
+import { SniffedStreamRelay } from './relay-sniffed-stream.ts';
+import { SseRelay } from './relay-sse.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
 
@@ -14,8 +17,10 @@ const OPEN_BRACKET = 0x5b;
  * comes, and a failure inside it can only end the connection. An array that ends before its
  * `]` is a break (after the upstream's own error element, closed as one but recorded as the
  * upstream's error); a stall or break after its `]` ends nothing the client still needs.
- * A JSON body whose first byte past whitespace is not `[` is no stream but an answer as to a
- * non-streamed request: it goes to a BodyRelay, as sent, its usage read as that body's.
+ * A body whose first byte past whitespace is not `[` is no array: its first bytes decide, as a
+ * sniffed answer's do. An event stream (an `alt=sse` stream typed as JSON) goes to the SSE
+ * relay; anything else is an answer as to a non-streamed request and goes to a BodyRelay, as
+ * sent, its usage read as that body's.
  */
 export class JsonArrayRelay extends StreamRelay {
   readonly #splitter = new JsonArrayStreamSplitter(MAX_HELD_EVENT_BYTES);
@@ -27,7 +32,7 @@ export class JsonArrayRelay extends StreamRelay {
   /** The body's first byte past whitespace was seen. */
   #framingKnown = false;
   /** Relays a body that is no array, once its first byte past whitespace said so. */
-  #plainBody: BodyRelay | undefined;
+  #plainBody: UpstreamBodySink | undefined;
 
   onData(chunk: Buffer): void {
     if (this.#plainBody !== undefined) return this.#plainBody.onData(chunk);
@@ -100,9 +105,11 @@ export class JsonArrayRelay extends StreamRelay {
     return false;
   }
 
-  /** Hands the body over to a BodyRelay: the whitespace held so far, then `chunk`. */
+  /** Hands the body over to the sink its first bytes choose: the whitespace held so far, then `chunk`. */
   #relayAsBody(chunk: Buffer): void {
-    const body = (this.#plainBody = new BodyRelay(this.relay, true, this.leaveToBody()));
+    const { relay } = this;
+    const done = this.leaveToBody();
+    const body = (this.#plainBody = new SniffedStreamRelay((sse) => (sse ? new SseRelay(relay, done) : new BodyRelay(relay, true, done))));
     for (const held of this.#held) body.onData(held);
     this.#held = [];
     this.#heldBytes = 0;

@@ -1,6 +1,6 @@
 import { SseEventSplitter, sseEventData, streamErrorEvent } from '../../streaming/index.ts';
 import { isUsageOnlyChunk } from '../../usage/index.ts';
-import { carriesEvent, endsWithFinalEvent, opensFinalEvent, owesFinalEvent } from './final-stream-event.ts';
+import { carriesEvent, endsWithFinalEvent, holdsFieldLine, opensFinalEvent, owesFinalEvent } from './final-stream-event.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
@@ -36,6 +36,8 @@ export class SseRelay extends StreamRelay {
   #largeFinalEnd: Buffer | undefined;
   /** The last read ended with an event dropped at its closing CR: an LF starting the next completes it. */
   #droppedBeforeLf = false;
+  /** A last block the upstream ended without its blank line, held until the stream's end is judged. */
+  #rest: Buffer | undefined;
 
   onData(chunk: Buffer): void {
     this.idle.touch();
@@ -58,21 +60,38 @@ export class SseRelay extends StreamRelay {
     }
   }
 
-  // A stream that ended cleanly passes on a last block sent without its blank line, as sent.
+  // A last block sent without its blank line is held until the end is judged (completed() reads
+  // it): it goes on, ended, after a whole stream (readHeld), and is dropped before an error event.
   protected endCleanly(): void {
     const rest = this.#splitter.end();
     if (rest === undefined) return;
-    if (this.#passingLargeEvent) this.#passOn(rest);
-    else this.#forward([rest]);
+    if (this.#passingLargeEvent) return this.#passOn(rest);
+    // The upstream's own error event ends the stream as the upstream's, not as a break.
+    const errors = this.upstreamErrors;
+    if (errors !== undefined && errors.candidateIn(rest) !== -1 && errors.isErrorEvent(rest.toString('utf8'))) this.upstreamErrorSeen();
+    this.#rest = rest;
   }
 
-  // Not completions': some compatible upstreams omit its `[DONE]`. Nor a resumed stream's until an event passed (one resumed at or past its end sends none).
+  // A field line left unfinished is a cut event in any style. Else not completions': some
+  // compatible upstreams omit its `[DONE]`. Nor a resumed stream's until an event passed (one
+  // resumed at or past its end sends none).
   protected owesEnd(): boolean {
     const { options } = this.relay;
+    if (this.#rest !== undefined && holdsFieldLine(this.#rest)) return true;
     return owesFinalEvent(options.streamStyle) && (options.firstSequence === undefined || this.#lastPassed !== undefined);
   }
 
+  // The held rest goes on once no error event is to follow, with the line ends it lacks: the SDKs
+  // drop a last event that no blank line ends (the final event, or the upstream's error event).
+  protected override readHeld(): void {
+    const rest = this.#rest;
+    this.#rest = undefined;
+    if (rest !== undefined) this.#forward([Buffer.concat([rest, blankLineAfter(rest)])]);
+  }
+
   protected writeFailure(code: string): void {
+    // A rest still held is dropped, as a break drops it: the error event stands on its own.
+    this.#rest = undefined;
     // Before its first byte, the stream is answered with the gateway's HTTP error instead.
     if (this.relay.answerFailure(code)) return;
     // Nothing valid can follow half an event.
@@ -81,8 +100,10 @@ export class SseRelay extends StreamRelay {
   }
 
   protected override completed(): boolean {
+    const style = this.relay.options.streamStyle;
+    if (this.#rest !== undefined && carriesEvent(style, this.#rest)) return endsWithFinalEvent(style, this.#rest);
     const last = this.#lastPassed;
-    return !this.#passingLargeEvent && last !== undefined && (last === this.#largeFinalEnd || endsWithFinalEvent(this.relay.options.streamStyle, last));
+    return !this.#passingLargeEvent && last !== undefined && (last === this.#largeFinalEnd || endsWithFinalEvent(style, last));
   }
 
   #forward(events: Buffer[]): void {
@@ -206,6 +227,18 @@ export class SseRelay extends StreamRelay {
     const seq = this.#lastSequenced === undefined ? null : SEQUENCE_NUMBER.exec(this.#lastSequenced.toString('utf8'));
     return seq ? Number(seq[1]) + 1 : (this.relay.options.firstSequence ?? 0);
   }
+}
+
+const CR_END = Buffer.from('\r');
+const LF_END = Buffer.from('\n');
+const CRLF_END = Buffer.from('\r\n');
+
+/** The line ends that end the last line of `rest` and then the event, in its own line end style. */
+function blankLineAfter(rest: Buffer): Buffer {
+  const last = rest[rest.length - 1];
+  if (last === CR) return CR_END;
+  if (last === LF) return rest[rest.length - 2] === CR ? CRLF_END : LF_END;
+  return BLANK_LINE;
 }
 
 function isLoneLf(piece: Buffer): boolean {

@@ -75,8 +75,9 @@ export abstract class StreamRelay implements UpstreamBodySink {
   }
 
   /**
-   * The body turned out to be no stream, and another sink relays it from here as a plain body:
-   * it is no longer watched nor ended as a stream. Returns the `done` that sink calls.
+   * The body turned out to be framed otherwise, and another sink relays it from here (a plain
+   * body, or an SSE relay that watches and ends it itself): this relay no longer watches nor
+   * ends it. Returns the `done` that sink calls.
    */
   protected leaveToBody(): () => void {
     this.idle.stop();
@@ -98,7 +99,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
   /** Ends the client's stream after the gateway broke it off with `code`. */
   protected abstract writeFailure(code: string): void;
 
-  /** Reads what the client got whole but the relay still holds, when the stream stops short. */
+  /** Takes in what the relay still holds once the stream's end is settled: what the client got whole is read, what it is still owed passed on. */
   protected readHeld(): void {}
 
   /**
@@ -117,7 +118,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
     // A stall or break after the final event ends the client's stream as the upstream would have.
     else if (failure !== undefined && this.completed()) this.relay.outcome.streamFailure = undefined;
     else if (failure !== undefined && this.relay.clientOpen) this.writeFailure(failure);
-    // After writeFailure, which places its error by what is still held.
+    // After writeFailure, which places its error by what is still held, or drops it.
     this.readHeld();
     this.relay.outcome.usage = this.usage?.result();
     // Recorded only now: the client already has the upstream's error event, the gateway adds
