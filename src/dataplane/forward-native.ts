@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import type { TokenUsage, UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView, Settings } from '../store/records.ts';
@@ -107,6 +107,12 @@ export interface ForwardResult {
 
 /** Why an attempt after the first was not made: the client's SDK would give up before it could be answered. */
 const CLIENT_DEADLINE_DETAIL = "(too little of the client's x-stainless-timeout left for another attempt)";
+
+/**
+ * How many times a request is sent again after a stale pooled connection: another idle
+ * connection in the pool may be stale too.
+ */
+const STALE_RENEWALS = 2;
 
 const CLOSED_WHILE_SENDING_DETAIL = '(upstream_closed_while_sending: the upstream closed the connection before the whole request body was sent; it may have refused the body, for example as too large)';
 
@@ -239,16 +245,19 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
   let bodyConsumed = false;
   /** The credentials this request's verdicts cooled down or disabled, as they left them. */
   const judged: CredentialView[] = [];
+  /** Attempts sent again on a new connection after a stale one (STALE_RENEWALS): not counted against maxAttempts. */
+  let renewals = 0;
   let exchange: UpstreamExchange | undefined;
   const abortExchange = () => exchange?.abort();
 
   try {
     candidates: for (const routed of input.candidates) {
       const credentials = routed === resumed?.candidate ? resumed.credentials : deps.pool.usable(routed.group, credentialsToTry(input, deps, routed.group.id), deps.now());
-      for (const listed of credentials) {
+      for (let turn = 0; turn < credentials.length; turn++) {
+        const listed = credentials[turn]!;
         // The first attempt forwardNative made (after the same checks) is taken over here.
         const sent = attempts.length === 0 && resumed?.sent?.credential === listed ? resumed.sent : undefined;
-        if (sent === undefined && (attempts.length >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
+        if (sent === undefined && (attempts.length - renewals >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
         if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? routed, credential: lastCredential });
         // Routed by the configuration as it was before an earlier attempt's wait: a credential or
@@ -290,10 +299,17 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           else throw sent.got.error;
         } catch (err) {
           watch.point(undefined);
-          const failed = await attemptFailed(input, deps, result, { candidate, credential, settings, access, attempt, streamedBody, judged }, err);
+          const resendable = input.op.replay_safe && !bodyConsumed;
+          const failed = await attemptFailed(input, deps, result, { candidate, credential, settings, access, attempt, streamedBody, judged, resendable, renewalsLeft: renewals < STALE_RENEWALS }, err);
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
+          // The same credential again, on a new connection (the stale one is gone from the pool).
+          if (failed.renew) {
+            renewals++;
+            turn--;
+            continue;
+          }
           if (failed.skipGroup) continue candidates;
           // A connection that never opened proves the upstream saw nothing; other failures may not.
           if (!input.op.replay_safe && !failed.notDelivered) break candidates;
@@ -322,7 +338,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if (answer.failsOver) {
             judged.push(await deps.pool.apply(credential, access, answer.verdict, deps.now()));
             const mayRetry = !bodyConsumed && (input.op.replay_safe || answer.rejectedBeforeProcessing);
-            if (mayRetry && attempts.length < deps.maxAttempts) {
+            if (mayRetry && attempts.length - renewals < deps.maxAttempts) {
               failure ??= await readFailure();
               if (failure instanceof DataPlaneError) {
                 // Undecodable: this attempt failed as the status says, the next credential may still answer.
@@ -512,6 +528,10 @@ interface Attempted {
   streamedBody: Readable | undefined;
   /** The request's judged credentials, which a verdict here joins. */
   judged: CredentialView[];
+  /** The operation may be sent again (replay_safe) and its body can be. */
+  resendable: boolean;
+  /** Fewer than STALE_RENEWALS attempts of this request were sent again after a stale connection. */
+  renewalsLeft: boolean;
 }
 
 /**
@@ -565,9 +585,18 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // the reset discarded). No fault of the credential: another client's smaller body may pass.
   // Nor one for the SDKs to send again: the same body would be refused the same way.
   if (failure.whileSending) return { error: new DataPlaneError('upstream_unreachable', CLOSED_WHILE_SENDING_DETAIL, NO_RETRY), candidate, credential, notDelivered: false };
+  // A pooled connection the upstream closed as the request crossed its idle timeout: nothing
+  // said of the credential. Sent again on a new connection when it may be; else the client's
+  // answer, no verdict. Once the renewals are spent (a connection cut after part of the request's
+  // own answer reads the same) it fails as any lost connection does.
+  if (failure.staleConnection && (!at.resendable || at.renewalsLeft)) {
+    return { error: new DataPlaneError('upstream_unreachable', `(${failure.code})`), candidate, credential, notDelivered: false, ...(at.resendable ? { renew: true as const } : {}) };
+  }
+  const lost = failure.staleConnection ? CONNECTION_LOST : failure;
+  attempt.error_code = lost.code;
   at.judged.push(await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now()));
-  const error = new DataPlaneError(failure.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${failure.code})`);
-  return { error, candidate, credential, notDelivered: failure.notDelivered === true };
+  const error = new DataPlaneError(lost.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${lost.code})`);
+  return { error, candidate, credential, notDelivered: lost.notDelivered === true };
 }
 
 interface AttemptFailure {
@@ -582,6 +611,8 @@ interface FailedAttempt extends AttemptFailure {
   notDelivered: boolean;
   /** No credential of this Group can serve the request: go on with the next Group. */
   skipGroup?: true;
+  /** Sent on a stale pooled connection: send it again to the same credential. */
+  renew?: true;
 }
 
 /**

@@ -2,6 +2,7 @@ import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
 import { PROXY_CONNECT_FAILED, PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
 import { requestProgress, requestWritten } from './request-written.ts';
+import { endedReadConnection } from './reused-connection.ts';
 
 export type UpstreamFailureKind =
   | 'aborted'
@@ -34,6 +35,13 @@ export interface UpstreamFailure {
    * answer the reset discarded). No fault of the credential.
    */
   whileSending?: true;
+  /**
+   * The connection broke after the whole request was written and before any of its answer, and
+   * it had carried earlier answers: a pooled keep-alive connection the upstream closed as the
+   * request crossed its idle timeout (see reused-connection.ts). It says nothing of the
+   * credential; the same request on a new connection may well pass.
+   */
+  staleConnection?: true;
   /** Gateway reason code for logs and error bodies. */
   code: string;
 }
@@ -92,6 +100,12 @@ const SEND_TIMEOUT: UpstreamFailure = { kind: 'headers_timeout', notDelivered: f
 /** A lost connection while the body was still being written (see UpstreamFailure.whileSending). */
 const CLOSED_WHILE_SENDING: UpstreamFailure = { kind: 'connection_lost', notDelivered: false, whileSending: true, code: 'upstream_closed_while_sending' };
 
+/** A lost connection, for one read as stale no longer (forward-native's renewals spent). */
+export const CONNECTION_LOST: UpstreamFailure = FAILURES.connection_lost;
+
+/** A lost connection that had carried earlier answers (see UpstreamFailure.staleConnection). */
+const STALE_CONNECTION: UpstreamFailure = { kind: 'connection_lost', notDelivered: false, staleConnection: true, code: 'upstream_stale_connection' };
+
 /**
  * Connection failures that, through a proxy, are the connection to the proxy failing (a
  * CONNECT that got no answer at all, whatever the reason, is re-coded PROXY_CONNECT_FAILED).
@@ -132,6 +146,8 @@ export function classifyUpstreamError(error: unknown, options: { viaProxy?: bool
   const failure = classifyByCode(error, options);
   if (failure.kind === 'headers_timeout' && requestProgress(error) === 'partly') return SEND_TIMEOUT;
   if (failure.kind === 'connection_lost' && requestProgress(error) === 'partly') return CLOSED_WHILE_SENDING;
+  // Progress is noted only for a request that failed before its answer's headers.
+  if (failure.kind === 'connection_lost' && requestProgress(error) === 'whole' && endedReadConnection(error)) return STALE_CONNECTION;
   // Failed before undici started writing it: the upstream saw nothing (nor works on it), whatever the code says.
   if (requestWritten(error) !== false || failure.notDelivered || failure.kind === 'aborted') return failure;
   const { overdue: _overdue, ...notSent } = failure;

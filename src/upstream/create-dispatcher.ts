@@ -1,9 +1,10 @@
-import { Agent, Client, Pool, ProxyAgent, type Dispatcher } from 'undici';
+import { Agent, Client, Pool, ProxyAgent, buildConnector, type Dispatcher } from 'undici';
 import type { ResolvedUpstreamOptions } from './upstream-options.ts';
 import { socksConnector } from './socks-connector.ts';
 import { InvalidProxyUrlError, parseProxyUrl, type ParsedProxyUrl } from './parse-proxy-url.ts';
 import { proxyTunnelPool } from './proxy-tunnel-pool.ts';
 import { redactUrl } from './redact-url.ts';
+import { watchReuse } from './reused-connection.ts';
 
 /**
  * Client objects without a connection a pool may hold past as many as hold one, before it is
@@ -26,7 +27,7 @@ export function createOriginPool(origin: string, options: ResolvedUpstreamOption
   const pool = new Pool(origin, {
     connections: options.connections,
     ...keepAlive(options),
-    connect: { ...options.tls, timeout: options.connectTimeoutMs },
+    connect: watchReuse(buildConnector({ ...options.tls, timeout: options.connectTimeoutMs })),
     factory: (url, clientOptions) => {
       const client = new Client(url, clientOptions);
       clients.add(client);
@@ -85,6 +86,7 @@ function buildProxyDispatcher({ url, kind, authorization }: ParsedProxyUrl, opti
       connections: options.connections,
       ...keepAlive(options),
       clientFactory: proxyTunnelPool(options.connectTimeoutMs),
+      factory: watchedTunnels,
       proxyTls: { timeout: options.connectTimeoutMs },
       requestTls: { ...options.tls, timeout: options.connectTimeoutMs },
     });
@@ -92,9 +94,21 @@ function buildProxyDispatcher({ url, kind, authorization }: ParsedProxyUrl, opti
   return new Agent({
     connections: options.connections,
     ...keepAlive(options),
-    connect: socksConnector(url, {
-      connectTimeoutMs: options.connectTimeoutMs,
-      ...(options.tls !== undefined ? { tls: options.tls } : {}),
-    }),
+    connect: watchReuse(
+      socksConnector(url, {
+        connectTimeoutMs: options.connectTimeoutMs,
+        ...(options.tls !== undefined ? { tls: options.tls } : {}),
+      }),
+    ),
   });
+}
+
+/**
+ * The dispatchers to each origin behind an HTTP proxy, as undici's own ProxyAgent factory makes
+ * them (a Client for one connection, else a Pool), with their tunnelled connections watched.
+ */
+function watchedTunnels(origin: string | URL, options: object): Dispatcher {
+  const given = options as Pool.Options & { connect: buildConnector.connector };
+  const watched = { ...given, connect: watchReuse(given.connect) };
+  return given.connections === 1 ? new Client(origin, watched) : new Pool(origin, watched);
 }

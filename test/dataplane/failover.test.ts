@@ -896,19 +896,21 @@ for (const passthrough of [
 // successful requests, then fails the next request's first attempt.
 
 /** A substitute upstream answering `ok`, except the one request after `failNext(behaviour)`, which gets that behaviour. */
-async function upstreamFailingNext(t: Test): Promise<Upstream & { secrets(): string[]; failNext(behaviour: Behaviour): void }> {
+async function upstreamFailingNext(t: Test, fresh: boolean): Promise<Upstream & { secrets(): string[]; failNext(behaviour: Behaviour): void }> {
   let pending: Behaviour | undefined;
   const upstream = await startUpstream((req, res) => {
     const behaviour = pending ?? ok;
     pending = undefined;
+    // Each answer closes its connection: the failing request comes on a new one, not a stale pooled one.
+    if (fresh) res.setHeader('connection', 'close');
     behaviour(res, req);
   });
   t.teardown(() => upstream.close());
   return Object.assign(upstream, { secrets: () => upstream.requests.map(secretOf), failNext: (behaviour: Behaviour) => void (pending = behaviour) });
 }
 
-async function warmed(t: Test, channel: string, protocol: string, call: (gw: Gateway, keyValue: string) => Promise<Response>) {
-  const upstream = await upstreamFailingNext(t);
+async function warmed(t: Test, channel: string, protocol: string, call: (gw: Gateway, keyValue: string) => Promise<Response>, fresh = false) {
+  const upstream = await upstreamFailingNext(t, fresh);
   const gw = await gateway(t);
   const seeded = await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'] });
   const { keyValue } = await createKey(gw.store, { protocols: [protocol] });
@@ -921,7 +923,7 @@ const embeddingsCall = (gw: Gateway, keyValue: string) =>
   fetch(`${gw.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-chat', input: 'x' }) });
 
 t.test('secrets cached: a first attempt whose connection is lost goes on to the other credential (replay safe)', async (t) => {
-  const { upstream, gw, keyValue, credentials, warm } = await warmed(t, 'ch02', 'x-completions', chatCall);
+  const { upstream, gw, keyValue, credentials, warm } = await warmed(t, 'ch02', 'x-completions', chatCall, true);
   upstream.failNext(hangUp);
   const res = await chatCall(gw, keyValue);
   t.equal(res.status, 200);
@@ -934,7 +936,7 @@ t.test('secrets cached: a first attempt whose connection is lost goes on to the 
 });
 
 t.test('secrets cached: a non-replay-safe first attempt whose connection is lost is not sent again', async (t) => {
-  const { upstream, gw, keyValue, warm } = await warmed(t, 'ch03', 'x-chat-embeddings', embeddingsCall);
+  const { upstream, gw, keyValue, warm } = await warmed(t, 'ch03', 'x-chat-embeddings', embeddingsCall, true);
   upstream.failNext(hangUp);
   const res = await embeddingsCall(gw, keyValue);
   t.equal(res.status, 502);

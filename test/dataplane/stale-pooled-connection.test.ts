@@ -1,0 +1,148 @@
+import t, { type Test } from 'tap';
+import net, { type AddressInfo } from 'node:net';
+import { startDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { chatBody, completionJson, createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { resolveUpstreamOptions } from '../../src/upstream/upstream-options.ts';
+
+// A pooled keep-alive connection the upstream closes as the next request crosses its idle
+// timeout says nothing of the credential: the request goes again on a new connection when it
+// may be replayed, and no credential cools down.
+
+/** What the upstream does with the nth request (from 1) on a connection. */
+type OnRequest = (socket: net.Socket, nth: number) => void;
+
+/** A raw HTTP/1.1 upstream on 127.0.0.1 (bodies by content-length), counting connections and requests. */
+async function rawUpstream(t: Test, onRequest: OnRequest): Promise<{ url: string; connections(): number; requests(): number }> {
+  let connections = 0;
+  let requests = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    connections++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {});
+    let nth = 0;
+    let buffered = Buffer.alloc(0);
+    socket.on('data', (chunk) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      for (;;) {
+        const headEnd = buffered.indexOf('\r\n\r\n');
+        if (headEnd < 0) return;
+        const length = Number(/content-length:\s*(\d+)/i.exec(buffered.subarray(0, headEnd).toString('latin1'))?.[1] ?? 0);
+        if (buffered.length < headEnd + 4 + length) return;
+        buffered = buffered.subarray(headEnd + 4 + length);
+        requests++;
+        onRequest(socket, ++nth);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections, requests: () => requests };
+}
+
+function answer(socket: net.Socket, body: string): void {
+  socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
+/** Answers the first request on each connection; closes the connection, unanswered, at the second. */
+const closesAtSecond =
+  (body: string): OnRequest =>
+  (socket, nth) =>
+    nth === 1 ? answer(socket, body) : socket.destroy();
+
+const MODELS = [{ external: 'team-chat', upstream: 'vendor-chat' }];
+
+async function setup(t: Test, channel: string, protocol: string, onRequest: OnRequest) {
+  const upstream = await rawUpstream(t, onRequest);
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  const { group, credentials } = await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-only-one-123456'] });
+  const { keyValue } = await createKey(gw.store, { protocols: [protocol] });
+  return { upstream, gw, group, credential: credentials[0]!, keyValue };
+}
+
+const chat = (gw: Gateway, keyValue: string) => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });
+const embeddings = (gw: Gateway, keyValue: string) =>
+  fetch(`${gw.url}/v1/embeddings`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-chat', input: 'x' }) });
+
+t.test('a replay-safe request on a pooled connection the upstream closed goes again on a new one: 200, no cooldown', async (t) => {
+  const { upstream, gw, group, credential, keyValue } = await setup(t, 'ch02', 'x-completions', closesAtSecond(completionJson('vendor-chat')));
+  const first = await chat(gw, keyValue);
+  t.equal(first.status, 200);
+  await first.text();
+  const second = await chat(gw, keyValue);
+  t.equal(second.status, 200, 'the second request is answered');
+  await second.text();
+  t.equal(upstream.connections(), 2, 'the request went again on a new connection');
+  t.equal(upstream.requests(), 3);
+  const view = await credentialView(gw.store, group.id, credential.id);
+  t.equal(view.cooldown_until, null, 'the credential is not cooled down');
+  t.equal(view.state, 'active');
+  const record = await waitForLog(gw, second.headers.get('x-switchyard-request-id'));
+  t.match(record, {
+    status: 200,
+    attempt_count: 2,
+    attempts: [
+      { credential_id: String(credential.id), status: null, error_code: 'upstream_stale_connection' },
+      { credential_id: String(credential.id), status: 200, error_code: null },
+    ],
+  });
+  const third = await chat(gw, keyValue);
+  t.equal(third.status, 200, 'the next request too');
+});
+
+t.test('a request not replay-safe on a pooled connection the upstream closed is not sent again, and no credential cools down', async (t) => {
+  const embedding = JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1] }], model: 'vendor-chat', usage: { prompt_tokens: 1, total_tokens: 1 } });
+  const { upstream, gw, group, credential, keyValue } = await setup(t, 'ch03', 'x-chat-embeddings', closesAtSecond(embedding));
+  const first = await embeddings(gw, keyValue);
+  t.equal(first.status, 200);
+  await first.text();
+  const second = await embeddings(gw, keyValue);
+  t.equal(second.status, 502);
+  t.match(await second.json(), { error: { code: 'upstream_unreachable' } });
+  t.equal(upstream.requests(), 2, 'not sent again');
+  const view = await credentialView(gw.store, group.id, credential.id);
+  t.equal(view.cooldown_until, null, 'the credential is not cooled down');
+  const record = await waitForLog(gw, second.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 502, error_code: 'upstream_unreachable', attempt_count: 1, attempts: [{ status: null, error_code: 'upstream_stale_connection' }] });
+  const third = await embeddings(gw, keyValue);
+  t.equal(third.status, 200, 'the credential still serves');
+});
+
+t.test('control: an upstream that closes every request after the first, on new connections too, still cools the credential down', async (t) => {
+  let answered = false;
+  const { upstream, gw, group, credential, keyValue } = await setup(t, 'ch02', 'x-completions', (socket) => {
+    if (answered) return void socket.destroy();
+    answered = true;
+    answer(socket, completionJson('vendor-chat'));
+  });
+  t.equal((await chat(gw, keyValue)).status, 200);
+  const second = await chat(gw, keyValue);
+  t.equal(second.status, 502);
+  t.equal(upstream.requests(), 3, 'sent again once, on a new connection');
+  const view = await credentialView(gw.store, group.id, credential.id);
+  t.not(view.cooldown_until, null, 'the credential is cooled down');
+  const record = await waitForLog(gw, second.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 502, error_code: 'upstream_unreachable', attempts: [{ error_code: 'upstream_stale_connection' }, { error_code: 'upstream_connection_lost' }] });
+});
+
+t.test('control: an upstream that cuts every answer after its first bytes is sent the request three times at most, then cools down', async (t) => {
+  const { upstream, gw, group, credential, keyValue } = await setup(t, 'ch02', 'x-completions', (socket) => {
+    socket.end('HTTP/1.1 2');
+  });
+  const res = await chat(gw, keyValue);
+  t.equal(res.status, 502);
+  t.equal(upstream.requests(), 3, 'two renewals, no more');
+  const view = await credentialView(gw.store, group.id, credential.id);
+  t.not(view.cooldown_until, null, 'the credential is cooled down');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { attempt_count: 3, attempts: [{ error_code: 'upstream_stale_connection' }, { error_code: 'upstream_stale_connection' }, { error_code: 'upstream_connection_lost' }] });
+});
+
+t.test('idle upstream connections are kept 4 s by default, under the 5 s of node and uvicorn servers', async (t) => {
+  t.equal(resolveUpstreamOptions({}).keepAliveTimeoutMs, 4_000);
+});
