@@ -24,7 +24,8 @@ const HEAD_HOLD_MS = 2000;
  * upstream sent them. SSE (by its content type or, answering a stream request uncompressed, by
  * its first bytes) goes event by event; an idle or broken upstream stream ends with the
  * client protocol's error event, or, when it fails before its first byte and within
- * HEAD_HOLD_MS, is answered with the gateway's HTTP error instead (its status is held until then). A client that leaves aborts the upstream request. Whatever the
+ * HEAD_HOLD_MS, is answered with the gateway's HTTP error instead (its status is held until then).
+ * So is a plain body that fails before its first byte; one that fails after is cut. A client that leaves aborts the upstream request. Whatever the
  * status, no credential header reaches the client and `secret` (the upstream's) is masked in
  * the header values; a body below 400 goes as sent (a stream compressed in a coding the gateway
  * decodes goes decoded, its events being read; a plain JSON body so compressed goes as sent,
@@ -58,8 +59,10 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // without them: one that fails before is answered with the gateway's HTTP error, which an SDK
   // raises as such (its stream helpers expect the protocol's first event, not an error event, first).
   const holdHead = isSse && reply.status < 400;
-  // A sniffed answer's too, until its first bytes say whether its length still holds.
-  relay.head(headers, holdHead || sniffs);
+  // A sniffed answer's too, until its first bytes say whether its length still holds. A plain
+  // body's go with its first bytes as well (node sends written headers only with them anyway):
+  // one that fails before is answered with the gateway's error rather than a cut connection.
+  relay.head(headers, holdHead || !(isSse || isJsonArrayStream));
   return new Promise((resolve) => {
     const onClose = () => {
       if (res.writableFinished) return;

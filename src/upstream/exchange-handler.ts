@@ -75,11 +75,21 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
-    if (this.#reply !== undefined) this.#reply.pushError(error);
+    if (this.#reply !== undefined && lengthOfNoBody(this.#reply.status, error)) this.#reply.pushEnd();
+    else if (this.#reply !== undefined) this.#reply.pushError(error);
     else if (!this.#settled) {
       this.#settled = true;
       noteRequestWritten(error, this.#started, this.#started && this.#bodyWritten());
       this.#reject(error);
     }
   }
+}
+
+/**
+ * A 204 or 304 whose Content-Length undici took for a body it never got: such an answer has no
+ * body (undici reads none, so no byte of one was passed on), and a 304 may state the length of
+ * the representation (RFC 9110 §8.6). It ended whole; undici closes the connection behind it.
+ */
+function lengthOfNoBody(status: number, error: Error): boolean {
+  return (status === 204 || status === 304) && (error as { code?: unknown }).code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH';
 }

@@ -102,10 +102,13 @@ export class BodyRelay implements UpstreamBodySink {
     // The idle watcher ended it (upstream_idle_timeout, client_stalled): already recorded. The
     // shutdown's grace ran out and cut the body: the gateway stopped it, not the upstream. A body
     // that went silent past undici's body timeout (one silent before its first bytes, which no
-    // watcher watches) is the upstream's stall, not a break. A plain body cannot carry an error
-    // event: the client's connection is cut.
-    this.#relay.fail(this.#relay.options.inFlight?.ended ? 'shutting_down' : classifyUpstreamError(error).kind === 'body_timeout' ? 'upstream_idle_timeout' : 'upstream_stream_broken');
-    this.#relay.res.destroy();
+    // watcher watches) is the upstream's stall, not a break. Before its first byte (its head
+    // still held) it is answered with the gateway's HTTP error; after, a plain body cannot carry
+    // an error event: the client's connection is cut.
+    const relay = this.#relay;
+    const code = relay.options.inFlight?.ended ? 'shutting_down' : classifyUpstreamError(error).kind === 'body_timeout' ? 'upstream_idle_timeout' : 'upstream_stream_broken';
+    relay.fail(code);
+    if (relay.outcome.streamFailure !== code || !relay.answerFailure(code)) relay.res.destroy();
     this.done();
   }
 

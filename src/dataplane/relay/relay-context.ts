@@ -62,9 +62,10 @@ export interface DeliveryOutcome {
   /** `id` of a created response, for routing later resource calls back to the same upstream. */
   responseId: string | undefined;
   /**
-   * The status recorded in place of the upstream's: the gateway's HTTP error's, when the stream
-   * failed before its first byte and that error was answered instead (streamFailure is its
-   * code), or `client_closed`'s 499, when the client left with its headers still held.
+   * The status recorded in place of the upstream's: the gateway's HTTP error's, when the answer
+   * (a stream or a plain body) failed before its first byte and that error was answered instead
+   * (streamFailure is its code), or `client_closed`'s 499, when the client left with its headers
+   * still held.
    */
   answeredStatus: number | undefined;
 }
@@ -210,8 +211,9 @@ export class RelayContext {
   }
 
   /**
-   * A stream that failed with `code` before anything was written, its headers held: answered
-   * with the gateway's HTTP error in the client's protocol instead. False when it cannot be.
+   * An answer (a stream or a plain body) that failed with `code` before anything was written,
+   * its headers held: answered with the gateway's HTTP error in the client's protocol instead.
+   * False when it cannot be.
    */
   answerFailure(code: string): boolean {
     if (this.#heldHead === undefined || this.started) return false;
