@@ -39,13 +39,23 @@ export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): b
     }
     // undici times only the connections it opens itself: one deadline for the SOCKS negotiation and the TLS handshake.
     const deadline = Date.now() + options.connectTimeoutMs;
+    // Tagged so that failover can tell the upstream never saw the request.
+    const failed = (error: Error): void =>
+      callback(Object.assign(new Error(`SOCKS5 proxy: ${error.message}`), { code: SOCKS_CONNECT_FAILED, cause: error }), null);
     SocksClient.createConnection({
       proxy,
       command: 'connect',
       destination: { host, port: Number(target.port) || (secure ? 443 : 80) },
       timeout: options.connectTimeoutMs,
     }).then(
-      ({ socket }) => {
+      ({ socket, remoteHost }) => {
+        // The socks package resolves a reply whose address type is none of RFC 1928's (1, 3, 4) as a
+        // connection made, with no bound address: bytes that are no SOCKS5, so the proxy's failure.
+        if (remoteHost === undefined) {
+          socket.destroy();
+          failed(new Error('reply with an unknown address type'));
+          return;
+        }
         socket.setNoDelay(true);
         socket.setKeepAlive(true, 60_000);
         if (!secure) {
@@ -54,8 +64,7 @@ export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): b
         }
         upgradeToTls(socket, target.servername ?? host, options.tls, deadline - Date.now(), callback);
       },
-      // Tagged so that failover can tell the upstream never saw the request.
-      (error: Error) => callback(Object.assign(new Error(`SOCKS5 proxy: ${error.message}`), { code: SOCKS_CONNECT_FAILED, cause: error }), null),
+      failed,
     );
   };
 }

@@ -6,6 +6,7 @@ import { closedPortUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
 import { startDiscoveryServer } from './helpers/discovery-server.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
+import { realtimeRoute, startWsUpstream, upgradeAnswer } from './helpers/ws-upstream.ts';
 
 const answer = (_req: unknown, res: import('node:http').ServerResponse) => {
   res.writeHead(200, { 'content-type': 'application/json' });
@@ -213,6 +214,51 @@ for (const kind of ['http', 'socks5'] as const) {
     t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { attempts: [{ error_code: 'upstream_connect_failed' }] });
   });
 }
+
+// CONNECT answered "granted" with address type 9, none of RFC 1928's: the socks package took it for a tunnel opened.
+const UNKNOWN_ADDRESS_TYPE_REPLY = Buffer.from([5, 0, 0, 9, 1, 2, 3, 4, 0, 80]);
+
+t.test('a SOCKS5 reply with an unknown address type: 502 proxy_unreachable, no credential cooled down, nothing sent into the tunnel', async (t) => {
+  const socks = await startSocks5Server({ username: 'u', password: 'p' }, { reply: UNKNOWN_ADDRESS_TYPE_REPLY });
+  t.teardown(() => socks.close());
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+  const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-upstream-1', 'sk-upstream-2'] });
+  await setProxy(gw, 'group', group.id, socks.url);
+
+  const res = await complete(gw, keyValue);
+  t.equal(res.status, 502);
+  t.match(await res.json(), { error: { message: String, type: String, code: 'proxy_unreachable', param: null } }, 'in the completions error shape');
+  t.equal(socks.destinations.length, 2, 'each credential tried through the proxy');
+  t.equal(socks.bytesAfterReply(), 0, 'nothing sent into the tunnel');
+  t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
+  await bothCredentialsActive(t, gw, group.id);
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), {
+    status: 502,
+    error_code: 'proxy_unreachable',
+    attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }],
+  });
+});
+
+t.test('a realtime session through a SOCKS5 proxy replying with an unknown address type: 502 proxy_unreachable, nothing sent into the tunnel', async (t) => {
+  const upstream = await startWsUpstream();
+  const socks = await startSocks5Server(undefined, { reply: UNKNOWN_ADDRESS_TYPE_REPLY });
+  t.teardown(async () => {
+    await socks.close();
+    await upstream.close();
+  });
+  const { gw, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  await gw.store.groups.update(group.id, { proxy_url: socks.url });
+
+  const res = await upgradeAnswer(wsUrl, { openedAs101: true });
+  t.not(res, 101, 'not upgraded');
+  if (res === 101) return;
+  t.equal(res.status, 502);
+  t.match(JSON.parse(res.body), { error: { code: 'proxy_unreachable' } });
+  t.ok(socks.destinations.length >= 1, 'the proxy was asked');
+  t.equal(socks.bytesAfterReply(), 0, 'no handshake sent into the tunnel');
+  t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
+  await bothCredentialsActive(t, gw, group.id);
+});
 
 t.test('a Group whose proxy is down is passed over for the next Group, and its credential is not cooled down', async (t) => {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);

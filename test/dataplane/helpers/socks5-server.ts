@@ -6,18 +6,26 @@ export interface Socks5Server {
   port: number;
   /** Destinations requested through the proxy, as host:port. */
   destinations: string[];
+  /** Bytes the client sent after a chosen `reply` (see startSocks5Server). */
+  bytesAfterReply(): number;
   close(): Promise<void>;
 }
 
+export interface Socks5ServerOptions {
+  /** Sent in answer to CONNECT instead of connecting to the destination, as a broken proxy would. */
+  reply?: Buffer;
+}
+
 /** A minimal SOCKS5 server (RFC 1928, CONNECT only, optional RFC 1929 user/password). */
-export async function startSocks5Server(auth?: { username: string; password: string }): Promise<Socks5Server> {
+export async function startSocks5Server(auth?: { username: string; password: string }, options: Socks5ServerOptions = {}): Promise<Socks5Server> {
   const destinations: string[] = [];
+  const afterReply = { bytes: 0 };
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
     client.on('error', () => {});
-    handshake(client, auth, destinations).catch(() => client.destroy());
+    handshake(client, auth, destinations, options.reply, afterReply).catch(() => client.destroy());
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -27,6 +35,7 @@ export async function startSocks5Server(auth?: { username: string; password: str
     url: `socks5://${userinfo}127.0.0.1:${port}`,
     port,
     destinations,
+    bytesAfterReply: () => afterReply.bytes,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
@@ -46,7 +55,13 @@ async function read(socket: Socket, n: number): Promise<Buffer> {
   }
 }
 
-async function handshake(client: Socket, auth: { username: string; password: string } | undefined, destinations: string[]) {
+async function handshake(
+  client: Socket,
+  auth: { username: string; password: string } | undefined,
+  destinations: string[],
+  reply: Buffer | undefined,
+  afterReply: { bytes: number },
+) {
   const [version, methodCount] = await read(client, 2);
   if (version !== 5) throw new Error('not socks5');
   const methods = [...(await read(client, methodCount!))];
@@ -80,6 +95,11 @@ async function handshake(client: Socket, auth: { username: string; password: str
     return;
   }
   destinations.push(`${host}:${port}`);
+  if (reply !== undefined) {
+    client.write(reply);
+    client.on('data', (chunk: Buffer) => (afterReply.bytes += chunk.length));
+    return;
+  }
   const upstream = connect({ host, port });
   upstream.on('error', () => {
     client.end(Buffer.from([5, 5, 0, 1, 0, 0, 0, 0, 0, 0]));
