@@ -5,8 +5,8 @@ import { errorShapeOf } from '../error-shape-table.ts';
 import type { RelayContext } from './relay-context.ts';
 
 const MESSAGES: Readonly<Record<string, string>> = {
-  upstream_idle_timeout: 'The upstream stopped sending; the stream was ended.',
-  shutting_down: 'The gateway is shutting down; the stream was ended.',
+  upstream_idle_timeout: 'The upstream stopped sending; the answer was ended.',
+  shutting_down: 'The gateway is shutting down; the answer was ended.',
 };
 
 /** The HTTP status a stream's failure is answered with when it comes before the stream's first byte; 502 for a break. */
@@ -15,10 +15,13 @@ const STATUSES: Readonly<Record<string, number>> = {
   shutting_down: REFUSAL_REASONS.shutting_down.status,
 };
 
-/** A stream's failure as its error event names it: by the status its HTTP answer would have had. */
+/**
+ * A stream's failure as its error event names it, by the status its HTTP answer would have had;
+ * a plain body's failure before its first byte is answered with the same words.
+ */
 export function streamFailureOf(code: string): StreamFailure {
   const status = streamFailureStatus(code);
-  return { code, message: MESSAGES[code] ?? 'The upstream stream broke off.', status, words: errorShapeOf(status) };
+  return { code, message: MESSAGES[code] ?? "The upstream's answer broke off.", status, words: errorShapeOf(status) };
 }
 
 export function streamFailureStatus(code: string): number {
