@@ -46,8 +46,9 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // A stream request's answer under another content type (some upstreams send their streams as
   // text/plain): its first bytes decide (SniffedStreamRelay). Never a text/event-stream answer.
   const sniffs = !isSse && !isJsonArrayStream && !coded && upstream.status < 300 && options.streamRequested === true;
-  // An event may be dropped and an error event may follow: the length may change.
-  const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream);
+  // An event may be dropped and an error event may follow: the length may change. A 204 has no
+  // length to send (RFC 9110 §8.6): an upstream's, wrong or not, would fail undici 7's client.
+  const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream || upstream.status === 204);
   const reply = coded && (isSse || isJsonArrayStream) ? decodedReply(upstream, headers) : upstream;
   // A plain answer so compressed goes as sent, decoded beside it for its usage. Decided once per
   // answer: an uncompressed one pays this one test.

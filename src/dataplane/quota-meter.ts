@@ -79,6 +79,9 @@ export class QuotaMeter {
    * neither, unless the clock was set back across a restart), and a meter built at
    * it, reading its period up to the next one's start, sees every record a later period will
    * hold as it arrives. Moving into a later period then starts rightly from nothing, with no read.
+   * It never moves back: a clock that jumps forward and is corrected within one run leaves the
+   * meters built for the later period (its per-period counts started early) until real time
+   * catches up with it.
    */
   #latest = -Infinity;
 

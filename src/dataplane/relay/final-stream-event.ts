@@ -1,4 +1,4 @@
-import { SseParser, type StreamErrorStyle } from '../../streaming/index.ts';
+import { SseParser, sseEventData, type StreamErrorStyle } from '../../streaming/index.ts';
 import { parseOrUndefined } from './id-of.ts';
 
 const DONE = '[DONE]';
@@ -36,6 +36,20 @@ export function holdsFieldLine(bytes: Buffer): boolean {
     .toString('utf8')
     .split(/\r\n|\r|\n/)
     .some((line) => line.length > 0 && !line.startsWith(':'));
+}
+
+/**
+ * Whether a last block ended without its blank line is a whole event all the same: its last
+ * field line a `data` line, its data a JSON object or array (which no more bytes could have
+ * continued). Half an event's data does not parse.
+ */
+export function holdsWholeDataEvent(bytes: Buffer): boolean {
+  const text = bytes.toString('utf8');
+  const fields = text.split(/\r\n|\r|\n/).filter((line) => line.length > 0 && !line.startsWith(':'));
+  if (fields.at(-1)?.startsWith('data:') !== true) return false;
+  const data = sseEventData(text);
+  const parsed = data === undefined ? undefined : parseOrUndefined(data);
+  return typeof parsed === 'object' && parsed !== null;
 }
 
 /**

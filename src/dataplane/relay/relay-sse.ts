@@ -1,6 +1,6 @@
 import { SseEventSplitter, sseEventData, streamErrorEvent } from '../../streaming/index.ts';
 import { isUsageOnlyChunk } from '../../usage/index.ts';
-import { carriesEvent, endsWithFinalEvent, holdsFieldLine, opensFinalEvent, owesFinalEvent } from './final-stream-event.ts';
+import { carriesEvent, endsWithFinalEvent, holdsFieldLine, holdsWholeDataEvent, opensFinalEvent, owesFinalEvent } from './final-stream-event.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
@@ -72,17 +72,20 @@ export class SseRelay extends StreamRelay {
     this.#rest = rest;
   }
 
-  // A field line left unfinished is a cut event in any style. Else not completions': some
-  // compatible upstreams omit its `[DONE]`. Nor a resumed stream's until an event passed (one
-  // resumed at or past its end sends none).
+  // A field line left unfinished is a cut event: half an event in any style, a whole one where a
+  // final event is owed (completions and generate may end with any event). Else not
+  // completions': some compatible upstreams omit its `[DONE]`. Nor a resumed stream's until an
+  // event passed (one resumed at or past its end sends none).
   protected owesEnd(): boolean {
     const { options } = this.relay;
-    if (this.#rest !== undefined && holdsFieldLine(this.#rest)) return true;
-    return owesFinalEvent(options.streamStyle) && (options.firstSequence === undefined || this.#lastPassed !== undefined);
+    const owed = owesFinalEvent(options.streamStyle);
+    if (this.#rest !== undefined && holdsFieldLine(this.#rest) && (owed || !holdsWholeDataEvent(this.#rest))) return true;
+    return owed && (options.firstSequence === undefined || this.#lastPassed !== undefined);
   }
 
   // The held rest goes on once no error event is to follow, with the line ends it lacks: the SDKs
-  // drop a last event that no blank line ends (the final event, or the upstream's error event).
+  // drop a last event that no blank line ends (the final event, the upstream's error event, or
+  // a completions or generate stream's last whole event).
   protected override readHeld(): void {
     const rest = this.#rest;
     this.#rest = undefined;
@@ -90,8 +93,11 @@ export class SseRelay extends StreamRelay {
   }
 
   protected writeFailure(code: string): void {
-    // A rest still held is dropped, as a break drops it: the error event stands on its own.
+    // A rest still held is dropped, as a break drops it: the error event stands on its own. The
+    // tokens of a usage it holds whole were billed all the same.
+    const rest = this.#rest;
     this.#rest = undefined;
+    if (rest !== undefined && this.#mayCarry(rest)) this.#inspect(rest.toString('utf8'));
     // Before its first byte, the stream is answered with the gateway's HTTP error instead.
     if (this.relay.answerFailure(code)) return;
     // Nothing valid can follow half an event.
