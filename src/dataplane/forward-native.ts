@@ -445,6 +445,9 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
     return result;
   }
   const outcome = await deliverUpstreamResponse(failure.stream, deliveryOptions(input, deps, result, false, setClientGone));
+  // As recordDelivery: a body that failed before its first byte was answered with the gateway's
+  // own error, and a client that left before it (the headers held) is recorded 499.
+  result.status = outcome.answeredStatus ?? failure.status;
   result.clientAborted = outcome.clientAborted;
   if (outcome.clientAborted) result.errorCode = 'client_closed';
   else if (outcome.streamFailure) result.errorCode = outcome.streamFailure;

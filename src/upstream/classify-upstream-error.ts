@@ -1,7 +1,7 @@
 import { INVALID_PROXY_URL } from './parse-proxy-url.ts';
 import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
 import { PROXY_CONNECT_FAILED, PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
-import { requestProgress, requestWritten } from './request-written.ts';
+import { failedAfterWritingMs, requestProgress, requestWritten } from './request-written.ts';
 import { endedReadConnection } from './reused-connection.ts';
 
 export type UpstreamFailureKind =
@@ -36,9 +36,10 @@ export interface UpstreamFailure {
    */
   whileSending?: true;
   /**
-   * The connection broke after the whole request was written and before any of its answer, and
-   * it had carried earlier answers: a pooled keep-alive connection the upstream closed as the
-   * request crossed its idle timeout (see reused-connection.ts). It says nothing of the
+   * The connection broke after the whole request was written and before any of its answer, within
+   * STALE_CONNECTION_WINDOW_MS of the write, and it had carried earlier answers: a pooled
+   * keep-alive connection the upstream closed as the request crossed its idle timeout (see
+   * reused-connection.ts). It says nothing of the
    * credential; the same request on a new connection may well pass.
    */
   staleConnection?: true;
@@ -103,6 +104,15 @@ const CLOSED_WHILE_SENDING: UpstreamFailure = { kind: 'connection_lost', notDeli
 /** A lost connection, for one read as stale no longer (forward-native's renewals spent). */
 export const CONNECTION_LOST: UpstreamFailure = FAILURES.connection_lost;
 
+/**
+ * How soon after the request was written a lost connection that had carried earlier answers is
+ * read as stale. An upstream that closed an idle connection as the request crossed it resets
+ * it within about a round trip of the write; one lost later had the upstream (or a load
+ * balancer) at work on the request: it crashed or was cut, and is judged as any lost connection
+ * is, rather than the request going again (and billed again) to the same credential.
+ */
+export const STALE_CONNECTION_WINDOW_MS = 1_000;
+
 /** A lost connection that had carried earlier answers (see UpstreamFailure.staleConnection). */
 const STALE_CONNECTION: UpstreamFailure = { kind: 'connection_lost', notDelivered: false, staleConnection: true, code: 'upstream_stale_connection' };
 
@@ -147,11 +157,16 @@ export function classifyUpstreamError(error: unknown, options: { viaProxy?: bool
   if (failure.kind === 'headers_timeout' && requestProgress(error) === 'partly') return SEND_TIMEOUT;
   if (failure.kind === 'connection_lost' && requestProgress(error) === 'partly') return CLOSED_WHILE_SENDING;
   // Progress is noted only for a request that failed before its answer's headers.
-  if (failure.kind === 'connection_lost' && requestProgress(error) === 'whole' && endedReadConnection(error)) return STALE_CONNECTION;
+  if (failure.kind === 'connection_lost' && requestProgress(error) === 'whole' && endedReadConnection(error) && lostSoonAfterWriting(error)) return STALE_CONNECTION;
   // Failed before undici started writing it: the upstream saw nothing (nor works on it), whatever the code says.
   if (requestWritten(error) !== false || failure.notDelivered || failure.kind === 'aborted') return failure;
   const { overdue: _overdue, ...notSent } = failure;
   return { ...notSent, notDelivered: true };
+}
+
+function lostSoonAfterWriting(error: unknown): boolean {
+  const after = failedAfterWritingMs(error);
+  return after !== undefined && after <= STALE_CONNECTION_WINDOW_MS;
 }
 
 function classifyByCode(error: unknown, options: { viaProxy?: boolean }): UpstreamFailure {

@@ -18,6 +18,14 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
   #settled = false;
   /** undici started writing the request (see request-written.ts). */
   #started = false;
+  /**
+   * When undici started writing it (performance.now()), the time a lost connection is measured
+   * from (STALE_CONNECTION_WINDOW_MS): a buffered body goes to the socket in the same turn, so it
+   * is when the request was written. A streamed one is written as it is read: a loss soon after
+   * its start is as soon after its end (the error errs towards a verdict, and no listener is
+   * needed), and a keep-alive race on a body still uploading breaks it while sending anyway.
+   */
+  #startedAt = 0;
   /** The request's body as dispatched: a stream's end says that undici wrote it all. */
   readonly #body: unknown;
 
@@ -43,6 +51,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#started = true;
+    this.#startedAt = performance.now();
     this.#controller = controller;
     if (this.#pendingAbort !== undefined) controller.abort(this.#pendingAbort);
   }
@@ -79,7 +88,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
     else if (this.#reply !== undefined) this.#reply.pushError(error);
     else if (!this.#settled) {
       this.#settled = true;
-      noteRequestWritten(error, this.#started, this.#started && this.#bodyWritten());
+      noteRequestWritten(error, this.#started, this.#started && this.#bodyWritten(), this.#started ? performance.now() - this.#startedAt : undefined);
       this.#reject(error);
     }
   }

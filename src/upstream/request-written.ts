@@ -10,22 +10,34 @@
 const PROGRESS = ['unwritten', 'partly', 'whole'] as const;
 type Progress = (typeof PROGRESS)[number];
 
-const progress = new WeakMap<object, Progress>();
+interface Written {
+  progress: Progress;
+  /** Milliseconds from the start of the request's writing to the error, when it was written. */
+  failedAfterMs: number | undefined;
+}
+
+const written = new WeakMap<object, Written>();
 
 /**
  * Records how far a request got when `error` ended it (`wholly`: its body too, by default
- * whenever it was written); one error shared by several requests keeps the furthest any got.
+ * whenever it was written) and, for one written, how long after its writing started;
+ * one error shared by several requests keeps the furthest any got.
  */
-export function noteRequestWritten(error: unknown, wasWritten: boolean, wholly = wasWritten): void {
+export function noteRequestWritten(error: unknown, wasWritten: boolean, wholly = wasWritten, failedAfterMs?: number): void {
   if (typeof error !== 'object' || error === null) return;
   const reached: Progress = !wasWritten ? 'unwritten' : wholly ? 'whole' : 'partly';
-  const known = progress.get(error);
-  if (known === undefined || PROGRESS.indexOf(reached) > PROGRESS.indexOf(known)) progress.set(error, reached);
+  const known = written.get(error);
+  if (known === undefined || PROGRESS.indexOf(reached) > PROGRESS.indexOf(known.progress)) written.set(error, { progress: reached, failedAfterMs });
 }
 
 /** How far the request had been written, as the exchange said; undefined when it is not known. */
 export function requestProgress(error: unknown): Progress | undefined {
-  return typeof error === 'object' && error !== null ? progress.get(error) : undefined;
+  return typeof error === 'object' && error !== null ? written.get(error)?.progress : undefined;
+}
+
+/** Milliseconds from the start of the request's writing to `error`; undefined when not known or not written. */
+export function failedAfterWritingMs(error: unknown): number | undefined {
+  return typeof error === 'object' && error !== null ? written.get(error)?.failedAfterMs : undefined;
 }
 
 /** True or false when the exchange said so, undefined when it is not known. */

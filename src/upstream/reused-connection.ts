@@ -5,7 +5,8 @@ import type { buildConnector } from 'undici';
  * (a proxy's own CONNECT or SOCKS reply excluded). undici reads a connection only for answers,
  * so a request that failed on it before any answer of its own came on a connection that had
  * carried earlier ones: a pooled keep-alive connection the upstream closed as the request
- * crossed its idle timeout. undici's own SocketError carries `bytesRead`, but counted from the
+ * crossed its idle timeout, when it failed soon after it was written (STALE_CONNECTION_WINDOW_MS
+ * in classify-upstream-error.ts). undici's own SocketError carries `bytesRead`, but counted from the
  * socket's start (a tunnel's too) and only on its own errors, not on a reset (ECONNRESET) or a
  * broken pipe (EPIPE), which is why the connection is watched here.
  */

@@ -9,9 +9,10 @@ export interface UpstreamClientOptions {
   bodyIdleTimeoutMs?: number;
   /**
    * How long an idle keep-alive connection stays open. Default 4 s (undici's own): under the
-   * 5 s after which node's and uvicorn's servers close an idle connection without saying so, so
-   * the gateway lets a connection go before the upstream does. An upstream's `Keep-Alive:
-   * timeout` hint may shorten it, never lengthen it.
+   * 5 s after which uvicorn's servers (and others) close an idle connection without saying so,
+   * so the gateway lets a connection go before the upstream does. One that says so, as node's
+   * `Keep-Alive: timeout=5`, is honoured by undici anyway: its hint may shorten this, never
+   * lengthen it.
    */
   keepAliveTimeoutMs?: number;
   /**

@@ -3,6 +3,7 @@ import net, { type AddressInfo } from 'node:net';
 import { startDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { chatBody, completionJson, createKey, credentialView, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 import { resolveUpstreamOptions } from '../../src/upstream/upstream-options.ts';
+import { STALE_CONNECTION_WINDOW_MS } from '../../src/upstream/classify-upstream-error.ts';
 
 // A pooled keep-alive connection the upstream closes as the next request crosses its idle
 // timeout says nothing of the credential: the request goes again on a new connection when it
@@ -56,13 +57,13 @@ const closesAtSecond =
 
 const MODELS = [{ external: 'team-chat', upstream: 'vendor-chat' }];
 
-async function setup(t: Test, channel: string, protocol: string, onRequest: OnRequest) {
+async function setup(t: Test, channel: string, protocol: string, onRequest: OnRequest, secrets = ['sk-only-one-123456']) {
   const upstream = await rawUpstream(t, onRequest);
   const gw = await startDataPlane();
   t.teardown(() => gw.close());
-  const { group, credentials } = await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-only-one-123456'] });
+  const { group, credentials } = await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: MODELS, secrets });
   const { keyValue } = await createKey(gw.store, { protocols: [protocol] });
-  return { upstream, gw, group, credential: credentials[0]!, keyValue };
+  return { upstream, gw, group, credentials, credential: credentials[0]!, keyValue };
 }
 
 const chat = (gw: Gateway, keyValue: string) => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-chat') });
@@ -113,6 +114,33 @@ t.test('a request not replay-safe on a pooled connection the upstream closed is 
   t.equal(third.status, 200, 'the credential still serves');
 });
 
+t.test('a warm connection lost well after the request was written (the upstream at work on it) is judged as any lost connection: cooldown, the next credential', async (t) => {
+  const { upstream, gw, group, credentials, keyValue } = await setup(
+    t,
+    'ch02',
+    'x-completions',
+    (socket, nth) => {
+      if (nth === 1) return answer(socket, completionJson('vendor-chat'));
+      // The upstream crashes (or a load balancer cuts it) while it works on the request.
+      setTimeout(() => socket.destroy(), STALE_CONNECTION_WINDOW_MS + 500);
+    },
+    ['sk-first-key-123456', 'sk-second-key-123456'],
+  );
+  const first = await chat(gw, keyValue);
+  t.equal(first.status, 200);
+  await first.text();
+  const second = await chat(gw, keyValue);
+  t.equal(second.status, 200, 'answered by the next credential');
+  await second.text();
+  t.equal(upstream.requests(), 3, 'not sent again to the same credential');
+  const record = await waitForLog(gw, second.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, attempt_count: 2, attempts: [{ status: null, error_code: 'upstream_connection_lost' }, { status: 200, error_code: null }] });
+  const [lost, served] = record.attempts as Array<{ credential_id: string }>;
+  t.not(lost!.credential_id, served!.credential_id, 'failed over to the other credential');
+  const cooled = credentials.find((c) => String(c.id) === lost!.credential_id)!;
+  t.not((await credentialView(gw.store, group.id, cooled.id)).cooldown_until, null, 'the credential it was lost on cools down');
+});
+
 t.test('control: an upstream that closes every request after the first, on new connections too, still cools the credential down', async (t) => {
   let answered = false;
   const { upstream, gw, group, credential, keyValue } = await setup(t, 'ch02', 'x-completions', (socket) => {
@@ -143,6 +171,6 @@ t.test('control: an upstream that cuts every answer after its first bytes is sen
   t.match(record, { attempt_count: 3, attempts: [{ error_code: 'upstream_stale_connection' }, { error_code: 'upstream_stale_connection' }, { error_code: 'upstream_connection_lost' }] });
 });
 
-t.test('idle upstream connections are kept 4 s by default, under the 5 s of node and uvicorn servers', async (t) => {
+t.test('idle upstream connections are kept 4 s by default, under the 5 s of uvicorn servers', async (t) => {
   t.equal(resolveUpstreamOptions({}).keepAliveTimeoutMs, 4_000);
 });
