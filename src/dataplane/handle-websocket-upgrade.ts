@@ -267,7 +267,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
               continue;
             }
             if (answer instanceof DataPlaneError) throw withHint(answer, hint());
-            return passOn(socket, log, answer, requestId, hint());
+            return passOn(socket, log, answer, requestId, hint(), deps.clock());
           }
           log.status = 101;
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
@@ -288,13 +288,15 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         if (last) noteAttemptRoute(log, last.candidate, last.credential);
         throw new DataPlaneError('client_closed');
       }
-      if (lastAnswer) return passOn(socket, log, lastAnswer, requestId, hint());
+      if (lastAnswer) return passOn(socket, log, lastAnswer, requestId, hint(), deps.clock());
       if (lastFailure) {
         noteAttemptRoute(log, lastFailure.candidate, lastFailure.credential);
         throw withHint(lastFailure.error, hint());
       }
       const groups = ordered.map((c) => c.group);
       const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
+      // As forward-native: the record names the route it would have taken, with no credential.
+      noteRoute(log, ordered[0]!);
       throw new DataPlaneError('no_available_credential', noCredentialDetail(groups, credentialsOf, deps.clock()), pool.retryHeaders(groups, credentialsOf, deps.clock()));
     } catch (err) {
       const failure = dataPlaneFailure(err);
@@ -376,11 +378,15 @@ function upgradesTo(req: IncomingMessage, protocol: string): boolean {
   return (req.headers.upgrade ?? '').split(',').some((p) => p.trim().split('/')[0]!.toLowerCase() === protocol);
 }
 
-/** Passes an upstream's non-101 answer to the client as the upstream sent it, with `hint` for its retry headers when given. */
-function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string, hint: Readonly<Record<string, string>> | undefined): void {
+/**
+ * Passes an upstream's non-101 answer to the client as the upstream sent it, with `hint` for its
+ * retry headers when given; its status line, sent `now`, is the first byte (none to a client gone).
+ */
+function passOn(socket: Duplex, log: LogRecord, answer: UpstreamAnswer, requestId: string, hint: Readonly<Record<string, string>> | undefined, now: number): void {
   noteAttemptRoute(log, answer.candidate, answer.credential);
   log.status = answer.status;
   log.error_code = `upstream_${answer.status}`;
+  if (!socket.destroyed && socket.writable) log.timings.ttfb_ms = now - log.timings.started_at;
   answerUpgrade(socket, answer.status, withRequestId(replaceRetryHint(answer.headers, hint), requestId), answer.body);
 }
 

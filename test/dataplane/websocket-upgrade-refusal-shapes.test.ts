@@ -2,6 +2,7 @@ import { connect } from 'node:net';
 import t from 'tap';
 import { startUpstreamAndDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
 import { withTimeout } from './helpers/dataplane-scenarios.ts';
+import { logOf, realtimeRoute, startWsUpstream, upgradeAnswer as wsUpgradeAnswer } from './helpers/ws-upstream.ts';
 
 // The upgrade handler, given an upgrade to a path that opens no session (the server serves
 // those as plain requests; a caller that hands it every upgrade gets its refusal), answers in
@@ -43,4 +44,30 @@ t.test('a WebSocket upgrade to a path no session opens is refused route_not_foun
   t.match(completions.body, { error: { type: 'not_found_error', code: 'route_not_found', param: null } }, 'completions-shaped for the openai SDK\'s');
   t.notOk((completions.body as { type?: string }).type, 'not the messages shape');
   t.equal(upstream.requests.length, 0);
+});
+
+// The record of a refused upgrade: time to first byte only when an upstream's answer went to the
+// client, and the route a no_available_credential would have taken (docs/data-plane.md).
+t.test('an upstream\'s refusal passed on has a time to first byte; the gateway\'s own no_available_credential has none and names the route', async (t) => {
+  const upstream = await startWsUpstream({ refuse: () => ({ status: 500, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"no"}}' }) });
+  t.teardown(() => upstream.close());
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url);
+
+  const passed = await wsUpgradeAnswer(wsUrl);
+  t.equal(passed.status, 500);
+  t.equal(passed.body, '{"error":{"message":"no"}}', 'the upstream\'s answer, passed on');
+  const passedRecord = await logOf(gw, key.id, 500);
+  t.match(passedRecord, { error_code: 'upstream_500', credential_id: String });
+  t.type(passedRecord.timings.ttfb_ms, 'number', 'its status line was the first byte sent');
+  t.ok(passedRecord.timings.ttfb_ms! >= 0);
+
+  // The only credential cools down after the 500.
+  const refused = await wsUpgradeAnswer(wsUrl);
+  t.equal(refused.status, 503);
+  t.match(JSON.parse(refused.body), { error: { code: 'no_available_credential' } });
+  const refusedRecord = await logOf(gw, key.id, 503);
+  t.match(refusedRecord, { error_code: 'no_available_credential', attempt_count: 0, group_id: String(group.id), channel: 'ch03', upstream_model: 'voice-up', route_mode: String });
+  t.equal(refusedRecord.credential_id, null, 'no credential');
+  t.equal(refusedRecord.timings.ttfb_ms, null, 'only the gateway\'s own error was sent');
+  t.equal(upstream.seen.length, 1, 'the refused one never reached the upstream');
 });

@@ -74,20 +74,25 @@ async function liveGateway(t: Test) {
   const group = await gw.store.groups.create({ name: 'live', channel: 'ch10', base_url: 'http://127.0.0.1:9', models: [{ external: 'voice', upstream: 'v' }] });
   await gw.store.credentials.createMany(group.id, [{ kind: 'oauth_json', values: { oauth_json: '{}' }, secretFields: ['oauth_json'] }]);
   const liveUrl = (model: string, key: string) => `${gw.url.replace('http', 'ws')}/v1/live?model=${model}&key=${key}`;
-  return { gw, liveUrl };
+  return { gw, group, liveUrl };
 }
 
 const generateError = (status: number, statusName: string, reason: string) => ({ error: { code: status, message: String, status: statusName, details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'switchyard' }] } });
 
 t.test('x-live on ch10 with an OAuth credential is refused with no_available_credential', async (t) => {
-  const { gw, liveUrl } = await liveGateway(t);
+  const { gw, group, liveUrl } = await liveGateway(t);
   const { value, record } = await gw.store.accessKeys.create({ name: 'k', protocols: ['x-live'] });
   const answer = await upgradeAnswer(liveUrl('voice', value));
   t.equal(answer.status, 503);
   t.match(JSON.parse(answer.body), generateError(503, 'UNAVAILABLE', 'no_available_credential'));
   t.match(JSON.parse(answer.body).error.message, /need an authorization flow/, 'says why: not disabled or cooling down');
   t.equal(answer.headers['x-should-retry'], 'false', 'no credential recovers by itself');
-  t.match(await logOf(gw, record.id, 503), { protocol: 'x-live', operation: 'live', external_model: 'voice', error_code: 'no_available_credential', attempt_count: 0, credential_id: null });
+  const logged = await logOf(gw, record.id, 503);
+  t.match(logged, { protocol: 'x-live', operation: 'live', external_model: 'voice', error_code: 'no_available_credential', attempt_count: 0, credential_id: null });
+  // As on the HTTP path: the route it would have taken, with no credential.
+  t.match(logged, { group_id: String(group.id), channel: 'ch10', upstream_model: 'v', route_mode: String });
+  t.equal(logged.credential_id, null);
+  t.equal(logged.timings.ttfb_ms, null, 'the gateway\'s own refusal: no upstream byte was sent');
 });
 
 t.test('x-live with a key that does not allow it is refused 403 protocol_not_allowed in the generate shape', async (t) => {
