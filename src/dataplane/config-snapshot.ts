@@ -49,12 +49,17 @@ export class ConfigSnapshot {
   }
 
   async #rebuild(generation: number): Promise<Snapshot> {
-    const [settings, groups, prices] = await Promise.all([this.#store.settings.get(), this.#store.groups.list(), this.#store.modelPrices.list()]);
+    // Every credential in one read: one per Group filtered them all each time (Groups × credentials).
+    const [settings, groups, prices, credentials] = await Promise.all([this.#store.settings.get(), this.#store.groups.list(), this.#store.modelPrices.list(), this.#store.credentials.listAll()]);
     const groupsByModel = new Map<string, GroupRecord[]>();
     const credentialsByGroup = new Map<number, CredentialView[]>();
     for (const g of groups) {
-      for (const m of g.models) groupsByModel.set(m.external, [...(groupsByModel.get(m.external) ?? []), g]);
-      credentialsByGroup.set(g.id, await this.#store.credentials.list(g.id));
+      for (const m of g.models) {
+        const same = groupsByModel.get(m.external);
+        if (same === undefined) groupsByModel.set(m.external, [g]);
+        else same.push(g);
+      }
+      credentialsByGroup.set(g.id, credentials.get(g.id) ?? []);
     }
     const pricesByModel = new Map(prices.map((p) => [p.model, p]));
     this.#snapshot = { settings, groups, groupsByModel, credentialsByGroup, pricesByModel };

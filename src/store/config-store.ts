@@ -86,6 +86,12 @@ export interface CredentialPatch {
 
 export interface CredentialStore {
   list(groupId: number): Promise<CredentialView[]>;
+  /**
+   * Every credential, by Group id (a Group without credentials is absent), read in one pass: for
+   * the data plane's snapshot. The views may be the very objects an earlier call returned, for
+   * credentials unchanged since: read them, never edit them.
+   */
+  listAll(): Promise<Map<number, CredentialView[]>>;
   get(groupId: number, id: number): Promise<CredentialView | undefined>;
   /**
    * Creates several in one write; a credential equal to an existing one of the Group is reported, not stored.
@@ -100,6 +106,8 @@ export interface CredentialStore {
   delete(groupId: number, id: number): Promise<boolean>;
   /** Secret and public values of one credential. Callers audit this. */
   reveal(groupId: number, id: number): Promise<Record<string, string> | undefined>;
+  /** As reveal, for every credential of a Group at once, by credential id. Callers audit this. */
+  revealAll(groupId: number): Promise<Map<number, Record<string, string>>>;
   /** As reveal, with the revision those values belong to, read together; for the data plane, not audited. */
   unseal(groupId: number, id: number): Promise<{ values: Record<string, string>; revision: number } | undefined>;
 }

@@ -51,3 +51,23 @@ t.test('credentialNow after a write reads the credential and its Group, current,
   await store.groups.update(group.id, { enabled: false });
   t.equal(await snapshot.credentialNow(group.id, b, now), undefined, 'nor one of a Group disabled since');
 });
+
+t.test('a rebuild reads the credentials of every Group in one read of the store', async (t) => {
+  const { store, group, a, b } = await countedStore(t);
+  const others = [];
+  for (const name of ['h', 'i', 'j']) {
+    const other = await store.groups.create({ name, channel: 'ch02', base_url: 'http://127.0.0.1:1', models: [{ external: name, upstream: name }] });
+    await store.credentials.createMany(other.id, [{ kind: 'api_key', values: { api_key: `sk-snapshot-${name}-0000001` }, secretFields: ['api_key'] }]);
+    others.push(other.id);
+  }
+  const empty = await store.groups.create({ name: 'empty', channel: 'ch02', base_url: 'http://127.0.0.1:1', models: [{ external: 'e', upstream: 'e' }] });
+  const calls = { list: 0, listAll: 0 };
+  const { list, listAll } = { list: store.credentials.list.bind(store.credentials), listAll: store.credentials.listAll.bind(store.credentials) };
+  store.credentials.list = (id) => (calls.list++, list(id));
+  store.credentials.listAll = () => (calls.listAll++, listAll());
+  const snap = await new ConfigSnapshot(store).current();
+  t.same(calls, { list: 0, listAll: 1 }, 'one read for five Groups');
+  t.same(snap.credentialsByGroup.get(group.id)?.map((c) => c.id), [a, b]);
+  for (const id of others) t.same(snap.credentialsByGroup.get(id), await list(id));
+  t.same(snap.credentialsByGroup.get(empty.id), [], 'a Group without credentials has none');
+});

@@ -102,9 +102,9 @@ export function credentialRoutes(deps: ManagementDeps): RouteDef[] {
         const group = await requireGroupInPath(ctx, store.groups);
         const list = await store.credentials.list(group.id);
         await recordReveal(deps, ctx, 'credential.download', { group_id: group.id, credential_ids: list.map((c) => c.id) });
-        const revealed = await Promise.all(
-          list.map(async (c) => ({ id: c.id, kind: c.kind, name: c.name, fields: (await store.credentials.reveal(group.id, c.id)) ?? {} })),
-        );
+        // All in one pass: one reveal per credential looked each up among all (quadratic).
+        const values = await store.credentials.revealAll(group.id);
+        const revealed = list.map((c) => ({ id: c.id, kind: c.kind, name: c.name, fields: values.get(c.id) ?? {} }));
         if (format === 'json') {
           return { file: { contentType: 'application/json', filename: `group-${group.id}-credentials.json`, body: `${JSON.stringify(revealed, null, 2)}\n` } };
         }

@@ -12,6 +12,8 @@ export class LowdbCredentialStore implements CredentialStore {
   readonly #doc: JsonDocument<ConfigData>;
   readonly #box: SecretBox;
   readonly #clock: Clock;
+  /** The views listAll last returned, by credential id, to hand out again while unchanged. */
+  #listed = new Map<number, CredentialView>();
 
   constructor(doc: JsonDocument<ConfigData>, box: SecretBox, clock: Clock) {
     this.#doc = doc;
@@ -22,6 +24,24 @@ export class LowdbCredentialStore implements CredentialStore {
   async list(groupId: number): Promise<CredentialView[]> {
     const now = this.#clock();
     return this.#doc.data.credentials.filter((c) => c.group_id === groupId).map((c) => toView(c, now));
+  }
+
+  async listAll(): Promise<Map<number, CredentialView[]>> {
+    const now = this.#clock();
+    const byGroup = new Map<number, CredentialView[]>();
+    const listed = new Map<number, CredentialView>();
+    for (const c of this.#doc.data.credentials) {
+      // Every write copies the whole document, so unchanged is told by content, not identity;
+      // copying each view again is most of a snapshot's rebuild under a storm of cooldowns.
+      const earlier = this.#listed.get(c.id);
+      const view = earlier !== undefined && unchangedSince(earlier, c, now) ? earlier : toView(c, now);
+      listed.set(c.id, view);
+      const views = byGroup.get(c.group_id);
+      if (views === undefined) byGroup.set(c.group_id, [view]);
+      else views.push(view);
+    }
+    this.#listed = listed;
+    return byGroup;
   }
 
   async get(groupId: number, id: number): Promise<CredentialView | undefined> {
@@ -159,6 +179,10 @@ export class LowdbCredentialStore implements CredentialStore {
     return (await this.unseal(groupId, id))?.values;
   }
 
+  async revealAll(groupId: number): Promise<Map<number, Record<string, string>>> {
+    return new Map(this.#doc.data.credentials.filter((c) => c.group_id === groupId).map((c) => [c.id, this.#values(c)]));
+  }
+
   async unseal(groupId: number, id: number): Promise<{ values: Record<string, string>; revision: number } | undefined> {
     const c = this.#find(this.#doc.data.credentials, groupId, id);
     if (!c) return undefined;
@@ -249,11 +273,30 @@ function sealContext(id: number): string {
   return `credential:${id}`;
 }
 
+/**
+ * Whether a view still shows a stored credential as it is now. Any change of the credential
+ * itself raises its revision (verdicts are dropped by it); a verdict leaves the revision and
+ * changes only what is compared here besides. The state is compared too: a cooldown ends with time.
+ */
+function unchangedSince(view: CredentialView, c: StoredCredential, now: number): boolean {
+  return (
+    view.revision === revisionOf(c) &&
+    view.updated_at === c.updated_at &&
+    view.enabled === c.enabled &&
+    view.disabled_reason === c.disabled_reason &&
+    view.cooldown_until === c.cooldown_until &&
+    view.state === stateOf(c, now)
+  );
+}
+
+function stateOf(c: StoredCredential, now: number): CredentialView['state'] {
+  return !c.enabled ? 'disabled' : c.cooldown_until !== null && Date.parse(c.cooldown_until) > now ? 'cooldown' : 'active';
+}
+
 function toView(c: StoredCredential, now: number): CredentialView {
   // Credentials stored before weights existed weigh 1.
   const { sealed: _sealed, fingerprint: _fingerprint, disabled_by: _disabledBy, ...record } = { ...c, weight: c.weight ?? 1, revision: revisionOf(c) };
-  const state = !c.enabled ? 'disabled' : c.cooldown_until !== null && Date.parse(c.cooldown_until) > now ? 'cooldown' : 'active';
-  return { ...structuredClone(record), state };
+  return { ...structuredClone(record), state: stateOf(c, now) };
 }
 
 function sortedEntries(values: Record<string, string>): [string, string][] {
