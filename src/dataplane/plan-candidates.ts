@@ -98,26 +98,57 @@ function candidateFor(group: GroupRecord, request: RouteRequest): Candidate | un
 
 /**
  * Attempt order among the included candidates: by priority, and within one priority a weighted
- * random draw so traffic spreads by weight. Fewer than two come back as given.
+ * random order so traffic spreads by weight (the first by weight, the rest by weight after it).
+ * Fewer than two come back as given. Linear in the candidates but for the sort within a priority.
  */
 export function attemptOrder(included: readonly Candidate[], random: () => number = Math.random): readonly Candidate[] {
   if (included.length < 2) return included;
-  const byPriority = new Map<number, Candidate[]>();
-  for (const c of included) byPriority.set(c.group.priority, [...(byPriority.get(c.group.priority) ?? []), c]);
-  return [...byPriority.keys()].sort((a, b) => b - a).flatMap((p) => weightedShuffle(byPriority.get(p)!, random));
-}
-
-function weightedShuffle(items: Candidate[], random: () => number): Candidate[] {
-  const pool = [...items];
-  const out: Candidate[] = [];
-  while (pool.length) {
-    const total = pool.reduce((s, c) => s + Math.max(c.group.weight, 0), 0);
-    let pick = random() * total;
-    let index = pool.findIndex((c) => (pick -= Math.max(c.group.weight, 0)) < 0);
-    if (index < 0) index = 0;
-    out.push(...pool.splice(index, 1));
+  const out = byPriority(included);
+  for (let start = 0; start < out.length; ) {
+    const priority = out[start]!.group.priority;
+    let end = start + 1;
+    while (end < out.length && out[end]!.group.priority === priority) end++;
+    if (end - start > 1) weightedOrder(out, start, end, random);
+    start = end;
   }
   return out;
+}
+
+/** A copy by priority, higher first (stable); the planner's order already is, so it is only checked. */
+function byPriority(included: readonly Candidate[]): Candidate[] {
+  const out = included.slice();
+  for (let i = 1; i < out.length; i++) {
+    if (out[i]!.group.priority > out[i - 1]!.group.priority) return out.sort((a, b) => b.group.priority - a.group.priority);
+  }
+  return out;
+}
+
+/**
+ * Orders `out[start, end)` as successive weighted draws without replacement would. Equal weights
+ * make every order as likely: a shuffle. Otherwise one sort (Efraimidis–Spirakis): each item's
+ * key is u^(1/weight) for a uniform u, highest first, compared as its log. An item of weight 0
+ * or less is never drawn while one with weight is left: it comes last, in the order given.
+ */
+function weightedOrder(out: Candidate[], start: number, end: number, random: () => number): void {
+  const first = out[start]!.group.weight;
+  let same = first > 0;
+  for (let i = start + 1; same && i < end; i++) same = out[i]!.group.weight === first;
+  if (same) {
+    for (let i = start; i < end - 1; i++) {
+      const j = i + Math.floor(random() * (end - i));
+      const picked = out[j]!;
+      out[j] = out[i]!;
+      out[i] = picked;
+    }
+    return;
+  }
+  const tier = out.slice(start, end).map((candidate) => {
+    const weight = candidate.group.weight;
+    // 1 - random() is in (0, 1]: its log is finite, so only weightless items share -Infinity.
+    return { candidate, key: weight > 0 ? Math.log(1 - random()) / weight : -Infinity };
+  });
+  tier.sort((a, b) => (a.key > b.key ? -1 : a.key < b.key ? 1 : 0));
+  for (let i = 0; i < tier.length; i++) out[start + i] = tier[i]!.candidate;
 }
 
 /**
