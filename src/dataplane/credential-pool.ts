@@ -8,6 +8,7 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 import { httpDateMs } from './parse-http-date.ts';
 import { forgetSecretForms } from './mask-upstream-secret.ts';
+import { buildServableIndex, CredentialTurn, ownerOf, type ServableIndex } from './credential-rotation.ts';
 
 /**
  * What an upstream call with a credential needs: its secret, and the upstream address its own
@@ -33,8 +34,10 @@ export type CredentialVerdict = { action: 'disable'; reason: string } | { action
  */
 export class CredentialPool {
   readonly #store: CredentialStore;
-  /** Smooth weighted round-robin state: each credential's current weight. */
-  readonly #current = new Map<number, number>();
+  /** Each Group's servable credentials, by the configuration's credentials array they were read from. */
+  readonly #indexes = new WeakMap<readonly CredentialView[], ServableIndex>();
+  /** The round-robin's position in each Group that has two or more servable credentials. */
+  readonly #positions = new Map<number, number>();
   readonly #access = new Map<number, CredentialAccess>();
   /** The configuration `retain` last pruned for: the same one again costs one comparison. */
   #retainedFor: object | undefined;
@@ -62,7 +65,7 @@ export class CredentialPool {
         forgetSecretForms(access.secret);
       }
     }
-    for (const id of this.#current.keys()) if (!revisions.has(id)) this.#current.delete(id);
+    for (const id of this.#positions.keys()) if (!snap.credentialsByGroup.has(id)) this.#positions.delete(id);
   }
 
   /** The upstream addresses of the credentials whose access is kept: their requests may go there. */
@@ -72,31 +75,42 @@ export class CredentialPool {
     return locations;
   }
 
-  /** For diagnostics (tests of churn): how many secrets and round-robin weights are kept. */
-  diagnosticSizes(): { secrets: number; weights: number } {
-    return { secrets: this.#access.size, weights: this.#current.size };
+  /** For diagnostics (tests of churn): how many secrets and Groups' round-robin positions are kept. */
+  diagnosticSizes(): { secrets: number; rotations: number } {
+    return { secrets: this.#access.size, rotations: this.#positions.size };
   }
 
   /**
    * Usable credentials of a Group (active now, of a kind the channel takes) in the order to
-   * try them: the first by smooth weighted round-robin, so traffic follows the weights and
-   * equal weights take turns; the others after it as fallbacks.
+   * try them: the first by weighted round-robin, so traffic follows the weights and equal
+   * weights take turns; the others after it, in rotation order, as fallbacks. Amortized O(1)
+   * per request for equal weights, O(log n) for mixed ones: the Group is scanned only when its
+   * configuration changes or a cooldown among its credentials ends (credential-rotation.ts).
    */
-  usable(group: { id: number; channel: string }, credentials: readonly CredentialView[], now: number): CredentialView[] {
+  usable(group: { id: number; channel: string }, credentials: readonly CredentialView[], now: number): CredentialTurn {
+    const index = this.#indexOf(group, credentials, now);
+    if (index.servable.length < 2) return index.whole;
+    const { period, step } = index;
+    let position = this.#positions.get(group.id) ?? 0;
+    // The period changes when the servable credentials do; the position carries on in the new one.
+    if (position >= period) position %= period;
+    this.#positions.set(group.id, position + step < period ? position + step : position + step - period);
+    return new CredentialTurn(index.servable, ownerOf(index, position));
+  }
+
+  /** The usable credentials of a Group, in the configuration's order, without taking a turn (route inspection). */
+  servable(group: { id: number; channel: string }, credentials: readonly CredentialView[], now: number): readonly CredentialView[] {
+    return this.#indexOf(group, credentials, now).servable;
+  }
+
+  #indexOf(group: { channel: string }, credentials: readonly CredentialView[], now: number): ServableIndex {
+    const cached = this.#indexes.get(credentials);
+    // The clock moved back past the build would make a cooldown count again: built anew too.
+    if (cached !== undefined && cached.channel === group.channel && now < cached.validUntil && now >= cached.builtAt) return cached;
     const kinds = kindsOf(group);
-    const all = credentials.filter((c) => isServable(c, 'active', kinds, now));
-    if (all.length < 2) return all;
-    let total = 0;
-    let best: CredentialView | undefined;
-    for (const c of all) {
-      const weight = Math.max(c.weight ?? 1, 1);
-      const current = (this.#current.get(c.id) ?? 0) + weight;
-      this.#current.set(c.id, current);
-      total += weight;
-      if (!best || current > this.#current.get(best.id)!) best = c;
-    }
-    this.#current.set(best!.id, this.#current.get(best!.id)! - total);
-    return [best!, ...all.filter((c) => c !== best)];
+    const index = buildServableIndex(credentials, group.channel, (kind) => isStaticKind(kind) && kinds.includes(kind), now);
+    this.#indexes.set(credentials, index);
+    return index;
   }
 
   /**

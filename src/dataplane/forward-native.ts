@@ -9,6 +9,7 @@ import type { CredentialView, Settings } from '../store/records.ts';
 import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
 import { noCredentialDetail, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
+import type { CredentialTurn } from './credential-rotation.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { lastAnswerHint, NO_RETRY, replaceRetryHint } from './retry-hints.ts';
@@ -142,7 +143,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     const candidate = input.candidates[0];
     if (candidate === undefined || body.kind !== 'json' || input.onlyCredentialId !== undefined || deps.maxAttempts < 1 || clientGone(input) || deps.inFlight?.ended) return await forwardWithFailover(input, deps, watch, undefined);
     const credentials = deps.pool.usable(candidate.group, deps.credentialsOf(candidate.group.id), deps.now());
-    const credential = credentials[0];
+    const credential = credentials.at(0);
     const access = credential === undefined ? undefined : deps.pool.cachedAccess(credential);
     if (credential === undefined || access === undefined) return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: undefined });
     const attempt = newAttempt(candidate, credential);
@@ -192,7 +193,7 @@ interface SentAttempt {
 interface Resumed {
   candidate: Candidate;
   /** The first candidate's credentials in the order usable() gave (it takes a round-robin turn). */
-  credentials: CredentialView[];
+  credentials: CredentialTurn;
   sent: SentAttempt | undefined;
 }
 
@@ -254,7 +255,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
     candidates: for (const routed of input.candidates) {
       const credentials = routed === resumed?.candidate ? resumed.credentials : deps.pool.usable(routed.group, credentialsToTry(input, deps, routed.group.id), deps.now());
       for (let turn = 0; turn < credentials.length; turn++) {
-        const listed = credentials[turn]!;
+        const listed = credentials.at(turn)!;
         // The first attempt forwardNative made (after the same checks) is taken over here.
         const sent = attempts.length === 0 && resumed?.sent?.credential === listed ? resumed.sent : undefined;
         if (sent === undefined && (attempts.length - renewals >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
@@ -323,7 +324,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           // When another credential may follow, a body that stalls is cut at the idle timeout
           // rather than the body timeout's backstop (a last one is the client's answer, read as
           // any is); a client that leaves meanwhile ends the read.
-          const othersFollow = listed !== credentials[credentials.length - 1] || routed !== input.candidates[input.candidates.length - 1];
+          const othersFollow = listed !== credentials.at(-1) || routed !== input.candidates[input.candidates.length - 1];
           const readFailure = async () => {
             watch.point(() => upstream.abort());
             const read = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));

@@ -85,7 +85,7 @@ t.test('deleted Groups, credentials, AccessKeys and proxy URLs leave no secret, 
   t.equal(roundUpstreams.reduce((n, u) => n + u.requests.length, 0), 2 * ROUNDS);
   const pool = gw.pool();
   // Before the deletions, everything used is kept: the figures the test checks shrink are real.
-  t.same(pool.diagnosticSizes(), { secrets: 2 * ROUNDS + 1, weights: 2 * ROUNDS });
+  t.same(pool.diagnosticSizes(), { secrets: 2 * ROUNDS + 1, rotations: ROUNDS });
   t.equal(gw.quota.diagnosticSizes().meters, ROUNDS + 1);
   t.match(gw.upstream.diagnosticSizes(), { pools: ROUNDS + 1, proxies: ROUNDS });
   for (const view of removed) t.ok(pool.cachedAccess(view), `credential ${view.id}'s secret is cached while it exists`);
@@ -98,7 +98,7 @@ t.test('deleted Groups, credentials, AccessKeys and proxy URLs leave no secret, 
   t.equal(await chatStatus(gw.url, keeper.keyValue, 'keep'), 200);
 
   for (const view of removed) t.equal(pool.cachedAccess(view), undefined, `deleted credential ${view.id}'s secret is no longer kept`);
-  t.same(pool.diagnosticSizes(), { secrets: 1, weights: 0 }, 'only the keeper credential\'s secret is kept');
+  t.same(pool.diagnosticSizes(), { secrets: 1, rotations: 0 }, 'only the keeper credential\'s secret is kept');
   await eventually(() => (gw.quota.diagnosticSizes().meters === 1 ? true : undefined), 'the deleted keys\' meters to go');
   t.equal(gw.quota.diagnosticSizes().meters, 1, 'the keeper key keeps its meter');
   t.match(gw.upstream.diagnosticSizes(), { pools: 1, proxies: 0 }, 'only the keeper upstream\'s pool is kept');
@@ -124,7 +124,7 @@ t.test('a rotated secret that is not used again is not kept decrypted', async (t
   t.equal(gw.pool().cachedAccess(before), undefined, 'the old revision\'s secret is gone');
   t.notOk(secretFormsKept('sk-churn-rotated-old-0000001'), 'and so are the masking forms made of it');
   t.ok(secretFormsKept('sk-churn-other-00000000001'), 'the other Group\'s forms are kept');
-  t.same(gw.pool().diagnosticSizes(), { secrets: 1, weights: 0 }, 'only the other Group\'s secret is kept');
+  t.same(gw.pool().diagnosticSizes(), { secrets: 1, rotations: 0 }, 'only the other Group\'s secret is kept');
   t.match(gw.upstream.diagnosticSizes(), { pools: 2 }, 'both Groups still exist: both pools are kept');
 
   t.equal(await chatStatus(gw.url, keyValue, 'r'), 200);

@@ -86,7 +86,7 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
   const uncredentialed = new Map<number, { group: (typeof planned)[number]['group']; listed: readonly CredentialView[] }>();
   for (const c of planned) {
     const listed = await src.credentials.list(c.group.id);
-    const usable = new Set(pool.usable(c.group, listed, src.now).map((u) => u.id));
+    const usable = new Set(pool.servable(c.group, listed, src.now).map((u) => u.id));
     const credentials = listed.map((v) => availability(v, usable.has(v.id)));
     const reason = c.included ? (usable.size > 0 ? null : 'no_available_credential') : (c.excluded_because ?? null);
     if (reason === 'no_available_credential') uncredentialed.set(c.group.id, { group: c.group, listed });
