@@ -36,6 +36,8 @@ export class CredentialPool {
   readonly #store: CredentialStore;
   /** Each Group's servable credentials, by the configuration's credentials array they were read from. */
   readonly #indexes = new WeakMap<readonly CredentialView[], ServableIndex>();
+  /** A Group's credentials by id, made only when a last answer's hint has a request's verdicts to fold in. */
+  readonly #byId = new WeakMap<readonly CredentialView[], ReadonlyMap<number, CredentialView>>();
   /** The round-robin's position in each Group that has two or more servable credentials. */
   readonly #positions = new Map<number, number>();
   readonly #access = new Map<number, CredentialAccess>();
@@ -83,7 +85,7 @@ export class CredentialPool {
   /**
    * Usable credentials of a Group (active now, of a kind the channel takes) in the order to
    * try them: the first by weighted round-robin, so traffic follows the weights and equal
-   * weights take turns; the others after it, in rotation order, as fallbacks. Amortized O(1)
+   * weights take turns; the others after it as fallbacks, in configuration order wrapping round from it. Amortized O(1)
    * per request for equal weights, O(log n) for mixed ones: the Group is scanned only when its
    * configuration changes or a cooldown among its credentials ends (credential-rotation.ts).
    */
@@ -107,10 +109,30 @@ export class CredentialPool {
     const cached = this.#indexes.get(credentials);
     // The clock moved back past the build would make a cooldown count again: built anew too.
     if (cached !== undefined && cached.channel === group.channel && now < cached.validUntil && now >= cached.builtAt) return cached;
-    const kinds = kindsOf(group);
-    const index = buildServableIndex(credentials, group.channel, (kind) => isStaticKind(kind) && kinds.includes(kind), now);
+    const index = indexFor(group, credentials, now);
     this.#indexes.set(credentials, index);
     return index;
+  }
+
+  /**
+   * Each of `judged` (a request's credentials as its verdicts left them) that this Group's
+   * `credentials` hold, with the view it stands for there: the first of an id, as it is the newer.
+   */
+  #judgedIn(credentials: readonly CredentialView[], judged: readonly CredentialView[]): { was: CredentialView; now: CredentialView }[] {
+    const found: { was: CredentialView; now: CredentialView }[] = [];
+    if (judged.length === 0) return found;
+    let byId = this.#byId.get(credentials);
+    if (byId === undefined) {
+      const map = new Map<number, CredentialView>();
+      for (const c of credentials) map.set(c.id, c);
+      this.#byId.set(credentials, (byId = map));
+    }
+    for (let i = 0; i < judged.length; i++) {
+      const view = judged[i]!;
+      const was = byId.get(view.id);
+      if (was !== undefined && judged.findIndex((j) => j.id === view.id) === i) found.push({ was, now: view });
+    }
+    return found;
   }
 
   /**
@@ -118,33 +140,62 @@ export class CredentialPool {
    * one that cools down (of a kind its channel takes) is usable again, so that a client (the
    * openai and anthropic SDKs honour these) retries then. When none recovers by itself (all
    * disabled) or the first recovers later than CLIENT_RETRY_WAIT_LIMIT_MS, `x-should-retry: false`
-   * tells the SDKs to raise at once; the wait, when known, is still given.
+   * tells the SDKs to raise at once; the wait, when known, is still given. `judged` (a request's
+   * credentials as its verdicts left them) stand in for the same credentials in `credentialsOf`.
+   * The Groups' indexes give the first recovery: the Groups are not read per refusal.
    */
-  retryHeaders(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): Record<string, string> {
-    let earliest: number | undefined;
+  retryHeaders(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number, judged: readonly CredentialView[] = []): Record<string, string> {
+    let earliest = Infinity;
     for (const group of groups) {
-      const kinds = kindsOf(group);
-      for (const c of credentialsOf(group.id)) {
-        if (!isServable(c, 'cooldown', kinds, now)) continue;
-        const at = Date.parse(c.cooldown_until!);
-        if (earliest === undefined || at < earliest) earliest = at;
-      }
+      const at = this.#firstRecovery(group, credentialsOf(group.id), now, judged);
+      if (at < earliest) earliest = at;
     }
-    if (earliest === undefined) return NO_RETRY;
+    if (earliest === Infinity) return NO_RETRY;
     const hint = retryAfterHeaders(earliest - now);
     return earliest - now > CLIENT_RETRY_WAIT_LIMIT_MS ? { ...hint, ...NO_RETRY } : hint;
   }
 
+  /** The earliest end of a cooldown among a Group's servable kinds, with `judged` standing in for theirs; Infinity for none. */
+  #firstRecovery(group: { channel: string }, credentials: readonly CredentialView[], now: number, judged: readonly CredentialView[]): number {
+    const index = this.#indexOf(group, credentials, now);
+    const changed = this.#judgedIn(credentials, judged);
+    if (changed.length === 0) return index.validUntil;
+    const kinds = kindsOf(group);
+    let judgedFirst = Infinity;
+    for (const { now: view } of changed) if (isServable(view, 'cooldown', kinds, now)) judgedFirst = Math.min(judgedFirst, Date.parse(view.cooldown_until!));
+    // The others' first recovery is the index's unless a judged credential held it (it may be the
+    // only one to end then): then only a reading of the others knows the next (no request's own
+    // pick is cooling in its snapshot, so this is no request's usual path).
+    if (judgedFirst <= index.validUntil) return judgedFirst;
+    if (!changed.some(({ was }) => isServable(was, 'cooldown', kinds, now) && Date.parse(was.cooldown_until!) === index.validUntil)) return index.validUntil;
+    let earliest = judgedFirst;
+    const replaced = new Set(changed.map(({ was }) => was));
+    for (const c of credentials) if (!replaced.has(c) && isServable(c, 'cooldown', kinds, now)) earliest = Math.min(earliest, Date.parse(c.cooldown_until!));
+    return earliest;
+  }
+
   /**
-   * Whether any credential of these Groups is usable now (as usable() finds them): the request's
-   * last answer carries retryHeaders when none is.
+   * Whether any credential of these Groups is usable now (as usable() finds them), with
+   * `judged` standing in for the same credentials: the request's last answer carries
+   * retryHeaders when none is. Read from the Groups' indexes.
    */
-  anyUsable(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): boolean {
+  anyUsable(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number, judged: readonly CredentialView[] = []): boolean {
     for (const group of groups) {
-      const kinds = kindsOf(group);
-      if (credentialsOf(group.id).some((c) => isServable(c, 'active', kinds, now))) return true;
+      const credentials = credentialsOf(group.id);
+      let usable = this.#indexOf(group, credentials, now).servable.length;
+      const changed = this.#judgedIn(credentials, judged);
+      if (changed.length > 0) {
+        const kinds = kindsOf(group);
+        for (const { was, now: view } of changed) usable += Number(isServable(view, 'active', kinds, now)) - Number(isServable(was, 'active', kinds, now));
+      }
+      if (usable > 0) return true;
     }
     return false;
+  }
+
+  /** noCredentialDetail, from the Groups' indexes. */
+  noCredentialDetail(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): string {
+    return detailOf(groups, credentialsOf, now, (group, credentials) => this.#indexOf(group, credentials, now));
   }
 
   /** The credential's access when it is cached for this revision of the credential. */
@@ -205,9 +256,19 @@ function isServable(c: CredentialView, state: 'active' | 'cooldown', kinds: read
 /**
  * The detail of a no_available_credential (the data plane's refusal and route inspection's
  * `detail` alike): a Group with no credentials at all says so, and an active credential of a
- * kind that needs an authorization flow is not "disabled or cooling down".
+ * kind that needs an authorization flow is not "disabled or cooling down". Each Group is read
+ * once; the pool's noCredentialDetail reads its kept indexes instead.
  */
 export function noCredentialDetail(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): string {
+  return detailOf(groups, credentialsOf, now, (group, credentials) => indexFor(group, credentials, now));
+}
+
+function detailOf(
+  groups: Iterable<{ id: number; channel: string }>,
+  credentialsOf: (groupId: number) => readonly CredentialView[],
+  now: number,
+  indexOf: (group: { id: number; channel: string }, credentials: readonly CredentialView[]) => ServableIndex,
+): string {
   const all = [...groups];
   // By id: the candidates' order varies by weight from one request to the next.
   const empty = all.filter((g) => credentialsOf(g.id).length === 0).map((g) => g.id).sort((x, y) => x - y);
@@ -215,7 +276,7 @@ export function noCredentialDetail(groups: Iterable<{ id: number; channel: strin
   const none = noCredentialsSentence(empty);
   if (rest.length === 0 && none !== '') return none;
   const others = none === '' ? 'the candidate groups' : 'the other candidate groups';
-  const why = unusableBecause(rest, credentialsOf, now);
+  const why = unusableBecause(rest.map((g) => indexOf(g, credentialsOf(g.id))), now);
   const flow = 'an authorization flow (OAuth, service account and the like), which this version does not serve';
   const sentence = !why.needFlow
     ? `Every credential of ${others} is disabled or cooling down.`
@@ -236,16 +297,20 @@ function noCredentialsSentence(groupIds: readonly number[]): string {
  * Why none of the Groups' credentials was usable: some are active but of a kind that needs an
  * authorization flow (not served in this version), and some are disabled or cooling down.
  */
-function unusableBecause(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): { needFlow: boolean; notActive: boolean } {
+function unusableBecause(indexes: readonly ServableIndex[], now: number): { needFlow: boolean; notActive: boolean } {
   let needFlow = false;
   let notActive = false;
-  for (const group of groups) {
-    for (const c of credentialsOf(group.id)) {
-      if (credentialStateAt(c, now) !== 'active') notActive = true;
-      else if (!isStaticKind(c.kind)) needFlow = true;
-    }
+  for (const index of indexes) {
+    if (index.flowActiveFrom <= now) needFlow = true;
+    if (index.anyDisabled || index.coolingUntil > now) notActive = true;
   }
   return { needFlow, notActive };
+}
+
+/** A Group's index, built anew: one pass over its credentials. */
+function indexFor(group: { channel: string }, credentials: readonly CredentialView[], now: number): ServableIndex {
+  const kinds = kindsOf(group);
+  return buildServableIndex(credentials, group.channel, (kind) => isStaticKind(kind) && kinds.includes(kind), (kind) => !isStaticKind(kind), now);
 }
 
 /** Kinds that need an authorization flow are served by the adapters issue, not here. */

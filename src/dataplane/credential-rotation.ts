@@ -2,15 +2,25 @@ import type { CredentialView } from '../store/records.ts';
 
 /**
  * A Group's servable credentials (active, of a kind its channel takes and this version serves)
- * as they stand from `builtAt` until `validUntil` (the earliest end of a cooldown among them):
- * built in one pass over the Group's credentials, and kept while it holds, so that a request's
- * pick does not scan the Group. A configuration change gives a new credentials array, hence a
- * new index.
+ * as they stand from `builtAt` until `validUntil`, and what a refusal says of the others: built
+ * in one pass over the Group's credentials, and kept while it holds, so that neither a
+ * request's pick nor a refusal's retry hint scans the Group. A configuration change gives a new
+ * credentials array, hence a new index.
  */
 export interface ServableIndex {
   readonly channel: string;
   readonly builtAt: number;
+  /**
+   * The earliest end of a cooldown among enabled credentials of a served kind (Infinity for
+   * none): the servable ones change then, and until then it is the first recovery a retry hint names.
+   */
   readonly validUntil: number;
+  /** Whether a credential is disabled. */
+  readonly anyDisabled: boolean;
+  /** The latest end of a cooldown among enabled credentials (any kind): one is cooling at `t` while `t` is before it. */
+  readonly coolingUntil: number;
+  /** From when an enabled credential of a kind that needs an authorization flow is active (Infinity for never). */
+  readonly flowActiveFrom: number;
   readonly servable: readonly CredentialView[];
   /**
    * The round-robin's period: the count of servable credentials when their weights are equal,
@@ -27,7 +37,7 @@ export interface ServableIndex {
 
 /**
  * The credentials a request tries, in order: the round-robin's pick first, then the others in
- * rotation order after it. Read lazily (as `Array.prototype.at`), since a request takes at most
+ * configuration order after it, wrapping round to the first. Read lazily (as `Array.prototype.at`), since a request takes at most
  * max_attempts_per_request of them: no list as long as the Group is made per request.
  */
 export class CredentialTurn implements Iterable<CredentialView> {
@@ -59,31 +69,48 @@ export class CredentialTurn implements Iterable<CredentialView> {
 
 /**
  * One pass over a Group's credentials: `cooldown_until` is parsed once per build rather than
- * once per request (a cooldown that has ended counts as active, as credentialStateAt has it).
+ * once per request (none, or one that cannot be read or has ended, counts as active, as
+ * credentialStateAt has it). The refusal's summary is kept as times, so it holds at any `now`.
  */
-export function buildServableIndex(credentials: readonly CredentialView[], channel: string, serves: (kind: string) => boolean, now: number): ServableIndex {
+export function buildServableIndex(
+  credentials: readonly CredentialView[],
+  channel: string,
+  serves: (kind: string) => boolean,
+  needsFlow: (kind: string) => boolean,
+  now: number,
+): ServableIndex {
   const servable: CredentialView[] = [];
   let validUntil = Infinity;
+  let anyDisabled = false;
+  let coolingUntil = -Infinity;
+  let flowActiveFrom = Infinity;
   let equal = true;
   for (const c of credentials) {
-    if (!c.enabled) continue;
-    if (c.cooldown_until !== null) {
-      const until = Date.parse(c.cooldown_until);
-      if (until > now) {
-        if (until < validUntil) validUntil = until;
-        continue;
-      }
+    if (!c.enabled) {
+      anyDisabled = true;
+      continue;
     }
-    if (!serves(c.kind)) continue;
+    const until = c.cooldown_until === null ? NaN : Date.parse(c.cooldown_until);
+    if (until > coolingUntil) coolingUntil = until;
+    // A kind not served never becomes servable: its cooldown's end changes nothing here.
+    if (!serves(c.kind)) {
+      if (needsFlow(c.kind)) flowActiveFrom = Math.min(flowActiveFrom, until > -Infinity ? until : -Infinity);
+      continue;
+    }
+    if (until > now) {
+      if (until < validUntil) validUntil = until;
+      continue;
+    }
     if (servable.length > 0 && weightOf(c) !== weightOf(servable[0]!)) equal = false;
     servable.push(c);
   }
   const whole = new CredentialTurn(servable, 0);
-  if (equal) return { channel, builtAt: now, validUntil, servable, period: servable.length, step: 1, ends: undefined, whole };
+  const summary = { channel, builtAt: now, validUntil, anyDisabled, coolingUntil, flowActiveFrom, servable, whole };
+  if (equal) return { ...summary, period: servable.length, step: 1, ends: undefined };
   const ends = new Float64Array(servable.length);
   let total = 0;
   for (let i = 0; i < servable.length; i++) ends[i] = total += weightOf(servable[i]!);
-  return { channel, builtAt: now, validUntil, servable, period: total, step: spreadingStep(total), ends, whole };
+  return { ...summary, period: total, step: spreadingStep(total), ends };
 }
 
 /** The index of the credential owning `position` (0 <= position < period). */

@@ -8,7 +8,7 @@ import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView, Settings } from '../store/records.ts';
 import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
-import { noCredentialDetail, verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
+import { verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
 import type { CredentialTurn } from './credential-rotation.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -253,6 +253,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
 
   try {
     candidates: for (const routed of input.candidates) {
+      // Nothing more will be tried: a Group's rotation is not moved a turn it does not use.
+      if (routed !== resumed?.candidate && (attempts.length - renewals >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
       const credentials = routed === resumed?.candidate ? resumed.credentials : deps.pool.usable(routed.group, credentialsToTry(input, deps, routed.group.id), deps.now());
       for (let turn = 0; turn < credentials.length; turn++) {
         const listed = credentials.at(turn)!;
@@ -404,7 +406,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
     // Awaited, so that the finally below finds its stream sent.
     if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point, hintOfLastAnswer(input, deps, attempts.length, judged));
     if (lastTransportError) return answerTransportFailure(input, result, lastTransportError, hintOfLastAnswer(input, deps, attempts.length, judged));
-    const why = input.onlyCredentialId === undefined ? noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : `The credential that holds this ${input.op.resource?.kind ?? 'response'} is disabled, cooling down or gone.`;
+    const why = input.onlyCredentialId === undefined ? deps.pool.noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : `The credential that holds this ${input.op.resource?.kind ?? 'response'} is disabled, cooling down or gone.`;
     const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });
   } finally {

@@ -12,7 +12,7 @@ import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
-import { CredentialPool, noCredentialDetail, verdictFor } from './credential-pool.ts';
+import { CredentialPool, verdictFor } from './credential-pool.ts';
 import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
@@ -297,7 +297,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
       // As forward-native: the record names the route it would have taken, with no credential.
       noteRoute(log, ordered[0]!);
-      throw new DataPlaneError('no_available_credential', noCredentialDetail(groups, credentialsOf, deps.clock()), pool.retryHeaders(groups, credentialsOf, deps.clock()));
+      throw new DataPlaneError('no_available_credential', pool.noCredentialDetail(groups, credentialsOf, deps.clock()), pool.retryHeaders(groups, credentialsOf, deps.clock()));
     } catch (err) {
       const failure = dataPlaneFailure(err);
       log.status = failure.status;

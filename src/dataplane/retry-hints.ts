@@ -46,7 +46,7 @@ export function lastAnswerHint(
   attempts: number,
   now: number,
 ): Readonly<Record<string, string>> | undefined {
-  const current = (groupId: number) => credentialsOf(groupId).map((c) => judged.find((j) => j.id === c.id) ?? c);
-  if (!pool.anyUsable(groups, current, now)) return pool.retryHeaders(groups, current, now);
+  // The pool folds the few judged views into its indexes: no copy of a Group per answer.
+  if (!pool.anyUsable(groups, credentialsOf, now, judged)) return pool.retryHeaders(groups, credentialsOf, now, judged);
   return attempts > 1 ? {} : undefined;
 }
