@@ -6,6 +6,7 @@ import { ConfigSnapshot } from '../../src/dataplane/config-snapshot.ts';
 import { CredentialPool } from '../../src/dataplane/credential-pool.ts';
 import { openLowdbConfigStore } from '../../src/store/index.ts';
 import type { CredentialView } from '../../src/store/records.ts';
+import { counted } from './helpers/counted-reads.ts';
 
 // A Group of thousands of credentials: the pick follows the weights and equal weights take
 // turns as with a few, and a request's pick does not read the whole Group each time.
@@ -38,18 +39,6 @@ function firstPicks(pool: CredentialPool, group: { id: number; channel: string }
     counts.set(id, (counts.get(id) ?? 0) + 1);
   }
   return counts;
-}
-
-/** The credentials array, with a count of the reads of its elements (by index or iteration). */
-function counted(credentials: readonly CredentialView[]): { array: readonly CredentialView[]; reads: () => number } {
-  let reads = 0;
-  const array = new Proxy(credentials, {
-    get(target, key, receiver) {
-      if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
-      return Reflect.get(target, key, receiver);
-    },
-  });
-  return { array, reads: () => reads };
 }
 
 t.test('mixed weights over 2,000 credentials: every period of picks gives each exactly its weight', async (t) => {

@@ -3,6 +3,7 @@ import { CredentialPool } from '../../src/dataplane/credential-pool.ts';
 import { lastAnswerHint } from '../../src/dataplane/retry-hints.ts';
 import type { CredentialStore } from '../../src/store/config-store.ts';
 import type { CredentialView } from '../../src/store/records.ts';
+import { counted } from './helpers/counted-reads.ts';
 
 // A refusal's detail and retry hint, and the hint of a last answer passed on, come from the
 // Group's index as a pick does: during a 429 storm over a large Group, a request does not read
@@ -29,18 +30,6 @@ function view(id: number, cooldownUntil: string | null): CredentialView {
     revision: 1,
     state: cooldownUntil === null ? 'active' : 'cooldown',
   } as unknown as CredentialView;
-}
-
-/** The credentials array, with a count of the reads of its elements (by index or iteration). */
-function counted(credentials: readonly CredentialView[]): { array: readonly CredentialView[]; reads: () => number } {
-  let reads = 0;
-  const array = new Proxy(credentials, {
-    get(target, key, receiver) {
-      if (typeof key === 'string' && /^\d+$/.test(key)) reads++;
-      return Reflect.get(target, key, receiver);
-    },
-  });
-  return { array, reads: () => reads };
 }
 
 t.test("a refusal's detail and hint, and a last answer's hint, read the Group once per change of its states", async (t) => {
