@@ -25,6 +25,7 @@ import { sendGatewayError } from './send-gateway-error.ts';
 import { maskedOrUndecodable, undecodableAnswer } from './undecodable-answer.ts';
 import { attemptHeadersTimeout } from './client-timeout.ts';
 import { resumedFirstSequence } from './relay/resumed-stream.ts';
+import { boundCredentials } from './bound-credential.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
 interface JsonBody {
@@ -419,7 +420,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
 function credentialsToTry(input: ForwardInput, deps: ForwardDeps, groupId: number): readonly CredentialView[] {
   const all = deps.credentialsOf(groupId);
   const only = input.onlyCredentialId;
-  return only === undefined ? all : all.filter((c) => c.id === only);
+  return only === undefined ? all : boundCredentials(all, only);
 }
 
 /** lastAnswerHint for this request: its candidate Groups, and only the credential it is bound to when it is. */
