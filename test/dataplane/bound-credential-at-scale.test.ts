@@ -9,37 +9,17 @@ import type { CredentialStore } from '../../src/store/config-store.ts';
 import type { CredentialView, GroupRecord } from '../../src/store/records.ts';
 import type { UpstreamClient } from '../../src/upstream/index.ts';
 import { counted } from './helpers/counted-reads.ts';
+import { coolingView } from './helpers/cooling-view.ts';
 
 // A request bound to one credential of a large Group (the holder of a stored response or voice)
 // reads the Group once per snapshot, as an unbound pick does: not once or twice per request.
 
 const POOL = 2000;
 
-function view(id: number, cooldownUntil: string | null): CredentialView {
-  return {
-    id,
-    group_id: 1,
-    kind: 'api_key',
-    name: null,
-    fields: {},
-    masked: {},
-    enabled: true,
-    disabled_reason: null,
-    cooldown_until: cooldownUntil,
-    reset_credits_consumed: 0,
-    weight: 1,
-    proxy_url: null,
-    created_at: '',
-    updated_at: '',
-    revision: 1,
-    state: cooldownUntil === null ? 'active' : 'cooldown',
-  } as unknown as CredentialView;
-}
-
 t.test('requests bound to a cooling credential of 2,000 are refused with its hint, reading the Group once per snapshot', async (t) => {
   const now = Date.now();
   // Every credential cooling (none is sent to): the bound one recovers in 30 s.
-  const cooling = (i: number) => view(i + 1, new Date(now + (i === 41 ? 30_000 : 90_000)).toISOString());
+  const cooling = (i: number) => coolingView(i + 1, new Date(now + (i === 41 ? 30_000 : 90_000)).toISOString());
   let snapshot = counted(Array.from({ length: POOL }, (_, i) => cooling(i)));
   const pool = new CredentialPool({} as CredentialStore);
   const group = { id: 1, name: 'big', channel: 'ch02', base_url: 'http://127.0.0.1:1', enabled: true, models: [] } as unknown as GroupRecord;
@@ -83,7 +63,7 @@ t.test('requests bound to a cooling credential of 2,000 are refused with its hin
   t.ok(snapshot.reads() <= POOL, `nor do requests bound to a gone credential read it again (${snapshot.reads()} reads)`);
 
   // A new snapshot (the configuration changed): its array is read once, and the bound credential's state there is what counts.
-  snapshot = counted(Array.from({ length: POOL }, (_, i) => (i === 41 ? view(42, new Date(now + 10_000).toISOString()) : cooling(i))));
+  snapshot = counted(Array.from({ length: POOL }, (_, i) => (i === 41 ? coolingView(42, new Date(now + 10_000).toISOString()) : cooling(i))));
   t.same(await get(42), { status: 503, code: 'no_available_credential', retryAfter: '10' }, "the new snapshot's cooldown");
   for (let i = 0; i < 200; i++) await get(42);
   t.ok(snapshot.reads() <= POOL, `the new snapshot's array is read once too (${snapshot.reads()} reads)`);

@@ -4,6 +4,7 @@ import { lastAnswerHint } from '../../src/dataplane/retry-hints.ts';
 import type { CredentialStore } from '../../src/store/config-store.ts';
 import type { CredentialView } from '../../src/store/records.ts';
 import { counted } from './helpers/counted-reads.ts';
+import { coolingView } from './helpers/cooling-view.ts';
 
 // A refusal's detail and retry hint, and the hint of a last answer passed on, come from the
 // Group's index as a pick does: during a 429 storm over a large Group, a request does not read
@@ -11,36 +12,15 @@ import { counted } from './helpers/counted-reads.ts';
 
 const POOL = 2000;
 
-function view(id: number, cooldownUntil: string | null): CredentialView {
-  return {
-    id,
-    group_id: 1,
-    kind: 'api_key',
-    name: null,
-    fields: {},
-    masked: {},
-    enabled: true,
-    disabled_reason: null,
-    cooldown_until: cooldownUntil,
-    reset_credits_consumed: 0,
-    weight: 1,
-    proxy_url: null,
-    created_at: '',
-    updated_at: '',
-    revision: 1,
-    state: cooldownUntil === null ? 'active' : 'cooldown',
-  } as unknown as CredentialView;
-}
-
 t.test("a refusal's detail and hint, and a last answer's hint, read the Group once per change of its states", async (t) => {
   const now = Date.now();
   // Every credential cooling, the first to recover in 10 s.
-  const { array, reads } = counted(Array.from({ length: POOL }, (_, i) => view(i + 1, new Date(now + 10_000 + i).toISOString())));
+  const { array, reads } = counted(Array.from({ length: POOL }, (_, i) => coolingView(i + 1, new Date(now + 10_000 + i).toISOString())));
   const pool = new CredentialPool({} as CredentialStore);
   const group = { id: 1, channel: 'ch02' };
   const of = () => array;
   // A request's own verdict: its credential (one of the Group's) cooled for longer.
-  const judged = [view(5, new Date(now + 60_000).toISOString())];
+  const judged = [coolingView(5, new Date(now + 60_000).toISOString())];
   for (let i = 0; i < 500; i++) {
     t.equal(pool.usable(group, array, now).length, 0);
     if (i === 0) {
@@ -63,19 +43,19 @@ t.test("a refusal's detail and hint, and a last answer's hint, read the Group on
 
 t.test("a judged view stands in for its credential in the Group's index", async (t) => {
   const now = Date.now();
-  const credentials = [view(1, null), view(2, new Date(now + 20_000).toISOString()), view(3, new Date(now + 25_000).toISOString())];
+  const credentials = [coolingView(1, null), coolingView(2, new Date(now + 20_000).toISOString()), coolingView(3, new Date(now + 25_000).toISOString())];
   const pool = new CredentialPool({} as CredentialStore);
   const group = { id: 1, channel: 'ch02' };
   const of = () => credentials;
   t.same(lastAnswerHint(pool, [group], of, [], 2, now), {}, 'one usable: an empty hint after several attempts');
-  const cooled = view(1, new Date(now + 30_000).toISOString());
+  const cooled = coolingView(1, new Date(now + 30_000).toISOString());
   t.same(lastAnswerHint(pool, [group], of, [cooled], 2, now), { 'retry-after': '20', 'retry-after-ms': '20000' }, 'the only usable one cooled by the request: the first recovery');
-  const cooledFirst = view(1, new Date(now + 5_000).toISOString());
+  const cooledFirst = coolingView(1, new Date(now + 5_000).toISOString());
   t.same(lastAnswerHint(pool, [group], of, [cooledFirst], 2, now), { 'retry-after': '5', 'retry-after-ms': '5000' }, "the judged view's recovery when it is the first");
   // A judged view in place of the one the index holds the first recovery of: the recovery after it.
   const disabled = { ...cooled, enabled: false } as CredentialView;
-  const enabledAgain = view(2, null);
+  const enabledAgain = coolingView(2, null);
   t.same(lastAnswerHint(pool, [group], of, [disabled], 2, now), { 'retry-after': '20', 'retry-after-ms': '20000' }, 'the only usable one disabled by the request');
-  t.same(lastAnswerHint(pool, [group], of, [disabled, view(2, new Date(now + 50_000).toISOString())], 2, now), { 'retry-after': '25', 'retry-after-ms': '25000' }, 'the next recovery when the first one is judged to recover later');
+  t.same(lastAnswerHint(pool, [group], of, [disabled, coolingView(2, new Date(now + 50_000).toISOString())], 2, now), { 'retry-after': '25', 'retry-after-ms': '25000' }, 'the next recovery when the first one is judged to recover later');
   t.same(lastAnswerHint(pool, [group], of, [disabled, enabledAgain], 2, now), {}, 'a judged view usable again counts as usable');
 });
