@@ -249,19 +249,23 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
   const judged: CredentialView[] = [];
   /** Attempts sent again on a new connection after a stale one (STALE_RENEWALS): not counted against maxAttempts. */
   let renewals = 0;
+  /** Attempts that count: against maxAttempts, and for the last answer's hint (a resend asked no other credential). */
+  const counted = () => attempts.length - renewals;
+  /** No further attempt may be made. */
+  const spent = () => counted() >= deps.maxAttempts || bodyConsumed || clientGone(input);
   let exchange: UpstreamExchange | undefined;
   const abortExchange = () => exchange?.abort();
 
   try {
     candidates: for (const routed of input.candidates) {
       // Nothing more will be tried: a Group's rotation is not moved a turn it does not use.
-      if (routed !== resumed?.candidate && (attempts.length - renewals >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
+      if (routed !== resumed?.candidate && spent()) break;
       const credentials = routed === resumed?.candidate ? resumed.credentials : deps.pool.usable(routed.group, credentialsToTry(input, deps, routed.group.id), deps.now());
       for (let turn = 0; turn < credentials.length; turn++) {
         const listed = credentials.at(turn)!;
         // The first attempt forwardNative made (after the same checks) is taken over here.
         const sent = attempts.length === 0 && resumed?.sent?.credential === listed ? resumed.sent : undefined;
-        if (sent === undefined && (attempts.length - renewals >= deps.maxAttempts || bodyConsumed || clientGone(input))) break;
+        if (sent === undefined && spent()) break;
         // The shutdown's grace ran out while this request was between attempts: no new upstream call.
         if (sent === undefined && deps.inFlight?.ended) return answerTransportFailure(input, result, { error: new DataPlaneError('shutting_down'), candidate: lastCandidate ?? routed, credential: lastCredential });
         // Routed by the configuration as it was before an earlier attempt's wait: a credential or
@@ -342,7 +346,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if (answer.failsOver) {
             judged.push(await deps.pool.apply(credential, access, answer.verdict, deps.now()));
             const mayRetry = !bodyConsumed && (input.op.replay_safe || answer.rejectedBeforeProcessing);
-            if (mayRetry && attempts.length - renewals < deps.maxAttempts) {
+            if (mayRetry && counted() < deps.maxAttempts) {
               failure ??= await readFailure();
               if (failure instanceof DataPlaneError) {
                 // Undecodable: this attempt failed as the status says, the next credential may still answer.
@@ -366,7 +370,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         if (failure !== undefined || isReadableError(upstream)) {
           failure ??= await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
-          if (failure instanceof DataPlaneError) return answerTransportFailure(input, result, { error: failure, candidate, credential }, hintOfLastAnswer(input, deps, attempts.length, judged));
+          if (failure instanceof DataPlaneError) return answerTransportFailure(input, result, { error: failure, candidate, credential }, hintOfLastAnswer(input, deps, counted(), judged));
           if (clientGone(input)) {
             failure.stream?.abort();
             result.clientAborted = true;
@@ -375,12 +379,12 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           }
           // As for an error answer kept for failover or streamed on: the attempt's code says what it got.
           attempt.error_code = `upstream_${upstream.status}`;
-          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point, hintOfLastAnswer(input, deps, attempts.length, judged));
+          return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point, hintOfLastAnswer(input, deps, counted(), judged));
         }
         // An error answer streamed as it comes still has the secret masked out of it; so has a
         // redirect (status 300-399), whose body repeats its location (Express: `Found. Redirecting to <url>`).
         // A redirect is no failure: its headers stay as sent.
-        const hint = upstream.status >= 400 ? hintOfLastAnswer(input, deps, attempts.length, judged) : undefined;
+        const hint = upstream.status >= 400 ? hintOfLastAnswer(input, deps, counted(), judged) : undefined;
         const delivered =
           upstream.status >= 300
             ? maskedOrUndecodable(attempt, () => {
@@ -405,8 +409,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       return result;
     }
     // Awaited, so that the finally below finds its stream sent.
-    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point, hintOfLastAnswer(input, deps, attempts.length, judged));
-    if (lastTransportError) return answerTransportFailure(input, result, lastTransportError, hintOfLastAnswer(input, deps, attempts.length, judged));
+    if (lastFailure) return await answerUpstreamError(input, deps, result, lastFailure, watch.point, hintOfLastAnswer(input, deps, counted(), judged));
+    if (lastTransportError) return answerTransportFailure(input, result, lastTransportError, hintOfLastAnswer(input, deps, counted(), judged));
     const why = input.onlyCredentialId === undefined ? deps.pool.noCredentialDetail(input.candidates.map((c) => c.group), deps.credentialsOf, deps.now()) : `The credential that holds this ${input.op.resource?.kind ?? 'response'} is disabled, cooling down or gone.`;
     const error = new DataPlaneError('no_available_credential', why, deps.pool.retryHeaders(input.candidates.map((c) => c.group), (id) => credentialsToTry(input, deps, id), deps.now()));
     return answerTransportFailure(input, result, { error, candidate: input.candidates[0]!, credential: undefined });

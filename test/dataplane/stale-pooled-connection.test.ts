@@ -174,3 +174,24 @@ t.test('control: an upstream that cuts every answer after its first bytes is sen
 t.test('idle upstream connections are kept 4 s by default, under the 5 s of uvicorn servers', async (t) => {
   t.equal(resolveUpstreamOptions({}).keepAliveTimeoutMs, 4_000);
 });
+
+t.test("a resend after a stale connection asked no other credential: the upstream's own retry hint on its error stays as sent", async (t) => {
+  // The first connection answers once, then closes at the next request; every later connection answers 429.
+  let connection = 0;
+  const opened = new WeakMap<net.Socket, number>();
+  const onRequest: OnRequest = (socket, nth) => {
+    if (!opened.has(socket)) opened.set(socket, ++connection);
+    if (opened.get(socket) !== 1) return void socket.write('HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 7\r\nContent-Length: 2\r\n\r\n{}');
+    if (nth === 1) answer(socket, completionJson('vendor-chat'));
+    else socket.destroy();
+  };
+  const { gw, keyValue } = await setup(t, 'ch02', 'x-completions', onRequest, ['sk-first-one-123456', 'sk-second-one-12345']);
+  // One attempt per request: the 429 is the last answer, with the other credential still usable.
+  await gw.store.settings.save({ max_attempts_per_request: 1 });
+  t.equal((await chat(gw, keyValue)).status, 200);
+  const res = await chat(gw, keyValue);
+  t.equal(res.status, 429);
+  t.equal(res.headers.get('retry-after'), '7', "the one credential asked: its hint as sent, not removed as after several credentials");
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { attempts: [{ error_code: 'upstream_stale_connection' }, { status: 429 }] });
+});
