@@ -13,13 +13,9 @@ const NONE: readonly CredentialView[] = Object.freeze([]);
 export function boundCredentials(credentials: readonly CredentialView[], id: number): readonly CredentialView[] {
   let byId = boundById.get(credentials);
   if (byId === undefined) {
-    const map = new Map<number, CredentialView[]>();
-    for (const c of credentials) {
-      const same = map.get(c.id);
-      if (same === undefined) map.set(c.id, [c]);
-      else same.push(c);
-    }
-    boundById.set(credentials, (byId = map));
+    // Credential ids are unique: each is an array of one.
+    byId = new Map(credentials.map((c) => [c.id, [c]]));
+    boundById.set(credentials, byId);
   }
   return byId.get(id) ?? NONE;
 }

@@ -8,6 +8,7 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 import { httpDateMs } from './parse-http-date.ts';
 import { forgetSecretForms } from './mask-upstream-secret.ts';
+import { boundCredentials } from './bound-credential.ts';
 import { buildServableIndex, CredentialTurn, ownerOf, type ServableIndex } from './credential-rotation.ts';
 
 /**
@@ -36,8 +37,6 @@ export class CredentialPool {
   readonly #store: CredentialStore;
   /** Each Group's servable credentials, by the configuration's credentials array they were read from. */
   readonly #indexes = new WeakMap<readonly CredentialView[], ServableIndex>();
-  /** A Group's credentials by id, made only when a last answer's hint has a request's verdicts to fold in. */
-  readonly #byId = new WeakMap<readonly CredentialView[], ReadonlyMap<number, CredentialView>>();
   /** The round-robin's position in each Group that has two or more servable credentials. */
   readonly #positions = new Map<number, number>();
   readonly #access = new Map<number, CredentialAccess>();
@@ -121,15 +120,9 @@ export class CredentialPool {
   #judgedIn(credentials: readonly CredentialView[], judged: readonly CredentialView[]): { was: CredentialView; now: CredentialView }[] {
     const found: { was: CredentialView; now: CredentialView }[] = [];
     if (judged.length === 0) return found;
-    let byId = this.#byId.get(credentials);
-    if (byId === undefined) {
-      const map = new Map<number, CredentialView>();
-      for (const c of credentials) map.set(c.id, c);
-      this.#byId.set(credentials, (byId = map));
-    }
     for (let i = 0; i < judged.length; i++) {
       const view = judged[i]!;
-      const was = byId.get(view.id);
+      const was = boundCredentials(credentials, view.id)[0];
       if (was !== undefined && judged.findIndex((j) => j.id === view.id) === i) found.push({ was, now: view });
     }
     return found;
@@ -193,9 +186,27 @@ export class CredentialPool {
     return false;
   }
 
-  /** noCredentialDetail, from the Groups' indexes. */
+  /**
+   * The detail of a no_available_credential (the data plane's refusal and route inspection's
+   * `detail` alike), from the Groups' indexes: a Group with no credentials at all says so, and an
+   * active credential of a kind that needs an authorization flow is not "disabled or cooling down".
+   */
   noCredentialDetail(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): string {
-    return detailOf(groups, credentialsOf, now, (group, credentials) => this.#indexOf(group, credentials, now));
+    const all = [...groups];
+    // By id: the candidates' order varies by weight from one request to the next.
+    const empty = all.filter((g) => credentialsOf(g.id).length === 0).map((g) => g.id).sort((x, y) => x - y);
+    const rest = all.filter((g) => credentialsOf(g.id).length > 0);
+    const none = noCredentialsSentence(empty);
+    if (rest.length === 0 && none !== '') return none;
+    const others = none === '' ? 'the candidate groups' : 'the other candidate groups';
+    const why = unusableBecause(rest.map((g) => this.#indexOf(g, credentialsOf(g.id), now)), now);
+    const flow = 'an authorization flow (OAuth, service account and the like), which this version does not serve';
+    const sentence = !why.needFlow
+      ? `Every credential of ${others} is disabled or cooling down.`
+      : why.notActive
+        ? `Every credential of ${others} is disabled, cooling down, or of a kind that needs ${flow}.`
+        : `The credentials of ${others} need ${flow}.`;
+    return none === '' ? sentence : `${none} ${sentence}`;
   }
 
   /** The credential's access when it is cached for this revision of the credential. */
@@ -253,38 +264,6 @@ function isServable(c: CredentialView, state: 'active' | 'cooldown', kinds: read
   return credentialStateAt(c, now) === state && isStaticKind(c.kind) && kinds.includes(c.kind);
 }
 
-/**
- * The detail of a no_available_credential (the data plane's refusal and route inspection's
- * `detail` alike): a Group with no credentials at all says so, and an active credential of a
- * kind that needs an authorization flow is not "disabled or cooling down". Each Group is read
- * once; the pool's noCredentialDetail reads its kept indexes instead.
- */
-export function noCredentialDetail(groups: Iterable<{ id: number; channel: string }>, credentialsOf: (groupId: number) => readonly CredentialView[], now: number): string {
-  return detailOf(groups, credentialsOf, now, (group, credentials) => indexFor(group, credentials, now));
-}
-
-function detailOf(
-  groups: Iterable<{ id: number; channel: string }>,
-  credentialsOf: (groupId: number) => readonly CredentialView[],
-  now: number,
-  indexOf: (group: { id: number; channel: string }, credentials: readonly CredentialView[]) => ServableIndex,
-): string {
-  const all = [...groups];
-  // By id: the candidates' order varies by weight from one request to the next.
-  const empty = all.filter((g) => credentialsOf(g.id).length === 0).map((g) => g.id).sort((x, y) => x - y);
-  const rest = all.filter((g) => credentialsOf(g.id).length > 0);
-  const none = noCredentialsSentence(empty);
-  if (rest.length === 0 && none !== '') return none;
-  const others = none === '' ? 'the candidate groups' : 'the other candidate groups';
-  const why = unusableBecause(rest.map((g) => indexOf(g, credentialsOf(g.id))), now);
-  const flow = 'an authorization flow (OAuth, service account and the like), which this version does not serve';
-  const sentence = !why.needFlow
-    ? `Every credential of ${others} is disabled or cooling down.`
-    : why.notActive
-      ? `Every credential of ${others} is disabled, cooling down, or of a kind that needs ${flow}.`
-      : `The credentials of ${others} need ${flow}.`;
-  return none === '' ? sentence : `${none} ${sentence}`;
-}
 
 /** Names the Groups that hold no credential, and how to give them one; '' for none. */
 function noCredentialsSentence(groupIds: readonly number[]): string {

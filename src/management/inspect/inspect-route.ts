@@ -1,5 +1,5 @@
 import { accessKeyExpired } from '../../auth/access-key-expiry.ts';
-import { CredentialPool, noCredentialDetail } from '../../dataplane/credential-pool.ts';
+import { CredentialPool } from '../../dataplane/credential-pool.ts';
 import { planCandidates, refusalFor } from '../../dataplane/plan-candidates.ts';
 import type { Resolution } from '../../engine/index.ts';
 import { PROTOCOLS, type ProtocolId } from '../../generated/index.ts';
@@ -124,7 +124,7 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
       reason = 'no_available_credential';
       // The data plane's own wording, so that inspection and a real request's refusal agree.
       const groups = [...uncredentialed.values()].map((u) => u.group);
-      detail = noCredentialDetail(groups, (id) => uncredentialed.get(id)?.listed ?? [], src.now);
+      detail = pool.noCredentialDetail(groups, (id) => uncredentialed.get(id)?.listed ?? [], src.now);
     } else ({ code: reason, detail } = refusalFor(planned, input.external_model));
   }
   return {
