@@ -163,17 +163,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       /** The credentials this upgrade's verdicts cooled down or disabled, as they left them. */
       const judgedCredentials: CredentialView[] = [];
       // As forward-native: the last answer's retry headers are the pool's hint when none is left usable.
-      const hint = () =>
-        lastAnswerHint(
-          pool,
-          ordered.map((c) => c.group),
-          (id) => snap.credentialsByGroup.get(id) ?? [],
-          judgedCredentials,
-          log.attempts.length,
-          deps.clock(),
-        );
+      const groups = ordered.map((c) => c.group);
+      const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
+      const hint = () => lastAnswerHint(pool, groups, credentialsOf, judgedCredentials, log.attempts.length, deps.clock());
       attempts: for (const routed of ordered) {
-        for (const listed of pool.usable(routed.group, snap.credentialsByGroup.get(routed.group.id) ?? [], deps.clock())) {
+        for (const listed of pool.usable(routed.group, credentialsOf(routed.group.id), deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
           // As forward-native: a credential or Group deleted, disabled, rotated or changed during an
           // earlier handshake is not tried as it was, and the global proxy is taken as it is now.
@@ -293,8 +287,6 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
         noteAttemptRoute(log, lastFailure.candidate, lastFailure.credential);
         throw withHint(lastFailure.error, hint());
       }
-      const groups = ordered.map((c) => c.group);
-      const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
       // As forward-native: the record names the route it would have taken, with no credential.
       noteRoute(log, ordered[0]!);
       throw new DataPlaneError('no_available_credential', pool.noCredentialDetail(groups, credentialsOf, deps.clock()), pool.retryHeaders(groups, credentialsOf, deps.clock()));

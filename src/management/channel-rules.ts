@@ -5,6 +5,7 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindDecl, ty
 import type { GroupRecord } from '../store/records.ts';
 import { SUPPORTED_PROXY_SCHEMES, proxyUrlProblem } from '../upstream/index.ts';
 import { checkBaseUrl } from './check-base-url.ts';
+import credentialUpdateSchema from './schemas/credential-update.json' with { type: 'json' };
 
 export function channelOf(id: string) {
   const channel = Object.hasOwn(CHANNELS, id) ? CHANNELS[id as ChannelId] : undefined;
@@ -77,8 +78,8 @@ function withoutField(values: Record<string, string>, name: string): Record<stri
   return Object.fromEntries(Object.entries(values).filter(([k]) => k !== name));
 }
 
-/** The longest credential field value (the `maxLength` of the credential schemas' `fields`). */
-const MAX_FIELD_CHARS = 65536;
+/** The longest credential field value: the credential schemas' `fields` limit, read from one of them. */
+const MAX_FIELD_CHARS = credentialUpdateSchema.properties.fields.additionalProperties.maxLength;
 
 function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, locationDefault: string | null, fieldPrefix: string): Record<string, string> {
   const known = kind.fields.map((f) => f.name);

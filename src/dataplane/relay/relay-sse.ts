@@ -67,8 +67,7 @@ export class SseRelay extends StreamRelay {
     if (rest === undefined) return;
     if (this.#passingLargeEvent) return this.#passOn(rest);
     // The upstream's own error event ends the stream as the upstream's, not as a break.
-    const errors = this.upstreamErrors;
-    if (errors !== undefined && errors.candidateIn(rest) !== -1 && errors.isErrorEvent(rest.toString('utf8'))) this.upstreamErrorSeen();
+    this.#noteUpstreamError(rest);
     this.#rest = rest;
   }
 
@@ -112,6 +111,12 @@ export class SseRelay extends StreamRelay {
     return !this.#passingLargeEvent && last !== undefined && (last === this.#largeFinalEnd || endsWithFinalEvent(style, last));
   }
 
+  /** Notes an event that is the upstream's own error event (once seen, none is looked for). */
+  #noteUpstreamError(event: Buffer): void {
+    const errors = this.upstreamErrors;
+    if (errors !== undefined && errors.candidateIn(event) !== -1 && errors.isErrorEvent(event.toString('utf8'))) this.upstreamErrorSeen();
+  }
+
   #forward(events: Buffer[]): void {
     const { options } = this.relay;
     let kept: Buffer[] | undefined;
@@ -121,8 +126,7 @@ export class SseRelay extends StreamRelay {
     for (let i = kept === undefined ? 0 : 1; i < events.length; i++) {
       const event = events[i]!;
       if (options.streamStyle === 'responses' && event.includes(SEQUENCE_MARK)) this.#lastSequenced = event;
-      const errors = this.upstreamErrors;
-      if (errors !== undefined && errors.candidateIn(event) !== -1 && errors.isErrorEvent(event.toString('utf8'))) this.upstreamErrorSeen();
+      this.#noteUpstreamError(event);
       dropped = this.#mayCarry(event) && !this.#inspect(event.toString('utf8'));
       if (dropped) kept ??= events.slice(0, i);
       else kept?.push(event);
