@@ -12,7 +12,7 @@ import {
 } from '../../src/upstream/index.ts';
 import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { chatBody, completionJson } from './helpers/dataplane-scenarios.ts';
-import { realtimeRoute, startWsUpstream } from './helpers/ws-upstream.ts';
+import { realtimeRoute, startWsUpstream, upgradeStatus } from './helpers/ws-upstream.ts';
 
 t.test('hop-by-hop headers, and those named by Connection, are dropped', async (t) => {
   const out = stripHopByHop({
@@ -191,14 +191,7 @@ t.test('a WebSocket upgrade with OpenAI-Organization and OpenAI-Project: neither
   const upstream = await startWsUpstream({ refuse: (req) => (carriesScope(req.headers) ? { status: 401, headers: { 'content-type': 'application/json' }, body: mismatchedOrganization } : undefined) });
   t.teardown(() => upstream.close());
   const { gw, group, wsUrl } = await realtimeRoute(t, upstream.url);
-  const ws = new WebSocket(wsUrl, { headers: { 'openai-organization': 'org-x', 'openai-project': 'proj-y' } });
-  const opened = await new Promise<boolean>((resolve) => {
-    ws.once('open', () => resolve(true));
-    ws.once('unexpected-response', () => resolve(false));
-    ws.once('error', () => resolve(false));
-  });
-  ws.terminate();
-  t.ok(opened, 'the session opened');
+  t.equal(await upgradeStatus(wsUrl, { headers: { 'openai-organization': 'org-x', 'openai-project': 'proj-y' } }), 101, 'the session opened');
   t.equal(upstream.seen.length, 1);
   for (const h of ACCOUNT_SCOPE) t.equal(upstream.seen[0]?.headers[h], undefined, `no ${h} upstream`);
   const credentials = await gw.store.credentials.list(group.id);

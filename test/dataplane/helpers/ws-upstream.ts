@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Test } from 'tap';
-import { WebSocket, WebSocketServer } from 'ws';
+import { WebSocket, WebSocketServer, type ClientOptions } from 'ws';
 import { seedRoute, startDataPlane, type Gateway } from './data-plane-harness.ts';
 import { eventually } from './dataplane-scenarios.ts';
 
@@ -85,9 +85,9 @@ export function connect(url: string, protocols: string[] = []): Promise<WebSocke
 }
 
 /** The status an upgrade gets: 101 when it opened (the session is then dropped), else the HTTP answer's, -1 on an error. */
-export function upgradeStatus(url: string): Promise<number> {
+export function upgradeStatus(url: string, options?: ClientOptions): Promise<number> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, options);
     ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
     ws.once('error', () => resolve(-1));
     ws.once('open', () => {
