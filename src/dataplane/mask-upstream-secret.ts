@@ -34,11 +34,12 @@ interface SecretForms {
 
 /**
  * Each secret's forms, built once: a Group's credentials take turns (smooth weighted
- * round-robin), so consecutive answers often carry different secrets. Credentials are few; past
- * FORMS_KEPT secrets the oldest entry goes, so an entry no pool forgets ages out.
+ * round-robin), so consecutive answers often carry different secrets, up to a Group's every
+ * credential. Past FORMS_KEPT secrets (1 to 2.5 KB each) the oldest entry goes, so an entry no
+ * pool forgets ages out; past it a secret's forms are remade per answer (about 8 us for a usual key).
  */
 const formsBySecret = new Map<string, SecretForms>();
-const FORMS_KEPT = 64;
+const FORMS_KEPT = 16_384;
 
 /** Drops a secret's forms: CredentialPool forgets a deleted or rotated secret, and so does this cache. */
 export function forgetSecretForms(secret: string): void {

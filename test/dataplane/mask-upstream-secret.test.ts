@@ -231,6 +231,24 @@ t.test('a key of letters, digits and ._~-: URLSearchParams encodes `~`, near-for
   t.same(run(key, ['x \\u', '002d %2']).perChunk, ['x \\u', '002d %2'], 'no tail held that only an escape would begin');
 });
 
+t.test("a key holding any one printable ASCII character: each of JavaScript's own encodings of it is masked", async (t) => {
+  // Keys of letters, digits, `_`, `.` and `-` alone skip the text encoders (their forms are the
+  // key itself); one character more must bring the encoders back.
+  const encodings: [name: string, encode: (key: string) => string][] = [
+    ['encodeURIComponent', encodeURIComponent],
+    ['URLSearchParams', (key) => new URLSearchParams({ k: key }).toString().slice(2)],
+    ['JSON.stringify', (key) => JSON.stringify(key).slice(1, -1)],
+    ['Basic auth base64', (key) => Buffer.from(`user:${key}`).toString('base64')],
+  ];
+  for (let code = 0x20; code < 0x7f; code++) {
+    const key = `sk-${String.fromCharCode(code)}-0123456789abcdefWXYZ`;
+    for (const [name, encode] of encodings) {
+      const masked = maskSecretInText(`got ${encode(key)} here`, key);
+      t.notOk(masked.includes(encode(key)), `${JSON.stringify(key)}, ${name}`);
+    }
+  }
+});
+
 // A secret shorter than 8 characters (a local upstream's placeholder key: `x`, `none`,
 // `ollama`) is masked only as a whole token: not preceded or followed by an ASCII letter,
 // digit, `_` or `-`, so `a` in `application/json` and `test` in `latest` stay. A secret under
