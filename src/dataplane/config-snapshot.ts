@@ -5,6 +5,7 @@ export interface Snapshot {
   settings: Settings;
   groups: GroupRecord[];
   groupsByModel: Map<string, GroupRecord[]>;
+  /** A Group's array is replaced (never edited) in place when a cooldown among its credentials is taken. */
   credentialsByGroup: Map<number, CredentialView[]>;
   pricesByModel: Map<string, ModelPriceRecord>;
 }
@@ -20,12 +21,16 @@ const KEY_CACHE_LIMIT = 10_000;
 
 /**
  * What the data plane reads on every request, derived once per configuration generation
- * instead of cloned from the store per request. Any write to the configuration (including a
- * credential's cooldown) changes the generation and the next request rebuilds it.
+ * instead of cloned from the store per request. Any write to the configuration changes the
+ * generation and the next request rebuilds it. A cooldown verdict is not written at once (the
+ * store writes those of a window together): the store's cooldownVersion tells it, and only the
+ * arrays of the Groups it touched are swapped in, in the same snapshot object.
  */
 export class ConfigSnapshot {
   readonly #store: ConfigStore;
   #generation = -1;
+  /** The store's cooldownVersion the snapshot's credentials show. */
+  #cooldownVersion = -1;
   #snapshot: Snapshot | undefined;
   #keys = new Map<string, AccessKeyRecord>();
   #rebuilding: { generation: number; snapshot: Promise<Snapshot> } | undefined;
@@ -36,8 +41,8 @@ export class ConfigSnapshot {
 
   async current(): Promise<Snapshot> {
     const generation = this.#store.generation();
-    if (this.#snapshot && generation === this.#generation) return this.#snapshot;
-    // Requests that find one generation stale at once (a burst after a cooldown) share its rebuild.
+    if (this.#snapshot && generation === this.#generation) return this.#withCooldowns(this.#snapshot);
+    // Requests that find one generation stale at once (a burst after a write) share its rebuild.
     let rebuilding = this.#rebuilding;
     if (rebuilding?.generation !== generation) {
       const snapshot = this.#rebuild(generation).finally(() => {
@@ -49,6 +54,8 @@ export class ConfigSnapshot {
   }
 
   async #rebuild(generation: number): Promise<Snapshot> {
+    // Read with the credentials (the store's reads take them synchronously): a cooldown after is swapped in later.
+    const cooldownVersion = this.#store.cooldownVersion();
     // Every credential in one read: one per Group filtered them all each time (Groups × credentials).
     const [settings, groups, prices, credentials] = await Promise.all([this.#store.settings.get(), this.#store.groups.list(), this.#store.modelPrices.list(), this.#store.credentials.listAll()]);
     const groupsByModel = new Map<string, GroupRecord[]>();
@@ -64,13 +71,26 @@ export class ConfigSnapshot {
     const pricesByModel = new Map(prices.map((p) => [p.model, p]));
     this.#snapshot = { settings, groups, groupsByModel, credentialsByGroup, pricesByModel };
     this.#generation = generation;
+    this.#cooldownVersion = cooldownVersion;
     this.#keys = new Map();
     return this.#snapshot;
   }
 
+  /** `snap` (the current one) with the cooldowns taken since it last looked. */
+  #withCooldowns(snap: Snapshot): Snapshot {
+    const version = this.#store.cooldownVersion();
+    if (version === this.#cooldownVersion) return snap;
+    // New arrays: the credential rotation's index is kept per array, and a request holding the old one reads on undisturbed.
+    for (const [groupId, credentials] of this.#store.cooledSince(this.#cooldownVersion)) {
+      if (snap.credentialsByGroup.has(groupId)) snap.credentialsByGroup.set(groupId, credentials);
+    }
+    this.#cooldownVersion = version;
+    return snap;
+  }
+
   /** The snapshot when it is still current, without waiting: the common case on the hot path. */
   fresh(): Snapshot | undefined {
-    return this.#snapshot !== undefined && this.#store.generation() === this.#generation ? this.#snapshot : undefined;
+    return this.#snapshot !== undefined && this.#store.generation() === this.#generation ? this.#withCooldowns(this.#snapshot) : undefined;
   }
 
   /**
@@ -81,7 +101,7 @@ export class ConfigSnapshot {
    */
   async credentialNow(groupId: number, credentialId: number, now: number): Promise<ConfiguredCredential | undefined> {
     const snap = this.fresh();
-    // Stale after any write, the attempt's own cooldown included: the two records are read
+    // Stale after any write (a disable verdict, a window's cooldowns): the two records are read
     // alone rather than the whole snapshot rebuilt for them.
     const group = snap ? snap.groups.find((g) => g.id === groupId) : await this.#store.groups.get(groupId);
     if (group?.enabled !== true) return undefined;

@@ -79,7 +79,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
     };
     forwardDeps = { snap, deps: built };
-    // Off the request that rebuilt the snapshot, and once for a burst of changes (every cooldown is one).
+    // Off the request that rebuilt the snapshot, and once for a burst of changes (disable verdicts, a window's cooldowns).
     if (!pruneScheduled) {
       pruneScheduled = true;
       setImmediate(forgetRemoved);

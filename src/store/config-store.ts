@@ -211,8 +211,19 @@ export interface ConfigStore {
   readonly credentialStages: CredentialStageStore;
   readonly idempotency: IdempotencyStore;
   readonly audit: AuditStore;
-  /** Changes whenever groups, credentials, access keys, settings or prices change. */
+  /**
+   * Changes whenever groups, credentials, access keys, settings or prices change; a credential's
+   * cooldown verdict (one with an expected revision) only once written, with the others of its
+   * window: until then cooldownVersion tells it.
+   */
   generation(): number;
+  /** Changes whenever a cooldown verdict is taken and not yet written, which generation() does not tell. */
+  cooldownVersion(): number;
+  /**
+   * The credentials (as credentials.listAll reads them) of each Group with a cooldown verdict
+   * taken after the cooldownVersion `version` and not yet written; read at once, for the data plane.
+   */
+  cooledSince(version: number): Map<number, CredentialView[]>;
   /** Whether the last write of one of its files failed (a full disk): reads come from memory and cannot tell. */
   writesFailing(): boolean;
   /** Waits for every pending write; the store is unusable afterwards. */

@@ -7,7 +7,8 @@ import { openLowdbConfigStore, type ConfigStore, type CredentialView } from '../
 import { tempDataDir } from '../management/support/gateway.ts';
 
 // Credential verdicts (a cooldown or disable for the revision a request used) under an upstream
-// outage: concurrent ones share a write of config.json, each still acknowledged only once on disk.
+// outage: concurrent disables share a write of config.json, each still acknowledged only once on
+// disk; cooldowns are written with the others of their window (pending-cooldowns.test.ts).
 
 async function storeWith(t: Test, dir: string, count: number): Promise<{ store: ConfigStore; groupId: number; creds: CredentialView[] }> {
   const store = await openLowdbConfigStore(dir);
@@ -61,9 +62,9 @@ t.test('a write the disk refuses rejects every verdict that shared it, and the d
   const before = await store.credentials.list(groupId);
   const fileBefore = readFileSync(path.join(dir, 'config.json'), 'utf8');
   const freeTheDisk = fillTheDisk(t);
-  const verdicts = creds.map((c) => store.credentials.setState(groupId, c.id, { to: 'cooldown', until: inAnHour() }, { expectedRevision: c.revision }));
-  // A shorter cooldown on the first credential: no change only because of the one before it in the same write.
-  verdicts.push(store.credentials.setState(groupId, creds[0]!.id, { to: 'cooldown', until: new Date(Date.now() + 60_000).toISOString() }, { expectedRevision: creds[0]!.revision }));
+  const verdicts = creds.map((c) => store.credentials.setState(groupId, c.id, { to: 'disabled', reason: 'upstream answered 401' }, { expectedRevision: c.revision }));
+  // A second disable of the first credential: no change only because of the one before it in the same write.
+  verdicts.push(store.credentials.setState(groupId, creds[0]!.id, { to: 'disabled', reason: 'upstream answered 403' }, { expectedRevision: creds[0]!.revision }));
   const outcomes = await Promise.allSettled(verdicts);
   t.same(
     outcomes.map((o) => o.status === 'rejected' && o.reason instanceof ConfigStoreUnavailableError),
@@ -76,8 +77,8 @@ t.test('a write the disk refuses rejects every verdict that shared it, and the d
   t.notOk(readdirSync(dir).some((f) => f.endsWith('.tmp')), 'no temporary file left behind');
 
   freeTheDisk();
-  const retried = await store.credentials.setState(groupId, creds[0]!.id, { to: 'cooldown', until: inAnHour() }, { expectedRevision: creds[0]!.revision });
-  t.equal(retried?.state, 'cooldown', 'the same verdict lands once the disk takes writes again');
+  const retried = await store.credentials.setState(groupId, creds[0]!.id, { to: 'disabled', reason: 'upstream answered 401' }, { expectedRevision: creds[0]!.revision });
+  t.equal(retried?.state, 'disabled', 'the same verdict lands once the disk takes writes again');
   t.notOk(store.writesFailing());
 });
 
@@ -95,17 +96,19 @@ t.test('verdicts and an operator disable queued between them are written in the 
   t.match(await store.credentials.get(groupId, a.id), { state: 'disabled', disabled_reason: 'by hand' });
 });
 
-t.test('a cooldown ending less than a second after the stored one changes nothing and writes nothing', async (t) => {
+t.test('a cooldown ending less than a second after the stored one changes nothing and notes nothing', async (t) => {
   const { store, groupId, creds } = await storeWith(t, tempDataDir(t), 1);
   const c = creds[0]!;
   const end = Date.now() + 60_000;
   const at = (ms: number) => new Date(end + ms).toISOString();
+  const generation = store.generation();
   await store.credentials.setState(groupId, c.id, { to: 'cooldown', until: at(0) }, { expectedRevision: c.revision });
-  const before = store.generation();
+  const before = store.cooldownVersion();
   const near = await store.credentials.setState(groupId, c.id, { to: 'cooldown', until: at(999) }, { expectedRevision: c.revision });
   t.equal(near?.cooldown_until, at(0), '999 ms later: the stored end stands');
-  t.equal(store.generation(), before, 'and nothing was written');
+  t.equal(store.cooldownVersion(), before, 'and nothing was noted');
   const later = await store.credentials.setState(groupId, c.id, { to: 'cooldown', until: at(1000) }, { expectedRevision: c.revision });
-  t.equal(later?.cooldown_until, at(1000), 'a second later: the longer cooldown is written');
-  t.equal(store.generation(), before + 1);
+  t.equal(later?.cooldown_until, at(1000), 'a second later: the longer cooldown is noted');
+  t.equal(store.cooldownVersion(), before + 1);
+  t.equal(store.generation(), generation, 'for the next flush to write, not each in a write');
 });

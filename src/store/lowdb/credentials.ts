@@ -5,6 +5,7 @@ import { maskSecret } from '../mask.ts';
 import type { CredentialView } from '../records.ts';
 import type { ConfigData, StoredCredential } from './config-document.ts';
 import type { JsonDocument } from './json-document.ts';
+import type { PendingCooldown, PendingCooldowns } from './pending-cooldowns.ts';
 import { requireGroups } from './require-groups.ts';
 import type { SecretBox } from './secret-box.ts';
 
@@ -12,18 +13,21 @@ export class LowdbCredentialStore implements CredentialStore {
   readonly #doc: JsonDocument<ConfigData>;
   readonly #box: SecretBox;
   readonly #clock: Clock;
+  /** Cooldown verdicts not yet in the document: every view shows them. */
+  readonly #pending: PendingCooldowns;
   /** The views listAll last returned, by credential id, to hand out again while unchanged. */
   #listed = new Map<number, CredentialView>();
 
-  constructor(doc: JsonDocument<ConfigData>, box: SecretBox, clock: Clock) {
+  constructor(doc: JsonDocument<ConfigData>, box: SecretBox, clock: Clock, pending: PendingCooldowns) {
     this.#doc = doc;
     this.#box = box;
     this.#clock = clock;
+    this.#pending = pending;
   }
 
   async list(groupId: number): Promise<CredentialView[]> {
     const now = this.#clock();
-    return this.#doc.data.credentials.filter((c) => c.group_id === groupId).map((c) => toView(c, now));
+    return this.#doc.data.credentials.filter((c) => c.group_id === groupId).map((c) => this.#view(c, now));
   }
 
   async listAll(): Promise<Map<number, CredentialView[]>> {
@@ -31,10 +35,7 @@ export class LowdbCredentialStore implements CredentialStore {
     const byGroup = new Map<number, CredentialView[]>();
     const listed = new Map<number, CredentialView>();
     for (const c of this.#doc.data.credentials) {
-      // Every write copies the whole document, so unchanged is told by content, not identity;
-      // copying each view again is most of a snapshot's rebuild under a storm of cooldowns.
-      const earlier = this.#listed.get(c.id);
-      const view = earlier !== undefined && unchangedSince(earlier, c, now) ? earlier : toView(c, now);
+      const view = this.#listedView(c, now);
       listed.set(c.id, view);
       const views = byGroup.get(c.group_id);
       if (views === undefined) byGroup.set(c.group_id, [view]);
@@ -44,9 +45,29 @@ export class LowdbCredentialStore implements CredentialStore {
     return byGroup;
   }
 
+  /**
+   * As listAll, for only the Groups with a cooldown noted after `version` (see PendingCooldowns),
+   * read at once: the data plane's snapshot swaps just their arrays in. Views of the others of
+   * those Groups are the ones listAll handed out.
+   */
+  cooledSince(version: number): Map<number, CredentialView[]> {
+    const byGroup = new Map<number, CredentialView[]>();
+    for (const groupId of this.#pending.groupsSince(version)) byGroup.set(groupId, []);
+    if (byGroup.size === 0) return byGroup;
+    const now = this.#clock();
+    for (const c of this.#doc.data.credentials) {
+      const views = byGroup.get(c.group_id);
+      if (views === undefined) continue;
+      const view = this.#listedView(c, now);
+      this.#listed.set(c.id, view);
+      views.push(view);
+    }
+    return byGroup;
+  }
+
   async get(groupId: number, id: number): Promise<CredentialView | undefined> {
     const c = this.#find(this.#doc.data.credentials, groupId, id);
-    return c && toView(c, this.#clock());
+    return c && this.#view(c, this.#clock());
   }
 
   createMany(groupId: number, items: NewCredential[]): Promise<CredentialCreateOutcome[]> {
@@ -120,6 +141,7 @@ export class LowdbCredentialStore implements CredentialStore {
 
   async setState(groupId: number, id: number, change: CredentialStateChange, options: CredentialStateOptions = {}): Promise<CredentialView | undefined> {
     const expected = options.expectedRevision;
+    if (expected !== undefined && change.to === 'cooldown' && this.#pending.open) return this.#noteCooldown(groupId, id, change.until, expected);
     // Checked before queueing (most stale verdicts are seen here already) and again in the write
     // itself, as its precheck: a rotation or a hand enable may have landed in between. A verdict that changes
     // nothing writes nothing: under a failing upstream every attempt brings one, and each would
@@ -136,6 +158,8 @@ export class LowdbCredentialStore implements CredentialStore {
       if (change.to === 'active') {
         enable(c);
         c.cooldown_until = null;
+        // Ended, not outdated, when a verdict (which keeps the revision) ends it.
+        this.#pending.drop(c.id);
       } else if (change.to === 'disabled') {
         c.enabled = false;
         c.disabled_reason = change.reason;
@@ -158,6 +182,22 @@ export class LowdbCredentialStore implements CredentialStore {
       if (err === NO_CHANGE) return this.get(groupId, id);
       throw err;
     }
+  }
+
+  /**
+   * A cooldown verdict, checked as the document's write would check it, is noted in memory and
+   * written with the others of its window (PendingCooldowns): under a failing upstream every
+   * attempt brings one, and each would otherwise rewrite the whole file and rebuild the data
+   * plane's snapshot. Returns the view as it leaves the credential.
+   */
+  #noteCooldown(groupId: number, id: number, until: string, expected: number): CredentialView | undefined {
+    const c = this.#find(this.#doc.data.credentials, groupId, id);
+    if (c === undefined || revisionOf(c) !== expected) return undefined;
+    const now = this.#clock();
+    const seen = withPending(c, this.#pending.of(c));
+    if (verdictChangesNothing(seen, { to: 'cooldown', until }, now)) return toView(seen, now);
+    this.#pending.note(c, until, new Date(now).toISOString());
+    return this.#view(c, now);
   }
 
   consumeResetCredit(groupId: number, id: number): Promise<CredentialView | undefined> {
@@ -216,12 +256,30 @@ export class LowdbCredentialStore implements CredentialStore {
   #applyTo(d: ConfigData, groupId: number, id: number, change: (c: StoredCredential, d: ConfigData) => void, newRevision: boolean): CredentialView | undefined {
     const c = this.#find(d.credentials, groupId, id);
     if (!c) return undefined;
+    // A pending cooldown goes into this write first: the change ends it or keeps it (a rename, a
+    // disable), as it would one already written; the new revision then outdates the entry.
+    const pending = this.#pending.of(c);
+    if (pending !== undefined) Object.assign(c, withPending(c, pending));
     change(c, d);
     const now = this.#clock();
     c.updated_at = new Date(now).toISOString();
     // Not the time: two writes in the same millisecond must still tell apart.
     if (newRevision) c.revision = revisionOf(c) + 1;
-    return toView(c, now);
+    return this.#view(c, now);
+  }
+
+  /** The view of `c` with its pending cooldown. */
+  #view(c: StoredCredential, now: number): CredentialView {
+    return toView(withPending(c, this.#pending.of(c)), now);
+  }
+
+  /** As #view, handing out the view listAll last made while the credential is unchanged since. */
+  #listedView(c: StoredCredential, now: number): CredentialView {
+    const seen = withPending(c, this.#pending.of(c));
+    // Every write copies the whole document, so unchanged is told by content, not identity;
+    // copying each view again is most of a snapshot's rebuild under a storm of changes.
+    const earlier = this.#listed.get(c.id);
+    return earlier !== undefined && unchangedSince(earlier, seen, now) ? earlier : toView(seen, now);
   }
 
   #fingerprint(kind: string, values: Record<string, string>): string {
@@ -251,6 +309,15 @@ function verdictChangesNothing(c: StoredCredential, change: CredentialStateChang
   if (change.to !== 'cooldown') return false;
   const until = Date.parse(change.until);
   return until <= now || (c.cooldown_until !== null && until < Date.parse(c.cooldown_until) + COOLDOWN_MARGIN_MS);
+}
+
+/**
+ * The credential as its pending cooldown leaves it (the same object when it changes nothing):
+ * of the two ends the later stands, as between verdicts.
+ */
+function withPending(c: StoredCredential, p: PendingCooldown | undefined): StoredCredential {
+  if (p === undefined || (c.cooldown_until !== null && Date.parse(p.until) <= Date.parse(c.cooldown_until))) return c;
+  return { ...c, cooldown_until: p.until, updated_at: p.at > c.updated_at ? p.at : c.updated_at };
 }
 
 /** Rows stored before disabled_by existed tell a verdict's disable by the reason it wrote. */

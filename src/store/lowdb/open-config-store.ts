@@ -12,6 +12,7 @@ import { journalStamp } from './idempotency-journal.ts';
 import { checkIdempotencyShape, emptyIdempotency, LowdbIdempotencyStore } from './idempotency.ts';
 import { JsonDocument } from './json-document.ts';
 import { LowdbModelPriceStore } from './model-prices.ts';
+import { COOLDOWN_FLUSH_MS, PendingCooldowns } from './pending-cooldowns.ts';
 import { SecretBox } from './secret-box.ts';
 import { LowdbSettingsStore } from './settings.ts';
 
@@ -26,6 +27,8 @@ export interface OpenOptions {
   clock?: Clock;
   /** Reads what is there and writes nothing (offline inspection next to a running server). */
   readOnly?: boolean;
+  /** How long cooldown verdicts wait in memory for their one write (COOLDOWN_FLUSH_MS); tests shorten it. */
+  cooldownFlushMs?: number;
 }
 
 /**
@@ -45,9 +48,11 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
   const audit = await JsonDocument.open(file(DATA_FILES.audit), emptyAudit, checkAuditShape, readOnly);
   const holdsSecrets = config.data.credentials.length > 0 || config.data.access_keys.length > 0;
   const box = await SecretBox.open(file(DATA_FILES.secretKey), !holdsSecrets, readOnly);
+  const pendingCooldowns = new PendingCooldowns(config, clock, options.cooldownFlushMs ?? COOLDOWN_FLUSH_MS, !readOnly);
+  const credentials = new LowdbCredentialStore(config, box, clock, pendingCooldowns);
   return {
     groups: new LowdbGroupStore(config, clock),
-    credentials: new LowdbCredentialStore(config, box, clock),
+    credentials,
     accessKeys: new LowdbAccessKeyStore(config, box, clock),
     settings: new LowdbSettingsStore(config, clock),
     modelPrices: new LowdbModelPriceStore(config, clock),
@@ -55,8 +60,11 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
     idempotency: new LowdbIdempotencyStore(idempotency, config),
     audit: new LowdbAuditStore(audit),
     generation: () => config.generation,
+    cooldownVersion: () => pendingCooldowns.version,
+    cooledSince: (version) => credentials.cooledSince(version),
     writesFailing: () => [config, idempotency, audit].some((doc) => doc.lastWriteFailed),
     async close() {
+      await pendingCooldowns.close();
       await Promise.all([config.close(), idempotency.close(), audit.close()]);
     },
   };

@@ -56,8 +56,11 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
-/** The data plane's options, and the clock it reads (the system's unless a test moves its own). */
-export type DataPlaneHarnessOptions = Partial<DataPlaneOptions> & { clock?: Clock };
+/**
+ * The data plane's options, the clock it reads (the system's unless a test moves its own), and
+ * how long the store holds cooldown verdicts before writing them (its default unless given).
+ */
+export type DataPlaneHarnessOptions = Partial<DataPlaneOptions> & { clock?: Clock; cooldownFlushMs?: number };
 
 /** A substitute upstream and the data plane in front of it, both stopped when the test ends. */
 export async function startUpstreamAndDataPlane(
@@ -78,12 +81,12 @@ export async function startUpstreamAndDataPlane(
 const HANDLERS_SETTLE_MS = 5000;
 
 /** The real data plane with real stores in a temporary data directory, on 127.0.0.1. */
-export async function startDataPlane({ clock = Date.now, ...options }: DataPlaneHarnessOptions = {}): Promise<Gateway> {
+export async function startDataPlane({ clock = Date.now, cooldownFlushMs, ...options }: DataPlaneHarnessOptions = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-dp-'));
   // As the server's mount has it: bodies spool inside the gateway's own data directory.
   const spoolDir = path.join(dataDir, 'spool');
   mkdirSync(spoolDir, { mode: 0o700 });
-  const store = await openLowdbConfigStore(dataDir);
+  const store = await openLowdbConfigStore(dataDir, cooldownFlushMs === undefined ? {} : { cooldownFlushMs });
   const logs = openSqliteLogStore(dataDir);
   const upstream = new UpstreamClient();
   const inFlight = new InFlightRequests();
