@@ -39,6 +39,7 @@ import { upstreamSwitchingHeaders } from './upstream-switching-headers.ts';
 import { cappedModelName } from './body/index.ts';
 import { maskedOrUndecodable } from './undecodable-answer.ts';
 import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
+import { followSessionCredential, type SessionCredential } from './follow-session-credential.ts';
 import { droppedQueryName, refuseUnreadableFormat } from './forwarded-query.ts';
 import { lastAnswerHint, replaceRetryHint } from './retry-hints.ts';
 import { splitTarget } from './split-request-target.ts';
@@ -267,7 +268,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started });
+          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started }, { groupId: candidate.group.id, credential, access });
           if (end?.upstreamErrorCode !== undefined) {
             // The attempt holds the code the upstream failed the session with, as it holds a failed answer's status.
             attempt.error_code = `upstream_close_${end.upstreamErrorCode}`;
@@ -315,7 +316,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
    * Completes the client's upgrade and relays frames until either side closes; the session's
    * usage, up to the upstream's close, goes to its log record. Undefined: the client left before it was joined.
    */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey): Promise<SessionEnd | undefined> {
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey, used: SessionCredential): Promise<SessionEnd | undefined> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -325,13 +326,21 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       return undefined;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
-    const follower = followSessionKey({ snapshot, quota, clock: deps.clock }, admitted, pricing, (code) => {
-      log.error_code = code;
-      session.endForPolicy(code);
-    });
+    // The first follower to end the session names it in the record.
+    let endedBy: string | undefined;
+    const endAs = (code: string, close: (code: string) => void) => {
+      if (endedBy !== undefined) return;
+      endedBy = log.error_code = code;
+      close(code);
+    };
+    const follower = followSessionKey({ snapshot, quota, clock: deps.clock }, admitted, pricing, (code) => endAs(code, (c) => session.endForPolicy(c)));
+    const credentialFollower = followSessionCredential({ snapshot, accessOf: (view) => pool.accessOf(view) }, used, (code) => endAs(code, (c) => session.endWithdrawn(c)));
     // An HTTP server's upgrade socket is a net.Socket (on https a TLSSocket, which is one too).
     const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage);
-    void session.ended.then(follower.stop);
+    void session.ended.then(() => {
+      follower.stop();
+      credentialFollower.stop();
+    });
     sessions.add(session);
     void session.closed.then(() => sessions.delete(session));
     if (closing) session.goAway();

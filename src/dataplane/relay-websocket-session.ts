@@ -26,6 +26,12 @@ export interface RelaySession {
   goAway(): void;
   /** Ends the session on the gateway's own policy (a quota used up): 1008 with `reason` to both sides. */
   endForPolicy(reason: string): void;
+  /**
+   * Ends the session because what it was routed to was withdrawn (its credential or Group):
+   * 1012 "Service Restart" with `reason` to the client, whose reconnect is routed afresh, and a
+   * normal close to the upstream.
+   */
+  endWithdrawn(reason: string): void;
 }
 
 export interface SessionEnd {
@@ -35,6 +41,9 @@ export interface SessionEnd {
 
 /** WebSocket close code 1008: the session broke the gateway's policy. */
 const POLICY_VIOLATION = 1008;
+/** WebSocket close code 1012 "Service Restart": nothing the client did; a new session may be opened. */
+const SERVICE_RESTART = 1012;
+const NORMAL_CLOSURE = 1000;
 
 /**
  * Time a peer gets to answer the gateway's close frame before its socket is destroyed: both
@@ -50,6 +59,8 @@ const WS_MESSAGE_TOO_BIG = 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH';
 interface Breakage {
   code: string;
   reason: string;
+  /** The upstream is closed with this instead of the client's code. */
+  toUpstream?: number;
 }
 
 /**
@@ -95,7 +106,7 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
       end.upstreamErrorCode = code;
     }
     const closeCode = passedOnCloseCode(code, byClient);
-    for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) closeSessionSocket(ws, closeCode, reason);
+    for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) closeSessionSocket(ws, ws === upstream ? (broken?.toUpstream ?? closeCode) : closeCode, reason);
     // Holding a side back served its peer, which is closing now: each side is read to its close
     // frame (the upstream's usage counted, nothing relayed), the upstream for at most the grace.
     for (const ws of [client, upstream]) ws.resume();
@@ -132,6 +143,9 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
     endForPolicy(reason) {
       // The gateway's own end, not the upstream's: its 1008 says nothing against the upstream.
       finish(POLICY_VIOLATION, Buffer.alloc(0), false, { code: reason, reason });
+    },
+    endWithdrawn(reason) {
+      finish(SERVICE_RESTART, Buffer.alloc(0), false, { code: reason, reason, toUpstream: NORMAL_CLOSURE });
     },
     goAway() {
       if (goingAway) return;

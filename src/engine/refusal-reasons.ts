@@ -53,6 +53,8 @@ export const REFUSAL_REASONS = {
   proxy_unreachable: { status: 502, en: 'The managed proxy for this route could not be reached or refused the gateway.', zh: '无法连接此路由的托管代理，或托管代理拒绝了网关。' },
   log_store_unavailable: { status: 503, en: 'The request log store is failing, so the access key\'s quota cannot be enforced.', zh: '请求日志存储出现故障，无法执行访问密钥的配额。' },
   shutting_down: { status: 503, en: 'The gateway is shutting down.', zh: '网关正在关闭。' },
+  // Ends an open WebSocket session (1012): its credential or Group was deleted, disabled or rotated; a new session is routed afresh.
+  credential_withdrawn: { status: 503, en: 'The upstream credential or Group this session was routed to has been withdrawn; open a new session.', zh: '此会话所路由到的上游凭据或分组已被撤下；请重新建立会话。' },
   upstream_timeout: { status: 504, en: 'The upstream did not answer in time.', zh: '上游未及时响应。' },
   // Never sent (the client is gone); 499 is the log's conventional "client closed request".
   client_closed: { status: 499, en: 'The client closed the request before it was answered.', zh: '客户端在得到响应前关闭了请求。' },

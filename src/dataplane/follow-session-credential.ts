@@ -1,0 +1,67 @@
+import type { CredentialView } from '../store/records.ts';
+import type { ConfigSnapshot, Snapshot } from './config-snapshot.ts';
+import type { CredentialAccess } from './credential-pool.ts';
+
+/** The credential a session was opened with, in its Group, and the values (secret, address) it used. */
+export interface SessionCredential {
+  groupId: number;
+  credential: CredentialView;
+  access: CredentialAccess;
+}
+
+export interface SessionCredentialFollower {
+  /** The session ended: no more checks, nor a close. */
+  stop(): void;
+}
+
+/** How often an open session looks at its credential and Group again (only a changed configuration costs more than a comparison). */
+const CREDENTIAL_CHECK_MS = 1000;
+
+/**
+ * The session follows its credential and that credential's Group: once the configuration
+ * changed, both are looked up in the current snapshot, and the session is ended
+ * (`endWithdrawn`, `credential_withdrawn`), at most once, when the credential was deleted,
+ * disabled (by the operator or a verdict) or given other values than the session uses (its
+ * secret rotated, its address changed), or its Group was deleted or disabled. A cooldown, or an
+ * edit of its weight, name or proxy (a new revision, the same values), leaves it running.
+ */
+export function followSessionCredential(
+  deps: { snapshot: ConfigSnapshot; accessOf(view: CredentialView): Promise<CredentialAccess | undefined> },
+  used: SessionCredential,
+  endWithdrawn: (code: 'credential_withdrawn') => void,
+): SessionCredentialFollower {
+  const { snapshot } = deps;
+  let stopped = false;
+  // What was last found unchanged: the snapshot, the Group's credential list in it (a cooldown replaces it), and the credential's revision.
+  let checkedSnap: Snapshot | undefined;
+  let checkedList: readonly CredentialView[] | undefined;
+  let checkedRevision = used.credential.revision;
+  const end = () => {
+    if (stopped) return;
+    stop();
+    endWithdrawn('credential_withdrawn');
+  };
+  const check = async (): Promise<void> => {
+    const snap = snapshot.fresh() ?? (await snapshot.current());
+    const list = snap.credentialsByGroup.get(used.groupId);
+    if (stopped || (snap === checkedSnap && list === checkedList)) return;
+    const group = snap.groups.find((g) => g.id === used.groupId);
+    const view = list?.find((c) => c.id === used.credential.id);
+    if (group?.enabled !== true || view === undefined || !view.enabled) return end();
+    if (view.revision !== checkedRevision) {
+      const access = await deps.accessOf(view);
+      if (stopped) return;
+      if (access === undefined || access.secret !== used.access.secret || access.baseUrl !== used.access.baseUrl) return end();
+      checkedRevision = view.revision;
+    }
+    checkedSnap = snap;
+    checkedList = list;
+  };
+  // A store that cannot be read now is read again at the next turn.
+  const watch = setInterval(() => void check().catch(() => undefined), CREDENTIAL_CHECK_MS).unref();
+  const stop = () => {
+    stopped = true;
+    clearInterval(watch);
+  };
+  return { stop };
+}
