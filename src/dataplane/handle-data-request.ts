@@ -4,6 +4,7 @@ import { compileRouteTable, firstSegment, matchRoute, type CompiledRoute, type R
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, hasTokens, requestStreamUsage } from '../usage/index.ts';
+import { accessKeyExpired } from '../auth/access-key-expiry.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { ConfigSnapshot, type Snapshot } from './config-snapshot.ts';
 import { CredentialPool } from './credential-pool.ts';
@@ -109,6 +110,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     const log = newLogDraft(requestId, started);
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;
+    // A recording key whose body was still arriving when it was routed: read again before the body is recorded.
+    let streamedUnder: StreamedUnder | undefined;
     deps.inFlight?.enter();
     try {
       const { path, search } = splitTarget(req);
@@ -185,6 +188,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const reread = snapshot.currentAccessKey(presented!.value, key);
       // The same record is taken at once: no turn of the event loop for it.
       const current = reread === key ? key : await reread;
+      if (prepared.streamed && current?.record_request_body) streamedUnder = { presented: presented!.value, key: current };
       if (current !== key) {
         if (!current?.record_request_body) prepared = unrecorded(prepared);
         if (prepared.cutShort) throw prepared.refusal;
@@ -279,6 +283,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     } finally {
       // A connection the shutdown cut looks to the relay like a client that left.
       if (log.error_code === 'client_closed' && deps.inFlight?.ended) cutByShutdown(log);
+      if (streamedUnder !== undefined && !(await stillRecording(snapshot, streamedUnder, deps.clock()))) prepared = unrecorded(prepared!);
       const recorded = prepared?.recorded();
       if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;
@@ -291,6 +296,26 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       }
     }
   };
+}
+
+/** The key a streamed body was routed under, and the value it was presented by. */
+interface StreamedUnder {
+  presented: string;
+  key: AccessKeyRecord;
+}
+
+/**
+ * Whether a body that was still arriving when it was routed is recorded: its key, read again
+ * now that the upload has ended, still records bodies, and is not deleted, rotated, disabled
+ * or expired. A key that cannot be read now records none.
+ */
+async function stillRecording(snapshot: ConfigSnapshot, { presented, key }: StreamedUnder, now: number): Promise<boolean> {
+  try {
+    const current = await snapshot.currentAccessKey(presented, key);
+    return current !== undefined && current.record_request_body && current.enabled && !accessKeyExpired(current, now);
+  } catch {
+    return false;
+  }
 }
 
 /** The body as read, but left out of the record: its key no longer records request bodies. The spool is still cleaned up. */

@@ -32,6 +32,11 @@ export interface PreparedBody {
   refusal?: DataPlaneError;
   /** The refusal is a body cut short: it stands whatever became of the key, which only decides whether the body is recorded. */
   cutShort?: boolean;
+  /**
+   * The body was still arriving when it was routed (a form from its model field on, a large
+   * passthrough body): its key is read again once the upload has ended, for its recording only.
+   */
+  streamed?: boolean;
 }
 
 export interface BodyLimits {
@@ -145,6 +150,7 @@ async function spooledRaw(req: IncomingMessage, declared: number | undefined, re
   return {
     body: { kind: 'stream', replayable: true, open: async () => (declared === undefined ? { stream: spooled.read() } : { stream: spooled.read(), length: declared }) },
     fields: undefined,
+    streamed: true,
     recorded: () => {
       spooled.release();
       return recorded();
@@ -289,6 +295,7 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     // As a routing refusal of the form: answered once the key as it is has been read, the form released then.
     return {
       ...refusedBody(streamRefusal, undefined),
+      streamed: true,
       recorded: () => {
         form.release();
         return record ? recordedPrefix(tee.captured(), declared) : undefined;
@@ -310,6 +317,7 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
       },
     },
     fields,
+    streamed: true,
     recorded: () => {
       form.release();
       if (!record) return undefined;

@@ -1,8 +1,8 @@
-import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import type { ConfigStore } from '../../src/store/config-store.ts';
 import type { AccessKeyRecord } from '../../src/store/records.ts';
-import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { seedRoute, startDataPlane, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // A request is admitted by its AccessKey before its body is read; the key may change while the
@@ -159,3 +159,75 @@ t.test('a key with a requests quota edited while the body uploads: checked again
   t.same(await send(), { status: 429, code: 'quota_exceeded' }, 'the fourth is past the limit');
   t.equal(upstream.requests.length, 3);
 });
+
+// A form is routed when its model field arrives, and its first attempt streams as the upload
+// comes: the key is read again once the upload has ended, for the body's recording only.
+
+const BOUNDARY = 'switchyard-form-boundary';
+const FORM_HEAD = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\n`);
+const FORM_FILE = Buffer.alloc(64 * 1024, 0x41);
+const FORM_TAIL = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
+
+/** A transcription upstream that tells when a request reached it (before its body has ended) and answers once it has. */
+async function formUpstream(t: Test) {
+  const reached = deferred();
+  const bodies: Buffer[] = [];
+  const server = createServer((req, res) => {
+    reached.resolve();
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push(Buffer.concat(chunks));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"ok"}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, reached: reached.promise, bodies };
+}
+
+/** Sends a form's model field and half its file, runs `change` once the upstream request has begun, then sends the rest. */
+function uploadFormAcross(url: string, keyValue: string, reached: Promise<void>, change: () => Promise<unknown>): Promise<number> {
+  const u = new URL(url);
+  const length = FORM_HEAD.length + FORM_FILE.length + FORM_TAIL.length;
+  const answered = new Promise<number>((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: '/v1/audio/transcriptions', method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(length) } }, (res: IncomingMessage) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.write(FORM_HEAD);
+    req.write(FORM_FILE.subarray(0, FORM_FILE.length / 2));
+    void withTimeout(reached, BOUND_MS, 'the upstream request to begin')
+      .then(change)
+      .then(() => {
+        req.write(FORM_FILE.subarray(FORM_FILE.length / 2));
+        req.end(FORM_TAIL);
+      }, reject);
+  });
+  return withTimeout(answered, BOUND_MS, 'the answer');
+}
+
+const formChanges: { name: string; change: (store: ConfigStore, key: AccessKeyRecord) => Promise<unknown>; recorded: boolean }[] = [
+  { name: 'left as it is', change: async () => undefined, recorded: true },
+  { name: 'no longer recording request bodies', change: (store, key) => store.accessKeys.update(key.id, { record_request_body: false }), recorded: false },
+  { name: 'deleted', change: (store, key) => store.accessKeys.delete(key.id), recorded: false },
+  { name: 'rotated', change: (store, key) => store.accessKeys.rotate(key.id), recorded: false },
+  { name: 'disabled', change: (store, key) => store.accessKeys.update(key.id, { enabled: false }), recorded: false },
+];
+
+for (const c of formChanges) {
+  t.test(`a recording key ${c.name} while a form streams to the upstream: forwarded whole, and the record ${c.recorded ? 'holds' : 'holds no'} body`, async (t) => {
+    const upstream = await formUpstream(t);
+    const gw = await startDataPlane();
+    t.teardown(() => gw.close());
+    const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'whisper-1', upstream: 'whisper-1' }], protocols: ['x-suite'], recordBody: true });
+    t.equal(await uploadFormAcross(gw.url, keyValue, upstream.reached, () => c.change(gw.store, key)), 200, 'the attempt begun at the model field is not called off');
+    t.equal(upstream.bodies.length, 1);
+    t.equal(upstream.bodies[0]!.length, FORM_HEAD.length + FORM_FILE.length + FORM_TAIL.length, 'the whole form went through');
+    t.match(await onlyRecord(t, gw, key.id), { status: 200, has_request_body: c.recorded });
+  });
+}
