@@ -1,5 +1,5 @@
 import { resolve, type Resolution, type RouteFeatures } from '../engine/index.ts';
-import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
+import type { AccessKeyRecord, GroupModel, GroupRecord } from '../store/records.ts';
 import { groupVisibleTo, modelVisibleTo } from '../management/visibility.ts';
 import type { DataPlaneCode } from './data-plane-error.ts';
 import { unservedReason } from './served-route.ts';
@@ -85,15 +85,76 @@ function candidateFor(group: GroupRecord, request: RouteRequest): Candidate | un
     ...(request.features ? { features: request.features } : {}),
   });
   const candidate: Candidate = { group, upstream_model: upstream, resolution, included: false, request };
-  const unserved = unservedReason(resolution);
-  if (!groupVisibleTo(key, group)) candidate.excluded_because = 'group_not_visible';
-  else if (model !== undefined && !modelVisibleTo(key, model)) candidate.excluded_because = 'model_not_visible';
-  else if (!group.enabled) candidate.excluded_because = 'group_disabled';
-  else if (!resolution.ok) candidate.excluded_because = resolution.reason_code;
-  else if (unserved) candidate.excluded_because = unserved;
-  else if (!group.base_url) candidate.excluded_because = 'upstream_base_url_missing';
-  else candidate.included = true;
+  const excluded = exclusion(group, key, model, resolution);
+  if (excluded === undefined) candidate.included = true;
+  else candidate.excluded_because = excluded;
   return candidate;
+}
+
+/** Why the Group is not a candidate, the first reason in this order; undefined when it is one. */
+function exclusion(group: GroupRecord, key: AccessKeyRecord, model: string | undefined, resolution: Resolution): string | undefined {
+  if (!groupVisibleTo(key, group)) return 'group_not_visible';
+  if (model !== undefined && !modelVisibleTo(key, model)) return 'model_not_visible';
+  if (!group.enabled) return 'group_disabled';
+  return routeExclusion(resolution) ?? (group.base_url ? undefined : 'upstream_base_url_missing');
+}
+
+/** Why the engine's answer rules the route out, or undefined when the data plane carries it. */
+function routeExclusion(resolution: Resolution): string | undefined {
+  return resolution.ok ? unservedReason(resolution) : resolution.reason_code;
+}
+
+/**
+ * Whether each route is carried, as anyIncluded has found: by protocol and operation, then
+ * channel, then upstream model (undefined for an operation without one). Without features that
+ * is all the engine's answer depends on.
+ */
+export type RouteMemo = Map<string, Map<string, Map<string | undefined, boolean>>>;
+
+/**
+ * Whether planCandidates(input) would include any Group, without its cost: it stops at the first
+ * included Group, sorts nothing, and asks the engine once per route among the calls sharing
+ * `memo`. A model list asks this per model and method over Groups that often share their models.
+ */
+export function anyIncluded(input: Omit<PlanInput, 'features'>, memo: RouteMemo): boolean {
+  const { protocol, operation, model, key, groups } = input;
+  if (model !== undefined && !modelVisibleTo(key, model)) return false;
+  const opKey = `${protocol}\n${operation}`;
+  let byChannel = memo.get(opKey);
+  if (byChannel === undefined) memo.set(opKey, (byChannel = new Map()));
+  for (const group of groups) {
+    // The same checks as exclusion(), those that need no engine answer first.
+    if (!group.enabled || !group.base_url || !groupVisibleTo(key, group)) continue;
+    let upstream: string | undefined;
+    if (model !== undefined) {
+      upstream = upstreamNames(group.models).get(model);
+      if (upstream === undefined) continue;
+    }
+    let byUpstream = byChannel.get(group.channel);
+    if (byUpstream === undefined) byChannel.set(group.channel, (byUpstream = new Map()));
+    let carried = byUpstream.get(upstream);
+    if (carried === undefined) {
+      const resolution = resolve({ protocol, operation, channel: group.channel, ...(upstream !== undefined ? { model: upstream } : {}) });
+      byUpstream.set(upstream, (carried = routeExclusion(resolution) === undefined));
+    }
+    if (carried) return true;
+  }
+  return false;
+}
+
+// A Group's upstream name for each external one (the first mapping, as candidateFor finds it),
+// built once per models list: a list asks it for many models of Groups serving many. Keyed by
+// the array itself, which the store replaces, never edits (see visibility.ts).
+const upstreamsByModels = new WeakMap<readonly GroupModel[], ReadonlyMap<string, string>>();
+
+function upstreamNames(models: readonly GroupModel[]): ReadonlyMap<string, string> {
+  let names = upstreamsByModels.get(models);
+  if (names === undefined) {
+    const built = new Map<string, string>();
+    for (const m of models) if (!built.has(m.external)) built.set(m.external, m.upstream);
+    upstreamsByModels.set(models, (names = built));
+  }
+  return names;
 }
 
 /**

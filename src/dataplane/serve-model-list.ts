@@ -4,7 +4,7 @@ import { groupsServingTo, visibleModelNames } from '../management/visibility.ts'
 import type { AccessKeyRecord, GroupRecord } from '../store/records.ts';
 import type { Snapshot } from './config-snapshot.ts';
 import { generatePage, messagesPage } from './model-list-pages.ts';
-import { planCandidates } from './plan-candidates.ts';
+import { anyIncluded, type RouteMemo } from './plan-candidates.ts';
 import { templateVerb } from '../handlers/compile-route-table.ts';
 import { withRequestId } from './request-id-headers.ts';
 
@@ -18,7 +18,9 @@ export type ModelCatalog = Pick<Snapshot, 'groups' | 'groupsByModel'>;
  */
 export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, catalog: ModelCatalog, query: URLSearchParams): unknown {
   const names = visibleModelNames(key, catalog.groups);
-  const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, key, groupsServingTo(key, id, catalog.groupsByModel.get(id) ?? [])));
+  // One memo for the page: its models' Groups mostly share channels and upstream names.
+  const memo: RouteMemo = new Map();
+  const entries = (page: readonly string[]) => page.map((id) => modelEntry(style, id, key, groupsServingTo(key, id, catalog.groupsByModel.get(id) ?? []), memo));
   switch (style) {
     case 'completions':
       return { object: 'list', data: entries(names) };
@@ -39,7 +41,7 @@ export function modelListBody(style: ModelListStyle, key: AccessKeyRecord, catal
  */
 export function modelBody(style: ModelListStyle, model: string, key: AccessKeyRecord, catalog: ModelCatalog): unknown {
   const serving = groupsServingTo(key, model, catalog.groupsByModel.get(model) ?? []);
-  return serving.length === 0 ? undefined : modelEntry(style, model, key, serving);
+  return serving.length === 0 ? undefined : modelEntry(style, model, key, serving, new Map());
 }
 
 /**
@@ -74,13 +76,13 @@ const GENERATION_METHODS = Object.values(PROTOCOLS).flatMap((protocol) => protoc
  * x-embeddings Group's model lists embedContent, not generateContent. Empty, never absent, for
  * a model no such Group serves: the SDKs' snippets iterate the list.
  */
-function generationMethods(key: AccessKeyRecord, model: string, serving: readonly GroupRecord[]): string[] {
+function generationMethods(key: AccessKeyRecord, model: string, serving: readonly GroupRecord[], memo: RouteMemo): string[] {
   return GENERATION_METHODS.filter(
-    ({ op }) => key.protocols.includes(op.protocol) && planCandidates({ protocol: op.protocol, operation: op.id, model, key, groups: serving }).some((c) => c.included),
+    ({ op }) => key.protocols.includes(op.protocol) && anyIncluded({ protocol: op.protocol, operation: op.id, model, key, groups: serving }, memo),
   ).map(({ verb }) => verb);
 }
 
-function modelEntry(style: ModelListStyle, id: string, key: AccessKeyRecord, serving: readonly GroupRecord[]): unknown {
+function modelEntry(style: ModelListStyle, id: string, key: AccessKeyRecord, serving: readonly GroupRecord[], memo: RouteMemo): unknown {
   switch (style) {
     case 'completions':
       return { id, object: 'model', created: Math.floor(createdAt(serving) / 1000), owned_by: 'switchyard' };
@@ -101,7 +103,7 @@ function modelEntry(style: ModelListStyle, id: string, key: AccessKeyRecord, ser
         max_tokens: null,
       };
     case 'generate':
-      return { name: `models/${id}`, baseModelId: id, displayName: id, supportedGenerationMethods: generationMethods(key, id, serving) };
+      return { name: `models/${id}`, baseModelId: id, displayName: id, supportedGenerationMethods: generationMethods(key, id, serving, memo) };
   }
 }
 

@@ -46,7 +46,7 @@ function assertNoSecrets(t: Test, text: string): void {
   t.notMatch(text, PROXY_PASSWORD, 'nor is the proxy password');
 }
 
-t.test('DISC on an upstream whose list runs past 16 MiB: 502 discovery_failed, and the upstream call is cut off', async (t) => {
+t.test('DISC on an upstream whose list runs past 4 MiB: 502 discovery_failed, and the upstream call is cut off', async (t) => {
   // A list that never ends, 1 MiB of entries at a time, up to 64 MiB (so a gateway without the cap would get it whole and list it).
   const LIMIT = 64 * MIB;
   const entry = '{"id":"m-padding-padding-padding-padding"},';
@@ -69,7 +69,7 @@ t.test('DISC on an upstream whose list runs past 16 MiB: 502 discovery_failed, a
   const { status, text, body } = await discover();
   t.equal(status, 502, text);
   t.equal(body.code, 'BAD_GATEWAY');
-  t.same(body.data, { reason: 'discovery_failed', detail: 'the upstream list is larger than 16 MiB' });
+  t.same(body.data, { reason: 'discovery_failed', detail: 'the upstream list is larger than 4 MiB' });
   t.equal(upstream.requests.length, 1);
   // Wait for the upstream's writer to see the connection go (or reach its end, which fails the test).
   await withTimeout(
@@ -81,6 +81,56 @@ t.test('DISC on an upstream whose list runs past 16 MiB: 502 discovery_failed, a
   );
   t.ok(sent.closedEarly, `the gateway closed the upstream connection before the whole list (${sent.bytes} of ${LIMIT} bytes written)`);
   assertNoSecrets(t, text);
+});
+
+/** A ch02 list page: `{"object":"list","data":[...ids]}`, padded with spaces before its last brace to `bytes` bytes when given. */
+function listPage(ids: string[], bytes = 0): string {
+  const text = JSON.stringify({ object: 'list', data: ids.map((id) => ({ id })) });
+  return `${text.slice(0, -1)}${' '.repeat(Math.max(0, bytes - Buffer.byteLength(text)))}}`;
+}
+
+async function discoverPage(t: Test, page: string) {
+  const upstream = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(page);
+  });
+  t.teardown(() => upstream.close());
+  const { discover } = await startGateway(t, upstream.url);
+  return discover();
+}
+
+t.test('DISC reads a page of exactly 4 MiB and refuses one a byte longer', async (t) => {
+  const atCap = await discoverPage(t, listPage(['m-a', 'm-b'], 4 * MIB));
+  t.equal(atCap.status, 200, atCap.text.slice(0, 300));
+  t.same(atCap.body.data.models, [{ id: 'm-a', configured: true }, { id: 'm-b', configured: false }]);
+  const over = await discoverPage(t, listPage(['m-a', 'm-b'], 4 * MIB + 1));
+  t.equal(over.status, 502, over.text);
+  t.same(over.body.data, { reason: 'discovery_failed', detail: 'the upstream list is larger than 4 MiB' });
+});
+
+t.test('DISC refuses a page nested more than 32 levels deep before parsing it, and reads one 32 deep', async (t) => {
+  // The answer's object is the first level, `data` the second.
+  const nested = (levels: number) => `{"object":"list","data":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
+  const deep = await discoverPage(t, nested(33));
+  t.equal(deep.status, 502, deep.text);
+  t.equal(deep.body.code, 'BAD_GATEWAY');
+  t.same(deep.body.data, { reason: 'discovery_failed', detail: 'the upstream list is nested more than 32 levels deep' });
+  const atLimit = await discoverPage(t, nested(32));
+  t.equal(atLimit.status, 200, atLimit.text);
+  t.same(atLimit.body.data.models, [], 'its entries are not models');
+  // A megabyte of it: what took JSON.parse seconds at the old 16 MiB cap.
+  const huge = await discoverPage(t, `{"data":${'['.repeat(MIB)}${']'.repeat(MIB)}}`);
+  t.same(huge.body.data, { reason: 'discovery_failed', detail: 'the upstream list is nested more than 32 levels deep' });
+});
+
+t.test('DISC counts no bracket inside a string, an escaped quote not ending it', async (t) => {
+  const ids = ['['.repeat(40), '"' + '{['.repeat(40), 'm-a\\', '\\"' + '['.repeat(40)];
+  const { status, text, body } = await discoverPage(t, listPage(ids));
+  t.equal(status, 200, text);
+  t.same(
+    body.data.models?.map((m) => (m as { id: string }).id),
+    ids,
+  );
 });
 
 t.test('DISC on an upstream whose address refuses connections: 502 discovery_failed saying it could not connect', async (t) => {

@@ -8,13 +8,15 @@ const AUTH_KEY = 'discovery-limits-auth-key-0123456789abcdef';
 const UPSTREAM_KEY = 'sk-up-discovery-limits-secret-000001';
 // The caps documented in docs/management-api.md.
 const MODEL_NAME_BYTES = 1024;
+// A Group model's `upstream` limit (group-models.json).
+const MAX_UPSTREAM_CHARS = 300;
 const MAX_MODELS = 10_000;
 const MAX_ID_BYTES = 4 * 1024 * 1024;
 
 interface DiscoverAnswer {
   status: number;
   text: string;
-  body: { code: number | string; data: { models: { id: string; configured: boolean }[]; truncated: boolean } };
+  body: { code: number | string; data: { group_id: number; models: { id: string; configured: boolean }[]; truncated: boolean } };
 }
 
 /** The gateway with real discovery in front of a substitute upstream, and a Group on `channel` with one key. */
@@ -29,7 +31,7 @@ async function startDiscovery(t: Test, channel: string, respond: (req: RecordedU
     const text = await res.text();
     return { status: res.status, text, body: JSON.parse(text) as DiscoverAnswer['body'] };
   };
-  return { upstream, discover: () => withTimeout(discover(), 60_000, 'the discovery answer') };
+  return { upstream, server, discover: () => withTimeout(discover(), 60_000, 'the discovery answer') };
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
@@ -46,31 +48,40 @@ function endlessPages(ids: (page: number) => string[], lastPage = Infinity) {
   };
 }
 
-/** `count` ids for page `page`, each `m-<page>-<i>-` padded with x to `bytes` bytes when given. */
+/**
+ * `count` ids for page `page`, each `m-<page>-<i>-`, padded to `bytes` bytes of UTF-8 when given:
+ * with 4-byte characters, so that 1 KiB is well within the characters a Group model name may have.
+ */
 function pageIds(page: number, count: number, bytes = 0): string[] {
-  return Array.from({ length: count }, (_, i) => `m-${page}-${i}-`.padEnd(bytes, 'x'));
+  return Array.from({ length: count }, (_, i) => {
+    const id = `m-${page}-${i}-`;
+    const pad = Math.max(0, bytes - id.length);
+    return id + '𝄞'.repeat(Math.floor(pad / 4)) + 'x'.repeat(pad % 4);
+  });
 }
 
-t.test('DISC skips ids longer than a model name may be (1 KiB of UTF-8), and lists the rest', async (t) => {
-  const atCap = 'm'.repeat(MODEL_NAME_BYTES);
-  const { discover } = await startDiscovery(t, 'ch02', (_req, res) =>
-    json(res, 200, {
-      object: 'list',
-      // 'é' is 2 bytes: 513 of them are under 1024 characters but 1026 bytes.
-      data: [{ id: 'm-a' }, { id: 'x'.repeat(MODEL_NAME_BYTES + 1) }, { id: atCap }, { id: 'é'.repeat(513) }, { id: 'm-b' }],
-    }),
-  );
+t.test("DISC skips ids a Group's model mapping cannot take (300 characters) or longer than a model name may be (1 KiB of UTF-8), and lists the rest", async (t) => {
+  // '𝄞' is 4 bytes and 2 UTF-16 units: 256 of them are 256 characters and exactly 1 KiB.
+  const listed = ['m-a', 'x'.repeat(MAX_UPSTREAM_CHARS), '𝄞'.repeat(MODEL_NAME_BYTES / 4), 'é'.repeat(MAX_UPSTREAM_CHARS), 'm-b'];
+  const skipped = ['x'.repeat(MAX_UPSTREAM_CHARS + 1), 'é'.repeat(MAX_UPSTREAM_CHARS + 1), '𝄞'.repeat(MODEL_NAME_BYTES / 4 + 1)];
+  const { server, discover } = await startDiscovery(t, 'ch02', (_req, res) => json(res, 200, { object: 'list', data: [...listed.slice(0, 2), ...skipped, ...listed.slice(2)].map((id) => ({ id })) }));
   const { status, text, body } = await discover();
   t.equal(status, 200, text.slice(0, 300));
   t.same(
     body.data.models.map((m) => m.id),
-    ['m-a', atCap, 'm-b'],
+    listed,
   );
   t.equal(body.data.truncated, false, 'a skipped id is not a truncated list');
+  const put = await fetch(`${server.url}/api/groups/${body.data.group_id}/models`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ models: listed.map((upstream, i) => ({ external: `e-${i}`, upstream })) }),
+  });
+  t.equal(put.status, 200, 'every listed id can be configured as a Group model\'s upstream name');
 });
 
-t.test('DISC applies the model name cap to the name, after the generate-style models/ prefix', async (t) => {
-  const atCap = 'g'.repeat(MODEL_NAME_BYTES);
+t.test('DISC applies the caps to the name, after the generate-style models/ prefix', async (t) => {
+  const atCap = 'g'.repeat(MAX_UPSTREAM_CHARS);
   const { discover } = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, { models: [{ name: `models/${atCap}` }, { name: `models/${atCap}g` }, { name: 'models/m-a' }] }));
   const { status, text, body } = await discover();
   t.equal(status, 200, text.slice(0, 300));

@@ -76,15 +76,23 @@ export const MAX_DISCOVERY_PAGES = 50;
 /**
  * Bytes one list page may have. The answer is read whole before it is parsed, so an upstream
  * that streams without end would otherwise fill the gateway's memory; past this the list call
- * is aborted. The longest real lists are well under 1 MiB.
+ * is aborted. The longest real lists are well under 1 MiB; parsing a page holds the event loop
+ * (the data plane's calls wait), so the cap leaves them room and no more.
  */
-export const MAX_DISCOVERY_PAGE_BYTES = 16 * 1024 * 1024;
+export const MAX_DISCOVERY_PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * How deep a page may nest arrays and objects. A real list is three deep (the answer, its list,
+ * a model) with a few more inside a model's details; a page of a few MiB nested thousands deep
+ * takes JSON.parse seconds, so a deeper one is refused before it is parsed.
+ */
+export const MAX_DISCOVERY_PAGE_DEPTH = 32;
 
 /**
  * Models one discovery lists at most, and the UTF-8 bytes of their ids together; the first id
  * past either ends the list there, `truncated`. The largest real catalogs have a few thousand
  * ids of well under 100 bytes; the caps keep the answer, built and serialized whole, a few MiB
- * whatever the upstream sends over its pages (50 pages of 16 MiB would otherwise be held at once).
+ * whatever the upstream sends over its pages (50 pages of 4 MiB would otherwise be held at once).
  */
 export const MAX_DISCOVERED_MODELS = 10_000;
 export const MAX_DISCOVERED_ID_BYTES = 4 * 1024 * 1024;

@@ -4,7 +4,18 @@ import { DiscoveryFailed, DiscoveryRefused, type DiscoveredModels, type Discover
 import { classifyUpstreamError, joinBaseUrl, type UpstreamClient, type UpstreamFailureKind } from '../../upstream/index.ts';
 import { withinModelCap } from '../../dataplane/body/model-name-cap.ts';
 import { credentialLocation } from '../../store/credential-location.ts';
-import { DISCOVERY_DIALECT_OF_WIRE, DISCOVERY_DIALECTS, MAX_DISCOVERED_ID_BYTES, MAX_DISCOVERED_MODELS, MAX_DISCOVERY_PAGE_BYTES, MAX_DISCOVERY_PAGES, type DiscoveryDialect } from './discovery-dialects.ts';
+import groupModelsSchema from '../../management/schemas/group-models.json' with { type: 'json' };
+import {
+  DISCOVERY_DIALECT_OF_WIRE,
+  DISCOVERY_DIALECTS,
+  MAX_DISCOVERED_ID_BYTES,
+  MAX_DISCOVERED_MODELS,
+  MAX_DISCOVERY_PAGE_BYTES,
+  MAX_DISCOVERY_PAGE_DEPTH,
+  MAX_DISCOVERY_PAGES,
+  type DiscoveryDialect,
+} from './discovery-dialects.ts';
+import { nestedDeeperThan } from './json-nesting-depth.ts';
 
 type Dialect = (typeof DISCOVERY_DIALECTS)[DiscoveryDialect];
 
@@ -97,8 +108,9 @@ async function listPages(client: UpstreamClient, dialect: Dialect, request: List
       response.body.destroy();
       throw new DiscoveryFailed(`upstream answered ${response.status}`, response.status);
     }
-    const text = await readCapped(response.body);
-    const next = readPage(dialect, text, listing);
+    const page = await readCapped(response.body);
+    if (nestedDeeperThan(page, MAX_DISCOVERY_PAGE_DEPTH)) throw new DiscoveryFailed(`the upstream list is nested more than ${MAX_DISCOVERY_PAGE_DEPTH} levels deep`);
+    const next = readPage(dialect, page.toString('utf8'), listing);
     if (listing.full) return { models: [...listing.seen], truncated: true };
     if (!next.more) return { models: [...listing.seen], truncated: false };
     // "More" with no cursor to ask for it, or the cursor just followed (an upstream that ignores it): what was listed is all that can be had.
@@ -108,8 +120,8 @@ async function listPages(client: UpstreamClient, dialect: Dialect, request: List
   return { models: [...listing.seen], truncated: true };
 }
 
-/** A page's text, or DiscoveryFailed (the call aborted) once it passes MAX_DISCOVERY_PAGE_BYTES. */
-async function readCapped(body: Readable): Promise<string> {
+/** A page's bytes, or DiscoveryFailed (the call aborted) once it passes MAX_DISCOVERY_PAGE_BYTES. */
+async function readCapped(body: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -120,7 +132,7 @@ async function readCapped(body: Readable): Promise<string> {
     }
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /**
@@ -152,12 +164,24 @@ function failedToList(err: unknown, request: ListRequest): DiscoveryFailed {
   return new DiscoveryFailed(FAILURE_DETAILS[kind](request.timeouts));
 }
 
+/** The longest upstream name a Group's model mapping takes, in characters (code points, as the schema's validator counts). */
+const MAX_UPSTREAM_CHARS = groupModelsSchema.properties.models.items.properties.upstream.maxLength;
+
+function withinUpstreamCap(name: string): boolean {
+  // UTF-16 units are never fewer than code points: only a long name needs counting.
+  if (name.length <= MAX_UPSTREAM_CHARS) return true;
+  let chars = 0;
+  for (const _ of name) if (++chars > MAX_UPSTREAM_CHARS) return false;
+  return true;
+}
+
 /**
  * Adds a page's ids to the listing (first occurrence kept) and says where the list goes on. An
  * answer without the dialect's list array is not a model list (an error body sent with 200,
- * say); entries whose id is not a non-empty string are skipped, and so are names longer than
- * the data plane takes (a request could never name them). The first new id past the totals'
- * caps marks the listing full and ends the page.
+ * say); entries whose id is not a non-empty string are skipped, and so are names longer than a
+ * Group's model mapping takes (no Group could be configured with them) or the data plane takes
+ * (a request could never name them). The first new id past the totals' caps marks the listing
+ * full and ends the page.
  */
 function readPage(dialect: Dialect, text: string, listing: Listing): { more: false } | { more: true; cursor: string | undefined } {
   let parsed: Record<string, unknown> | null;
@@ -171,7 +195,7 @@ function readPage(dialect: Dialect, text: string, listing: Listing): { more: fal
   const ids = items.map((m) => (m as Record<string, unknown> | null)?.[dialect.id]).filter((id): id is string => typeof id === 'string' && id !== '');
   for (const id of ids) {
     const name = id.startsWith(dialect.stripPrefix) ? id.slice(dialect.stripPrefix.length) : id;
-    if (name === '' || !withinModelCap(name) || listing.seen.has(name)) continue;
+    if (name === '' || !withinUpstreamCap(name) || !withinModelCap(name) || listing.seen.has(name)) continue;
     const bytes = Buffer.byteLength(name);
     if (listing.seen.size >= MAX_DISCOVERED_MODELS || listing.bytes + bytes > MAX_DISCOVERED_ID_BYTES) {
       listing.full = true;
