@@ -142,12 +142,13 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         const style = listStyleOf(list, req.headers, presented?.from);
         errorStyle = style;
         nameTarget(log, match.target);
+        // As for an operation: the model in the path is known before the key's checks, and a refusal's record names it.
+        const model = list.answers === 'model' ? cappedModelName(match.params['model']!, 'path') : undefined;
+        if (model !== undefined) log.external_model = model;
         if (!key) throw new DataPlaneError('access_key_invalid');
         log.access_key_id = key.id;
         checkAccessKey(key, null, started);
-        if (list.answers === 'model') {
-          const model = cappedModelName(match.params['model']!, 'path');
-          log.external_model = model;
+        if (model !== undefined) {
           const body = modelBody(style, model, key, snap);
           if (body === undefined) throw new DataPlaneError('model_not_visible');
           sendJson(res, 200, body, requestId, errorStyle);

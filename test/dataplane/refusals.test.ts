@@ -255,6 +255,19 @@ t.test('a path no endpoint has is 404, and its record names the key that called 
   t.same(upstream.requests, [], 'the upstream received nothing');
 });
 
+t.test("a model retrieve refused for its key names the model in its record, as an operation's refusal does", async (t) => {
+  const { gw, upstream } = await setup(t);
+  await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'vis', upstream: 'up-vis' }], secrets: ['sk-upstream-refusal'] });
+  const { keyValue, key } = await createKey(gw.store, { protocols: ['x-generate'], enabled: false });
+  const res = await fetch(`${gw.url}/v1beta/models/vis`, { headers: clientAuthHeaders('x-generate', keyValue) });
+  t.equal(res.status, 403);
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { error_code: 'access_key_disabled', access_key_id: key.id, external_model: 'vis' });
+  const unknown = await fetch(`${gw.url}/v1beta/models/vis`, { headers: clientAuthHeaders('x-generate', 'sy-not-a-key-0000000000000000') });
+  t.equal(unknown.status, 401);
+  t.match(await waitForLog(gw, unknown.headers.get('x-switchyard-request-id')), { error_code: 'access_key_invalid', external_model: 'vis' });
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
 t.test('a refusal on an endpoint with the model in its path names that model in its record', async (t) => {
   const { gw, upstream } = await setup(t);
   await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'vis', upstream: 'up-vis' }], secrets: ['sk-upstream-refusal'] });
