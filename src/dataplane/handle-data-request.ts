@@ -26,6 +26,7 @@ import { requestFeatures } from './request-features.ts';
 import { owesUsageTo, resourceKey, ResponseAffinity, type RememberedResponse } from './response-affinity.ts';
 import { modelVisibleTo } from '../management/visibility.ts';
 import type { AccessKeyRecord } from '../store/records.ts';
+import { STORED_OBJECTS_KEPT } from '../store/stored-object-store.ts';
 import { answersToRequestLimitsOnly, quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
@@ -47,7 +48,10 @@ const NO_QUERY = new URLSearchParams();
 /** Reads that show a background response's usage once it has run (a cancelled one's too). */
 const BACKGROUND_BILLING_READS: ReadonlySet<string> = new Set(['responses-retrieve', 'responses-cancel']);
 
-export type DataPlaneHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+export type DataPlaneHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
+  /** Settles once the stored objects the log store kept are remembered again; rejects when they could not be read (then none are). */
+  ready: Promise<void>;
+};
 
 /**
  * The data plane: every endpoint of the generated protocol table through one pipeline
@@ -57,7 +61,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const routes = compileRouteTable();
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
-  const affinity = new ResponseAffinity(100_000);
+  const affinity = new ResponseAffinity(STORED_OBJECTS_KEPT, deps.logs.storedObjects);
+  const ready = affinity.load();
+  // The mount waits for it and reports a failure; a handler made without one must not end the process over it.
+  ready.catch(() => undefined);
   const plans = new RoutePlans();
   const quota = quotaMeterFor(deps.logs);
   const { options } = deps;
@@ -99,7 +106,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     quota.retain(async () => (await deps.store.accessKeys.list()).map((k) => k.id)).catch(() => undefined);
   };
 
-  return async function handle(req, res) {
+  return Object.assign(async function handle(req: IncomingMessage, res: ServerResponse) {
     const started = deps.clock();
     const requestId = newRequestId(started);
     // One header read per request: only a browser's (it names its Origin) pays for CORS.
@@ -296,7 +303,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         deps.inFlight?.leave();
       }
     }
-  };
+  }, { ready });
 }
 
 /** The key a streamed body was routed under, and the value it was presented by. */

@@ -13,7 +13,7 @@ import { InFlightRequests } from './in-flight-requests.ts';
  * to the socket relay.
  */
 export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPlaneMount {
-  return async (_app, { store, logs, clock, dataDir }) => {
+  return async (_app, { store, logs, clock, log, dataDir }) => {
     // In the data directory rather than the system's: bodies may hold what clients sent in confidence.
     const spoolDir = options.spoolDir ?? path.join(dataDir, 'spool');
     await resetSpoolDir(spoolDir);
@@ -21,6 +21,10 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
     const inFlight = new InFlightRequests();
     const deps = { store, logs, upstream, clock, options: { ...DEFAULT_DATA_PLANE_OPTIONS, ...options, spoolDir }, inFlight };
     const handle = createDataPlaneHandler(deps);
+    // Before the server listens: a call naming an object created before the restart finds it remembered.
+    await handle.ready.catch((error: unknown) => {
+      log(`switchyard: the stored objects remembered before this start could not be read (${error instanceof Error ? error.message : String(error)}): calls naming them are routed as any call, open to any key, and background responses among them are not billed`);
+    });
     const upgrade = createUpgradeHandler(deps);
     return {
       request: (req, res) => void handle(req, res),

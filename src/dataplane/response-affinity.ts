@@ -1,16 +1,7 @@
-/** Where a response was created, by whom, and what its first read with usage still owes the log. */
-export interface RememberedResponse {
-  groupId: number;
-  credentialId: number;
-  /** The AccessKey that created it, the only one that may name it; null for one learned from a read (open to any key). */
-  createdBy: number | null;
-  /** A background response whose usage no read by its creator has reported yet. */
-  unbilled: boolean;
-  /** The upstream model it was created with, to price what a read reports. */
-  upstreamModel: string | null;
-  /** The model the client named at its creation, under which a read's usage is reported. */
-  externalModel: string | null;
-}
+import type { StoredObject, StoredObjectStore } from '../store/stored-object-store.ts';
+
+/** Where a response was created, by whom, and what its first read with usage still owes the log (StoredObject). */
+export type RememberedResponse = Omit<StoredObject, 'key'>;
 
 /**
  * Which Group and credential created a stored object (a response, a voice: an operation's
@@ -20,25 +11,49 @@ export interface RememberedResponse {
  * A response created in the background (`background: true`) is answered queued, before it has
  * used any tokens; its entry stays `unbilled` until a read of it by the AccessKey that created
  * it first reports its usage.
+ * Every change is also recorded in `store` (with the log batch of the request that made it), and
+ * `load` brings back what it kept, so that a restart forgets none of it; lookups stay in memory.
  */
 export class ResponseAffinity {
-  readonly #entries = new Map<string, RememberedResponse>();
+  #entries = new Map<string, RememberedResponse>();
 
-  constructor(readonly capacity: number) {}
+  constructor(
+    readonly capacity: number,
+    readonly store?: StoredObjectStore,
+  ) {}
+
+  /** Takes in the newest objects the store kept: older than any remembered since this affinity was made. */
+  async load(): Promise<void> {
+    if (this.store === undefined) return;
+    const kept = await this.store.loadStoredObjects(this.capacity);
+    const entries = new Map<string, RememberedResponse>();
+    for (const { key, ...entry } of kept) entries.set(key, entry);
+    for (const [key, entry] of this.#entries) {
+      entries.delete(key);
+      entries.set(key, entry);
+    }
+    for (const key of entries.keys()) {
+      if (entries.size <= this.capacity) break;
+      entries.delete(key);
+    }
+    this.#entries = entries;
+  }
 
   /** `created` comes with the create; a later read of the response keeps what it set. */
   remember(responseId: string, groupId: number, credentialId: number, created?: { background: boolean; upstreamModel: string | null; externalModel: string | null; accessKeyId: number }): void {
     const before = this.#entries.get(responseId);
-    this.#entries.delete(responseId);
-    this.#entries.set(responseId, {
+    const entry: RememberedResponse = {
       groupId,
       credentialId,
       createdBy: created?.accessKeyId ?? before?.createdBy ?? null,
       unbilled: created?.background ?? before?.unbilled ?? false,
       upstreamModel: created?.upstreamModel ?? before?.upstreamModel ?? null,
       externalModel: created?.externalModel ?? before?.externalModel ?? null,
-    });
+    };
+    this.#entries.delete(responseId);
+    this.#entries.set(responseId, entry);
     if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value!);
+    this.store?.recordStoredObject({ type: 'remembered', object: { key: responseId, ...entry } });
   }
 
   lookup(responseId: string): RememberedResponse | undefined {
@@ -50,6 +65,7 @@ export class ResponseAffinity {
     const entry = this.#entries.get(responseId);
     if (entry === undefined || !owesUsageTo(entry, accessKeyId)) return false;
     entry.unbilled = false;
+    this.store?.recordStoredObject({ type: 'billed', key: responseId });
     return true;
   }
 }

@@ -4,6 +4,7 @@ import type { LogRecord } from './log-record.ts';
 import type { SealedLogBatch } from './write-log-batch.ts';
 import { DropReporter } from './drop-reporter.ts';
 import { DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_BYTES, PendingLogBatches } from './pending-log-batches.ts';
+import type { StoredObjectChange } from '../stored-object-store.ts';
 
 export interface LogBatchAppenderOptions {
   /** Records per batch; a full batch is handed on at the next turn of the event loop. */
@@ -20,6 +21,9 @@ export interface LogBatchAppenderOptions {
   onError?: (error: unknown) => void;
 }
 
+/** The data of a batch that carries stored-object changes only. */
+const NO_RECORDS = Buffer.alloc(0);
+
 /** A batch is also sealed once its records and their bodies' text take this much, whatever their number. */
 const MAX_BATCH_BYTES = 1024 * 1024;
 
@@ -29,7 +33,8 @@ const MAX_BATCH_BYTES = 1024 * 1024;
  * `flushIntervalMs`, one batch per turn so that a burst never holds the event loop. A batch
  * whose hand-on throws stays first in line and is tried again on the timer. Each sealed batch
  * gets a key unique to it (a random id of this appender and a counter), which makes storing
- * it a second time a no-op.
+ * it a second time a no-op. Stored-object changes ride in the open batch too, sealed with the
+ * records appended up to then (a batch of changes alone has no batch row: sent again, it writes the same states again).
  */
 export class LogBatchAppender {
   readonly #handOn: (batch: SealedLogBatch) => void;
@@ -46,6 +51,8 @@ export class LogBatchAppender {
   #queued = 0;
   /** Sealed batches not yet handed on, by their number. */
   readonly #queue = new PendingLogBatches();
+  /** Stored-object changes of the open batch. */
+  #objects: StoredObjectChange[] = [];
   #dropped = 0;
   #bodiesDropped = 0;
   #failing = false;
@@ -90,6 +97,11 @@ export class LogBatchAppender {
     this.#schedule();
   }
 
+  appendStoredObject(change: StoredObjectChange): void {
+    this.#objects.push(change);
+    this.#schedule();
+  }
+
   /** A batch sealed elsewhere (the log writer's thread receives them so), handed on in turn. */
   enqueue(batch: SealedLogBatch): void {
     this.#push(batch);
@@ -113,7 +125,10 @@ export class LogBatchAppender {
 
   #seal(): void {
     const batch = this.#encoder.seal();
-    if (batch !== undefined) this.#push({ key: `${this.#keyPrefix}.${++this.#sealed}`, ...batch });
+    const objects = this.#objects.length === 0 ? undefined : this.#objects;
+    if (objects !== undefined) this.#objects = [];
+    if (batch !== undefined) this.#push({ key: `${this.#keyPrefix}.${++this.#sealed}`, ...batch, objects });
+    else if (objects !== undefined) this.#push({ key: `${this.#keyPrefix}.${++this.#sealed}`, data: NO_RECORDS, count: 0, bodies: undefined, bytes: 0, objects });
   }
 
   #push(batch: SealedLogBatch): void {
@@ -131,7 +146,8 @@ export class LogBatchAppender {
   }
 
   #schedule(): void {
-    if (this.size === 0) return;
+    // Batches of stored-object changes count no records: the queue itself says whether any wait.
+    if (this.#queue.size === 0 && this.#encoder.count === 0 && this.#objects.length === 0) return;
     // While handing on fails, only the timer retries, so a full queue does not spin.
     if (this.#queue.size > 0 && !this.#failing) {
       this.#immediate ??= setImmediate(() => {

@@ -27,6 +27,11 @@
  *   `body` is stored (text, JSON or base64: body-row.ts); `batch_id` lets prune
  *   delete a batch's bodies (the column is last because files from before batches gain it
  *   with ALTER TABLE).
+ * - `stored_objects`: the stored objects (responses, compactions, voices) the data plane
+ *   remembers, with their holder and creator (src/store/stored-object-store.ts), written in the
+ *   transactions of the batches that carry their changes and kept apart from them (retention
+ *   does not touch them): the newest STORED_OBJECTS_KEPT by `seq` (stored-objects-table.ts).
+ *   A file from before it gains it by CREATE TABLE IF NOT EXISTS.
  */
 export const LOG_SCHEMA = `
 CREATE TABLE IF NOT EXISTS log_batches (
@@ -90,6 +95,16 @@ CREATE TABLE IF NOT EXISTS request_bodies (
   batch_id INTEGER
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS request_bodies_batch ON request_bodies (batch_id);
+CREATE TABLE IF NOT EXISTS stored_objects (
+  seq INTEGER PRIMARY KEY,
+  key TEXT NOT NULL UNIQUE,
+  group_id INTEGER NOT NULL,
+  credential_id INTEGER NOT NULL,
+  created_by INTEGER,
+  unbilled INTEGER NOT NULL,
+  upstream_model TEXT,
+  external_model TEXT
+);
 `;
 
 /** log_batch_dims.kind */

@@ -1,4 +1,5 @@
 import type { LogListItem, LogRecord } from './log-record.ts';
+import type { StoredObjectStore } from '../stored-object-store.ts';
 
 export type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'error';
 
@@ -131,6 +132,8 @@ export interface LogStore {
   readonly bufferedBytes?: number;
   /** Recorded bodies let go since the store opened to keep within that bound (their records kept, the body marked `dropped`). */
   readonly bodiesDropped?: number;
+  /** Where the data plane keeps the stored objects it remembers, with the records, where the store keeps them. */
+  readonly storedObjects?: StoredObjectStore;
   /** Writes buffered records now. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -18,7 +18,8 @@ export type LogRead =
   | { method: 'usage'; args: [query: UsageQuery] }
   | { method: 'statistics'; args: [query: StatisticsQuery] }
   | { method: 'keyUsage'; args: [accessKeyId: number, from: number | undefined, to: number | undefined] }
-  | { method: 'prune'; args: [before: number] };
+  | { method: 'prune'; args: [before: number] }
+  | { method: 'loadStoredObjects'; args: [limit: number] };
 
 /** A sealed batch as it arrives in the worker: structured clone turns its Buffer into a Uint8Array (a copy of its bytes). */
 export type PostedLogBatch = Omit<SealedLogBatch, 'data'> & { data: Uint8Array };

@@ -88,6 +88,8 @@ function answer(read: LogRead): Promise<unknown> {
       return store.keyUsage(...read.args);
     case 'prune':
       return store.prune(...read.args);
+    case 'loadStoredObjects':
+      return store.loadStoredObjects(...read.args);
   }
 }
 

@@ -16,6 +16,7 @@ import { readUsage } from './read-usage.ts';
 import { readStatistics } from './read-statistics.ts';
 import { readKeyUsage } from './read-key-usage.ts';
 import { preparedStatements, type PrepareStatement } from './prepared-statements.ts';
+import type { StoredObject, StoredObjectChange, StoredObjectStore } from '../stored-object-store.ts';
 
 export const LOG_DB_FILE = 'logs.sqlite';
 
@@ -35,8 +36,10 @@ const FILE_CHECK_MS = 1000;
  * batches first (migrate-request-logs.ts), and one of an older LOG_SCHEMA_VERSION has its rollups
  * and dimensions rebuilt (rebuild-derived-tables.ts).
  */
-export class SqliteLogStore implements LogStore {
+export class SqliteLogStore implements LogStore, StoredObjectStore {
+  readonly storedObjects: StoredObjectStore = this;
   readonly #db: Database.Database;
+  readonly #writer: LogBatchWriter;
   readonly #appender: LogBatchAppender;
   readonly #source: LogBatchSource;
   readonly #pruner: LogBatchPruner;
@@ -67,6 +70,7 @@ export class SqliteLogStore implements LogStore {
       proveWritable(this.#db);
       return writer;
     });
+    this.#writer = writer;
     this.#prepare = preparedStatements(this.#db);
     this.#source = new LogBatchSource(this.#prepare);
     this.#pruner = new LogBatchPruner(this.#db, writer, this.#source);
@@ -106,6 +110,16 @@ export class SqliteLogStore implements LogStore {
   appendBatch(batch: SealedLogBatch): void {
     if (this.#closed) throw new Error('log store is closed');
     this.#appender.enqueue(batch);
+  }
+
+  recordStoredObject(change: StoredObjectChange): void {
+    if (this.#closed) throw new Error('log store is closed');
+    this.#appender.appendStoredObject(change);
+  }
+
+  async loadStoredObjects(limit: number): Promise<StoredObject[]> {
+    this.#readable();
+    return this.#writer.storedObjects.newest(limit);
   }
 
   async flush(): Promise<void> {

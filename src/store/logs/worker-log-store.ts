@@ -13,6 +13,7 @@ import { decodeCursor } from './log-cursor.ts';
 import { logOpenError } from './log-open-failure.ts';
 import { LogFileError } from './sqlite-log-reader.ts';
 import { DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_BYTES, PendingLogBatches } from './pending-log-batches.ts';
+import type { StoredObject, StoredObjectChange, StoredObjectStore } from '../stored-object-store.ts';
 
 export interface WorkerLogStoreOptions {
   /** Records per batch; a full batch is posted on the next turn. Default 1024: the worker stores each batch as one row, in one transaction. */
@@ -54,7 +55,8 @@ const MAX_RESTART_DELAY_MS = 5000;
  * to the next worker; if that one dies too, or a worker dies before it could open the
  * database, the read rejects.
  */
-export class WorkerLogStore implements LogStore {
+export class WorkerLogStore implements LogStore, StoredObjectStore {
+  readonly storedObjects: StoredObjectStore = this;
   readonly #dataDir: string;
   readonly #onError: (error: unknown) => void;
   readonly #onNotice: (message: string) => void;
@@ -137,6 +139,16 @@ export class WorkerLogStore implements LogStore {
   append(record: LogRecord): void {
     if (this.#closing !== undefined) throw new Error('log store is closed');
     this.#appender.append(record);
+  }
+
+  /** Rides in the open batch, so it is kept and sent again as its records are until the worker commits it. */
+  recordStoredObject(change: StoredObjectChange): void {
+    if (this.#closing !== undefined) throw new Error('log store is closed');
+    this.#appender.appendStoredObject(change);
+  }
+
+  loadStoredObjects(limit: number): Promise<StoredObject[]> {
+    return this.#read({ method: 'loadStoredObjects', args: [limit] }) as Promise<StoredObject[]>;
   }
 
   async flush(): Promise<void> {

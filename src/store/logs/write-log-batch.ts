@@ -3,6 +3,8 @@ import type { BodyRowValues } from './body-row.ts';
 import { decodeLogBatch, refString, type DecodedLogBatch } from './decode-log-batch.ts';
 import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
 import { ROLLUP_SUM_COLUMNS, RollupTable, type RollupRow } from './log-rollup.ts';
+import { StoredObjectsTable } from './stored-objects-table.ts';
+import type { StoredObjectChange } from '../stored-object-store.ts';
 
 /** A batch ready to store: its encoded records, its recorded bodies, and the key that makes storing it again a no-op. */
 export interface SealedLogBatch {
@@ -12,13 +14,15 @@ export interface SealedLogBatch {
   bodies: BodyRowValues[] | undefined;
   /** What it takes in memory: `data`'s length plus its bodies' text length (what the buffering caps count). */
   bytes: number;
+  /** Stored-object changes made up to its sealing, written in its transaction; a batch may carry only these (`count` 0). */
+  objects?: StoredObjectChange[] | undefined;
 }
 
 const SAME_DIMENSIONS = 'slot_start = ? AND access_key_id IS ? AND group_id IS ? AND external_model IS ?';
 
 /**
  * Stores batches: the batch row (skipped, with everything else, when its key is known), its
- * dimensions, its recorded bodies and its records' rollups, in one transaction. Also the
+ * dimensions, its recorded bodies, its records' rollups and its stored-object changes, in one transaction. Also the
  * rollup and dimension updates that prune needs.
  */
 export class LogBatchWriter {
@@ -31,6 +35,7 @@ export class LogBatchWriter {
   readonly #addRollup: Database.Statement;
   readonly #insertRollup: Database.Statement;
   readonly #deleteEmptyRollup: Database.Statement;
+  readonly storedObjects: StoredObjectsTable;
   readonly #write: (batch: SealedLogBatch, seqs: { first: number; end: number } | undefined) => boolean;
 
   constructor(db: Database.Database) {
@@ -53,6 +58,7 @@ export class LogBatchWriter {
        VALUES (${['?', '?', '?', '?', ...ROLLUP_SUM_COLUMNS.map(() => '?')].join(', ')})`,
     );
     this.#deleteEmptyRollup = db.prepare(`DELETE FROM usage_rollup WHERE ${SAME_DIMENSIONS} AND requests <= 0`);
+    this.storedObjects = new StoredObjectsTable(db);
     this.#write = db.transaction((batch: SealedLogBatch, seqs: { first: number; end: number } | undefined) => this.#store(batch, seqs));
   }
 
@@ -104,6 +110,10 @@ export class LogBatchWriter {
   }
 
   #store(batch: SealedLogBatch, seqs: { first: number; end: number } | undefined): boolean {
+    if (batch.count === 0) {
+      this.storedObjects.apply(batch.objects ?? []);
+      return true;
+    }
     const decoded = decodeLogBatch(batch.data);
     let min = Infinity;
     let max = -Infinity;
@@ -122,6 +132,8 @@ export class LogBatchWriter {
     const rollup = new RollupTable();
     rollup.addBatch(decoded);
     this.applyRollup(rollup.rows, 1);
+    // Only with its batch: one sent again after it was stored would bring back older states.
+    if (batch.objects !== undefined) this.storedObjects.apply(batch.objects);
     return true;
   }
 }

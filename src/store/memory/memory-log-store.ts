@@ -3,6 +3,7 @@ import { InvalidLogCursorError } from '../logs/invalid-log-cursor.ts';
 import { isErrorRecord } from '../logs/error-record.ts';
 import { wellFormedFilter, wellFormedStrings } from '../logs/well-formed-text.ts';
 import type { LogListItem, LogRecord } from '../logs/log-record.ts';
+import { MemoryStoredObjects } from './memory-stored-objects.ts';
 import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow, UsageTotals } from '../logs/log-store.ts';
 
 const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
@@ -13,6 +14,7 @@ const HOUR_MS = BUCKET_MS.hour;
  * and as a real second implementation to exercise the management routes with.
  */
 export class MemoryLogStore implements LogStore {
+  readonly storedObjects = new MemoryStoredObjects();
   #records: LogRecord[] = [];
   /** What pruned records of each AccessKey used, per UTC hour, which its quotas still count. */
   readonly #pruned = new Map<number, Map<number, KeyUsage>>();
