@@ -15,6 +15,7 @@ import {
   type ScannedObject,
   type Splice,
 } from '../../src/dataplane/body/index.ts';
+import { MultipartModelScanner } from '../../src/dataplane/body/multipart-model-scanner.ts';
 
 const LIMIT = 64 * 1024;
 
@@ -360,10 +361,82 @@ t.test('multipart: model after the file part', async (t) => {
   const form = new SpooledFormBody(source(chunks), CONTENT_TYPE, dir);
   const found = await form.ready;
   t.same(found.model, { value: 'whisper-1', start: modelValueAt(body), end: modelValueAt(body) + 'whisper-1'.length });
-  t.same(Object.fromEntries(found.fields), {}, 'fields after the model are not seen; files never are');
+  t.same(Object.fromEntries(found.fields), { response_format: 'verbose_json' }, 'fields after the model are read up to the form\'s end; files never are');
   const out = await collect(form.read(modelSplice(found, 'whisper-large-v3')));
   t.ok(out.equals(multipart(parts('whisper-large-v3'))));
   form.release();
+});
+
+/** How many bytes the scanner had been given when its outcome settled, and the scanner once all of `chunks` are in. */
+function settledAfter(chunks: Buffer[]): { at: number | undefined; scanner: MultipartModelScanner } {
+  const scanner = new MultipartModelScanner(BOUNDARY);
+  let pushed = 0;
+  let at: number | undefined;
+  for (const chunk of chunks) {
+    scanner.push(chunk);
+    pushed += chunk.length;
+    if (at === undefined && scanner.outcome !== undefined) at = pushed;
+  }
+  scanner.end();
+  return { at, scanner };
+}
+
+/** The first chunk end at or past `point`: where a scanner given `chunks` can settle at the earliest. */
+function firstChunkEndFrom(chunks: Buffer[], point: number): number | undefined {
+  let pushed = 0;
+  for (const chunk of chunks) {
+    pushed += chunk.length;
+    if (pushed >= point) return pushed;
+  }
+  return undefined;
+}
+
+t.test('multipart: the outcome settles at the first file part after the model, at every split point; the small fields up to it are read', async (t) => {
+  const body = multipart([
+    { name: 'stream', value: 'false' },
+    { name: 'model', value: 'gpt-image-1' },
+    { name: 'n', value: '2' },
+    { name: 'prompt', value: 'p'.repeat(SMALL_FIELD_BYTES + 1) },
+    { name: 'stream', value: 'true' },
+    { name: 'response_format', value: 'url' },
+    { name: 'image', filename: 'cat.png', value: TRICKY_FILE },
+    { name: 'response_format', value: 'b64_json' },
+  ]);
+  const fileHeaders = 'filename="cat.png"\r\nContent-Type: application/octet-stream\r\n\r\n';
+  const point = body.indexOf(fileHeaders) + fileHeaders.length;
+  // Later duplicates win, as before the model; a field too large to keep is not kept; none after the file is read.
+  const expected = JSON.stringify({ stream: 'true', n: '2', response_format: 'url' });
+  for (const { label, chunks } of splits(body)) {
+    const { at, scanner } = settledAfter(chunks);
+    if (at !== firstChunkEndFrom(chunks, point)) t.fail(`${label}: settled after ${at} bytes, the file's headers end at ${point}`);
+    if (scanner.outcome?.model?.value !== 'gpt-image-1') t.fail(`${label}: model ${JSON.stringify(scanner.outcome?.model)}`);
+    if (JSON.stringify(Object.fromEntries(scanner.fields)) !== expected) t.fail(`${label}: fields ${JSON.stringify(Object.fromEntries(scanner.fields))}`);
+  }
+  t.pass('all splits');
+});
+
+t.test('multipart: with no file part after the model, the outcome settles at the close delimiter, at every split point', async (t) => {
+  const body = multipart(
+    [
+      { name: 'file', filename: 'speech.mp3', value: TRICKY_FILE },
+      { name: 'model', value: 'whisper-1' },
+      { name: 'stream', value: 'true' },
+      { name: 'response_format', value: 'verbose_json' },
+    ],
+    { epilogue: '\r\n' },
+  );
+  const point = body.length - 2;
+  for (const { label, chunks } of splits(body)) {
+    const { at, scanner } = settledAfter(chunks);
+    if (at !== firstChunkEndFrom(chunks, point)) t.fail(`${label}: settled after ${at} bytes, the close ends at ${point}`);
+    if (scanner.outcome?.model?.value !== 'whisper-1') t.fail(`${label}: model ${JSON.stringify(scanner.outcome?.model)}`);
+    if (JSON.stringify(Object.fromEntries(scanner.fields)) !== JSON.stringify({ stream: 'true', response_format: 'verbose_json' })) t.fail(`${label}: fields ${JSON.stringify(Object.fromEntries(scanner.fields))}`);
+  }
+  t.pass('all splits');
+  // A form without a model settles at its close as well, with no model and its fields.
+  const modelless = settledAfter([multipart([{ name: 'file', filename: 'v.wav', value: 'RIFF' }, { name: 'name', value: 'my voice' }])]);
+  t.equal(modelless.scanner.outcome?.model, undefined);
+  t.same(Object.fromEntries(modelless.scanner.fields), { name: 'my voice' });
 });
 
 /**
@@ -558,7 +631,8 @@ t.test('multipart: the rest of the form is still checked (second model field, tr
     { name: 'file', filename: 'f', value: 'data' },
     { name: 'model', value: 'b' },
   ]);
-  const cut = body.indexOf('\r\n\r\ndata');
+  // The first chunk holds the file part's headers: the form is ready (its attempt may begin) before the second model comes.
+  const cut = body.indexOf('\r\n\r\ndata') + 4;
   const form = new SpooledFormBody(source([body.subarray(0, cut), body.subarray(cut)]), CONTENT_TYPE, dir);
   const found = await form.ready;
   t.equal(found.model?.value, 'a');
@@ -605,7 +679,7 @@ t.test('multipart: resolves before the file exists; a read streams 32 MiB as the
   const found = await form.ready;
   t.notOk(state.tailStarted, 'resolved from the head alone');
   t.equal(found.model?.value, 'gpt-image-1');
-  t.same(Object.fromEntries(found.fields), { n: '1' });
+  t.same(Object.fromEntries(found.fields), { n: '1', prompt: 'p'.repeat(1000) }, 'the fields between the model and the file too');
   const hash = createHash('sha256');
   let tailStartedAtFirstChunk: boolean | undefined;
   for await (const chunk of form.read(modelSplice(found, 'gpt-image-1.5'))) {

@@ -6,7 +6,8 @@ import { waitForLog } from './helpers/dataplane-scenarios.ts';
 import { transcriptionRoute } from './helpers/transcription-route.ts';
 
 // docs/data-plane.md: no form is held in memory whole. The scanner collects the small text
-// fields before the model for routing; a form of very many of them must not be collected whole.
+// fields up to the first attempt (before the model, and after it up to the next file part) for
+// routing; a form of very many of them must not be collected whole.
 
 const BOUNDARY = 'CapBoundary';
 
@@ -14,21 +15,22 @@ function textPart(name: string, value: string): string {
   return `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
 }
 
-/** `count` text fields of `size` bytes, then the fields routing reads, the model and a file. */
-function paddedForm(count: number, size: number, model: string): Buffer {
-  const parts: string[] = [];
+/** `count` text fields of `size` bytes, then the fields routing reads, the model and a file; or the model first. */
+function paddedForm(count: number, size: number, model: string, modelFirst = false): Buffer {
+  const parts: string[] = modelFirst ? [textPart('model', model)] : [];
   for (let i = 0; i < count; i++) parts.push(textPart(`pad${i}`, 'x'.repeat(size)));
-  parts.push(textPart('stream', 'true'), textPart('response_format', 'verbose_json'), textPart('model', model));
+  parts.push(textPart('stream', 'true'), textPart('response_format', 'verbose_json'));
+  if (!modelFirst) parts.push(textPart('model', model));
   parts.push(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF....\r\n--${BOUNDARY}--\r\n`);
   return Buffer.from(parts.join(''));
 }
 
-t.test('a form of 20,000 small fields before its model: the collected fields stay bounded, the routed ones kept', async (t) => {
-  const body = paddedForm(20_000, 1000, 'whisper-1');
+for (const [where, modelFirst] of [['before', false], ['after', true]] as const) t.test(`a form of 20,000 small fields ${where} its model: the collected fields stay bounded, the routed ones kept`, async (t) => {
+  const body = paddedForm(20_000, 1000, 'whisper-1', modelFirst);
   const scanner = new MultipartModelScanner(BOUNDARY);
   for (let at = 0; at < body.length; at += 64 * 1024) scanner.push(body.subarray(at, at + 64 * 1024));
   const outcome = scanner.end();
-  t.equal(outcome.model?.value, 'whisper-1', 'the model is found after them');
+  t.equal(outcome.model?.value, 'whisper-1', 'the model is found');
   const held = [...scanner.fields].reduce((sum, [name, value]) => sum + name.length + value.length, 0);
   // Besides the padding within the cap, at most the routing fields (nine, each a small field).
   t.ok(scanner.fields.size <= COLLECTED_FIELDS_COUNT + 9, `fields collected: ${scanner.fields.size}`);

@@ -169,7 +169,7 @@ t.test('a usage chunk without a choices member, or with a null one, is dropped t
 });
 
 // Whether a request asked to stream is read as routing reads it, from any body: a JSON body
-// too large to parse (spooled, its members scanned) or a form's text fields before its model.
+// too large to parse (spooled, its members scanned) or a form's text fields read before its first attempt.
 const BUFFERED_JSON_BYTES = 4096;
 
 t.test('a spooled completions stream request answered under text/plain is relayed as SSE, whether the client or the gateway asked for usage', async (t) => {
@@ -193,7 +193,7 @@ t.test('a spooled completions stream request answered under text/plain is relaye
 t.test('a transcription form with stream=true answered with an SSE body under text/plain is relayed as SSE, its usage read', async (t) => {
   const boundary = 'stream-flag-boundary';
   const part = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-  // The flag before the model: routing reads a form's fields up to its model only.
+  // The flag before the model (after it, see form-fields-after-model.test.ts).
   const form = `${part('stream', 'true')}${part('model', 'team-m')}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\nContent-Type: audio/wav\r\n\r\nRIFF....\r\n--${boundary}--\r\n`;
   const events = [
     `data: ${JSON.stringify({ type: 'transcript.text.delta', delta: 'Hi' })}\n\n`,

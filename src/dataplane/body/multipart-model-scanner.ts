@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { BodyRewriteError } from './body-rewrite-error.ts';
 import { parseHeaderParams } from './header-params.ts';
-import type { BodyScanner, ScanOutcome } from './model-rewrite.ts';
+import type { BodyScanner, ModelSpan, ScanOutcome } from './model-rewrite.ts';
 import { MODEL_FIELD_BYTES } from './model-name-cap.ts';
 import { ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS } from './routing-members.ts';
 
@@ -27,7 +27,7 @@ export const SMALL_FIELD_BYTES = 1024;
 export const COLLECTED_FIELDS_BYTES = 64 * 1024;
 export const COLLECTED_FIELDS_COUNT = 64;
 /**
- * The fields routing reads: collected before the model field whatever came before them, so
+ * The fields routing reads: collected until the outcome settles whatever came before them, so
  * that padding a form cannot hide them from a rule (after it, the first attempt has begun and
  * none is read). A few values of at most SMALL_FIELD_BYTES each.
  */
@@ -54,11 +54,13 @@ interface Part {
 
 /**
  * Incremental multipart/form-data scanner (RFC 7578 over RFC 2046 framing) that finds the
- * `model` field and collects small text fields before it. Only part headers and the values it
- * reports are kept; other part bodies pass by. It keeps going after the model so that a
- * second `model` field in the streamed tail is an error rather than a silent override. Where
- * lenient upstream parsers (Starlette, Werkzeug) could read a part or a `model` the gateway
- * does not, the form is refused rather than read one way.
+ * `model` field and collects small text fields around it. Its outcome settles once the model is
+ * known and a file part begins after it, or when the form closes: the official SDKs send
+ * `stream` and `response_format` after the model, and waiting for them costs only their few
+ * bytes. Only part headers and the values it reports are kept; other part bodies pass by. It
+ * keeps going after the outcome so that a second `model` field in the streamed tail is an error
+ * rather than a silent override. Where lenient upstream parsers (Starlette, Werkzeug) could read
+ * a part or a `model` the gateway does not, the form is refused rather than read one way.
  */
 export class MultipartModelScanner implements BodyScanner {
   /**
@@ -77,6 +79,8 @@ export class MultipartModelScanner implements BodyScanner {
   #pendingStart = -2;
   #part: Part | undefined;
   #modelSeen = false;
+  // The model field's value, once it has ended; the outcome until the next file part or the close.
+  #model: ModelSpan | undefined;
   #outcome: ScanOutcome | undefined;
 
   constructor(boundary: string) {
@@ -157,7 +161,7 @@ export class MultipartModelScanner implements BodyScanner {
     if (d === undefined) return pos;
     if (c === DASH && d === DASH && !this.#padded) {
       this.#state = EPILOGUE;
-      this.#outcome ??= { model: undefined, at: base + pos + 2 };
+      this.#outcome ??= { model: this.#model, at: base + pos + 2 };
     } else if (c === CR && d === LF) {
       this.#state = HEADERS;
     } else {
@@ -241,6 +245,8 @@ export class MultipartModelScanner implements BodyScanner {
     } else if (!isFile && this.#outcome === undefined && (ROUTING_FIELDS.has(name) || this.#roomFor(name, 0))) {
       kind = 'field';
     }
+    // The fields up to here are the ones routing reads: the first attempt may begin.
+    if (isFile && this.#model !== undefined) this.#outcome ??= { model: this.#model, at: start };
     this.#part = { name, kind, start, chunks: [], bytes: 0 };
   }
 
@@ -277,7 +283,7 @@ export class MultipartModelScanner implements BodyScanner {
     } catch {
       this.#fail('model field is not UTF-8', part.start);
     }
-    this.#outcome = { model: { value: model, start: part.start, end }, at: end };
+    this.#model = { value: model, start: part.start, end };
   }
 
   // Whether another non-routing field of this size may still be collected.

@@ -14,11 +14,17 @@ import { MultipartModelScanner } from './multipart-model-scanner.ts';
  */
 const HELD_BACK_BYTES = 128;
 
-/** What the form says once its model field has been read (or it ended without one). */
+/**
+ * What the form says once its model field has been read and then a file part began or the form
+ * ended (or it ended without a model): the first attempt begins then.
+ */
 export interface FormModel {
   /** The client's model name and where its value sits, or undefined when the form has none. */
   readonly model: ModelSpan | undefined;
-  /** Small text fields before the model (see MultipartModelScanner.fields). */
+  /**
+   * Small text fields read before the attempt began: those before the model and those after it up
+   * to the next file part (see MultipartModelScanner.fields).
+   */
   readonly fields: ReadonlyMap<string, string>;
 }
 
@@ -29,7 +35,7 @@ export interface FormModel {
  * form has ended well.
  */
 export class SpooledFormBody {
-  /** Resolves once the model field is known; rejects when the form fails before that. */
+  /** Resolves with the FormModel once it is known; rejects when the form fails before that. */
   readonly ready: Promise<FormModel>;
   readonly #scanner: MultipartModelScanner;
   readonly #spool: FollowedSpoolFile;
