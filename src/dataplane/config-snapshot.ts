@@ -81,8 +81,9 @@ export class ConfigSnapshot {
     const version = this.#store.cooldownVersion();
     if (version === this.#cooldownVersion) return snap;
     // New arrays: the credential rotation's index is kept per array, and a request holding the old one reads on undisturbed.
-    for (const [groupId, credentials] of this.#store.cooledSince(this.#cooldownVersion)) {
-      if (snap.credentialsByGroup.has(groupId)) snap.credentialsByGroup.set(groupId, credentials);
+    for (const [groupId, cooled] of this.#store.cooledSince(this.#cooldownVersion)) {
+      const credentials = snap.credentialsByGroup.get(groupId);
+      if (credentials !== undefined) snap.credentialsByGroup.set(groupId, credentials.map((c) => cooled.get(c.id) ?? c));
     }
     this.#cooldownVersion = version;
     return snap;

@@ -220,10 +220,11 @@ export interface ConfigStore {
   /** Changes whenever a cooldown verdict is taken and not yet written, which generation() does not tell. */
   cooldownVersion(): number;
   /**
-   * The credentials (as credentials.listAll reads them) of each Group with a cooldown verdict
-   * taken after the cooldownVersion `version` and not yet written; read at once, for the data plane.
+   * The views (as credentials.listAll reads them) of only the credentials with a cooldown verdict
+   * taken after the cooldownVersion `version` and not yet written, by Group id then credential id;
+   * read at once, for the data plane to swap into its arrays.
    */
-  cooledSince(version: number): Map<number, CredentialView[]>;
+  cooledSince(version: number): Map<number, Map<number, CredentialView>>;
   /** Whether the last write of one of its files failed (a full disk): reads come from memory and cannot tell. */
   writesFailing(): boolean;
   /** Waits for every pending write; the store is unusable afterwards. */

@@ -1,8 +1,11 @@
 import { readFileSync, statSync } from 'node:fs';
+import fsPromises from 'node:fs/promises';
+import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { fillTheDisk } from '../helpers/fill-the-disk.ts';
-import { openLowdbConfigStore, type ConfigStore, type CredentialView } from '../../src/store/index.ts';
+import { ConfigStoreUnavailableError } from '../../src/store/config-store-unavailable-error.ts';
+import { openLowdbConfigStore, type ConfigStore, type CredentialStateOptions, type CredentialView } from '../../src/store/index.ts';
 import { underIdempotencyKey } from '../../src/store/lowdb/idempotency-journal.ts';
 import { tempDataDir } from '../management/support/gateway.ts';
 
@@ -36,6 +39,27 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   if (!condition()) throw new Error(`gave up waiting for ${what}`);
 }
 
+/** Holds the next write of config.json's temporary file until the returned function is called. */
+function holdTheNextWrite(t: Test): () => void {
+  const original = fsPromises.writeFile;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const restore = () => {
+    fsPromises.writeFile = original;
+    syncBuiltinESMExports();
+  };
+  fsPromises.writeFile = (async (target: Parameters<typeof original>[0], data: Parameters<typeof original>[1], options?: Parameters<typeof original>[2]) => {
+    if (String(target).endsWith('.config.json.tmp')) {
+      restore();
+      await released;
+    }
+    return original(target, data, options);
+  }) as typeof original;
+  syncBuiltinESMExports();
+  t.teardown(restore);
+  return release;
+}
+
 /** Reopens the data directory (after the store closed) and reads the credential there. */
 async function reopened(t: Test, dir: string, groupId: number, id: number): Promise<CredentialView | undefined> {
   const store = await openLowdbConfigStore(dir);
@@ -59,7 +83,7 @@ t.test('a cooldown verdict does not rewrite config.json, yet every read shows it
   t.same((await store.credentials.listAll()).get(groupId)?.map((v) => v.state), ['cooldown', 'active']);
   const cooled = store.cooledSince(before.version);
   t.same([...cooled.keys()], [groupId], 'the Group with the cooldown, for the snapshot');
-  t.same(cooled.get(groupId), await store.credentials.list(groupId), 'with all its credentials as they read now');
+  t.same([...(cooled.get(groupId)?.entries() ?? [])], [[c.id, await store.credentials.get(groupId, c.id)]], 'with only the cooled credential, as it reads now');
   t.same([...store.cooledSince(store.cooldownVersion()).keys()], [], 'nothing since the latest version');
 });
 
@@ -173,6 +197,44 @@ for (const [name, change, state] of keepings) {
     t.equal(onDisk(dir, c.id)?.cooldown_until, end, 'in the file with the change');
   });
 }
+
+// The disk refusing the write of an enable leaves the credential as its answer (503) says:
+// cooling still, now and after a restart, not back in use against an upstream still answering 429.
+const enables: Array<[string, (c: CredentialView) => CredentialStateOptions | undefined]> = [
+  ['a hand enable', () => undefined],
+  ['an enable verdict', (c) => ({ expectedRevision: c.revision })],
+];
+for (const [name, options] of enables) {
+  t.test(`${name} the disk refuses keeps the pending cooldown`, async (t) => {
+    const dir = tempDataDir(t);
+    const { store, groupId, creds } = await storeWith(t, dir, 1, LONG_WINDOW_MS);
+    const c = creds[0]!;
+    const end = inMs(600_000);
+    await cool(store, groupId, c, end);
+    const freeTheDisk = fillTheDisk(t);
+    await t.rejects(store.credentials.setState(groupId, c.id, { to: 'active' }, options(c)), ConfigStoreUnavailableError);
+    t.match(await store.credentials.get(groupId, c.id), { state: 'cooldown', cooldown_until: end }, 'still cooling');
+    freeTheDisk();
+    await store.close();
+    t.match(await reopened(t, dir, groupId, c.id), { state: 'cooldown', cooldown_until: end }, 'and after a restart');
+  });
+}
+
+t.test('an enable verdict written while a flush waits its turn is not undone by it', async (t) => {
+  const dir = tempDataDir(t);
+  const { store, groupId, creds } = await storeWith(t, dir, 1, SHORT_WINDOW_MS);
+  const c = creds[0]!;
+  await cool(store, groupId, c, inMs(600_000));
+  // The enable's write is held until the window has passed: the flush takes the cooldown meanwhile.
+  const release = holdTheNextWrite(t);
+  const enabling = store.credentials.setState(groupId, c.id, { to: 'active' }, { expectedRevision: c.revision });
+  await new Promise((resolve) => setTimeout(resolve, SHORT_WINDOW_MS * 10));
+  release();
+  t.match(await enabling, { state: 'active', cooldown_until: null }, 'the enable answers active');
+  await store.close();
+  t.equal(onDisk(dir, c.id)?.cooldown_until, null, 'and the flush did not write the cooldown back');
+  t.match(await reopened(t, dir, groupId, c.id), { state: 'active' });
+});
 
 t.test('a flush the disk refuses keeps the cooldowns for the next one, and rejects no verdict', async (t) => {
   const dir = tempDataDir(t);

@@ -4,6 +4,7 @@ import { DuplicateCredentialError } from '../duplicate-credential-error.ts';
 import { maskSecret } from '../mask.ts';
 import type { CredentialView } from '../records.ts';
 import type { ConfigData, StoredCredential } from './config-document.ts';
+import { revisionOf } from './credential-revision.ts';
 import type { JsonDocument } from './json-document.ts';
 import type { PendingCooldown, PendingCooldowns } from './pending-cooldowns.ts';
 import { requireGroups } from './require-groups.ts';
@@ -46,21 +47,26 @@ export class LowdbCredentialStore implements CredentialStore {
   }
 
   /**
-   * As listAll, for only the Groups with a cooldown noted after `version` (see PendingCooldowns),
-   * read at once: the data plane's snapshot swaps just their arrays in. Views of the others of
-   * those Groups are the ones listAll handed out.
+   * The views of only the credentials with a cooldown noted after `version` (see
+   * PendingCooldowns), by Group then id, read at once: the data plane's snapshot swaps them into
+   * their Groups' arrays. Walking every credential for their Groups cost more than the rest of a
+   * request with thousands of them.
    */
-  cooledSince(version: number): Map<number, CredentialView[]> {
-    const byGroup = new Map<number, CredentialView[]>();
-    for (const groupId of this.#pending.groupsSince(version)) byGroup.set(groupId, []);
-    if (byGroup.size === 0) return byGroup;
+  cooledSince(version: number): Map<number, Map<number, CredentialView>> {
+    const byGroup = new Map<number, Map<number, CredentialView>>();
+    const noted = this.#pending.notedSince(version);
+    if (noted.size === 0) return byGroup;
     const now = this.#clock();
-    for (const c of this.#doc.data.credentials) {
-      const views = byGroup.get(c.group_id);
-      if (views === undefined) continue;
+    for (const [id, p] of noted) {
+      // Gone or changed since: that was a write, after which the snapshot is rebuilt anyway.
+      const c = this.#find(this.#doc.data.credentials, p.groupId, id);
+      if (c === undefined) continue;
+      // listAll hands it out again while it stays as it is now.
       const view = this.#listedView(c, now);
-      this.#listed.set(c.id, view);
-      views.push(view);
+      this.#listed.set(id, view);
+      const views = byGroup.get(p.groupId);
+      if (views === undefined) byGroup.set(p.groupId, new Map([[id, view]]));
+      else views.set(id, view);
     }
     return byGroup;
   }
@@ -158,8 +164,6 @@ export class LowdbCredentialStore implements CredentialStore {
       if (change.to === 'active') {
         enable(c);
         c.cooldown_until = null;
-        // Ended, not outdated, when a verdict (which keeps the revision) ends it.
-        this.#pending.drop(c.id);
       } else if (change.to === 'disabled') {
         c.enabled = false;
         c.disabled_reason = change.reason;
@@ -174,9 +178,15 @@ export class LowdbCredentialStore implements CredentialStore {
     try {
       check(this.#doc.data);
       // Verdicts throw (in check) before editing, so concurrent ones may share one write; the
-      // operator's enable and disable keep a write of their own.
+      // operator's enable and disable keep a write of their own. The operator's enable raises the
+      // revision, which outdates a pending cooldown: it needs no drop.
       if (expected === undefined) return await this.#edit(groupId, id, apply);
-      return await this.#doc.mutateBatched((d) => this.#applyTo(d, groupId, id, apply, false), check);
+      const view = await this.#doc.mutateBatched((d) => this.#applyTo(d, groupId, id, apply, false), check);
+      if (change.to !== 'active' || view === undefined) return view;
+      // An enable verdict keeps the revision: it ends the pending cooldown, once written (a write
+      // the disk refuses leaves the credential cooling, as its answer says).
+      this.#pending.drop(id);
+      return this.get(groupId, id);
     } catch (err) {
       if (err === STALE_REVISION) return undefined;
       if (err === NO_CHANGE) return this.get(groupId, id);
@@ -311,12 +321,9 @@ function verdictChangesNothing(c: StoredCredential, change: CredentialStateChang
   return until <= now || (c.cooldown_until !== null && until < Date.parse(c.cooldown_until) + COOLDOWN_MARGIN_MS);
 }
 
-/**
- * The credential as its pending cooldown leaves it (the same object when it changes nothing):
- * of the two ends the later stands, as between verdicts.
- */
+/** The credential as its pending cooldown (one that stands: PendingCooldowns.of) leaves it. */
 function withPending(c: StoredCredential, p: PendingCooldown | undefined): StoredCredential {
-  if (p === undefined || (c.cooldown_until !== null && Date.parse(p.until) <= Date.parse(c.cooldown_until))) return c;
+  if (p === undefined) return c;
   return { ...c, cooldown_until: p.until, updated_at: p.at > c.updated_at ? p.at : c.updated_at };
 }
 
@@ -329,11 +336,6 @@ function enable(c: StoredCredential): void {
   c.enabled = true;
   c.disabled_reason = null;
   delete c.disabled_by;
-}
-
-/** Credentials stored before revisions existed are at revision 0. */
-function revisionOf(c: StoredCredential): number {
-  return c.revision ?? 0;
 }
 
 function sealContext(id: number): string {

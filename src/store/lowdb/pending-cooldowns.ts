@@ -1,6 +1,7 @@
 import { AsyncResource } from 'node:async_hooks';
 import type { Clock } from '../clock.ts';
 import type { ConfigData, StoredCredential } from './config-document.ts';
+import { revisionOf } from './credential-revision.ts';
 import type { JsonDocument } from './json-document.ts';
 
 /** A cooldown verdict held in memory until the next flush takes it to config.json. */
@@ -21,6 +22,14 @@ export interface PendingCooldown {
  * serializes and renames the whole file, and makes the data plane rebuild its snapshot).
  */
 export const COOLDOWN_FLUSH_MS = 2000;
+
+/**
+ * Whether `p` still holds for `c` as stored: noted for its current revision, and ending later
+ * than the cooldown stored (of two ends the later stands, as between verdicts).
+ */
+export function pendingStands(c: StoredCredential, p: PendingCooldown | undefined): p is PendingCooldown {
+  return p !== undefined && p.revision === revisionOf(c) && (c.cooldown_until === null || Date.parse(p.until) > Date.parse(c.cooldown_until));
+}
 
 /** Thrown in the flush's write to leave the file alone when no pending cooldown would change it. */
 const NOTHING_TO_WRITE = Symbol('no pending cooldown to write');
@@ -55,20 +64,20 @@ export class PendingCooldowns {
     return this.#open;
   }
 
-  /** Moves with every cooldown noted; a reader that saw one version asks `groupsSince` it what moved. */
+  /** Moves with every cooldown noted; a reader that saw one version asks `notedSince` it what moved. */
   get version(): number {
     return this.#version;
   }
 
-  /** The pending cooldown of `c`, while `c` is still at the revision it was noted for. */
+  /** The pending cooldown of `c` while it stands (pendingStands). */
   of(c: StoredCredential): PendingCooldown | undefined {
     if (this.#entries.size === 0) return undefined;
     const p = this.#entries.get(c.id);
-    return p !== undefined && p.revision === (c.revision ?? 0) ? p : undefined;
+    return pendingStands(c, p) ? p : undefined;
   }
 
   note(c: StoredCredential, until: string, at: string): void {
-    this.#entries.set(c.id, { groupId: c.group_id, until, revision: c.revision ?? 0, at, version: ++this.#version });
+    this.#entries.set(c.id, { groupId: c.group_id, until, revision: revisionOf(c), at, version: ++this.#version });
     if (this.#timer === undefined && this.#flushing === undefined) this.#schedule();
   }
 
@@ -76,11 +85,11 @@ export class PendingCooldowns {
     this.#entries.delete(id);
   }
 
-  /** The Groups of the cooldowns noted after `version`. */
-  groupsSince(version: number): Set<number> {
-    const groups = new Set<number>();
-    for (const p of this.#entries.values()) if (p.version > version) groups.add(p.groupId);
-    return groups;
+  /** The cooldowns noted after `version`, by credential id. */
+  notedSince(version: number): Map<number, PendingCooldown> {
+    const noted = new Map<number, PendingCooldown>();
+    for (const [id, p] of this.#entries) if (p.version > version) noted.set(id, p);
+    return noted;
   }
 
   /**
@@ -117,9 +126,10 @@ export class PendingCooldowns {
   async #write(): Promise<void> {
     if (this.#entries.size === 0) return;
     const taken = new Map(this.#entries);
+    // Still pending too: an enable verdict written while this write waited its turn dropped its entry.
     const writable = (d: Readonly<ConfigData>, now: number) => d.credentials.filter((c) => {
       const p = taken.get(c.id);
-      return p !== undefined && p.revision === (c.revision ?? 0) && Date.parse(p.until) > now && (c.cooldown_until === null || Date.parse(p.until) > Date.parse(c.cooldown_until));
+      return pendingStands(c, p) && this.#entries.get(c.id) === p && Date.parse(p.until) > now;
     });
     try {
       await this.#doc.mutateBatched(
