@@ -30,8 +30,9 @@ export const STORED_OBJECTS_KEPT = 100_000;
 
 /**
  * Where the remembered objects are kept. `record` is synchronous and cheap, as a log append is:
- * a change is written with the log batch open when it is made, so in the same transaction as
- * the record of the request that made it (appended after it, in the same turn).
+ * a change is written with the first log batch sealed with records after it is made (the log
+ * store's flush at a close excepted), so never after the record of the request that made it
+ * (appended after it), and most often in its transaction.
  */
 export interface StoredObjectStore {
   recordStoredObject(change: StoredObjectChange): void;

@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_DB_FILE, openSqliteLogStore, openWorkerLogStore } from '../../src/store/logs/index.ts';
+import { LogBatchAppender } from '../../src/store/logs/log-batch-appender.ts';
+import { LOG_SCHEMA } from '../../src/store/logs/log-schema.ts';
+import { LogBatchWriter, type SealedLogBatch } from '../../src/store/logs/write-log-batch.ts';
 import { MemoryStoredObjects } from '../../src/store/memory/memory-stored-objects.ts';
 import { STORED_OBJECTS_KEPT, type StoredObject, type StoredObjectStore } from '../../src/store/stored-object-store.ts';
 import { logRecord } from '../management/support/log-records.ts';
@@ -81,6 +84,32 @@ t.test('through the log writer worker: a change is sent again to the worker that
   t.equal((await store.get('req_bill'))?.request_id, 'req_bill', 'with its record');
 });
 
+t.test('a change made before a flush waits for its record: batches sent again after a worker death bring back no older state', async (t) => {
+  const db = new Database(':memory:');
+  t.teardown(() => db.close());
+  db.exec(LOG_SCHEMA);
+  const writer = new LogBatchWriter(db);
+  const sealed: SealedLogBatch[] = [];
+  const appender = new LogBatchAppender((batch) => sealed.push(batch), HOLD);
+  // A create: its change, then a flush (a read, the timer) before its record is appended.
+  appender.appendStoredObject({ type: 'remembered', object: object('a', { unbilled: true }) });
+  appender.flushAll();
+  appender.append(logRecord({ request_id: 'req_create' }));
+  appender.flushAll();
+  // A read by its creator bills it.
+  appender.appendStoredObject({ type: 'remembered', object: object('a', { unbilled: true }) });
+  appender.appendStoredObject({ type: 'billed', key: 'response:a' });
+  appender.append(logRecord({ request_id: 'req_bill' }));
+  appender.flushAll();
+  t.ok(sealed.every((batch) => batch.count > 0), 'no batch of changes alone');
+  const billed = () => db.prepare('SELECT unbilled FROM stored_objects').pluck().all();
+  for (const batch of sealed) writer.write(batch);
+  t.same(billed(), [0], 'billed once stored');
+  // The worker died before acknowledging them: the next one receives them all again.
+  for (const batch of sealed) writer.write(batch);
+  t.same(billed(), [0], 'still billed: the read is not billed again after a restart');
+});
+
 t.test('a stop without closing (a crash) keeps what was committed, each change with the records of its batch', async (t) => {
   const dir = tempDir(t);
   const crashed = openSqliteLogStore(dir, HOLD);
@@ -106,6 +135,8 @@ t.test(`the table keeps the newest ${STORED_OBJECTS_KEPT} objects, pruned as it 
   t.teardown(() => store.close());
   const total = STORED_OBJECTS_KEPT + 2000;
   for (let i = 0; i < total; i++) store.recordStoredObject({ type: 'remembered', object: object(String(i)) });
+  // Changes wait for a record to ride with.
+  store.append(logRecord({ request_id: 'req_reads' }));
   await store.flush();
   const rows = () => {
     const db = new Database(join(dir, LOG_DB_FILE), { readonly: true });
@@ -132,5 +163,6 @@ t.test('a logs database from before the table gains it when opened', async (t) =
   t.teardown(() => store.close());
   t.same(await store.loadStoredObjects(10), [], 'none kept yet');
   store.recordStoredObject({ type: 'remembered', object: object('a') });
+  store.append(logRecord({ request_id: 'req_create' }));
   t.same(await store.loadStoredObjects(10), [object('a')]);
 });

@@ -21,8 +21,8 @@ export interface LogBatchAppenderOptions {
   onError?: (error: unknown) => void;
 }
 
-/** The data of a batch that carries stored-object changes only. */
-const NO_RECORDS = Buffer.alloc(0);
+/** The records of a batch that carries stored-object changes only (sealed at a close). */
+const NO_RECORDS = { data: Buffer.alloc(0), count: 0, bodies: undefined, bytes: 0 };
 
 /** A batch is also sealed once its records and their bodies' text take this much, whatever their number. */
 const MAX_BATCH_BYTES = 1024 * 1024;
@@ -34,7 +34,10 @@ const MAX_BATCH_BYTES = 1024 * 1024;
  * whose hand-on throws stays first in line and is tried again on the timer. Each sealed batch
  * gets a key unique to it (a random id of this appender and a counter), which makes storing
  * it a second time a no-op. Stored-object changes ride in the open batch too, sealed with the
- * records appended up to then (a batch of changes alone has no batch row: sent again, it writes the same states again).
+ * records appended up to then; changes no record has followed yet wait for the next batch that
+ * has records, since a batch of changes alone has no batch row: sent again after a later batch
+ * was stored (a log writer's death), it would bring back older states. Only the flush at a
+ * close seals them alone.
  */
 export class LogBatchAppender {
   readonly #handOn: (batch: SealedLogBatch) => void;
@@ -97,9 +100,9 @@ export class LogBatchAppender {
     this.#schedule();
   }
 
+  /** Waits in the open batch for a record: the request's own, appended after it. */
   appendStoredObject(change: StoredObjectChange): void {
     this.#objects.push(change);
-    this.#schedule();
   }
 
   /** A batch sealed elsewhere (the log writer's thread receives them so), handed on in turn. */
@@ -108,10 +111,13 @@ export class LogBatchAppender {
     this.#schedule();
   }
 
-  /** Seals the open batch and hands on every batch now. Throws when a hand-on fails (the batches are kept). */
-  flushAll(): void {
+  /**
+   * Seals the open batch and hands on every batch now. Throws when a hand-on fails (the batches
+   * are kept). Stored-object changes with no records keep waiting, unless `closing`: the last flush.
+   */
+  flushAll(closing = false): void {
     this.#cancelTimers();
-    this.#seal();
+    this.#seal(closing);
     try {
       while (this.#queue.size > 0) this.#handOnFirst();
       this.#failing = false;
@@ -123,12 +129,12 @@ export class LogBatchAppender {
     }
   }
 
-  #seal(): void {
-    const batch = this.#encoder.seal();
+  #seal(closing = false): void {
+    const records = this.#encoder.seal();
+    if (records === undefined && !(closing && this.#objects.length > 0)) return;
     const objects = this.#objects.length === 0 ? undefined : this.#objects;
-    if (objects !== undefined) this.#objects = [];
-    if (batch !== undefined) this.#push({ key: `${this.#keyPrefix}.${++this.#sealed}`, ...batch, objects });
-    else if (objects !== undefined) this.#push({ key: `${this.#keyPrefix}.${++this.#sealed}`, data: NO_RECORDS, count: 0, bodies: undefined, bytes: 0, objects });
+    this.#objects = [];
+    this.#push({ key: `${this.#keyPrefix}.${++this.#sealed}`, ...(records ?? NO_RECORDS), objects });
   }
 
   #push(batch: SealedLogBatch): void {
@@ -146,8 +152,9 @@ export class LogBatchAppender {
   }
 
   #schedule(): void {
-    // Batches of stored-object changes count no records: the queue itself says whether any wait.
-    if (this.#queue.size === 0 && this.#encoder.count === 0 && this.#objects.length === 0) return;
+    // Changes alone wait for a record, which schedules; a batch of changes alone (sealed at a
+    // close) counts no records: the queue itself says whether any wait.
+    if (this.#queue.size === 0 && this.#encoder.count === 0) return;
     // While handing on fails, only the timer retries, so a full queue does not spin.
     if (this.#queue.size > 0 && !this.#failing) {
       this.#immediate ??= setImmediate(() => {

@@ -170,7 +170,7 @@ export class SqliteLogStore implements LogStore, StoredObjectStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#appender.flushAll();
+    this.#appender.flushAll(true);
     this.#db.pragma('wal_checkpoint(TRUNCATE)');
     this.#db.close();
   }

@@ -151,8 +151,13 @@ export class WorkerLogStore implements LogStore, StoredObjectStore {
     return this.#read({ method: 'loadStoredObjects', args: [limit] }) as Promise<StoredObject[]>;
   }
 
-  async flush(): Promise<void> {
-    this.#appender.flushAll();
+  flush(): Promise<void> {
+    return this.#flush(false);
+  }
+
+  /** `closing`: also posts the stored-object changes no record has followed (LogBatchAppender.flushAll). */
+  async #flush(closing: boolean): Promise<void> {
+    this.#appender.flushAll(closing);
     const through = this.#lastBatch;
     if (!this.#isUnacked(through)) return;
     if (this.#stopping && this.#worker === undefined) throw new Error('log store is closed');
@@ -344,7 +349,7 @@ export class WorkerLogStore implements LogStore, StoredObjectStore {
   async #shutDown(): Promise<void> {
     const failures: unknown[] = [];
     try {
-      await this.flush();
+      await this.#flush(true);
     } catch (error) {
       failures.push(error);
     }

@@ -14,7 +14,7 @@ export interface SealedLogBatch {
   bodies: BodyRowValues[] | undefined;
   /** What it takes in memory: `data`'s length plus its bodies' text length (what the buffering caps count). */
   bytes: number;
-  /** Stored-object changes made up to its sealing, written in its transaction; a batch may carry only these (`count` 0). */
+  /** Stored-object changes made up to its sealing, written in its transaction; only a close's last batch carries only these (`count` 0). */
   objects?: StoredObjectChange[] | undefined;
 }
 
@@ -111,6 +111,7 @@ export class LogBatchWriter {
 
   #store(batch: SealedLogBatch, seqs: { first: number; end: number } | undefined): boolean {
     if (batch.count === 0) {
+      // No batch row to make a second store a no-op: only a close seals these (LogBatchAppender).
       this.storedObjects.apply(batch.objects ?? []);
       return true;
     }
