@@ -15,7 +15,7 @@ import {
   type ScannedObject,
   type Splice,
 } from '../../src/dataplane/body/index.ts';
-import { MultipartModelScanner } from '../../src/dataplane/body/multipart-model-scanner.ts';
+import { COLLECTED_FIELDS_COUNT, MultipartModelScanner } from '../../src/dataplane/body/multipart-model-scanner.ts';
 
 const LIMIT = 64 * 1024;
 
@@ -394,9 +394,9 @@ function firstChunkEndFrom(chunks: Buffer[], point: number): number | undefined 
 t.test('multipart: the outcome settles at the first file part after the model, at every split point; the small fields up to it are read', async (t) => {
   const body = multipart([
     { name: 'stream', value: 'false' },
+    { name: 'prompt', value: 'p'.repeat(SMALL_FIELD_BYTES + 1) },
     { name: 'model', value: 'gpt-image-1' },
     { name: 'n', value: '2' },
-    { name: 'prompt', value: 'p'.repeat(SMALL_FIELD_BYTES + 1) },
     { name: 'stream', value: 'true' },
     { name: 'response_format', value: 'url' },
     { name: 'image', filename: 'cat.png', value: TRICKY_FILE },
@@ -404,7 +404,7 @@ t.test('multipart: the outcome settles at the first file part after the model, a
   ]);
   const fileHeaders = 'filename="cat.png"\r\nContent-Type: application/octet-stream\r\n\r\n';
   const point = body.indexOf(fileHeaders) + fileHeaders.length;
-  // Later duplicates win, as before the model; a field too large to keep is not kept; none after the file is read.
+  // Later duplicates win; a field too large to keep is not kept; none after the file is read.
   const expected = JSON.stringify({ stream: 'true', n: '2', response_format: 'url' });
   for (const { label, chunks } of splits(body)) {
     const { at, scanner } = settledAfter(chunks);
@@ -437,6 +437,35 @@ t.test('multipart: with no file part after the model, the outcome settles at the
   const modelless = settledAfter([multipart([{ name: 'file', filename: 'v.wav', value: 'RIFF' }, { name: 'name', value: 'my voice' }])]);
   t.equal(modelless.scanner.outcome?.model, undefined);
   t.same(Object.fromEntries(modelless.scanner.fields), { name: 'my voice' });
+});
+
+t.test('multipart: a text part after the model settles the outcome at its start once it grows past the small-field limit, at every split point', async (t) => {
+  const large = 'p'.repeat(SMALL_FIELD_BYTES + 1);
+  const cases = [
+    // A file sent without a filename (`curl -F file=<a.wav`), then fields that are not read.
+    { label: 'a field', before: [] as Part[], name: 'file', fields: { n: '2' } },
+    // Past COLLECTED_FIELDS_COUNT a field is skipped from its start: its size still counts.
+    { label: 'a skipped field', before: Array.from({ length: COLLECTED_FIELDS_COUNT }, (_, i) => ({ name: `f${i}`, value: 'x' })), name: 'file', fields: undefined },
+  ];
+  for (const { label: what, before, name, fields } of cases) {
+    const body = multipart([...before, { name: 'model', value: 'whisper-1' }, { name: 'n', value: '2' }, { name, value: large }, { name: 'stream', value: 'true' }]);
+    const header = `name="${name}"\r\n\r\n`;
+    const start = body.indexOf(header) + header.length;
+    const point = start + SMALL_FIELD_BYTES + 1;
+    const wrong: string[] = [];
+    for (const { label, chunks } of what === 'a field' ? splits(body) : splits(body).filter((_, i) => i % 97 === 0)) {
+      const { at, scanner } = settledAfter(chunks);
+      if (at !== firstChunkEndFrom(chunks, point)) wrong.push(`${label}: settled after ${at} bytes, the part passes the limit at ${point}`);
+      if (scanner.outcome?.at !== start || scanner.outcome.model?.value !== 'whisper-1') wrong.push(`${label}: outcome ${JSON.stringify(scanner.outcome)}`);
+      if (fields !== undefined && JSON.stringify(Object.fromEntries(scanner.fields)) !== JSON.stringify(fields)) wrong.push(`${label}: fields ${JSON.stringify(Object.fromEntries(scanner.fields))}`);
+    }
+    t.same(wrong, [], `${what}: at every split point`);
+  }
+  // One within the limit is a field like any other: the outcome waits for the close.
+  const small = multipart([{ name: 'model', value: 'whisper-1' }, { name: 'file', value: 'p'.repeat(SMALL_FIELD_BYTES) }, { name: 'stream', value: 'true' }]);
+  const { at, scanner } = settledAfter([...small].map((b) => Buffer.of(b)));
+  t.equal(at, small.length, 'settled at the close');
+  t.same(Object.fromEntries(scanner.fields), { file: 'p'.repeat(SMALL_FIELD_BYTES), stream: 'true' });
 });
 
 /**

@@ -55,9 +55,10 @@ interface Part {
 /**
  * Incremental multipart/form-data scanner (RFC 7578 over RFC 2046 framing) that finds the
  * `model` field and collects small text fields around it. Its outcome settles once the model is
- * known and a file part begins after it, or when the form closes: the official SDKs send
- * `stream` and `response_format` after the model, and waiting for them costs only their few
- * bytes. Only part headers and the values it reports are kept; other part bodies pass by. It
+ * known and a file part begins after it, or a text part after it grows past SMALL_FIELD_BYTES
+ * (a long prompt, a file sent without a filename: settled at that part's start), or when the
+ * form closes: the official SDKs send `stream` and `response_format` after the model, and
+ * waiting for them costs only their few bytes. Only part headers and the values it reports are kept; other part bodies pass by. It
  * keeps going after the outcome so that a second `model` field in the streamed tail is an error
  * rather than a silent override. Where lenient upstream parsers (Starlette, Werkzeug) could read
  * a part or a `model` the gateway does not, the form is refused rather than read one way.
@@ -79,7 +80,7 @@ export class MultipartModelScanner implements BodyScanner {
   #pendingStart = -2;
   #part: Part | undefined;
   #modelSeen = false;
-  // The model field's value, once it has ended; the outcome until the next file part or the close.
+  // The model field's value, once it has ended; the outcome until the next file or large part, or the close.
   #model: ModelSpan | undefined;
   #outcome: ScanOutcome | undefined;
 
@@ -245,23 +246,29 @@ export class MultipartModelScanner implements BodyScanner {
     } else if (!isFile && this.#outcome === undefined && (ROUTING_FIELDS.has(name) || this.#roomFor(name, 0))) {
       kind = 'field';
     }
-    // The fields up to here are the ones routing reads: the first attempt may begin.
+    // The fields up to here are the ones routing reads: the first attempt may begin. A text part
+    // settles it too once it grows past SMALL_FIELD_BYTES (#partData).
     if (isFile && this.#model !== undefined) this.#outcome ??= { model: this.#model, at: start };
     this.#part = { name, kind, start, chunks: [], bytes: 0 };
   }
 
   #partData(segment: Buffer): void {
     const part = this.#part;
-    if (part === undefined || part.kind === 'skip' || segment.length === 0) return;
+    if (part === undefined || segment.length === 0) return;
+    // A skipped part is counted only while its size could still settle the outcome (below).
+    if (part.kind === 'skip' && (this.#model === undefined || this.#outcome !== undefined)) return;
     part.bytes += segment.length;
     // Refused as soon as it passes the cap, so that a huge value is neither held nor quoted back.
     if (part.kind === 'model' && part.bytes > MODEL_FIELD_BYTES) this.#fail(`model field longer than ${MODEL_FIELD_BYTES} bytes`, part.start);
-    if (part.kind === 'field' && part.bytes > SMALL_FIELD_BYTES) {
+    if (part.kind !== 'model' && part.bytes > SMALL_FIELD_BYTES) {
+      // After the model, a large text part settles the outcome as a file part does: waiting for
+      // the fields after it would hold the first attempt for the whole upload.
+      if (this.#model !== undefined) this.#outcome ??= { model: this.#model, at: part.start };
       part.kind = 'skip';
       part.chunks.length = 0;
       return;
     }
-    part.chunks.push(segment);
+    if (part.kind !== 'skip') part.chunks.push(segment);
   }
 
   #endPart(end: number): void {
