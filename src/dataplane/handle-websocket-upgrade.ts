@@ -326,15 +326,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       return undefined;
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
-    // The first follower to end the session names it in the record.
-    let endedBy: string | undefined;
-    const endAs = (code: string, close: (code: string) => void) => {
-      if (endedBy !== undefined) return;
-      endedBy = log.error_code = code;
-      close(code);
-    };
-    const follower = followSessionKey({ snapshot, quota, clock: deps.clock }, admitted, pricing, (code) => endAs(code, (c) => session.endForPolicy(c)));
-    const credentialFollower = followSessionCredential({ snapshot, accessOf: (view) => pool.accessOf(view) }, used, (code) => endAs(code, (c) => session.endWithdrawn(c)));
+    // The session's first end names it in the record (`finish`): a follower's end once the session has ended changes nothing.
+    const follower = followSessionKey({ snapshot, quota, clock: deps.clock }, admitted, pricing, (code) => session.endForPolicy(code));
+    const credentialFollower = followSessionCredential({ snapshot, accessOf: (view) => pool.accessOf(view) }, used, (code) => session.endWithdrawn(code));
     // An HTTP server's upgrade socket is a net.Socket (on https a TLSSocket, which is one too).
     const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage);
     void session.ended.then(() => {

@@ -66,3 +66,25 @@ t.test("an open session whose credential's weight is edited (a new revision, the
   t.same(await withTimeout(closed, 15_000, 'the gateway to end the session'), { code: 1012, reason: 'credential_withdrawn' });
   t.match(await logOf(gw, key.id, 101), { error_code: 'credential_withdrawn' });
 });
+
+t.test('a session its client closed stays recorded as ended normally when its credential is deleted while the upstream is slow to answer the close', async (t) => {
+  // The upstream stops reading at `hold`: the close the gateway passes on waits unanswered until the gateway's grace (1 s) cuts it.
+  const upstream = await startWsUpstream({
+    onMessage: (ws, text) => {
+      if (text === 'hold') ws.pause();
+      ws.send(`echo:${text}`);
+    },
+  });
+  t.teardown(() => upstream.close());
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url);
+  const [credential] = await gw.store.credentials.list(group.id);
+  const client = await connect(wsUrl);
+  t.teardown(() => client.terminate());
+  const closed = closeOf(client);
+  t.equal(await roundTrip(client, 'hold'), 'echo:hold', 'the session runs');
+  client.close(1000);
+  await gw.store.credentials.delete(group.id, credential!.id);
+  t.same(await withTimeout(closed, 15_000, 'the close to be answered'), { code: 1000, reason: '' }, 'the client ended it');
+  // The record is written once the upstream is cut, after the grace: its follower (a look every second) has seen the deletion within it.
+  t.match(await logOf(gw, key.id, 101), { error_code: null, client_aborted: false }, 'no withdrawal is recorded for a session already over');
+});
