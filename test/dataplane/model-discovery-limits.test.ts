@@ -80,6 +80,26 @@ t.test("DISC skips ids a Group's model mapping cannot take (300 characters) or l
   t.equal(put.status, 200, 'every listed id can be configured as a Group model\'s upstream name');
 });
 
+t.test("DISC skips ids with a control character or DEL, which a Group's model mapping refuses, and lists the rest", async (t) => {
+  const listed = ['m-a', 'm b\u0080é', 'm-b'];
+  const skipped = ['m\u0000', 'm\tb', 'line\nbreak', 'm\u001f', 'm\u007f'];
+  const { server, discover } = await startDiscovery(t, 'ch02', (_req, res) => json(res, 200, { object: 'list', data: [listed[0], ...skipped, ...listed.slice(1)].map((id) => ({ id })) }));
+  const { status, text, body } = await discover();
+  t.equal(status, 200, text.slice(0, 300));
+  t.same(
+    body.data.models.map((m) => m.id),
+    listed,
+  );
+  const put = (upstream: string[]) =>
+    fetch(`${server.url}/api/groups/${body.data.group_id}/models`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ models: upstream.map((name, i) => ({ external: `e-${i}`, upstream: name })) }),
+    });
+  t.equal((await put(listed)).status, 200, "every listed id can be configured as a Group model's upstream name");
+  for (const id of skipped) t.equal((await put([id])).status, 400, `${JSON.stringify(id)}, skipped, would be refused`);
+});
+
 t.test('DISC applies the caps to the name, after the generate-style models/ prefix', async (t) => {
   const atCap = 'g'.repeat(MAX_UPSTREAM_CHARS);
   const { discover } = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, { models: [{ name: `models/${atCap}` }, { name: `models/${atCap}g` }, { name: 'models/m-a' }] }));

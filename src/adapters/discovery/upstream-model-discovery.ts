@@ -164,8 +164,11 @@ function failedToList(err: unknown, request: ListRequest): DiscoveryFailed {
   return new DiscoveryFailed(FAILURE_DETAILS[kind](request.timeouts));
 }
 
+const UPSTREAM_NAME = groupModelsSchema.properties.models.items.properties.upstream;
 /** The longest upstream name a Group's model mapping takes, in characters (code points, as the schema's validator counts). */
-const MAX_UPSTREAM_CHARS = groupModelsSchema.properties.models.items.properties.upstream.maxLength;
+const MAX_UPSTREAM_CHARS = UPSTREAM_NAME.maxLength;
+/** The characters a Group's model mapping refuses in an upstream name (control characters, DEL), read as Ajv reads the schema's pattern (`u`). */
+const UPSTREAM_NAME_PATTERN = new RegExp(UPSTREAM_NAME.pattern, 'u');
 
 function withinUpstreamCap(name: string): boolean {
   // UTF-16 units are never fewer than code points: only a long name needs counting.
@@ -175,11 +178,17 @@ function withinUpstreamCap(name: string): boolean {
   return true;
 }
 
+/** Whether a Group's model mapping takes `name` as its upstream name. */
+function upstreamNameFits(name: string): boolean {
+  return withinUpstreamCap(name) && UPSTREAM_NAME_PATTERN.test(name);
+}
+
 /**
  * Adds a page's ids to the listing (first occurrence kept) and says where the list goes on. An
  * answer without the dialect's list array is not a model list (an error body sent with 200,
- * say); entries whose id is not a non-empty string are skipped, and so are names longer than a
- * Group's model mapping takes (no Group could be configured with them) or the data plane takes
+ * say); entries whose id is not a non-empty string are skipped, and so are names a Group's model
+ * mapping refuses, too long or with a control character (no Group could be configured with
+ * them), or longer than the data plane takes
  * (a request could never name them). The first new id past the totals' caps marks the listing
  * full and ends the page.
  */
@@ -195,7 +204,7 @@ function readPage(dialect: Dialect, text: string, listing: Listing): { more: fal
   const ids = items.map((m) => (m as Record<string, unknown> | null)?.[dialect.id]).filter((id): id is string => typeof id === 'string' && id !== '');
   for (const id of ids) {
     const name = id.startsWith(dialect.stripPrefix) ? id.slice(dialect.stripPrefix.length) : id;
-    if (name === '' || !withinUpstreamCap(name) || !withinModelCap(name) || listing.seen.has(name)) continue;
+    if (name === '' || !upstreamNameFits(name) || !withinModelCap(name) || listing.seen.has(name)) continue;
     const bytes = Buffer.byteLength(name);
     if (listing.seen.size >= MAX_DISCOVERED_MODELS || listing.bytes + bytes > MAX_DISCOVERED_ID_BYTES) {
       listing.full = true;
