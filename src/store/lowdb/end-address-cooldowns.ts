@@ -1,4 +1,5 @@
 import type { ConfigData } from './config-document.ts';
+import { revisionOf } from './credential-revision.ts';
 
 /**
  * Ends the cooldowns of the credentials whose upstream address or proxy just changed (`moved`):
@@ -10,7 +11,7 @@ export function endAddressCooldowns(d: ConfigData, moved: (c: ConfigData['creden
   for (const c of d.credentials) {
     if (!moved(c)) continue;
     c.cooldown_until = null;
-    c.revision = (c.revision ?? 0) + 1;
+    c.revision = revisionOf(c) + 1;
     c.updated_at = now;
   }
 }
