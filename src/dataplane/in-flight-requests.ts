@@ -1,3 +1,4 @@
+import { SlotSet } from '../streaming/slot-set.ts';
 import type { RelayContext } from './relay/relay-context.ts';
 
 /** Longest a shutdown waits for the requests it ended to write their answers. */
@@ -15,7 +16,7 @@ const END_WAIT_MS = 1000;
  * all at once instead, by destroying the upstream client's connections.
  */
 export class InFlightRequests {
-  readonly #streams = new Set<RelayContext>();
+  readonly #streams = new SlotSet<RelayContext>();
   #running = 0;
   #settled: (() => void)[] = [];
   #ended = false;
@@ -59,10 +60,10 @@ export class InFlightRequests {
    */
   endAll(code: string, abortUpstream: () => Promise<void>): Promise<void> {
     this.#ended = true;
-    for (const relay of this.#streams) {
+    this.#streams.forEach((relay) => {
       relay.fail(code);
       relay.reply.abort();
-    }
+    });
     void abortUpstream();
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, END_WAIT_MS)));

@@ -1,3 +1,5 @@
+import { SlotSet } from './slot-set.ts';
+
 /** Timer functions, injectable so tests need not wait on the wall clock. */
 export interface IdleClock {
   now(): number;
@@ -31,6 +33,8 @@ export interface IdleWatcher {
 const MIN_GAP_FRACTION = 1 / 16;
 
 class Watch implements IdleWatcher {
+  /** Its place among the sweeper's watchers. */
+  slot = -1;
   last: number;
   fired = false;
   #held = false;
@@ -79,7 +83,7 @@ class Watch implements IdleWatcher {
  */
 class IdleSweeper {
   readonly clock: IdleClock;
-  readonly #watching = new Set<Watch>();
+  readonly #watching = new SlotSet<Watch>();
   #handle: unknown;
   #wakeAt = Infinity;
   #sweeping = false;
@@ -112,7 +116,7 @@ class IdleSweeper {
     let shortest = Infinity;
     try {
       // Watchers added while sweeping (by an onIdle) are visited too; they are not due yet.
-      for (const watch of this.#watching) {
+      this.#watching.forEach((watch) => {
         const due = watch.last + watch.timeoutMs;
         if (due <= now) {
           this.#watching.delete(watch);
@@ -121,7 +125,7 @@ class IdleSweeper {
           if (due < next) next = due;
           if (watch.timeoutMs < shortest) shortest = watch.timeoutMs;
         }
-      }
+      });
     } finally {
       this.#sweeping = false;
       if (this.#watching.size > 0) this.#schedule(Math.max(next, now + shortest * MIN_GAP_FRACTION), now);

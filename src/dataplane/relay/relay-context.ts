@@ -95,6 +95,8 @@ export class RelayContext {
    * `upstream_idle_timeout`, a client that reads nothing for it `client_stalled`.
    */
   watchesAfterFirstTurn = false;
+  /** Its place among the in-flight streams (InFlightRequests), -1 while not one. */
+  slot = -1;
   #first = true;
   /** onFirstByte was called: at the first body bytes, or before them when the head went out alone. */
   #timed = false;
