@@ -1,7 +1,7 @@
 import { refString, type DecodedLogBatch } from './decode-log-batch.ts';
 import type { UsageTotals } from './log-store.ts';
 import { FLAG_CLIENT_ABORTED } from './encode-log-batch.ts';
-import { slotOf } from './time-slots.ts';
+import { HOUR_MS, slotOf } from './time-slots.ts';
 import { isErrorRecord } from './error-record.ts';
 
 /** The sums usage_rollup keeps, named as its columns. */
@@ -33,7 +33,7 @@ export const ROLLUP_SUM_COLUMNS = [
   'client_aborted', 'duration_sum', 'ttfb_sum', 'ttfb_count', 's1xx', 's2xx', 's3xx', 's4xx', 's5xx',
 ] as const satisfies ReadonlyArray<keyof RollupSums>;
 
-/** One usage_rollup row: a slot and a combination of dimensions, with its sums. */
+/** One usage_rollup row (a minute) or usage_rollup_hour row (a UTC hour): its start and a combination of dimensions, with its sums. */
 export interface RollupRow extends RollupSums {
   slot_start: number;
   access_key_id: number | null;
@@ -112,6 +112,11 @@ export class RollupTable {
     }
   }
 
+  /** Adds `row`'s sums to the row of `slot` and `row`'s dimensions. */
+  addRow(slot: number, row: RollupRow): void {
+    addSums(this.#row(slot, row.access_key_id, row.group_id, row.external_model), row);
+  }
+
   #row(slot: number, keyId: number | null, group: string | null, model: string | null): RollupRow {
     const bySlot = getOrSet(this.#index, slot, () => new Map());
     const byKey = getOrSet(bySlot, keyId, () => new Map());
@@ -122,6 +127,17 @@ export class RollupTable {
       return row;
     });
   }
+}
+
+/** Minute rows summed per UTC hour: the rows they make in usage_rollup_hour. */
+export function hourRows(minutes: readonly RollupRow[]): RollupRow[] {
+  const hours = new RollupTable();
+  for (const row of minutes) hours.addRow(hourOf(row.slot_start), row);
+  return hours.rows;
+}
+
+export function hourOf(at: number): number {
+  return Math.floor(at / HOUR_MS) * HOUR_MS;
 }
 
 function getOrSet<K, V>(map: Map<K, V>, key: K, make: () => V): V {

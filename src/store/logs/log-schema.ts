@@ -1,3 +1,22 @@
+import { ROLLUP_SUM_COLUMNS } from './log-rollup.ts';
+
+/** The hourly rollup's table; files from before it gain it at open (hourly-rollup.ts). */
+export const HOURLY_ROLLUP = 'usage_rollup_hour';
+
+/** A rollup table and its indexes: a row per slot and combination of dimensions, a column per sum. */
+export function rollupTableSchema(table: string): string {
+  const sums = ROLLUP_SUM_COLUMNS.map((c) => `  ${c} ${c === 'cost' ? 'REAL' : 'INTEGER'} NOT NULL`).join(',\n');
+  return `CREATE TABLE IF NOT EXISTS ${table} (
+  slot_start INTEGER NOT NULL,
+  access_key_id INTEGER,
+  group_id TEXT,
+  external_model TEXT,
+${sums}
+);
+CREATE INDEX IF NOT EXISTS ${table}_slot ON ${table} (slot_start, access_key_id, group_id, external_model);
+CREATE INDEX IF NOT EXISTS ${table}_key ON ${table} (access_key_id, slot_start);`;
+}
+
 /**
  * Request logs are stored a batch per row: the records of one batch (up to 1024, those that
  * completed within about 100 ms) encoded together (encode-log-batch.ts) in one blob, written
@@ -20,6 +39,11 @@
  *   usage, statistics and quotas read. It and `log_batch_dims` derive from the batches, so a
  *   change of what they hold is rebuilt from them (LOG_SCHEMA_VERSION). Its NULL dimensions are matched with IS, so the rows
  *   are found through an index rather than a unique constraint (NULLs are never equal there).
+ * - `usage_rollup_hour`: the same sums per UTC hour (`slot_start` the hour's start), kept in
+ *   step with `usage_rollup` in the same transactions (every write of it goes through
+ *   LogBatchWriter.applyRollup), so that reads of long ranges sum a row per hour where a
+ *   bucket holds the whole hour (rollup-ranges.ts). With steady traffic the minute rollup
+ *   holds nearly a row per request; the hourly one a row per hour and combination in use.
  * - `pruned_usage_by_hour`: what retention deleted, per AccessKey and UTC hour, so that quotas
  *   keep counting it: every quota period starts on an hour, so the hours at or after a
  *   period's start are in it.
@@ -53,31 +77,8 @@ CREATE TABLE IF NOT EXISTS log_batch_dims (
   PRIMARY KEY (kind, value, batch_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS log_batch_dims_batch ON log_batch_dims (batch_id);
-CREATE TABLE IF NOT EXISTS usage_rollup (
-  slot_start INTEGER NOT NULL,
-  access_key_id INTEGER,
-  group_id TEXT,
-  external_model TEXT,
-  requests INTEGER NOT NULL,
-  errors INTEGER NOT NULL,
-  forwarded INTEGER NOT NULL,
-  input_tokens INTEGER NOT NULL,
-  output_tokens INTEGER NOT NULL,
-  cached_tokens INTEGER NOT NULL,
-  reasoning_tokens INTEGER NOT NULL,
-  cost REAL NOT NULL,
-  client_aborted INTEGER NOT NULL,
-  duration_sum INTEGER NOT NULL,
-  ttfb_sum INTEGER NOT NULL,
-  ttfb_count INTEGER NOT NULL,
-  s1xx INTEGER NOT NULL,
-  s2xx INTEGER NOT NULL,
-  s3xx INTEGER NOT NULL,
-  s4xx INTEGER NOT NULL,
-  s5xx INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS usage_rollup_slot ON usage_rollup (slot_start, access_key_id, group_id, external_model);
-CREATE INDEX IF NOT EXISTS usage_rollup_key ON usage_rollup (access_key_id, slot_start);
+${rollupTableSchema('usage_rollup')}
+${rollupTableSchema(HOURLY_ROLLUP)}
 CREATE TABLE IF NOT EXISTS pruned_usage_by_hour (
   access_key_id INTEGER NOT NULL,
   hour_start INTEGER NOT NULL,

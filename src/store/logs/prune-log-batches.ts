@@ -2,7 +2,9 @@ import type Database from 'better-sqlite3';
 import { decodedRecord, type DecodedLogBatch } from './decode-log-batch.ts';
 import { FLAG_HAS_BODY, LogBatchEncoder } from './encode-log-batch.ts';
 import type { BatchMeta, LogBatchSource } from './log-batch-source.ts';
-import { RollupTable, type RollupRow } from './log-rollup.ts';
+import { RollupTable, hourOf, type RollupRow } from './log-rollup.ts';
+import { SUM_MINUTES_INTO_HOURS } from './hourly-rollup.ts';
+import { HOURLY_ROLLUP } from './log-schema.ts';
 import { HOUR_MS, SLOT_MS, slotOf } from './time-slots.ts';
 import type { LogBatchWriter } from './write-log-batch.ts';
 
@@ -28,6 +30,8 @@ export class LogBatchPruner {
   readonly #rewriteBatch: Database.Statement;
   readonly #keepKeyUsage: Database.Statement;
   readonly #deleteSlot: Database.Statement;
+  readonly #deleteHour: Database.Statement;
+  readonly #sumHour: Database.Statement;
   readonly #step: (before: number) => number | undefined;
   readonly #recompute: (slot: number) => void;
 
@@ -47,6 +51,8 @@ export class LogBatchPruner {
          requests = requests + excluded.requests, tokens = tokens + excluded.tokens, cost = cost + excluded.cost`,
     );
     this.#deleteSlot = db.prepare('DELETE FROM usage_rollup WHERE slot_start = ?');
+    this.#deleteHour = db.prepare(`DELETE FROM ${HOURLY_ROLLUP} WHERE slot_start = ?`);
+    this.#sumHour = db.prepare(SUM_MINUTES_INTO_HOURS);
     this.#step = db.transaction((before: number) => this.#pruneSome(before));
     this.#recompute = db.transaction((slot: number) => this.#recomputeSlot(slot));
   }
@@ -62,7 +68,8 @@ export class LogBatchPruner {
   /**
    * Sets the rollups of the slot that `before` cuts (when it is not on a minute) to the sums of
    * its remaining records: the steps subtracted the deleted ones, which leaves float sums
-   * (cost) a rounding error away from a fresh sum.
+   * (cost) a rounding error away from a fresh sum. The hour holding that slot is summed again
+   * from its minutes.
    */
   finish(before: number): void {
     if (before % SLOT_MS !== 0) this.#recompute(slotOf(before));
@@ -122,7 +129,7 @@ export class LogBatchPruner {
     const hours = new Map<string, [keyId: number, hour: number, requests: number, tokens: number, cost: number]>();
     for (const row of rows) {
       if (row.access_key_id === null) continue;
-      const hour = Math.floor(row.slot_start / HOUR_MS) * HOUR_MS;
+      const hour = hourOf(row.slot_start);
       const id = `${row.access_key_id} ${hour}`;
       const sum = hours.get(id) ?? [row.access_key_id, hour, 0, 0, 0];
       sum[2] += row.forwarded;
@@ -142,5 +149,9 @@ export class LogBatchPruner {
     }
     this.#deleteSlot.run(slot);
     this.#writer.applyRollup(table.rows, 1);
+    // applyRollup added the slot's sums to its hour again, over what the slot had before.
+    const hour = hourOf(slot);
+    this.#deleteHour.run(hour);
+    this.#sumHour.run(hour, hour + HOUR_MS);
   }
 }

@@ -2,21 +2,23 @@ import type { PrepareStatement } from './prepared-statements.ts';
 import type { LogBatchSource } from './log-batch-source.ts';
 import type { KeyUsage } from './log-store.ts';
 import { EARLIEST, LATEST, splitBySlots } from './time-slots.ts';
+import { rollupRows } from './rollup-ranges.ts';
 import { withRoundedCost } from '../../usage/index.ts';
 
 /**
- * What an AccessKey used in [from, to): the rollups of the whole minutes in it (the records of
- * a minute cut by `from` or `to`, which quota periods never do, are read themselves), plus
- * what retention deleted, kept per hour.
+ * What an AccessKey used in [from, to): the rollups of the whole minutes in it (per hour for
+ * its whole hours: rollup-ranges.ts), the records of a minute cut by `from` or `to` (which
+ * quota periods never do) read themselves, plus what retention deleted, kept per hour.
  */
 export function readKeyUsage(prepare: PrepareStatement, source: LogBatchSource, accessKeyId: number, from: number | undefined, to: number | undefined): KeyUsage {
   const usage: KeyUsage = { requests: 0, tokens: 0, cost: 0 };
   const { whole, partial } = splitBySlots(from, to);
   if (whole !== undefined) {
+    const rollup = rollupRows(prepare, whole, { sql: 'access_key_id = ?', params: [accessKeyId] });
     const logged = prepare(
       `SELECT COALESCE(SUM(forwarded), 0) AS requests, COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens, COALESCE(SUM(cost), 0) AS cost
-       FROM usage_rollup WHERE access_key_id = ? AND slot_start >= ? AND slot_start < ?`,
-    ).get(accessKeyId, whole.from, whole.to) as KeyUsage;
+       FROM (${rollup.sql})`,
+    ).get(...rollup.params) as KeyUsage;
     add(usage, logged);
   }
   for (const range of partial) {

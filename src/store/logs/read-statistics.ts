@@ -5,10 +5,11 @@ import { ROLLUP_SUM_COLUMNS, addRecord, addSums, emptySums, usageTotalsOf, type 
 import type { ModelStatistics, Statistics, StatisticsQuery } from './log-store.ts';
 import { compareSqlValues } from './sql-order.ts';
 import { splitBySlots } from './time-slots.ts';
+import { rollupRows, type RollupFilter } from './rollup-ranges.ts';
 
 /**
  * Totals and top models: per external model, the rollups of the whole minutes inside
- * [from, to) plus the records of the minutes cut by `from` or `to`; the totals are their sum.
+ * [from, to) (per hour for its whole hours: rollup-ranges.ts) plus the records of the minutes cut by `from` or `to`; the totals are their sum.
  */
 export function readStatistics(prepare: PrepareStatement, source: LogBatchSource, query: StatisticsQuery): Statistics {
   const byModel = new Map<string | null, RollupSums>();
@@ -19,11 +20,12 @@ export function readStatistics(prepare: PrepareStatement, source: LogBatchSource
   };
   const { whole, partial } = splitBySlots(query.from, query.to);
   if (whole !== undefined) {
-    const key = query.access_key_id === undefined ? '' : ' AND access_key_id = ?';
+    const filter: RollupFilter = query.access_key_id === undefined ? { sql: '', params: [] } : { sql: 'access_key_id = ?', params: [query.access_key_id] };
+    const rollup = rollupRows(prepare, whole, filter);
     const rows = prepare(
       `SELECT external_model AS model, ${ROLLUP_SUM_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')}
-       FROM usage_rollup WHERE slot_start >= ? AND slot_start < ?${key} GROUP BY external_model`,
-    ).all(whole.from, whole.to, ...(query.access_key_id === undefined ? [] : [query.access_key_id])) as Array<RollupSums & { model: string | null }>;
+       FROM (${rollup.sql}) GROUP BY external_model`,
+    ).all(...rollup.params) as Array<RollupSums & { model: string | null }>;
     for (const { model, ...sums } of rows) addSums(sumsOf(model), sums);
   }
   for (const range of partial) {

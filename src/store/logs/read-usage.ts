@@ -6,6 +6,7 @@ import type { UsageDimension, UsageQuery, UsageRow } from './log-store.ts';
 import { compareSqlValues } from './sql-order.ts';
 import { wellFormedFilter } from './well-formed-text.ts';
 import { DAY_MS, HOUR_MS, splitBySlots } from './time-slots.ts';
+import { cutHours, rollupRows, type RollupFilter } from './rollup-ranges.ts';
 
 type DimensionName = 'access_key_id' | 'group_id' | 'model';
 type Dimensions = Record<DimensionName, string | number | null>;
@@ -18,7 +19,8 @@ const DIMENSION: Readonly<Record<UsageDimension, { column: string; as: Dimension
 
 /**
  * Usage per bucket and requested dimensions: the rollups of the whole minutes inside
- * [from, to), plus the records of the minutes cut by `from` or `to`, summed per row.
+ * [from, to) (per hour where a bucket holds the whole hour: rollup-ranges.ts), plus the
+ * records of the minutes cut by `from` or `to`, summed per row.
  * With `max_rows`, collecting stops at `max_rows + 1` rows (which ones is unspecified), so that
  * a range × bucket × group_by of millions of rows is never built in memory.
  */
@@ -37,19 +39,19 @@ export function readUsage(prepare: PrepareStatement, source: LogBatchSource, giv
   };
   const { whole, partial } = splitBySlots(query.from, query.to);
   if (whole !== undefined) {
-    const clauses = ['slot_start >= ?', 'slot_start < ?'];
-    const params: Array<string | number> = [whole.from, whole.to];
+    const filter: RollupFilter = { sql: '', params: [] };
     for (const [column, value] of [['access_key_id', query.access_key_id], ['group_id', query.group_id], ['external_model', query.model]] as const) {
       if (value === undefined) continue;
-      clauses.push(`${column} = ?`);
-      params.push(value);
+      filter.sql += `${filter.sql === '' ? '' : ' AND '}${column} = ?`;
+      filter.params.push(value);
     }
+    const rollup = rollupRows(prepare, whole, filter, cutHours(size, offset));
     const groupBy = ['bucket_start', ...dimensions.map((d) => d.as)].join(', ');
     const sums = prepare(
       `SELECT CAST((slot_start + ?) / ? AS INTEGER) * ? - ? AS bucket_start${dimensions.map((d) => `, ${d.column} AS ${d.as}`).join('')},
         ${ROLLUP_SUM_COLUMNS.map((c) => `SUM(${c}) AS ${c}`).join(', ')}
-       FROM usage_rollup WHERE ${clauses.join(' AND ')} GROUP BY ${groupBy} LIMIT ?`,
-    ).all(offset, size, size, offset, ...params, limit) as Array<RollupSums & { bucket_start: number } & Dimensions>;
+       FROM (${rollup.sql}) GROUP BY ${groupBy} LIMIT ?`,
+    ).all(offset, size, size, offset, ...rollup.params, limit) as Array<RollupSums & { bucket_start: number } & Dimensions>;
     for (const sum of sums) addSums(sumsOf(sum.bucket_start, sum), sum);
   }
   for (const range of partial) {

@@ -10,6 +10,7 @@ import { LogBatchWriter, type SealedLogBatch } from './write-log-batch.ts';
 import { LogBatchPruner } from './prune-log-batches.ts';
 import { addBodyBatchColumn, migrateRequestLogs } from './migrate-request-logs.ts';
 import { rebuildDerivedTables } from './rebuild-derived-tables.ts';
+import { addHourlyRollup } from './hourly-rollup.ts';
 import { listLogs } from './read-log-list.ts';
 import { findLogRecord } from './find-log-record.ts';
 import { readUsage } from './read-usage.ts';
@@ -21,7 +22,7 @@ import type { StoredObject, StoredObjectChange, StoredObjectStore } from '../sto
 export const LOG_DB_FILE = 'logs.sqlite';
 
 export interface SqliteLogStoreOptions extends LogBatchAppenderOptions {
-  /** One line for the operator about slow work on open (a rebuild after an upgrade). */
+  /** One line for the operator about slow work on open (a rebuild, or the hourly rollup's first sum, after an upgrade). */
   onNotice?: (message: string) => void;
 }
 
@@ -33,7 +34,8 @@ const FILE_CHECK_MS = 1000;
  * log-schema.ts). `append` encodes the record into the open batch; batches are written one
  * transaction each (see LogBatchAppender). Reads write every pending batch first, so they
  * always see every appended record. Opening a file from before batches moves its records into
- * batches first (migrate-request-logs.ts), and one of an older LOG_SCHEMA_VERSION has its rollups
+ * batches first (migrate-request-logs.ts), one from before the hourly rollup has it summed from
+ * the minute rollup (hourly-rollup.ts), and one of an older LOG_SCHEMA_VERSION has its rollups
  * and dimensions rebuilt (rebuild-derived-tables.ts).
  */
 export class SqliteLogStore implements LogStore, StoredObjectStore {
@@ -63,6 +65,7 @@ export class SqliteLogStore implements LogStore, StoredObjectStore {
     this.#file = this.#opened(() => statSync(this.#path));
     const writer = this.#opened(() => {
       addBodyBatchColumn(this.#db);
+      addHourlyRollup(this.#db, options.onNotice);
       this.#db.exec(LOG_SCHEMA);
       const writer = new LogBatchWriter(this.#db);
       migrateRequestLogs(this.#db, writer);

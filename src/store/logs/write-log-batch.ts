@@ -1,8 +1,9 @@
 import type Database from 'better-sqlite3';
 import type { BodyRowValues } from './body-row.ts';
 import { decodeLogBatch, refString, type DecodedLogBatch } from './decode-log-batch.ts';
-import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
-import { ROLLUP_SUM_COLUMNS, RollupTable, type RollupRow } from './log-rollup.ts';
+import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS, HOURLY_ROLLUP } from './log-schema.ts';
+import { RollupTable, hourRows, type RollupRow } from './log-rollup.ts';
+import { RollupUpserts } from './rollup-upserts.ts';
 import { StoredObjectsTable } from './stored-objects-table.ts';
 import type { StoredObjectChange } from '../stored-object-store.ts';
 
@@ -18,8 +19,6 @@ export interface SealedLogBatch {
   objects?: StoredObjectChange[] | undefined;
 }
 
-const SAME_DIMENSIONS = 'slot_start = ? AND access_key_id IS ? AND group_id IS ? AND external_model IS ?';
-
 /**
  * Stores batches: the batch row (skipped, with everything else, when its key is known), its
  * dimensions, its recorded bodies, its records' rollups and its stored-object changes, in one transaction. Also the
@@ -32,9 +31,8 @@ export class LogBatchWriter {
   readonly #insertDim: Database.Statement;
   readonly #deleteDims: Database.Statement;
   readonly #insertBody: Database.Statement;
-  readonly #addRollup: Database.Statement;
-  readonly #insertRollup: Database.Statement;
-  readonly #deleteEmptyRollup: Database.Statement;
+  readonly #minuteRollup: RollupUpserts;
+  readonly #hourRollup: RollupUpserts;
   readonly storedObjects: StoredObjectsTable;
   readonly #write: (batch: SealedLogBatch, seqs: { first: number; end: number } | undefined) => boolean;
 
@@ -50,14 +48,8 @@ export class LogBatchWriter {
     this.#insertBody = db.prepare(
       'INSERT OR IGNORE INTO request_bodies (request_id, state, original_bytes, body, is_json, batch_id) VALUES (?, ?, ?, ?, ?, ?)',
     );
-    this.#addRollup = db.prepare(
-      `UPDATE usage_rollup SET ${ROLLUP_SUM_COLUMNS.map((c) => `${c} = ${c} + ?`).join(', ')} WHERE ${SAME_DIMENSIONS}`,
-    );
-    this.#insertRollup = db.prepare(
-      `INSERT INTO usage_rollup (slot_start, access_key_id, group_id, external_model, ${ROLLUP_SUM_COLUMNS.join(', ')})
-       VALUES (${['?', '?', '?', '?', ...ROLLUP_SUM_COLUMNS.map(() => '?')].join(', ')})`,
-    );
-    this.#deleteEmptyRollup = db.prepare(`DELETE FROM usage_rollup WHERE ${SAME_DIMENSIONS} AND requests <= 0`);
+    this.#minuteRollup = new RollupUpserts(db, 'usage_rollup');
+    this.#hourRollup = new RollupUpserts(db, HOURLY_ROLLUP);
     this.storedObjects = new StoredObjectsTable(db);
     this.#write = db.transaction((batch: SealedLogBatch, seqs: { first: number; end: number } | undefined) => this.#store(batch, seqs));
   }
@@ -96,17 +88,14 @@ export class LogBatchWriter {
     this.#deleteDims.run(batchId);
   }
 
-  /** Adds rows to usage_rollup, or with `sign` -1 takes them away (rows left with no request are deleted). */
+  /**
+   * Adds minute rows to usage_rollup and their sums per hour to usage_rollup_hour, or with
+   * `sign` -1 takes them away (rows left with no request are deleted): every change of the
+   * minute rollup goes through here, so the two stay in step.
+   */
   applyRollup(rows: readonly RollupRow[], sign: 1 | -1): void {
-    for (const row of rows) {
-      const dimensions = [row.slot_start, row.access_key_id, row.group_id, row.external_model];
-      const sums = ROLLUP_SUM_COLUMNS.map((c) => sign * row[c]);
-      if (this.#addRollup.run(...sums, ...dimensions).changes === 0) {
-        if (sign === 1) this.#insertRollup.run(...dimensions, ...sums);
-      } else if (sign === -1) {
-        this.#deleteEmptyRollup.run(...dimensions);
-      }
-    }
+    this.#minuteRollup.apply(rows, sign);
+    this.#hourRollup.apply(hourRows(rows), sign);
   }
 
   #store(batch: SealedLogBatch, seqs: { first: number; end: number } | undefined): boolean {
