@@ -62,7 +62,7 @@ export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): b
           callback(null, socket);
           return;
         }
-        upgradeToTls(socket, target.servername ?? host, options.tls, deadline - Date.now(), callback);
+        upgradeToTls(socket, host, target.servername ?? host, options.tls, deadline - Date.now(), callback);
       },
       failed,
     );
@@ -71,6 +71,7 @@ export function socksConnector(proxyUrl: URL, options: SocksConnectorOptions): b
 
 function upgradeToTls(
   socket: Socket,
+  host: string,
   servername: string,
   tls: ConnectionOptions | undefined,
   timeoutMs: number,
@@ -79,6 +80,8 @@ function upgradeToTls(
   const secured: TLSSocket = tlsConnect({
     ...tls,
     socket,
+    // The name the certificate is checked against when no servername is sent (node's default is "localhost").
+    host,
     // SNI must be a host name, never an IP address.
     ...(/^[\d.]+$|:/.test(servername) ? {} : { servername }),
     ALPNProtocols: ['http/1.1'],
