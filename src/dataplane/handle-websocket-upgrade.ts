@@ -6,7 +6,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { CERTIFICATE_REFUSED_CODE, classifyUpstreamError, clientResponseHeaders, failedAtGateway, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -227,6 +227,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             if (outcome.timedOut) {
               noteAttemptRoute(log, candidate, credential);
               throw new DataPlaneError('upstream_timeout', `(${outcome.code})`);
+            }
+            // As forward-native: a refused certificate is no credential's fault; no verdict, and nothing was sent.
+            if (outcome.code === CERTIFICATE_REFUSED_CODE) {
+              lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`), candidate, credential };
+              continue;
             }
             judgedCredentials.push(await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock()));
             // As forward-native: a connect timeout is answered as a timeout when it is the last failure.

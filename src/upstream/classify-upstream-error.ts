@@ -43,6 +43,12 @@ export interface UpstreamFailure {
    * credential; the same request on a new connection may well pass.
    */
   staleConnection?: true;
+  /**
+   * The upstream's certificate was refused (see CERTIFICATE_REFUSED_CODES): a connection never
+   * made, but no fault of the credential, so no verdict on it (a cooldown would shelve every
+   * credential of the Group, and outlive the restart that brings the fix).
+   */
+  certificateRefused?: true;
   /** Gateway reason code for logs and error bodies. */
   code: string;
 }
@@ -54,22 +60,50 @@ const HOST_UNREACHED_CODES = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUN
 const CONNECT_FAILURE_CODES: ReadonlySet<string> = new Set([...HOST_UNREACHED_CODES, 'UND_ERR_PRX_TLS', SOCKS_CONNECT_FAILED, PROXY_CONNECT_FAILED]);
 
 /**
- * TLS failures, which come before the session is established (node's `ERR_SSL_` / `ERR_TLS_`
- * codes: a plain-HTTP port, no common protocol, a certificate name mismatch; OpenSSL's
- * certificate verification codes), by code prefix and by the verification codes without one.
+ * The upstream's certificate refused: OpenSSL's verification codes as node names them (self-signed,
+ * expired, an untrusted CA, ...; OUT_OF_MEM left out) and node's own name check's. The gateway's
+ * trust store or the upstream's certificate is at fault, the same for every credential.
  */
-const TLS_FAILURE_CODE_PREFIXES: readonly string[] = ['ERR_SSL_', 'ERR_TLS_', 'CERT_', 'UNABLE_TO_'];
-const TLS_FAILURE_CODES: ReadonlySet<string> = new Set([
+const CERTIFICATE_REFUSED_CODES: ReadonlySet<string> = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_CRL',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CRL_SIGNATURE',
+  'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY',
+  'CERT_SIGNATURE_FAILURE',
+  'CRL_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID',
+  'CERT_HAS_EXPIRED',
+  'CRL_NOT_YET_VALID',
+  'CRL_HAS_EXPIRED',
+  'ERROR_IN_CERT_NOT_BEFORE_FIELD',
+  'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'ERROR_IN_CRL_LAST_UPDATE_FIELD',
+  'ERROR_IN_CRL_NEXT_UPDATE_FIELD',
   'DEPTH_ZERO_SELF_SIGNED_CERT',
   'SELF_SIGNED_CERT_IN_CHAIN',
-  'HOSTNAME_MISMATCH',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'CERT_CHAIN_TOO_LONG',
+  'CERT_REVOKED',
   'INVALID_CA',
-  'INVALID_PURPOSE',
   'PATH_LENGTH_EXCEEDED',
+  'INVALID_PURPOSE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'HOSTNAME_MISMATCH',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
 ]);
 
+/**
+ * Other TLS failures, which come before the session is established, by code prefix: node's
+ * `ERR_SSL_` / `ERR_TLS_` codes (a plain-HTTP port, no common protocol) and a verification code
+ * not listed above.
+ */
+const TLS_FAILURE_CODE_PREFIXES: readonly string[] = ['ERR_SSL_', 'ERR_TLS_', 'CERT_', 'UNABLE_TO_'];
+
 function isTlsFailureCode(code: string): boolean {
-  return TLS_FAILURE_CODES.has(code) || TLS_FAILURE_CODE_PREFIXES.some((prefix) => code.startsWith(prefix));
+  return CERTIFICATE_REFUSED_CODES.has(code) || TLS_FAILURE_CODE_PREFIXES.some((prefix) => code.startsWith(prefix));
 }
 
 const LOST_CONNECTION_CODES: ReadonlySet<string> = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE', 'UND_ERR_CLOSED']);
@@ -100,6 +134,12 @@ const SEND_TIMEOUT: UpstreamFailure = { kind: 'headers_timeout', notDelivered: f
 
 /** A lost connection while the body was still being written (see UpstreamFailure.whileSending). */
 const CLOSED_WHILE_SENDING: UpstreamFailure = { kind: 'connection_lost', notDelivered: false, whileSending: true, code: 'upstream_closed_while_sending' };
+
+/** The upstream's certificate refused (see UpstreamFailure.certificateRefused). */
+const CERTIFICATE_REFUSED: UpstreamFailure = { kind: 'connect_failed', notDelivered: true, certificateRefused: true, code: 'upstream_tls_certificate_invalid' };
+
+/** The attempt code of a refused certificate, by which the WebSocket path, which keeps only codes, knows it. */
+export const CERTIFICATE_REFUSED_CODE = CERTIFICATE_REFUSED.code;
 
 /** A lost connection, for one read as stale no longer (forward-native's renewals spent). */
 export const CONNECTION_LOST: UpstreamFailure = FAILURES.connection_lost;
@@ -182,7 +222,10 @@ function classifyByCode(error: unknown, options: { viaProxy?: boolean }): Upstre
   if (message.startsWith('Proxy response (')) return FAILURES.connect_failed;
   if (code !== undefined && CONNECT_FAILURE_CODES.has(code)) return FAILURES.connect_failed;
   // A TLS failure is the handshake's, unless the exchange says the request was being written (a broken session then).
-  if (code !== undefined && isTlsFailureCode(code)) return requestWritten(error) === true ? FAILURES.connection_lost : FAILURES.connect_failed;
+  if (code !== undefined && isTlsFailureCode(code)) {
+    if (requestWritten(error) === true) return FAILURES.connection_lost;
+    return CERTIFICATE_REFUSED_CODES.has(code) ? CERTIFICATE_REFUSED : FAILURES.connect_failed;
+  }
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return FAILURES.aborted;
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return FAILURES.headers_timeout;
   if (code === 'UND_ERR_BODY_TIMEOUT') return FAILURES.body_timeout;

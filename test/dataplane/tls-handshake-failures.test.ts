@@ -179,11 +179,17 @@ t.test('a TLS error on a request undici had started writing is a broken session,
   t.match(classifyUpstreamError(before), { kind: 'connection_lost', notDelivered: true }, 'a connection lost before the request was written delivered nothing');
 });
 
-t.test('certificate verification failures, whatever their code, mean nothing was delivered', async (t) => {
-  // OpenSSL's X509 verification results as node names them, and node's own TLS errors.
-  for (const code of ['CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID', 'ERR_SSL_WRONG_VERSION_NUMBER']) {
+t.test('certificate verification failures, whatever their code, mean nothing was delivered, and are told apart from other TLS failures', async (t) => {
+  // OpenSSL's X509 verification results as node names them, and node's own name check.
+  for (const code of ['CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID']) {
+    const error = Object.assign(new Error(code), { code });
+    const refused = { kind: 'connect_failed', notDelivered: true, certificateRefused: true, code: 'upstream_tls_certificate_invalid' };
+    t.same(classifyUpstreamError(error), refused, code);
+    t.same(classifyUpstreamError(error, { viaProxy: true }), refused, `${code} inside a tunnel is the upstream's`);
+  }
+  // No common protocol, a plain-HTTP port: the upstream's connection failing, as before.
+  for (const code of ['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL']) {
     const error = Object.assign(new Error(code), { code });
     t.same(classifyUpstreamError(error), { kind: 'connect_failed', notDelivered: true, code: 'upstream_connect_failed' }, code);
-    t.same(classifyUpstreamError(error, { viaProxy: true }), { kind: 'connect_failed', notDelivered: true, code: 'upstream_connect_failed' }, `${code} inside a tunnel is the upstream's`);
   }
 });

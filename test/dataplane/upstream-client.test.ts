@@ -203,7 +203,7 @@ t.test('a connection dropped mid-response is connection_lost', async (t) => {
   t.equal(classifyUpstreamError(error).kind, 'connection_lost');
 });
 
-t.test('https upstream with a private CA; untrusted certificate is a connect failure', async (t) => {
+t.test('https upstream with a private CA; untrusted certificate is a connect failure, the certificate refused', async (t) => {
   const server = await startLoopbackServer((_req, res) => res.end('secure'), { tls: true });
   const trusting = new UpstreamClient({ tls: { ca: loopbackCert.cert } });
   const strict = new UpstreamClient();
@@ -218,7 +218,7 @@ t.test('https upstream with a private CA; untrusted certificate is a connect fai
     () => undefined,
     (e: unknown) => e,
   );
-  t.equal(classifyUpstreamError(error).kind, 'connect_failed');
+  t.match(classifyUpstreamError(error), { kind: 'connect_failed', certificateRefused: true, code: 'upstream_tls_certificate_invalid' });
 });
 
 t.test('through a proxy: a proxy down or refusing the gateway is proxy_unreachable, the upstream out of its reach is not', async (t) => {
@@ -241,6 +241,7 @@ t.test('through a proxy: a proxy down or refusing the gateway is proxy_unreachab
     );
   const proxyUnreachable = { kind: 'proxy_unreachable', notDelivered: true, code: 'proxy_unreachable' };
   const connectFailed = { kind: 'connect_failed', notDelivered: true, code: 'upstream_connect_failed' };
+  const certificateRefused = { ...connectFailed, certificateRefused: true, code: 'upstream_tls_certificate_invalid' };
   const cases = [
     { what: 'HTTP proxy on a closed port', error: await failing(upstream.url, closed), viaProxy: proxyUnreachable },
     { what: 'SOCKS5 proxy on a closed port', error: await failing(upstream.url, closed.replace(/^http:/, 'socks5:')), viaProxy: proxyUnreachable },
@@ -248,13 +249,13 @@ t.test('through a proxy: a proxy down or refusing the gateway is proxy_unreachab
     { what: 'SOCKS5 proxy refusing a wrong password', error: await failing(upstream.url, socksAuth.url.replace(':right@', ':wrong@')), viaProxy: proxyUnreachable },
     { what: 'HTTP proxy answering 502 for an upstream it cannot reach', error: await failing(closed, http.url), viaProxy: connectFailed },
     { what: 'SOCKS5 proxy replying ConnectionRefused for the upstream', error: await failing(closed, socks.url), viaProxy: connectFailed },
-    { what: 'untrusted upstream certificate inside the tunnel', error: await failing(secureUpstream.url, http.url), viaProxy: connectFailed },
+    { what: 'untrusted upstream certificate inside the tunnel', error: await failing(secureUpstream.url, http.url), viaProxy: certificateRefused, direct: certificateRefused },
   ];
   for (const c of cases) {
     t.same(classifyUpstreamError(c.error, { viaProxy: true }), c.viaProxy, `${c.what}, via a proxy`);
     // Without a proxy nothing changes: every one of them is a connection never made.
-    t.same(classifyUpstreamError(c.error), connectFailed, `${c.what}, no proxy`);
-    t.same(classifyUpstreamError(c.error, { viaProxy: false }), connectFailed, `${c.what}, viaProxy false`);
+    t.same(classifyUpstreamError(c.error), c.direct ?? connectFailed, `${c.what}, no proxy`);
+    t.same(classifyUpstreamError(c.error, { viaProxy: false }), c.direct ?? connectFailed, `${c.what}, viaProxy false`);
   }
   t.equal(upstream.connections(), 0, 'the upstream saw none of them');
   const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });

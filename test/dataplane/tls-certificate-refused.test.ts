@@ -1,0 +1,143 @@
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import t, { type Test } from 'tap';
+import { WebSocketServer } from 'ws';
+import { startDataPlane, startUpstream, type Gateway } from './helpers/data-plane-harness.ts';
+import { createKey, credentialView, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
+import { loopbackCert } from './helpers/loopback-server.ts';
+import { startSocks5Server } from './helpers/socks5-server.ts';
+import { logOf, realtimeRoute, upgradeAnswer } from './helpers/ws-upstream.ts';
+
+// An https upstream whose certificate the gateway refuses (the data plane here trusts no extra
+// CA): the gateway's trust store or the upstream's certificate is at fault, the same for every
+// credential. Its own attempt code, no cooldown, and failover as after a connection never made.
+
+const WAIT_MS = 20_000;
+const MODELS = [{ external: 'team-model', upstream: 'vendor-model' }];
+const CODE = 'upstream_tls_certificate_invalid';
+
+const fixture = (name: string) => readFileSync(new URL(`fixtures/tls-identity/${name}.pem`, import.meta.url));
+
+/** Certificates node refuses without a CA the gateway was told of, by the code node names. */
+const CERTIFICATES = {
+  'a self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)': loopbackCert,
+  'a certificate of an unknown CA (UNABLE_TO_VERIFY_LEAF_SIGNATURE)': { cert: fixture('ip-only-cert'), key: fixture('ip-only-key') },
+};
+
+/** Proxies in front of the upstream: none, an HTTP CONNECT proxy, a SOCKS5 proxy. */
+const ROUTES: Record<string, (t: Test) => Promise<string | undefined>> = {
+  directly: async () => undefined,
+  'through a CONNECT proxy': async (t) => {
+    const proxy = await startHttpConnectProxy();
+    t.teardown(() => proxy.close());
+    return proxy.url;
+  },
+  'through a SOCKS5 proxy': async (t) => {
+    const proxy = await startSocks5Server();
+    t.teardown(() => proxy.close());
+    return proxy.url;
+  },
+};
+
+/** An https upstream with `certificate`; counts the requests that reached it. */
+async function httpsUpstream(t: Test, certificate: { cert: Buffer; key: Buffer }, onUpgrade?: WebSocketServer) {
+  let served = 0;
+  const server: Server = createServer(certificate, (_req, res) => {
+    served++;
+    res.end('{}');
+  });
+  if (onUpgrade !== undefined) server.on('upgrade', (req, socket, head) => onUpgrade.handleUpgrade(req, socket, head, () => served++));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, served: () => served };
+}
+
+async function gateway(t: Test): Promise<Gateway> {
+  const gw = await startDataPlane();
+  t.teardown(() => gw.close());
+  return gw;
+}
+
+function post(gw: Gateway, path: string, keyValue: string, body: unknown): Promise<Response> {
+  return withTimeout(
+    fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    WAIT_MS,
+    'the gateway to answer',
+  );
+}
+
+for (const [route, startProxy] of Object.entries(ROUTES)) {
+  for (const [certificate, pair] of Object.entries(CERTIFICATES)) {
+    t.test(`${route}, ${certificate}: ${CODE}, 502 upstream_unreachable naming it, every credential still active`, async (t) => {
+      const upstream = await httpsUpstream(t, pair);
+      const proxy = await startProxy(t);
+      const gw = await gateway(t);
+      const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-cert-a', 'sk-cert-b'] });
+      if (proxy !== undefined) await gw.store.groups.update(group.id, { proxy_url: proxy });
+      const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+
+      const res = await post(gw, '/v1/chat/completions', keyValue, { model: 'team-model', messages: [] });
+      t.equal(res.status, 502);
+      t.match(await res.json(), { error: { code: 'upstream_unreachable', message: `No upstream could be reached. (${CODE})` } });
+      t.equal(upstream.served(), 0, 'nothing reached the upstream');
+      const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+      t.match(record, {
+        status: 502,
+        error_code: 'upstream_unreachable',
+        attempts: [
+          { credential_id: String(credentials[0]!.id), status: null, error_code: CODE },
+          { credential_id: String(credentials[1]!.id), status: null, error_code: CODE },
+        ],
+      });
+      for (const credential of credentials) t.equal((await credentialView(gw.store, group.id, credential.id)).state, 'active', `credential ${credential.id} is not blamed`);
+    });
+  }
+}
+
+t.test('embeddings (unsafe to replay) go on to the next Group after a refused certificate: nothing was delivered', async (t) => {
+  const refused = await httpsUpstream(t, loopbackCert);
+  const healthy = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.5] }], model: 'vendor-model', usage: { prompt_tokens: 1, total_tokens: 1 } }));
+  });
+  t.teardown(() => healthy.close());
+  const gw = await gateway(t);
+  const first = await seedGroup(gw.store, { channel: 'ch03', baseUrl: refused.url, models: MODELS, secrets: ['sk-cert-1'], priority: 10 });
+  const second = await seedGroup(gw.store, { channel: 'ch03', baseUrl: healthy.url, models: MODELS, secrets: ['sk-healthy-1'], priority: 0 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-chat-embeddings'] });
+
+  const res = await post(gw, '/v1/embeddings', keyValue, { model: 'team-model', input: 'x' });
+  t.equal(res.status, 200, 'the second Group serves');
+  t.equal(refused.served(), 0);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, attempts: [{ group_id: String(first.group.id), status: null, error_code: CODE }, { group_id: String(second.group.id), status: 200 }] });
+  t.equal((await credentialView(gw.store, first.group.id, first.credentials[0]!.id)).state, 'active');
+});
+
+for (const [route, startProxy] of Object.entries(ROUTES)) {
+  t.test(`a wss upstream ${route} with a self-signed certificate: ${CODE}, no cooldown`, async (t) => {
+    const wss = new WebSocketServer({ noServer: true });
+    t.teardown(() => wss.close());
+    const upstream = await httpsUpstream(t, loopbackCert, wss);
+    const proxy = await startProxy(t);
+    const { gw, key, group, wsUrl } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-cert-a', 'sk-cert-b'] });
+    if (proxy !== undefined) await gw.store.groups.update(group.id, { proxy_url: proxy });
+
+    const answer = await withTimeout(upgradeAnswer(wsUrl), WAIT_MS, 'the upgrade answer');
+    t.equal(answer.status, 502);
+    t.match(JSON.parse(answer.body), { error: { code: 'upstream_unreachable', message: new RegExp(`\\(${CODE}\\)`) } });
+    t.equal(upstream.served(), 0, 'nothing reached the upstream');
+    t.match(await logOf(gw, key.id, 502), { attempts: [{ status: null, error_code: CODE }, { status: null, error_code: CODE }] });
+    t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
+  });
+}
