@@ -1,19 +1,10 @@
 import t from 'tap';
 import { attemptOrder, type Candidate } from '../../src/dataplane/plan-candidates.ts';
+import { seeded } from '../helpers/seeded-random.ts';
 
 /** A candidate as attemptOrder reads it: only its Group's id, priority and weight. */
 const candidate = (id: number, priority: number, weight: number): Candidate => ({ group: { id, priority, weight } }) as unknown as Candidate;
 
-/** A seeded uniform source (mulberry32), so the statistics below are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ids = (order: readonly Candidate[]) => order.map((c) => c.group.id);
 

@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import t, { type Test } from 'tap';
 import { forwardedQuery } from '../../src/dataplane/forwarded-query.ts';
 import { seedRoute, startDataPlane, startUpstream } from './helpers/data-plane-harness.ts';
+import { seeded } from '../helpers/seeded-random.ts';
 
 // The data plane reads the AccessKey from `new URLSearchParams(query)` and forwards
 // `forwardedQuery(style, '?' + query, ...)`. The two must agree on which parameter is `key`:
@@ -101,14 +102,8 @@ t.test('URLSearchParams and forwardedQuery agree on `key` for tricky spellings, 
 
 t.test('they agree on queries built at random from the pieces parsers disagree on', async (t) => {
   const PIECES = ['key', 'k%65y', '%6Bey', '%6b%65%79', 'api-', '$', '%24', 'oauth_token', 'fields', '?', '??', '&', '&&', '=', '+', '%20', ';', '#', '%', '%zz', '%FF', 'K', 'a'];
-  // A fixed seed (mulberry32): the same queries on every run, so a failure reproduces.
-  let seed = 0x5eed;
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let r = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
-    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
-  };
+  // A fixed seed: the same queries on every run, so a failure reproduces.
+  const random = seeded(0x5eed);
   let withKey = 0;
   let withAlias = 0;
   let withFields = 0;

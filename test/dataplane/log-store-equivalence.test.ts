@@ -6,6 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { newRequestId } from '../../src/dataplane/new-request-id.ts';
 import { openSqliteLogStore, openWorkerLogStore, type LogFilter, type LogListItem, type LogRecord, type LogStore, type UsageDimension, type UsageRow } from '../../src/store/logs/index.ts';
 import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
+import { seededRandom as random, type SeededRandom as Random } from '../helpers/seeded-random.ts';
 
 // The SQLite stores against MemoryLogStore, the behavioural reference, on the same random
 // records: every read compared after appends (in completion order, so that batches overlap in
@@ -24,22 +25,6 @@ const STATUSES = [200, 200, 200, 201, 101, 304, 400, 401, 429, 499, 500, 502];
 const OFFSETS = [0, 330, -480, 60, -150];
 const GROUP_BYS: UsageDimension[][] = [[], ['key'], ['group'], ['model'], ['key', 'group'], ['key', 'model'], ['group', 'model'], ['key', 'group', 'model'], ['model', 'key'], ['group', 'group']];
 
-/** mulberry32: a seeded generator, so that a failure can be replayed. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (low: number, high: number): number => low + Math.floor(next() * (high - low + 1));
-  const pick = <T>(values: readonly T[]): T => values[int(0, values.length - 1)]!;
-  return { next, int, pick, chance: (p: number) => next() < p };
-}
-
-type Random = ReturnType<typeof random>;
 
 /** Records with distinct created_at, in the order they complete: a tenth are long streams that complete up to 40 minutes after they start. */
 function randomRecords(r: Random, n: number, from: number, span: number, taken: Set<number>, prefix: string): LogRecord[] {

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { openSqliteLogStore, type LogRecord, type LogStore, type UsageDimension, type UsageQuery, type UsageRow } from '../../src/store/logs/index.ts';
 import { openSqliteLogReader } from '../../src/store/logs/sqlite-log-reader.ts';
 import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
+import { seededRandom as random, type SeededRandom as Random } from '../helpers/seeded-random.ts';
 
 // usage_rollup_hour answers the whole hours of long ranges: every read must give what summing
 // the records gives (MemoryLogStore), over days of records, ranges on and off the hour and the
@@ -21,21 +22,6 @@ const SPAN = 5 * DAY;
 const OFFSETS = [0, 60, 330, -570, -150, 45, 1770];
 const GROUP_BYS: UsageDimension[][] = [[], ['key'], ['group'], ['model'], ['key', 'group'], ['key', 'model'], ['group', 'model'], ['key', 'group', 'model'], ['model', 'group', 'key']];
 
-/** mulberry32, seeded so that a failure can be replayed. */
-function random(seed: number) {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (low: number, high: number): number => low + Math.floor(next() * (high - low + 1));
-  const pick = <T>(values: readonly T[]): T => values[int(0, values.length - 1)]!;
-  return { next, int, pick, chance: (p: number) => next() < p };
-}
-type Random = ReturnType<typeof random>;
 
 function record(r: Random, i: number, created_at: number): LogRecord {
   const status = r.pick([200, 200, 200, 201, 400, 429, 500, 502]);

@@ -2,6 +2,7 @@ import t from 'tap';
 import { maskedForClients, maskSecretInHeaders, maskSecretInText, SecretMaskingStream } from '../../src/dataplane/mask-upstream-secret.ts';
 import { echoedForms } from '../../src/dataplane/secret-echo-forms.ts';
 import type { OutgoingHeaders } from '../../src/upstream/index.ts';
+import { seeded } from '../helpers/seeded-random.ts';
 
 // The upstream credential never reaches a client (issue 4): an error body streamed through has
 // every occurrence of the secret masked, however the upstream's writes cut it.
@@ -382,17 +383,6 @@ for (const [secret, text, expected] of PERCENT_CASES) {
   });
 }
 
-/** A seeded generator (mulberry32): the same cases on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let x = state;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 t.test('random short secrets and chunkings: the stream masks what a whole-text whole-token regex does', async (t) => {
   const random = seeded(20261126);
