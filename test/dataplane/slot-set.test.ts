@@ -1,19 +1,14 @@
 import t from 'tap';
 import { SlotSet } from '../../src/streaming/slot-set.ts';
+import { seeded } from '../helpers/seeded-random.ts';
 
 interface Member {
   slot: number;
   id: number;
 }
 
-/** A small deterministic generator, so that a failure repeats. */
-function generator(seed: number): () => number {
-  let state = seed;
-  return () => (state = (state * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
-}
-
 t.test('a SlotSet keeps what a Set keeps, in the same order, through adds and deletes', async (t) => {
-  const next = generator(7);
+  const next = seeded(7);
   for (let trial = 0; trial < 50; trial++) {
     const set = new Set<Member>();
     const slots = new SlotSet<Member>();
