@@ -236,6 +236,23 @@ t.test('an enable verdict written while a flush waits its turn is not undone by 
   t.match(await reopened(t, dir, groupId, c.id), { state: 'active' });
 });
 
+t.test("a cooldown another answer sets while an enable verdict is being written outlives that enable", async (t) => {
+  const dir = tempDataDir(t);
+  const { store, groupId, creds } = await storeWith(t, dir, 1, LONG_WINDOW_MS);
+  const c = creds[0]!;
+  await cool(store, groupId, c, inMs(600_000));
+  const release = holdTheNextWrite(t);
+  const enabling = store.credentials.setState(groupId, c.id, { to: 'active' }, { expectedRevision: c.revision });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const later = inMs(1_200_000);
+  t.match(await cool(store, groupId, c, later), { state: 'cooldown', cooldown_until: later }, 'the later 429 is taken');
+  release();
+  await enabling;
+  t.match(await store.credentials.get(groupId, c.id), { state: 'cooldown', cooldown_until: later }, 'and still stands once the enable is written');
+  await store.close();
+  t.equal(onDisk(dir, c.id)?.cooldown_until, later, 'the close writes it');
+});
+
 t.test('a flush the disk refuses keeps the cooldowns for the next one, and rejects no verdict', async (t) => {
   const dir = tempDataDir(t);
   const { store, groupId, creds } = await storeWith(t, dir, 2, SHORT_WINDOW_MS);

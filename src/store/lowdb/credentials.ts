@@ -181,11 +181,16 @@ export class LowdbCredentialStore implements CredentialStore {
       // operator's enable and disable keep a write of their own. The operator's enable raises the
       // revision, which outdates a pending cooldown: it needs no drop.
       if (expected === undefined) return await this.#edit(groupId, id, apply);
-      const view = await this.#doc.mutateBatched((d) => this.#applyTo(d, groupId, id, apply, false), check);
+      let noted = 0;
+      const view = await this.#doc.mutateBatched((d) => {
+        noted = this.#pending.version;
+        return this.#applyTo(d, groupId, id, apply, false);
+      }, check);
       if (change.to !== 'active' || view === undefined) return view;
       // An enable verdict keeps the revision: it ends the pending cooldown, once written (a write
-      // the disk refuses leaves the credential cooling, as its answer says).
-      this.#pending.drop(id);
+      // the disk refuses leaves the credential cooling, as its answer says), but not one another
+      // answer set while the write was on its way.
+      this.#pending.drop(id, noted);
       return this.get(groupId, id);
     } catch (err) {
       if (err === STALE_REVISION) return undefined;

@@ -27,7 +27,7 @@ export const COOLDOWN_FLUSH_MS = 2000;
  * Whether `p` still holds for `c` as stored: noted for its current revision, and ending later
  * than the cooldown stored (of two ends the later stands, as between verdicts).
  */
-export function pendingStands(c: StoredCredential, p: PendingCooldown | undefined): p is PendingCooldown {
+function pendingStands(c: StoredCredential, p: PendingCooldown | undefined): p is PendingCooldown {
   return p !== undefined && p.revision === revisionOf(c) && (c.cooldown_until === null || Date.parse(p.until) > Date.parse(c.cooldown_until));
 }
 
@@ -81,8 +81,10 @@ export class PendingCooldowns {
     if (this.#timer === undefined && this.#flushing === undefined) this.#schedule();
   }
 
-  drop(id: number): void {
-    this.#entries.delete(id);
+  /** Ends the pending cooldown of `id` noted at or before `upTo` (a version); a later one stands. */
+  drop(id: number, upTo: number): void {
+    const p = this.#entries.get(id);
+    if (p !== undefined && p.version <= upTo) this.#entries.delete(id);
   }
 
   /** The cooldowns noted after `version`, by credential id. */
