@@ -4,7 +4,6 @@ import { compileRouteTable, firstSegment, matchRoute, type CompiledRoute, type R
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, hasTokens, requestStreamUsage } from '../usage/index.ts';
-import { accessKeyExpired } from '../auth/access-key-expiry.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { ConfigSnapshot, type Snapshot } from './config-snapshot.ts';
 import { CredentialPool } from './credential-pool.ts';
@@ -320,7 +319,9 @@ interface StreamedUnder {
 async function stillRecording(snapshot: ConfigSnapshot, { presented, key }: StreamedUnder, now: number): Promise<boolean> {
   try {
     const current = await snapshot.currentAccessKey(presented, key);
-    return current !== undefined && current.record_request_body && current.enabled && !accessKeyExpired(current, now);
+    if (current === undefined || !current.record_request_body) return false;
+    checkAccessKey(current, null, now);
+    return true;
   } catch {
     return false;
   }

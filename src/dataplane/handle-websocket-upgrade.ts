@@ -6,7 +6,7 @@ import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.t
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
-import { CERTIFICATE_REFUSED_CODE, classifyUpstreamError, clientResponseHeaders, failedAtGateway, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -229,7 +229,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
               throw new DataPlaneError('upstream_timeout', `(${outcome.code})`);
             }
             // As forward-native: a refused certificate is no credential's fault; no verdict, and nothing was sent.
-            if (outcome.code === CERTIFICATE_REFUSED_CODE) {
+            if (outcome.certificateRefused === true) {
               lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`), candidate, credential };
               continue;
             }

@@ -19,9 +19,10 @@ export type HandshakeOutcome =
   /**
    * `timedOut`: the upstream was connected to and has not answered in time (overdue);
    * `notDelivered`: the upgrade request provably never reached the upstream (no connection was
-   * made); `gatewaySide`: the gateway's proxy failed, not the credential.
+   * made); `gatewaySide`: the gateway's proxy failed, not the credential; `certificateRefused`:
+   * the upstream's certificate was refused, no credential's fault either.
    */
-  | { kind: 'failed'; timedOut: boolean; code: string; notDelivered: boolean; gatewaySide?: GatewaySideKind };
+  | { kind: 'failed'; timedOut: boolean; code: string; notDelivered: boolean; gatewaySide?: GatewaySideKind; certificateRefused?: boolean };
 
 export interface UpstreamHandshake {
   outcome: Promise<HandshakeOutcome>;
@@ -120,7 +121,14 @@ export function openUpstreamWebSocket(
       if (error.message === WS_HANDSHAKE_TIMEOUT) return resolve(handshakeTimedOut(connected, socketGiven || options.agent === undefined));
       // The agent is there only for a managed proxy: a connection that failed may be the proxy's.
       const failure = classifyUpstreamError(error, { viaProxy: options.agent !== undefined });
-      resolve({ kind: 'failed', timedOut: false, code: failure.code, notDelivered: failure.notDelivered, ...(failedAtGateway(failure) ? { gatewaySide: failure.kind } : {}) });
+      resolve({
+        kind: 'failed',
+        timedOut: false,
+        code: failure.code,
+        notDelivered: failure.notDelivered,
+        ...(failedAtGateway(failure) ? { gatewaySide: failure.kind } : {}),
+        ...(failure.certificateRefused ? { certificateRefused: true } : {}),
+      });
     });
   });
   return { outcome, abort: () => ws.terminate() };

@@ -138,9 +138,6 @@ const CLOSED_WHILE_SENDING: UpstreamFailure = { kind: 'connection_lost', notDeli
 /** The upstream's certificate refused (see UpstreamFailure.certificateRefused). */
 const CERTIFICATE_REFUSED: UpstreamFailure = { kind: 'connect_failed', notDelivered: true, certificateRefused: true, code: 'upstream_tls_certificate_invalid' };
 
-/** The attempt code of a refused certificate, by which the WebSocket path, which keeps only codes, knows it. */
-export const CERTIFICATE_REFUSED_CODE = CERTIFICATE_REFUSED.code;
-
 /** A lost connection, for one read as stale no longer (forward-native's renewals spent). */
 export const CONNECTION_LOST: UpstreamFailure = FAILURES.connection_lost;
 

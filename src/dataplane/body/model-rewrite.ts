@@ -5,7 +5,10 @@ export interface ModelSpan {
   readonly end: number;
 }
 
-/** The answer a scanner settles on: the model's span, or none; `at` is where it became known. */
+/**
+ * The answer a scanner settles on: the model's span, or none; `at` is where the bytes it read
+ * for routing end (a form's: the start of the part that settled it, or its closing boundary).
+ */
 export interface ScanOutcome {
   readonly model: ModelSpan | undefined;
   readonly at: number;

@@ -15,15 +15,15 @@ import { MultipartModelScanner } from './multipart-model-scanner.ts';
 const HELD_BACK_BYTES = 128;
 
 /**
- * What the form says once its model field has been read and then a file part began or the form
- * ended (or it ended without a model): the first attempt begins then.
+ * What the form says once its model field has been read and then a file part or a text part past
+ * SMALL_FIELD_BYTES began, or the form ended (or it ended without a model): the first attempt begins then.
  */
 export interface FormModel {
   /** The client's model name and where its value sits, or undefined when the form has none. */
   readonly model: ModelSpan | undefined;
   /**
    * Small text fields read before the attempt began: those before the model and those after it up
-   * to the next file part (see MultipartModelScanner.fields).
+   * to the next file part or large text part (see MultipartModelScanner.fields).
    */
   readonly fields: ReadonlyMap<string, string>;
 }
