@@ -589,8 +589,12 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
   // The upstream's certificate was refused: the gateway's trust store or the upstream's
   // certificate, the same for every credential, so no verdict (as for a failing proxy); nothing
-  // was sent, and another credential or Group may be tried as after any connection never made.
-  if (failure.certificateRefused) return { error: new DataPlaneError('upstream_unreachable', `(${failure.code})`), candidate, credential, notDelivered: true };
+  // was sent. A credential at the Group's address leaves the Group (its others would reach the
+  // same certificate); one at its own address, the next credential.
+  if (failure.certificateRefused) {
+    const error = new DataPlaneError('upstream_unreachable', `(${failure.code})`);
+    return { error, candidate, credential, notDelivered: true, ...(at.access.baseUrl === null ? { skipGroup: true as const } : {}) };
+  }
   // The upstream took the request and has not answered in time: no verdict on the credential,
   // and no other attempt (it would send, and bill, the prompt again); the client's answer now,
   // and for the same reason not one for the SDKs to send again.

@@ -228,9 +228,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
               noteAttemptRoute(log, candidate, credential);
               throw new DataPlaneError('upstream_timeout', `(${outcome.code})`);
             }
-            // As forward-native: a refused certificate is no credential's fault; no verdict, and nothing was sent.
+            // As forward-native: a refused certificate is no credential's fault; no verdict, nothing
+            // was sent, and a credential at the Group's address leaves the Group.
             if (outcome.certificateRefused === true) {
               lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`), candidate, credential };
+              if (access.baseUrl === null) break;
               continue;
             }
             judgedCredentials.push(await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock()));

@@ -78,7 +78,7 @@ function post(gw: Gateway, path: string, keyValue: string, body: unknown): Promi
 
 for (const [route, startProxy] of Object.entries(ROUTES)) {
   for (const [certificate, pair] of Object.entries(CERTIFICATES)) {
-    t.test(`${route}, ${certificate}: ${CODE}, 502 upstream_unreachable naming it, every credential still active`, async (t) => {
+    t.test(`${route}, ${certificate}: ${CODE}, 502 upstream_unreachable naming it, the Group's other credential not tried, both still active`, async (t) => {
       const upstream = await httpsUpstream(t, pair);
       const proxy = await startProxy(t);
       const gw = await gateway(t);
@@ -91,14 +91,12 @@ for (const [route, startProxy] of Object.entries(ROUTES)) {
       t.match(await res.json(), { error: { code: 'upstream_unreachable', message: `No upstream could be reached. (${CODE})` } });
       t.equal(upstream.served(), 0, 'nothing reached the upstream');
       const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-      t.match(record, {
-        status: 502,
-        error_code: 'upstream_unreachable',
-        attempts: [
-          { credential_id: String(credentials[0]!.id), status: null, error_code: CODE },
-          { credential_id: String(credentials[1]!.id), status: null, error_code: CODE },
-        ],
-      });
+      t.match(record, { status: 502, error_code: 'upstream_unreachable' });
+      // Both credentials are at the Group's address: the other would reach the same certificate.
+      t.same(
+        record.attempts.map((a) => ({ status: a.status, error_code: a.error_code })),
+        [{ status: null, error_code: CODE }],
+      );
       for (const credential of credentials) t.equal((await credentialView(gw.store, group.id, credential.id)).state, 'active', `credential ${credential.id} is not blamed`);
     });
   }
@@ -137,7 +135,11 @@ for (const [route, startProxy] of Object.entries(ROUTES)) {
     t.equal(answer.status, 502);
     t.match(JSON.parse(answer.body), { error: { code: 'upstream_unreachable', message: new RegExp(`\\(${CODE}\\)`) } });
     t.equal(upstream.served(), 0, 'nothing reached the upstream');
-    t.match(await logOf(gw, key.id, 502), { attempts: [{ status: null, error_code: CODE }, { status: null, error_code: CODE }] });
+    t.same(
+      (await logOf(gw, key.id, 502)).attempts.map((a: { status: number | null; error_code: string | null }) => ({ status: a.status, error_code: a.error_code })),
+      [{ status: null, error_code: CODE }],
+      "one attempt: the Group's other credential is at the same address",
+    );
     t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
   });
 }
