@@ -1,11 +1,8 @@
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { UpstreamClient } from '../../src/upstream/index.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
-import { readAll } from './helpers/loopback-server.ts';
+import { readAll, startLoopbackServer } from './helpers/loopback-server.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 
 /** Certificates naming only one identity each (fixtures/tls-identity/README.md); loopback-cert.pem names both, so it cannot tell which was checked. */
@@ -13,17 +10,9 @@ const fixture = (name: string) => readFileSync(new URL(`fixtures/tls-identity/${
 const CA = fixture('ca-cert');
 
 async function upstreamWith(t: Test, name: 'ip-only' | 'localhost-only'): Promise<number> {
-  const server: Server = createServer({ cert: fixture(`${name}-cert`), key: fixture(`${name}-key`) }, (_req, res) => res.end('reached'));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return (server.address() as AddressInfo).port;
+  const upstream = await startLoopbackServer((_req, res) => res.end('reached'), { tls: { cert: fixture(`${name}-cert`), key: fixture(`${name}-key`) } });
+  t.teardown(() => upstream.close());
+  return upstream.port;
 }
 
 async function reach(client: UpstreamClient, url: string, proxy: string | undefined): Promise<string> {

@@ -1,13 +1,10 @@
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import t, { type Test } from 'tap';
 import { WebSocketServer } from 'ws';
 import { startDataPlane, startUpstream, type Gateway } from './helpers/data-plane-harness.ts';
 import { createKey, credentialView, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
-import { loopbackCert } from './helpers/loopback-server.ts';
+import { loopbackCert, startLoopbackServer } from './helpers/loopback-server.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
 import { logOf, realtimeRoute, upgradeAnswer } from './helpers/ws-upstream.ts';
 
@@ -45,21 +42,16 @@ const ROUTES: Record<string, (t: Test) => Promise<string | undefined>> = {
 /** An https upstream with `certificate`; counts the requests that reached it. */
 async function httpsUpstream(t: Test, certificate: { cert: Buffer; key: Buffer }, onUpgrade?: WebSocketServer) {
   let served = 0;
-  const server: Server = createServer(certificate, (_req, res) => {
-    served++;
-    res.end('{}');
-  });
-  if (onUpgrade !== undefined) server.on('upgrade', (req, socket, head) => onUpgrade.handleUpgrade(req, socket, head, () => served++));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  t.teardown(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+  const upstream = await startLoopbackServer(
+    (_req, res) => {
+      served++;
+      res.end('{}');
+    },
+    { tls: certificate },
   );
-  return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, served: () => served };
+  t.teardown(() => upstream.close());
+  if (onUpgrade !== undefined) upstream.server.on('upgrade', (req, socket, head) => onUpgrade.handleUpgrade(req, socket, head, () => served++));
+  return { url: upstream.url, served: () => served };
 }
 
 async function gateway(t: Test): Promise<Gateway> {

@@ -10,6 +10,8 @@ export interface LoopbackServer {
   connections(): number;
   /** Remote addresses (host:port) of accepted connections. */
   peers: string[];
+  /** The server itself, for what a test adds (an upgrade handler). */
+  server: Server;
   close(): Promise<void>;
 }
 
@@ -21,8 +23,9 @@ export const loopbackCert = {
   key: readFileSync(new URL('../fixtures/loopback-key.pem', import.meta.url)),
 };
 
-export async function startLoopbackServer(handler: Handler, options: { tls?: boolean } = {}): Promise<LoopbackServer> {
-  const server: Server = options.tls ? createTlsServer({ ...loopbackCert }, handler) : createServer(handler);
+/** Plain HTTP, or TLS with loopbackCert (`tls: true`) or with the certificate and key given. */
+export async function startLoopbackServer(handler: Handler, options: { tls?: boolean | { cert: Buffer; key: Buffer } } = {}): Promise<LoopbackServer> {
+  const server: Server = options.tls ? createTlsServer(options.tls === true ? { ...loopbackCert } : options.tls, handler) : createServer(handler);
   let accepted = 0;
   const peers: string[] = [];
   server.on(options.tls ? 'secureConnection' : 'connection', (socket) => {
@@ -37,6 +40,7 @@ export async function startLoopbackServer(handler: Handler, options: { tls?: boo
     port,
     connections: () => accepted,
     peers,
+    server,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
