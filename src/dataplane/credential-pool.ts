@@ -115,7 +115,7 @@ export class CredentialPool {
 
   /**
    * Each of `judged` (a request's credentials as its verdicts left them) that this Group's
-   * `credentials` hold, with the view it stands for there: the first of an id, as it is the newer.
+   * `credentials` hold, with the view it stands for there: the first of an id (a request judges a credential once: a stale-connection resend judges none).
    */
   #judgedIn(credentials: readonly CredentialView[], judged: readonly CredentialView[]): { was: CredentialView; now: CredentialView }[] {
     const found: { was: CredentialView; now: CredentialView }[] = [];
