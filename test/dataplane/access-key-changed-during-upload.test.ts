@@ -2,7 +2,8 @@ import { createServer, request, type IncomingMessage, type ServerResponse } from
 import t, { type Test } from 'tap';
 import type { ConfigStore } from '../../src/store/config-store.ts';
 import type { AccessKeyRecord } from '../../src/store/records.ts';
-import { seedRoute, startDataPlane, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { gateway } from './helpers/gateway-per-test.ts';
 import { deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // A request is admitted by its AccessKey before its body is read; the key may change while the
@@ -222,8 +223,7 @@ const formChanges: { name: string; change: (store: ConfigStore, key: AccessKeyRe
 for (const c of formChanges) {
   t.test(`a recording key ${c.name} while a form streams to the upstream: forwarded whole, and the record ${c.recorded ? 'holds' : 'holds no'} body`, async (t) => {
     const upstream = await formUpstream(t);
-    const gw = await startDataPlane();
-    t.teardown(() => gw.close());
+    const gw = await gateway(t);
     const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'whisper-1', upstream: 'whisper-1' }], protocols: ['x-suite'], recordBody: true });
     t.equal(await uploadFormAcross(gw.url, keyValue, upstream.reached, () => c.change(gw.store, key)), 200, 'the attempt begun at the model field is not called off');
     t.equal(upstream.bodies.length, 1);

@@ -1,7 +1,8 @@
-import { createServer, request as httpRequest, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import t from 'tap';
-import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
+import { seedRoute } from './helpers/data-plane-harness.ts';
+import { gateway } from './helpers/gateway-per-test.ts';
+import { startLoopbackServer } from './helpers/loopback-server.ts';
 import { deferred, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { transcriptionRoute } from './helpers/transcription-route.ts';
 
@@ -39,17 +40,15 @@ t.test('a stream field that is not `true` or `false` is refused after the model 
 
 t.test('a form with its model first still streams: the upstream has its first bytes before the upload ends, and the stream flag between the model and the file is read', async (t) => {
   const receiving = deferred();
-  const upstream = createServer((req, res) => {
+  const upstream = await startLoopbackServer((req, res) => {
     req.once('data', () => receiving.resolve());
     req.resume();
     // Some compatible upstreams send their event stream as text/plain: read as one only when the gateway knows the request streams.
     req.on('end', () => res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(EVENTS)) }).end(EVENTS));
   });
-  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => upstream.close(() => resolve())));
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
-  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, models: [{ external: 'm', upstream: 'vendor-m' }], protocols: ['x-suite'] });
+  t.teardown(() => upstream.close());
+  const gw = await gateway(t);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], protocols: ['x-suite'] });
   const head = Buffer.from(`${part('model', 'm')}${part('stream', 'true')}${part('response_format', 'json')}${FILE_HEAD}`);
   const whole = Buffer.concat([head, Buffer.alloc(200_000, 0x41), Buffer.from(CLOSE)]);
   const req = httpRequest(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': String(whole.length) } });

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import t, { type Test } from 'tap';
 import { WebSocketServer } from 'ws';
-import { startDataPlane, startUpstream, type Gateway } from './helpers/data-plane-harness.ts';
+import { startUpstream, type Gateway } from './helpers/data-plane-harness.ts';
+import { gateway } from './helpers/gateway-per-test.ts';
 import { createKey, credentialView, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { loopbackCert, startLoopbackServer } from './helpers/loopback-server.ts';
@@ -52,12 +53,6 @@ async function httpsUpstream(t: Test, certificate: { cert: Buffer; key: Buffer }
   t.teardown(() => upstream.close());
   if (onUpgrade !== undefined) upstream.server.on('upgrade', (req, socket, head) => onUpgrade.handleUpgrade(req, socket, head, () => served++));
   return { url: upstream.url, served: () => served };
-}
-
-async function gateway(t: Test): Promise<Gateway> {
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
-  return gw;
 }
 
 function post(gw: Gateway, path: string, keyValue: string, body: unknown): Promise<Response> {

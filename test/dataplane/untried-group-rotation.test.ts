@@ -1,6 +1,8 @@
 import t from 'tap';
 import type { ServerResponse } from 'node:http';
-import { startDataPlane, startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { gateway } from './helpers/gateway-per-test.ts';
+import { secretOf } from './helpers/upstream-behaviours.ts';
 import { chatBody, closedPortUrl, createKey, seedGroup } from './helpers/dataplane-scenarios.ts';
 
 // Once a request's attempts are spent, the Groups after it are not tried: their round-robin
@@ -8,18 +10,13 @@ import { chatBody, closedPortUrl, createKey, seedGroup } from './helpers/datapla
 
 const MODELS = [{ external: 'team-chat', upstream: 'vendor-chat' }];
 
-function secretOf(req: RecordedUpstreamRequest): string {
-  return String(req.headers.authorization ?? '').replace(/^Bearer /, '');
-}
-
 t.test("a Group the request never tries keeps its round-robin's turn", async (t) => {
   const upstream = await startUpstream((_req: RecordedUpstreamRequest, res: ServerResponse) => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [] }));
   });
   t.teardown(() => upstream.close());
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
+  const gw = await gateway(t);
   await gw.store.settings.save({ max_attempts_per_request: 1 });
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-x', 'sk-y'], priority: 1 });
   // Its upstream refuses connections: the failure is kept and the loop goes on to the next Group.
