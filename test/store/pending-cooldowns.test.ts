@@ -253,6 +253,24 @@ t.test("a cooldown another answer sets while an enable verdict is being written 
   t.equal(onDisk(dir, c.id)?.cooldown_until, later, 'the close writes it');
 });
 
+t.test('a flush that lands in the same write as an enable verdict does not put the cooldown back', async (t) => {
+  const dir = tempDataDir(t);
+  const { store, groupId, creds } = await storeWith(t, dir, 2, SHORT_WINDOW_MS);
+  const [c, other] = [creds[0]!, creds[1]!];
+  await cool(store, groupId, c, inMs(600_000));
+  // A rename holds the write queue; the enable verdict, then the window's flush, queue behind it and share the next write.
+  const release = holdTheNextWrite(t);
+  const renaming = store.credentials.update(groupId, other.id, { name: 'renamed' });
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  const enabling = store.credentials.setState(groupId, c.id, { to: 'active' }, { expectedRevision: c.revision });
+  await new Promise((resolve) => setTimeout(resolve, SHORT_WINDOW_MS * 10));
+  release();
+  await renaming;
+  t.match(await enabling, { state: 'active', cooldown_until: null }, 'the enable answers active');
+  await store.close();
+  t.equal(onDisk(dir, c.id)?.cooldown_until, null, 'and the flush in its write did not write the cooldown back');
+});
+
 t.test('a flush the disk refuses keeps the cooldowns for the next one, and rejects no verdict', async (t) => {
   const dir = tempDataDir(t);
   const { store, groupId, creds } = await storeWith(t, dir, 2, SHORT_WINDOW_MS);

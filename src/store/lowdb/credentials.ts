@@ -182,11 +182,18 @@ export class LowdbCredentialStore implements CredentialStore {
       // revision, which outdates a pending cooldown: it needs no drop.
       if (expected === undefined) return await this.#edit(groupId, id, apply);
       let noted = 0;
-      const view = await this.#doc.mutateBatched((d) => {
-        noted = this.#pending.version;
-        return this.#applyTo(d, groupId, id, apply, false);
-      }, check);
-      if (change.to !== 'active' || view === undefined) return view;
+      const enabling = change.to === 'active';
+      let view: CredentialView | undefined;
+      try {
+        view = await this.#doc.mutateBatched((d) => {
+          noted = this.#pending.version;
+          if (enabling) this.#pending.ending(id, noted);
+          return this.#applyTo(d, groupId, id, apply, false);
+        }, check);
+      } finally {
+        if (enabling) this.#pending.ended(id);
+      }
+      if (!enabling || view === undefined) return view;
       // An enable verdict keeps the revision: it ends the pending cooldown, once written (a write
       // the disk refuses leaves the credential cooling, as its answer says), but not one another
       // answer set while the write was on its way.

@@ -43,6 +43,8 @@ export class PendingCooldowns {
   readonly #doc: JsonDocument<ConfigData>;
   readonly #clock: Clock;
   readonly #flushAfterMs: number;
+  /** Enable verdicts being written, by credential id: the last version each ends. */
+  readonly #ending = new Map<number, number>();
   #entries = new Map<number, PendingCooldown>();
   #version = 0;
   #timer: NodeJS.Timeout | undefined;
@@ -81,6 +83,18 @@ export class PendingCooldowns {
     if (this.#timer === undefined && this.#flushing === undefined) this.#schedule();
   }
 
+  /**
+   * An enable verdict ending the pending cooldown of `id` noted at or before `upTo` is being
+   * written: a flush in the same write must not put it back. `ended` when that write is over.
+   */
+  ending(id: number, upTo: number): void {
+    this.#ending.set(id, upTo);
+  }
+
+  ended(id: number): void {
+    this.#ending.delete(id);
+  }
+
   /** Ends the pending cooldown of `id` noted at or before `upTo` (a version); a later one stands. */
   drop(id: number, upTo: number): void {
     const p = this.#entries.get(id);
@@ -99,7 +113,7 @@ export class PendingCooldowns {
    * changed since, or whose end has passed or is no later than the file's, are dropped unwritten.
    * A write the disk refuses keeps them for the next window (the store's writesFailing says so).
    */
-  flush(): Promise<void> {
+  #flush(): Promise<void> {
     this.#flushing ??= this.#write().finally(() => {
       this.#flushing = undefined;
       if (this.#entries.size > 0 && this.#open) this.#schedule();
@@ -113,13 +127,13 @@ export class PendingCooldowns {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#flushing;
-    await this.flush();
+    await this.#flush();
   }
 
   #schedule(): void {
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      void this.#context.runInAsyncScope(() => this.flush());
+      void this.#context.runInAsyncScope(() => this.#flush());
     }, this.#flushAfterMs);
     // A pending flush does not keep the process up: close() writes, a crash loses one window.
     this.#timer.unref();
@@ -128,10 +142,11 @@ export class PendingCooldowns {
   async #write(): Promise<void> {
     if (this.#entries.size === 0) return;
     const taken = new Map(this.#entries);
-    // Still pending too: an enable verdict written while this write waited its turn dropped its entry.
+    // Still pending too (an enable verdict written while this write waited its turn dropped its
+    // entry), and not being ended by an enable verdict in this same write.
     const writable = (d: Readonly<ConfigData>, now: number) => d.credentials.filter((c) => {
       const p = taken.get(c.id);
-      return pendingStands(c, p) && this.#entries.get(c.id) === p && Date.parse(p.until) > now;
+      return pendingStands(c, p) && this.#entries.get(c.id) === p && (this.#ending.get(c.id) ?? -1) < p.version && Date.parse(p.until) > now;
     });
     try {
       await this.#doc.mutateBatched(
