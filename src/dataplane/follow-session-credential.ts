@@ -7,6 +7,8 @@ export interface SessionCredential {
   groupId: number;
   credential: CredentialView;
   access: CredentialAccess;
+  /** The base URL the session was opened at: the credential's own, or else its Group's. */
+  address: string;
 }
 
 export interface SessionCredentialFollower {
@@ -22,8 +24,9 @@ const CREDENTIAL_CHECK_MS = 1000;
  * changed, both are looked up in the current snapshot, and the session is ended
  * (`endWithdrawn`, `credential_withdrawn`), at most once, when the credential was deleted,
  * disabled (by the operator or a verdict) or given other values than the session uses (its
- * secret rotated, its address changed), or its Group was deleted or disabled. A cooldown, or an
- * edit of its weight, name or proxy (a new revision, the same values), leaves it running.
+ * secret rotated, its address changed, or its Group's when it has none of its own), or its Group
+ * was deleted or disabled. A cooldown, or an edit of its weight, name or proxy (a new revision,
+ * the same values), leaves it running.
  */
 export function followSessionCredential(
   deps: { snapshot: ConfigSnapshot; accessOf(view: CredentialView): Promise<CredentialAccess | undefined> },
@@ -32,10 +35,9 @@ export function followSessionCredential(
 ): SessionCredentialFollower {
   const { snapshot } = deps;
   let stopped = false;
-  // What was last found unchanged: the snapshot, the Group's credential list in it (a cooldown replaces it), and the credential's revision.
+  // What was last found unchanged: the snapshot, and the Group's credential list in it (a cooldown replaces it).
   let checkedSnap: Snapshot | undefined;
   let checkedList: readonly CredentialView[] | undefined;
-  let checkedRevision = used.credential.revision;
   const end = () => {
     if (stopped) return;
     stop();
@@ -48,12 +50,10 @@ export function followSessionCredential(
     const group = snap.groups.find((g) => g.id === used.groupId);
     const view = list?.find((c) => c.id === used.credential.id);
     if (group?.enabled !== true || view === undefined || !view.enabled) return end();
-    if (view.revision !== checkedRevision) {
-      const access = await deps.accessOf(view);
-      if (stopped) return;
-      if (access === undefined || access.secret !== used.access.secret || access.baseUrl !== used.access.baseUrl) return end();
-      checkedRevision = view.revision;
-    }
+    // The pool keeps the values of the credential's current revision: unsealed again only after an edit.
+    const access = await deps.accessOf(view);
+    if (stopped) return;
+    if (access === undefined || access.secret !== used.access.secret || (access.baseUrl ?? group.base_url ?? '') !== used.address) return end();
     checkedSnap = snap;
     checkedList = list;
   };

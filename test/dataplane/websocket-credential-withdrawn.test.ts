@@ -33,6 +33,7 @@ const withdrawals: { name: string; change: (store: ConfigStore, group: GroupReco
   { name: 'its credential deleted', change: (store, group, c) => store.credentials.delete(group.id, c.id) },
   { name: 'its credential given another secret', change: (store, group, c) => store.credentials.update(group.id, c.id, { values: { api_key: 'sk-upstream-rotated' }, secretFields: ['api_key'] }) },
   { name: 'its credential disabled', change: (store, group, c) => store.credentials.setState(group.id, c.id, { to: 'disabled', reason: 'switched off by the operator' }) },
+  { name: "its Group's base_url changed (the credential has no address of its own)", change: (store, group) => store.groups.update(group.id, { base_url: 'http://127.0.0.1:9/moved' }) },
   { name: 'its Group disabled', change: (store, group) => store.groups.update(group.id, { enabled: false }) },
   { name: 'its Group deleted', change: (store, group) => store.groups.delete(group.id) },
 ];
