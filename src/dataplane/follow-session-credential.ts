@@ -1,6 +1,7 @@
 import type { CredentialView } from '../store/records.ts';
 import type { ConfigSnapshot, Snapshot } from './config-snapshot.ts';
 import type { CredentialAccess } from './credential-pool.ts';
+import type { SessionTicker } from './session-ticker.ts';
 
 /** The credential a session was opened with, in its Group, and the values (secret, address) it used. */
 export interface SessionCredential {
@@ -16,11 +17,9 @@ export interface SessionCredentialFollower {
   stop(): void;
 }
 
-/** How often an open session looks at its credential and Group again (only a changed configuration costs more than a comparison). */
-const CREDENTIAL_CHECK_MS = 1000;
-
 /**
- * The session follows its credential and that credential's Group: once the configuration
+ * The session follows its credential and that credential's Group: at each of the ticker's
+ * turns (only a changed configuration costs more than a comparison), once the configuration
  * changed, both are looked up in the current snapshot, and the session is ended
  * (`endWithdrawn`, `credential_withdrawn`), at most once, when the credential was deleted,
  * disabled (by the operator or a verdict) or given other values than the session uses (its
@@ -29,7 +28,7 @@ const CREDENTIAL_CHECK_MS = 1000;
  * the same values), leaves it running.
  */
 export function followSessionCredential(
-  deps: { snapshot: ConfigSnapshot; accessOf(view: CredentialView): Promise<CredentialAccess | undefined> },
+  deps: { snapshot: ConfigSnapshot; ticker: SessionTicker; accessOf(view: CredentialView): Promise<CredentialAccess | undefined> },
   used: SessionCredential,
   endWithdrawn: (code: 'credential_withdrawn') => void,
 ): SessionCredentialFollower {
@@ -58,10 +57,10 @@ export function followSessionCredential(
     checkedList = list;
   };
   // A store that cannot be read now is read again at the next turn.
-  const watch = setInterval(() => void check().catch(() => undefined), CREDENTIAL_CHECK_MS).unref();
+  const unwatch = deps.ticker.add(() => void check().catch(() => undefined));
   const stop = () => {
     stopped = true;
-    clearInterval(watch);
+    unwatch();
   };
   return { stop };
 }

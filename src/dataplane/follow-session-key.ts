@@ -5,6 +5,7 @@ import { checkAccessKey } from './check-access-key.ts';
 import type { ConfigSnapshot } from './config-snapshot.ts';
 import { dataPlaneFailure } from './data-plane-error.ts';
 import type { QuotaMeter } from './quota-meter.ts';
+import type { SessionTicker } from './session-ticker.ts';
 
 /** What a session's usage is read with and priced at. */
 export interface SessionPricing {
@@ -31,16 +32,13 @@ export interface SessionKeyFollower {
   stop(): void;
 }
 
-/** How often an open session reads its AccessKey again (only a changed configuration costs more than a lookup). */
-const KEY_CHECK_MS = 1000;
-
 /**
- * The session follows its key: read again by its presented value once the configuration
- * changed, and ended (`endForPolicy`, 1008) as a new request would be refused (deleted,
+ * The session follows its key: at each of the ticker's turns (only a changed configuration
+ * costs more than a lookup), read again by its presented value once the configuration changed, and ended (`endForPolicy`, 1008) as a new request would be refused (deleted,
  * rotated, disabled, expired, its model or Group no longer visible, quota), at most once.
  */
 export function followSessionKey(
-  deps: { snapshot: ConfigSnapshot; quota: QuotaMeter; clock(): number },
+  deps: { snapshot: ConfigSnapshot; quota: QuotaMeter; ticker: SessionTicker; clock(): number },
   admitted: AdmittedKey,
   pricing: SessionPricing,
   endForPolicy: (code: string) => void,
@@ -79,7 +77,7 @@ export function followSessionKey(
   };
   // A store that cannot be read now is read again at the next turn.
   const follow = () => void followKey().catch(() => undefined);
-  const watch = setInterval(follow, KEY_CHECK_MS).unref();
+  const unwatch = deps.ticker.add(follow);
   // A period that turned while the session was being set up may have been let go before it was opened: read again if so.
   void quota.load(key, deps.clock()).catch(() => undefined);
   return {
@@ -89,7 +87,7 @@ export function followSessionKey(
     },
     stop: () => {
       stopped = true;
-      clearInterval(watch);
+      unwatch();
       closeSession();
     },
   };

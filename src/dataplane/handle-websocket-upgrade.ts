@@ -40,6 +40,7 @@ import { cappedModelName } from './body/index.ts';
 import { maskedOrUndecodable } from './undecodable-answer.ts';
 import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
 import { followSessionCredential, type SessionCredential } from './follow-session-credential.ts';
+import { SessionTicker } from './session-ticker.ts';
 import { droppedQueryName, refuseUnreadableFormat } from './forwarded-query.ts';
 import { lastAnswerHint, replaceRetryHint } from './retry-hints.ts';
 import { splitTarget } from './split-request-target.ts';
@@ -86,6 +87,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const quota = quotaMeterFor(deps.logs);
+  // How often an open session's followers look at its key, credential and Group again.
+  const ticker = new SessionTicker(1000);
   // What each client's 101 carries: the subprotocol its upstream selected, the end-to-end headers of the upstream's 101, and the request id.
   const joining = new WeakMap<IncomingMessage, { protocol: string; headers: OutgoingHeaders }>();
   // Pings and pongs are the session's to relay (relayWebSocketSession), not answered here.
@@ -335,8 +338,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     }
     log.timings.ttfb_ms = deps.clock() - log.timings.started_at;
     // The session's first end names it in the record (`finish`): a follower's end once the session has ended changes nothing.
-    const follower = followSessionKey({ snapshot, quota, clock: deps.clock }, admitted, pricing, (code) => session.endForPolicy(code));
-    const credentialFollower = followSessionCredential({ snapshot, accessOf: (view) => pool.accessOf(view) }, used, (code) => session.endWithdrawn(code));
+    const follower = followSessionKey({ snapshot, quota, ticker, clock: deps.clock }, admitted, pricing, (code) => session.endForPolicy(code));
+    const credentialFollower = followSessionCredential({ snapshot, ticker, accessOf: (view) => pool.accessOf(view) }, used, (code) => session.endWithdrawn(code));
     // An HTTP server's upgrade socket is a net.Socket (on https a TLSSocket, which is one too).
     const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage);
     void session.ended.then(() => {
