@@ -81,6 +81,9 @@ function withoutField(values: Record<string, string>, name: string): Record<stri
 /** The longest credential field value: the credential schemas' `fields` limit, read from one of them. */
 const MAX_FIELD_CHARS = credentialUpdateSchema.properties.fields.additionalProperties.maxLength;
 
+/** Spaces and tabs at either end: what HTTP strips from a header value. */
+const SURROUNDING_BLANKS = /^[ \t]+|[ \t]+$/g;
+
 function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string, string>, locationDefault: string | null, fieldPrefix: string): Record<string, string> {
   const known = kind.fields.map((f) => f.name);
   for (const name of Object.keys(values)) {
@@ -89,6 +92,8 @@ function checkedCredentialValues(kind: CredentialKindDecl, values: Record<string
   const out: Record<string, string> = {};
   for (const f of kind.fields) {
     let v = values[f.name];
+    // A header value's surrounding spaces and tabs never reach the upstream (RFC 9110 §5.5), so the stored secret, which the answers are masked by, is what it reads.
+    if (v !== undefined && f.secret && kind.flow === 'static') v = v.replace(SURROUNDING_BLANKS, '');
     if ((v === undefined || v === '') && LOCATION_FIELDS.includes(f.name) && locationDefault !== null) v = locationDefault;
     if (v === undefined || v === '') {
       if (f.required) throw validationFailed(`${fieldPrefix}.${f.name}`, 'required');

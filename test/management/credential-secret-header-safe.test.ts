@@ -1,9 +1,10 @@
 import t from 'tap';
 import { WebSocket } from 'ws';
-import { seedRoute, startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
-import { waitForLog } from '../dataplane/helpers/dataplane-scenarios.ts';
+import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
+import { seedRoute, startUpstream, startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
+import { chatBody, waitForLog } from '../dataplane/helpers/dataplane-scenarios.ts';
 import { realtimeRoute, startWsUpstream, upgradeStatus } from '../dataplane/helpers/ws-upstream.ts';
-import { seedGroup, startGateway } from './support/gateway.ts';
+import { seedAccessKey, seedGroup, startGateway } from './support/gateway.ts';
 
 /** Characters node's http client refuses in a header value (validateHeaderValue): beyond Latin-1, line breaks, other controls. */
 const UNSENDABLE: Array<[string, string]> = [
@@ -101,3 +102,32 @@ function upgradeRefusal(url: string): Promise<{ status: number; body: string }> 
     });
   });
 }
+
+t.test('a static secret given with spaces or tabs around it is stored without them, so an upstream echoing the key it read is masked', async (t) => {
+  const KEY = 'sk-trail-0123456789abcdefABCDEFxyz';
+  const upstream = await startUpstream((req, res) => {
+    res.writeHead(401, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${String(req.headers.authorization).replace(/^Bearer /, '')}` } }));
+  });
+  t.teardown(() => upstream.close());
+  const gw = await startGateway(t, { mountDataPlane: dataPlaneMount() });
+  const groupId = await seedGroup(gw, ['chat'], { base_url: upstream.url });
+  const base = `/api/groups/${groupId}/credentials`;
+  const connected = await gw.create(`${base}/connect`, { kind: 'api_key', fields: { api_key: ` \t${KEY} \t` } });
+  t.equal(connected.status, 201);
+  const id = connected.json.data.id as number;
+  t.same((await gw.api('POST', `${base}/${id}/reveal`)).json.data.fields, { api_key: KEY }, 'connect: stored without the blanks');
+  const imported = await gw.create(`${base}/import`, { credentials: `${KEY}-imported\t` });
+  t.same((await gw.api('POST', `${base}/${imported.json.data.created[0].id}/reveal`)).json.data.fields, { api_key: `${KEY}-imported` }, 'import: the same');
+  const blank = await gw.create(`${base}/connect`, { kind: 'api_key', fields: { api_key: ' \t ' } });
+  t.match(blank.json, { code: 'VALIDATION_FAILED', data: { field: 'fields.api_key', reason: 'required' } }, 'blanks alone are no secret');
+  await gw.api('DELETE', `${base}/${imported.json.data.created[0].id}`);
+  t.equal((await gw.api('PATCH', `${base}/${id}`, { body: { fields: { api_key: `${KEY} ` } } })).status, 200);
+  t.same((await gw.api('POST', `${base}/${id}/reveal`)).json.data.fields, { api_key: KEY }, 'PATCH: the same');
+  const key = await seedAccessKey(gw);
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key.value}`, 'content-type': 'application/json' }, body: chatBody('chat') });
+  const body = await res.text();
+  t.equal(upstream.requests.at(-1)?.headers.authorization, `Bearer ${KEY}`, 'the upstream read the key');
+  t.notMatch(body, KEY, 'the echoed key is not shown to the client');
+  t.match(body, '***Fxyz', 'it is masked');
+});
