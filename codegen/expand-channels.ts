@@ -51,10 +51,12 @@ export function expandChannel(ch: ChannelDecl, channels: ChannelsManifest, proto
     credential_kinds: ch.credential_kinds,
     discovery: row.discovery ?? false,
     proxy: row.proxy ?? false,
+    stream_usage: ch.stream_usage ?? 'requested',
     notes: channels.notes.filter((n) => n.channels.includes(ch.id)).map((n) => n.id),
     cells,
   };
   if (ch.shared) out.shared_block = ch.shared;
+  if (ch.credential_headers) out.credential_headers = ch.credential_headers;
   const notConversation = flagNote('not_conversation');
   const relay = flagNote('relay_dependent');
   const noProxy = flagNote('no_managed_proxy');

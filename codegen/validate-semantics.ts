@@ -50,6 +50,7 @@ export function validateSemantics(pm: LoadedManifest, cm: LoadedManifest): Manif
     });
   });
 
+  const protocolIds = new Set(protocols.protocols.map((p) => p.id));
   const kinds = new Set(channels.credential_kinds.map((k) => k.id));
   const dialects = new Set(channels.dialects.map((d) => d.id));
   duplicates(channels.credential_kinds.map((k) => k.id)).forEach((i) => atC(['credential_kinds', i, 'id'], `duplicate credential kind id "${channels.credential_kinds[i]!.id}"`));
@@ -111,6 +112,9 @@ export function validateSemantics(pm: LoadedManifest, cm: LoadedManifest): Manif
       if (converted && !wire?.default && !wire?.by_model && !wire?.by_capability?.[cap]) at([], `${cap} is "${mode}" but the channel declares no wire dialect to convert into`);
       if (mode === 'N/C' && rulesFor('model_rule', cap).length === 0) at([], `${cap} is "N/C" but no note declares a model_rule for ${ch.id}`);
       if (mode === 'N*' && rulesFor('native_subset', cap).length === 0) at([], `${cap} is "N*" but no note declares a native_subset for ${ch.id}`);
+    }
+    for (const protocol of Object.keys(ch.credential_headers ?? {})) {
+      if (!protocolIds.has(protocol)) at(['credential_headers', protocol], `unknown protocol id "${protocol}"`, true);
     }
     if (wire?.by_model && rulesFor('model_rule').length === 0) at(['wire', 'by_model'], `wire.by_model needs a model_rule note for ${ch.id}`);
   });

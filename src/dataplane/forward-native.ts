@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
-import type { TokenUsage, UsageStyle } from '../usage/index.ts';
+import { asksStreamUsage, type TokenUsage, type UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView, Settings } from '../store/records.ts';
 import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
@@ -43,7 +43,8 @@ export type ForwardBody =
       kind: 'stream';
       /** open() may be called again for another attempt (a spooled body); else the body is sent once. */
       replayable?: boolean;
-      open(upstreamModel: string | null, listed?: BodyModelMapping): Promise<{ stream: Readable; length?: number; addedStreamUsage?: boolean }>;
+      /** `asksStreamUsage`: whether this attempt's upstream is asked for a completions stream's usage (its channel's `stream_usage`). */
+      open(upstreamModel: string | null, listed?: BodyModelMapping, asksStreamUsage?: boolean): Promise<{ stream: Readable; length?: number; addedStreamUsage?: boolean }>;
     };
 
 export interface ForwardInput {
@@ -493,12 +494,12 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
 function attemptRequest(input: ForwardInput, candidate: Candidate, secret: string): AttemptRequest | Promise<AttemptRequest> {
   const { body } = input;
   if (body.kind === 'json') return jsonAttemptRequest(input, body, candidate, secret);
-  const headers = attemptHeaders(input, secret);
+  const headers = attemptHeaders(input, candidate, secret);
   if (body.kind === 'none') {
     delete headers['content-length'];
     return { headers, body: null, streamedBody: undefined, dropUsageChunk: false };
   }
-  return body.open(candidate.upstream_model, bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model)).then((opened) => {
+  return body.open(candidate.upstream_model, bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model), asksStreamUsage(candidate.group.channel)).then((opened) => {
     if (opened.length !== undefined) headers['content-length'] = String(opened.length);
     else delete headers['content-length'];
     return { headers, body: opened.stream, streamedBody: opened.stream, dropUsageChunk: opened.addedStreamUsage === true };
@@ -507,18 +508,20 @@ function attemptRequest(input: ForwardInput, candidate: Candidate, secret: strin
 
 /** attemptRequest for a JSON body, which is ready at once. */
 function jsonAttemptRequest(input: ForwardInput, body: JsonBody, candidate: Candidate, secret: string): AttemptRequest {
-  const headers = attemptHeaders(input, secret);
+  const headers = attemptHeaders(input, candidate, secret);
   const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
-  const built = jsonAttemptBody(body.raw, body.value, input.op.model === 'body' ? candidate.upstream_model : null, input.requestStreamUsage, listed, body.repeatsModel);
+  // An upstream that sends stream usage unasked refuses the request for it: nothing added, nothing hidden.
+  const requestStreamUsage = input.requestStreamUsage !== undefined && asksStreamUsage(candidate.group.channel) ? input.requestStreamUsage : undefined;
+  const built = jsonAttemptBody(body.raw, body.value, input.op.model === 'body' ? candidate.upstream_model : null, requestStreamUsage, listed, body.repeatsModel);
   headers['content-type'] = 'application/json';
   headers['content-length'] = String(built.body.length);
   return { headers, body: built.body, streamedBody: undefined, dropUsageChunk: built.addedStreamUsage };
 }
 
-/** The client's headers to forward, with the attempt's credential. */
-function attemptHeaders(input: ForwardInput, secret: string): OutgoingHeaders {
+/** The client's headers to forward, with the attempt's credential where the candidate's channel reads it. */
+function attemptHeaders(input: ForwardInput, candidate: Candidate, secret: string): OutgoingHeaders {
   const headers = upstreamRequestHeaders(input.req.headers);
-  setUpstreamCredential(headers, input.op.protocol, secret);
+  setUpstreamCredential(headers, candidate.group.channel, input.op.protocol, secret);
   return headers;
 }
 

@@ -185,7 +185,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           if (watch.gone) break attempts;
           const headers = upstreamRequestHeaders(req.headers);
           for (const h of CLIENT_HANDSHAKE_HEADERS) delete headers[h];
-          setUpstreamCredential(headers, op.protocol, secret);
+          setUpstreamCredential(headers, candidate.group.channel, op.protocol, secret);
           // The credential's own address when it has one, else the Group's.
           const address = access.baseUrl ?? candidate.group.base_url ?? '';
           const target = upstreamUrl(address, op.upstream_path, match.params, candidate.upstream_model, sessionUpstreamQuery(search, dropped, candidate.upstream_model)).replace(/^http/, 'ws');

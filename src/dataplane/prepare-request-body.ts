@@ -208,11 +208,12 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   }
   const addStreamUsage = op.protocol === 'x-completions' && streamUsageMissing(fields);
   const duplicateModel = spooled.scanned.members.filter((m) => m.key === 'model').length > 1;
-  const open = async (upstreamModel: string | null, listed?: BodyModelMapping): Promise<OpenedSpooledBody> => {
+  const open = async (upstreamModel: string | null, listed?: BodyModelMapping, asksStreamUsage = true): Promise<OpenedSpooledBody> => {
     // As for a buffered body: a duplicate "model" is spliced too, whichever one the upstream reads.
     const model = op.model === 'body' && upstreamModel !== null && (fields['model'] !== upstreamModel || duplicateModel) ? upstreamModel : undefined;
-    const splices = attemptSplices(spooled.scanned, (m) => m.raw, model, addStreamUsage, listed);
-    return { ...spooled.read(splices), addedStreamUsage: addStreamUsage };
+    const addsUsage = addStreamUsage && asksStreamUsage;
+    const splices = attemptSplices(spooled.scanned, (m) => m.raw, model, addsUsage, listed);
+    return { ...spooled.read(splices), addedStreamUsage: addsUsage };
   };
   return {
     body: { kind: 'stream', replayable: true, open },

@@ -1,3 +1,4 @@
+import { CHANNELS, type ChannelId, type CredentialHeader } from '../generated/index.ts';
 import { basePath, encodePathParameter, joinBasePath, type BasePath, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
 
 const BASE_CACHE_LIMIT = 1024;
@@ -37,11 +38,27 @@ function pathWithParameters(upstreamPath: string, params: Record<string, string>
 }
 
 /**
- * How the upstream expects the credential, by the protocol's own convention: messages style
- * in `x-api-key`, generate style in `x-goog-api-key`, everything else as a bearer token.
+ * Each protocol's own convention for the upstream credential: messages style in `x-api-key`,
+ * generate style and x-live in `x-goog-api-key`, every other protocol as a bearer token. A
+ * channel whose upstream reads it elsewhere says so in its manifest (`credential_headers`).
  */
-export function setUpstreamCredential(headers: OutgoingHeaders, protocol: string, secret: string): void {
-  if (protocol === 'x-messages') headers['x-api-key'] = secret;
-  else if (protocol === 'x-generate' || protocol === 'x-embeddings' || protocol === 'x-live') headers['x-goog-api-key'] = secret;
-  else headers.authorization = `Bearer ${secret}`;
+export const PROTOCOL_CREDENTIAL_HEADERS: Readonly<Record<string, readonly CredentialHeader[]>> = {
+  'x-messages': ['x-api-key'],
+  'x-generate': ['x-goog-api-key'],
+  'x-embeddings': ['x-goog-api-key'],
+  'x-live': ['x-goog-api-key'],
+};
+const BEARER: readonly CredentialHeader[] = ['bearer'];
+
+/** The headers the channel's upstream reads the credential from for the protocol. */
+export function credentialHeadersFor(channel: string, protocol: string): readonly CredentialHeader[] {
+  return CHANNELS[channel as ChannelId]?.credential_headers?.[protocol] ?? PROTOCOL_CREDENTIAL_HEADERS[protocol] ?? BEARER;
+}
+
+/** Puts the upstream credential in every header the channel's upstream reads it from for the protocol. */
+export function setUpstreamCredential(headers: OutgoingHeaders, channel: string, protocol: string, secret: string): void {
+  for (const header of credentialHeadersFor(channel, protocol)) {
+    if (header === 'bearer') headers.authorization = `Bearer ${secret}`;
+    else headers[header] = secret;
+  }
 }

@@ -83,6 +83,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       7
     ],
@@ -161,6 +162,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -248,6 +250,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "unasked",
     "notes": [
       8
     ],
@@ -337,6 +340,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -424,6 +428,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -511,6 +516,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -598,6 +604,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -685,6 +692,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": false,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       5,
       7
@@ -784,6 +792,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -876,6 +885,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       7
     ],
@@ -974,6 +984,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -1070,6 +1081,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       1
     ],
@@ -1201,6 +1213,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -1296,6 +1309,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -1391,6 +1405,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       1,
       6
@@ -1541,6 +1556,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": false,
+    "stream_usage": "requested",
     "notes": [
       14
     ],
@@ -1636,6 +1652,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": false,
+    "stream_usage": "requested",
     "notes": [
       14
     ],
@@ -1730,6 +1747,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": false,
+    "stream_usage": "requested",
     "notes": [
       10,
       14
@@ -1852,6 +1870,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -1923,7 +1942,13 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
         "limits": []
       }
     },
-    "shared_block": "ch19-ch30"
+    "shared_block": "ch19-ch30",
+    "credential_headers": {
+      "x-messages": [
+        "x-api-key",
+        "bearer"
+      ]
+    }
   },
   "ch20": {
     "id": "ch20",
@@ -1932,6 +1957,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -2020,6 +2046,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       5
     ],
@@ -2130,6 +2157,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -2218,6 +2246,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -2306,6 +2335,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -2394,6 +2424,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       7
     ],
@@ -2480,6 +2511,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -2568,6 +2600,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -2656,6 +2689,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [],
     "cells": {
       "CC": {
@@ -2740,6 +2774,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       11
     ],
@@ -2827,7 +2862,12 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
         "limits": []
       }
     },
-    "shared_block": "ch19-ch30"
+    "shared_block": "ch19-ch30",
+    "credential_headers": {
+      "x-messages": [
+        "bearer"
+      ]
+    }
   },
   "ch30": {
     "id": "ch30",
@@ -2836,6 +2876,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       11
     ],
@@ -2923,7 +2964,12 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
         "limits": []
       }
     },
-    "shared_block": "ch19-ch30"
+    "shared_block": "ch19-ch30",
+    "credential_headers": {
+      "x-messages": [
+        "bearer"
+      ]
+    }
   },
   "ch31": {
     "id": "ch31",
@@ -2932,6 +2978,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       3,
       4,
@@ -3023,6 +3070,12 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
         "mode": "-",
         "limits": []
       }
+    },
+    "credential_headers": {
+      "x-messages": [
+        "x-api-key",
+        "bearer"
+      ]
     }
   },
   "ch32": {
@@ -3032,6 +3085,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       3,
       4,
@@ -3131,6 +3185,12 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
         "mode": "-",
         "limits": []
       }
+    },
+    "credential_headers": {
+      "x-messages": [
+        "x-api-key",
+        "bearer"
+      ]
     }
   },
   "ch33": {
@@ -3140,6 +3200,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       3,
       4
@@ -3217,6 +3278,12 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
         "mode": "-",
         "limits": []
       }
+    },
+    "credential_headers": {
+      "x-messages": [
+        "x-api-key",
+        "bearer"
+      ]
     }
   },
   "ch34": {
@@ -3226,6 +3293,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       3
     ],
@@ -3301,6 +3369,12 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
         "mode": "-",
         "limits": []
       }
+    },
+    "credential_headers": {
+      "x-messages": [
+        "x-api-key",
+        "bearer"
+      ]
     }
   },
   "ch35": {
@@ -3310,6 +3384,7 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
     ],
     "discovery": true,
     "proxy": true,
+    "stream_usage": "requested",
     "notes": [
       5,
       9

@@ -5,7 +5,7 @@ export { usageFieldTables } from './usage-field-tables.ts';
 export { extractUsage, extractUsageFromBytes, extractUsageFromHead, extractUsageFromTail, extractUsageFromText } from './extract-usage.ts';
 export { StreamUsageAccumulator } from './accumulate-stream-usage.ts';
 export { isUsageOnlyChunk } from './is-usage-only-chunk.ts';
-export { requestStreamUsage, streamUsageMissing } from './request-stream-usage.ts';
+export { asksStreamUsage, requestStreamUsage, streamUsageMissing } from './request-stream-usage.ts';
 export { computeCost } from './compute-cost.ts';
 export { roundCost, withRoundedCost } from './round-cost.ts';
 export type { ModelPrice } from './compute-cost.ts';

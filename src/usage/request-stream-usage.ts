@@ -1,3 +1,5 @@
+import { CHANNELS, type ChannelId } from '../generated/index.ts';
+
 /** Whether a completions request streams without asking for usage (`stream_options.include_usage`). */
 export function streamUsageMissing(body: Record<string, unknown>): boolean {
   if (body['stream'] !== true) return false;
@@ -18,4 +20,12 @@ export function requestStreamUsage(body: Record<string, unknown>): boolean {
     : {};
   body['stream_options'] = { ...existing, include_usage: true };
   return true;
+}
+
+/**
+ * Whether the gateway asks the channel's upstream for stream usage: not when its manifest says
+ * `stream_usage: unasked` (it sends usage on its last chunk anyway and refuses `stream_options`).
+ */
+export function asksStreamUsage(channel: string): boolean {
+  return CHANNELS[channel as ChannelId]?.stream_usage !== 'unasked';
 }

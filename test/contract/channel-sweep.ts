@@ -1,5 +1,6 @@
 import type { Test } from 'tap';
-import { OPERATIONS, PROTOCOL_IDS, type ChannelId } from '../../src/generated/index.ts';
+import { CHANNELS, OPERATIONS, PROTOCOL_IDS, type ChannelId, type CredentialHeader } from '../../src/generated/index.ts';
+import { PROTOCOL_CREDENTIAL_HEADERS } from '../../src/dataplane/upstream-target.ts';
 import { startUpstreamAndDataPlane, type RecordedUpstreamRequest } from '../dataplane/helpers/data-plane-harness.ts';
 import { HTTP_OPERATIONS, clientAuthHeaders, createKey, seedGroup, splitUrl, withTimeout, type Operation } from '../dataplane/helpers/dataplane-scenarios.ts';
 import { clientBody, clientPath, method, nonStreamReply, upstreamPath, type NonStreamReply } from '../dataplane/helpers/native-requests.ts';
@@ -35,6 +36,20 @@ function reasonCodeOf(body: string): string | undefined {
 function carriesSecret(seen: { url?: string; headers: RecordedUpstreamRequest['headers'] }, secret: string): boolean {
   const headerValues = Object.values(seen.headers).flat().join('\n');
   return headerValues.includes(secret) || decodeURIComponent(seen.url ?? '').includes(secret);
+}
+
+const HEADER_OF: Readonly<Record<CredentialHeader, string>> = { bearer: 'authorization', 'x-api-key': 'x-api-key', 'x-goog-api-key': 'x-goog-api-key' };
+
+/**
+ * The upstream credential in exactly the headers the channel's manifest declares for the
+ * protocol (its `credential_headers`, else the protocol's own convention), and in no other.
+ */
+function checkCredentialHeaders(t: Test, seen: { headers: RecordedUpstreamRequest['headers'] }, channel: ChannelId, protocol: string, secret: string): void {
+  const declared = CHANNELS[channel].credential_headers?.[protocol] ?? PROTOCOL_CREDENTIAL_HEADERS[protocol] ?? ['bearer'];
+  for (const [header, name] of Object.entries(HEADER_OF) as [CredentialHeader, string][]) {
+    if (declared.includes(header)) t.equal(seen.headers[name], header === 'bearer' ? `Bearer ${secret}` : secret, `the secret in ${name}, as the manifest declares for ${protocol}`);
+    else t.equal(seen.headers[name], undefined, `no ${name} upstream`);
+  }
 }
 
 /** The model a forwarded body names (JSON member or form field). */
@@ -126,6 +141,7 @@ export async function sweepChannel(t: Test, channel: ChannelId): Promise<SweepSu
         t.equal(seen.method, method(op), 'method');
         t.equal(splitUrl(seen.url).path, upstreamPath(op, c.upstream), 'upstream path');
         t.ok(carriesSecret(seen, SECRET), "the Group's upstream secret is sent", { headers: seen.headers, url: seen.url });
+        checkCredentialHeaders(t, seen, channel, op.protocol, SECRET);
         t.notOk(carriesSecret(seen, keyValue), "the client's AccessKey is not sent upstream", { headers: seen.headers, url: seen.url });
         if (op.model === 'body') t.equal(await bodyModel(seen, op), c.upstream, 'the mapped upstream model in the body');
         if (op.model === 'query') t.equal(splitUrl(seen.url).query.get('model'), c.upstream, 'the mapped upstream model in the query');
@@ -158,6 +174,7 @@ export async function sweepChannel(t: Test, channel: ChannelId): Promise<SweepSu
         if (!seen) return;
         t.equal(splitUrl(seen.url ?? '').path, upstreamPath(op, c.upstream), 'upstream path');
         t.ok(carriesSecret(seen, WS_SECRET), "the Group's upstream secret is sent", { headers: seen.headers, url: seen.url });
+        checkCredentialHeaders(t, seen, channel, op.protocol, WS_SECRET);
         t.notOk(carriesSecret(seen, keyValue), "the client's AccessKey is not sent upstream", { headers: seen.headers, url: seen.url });
         if (op.model === 'query') t.equal(splitUrl(seen.url ?? '').query.get('model'), c.upstream, 'the mapped upstream model in the query');
       });

@@ -17,6 +17,13 @@ export type Mode = 'N' | 'C' | 'N/C' | 'N*' | '-';
  */
 export type NoteRule =
   LimitRule | NativeSubsetRule | ModelRule | ExtraProtocolRule | UnsupportedRule | ChannelFlagRule;
+/**
+ * bearer: Authorization: Bearer <key>; x-api-key and x-goog-api-key: the key as the header's value.
+ *
+ * This interface was referenced by `ChannelsManifest`'s JSON-Schema
+ * via the `definition` "CredentialHeader".
+ */
+export type CredentialHeader = 'bearer' | 'x-api-key' | 'x-goog-api-key';
 
 /**
  * The upstream channels, their credential kinds, route modes per capability, notes and shared blocks.
@@ -211,6 +218,19 @@ export interface ChannelDecl {
     [k: string]: Mode | undefined;
   };
   wire?: WireDecl;
+  /**
+   * requested (the default): a streamed chat completion asks for usage with stream_options.include_usage and the usage-only chunk is hidden. unasked: the upstream sends stream usage without being asked and refuses stream_options, so none is added and nothing is hidden.
+   */
+  stream_usage?: 'requested' | 'unasked';
+  /**
+   * Per protocol id, the headers the upstream credential goes in, replacing that protocol's own convention (x-api-key for x-messages, x-goog-api-key for generate style and x-live, bearer otherwise).
+   */
+  credential_headers?: {
+    /**
+     * @minItems 1
+     */
+    [k: string]: [CredentialHeader, ...CredentialHeader[]] | undefined;
+  };
 }
 /**
  * This interface was referenced by `ChannelsManifest`'s JSON-Schema

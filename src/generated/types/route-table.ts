@@ -3,6 +3,11 @@
 
 /**
  * This interface was referenced by `RouteTables`'s JSON-Schema
+ * via the `definition` "CredentialHeader".
+ */
+export type CredentialHeader = 'bearer' | 'x-api-key' | 'x-goog-api-key';
+/**
+ * This interface was referenced by `RouteTables`'s JSON-Schema
  * via the `definition` "Mode".
  */
 export type Mode = 'N' | 'C' | 'N/C' | 'N*' | '-';
@@ -31,6 +36,10 @@ export interface ResolvedChannel {
   discovery: boolean;
   proxy: boolean;
   shared_block?: string;
+  stream_usage: 'requested' | 'unasked';
+  credential_headers?: {
+    [k: string]: CredentialHeader[] | undefined;
+  };
   notes: number[];
   not_conversation_note?: number;
   relay_dependent_note?: number;
