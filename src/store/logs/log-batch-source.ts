@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { PrepareStatement } from './prepared-statements.ts';
+import { filterProbes, mayHoldAll } from './combo-bloom.ts';
 import { decodeLogBatch, type DecodedLogBatch } from './decode-log-batch.ts';
 import type { LogFilter } from './log-store.ts';
 import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
@@ -16,21 +17,28 @@ export interface BatchMeta {
   max_created_at: number;
 }
 
-/** Batches fetched per query while walking candidates: few are read when a page fills early. */
+/**
+ * Batches fetched by the first query while walking candidates: few are read when a page fills
+ * early. Each further query fetches twice as many, up to MAX_CHUNK: every query evaluates the
+ * dimensions' IN subqueries again, which for common values list nearly every batch.
+ */
 const CHUNK = 64;
+const MAX_CHUNK = 1024;
 /** Decoded batches kept: the newest pages and the partial minutes of repeated queries hit them. */
 const CACHED_BATCHES = 16;
 
 /**
  * Finds the batches that may hold records of a filter (their created_at range overlaps its
- * time range, and for a key, group, model, status or error code their dimensions contain it) and decodes
- * them, keeping the last few decoded.
+ * time range, for a key, group, model, status or error code their dimensions contain it, and
+ * for several of these their bloom may hold them together) and decodes them, keeping the last
+ * few decoded. The blooms are read with the candidates, before any blob.
  */
 export class LogBatchSource {
   readonly #prepare: PrepareStatement;
   readonly #blob: Database.Statement;
   /** By batch id; a Map iterates in insertion order, so the first entry is the least recently used. */
   readonly #cache = new Map<number, { count: number; batch: DecodedLogBatch }>();
+  #combos = false;
 
   constructor(prepare: PrepareStatement) {
     this.#prepare = prepare;
@@ -42,14 +50,19 @@ export class LogBatchSource {
    * caller may run other statements (or yield) between them.
    */
   *newestFirst(filter: LogFilter): Generator<BatchMeta> {
-    const { sql, params } = candidateSql(filter);
+    const probes = filterProbes(filter);
+    const blooms = probes !== undefined && this.#hasCombos();
+    const { sql, params } = candidateSql(filter, blooms);
     const statement = this.#prepare(sql);
     let after: [number, number, number] = [LATEST + 1, LATEST + 1, Number.MAX_SAFE_INTEGER];
-    for (;;) {
-      const rows = statement.all(...params, ...after) as BatchMeta[];
-      yield* rows;
+    for (let chunk = CHUNK; ; chunk = Math.min(chunk * 2, MAX_CHUNK)) {
+      const rows = statement.all(...params, ...after, chunk) as Array<BatchMeta & { bloom?: Buffer | null }>;
+      for (const { bloom, ...meta } of rows) {
+        // A batch without a bloom (not filled yet) is read.
+        if (bloom == null || probes === undefined || mayHoldAll(bloom, probes)) yield meta;
+      }
       const last = rows[rows.length - 1];
-      if (rows.length < CHUNK || last === undefined) return;
+      if (rows.length < chunk || last === undefined) return;
       after = [last.max_created_at, last.min_created_at, last.id];
     }
   }
@@ -81,6 +94,12 @@ export class LogBatchSource {
     return batch;
   }
 
+  /** Whether the file has log_batch_combos: a file from before it, opened read-only, has not. Once there it stays. */
+  #hasCombos(): boolean {
+    this.#combos ||= this.#prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_batch_combos'").get() !== undefined;
+    return this.#combos;
+  }
+
   blob(id: number): Buffer | undefined {
     return this.#blob.get(id) as Buffer | undefined;
   }
@@ -95,7 +114,7 @@ export class LogBatchSource {
  * The filter's dimensions select batches through log_batch_dims with non-correlated IN
  * subqueries, which SQLite evaluates once per query, then walks the time index.
  */
-function candidateSql(filter: LogFilter): { sql: string; params: Array<string | number> } {
+function candidateSql(filter: LogFilter, blooms: boolean): { sql: string; params: Array<string | number> } {
   const clauses = ['max_created_at >= ?', 'min_created_at < ?'];
   const params: Array<string | number> = [filter.from ?? EARLIEST, filter.to ?? LATEST];
   const dims = (sql: string, ...values: Array<string | number>) => {
@@ -118,8 +137,8 @@ function candidateSql(filter: LogFilter): { sql: string; params: Array<string | 
   }
   clauses.push('(max_created_at, min_created_at, id) < (?, ?, ?)');
   return {
-    sql: `SELECT id, first_seq, count, min_created_at, max_created_at FROM log_batches WHERE ${clauses.join(' AND ')}
-      ORDER BY max_created_at DESC, min_created_at DESC, id DESC LIMIT ${CHUNK}`,
+    sql: `SELECT id, first_seq, count, min_created_at, max_created_at${blooms ? ', (SELECT bloom FROM log_batch_combos WHERE batch_id = log_batches.id) AS bloom' : ''} FROM log_batches WHERE ${clauses.join(' AND ')}
+      ORDER BY max_created_at DESC, min_created_at DESC, id DESC LIMIT ?`,
     params,
   };
 }

@@ -35,6 +35,11 @@ CREATE INDEX IF NOT EXISTS ${table}_key ON ${table} (access_key_id, slot_start);
  *   access_key_id, 2 group_id, 3 external_model, 4 status, 5 error_code), so that filtered reads skip
  *   batches without a match. `value` has no type, so it keeps what it is given: numbers for
  *   keys and statuses, text for groups and models.
+ * - `log_batch_combos`: per batch, a Bloom filter over the combinations of those values its
+ *   records hold together (combo-bloom.ts), so that a filter on several dimensions, each in
+ *   most batches but rarely together, skips a batch before its blob is read. It only rules
+ *   batches out: a batch without a row is read. A file from before it gains it at open
+ *   (combo-fill.ts).
  * - `usage_rollup`: per 1-minute slot of created_at and (key, group, model), the sums that
  *   usage, statistics and quotas read. It and `log_batch_dims` derive from the batches, so a
  *   change of what they hold is rebuilt from them (LOG_SCHEMA_VERSION). Its NULL dimensions are matched with IS, so the rows
@@ -77,6 +82,10 @@ CREATE TABLE IF NOT EXISTS log_batch_dims (
   PRIMARY KEY (kind, value, batch_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS log_batch_dims_batch ON log_batch_dims (batch_id);
+CREATE TABLE IF NOT EXISTS log_batch_combos (
+  batch_id INTEGER PRIMARY KEY,
+  bloom BLOB NOT NULL
+);
 ${rollupTableSchema('usage_rollup')}
 ${rollupTableSchema(HOURLY_ROLLUP)}
 CREATE TABLE IF NOT EXISTS pruned_usage_by_hour (

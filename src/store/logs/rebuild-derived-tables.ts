@@ -9,7 +9,7 @@ const CHUNK = 64;
 
 /**
  * Brings a file written under an older LOG_SCHEMA_VERSION up to date: usage_rollup (and with
- * it usage_rollup_hour) and log_batch_dims are computed again from the stored batches, which they only summarize
+ * it usage_rollup_hour), log_batch_dims and log_batch_combos are computed again from the stored batches, which they only summarize
  * (prune keeps them equal), and the version is set, in one transaction, so that a crash part
  * way leaves the old state and the next open starts over.
  */
@@ -20,7 +20,7 @@ export function rebuildDerivedTables(db: Database.Database, writer: LogBatchWrit
   if (count > 0) onNotice(`rebuilding request-log usage tables (${count} batches), once after an upgrade`);
   const batches = db.prepare(`SELECT id, data FROM log_batches WHERE id > ? ORDER BY id LIMIT ${CHUNK}`);
   db.transaction(() => {
-    db.exec(`DELETE FROM usage_rollup; DELETE FROM ${HOURLY_ROLLUP}; DELETE FROM log_batch_dims`);
+    db.exec(`DELETE FROM usage_rollup; DELETE FROM ${HOURLY_ROLLUP}; DELETE FROM log_batch_dims; DELETE FROM log_batch_combos`);
     let after = 0;
     for (;;) {
       const rows = batches.all(after) as Array<{ id: number; data: Buffer }>;

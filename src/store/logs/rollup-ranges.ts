@@ -84,8 +84,14 @@ function wholeHours(whole: TimeRange): TimeRange | undefined {
   return from < to ? { from, to } : undefined;
 }
 
+/** Connections known to have the hourly table: only the writer creates it, and never drops it, so a yes stays true. */
+const withHourlyRollup = new WeakSet<PrepareStatement>();
+
 function hasHourlyRollup(prepare: PrepareStatement): boolean {
-  return prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage_rollup_hour'").get() !== undefined;
+  if (withHourlyRollup.has(prepare)) return true;
+  const present = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage_rollup_hour'").get() !== undefined;
+  if (present) withHourlyRollup.add(prepare);
+  return present;
 }
 
 function mod(a: number, m: number): number {

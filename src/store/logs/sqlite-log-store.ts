@@ -11,6 +11,7 @@ import { LogBatchPruner } from './prune-log-batches.ts';
 import { addBodyBatchColumn, migrateRequestLogs } from './migrate-request-logs.ts';
 import { rebuildDerivedTables } from './rebuild-derived-tables.ts';
 import { addHourlyRollup } from './hourly-rollup.ts';
+import { fillComboBlooms } from './combo-fill.ts';
 import { listLogs } from './read-log-list.ts';
 import { findLogRecord } from './find-log-record.ts';
 import { readUsage } from './read-usage.ts';
@@ -36,7 +37,8 @@ const FILE_CHECK_MS = 1000;
  * always see every appended record. Opening a file from before batches moves its records into
  * batches first (migrate-request-logs.ts), one from before the hourly rollup has it summed from
  * the minute rollup (hourly-rollup.ts), and one of an older LOG_SCHEMA_VERSION has its rollups
- * and dimensions rebuilt (rebuild-derived-tables.ts).
+ * and dimensions rebuilt (rebuild-derived-tables.ts), and batches stored without a bloom of
+ * their combinations of dimensions get one (combo-fill.ts).
  */
 export class SqliteLogStore implements LogStore, StoredObjectStore {
   readonly storedObjects: StoredObjectStore = this;
@@ -70,6 +72,7 @@ export class SqliteLogStore implements LogStore, StoredObjectStore {
       const writer = new LogBatchWriter(this.#db);
       migrateRequestLogs(this.#db, writer);
       rebuildDerivedTables(this.#db, writer, options.onNotice);
+      fillComboBlooms(this.#db, writer, options.onNotice);
       proveWritable(this.#db);
       return writer;
     });

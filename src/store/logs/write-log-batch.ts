@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import type { BodyRowValues } from './body-row.ts';
+import { comboBloom } from './combo-bloom.ts';
 import { decodeLogBatch, refString, type DecodedLogBatch } from './decode-log-batch.ts';
 import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS, HOURLY_ROLLUP } from './log-schema.ts';
 import { RollupTable, hourRows, type RollupRow } from './log-rollup.ts';
@@ -30,6 +31,8 @@ export class LogBatchWriter {
   readonly #lastEndSeq: Database.Statement;
   readonly #insertDim: Database.Statement;
   readonly #deleteDims: Database.Statement;
+  readonly #insertCombos: Database.Statement;
+  readonly #deleteCombos: Database.Statement;
   readonly #insertBody: Database.Statement;
   readonly #minuteRollup: RollupUpserts;
   readonly #hourRollup: RollupUpserts;
@@ -45,6 +48,8 @@ export class LogBatchWriter {
     this.#lastEndSeq = db.prepare('SELECT end_seq FROM log_batches ORDER BY id DESC LIMIT 1').pluck();
     this.#insertDim = db.prepare('INSERT OR IGNORE INTO log_batch_dims (kind, value, batch_id) VALUES (?, ?, ?)');
     this.#deleteDims = db.prepare('DELETE FROM log_batch_dims WHERE batch_id = ?');
+    this.#insertCombos = db.prepare('INSERT OR REPLACE INTO log_batch_combos (batch_id, bloom) VALUES (?, ?)');
+    this.#deleteCombos = db.prepare('DELETE FROM log_batch_combos WHERE batch_id = ?');
     this.#insertBody = db.prepare(
       'INSERT OR IGNORE INTO request_bodies (request_id, state, original_bytes, body, is_json, batch_id) VALUES (?, ?, ?, ?, ?, ?)',
     );
@@ -62,7 +67,7 @@ export class LogBatchWriter {
     return this.#write(batch, seqs);
   }
 
-  /** The batch's distinct keys, groups, models, statuses and error codes. */
+  /** The batch's distinct keys, groups, models, statuses and error codes, and the bloom of their combinations. */
   insertDims(batchId: number, batch: DecodedLogBatch): void {
     const keys = new Set<number>();
     const groups = new Set<number>();
@@ -82,10 +87,18 @@ export class LogBatchWriter {
     for (const ref of models) this.#insertDim.run(DIM_MODEL, refString(batch, ref), batchId);
     for (const status of statuses) if (!Number.isNaN(status)) this.#insertDim.run(DIM_STATUS, status, batchId);
     for (const ref of errorCodes) this.#insertDim.run(DIM_ERROR_CODE, refString(batch, ref), batchId);
+    this.#insertCombos.run(batchId, comboBloom(batch, [keys.size, groups.size, models.size, statuses.size, errorCodes.size]));
+  }
+
+  /** The bloom of a batch stored without one (combo-fill.ts). */
+  insertCombos(batchId: number, batch: DecodedLogBatch): void {
+    const distinct = [new Set(batch.accessKeyId), new Set(batch.groupRef), new Set(batch.modelRef), new Set(batch.status), new Set(batch.errorCodeRef)];
+    this.#insertCombos.run(batchId, comboBloom(batch, distinct.map((values) => values.size)));
   }
 
   deleteDims(batchId: number): void {
     this.#deleteDims.run(batchId);
+    this.#deleteCombos.run(batchId);
   }
 
   /**
