@@ -10,6 +10,8 @@ export interface SessionCredential {
   access: CredentialAccess;
   /** The base URL the session was opened at: the credential's own, or else its Group's. */
   address: string;
+  /** Its Group's versionless_api then: part of the upstream URL as the address is. */
+  versionless: boolean;
 }
 
 export interface SessionCredentialFollower {
@@ -23,8 +25,8 @@ export interface SessionCredentialFollower {
  * changed, both are looked up in the current snapshot, and the session is ended
  * (`endWithdrawn`, `credential_withdrawn`), at most once, when the credential was deleted,
  * disabled (by the operator or a verdict) or given other values than the session uses (its
- * secret rotated, its address changed, or its Group's when it has none of its own), or its Group
- * was deleted or disabled. A cooldown, or an edit of its weight, name or proxy (a new revision,
+ * secret rotated, its address changed, or its Group's when it has none of its own, or its Group's
+ * versionless_api), or its Group was deleted or disabled. A cooldown, or an edit of its weight, name or proxy (a new revision,
  * the same values), leaves it running.
  */
 export function followSessionCredential(
@@ -52,7 +54,7 @@ export function followSessionCredential(
     // The pool keeps the values of the credential's current revision: unsealed again only after an edit.
     const access = await deps.accessOf(view);
     if (stopped) return;
-    if (access === undefined || access.secret !== used.access.secret || (access.baseUrl ?? group.base_url ?? '') !== used.address) return end();
+    if (access === undefined || access.secret !== used.access.secret || (access.baseUrl ?? group.base_url ?? '') !== used.address || (group.versionless_api === true) !== used.versionless) return end();
     checkedSnap = snap;
     checkedList = list;
   };

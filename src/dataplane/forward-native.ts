@@ -228,7 +228,7 @@ function recordDelivery(result: ForwardResult, attempt: AttemptRecord, candidate
 /** Starts an attempt's upstream call, at the credential's own address when it has one, else the Group's. */
 function sendAttempt(input: ForwardInput, deps: ForwardDeps, candidate: Candidate, credential: CredentialView, access: CredentialAccess, request: AttemptRequest, headersTimeoutMs: number, settings?: Settings): UpstreamExchange {
   return deps.upstream.exchange({
-    url: upstreamTarget(access.baseUrl ?? candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search),
+    url: upstreamTarget(access.baseUrl ?? candidate.group.base_url ?? '', input.op.upstream_path, input.params, candidate.upstream_model, input.search, candidate.group.versionless_api),
     method: input.req.method ?? 'GET',
     headers: request.headers,
     body: request.body,

@@ -188,7 +188,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           setUpstreamCredential(headers, candidate.group.channel, op.protocol, secret);
           // The credential's own address when it has one, else the Group's.
           const address = access.baseUrl ?? candidate.group.base_url ?? '';
-          const target = upstreamUrl(address, op.upstream_path, match.params, candidate.upstream_model, sessionUpstreamQuery(search, dropped, candidate.upstream_model)).replace(/^http/, 'ws');
+          const versionless = candidate.group.versionless_api === true;
+          const target = upstreamUrl(address, op.upstream_path, match.params, candidate.upstream_model, sessionUpstreamQuery(search, dropped, candidate.upstream_model), versionless).replace(/^http/, 'ws');
           const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
           log.attempts.push(attempt);
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, configured.settings ?? settings);
@@ -279,7 +280,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started }, { groupId: candidate.group.id, credential, access, address });
+          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started }, { groupId: candidate.group.id, credential, access, address, versionless });
           if (end?.upstreamErrorCode !== undefined) {
             // The attempt holds the code the upstream failed the session with, as it holds a failed answer's status.
             attempt.error_code = `upstream_close_${end.upstreamErrorCode}`;

@@ -2,27 +2,30 @@ import { CHANNELS, type ChannelId, type CredentialHeader } from '../generated/in
 import { basePath, encodePathParameter, joinBasePath, type BasePath, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
 
 const BASE_CACHE_LIMIT = 1024;
-/** Base URLs split into origin and path (basePath), by the base URL string a Group holds. */
+/** Base URLs split into origin and path (basePath), by the base URL string a Group holds (after `versionless ` for a versionless_api Group). */
 const bases = new Map<string, { origin: string; path: BasePath }>();
 
 /**
  * Upstream URL: the group's base URL, the operation's upstream path with its parameters (a
  * version segment the base URL ends with standing for the path's own, base-url-path.ts), and
  * the client's query string (`?...`, credentials already removed) exactly as it was encoded.
+ * `versionless`: the Group's versionless_api, the path's version segment left out.
  */
-export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): string {
-  const target = upstreamTarget(baseUrl, upstreamPath, params, upstreamModel, search);
+export function upstreamUrl(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string, versionless = false): string {
+  const target = upstreamTarget(baseUrl, upstreamPath, params, upstreamModel, search, versionless);
   return `${target.origin}${target.path}`;
 }
 
 /** The same URL as upstreamUrl, split for the upstream client without parsing it per request. */
-export function upstreamTarget(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string): UpstreamTarget {
-  let base = bases.get(baseUrl);
+export function upstreamTarget(baseUrl: string, upstreamPath: string, params: Record<string, string>, upstreamModel: string | null, search: string, versionless = false): UpstreamTarget {
+  // A base URL starts `http`: the two keys of one URL never meet.
+  const key = versionless ? `versionless ${baseUrl}` : baseUrl;
+  let base = bases.get(key);
   if (base === undefined) {
     const url = new URL(baseUrl);
-    base = { origin: url.origin, path: basePath(url.pathname) };
+    base = { origin: url.origin, path: basePath(url.pathname, versionless) };
     if (bases.size >= BASE_CACHE_LIMIT) bases.clear();
-    bases.set(baseUrl, base);
+    bases.set(key, base);
   }
   return { origin: base.origin, path: `${joinBasePath(base.path, pathWithParameters(upstreamPath, params, upstreamModel))}${search}` };
 }

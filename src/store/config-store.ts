@@ -26,6 +26,7 @@ export interface NewGroup {
   description?: string;
   channel: string;
   base_url?: string | null;
+  versionless_api?: boolean;
   proxy_url?: string | null;
   priority?: number;
   weight?: number;
@@ -33,7 +34,7 @@ export interface NewGroup {
   models?: GroupModel[];
 }
 
-export type GroupPatch = Partial<Pick<GroupRecord, 'name' | 'description' | 'base_url' | 'proxy_url' | 'priority' | 'weight' | 'enabled'>>;
+export type GroupPatch = Partial<Pick<GroupRecord, 'name' | 'description' | 'base_url' | 'versionless_api' | 'proxy_url' | 'priority' | 'weight' | 'enabled'>>;
 
 export interface GroupStore {
   list(): Promise<GroupRecord[]>;

@@ -17,6 +17,13 @@ export interface GroupRecord {
   channel: string;
   /** Required when the channel's credential kinds require a base URL (ch31-ch35). */
   base_url: string | null;
+  /**
+   * The upstream's API paths have no version segment (`https://api.perplexity.ai/chat/completions`):
+   * the operation's path is joined to the base URL (the Group's or a credential's own) without
+   * its version segment, as an SDK joins its base_url. The store reads it as false in rows
+   * stored before it existed; absent is false.
+   */
+  versionless_api?: boolean;
   /** Managed proxy at Group scope. */
   proxy_url: string | null;
   /** Higher priority groups are tried first. */

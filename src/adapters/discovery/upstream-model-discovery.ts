@@ -38,7 +38,8 @@ export function discoveryDialectOf(channel: string): DiscoveryDialect {
 /**
  * Model discovery for static-key channels: upstream list calls with the chosen credential (and
  * its managed proxy) to its own base URL or endpoint when its kind has one, else to the Group's
- * base URL, page after page until the upstream says there are no more, MAX_DISCOVERY_PAGES
+ * base URL (joined as the data plane joins it, a versionless_api Group's without the path's
+ * version segment), page after page until the upstream says there are no more, MAX_DISCOVERY_PAGES
  * were read or the ids reach MAX_DISCOVERED_MODELS or MAX_DISCOVERED_ID_BYTES, answered with
  * the model ids in order. Each call has the settings' timeouts, and
  * all of them together `timeouts.totalMs`.
@@ -55,7 +56,7 @@ export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
       const secret = secretField ? values[secretField] : undefined;
       if (!secret) throw new DiscoveryRefused('credential_secret_missing');
       const request: ListRequest = {
-        listUrl: joinBaseUrl(baseUrl, dialect.path),
+        listUrl: joinBaseUrl(baseUrl, dialect.path, group.versionless_api),
         // identity: the page is parsed as sent, and an upstream left to choose may compress it (as on the data plane, forward-headers.ts).
         headers: { [dialect.keyHeader]: dialect.bearer ? `Bearer ${secret}` : secret, accept: 'application/json', 'accept-encoding': 'identity', ...dialect.extraHeaders },
         proxy,

@@ -13,6 +13,10 @@ export interface GroupCreateBody {
    */
   base_url?: string | null;
   /**
+   * The upstream's API paths have no version segment (https://api.perplexity.ai/chat/completions): operation paths are joined to the base URL (the Group's and its credentials' own) without their version segment, /v1/chat/completions as {base_url}/chat/completions. Default false.
+   */
+  versionless_api?: boolean;
+  /**
    * Managed proxy at Group scope.
    */
   proxy_url?: string | null;

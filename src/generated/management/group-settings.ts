@@ -8,6 +8,7 @@ export interface GroupSettingsBody {
   name?: string;
   description?: string;
   base_url?: string | null;
+  versionless_api?: boolean;
   proxy_url?: string | null;
   priority?: number;
   weight?: number;

@@ -100,8 +100,8 @@ export function groupRoutes(deps: ManagementDeps): RouteDef[] {
 }
 
 function settingsOf(g: GroupRecord) {
-  const { id, name, description, channel, base_url, proxy_url, priority, weight, enabled } = g;
-  return { id, name, description, channel, base_url, proxy_url, priority, weight, enabled };
+  const { id, name, description, channel, base_url, versionless_api, proxy_url, priority, weight, enabled } = g;
+  return { id, name, description, channel, base_url, versionless_api, proxy_url, priority, weight, enabled };
 }
 
 function checkLocation(channel: string, baseUrl: string | null, proxyUrl: string | null): void {

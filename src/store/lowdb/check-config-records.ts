@@ -38,7 +38,12 @@ function stored(inputProperties: Record<string, Schema>, own: Record<string, Sch
 }
 
 const groupInput = groupCreateSchema.properties;
-const GROUP = stored({ ...groupInput, models: { ...groupInput.models, items: { ...groupInput.models.items, required: ['external', 'upstream'] } } }, { id: ID, ...STAMPS });
+const GROUP = stored(
+  { ...groupInput, models: { ...groupInput.models, items: { ...groupInput.models.items, required: ['external', 'upstream'] } } },
+  { id: ID, ...STAMPS },
+  // Rows stored before it existed (read as false, groups.ts).
+  ['versionless_api'],
+);
 
 const CREDENTIAL = stored(
   credentialUpdateSchema.properties,

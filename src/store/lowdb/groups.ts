@@ -17,16 +17,16 @@ export class LowdbGroupStore implements GroupStore {
   }
 
   async list(): Promise<GroupRecord[]> {
-    return structuredClone(this.#doc.data.groups);
+    return this.#doc.data.groups.map(copyOf);
   }
 
   async get(id: number): Promise<GroupRecord | undefined> {
     const found = this.#doc.data.groups.find((g) => g.id === id);
-    return found && structuredClone(found);
+    return found && copyOf(found);
   }
 
   async listExposingModel(external: string): Promise<GroupRecord[]> {
-    return structuredClone(this.#doc.data.groups.filter((g) => g.models.some((m) => m.external === external)));
+    return this.#doc.data.groups.filter((g) => g.models.some((m) => m.external === external)).map(copyOf);
   }
 
   create(input: NewGroup): Promise<GroupRecord> {
@@ -38,6 +38,7 @@ export class LowdbGroupStore implements GroupStore {
         description: input.description ?? '',
         channel: input.channel,
         base_url: input.base_url ?? null,
+        versionless_api: input.versionless_api ?? false,
         proxy_url: input.proxy_url ?? null,
         priority: input.priority ?? 0,
         weight: input.weight ?? 1,
@@ -53,12 +54,15 @@ export class LowdbGroupStore implements GroupStore {
 
   update(id: number, patch: GroupPatch): Promise<GroupRecord | undefined> {
     return this.#edit(id, (g, d) => {
-      const before = { base_url: g.base_url, proxy_url: g.proxy_url };
+      const before = { base_url: g.base_url, versionless_api: g.versionless_api === true, proxy_url: g.proxy_url };
       Object.assign(g, definedOnly(patch));
       const baseUrlChanged = g.base_url !== before.base_url;
+      // Every credential's upstream URL follows it, its own base URL's too.
+      const pathsChanged = (g.versionless_api === true) !== before.versionless_api;
       const proxyUrlChanged = g.proxy_url !== before.proxy_url;
-      if (!baseUrlChanged && !proxyUrlChanged) return;
-      const follows = (c: ConfigData['credentials'][number]) => c.group_id === id && ((baseUrlChanged && credentialLocation(c.kind, c.fields) === null) || (proxyUrlChanged && c.proxy_url === null));
+      if (!baseUrlChanged && !pathsChanged && !proxyUrlChanged) return;
+      const follows = (c: ConfigData['credentials'][number]) =>
+        c.group_id === id && (pathsChanged || (baseUrlChanged && credentialLocation(c.kind, c.fields) === null) || (proxyUrlChanged && c.proxy_url === null));
       endAddressCooldowns(d, follows, new Date(this.#clock()).toISOString());
     });
   }
@@ -89,7 +93,14 @@ export class LowdbGroupStore implements GroupStore {
       if (!g) return undefined;
       change(g, d);
       g.updated_at = new Date(this.#clock()).toISOString();
-      return structuredClone(g);
+      return copyOf(g);
     });
   }
+}
+
+/** A stored Group as the program sees it: rows stored before versionless_api existed lack it (false). */
+function copyOf(g: GroupRecord): GroupRecord {
+  const copy = structuredClone(g);
+  copy.versionless_api ??= false;
+  return copy;
 }
