@@ -1,5 +1,6 @@
 import { emptyUsage, type TokenUsage } from './token-usage.ts';
-import { pathSegments, readCount, readSegments } from './read-path.ts';
+import { pathSegments, readSegments } from './read-path.ts';
+import { addCounters, compileFields, readFieldCounters } from './map-raw-usage.ts';
 import { sessionUsageSources, type SessionUsageStyle } from './usage-fields-sessions.ts';
 
 const TYPE = ['type'];
@@ -7,7 +8,7 @@ const TYPE = ['type'];
 /** A source with its paths split, made once per style. */
 function compile(style: SessionUsageStyle) {
   const source = sessionUsageSources[style];
-  return { ...source, path: pathSegments(source.usagePath), fields: source.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw) })) };
+  return { ...source, path: pathSegments(source.usagePath), fields: compileFields(source.fields) };
 }
 
 type CompiledSource = ReturnType<typeof compile>;
@@ -40,8 +41,7 @@ export class SessionUsageAccumulator {
     if (source.eventType !== undefined && readSegments(message, TYPE) !== source.eventType) return false;
     const usageObject = readSegments(message, source.path);
     if (usageObject === null || typeof usageObject !== 'object') return false;
-    const usage = (this.#usage ??= emptyUsage());
-    for (const row of source.fields) usage[row.unified] += readCount(usageObject, row.raw) ?? 0;
+    addCounters((this.#usage ??= emptyUsage()), source.fields, readFieldCounters(source.fields, usageObject));
     return true;
   }
 

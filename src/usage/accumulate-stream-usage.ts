@@ -49,10 +49,12 @@ export class StreamUsageAccumulator {
   /** Feeds one already parsed event. */
   pushParsed(event: unknown): void {
     const type = readSegments(event, TYPE);
+    let found = false;
     for (const source of this.#table.stream) {
-      if (source.eventType !== undefined && source.eventType !== type) continue;
+      if ((source.fallback === true && found) || (source.eventType !== undefined && source.eventType !== type)) continue;
       const usageObject = readSegments(event, source.path);
       if (usageObject === null || typeof usageObject !== 'object') continue;
+      found = true;
       this.#merge(source, readRawCounters(this.#table, usageObject));
     }
   }

@@ -1,8 +1,19 @@
 import { emptyUsage, type TokenUsage, type UnifiedUsageField, type UsageStyle } from './token-usage.ts';
-import type { StreamUsageSource, UsageFieldTable } from './usage-field-table.ts';
+import type { StreamUsageSource, UsageFieldRow, UsageFieldTable } from './usage-field-table.ts';
 import { usageFieldTables } from './usage-field-tables.ts';
 import { pathSegments, readCount, type PathSegments } from './read-path.ts';
 import { usageScanPlan, type UsageScanPlan } from './scan-usage-bytes.ts';
+
+/** One raw counter read from a usage object, and the unified field it feeds. */
+export interface CompiledUsageField {
+  /** Undefined for a counter read only for another row's condition (`total_tokens`). */
+  readonly unified: UnifiedUsageField | undefined;
+  readonly raw: PathSegments;
+  /** Counted only while these counters (a fallback's row, and the fallbacks before it) are absent. */
+  readonly unless: readonly number[];
+  /** Counted only when counter `total` is present and equals the sum of the `parts` counters, all present. */
+  readonly onlyIf: { readonly total: number; readonly parts: readonly number[] } | undefined;
+}
 
 /** A usage table with its paths split, made once per style. */
 export interface CompiledUsageTable {
@@ -10,33 +21,58 @@ export interface CompiledUsageTable {
   readonly bodyUsagePath: PathSegments;
   /** The body usage path's key with its quotes, when it is a top-level member (a body's tail can then be parsed from it). */
   readonly bodyUsageMember: string | undefined;
-  /** The table's rows in order, then one per row's fallback, which counts only while the row's own counter (`unless`, else -1) is absent. */
-  readonly fields: ReadonlyArray<{ readonly unified: UnifiedUsageField; readonly raw: PathSegments; readonly unless: number }>;
+  /** The table's rows in order, then one per row's fallback, then the counters only conditions read. */
+  readonly fields: readonly CompiledUsageField[];
   readonly stream: ReadonlyArray<StreamUsageSource & { readonly path: PathSegments }>;
   /** For reading a body's usage from its bytes (a top-level usage member only). */
   readonly bodyScan: UsageScanPlan | undefined;
-  /** For reading stream events' usage from their bytes: one source, in any event, top-level. */
+  /** For reading stream events' usage from their bytes: the first source, in any event, top-level. */
   readonly streamScan: UsageScanPlan | undefined;
 }
 
-/** Raw counters of one usage object, one per table field in the table's order; undefined where absent. */
+/** Raw counters of one usage object, one per compiled field in order; undefined where absent. */
 export type RawUsageCounters = Array<number | undefined>;
 
-function compile(table: UsageFieldTable): CompiledUsageTable {
-  const fields = table.fields.map((row) => ({ unified: row.unified, raw: pathSegments(row.raw), unless: -1 }));
-  table.fields.forEach((row, i) => {
-    if (row.fallback !== undefined) fields.push({ unified: row.unified, raw: pathSegments(row.fallback), unless: i });
+const NONE: readonly number[] = [];
+
+/** The rows as counters to read: each row, each of its fallbacks, and each counter a condition names that no row reads. */
+export function compileFields(rows: readonly UsageFieldRow[]): CompiledUsageField[] {
+  const fields: Array<{ unified: UnifiedUsageField | undefined; raw: string; unless: readonly number[]; onlyIf: CompiledUsageField['onlyIf'] }> =
+    rows.map((row) => ({ unified: row.unified, raw: row.raw, unless: NONE, onlyIf: undefined }));
+  rows.forEach((row, i) => {
+    const unless = [i];
+    for (const fallback of typeof row.fallback === 'string' ? [row.fallback] : (row.fallback ?? [])) {
+      unless.push(fields.push({ unified: row.unified, raw: fallback, unless: unless.slice(), onlyIf: undefined }) - 1);
+    }
   });
-  const [source, ...others] = table.stream;
-  const topLevelSource = source !== undefined && others.length === 0 && source.eventType === undefined && !source.usagePath.includes('.');
+  const counter = (raw: string): number => {
+    const at = fields.findIndex((f) => f.raw === raw);
+    return at !== -1 ? at : fields.push({ unified: undefined, raw, unless: NONE, onlyIf: undefined }) - 1;
+  };
+  rows.forEach((row, i) => {
+    if (row.onlyIf !== undefined) fields[i]!.onlyIf = { total: counter(row.onlyIf.total), parts: row.onlyIf.equalsSumOf.map(counter) };
+  });
+  return fields.map((f) => ({ ...f, raw: pathSegments(f.raw) }));
+}
+
+function compile(table: UsageFieldTable): CompiledUsageTable {
+  const fields = compileFields(table.fields);
+  const stream = table.stream.map((s) => ({ ...s, path: pathSegments(s.usagePath) }));
+  const [source, ...others] = stream;
+  // The bytes are read for the first source when it is a top-level member of any event; later
+  // sources only as fallbacks ending in one key, which the scan spots nested and then leaves
+  // the event to JSON.parse.
+  const nestedKeys = [...new Set(others.map((s) => s.path.at(-1)))];
+  const scannable = source !== undefined && source.eventType === undefined && source.path.length === 1 &&
+    others.every((s) => s.fallback === true && s.eventType === undefined) && nestedKeys.length <= 1 && nestedKeys.every((k) => typeof k === 'string');
   return {
     table,
     bodyUsagePath: pathSegments(table.bodyUsagePath),
     bodyUsageMember: table.bodyUsagePath.includes('.') ? undefined : `"${table.bodyUsagePath}"`,
     fields,
-    stream: table.stream.map((s) => ({ ...s, path: pathSegments(s.usagePath) })),
+    stream,
     bodyScan: table.bodyUsagePath.includes('.') ? undefined : usageScanPlan(fields, table.bodyUsagePath),
-    streamScan: topLevelSource ? usageScanPlan(fields, source.usagePath) : undefined,
+    streamScan: scannable ? usageScanPlan(fields, source.usagePath, nestedKeys[0] as string | undefined) : undefined,
   };
 }
 
@@ -51,19 +87,44 @@ export const compiledUsageTables: Readonly<Record<UsageStyle, CompiledUsageTable
 };
 
 export function readRawCounters(table: CompiledUsageTable, usageObject: unknown): RawUsageCounters {
-  const fields = table.fields;
+  return readFieldCounters(table.fields, usageObject);
+}
+
+export function readFieldCounters(fields: readonly CompiledUsageField[], usageObject: unknown): RawUsageCounters {
   const counters: RawUsageCounters = new Array(fields.length);
   for (let i = 0; i < fields.length; i++) counters[i] = readCount(usageObject, fields[i]!.raw);
   return counters;
 }
 
 export function unifyCounters(table: CompiledUsageTable, counters: RawUsageCounters): TokenUsage {
-  const usage = emptyUsage();
-  const fields = table.fields;
+  return addCounters(emptyUsage(), table.fields, counters);
+}
+
+/** Adds the counters to `usage` as the fields say (fallbacks, conditions); returns it. */
+export function addCounters(usage: TokenUsage, fields: readonly CompiledUsageField[], counters: RawUsageCounters): TokenUsage {
   for (let i = 0; i < fields.length; i++) {
     const field = fields[i]!;
-    if (field.unless !== -1 && counters[field.unless] !== undefined) continue;
-    usage[field.unified] += counters[i] ?? 0;
+    const count = counters[i];
+    if (count === undefined || field.unified === undefined || anyPresent(counters, field.unless)) continue;
+    if (field.onlyIf !== undefined && !totalHolds(counters, field.onlyIf)) continue;
+    usage[field.unified] += count;
   }
   return usage;
+}
+
+function anyPresent(counters: RawUsageCounters, indexes: readonly number[]): boolean {
+  for (let i = 0; i < indexes.length; i++) if (counters[indexes[i]!] !== undefined) return true;
+  return false;
+}
+
+function totalHolds(counters: RawUsageCounters, condition: NonNullable<CompiledUsageField['onlyIf']>): boolean {
+  const total = counters[condition.total];
+  if (total === undefined) return false;
+  let sum = 0;
+  for (const part of condition.parts) {
+    const count = counters[part];
+    if (count === undefined) return false;
+    sum += count;
+  }
+  return sum === total;
 }

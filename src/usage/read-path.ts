@@ -1,16 +1,20 @@
-/** A dotted path split once: the usage tables' paths are read on every response. */
-export type PathSegments = readonly string[];
+/**
+ * A dotted path split once: the usage tables' paths are read on every response. A segment of
+ * digits is a number, an array index (`choices.0.usage`); any other names an object member.
+ */
+export type PathSegments = readonly (string | number)[];
 
 export function pathSegments(path: string): PathSegments {
-  return path.split('.');
+  return path.split('.').map((segment) => (/^\d+$/.test(segment) ? Number(segment) : segment));
 }
 
-/** Value at a path of plain JSON objects, or undefined. */
+/** Value at a path of plain JSON objects (and arrays, at number segments), or undefined. */
 export function readSegments(value: unknown, segments: PathSegments): unknown {
   let current = value;
   for (let i = 0; i < segments.length; i++) {
-    if (current === null || typeof current !== 'object' || Array.isArray(current)) return undefined;
-    current = (current as Record<string, unknown>)[segments[i]!];
+    const segment = segments[i]!;
+    if (current === null || typeof current !== 'object' || Array.isArray(current) !== (typeof segment === 'number')) return undefined;
+    current = (current as Record<string | number, unknown>)[segment];
   }
   return current;
 }

@@ -37,6 +37,12 @@ export interface UsageScanPlan {
   readonly noCounters: readonly undefined[];
   /** The member is `usage`, which isUsageOnlyChunk reads: an event may be a usage-only chunk. */
   readonly usageOnlyChunks: boolean;
+  /**
+   * A key that, below the top level, may hold a fallback usage object (Moonshot's
+   * `choices[0].usage`): an event without a top-level usage object that has it is left to
+   * JSON.parse, and so is one with any escaped key.
+   */
+  readonly nested: Uint8Array | undefined;
 }
 
 const CHOICES = Buffer.from('choices');
@@ -67,10 +73,20 @@ const SIMPLE_ESCAPES = new Set([0x22, 0x5c, 0x2f, 0x62, 0x66, 0x6e, 0x72, 0x74])
 const NULL = Buffer.from('null');
 const LITERALS = [Buffer.from('true'), Buffer.from('false'), NULL];
 
-/** What to read for a usage member that is top-level (`usageMember`, the key without its quotes). */
-export function usageScanPlan(fields: CompiledUsageTable['fields'], usageMember: string): UsageScanPlan {
-  const paths = fields.map((f) => f.raw);
-  return { usage: keyNode(usageMember, paths, paths.map((_, i) => i)), member: Buffer.from(`"${usageMember}"`), noCounters: paths.map(() => undefined), usageOnlyChunks: usageMember === 'usage' };
+/**
+ * What to read for a usage member that is top-level (`usageMember`, the key without its
+ * quotes); undefined when a field's path indexes an array, which the scan does not read.
+ */
+export function usageScanPlan(fields: CompiledUsageTable['fields'], usageMember: string, nestedKey?: string): UsageScanPlan | undefined {
+  if (fields.some((f) => f.raw.some((segment) => typeof segment !== 'string'))) return undefined;
+  const paths = fields.map((f) => f.raw as readonly string[]);
+  return {
+    usage: keyNode(usageMember, paths, paths.map((_, i) => i)),
+    member: Buffer.from(`"${usageMember}"`),
+    noCounters: paths.map(() => undefined),
+    usageOnlyChunks: usageMember === 'usage',
+    nested: nestedKey === undefined ? undefined : Buffer.from(nestedKey),
+  };
 }
 
 function keyNode(key: string, paths: readonly (readonly string[])[], indexes: readonly number[]): KeyNode {
@@ -94,7 +110,9 @@ export function scanUsageEvent(bytes: Uint8Array, from: number, to: number, plan
   let at = scan.space(from);
   if (at >= to || bytes[at] !== OPEN_OBJECT) return undefined;
   at = scan.members(scan.space(at + 1), true, 0);
-  return at !== FAIL && scan.space(at) === to ? scan.result() : undefined;
+  if (at === FAIL || scan.space(at) !== to) return undefined;
+  const result = scan.result();
+  return result.counters === undefined && scan.nestedSeen ? undefined : result;
 }
 
 /**
@@ -136,6 +154,8 @@ class Scan {
   readonly #counters: RawUsageCounters;
   /** The top-level usage member's value was read whole. */
   usageRead = false;
+  /** The plan's nested key was met below the top level. */
+  nestedSeen = false;
   #usageObject = false;
   #choicesSeen = false;
   /** The last `choices` is an empty array or null. */
@@ -178,9 +198,12 @@ class Scan {
     for (;;) {
       if (at >= this.#end || bytes[at] !== QUOTE) return FAIL;
       const keyStart = at + 1;
-      // Only a key whose name is read must be plain; in a value skipped whole none is read.
-      const keyEnd = this.#stringEnd(keyStart, top || node !== undefined);
+      // Only a key whose name is read must be plain; in a value skipped whole none is read,
+      // but where the plan watches for a nested key.
+      const nested = this.#plan.nested;
+      const keyEnd = this.#stringEnd(keyStart, top || node !== undefined || nested !== undefined);
       if (keyEnd === FAIL) return FAIL;
+      if (!top && node === undefined && nested !== undefined && keyIs(bytes, nested, keyStart, keyEnd)) this.nestedSeen = true;
       at = this.space(keyEnd + 1);
       if (at >= this.#end || bytes[at] !== COLON) return FAIL;
       at = this.space(at + 1);

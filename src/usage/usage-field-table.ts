@@ -4,15 +4,20 @@ import type { UnifiedUsageField, UsageStyle } from './token-usage.ts';
 export interface UsageFieldRow {
   raw: string;
   unified: UnifiedUsageField;
-  /** Read instead when `raw` is absent: the first of the two present counts, never both. */
-  fallback?: string;
+  /** Read instead when `raw` is absent: the first present of `raw` and these counts, never two. */
+  fallback?: string | readonly string[];
+  /**
+   * Counted only when the raw counter `total` is present and equals the sum of the raw
+   * counters `parts`, all present: a vendor whose total says the row lies outside the others.
+   */
+  onlyIf?: { total: string; equalsSumOf: readonly string[] };
 }
 
 /** Where a stream event carries a usage object. */
 export interface StreamUsageSource {
   /** Value of the event data's `type` field; absent means any event. */
   eventType?: string;
-  /** Dotted path of the usage object inside the event data. */
+  /** Dotted path of the usage object inside the event data; a number segment indexes an array. */
   usagePath: string;
   /**
    * `replace`: the object holds all counters so far (later objects win whole);
@@ -20,6 +25,8 @@ export interface StreamUsageSource {
    * absent ones are kept as they were.
    */
   merge: 'replace' | 'overlay';
+  /** Read only when the sources before it found no usage object in the event. */
+  fallback?: boolean;
 }
 
 export interface UsageFieldTable {

@@ -1,15 +1,29 @@
 import type { UsageFieldTable } from './usage-field-table.ts';
 
-/** Chat completions: `usage` in the body; in streams the final chunk (choices: []) carries it. */
+const REASONING = 'completion_tokens_details.reasoning_tokens';
+
+/**
+ * Chat completions: `usage` in the body; in streams the final chunk (choices: []) carries it,
+ * or, from Moonshot, the last chunk's `choices[0].usage` (read only when the chunk has no
+ * top-level usage). Reasoning is part of `completion_tokens` (OpenAI, DeepSeek, OpenRouter),
+ * except from xAI, whose `total_tokens` is prompt + completion + reasoning: reasoning is added
+ * to the output only when the total says so, as any compatible channel may point at xAI.
+ * Cache hits: `prompt_tokens_details.cached_tokens`, else Moonshot's top-level
+ * `cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`.
+ */
 export const completionsUsageFields: UsageFieldTable = {
   style: 'completions',
   bodyUsagePath: 'usage',
   fields: [
     { raw: 'prompt_tokens', unified: 'input_tokens' },
     { raw: 'completion_tokens', unified: 'output_tokens' },
-    { raw: 'prompt_tokens_details.cached_tokens', unified: 'cached_tokens' },
-    { raw: 'completion_tokens_details.reasoning_tokens', unified: 'reasoning_tokens' },
+    { raw: REASONING, unified: 'output_tokens', onlyIf: { total: 'total_tokens', equalsSumOf: ['prompt_tokens', 'completion_tokens', REASONING] } },
+    { raw: 'prompt_tokens_details.cached_tokens', unified: 'cached_tokens', fallback: ['cached_tokens', 'prompt_cache_hit_tokens'] },
+    { raw: REASONING, unified: 'reasoning_tokens' },
   ],
-  stream: [{ usagePath: 'usage', merge: 'replace' }],
+  stream: [
+    { usagePath: 'usage', merge: 'replace' },
+    { usagePath: 'choices.0.usage', merge: 'replace', fallback: true },
+  ],
   streamHint: /"usage"\s*:\s*\{/,
 };
