@@ -197,6 +197,20 @@ t.test('DISC on a 200 answer that is not a model list: 502 discovery_failed, not
   t.notMatch(text, UPSTREAM_KEY, 'the credential is not in the answer');
 });
 
+t.test('DISC on a completions-style answer that is itself the array of models (Together\'s /v1/models): that is the whole list', async (t) => {
+  const answer = [
+    { id: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', object: 'model', created: 1733443200, type: 'chat', display_name: 'Llama 3.3 70B', context_length: 131072 },
+    { id: 'm-a', object: 'model', type: 'embedding' },
+  ];
+  const { upstream, discover } = await startDiscovery(t, 'ch21', (_req, res) => json(res, 200, answer), '/v1');
+  const { status, text, body } = await discover();
+  t.equal(status, 200, text);
+  t.same(body.data, { group_id: body.data.group_id, credential_id: body.data.credential_id, models: answer.map((m) => ({ id: m.id, configured: m.id === 'm-a' })), truncated: false });
+  t.equal(upstream.requests.length, 1, 'one list call: a bare array has no pages');
+  const bare = await startDiscovery(t, 'ch14', (_req, res) => json(res, 200, answer));
+  t.match((await bare.discover()).body.data, { reason: 'discovery_failed', detail: /no data array/ }, 'messages style has no bare list');
+});
+
 t.test('DISC lists only the entries whose id is a non-empty string', async (t) => {
   const { discover } = await startDiscovery(t, 'ch02', (_req, res) => json(res, 200, { object: 'list', data: [{ id: { x: 1 } }, { id: 42 }, { id: 'm-a' }, { id: '' }, { id: null }, {}, null, { id: 'm-b' }] }));
   const { status, text, body } = await discover();

@@ -10,6 +10,8 @@
  * upstream's default applies, so the first request is the same plain list call as ever.
  * Deployment style (`GET {endpoint}/openai/models?api-version=...`, "Models - List") answers
  * `{object: 'list', data: [{id, ...}]}` in one piece and takes no cursor: `paging` null.
+ * `bareList`: an answer that is itself the array of models is the whole list (some
+ * completions-compatible upstreams answer `GET /v1/models` so, Together's among them).
  */
 export const DISCOVERY_DIALECTS = {
   completions: {
@@ -19,6 +21,7 @@ export const DISCOVERY_DIALECTS = {
     bearer: true,
     extraHeaders: {},
     list: 'data',
+    bareList: true,
     id: 'id',
     stripPrefix: '',
     paging: { more: 'has_more', cursor: 'last_id', lastItemIsCursor: true, cursorParam: 'after' },
@@ -30,6 +33,7 @@ export const DISCOVERY_DIALECTS = {
     bearer: false,
     extraHeaders: { 'anthropic-version': '2023-06-01' },
     list: 'data',
+    bareList: false,
     id: 'id',
     stripPrefix: '',
     paging: { more: 'has_more', cursor: 'last_id', lastItemIsCursor: true, cursorParam: 'after_id' },
@@ -41,6 +45,7 @@ export const DISCOVERY_DIALECTS = {
     bearer: false,
     extraHeaders: {},
     list: 'models',
+    bareList: false,
     id: 'name',
     stripPrefix: 'models/',
     paging: { more: null, cursor: 'nextPageToken', lastItemIsCursor: false, cursorParam: 'pageToken' },
@@ -53,6 +58,7 @@ export const DISCOVERY_DIALECTS = {
     bearer: false,
     extraHeaders: {},
     list: 'data',
+    bareList: false,
     id: 'id',
     stripPrefix: '',
     paging: null,

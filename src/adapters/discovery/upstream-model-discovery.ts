@@ -200,7 +200,8 @@ function readPage(dialect: Dialect, text: string, listing: Listing): { more: fal
   } catch {
     throw new DiscoveryFailed('the upstream list is not JSON');
   }
-  const items: unknown = parsed?.[dialect.list];
+  const bare = dialect.bareList && Array.isArray(parsed);
+  const items: unknown = bare ? parsed : parsed?.[dialect.list];
   if (!parsed || !Array.isArray(items)) throw new DiscoveryFailed(`the upstream's answer has no ${dialect.list} array`);
   const ids = items.map((m) => (m as Record<string, unknown> | null)?.[dialect.id]).filter((id): id is string => typeof id === 'string' && id !== '');
   for (const id of ids) {
@@ -214,7 +215,7 @@ function readPage(dialect: Dialect, text: string, listing: Listing): { more: fal
     listing.seen.add(name);
     listing.bytes += bytes;
   }
-  if (!dialect.paging) return { more: false };
+  if (!dialect.paging || bare) return { more: false };
   const { more, cursor, lastItemIsCursor } = dialect.paging;
   const given = parsed[cursor];
   const next = typeof given === 'string' && given !== '' ? given : lastItemIsCursor ? ids.at(-1) : undefined;
