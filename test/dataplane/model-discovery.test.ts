@@ -205,7 +205,8 @@ t.test('DISC on a completions-style answer that is itself the array of models (T
   const { upstream, discover } = await startDiscovery(t, 'ch21', (_req, res) => json(res, 200, answer), '/v1');
   const { status, text, body } = await discover();
   t.equal(status, 200, text);
-  t.same(body.data, { group_id: body.data.group_id, credential_id: body.data.credential_id, models: answer.map((m) => ({ id: m.id, configured: m.id === 'm-a' })), truncated: false });
+  t.same(body.data.models, answer.map((m) => ({ id: m.id, configured: m.id === 'm-a' })));
+  t.equal(body.data.truncated, false);
   t.equal(upstream.requests.length, 1, 'one list call: a bare array has no pages');
   const bare = await startDiscovery(t, 'ch14', (_req, res) => json(res, 200, answer));
   t.match((await bare.discover()).body.data, { reason: 'discovery_failed', detail: /no data array/ }, 'messages style has no bare list');
