@@ -1,5 +1,5 @@
 import type { CredentialStore } from '../store/config-store.ts';
-import type { CredentialView } from '../store/records.ts';
+import type { CredentialView, Settings } from '../store/records.ts';
 import { firstHeaderValue, type HeaderMap } from '../upstream/index.ts';
 import { credentialStateAt } from './config-snapshot.ts';
 import { credentialLocation } from '../store/credential-location.ts';
@@ -27,7 +27,7 @@ export type CredentialVerdict = { action: 'disable'; reason: string } | { action
 
 /**
  * Picks credentials of a Group by weight among the usable ones and applies upstream
- * verdicts (disable on 401/403, cooldown on 429/5xx/connection failure). Decrypted secrets are
+ * verdicts (disable on 401/403, cooldown on 402/429/5xx/connection failure). Decrypted secrets are
  * cached per credential revision, together with the credential's own upstream address, so the
  * hot path neither decrypts nor looks the address up on every request. A verdict applies only
  * while the credential is at the revision whose secret was used: a 401 for a secret rotated
@@ -312,17 +312,26 @@ const CLIENT_RETRY_WAIT_LIMIT_MS = 30_000;
  */
 export const MAX_RETRY_AFTER_SECONDS = 86_400;
 
+/** The settings a cooldown without the upstream's own hint is taken from. */
+export type VerdictCooldowns = Pick<Settings, 'credential_cooldown_seconds' | 'server_error_cooldown_seconds'>;
+
 /**
- * The verdict for an upstream status (or null for a connection failure). The cooldown is the
- * upstream's own hint when it gives one: `retry-after-ms` (OpenAI-style upstreams; preferred,
- * it is the finer), else `retry-after` (seconds or an HTTP date, dated from `now`), else
- * `bodyDelayMs` (the body's own hint: Google's RetryInfo), else `credential_cooldown_seconds`.
+ * The verdict for an upstream status (or null for a connection failure). 401/403 disable, the
+ * reason naming the body's error code when it gave one (`bodyCode`, token-like: never its
+ * message). The cooldown is the upstream's own hint when it gives one: `retry-after-ms`
+ * (OpenAI-style upstreams; preferred, it is the finer), else `retry-after` (seconds or an HTTP
+ * date, dated from `now`), else `bodyDelayMs` (the body's own hint: Google's RetryInfo). Without
+ * one, a 5xx or a failed connection is the upstream's own health, which is back in seconds
+ * (an overload): `server_error_cooldown_seconds`; a 402 (out of credit) or 429 is the key's:
+ * `credential_cooldown_seconds`.
  */
-export function verdictFor(status: number | null, headers: HeaderMap | undefined, defaultCooldownSeconds: number, now = Date.now(), bodyDelayMs?: number): CredentialVerdict {
-  if (status === 401 || status === 403) return { action: 'disable', reason: `upstream answered ${status}` };
+export function verdictFor(status: number | null, headers: HeaderMap | undefined, cooldowns: VerdictCooldowns, now = Date.now(), bodyDelayMs?: number, bodyCode?: string): CredentialVerdict {
+  if (status === 401 || status === 403) return { action: 'disable', reason: bodyCode === undefined ? `upstream answered ${status}` : `upstream answered ${status} ${bodyCode}` };
+  const keys = status === 402 || status === 429;
   // 501: the upstream does not implement the path; the credential is fine.
-  if (status === null || status === 429 || (status >= 500 && status !== 501)) {
-    const ms = retryAfterMs(headers, now) ?? bodyDelayMs ?? defaultCooldownSeconds * 1000;
+  if (keys || status === null || (status >= 500 && status !== 501)) {
+    const fallbackSeconds = keys ? cooldowns.credential_cooldown_seconds : cooldowns.server_error_cooldown_seconds;
+    const ms = retryAfterMs(headers, now) ?? bodyDelayMs ?? fallbackSeconds * 1000;
     return { action: 'cooldown', ms: Math.min(ms, MAX_RETRY_AFTER_SECONDS * 1000) };
   }
   return { action: 'none' };

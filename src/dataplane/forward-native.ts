@@ -8,7 +8,7 @@ import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView, Settings } from '../store/records.ts';
 import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
-import { verdictFor, type CredentialAccess, type CredentialPool } from './credential-pool.ts';
+import { verdictFor, type CredentialAccess, type CredentialPool, type VerdictCooldowns } from './credential-pool.ts';
 import type { CredentialTurn } from './credential-rotation.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -89,7 +89,8 @@ export interface ForwardDeps {
   now(): number;
   idleTimeoutMs: number;
   headersTimeoutMs: number;
-  cooldownSeconds: number;
+  /** The cooldowns of verdicts without the upstream's own hint: credential_cooldown_seconds, server_error_cooldown_seconds. */
+  cooldowns: VerdictCooldowns;
   maxAttempts: number;
   /** `settings`: as read for an attempt after another's wait; the request's otherwise. */
   proxyFor(candidate: Candidate, credential: CredentialView, settings?: Settings): string | undefined;
@@ -339,11 +340,11 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
             watch.point(undefined);
             return read;
           };
-          // An error body that says more than its status (Google's shape) is read before the
-          // verdict: it is read whole for the client anyway, and successful answers never are.
-          failure = judgedByBody(input.op) && isReadableError(upstream) ? await readFailure() : undefined;
+          // An error body that says more than its status (Google's shape, an OpenAI 401/403's code)
+          // is read before the verdict: it is read whole for the client anyway, and successful answers never are.
+          failure = judgedByBody(input.op, upstream.status) && isReadableError(upstream) ? await readFailure() : undefined;
           const body = failure === undefined || failure instanceof DataPlaneError || failure.stream !== undefined ? undefined : failure.body;
-          const answer = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldownSeconds, deps.now());
+          const answer = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldowns, deps.now());
           if (answer.failsOver) {
             judged.push(await deps.pool.apply(credential, access, answer.verdict, deps.now()));
             const mayRetry = !bodyConsumed && (input.op.replay_safe || answer.rejectedBeforeProcessing);
@@ -616,7 +617,7 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   }
   const lost = failure.staleConnection ? CONNECTION_LOST : failure;
   attempt.error_code = lost.code;
-  at.judged.push(await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldownSeconds, deps.now()), deps.now()));
+  at.judged.push(await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldowns, deps.now()), deps.now()));
   const error = new DataPlaneError(lost.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${lost.code})`);
   return { error, candidate, credential, notDelivered: lost.notDelivered === true };
 }

@@ -1,4 +1,5 @@
 import type { HeaderMap } from '../upstream/index.ts';
+import { errorMemberOf, isObject } from './error-body-member.ts';
 
 /**
  * One `google.rpc.ErrorInfo` reason of Google's error shape (`{error:{code,message,status,
@@ -45,23 +46,10 @@ export interface GoogleErrorDetails {
   retryDelayMs: number | undefined;
 }
 
-/**
- * Error bodies in Google's shape are a few hundred bytes; a larger one is not parsed (its
- * status rules), so that no answer costs more than this to judge.
- */
-const GOOGLE_ERROR_PARSE_LIMIT = 64 * 1024;
-
-/** The details of a body in Google's error shape, or undefined for any other body. */
+/** The details of a body in Google's error shape (up to ERROR_BODY_PARSE_LIMIT), or undefined for any other body. */
 export function readGoogleError(body: Buffer): GoogleErrorDetails | undefined {
-  if (body.length > GOOGLE_ERROR_PARSE_LIMIT) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  const error = isObject(parsed) ? parsed['error'] : undefined;
-  if (!isObject(error) || typeof error['status'] !== 'string' || typeof error['code'] !== 'number') return undefined;
+  const error = errorMemberOf(body);
+  if (error === undefined || typeof error['status'] !== 'string' || typeof error['code'] !== 'number') return undefined;
   const details = Array.isArray(error['details']) ? error['details'].filter(isObject) : [];
   const info = details.find((d) => d['@type'] === ERROR_INFO);
   const retry = details.find((d) => d['@type'] === RETRY_INFO);
@@ -88,8 +76,4 @@ function durationMs(value: string): number | undefined {
   const match = DURATION.exec(value.trim());
   if (match === null) return undefined;
   return Math.ceil(Number(`${match[1]}.${match[2] ?? '0'}`) * 1000);
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

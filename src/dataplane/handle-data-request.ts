@@ -80,7 +80,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       now: deps.clock,
       idleTimeoutMs: options.streamIdleTimeoutMs ?? settings.stream_idle_timeout_seconds * 1000,
       headersTimeoutMs: options.headersTimeoutMs ?? settings.request_timeout_seconds * 1000,
-      cooldownSeconds: settings.credential_cooldown_seconds,
+      cooldowns: settings,
       maxAttempts: settings.max_attempts_per_request,
       proxyFor: (c, cred, now = settings) => managedProxyUrl(c.group.channel, cred, c.group, now),
       ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),

@@ -240,7 +240,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
               if (access.baseUrl === null) break;
               continue;
             }
-            judgedCredentials.push(await pool.apply(credential, access, verdictFor(null, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock()));
+            judgedCredentials.push(await pool.apply(credential, access, verdictFor(null, undefined, settings, deps.clock()), deps.clock()));
             // As forward-native: a connect timeout is answered as a timeout when it is the last failure.
             lastFailure = { error: new DataPlaneError(outcome.code === 'upstream_connect_timeout' ? 'upstream_timeout' : 'upstream_unreachable', `(${outcome.code})`), candidate, credential };
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably saw nothing.
@@ -264,8 +264,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             const headers = clientResponseHeaders(outcome.headers, true);
             // An answer the gateway cannot decode to mask: this attempt's failure, weighed by its status all the same.
             const answer = maskedOrUndecodable<UpstreamAnswer>(attempt, () => ({ status: outcome.status, headers, body: maskUpstreamSecret(headers, outcome.body, secret), candidate, credential }));
-            // As forward-native: the body in Google's error shape (the live operation's) is judged too.
-            const judged = judgeUpstreamAnswer(outcome.status, outcome.headers, op, answer instanceof DataPlaneError ? undefined : answer.body, req.headers, settings.credential_cooldown_seconds, deps.clock());
+            // As forward-native: the body in Google's error shape (the live operation's), or an OpenAI 401/403's code, is judged too.
+            const judged = judgeUpstreamAnswer(outcome.status, outcome.headers, op, answer instanceof DataPlaneError ? undefined : answer.body, req.headers, settings, deps.clock());
             if (judged.failsOver) judgedCredentials.push(await pool.apply(credential, access, judged.verdict, deps.clock()));
             // As forward-native: an operation unsafe to replay moves on only when the upstream provably rejected it before processing.
             if (judged.failsOver && (op.replay_safe || judged.rejectedBeforeProcessing)) {
@@ -285,7 +285,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             // The attempt holds the code the upstream failed the session with, as it holds a failed answer's status.
             attempt.error_code = `upstream_close_${end.upstreamErrorCode}`;
             // "Try Again Later" is the upstream's 503: the credential cools down as for one.
-            if (end.upstreamErrorCode === TRY_AGAIN_LATER) await pool.apply(credential, access, verdictFor(503, undefined, settings.credential_cooldown_seconds, deps.clock()), deps.clock());
+            if (end.upstreamErrorCode === TRY_AGAIN_LATER) await pool.apply(credential, access, verdictFor(503, undefined, settings, deps.clock()), deps.clock());
           }
           return;
         }

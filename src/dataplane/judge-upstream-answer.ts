@@ -1,8 +1,9 @@
 import type { OperationEntry } from '../generated/index.ts';
 import type { HeaderMap } from '../upstream/index.ts';
-import { verdictFor, type CredentialVerdict } from './credential-pool.ts';
+import { verdictFor, type CredentialVerdict, type VerdictCooldowns } from './credential-pool.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { credentialReason, readGoogleError } from './google-error-reasons.ts';
+import { notAboutTheKey, readOpenAIErrorCode } from './openai-error-codes.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
 export interface AnswerJudgement {
@@ -12,8 +13,13 @@ export interface AnswerJudgement {
   verdict: CredentialVerdict;
 }
 
-/** Whether an operation's error answers are to be read before they are judged: Google's error shape says more than its status. */
-export const judgedByBody = (op: OperationEntry): boolean => op.error_style === 'generate';
+/**
+ * Whether an error answer is to be read before it is judged, because its body says more than its
+ * status: any in Google's shape (generate style), a 401/403 in OpenAI's (completions style, whose
+ * other statuses the status alone judges).
+ */
+export const judgedByBody = (op: OperationEntry, status: number): boolean =>
+  op.error_style === 'generate' || (op.error_style === 'completions' && (status === 401 || status === 403));
 
 /**
  * Judges an upstream error answer. In the generate style, `body` (the answer's body, read whole,
@@ -21,20 +27,29 @@ export const judgedByBody = (op: OperationEntry): boolean => op.error_style === 
  * (google-error-reasons.ts) disables it and fails over, whatever the status (400 for an invalid
  * or expired key); a 401/403 without one is about what the request asked for (a file, a cached
  * content or a tuned model that is not the key's, or gone) and goes to the client as sent, no
- * verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. Any other
- * answer (another style, another body) is judged by its status.
+ * verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. In the
+ * completions style, a 401/403 whose body's `error.code` is about the request or the gateway's
+ * location (openai-error-codes.ts: a model the project lacks, an unsupported region) goes to the
+ * client as sent, no verdict; any other disables, its reason naming that code. Any other answer
+ * (another style, another body) is judged by its status.
  */
-export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: OperationEntry, body: Buffer | undefined, clientHeaders: HeaderMap, cooldownSeconds: number, now: number): AnswerJudgement {
-  const google = body !== undefined && judgedByBody(op) ? readGoogleError(body) : undefined;
+export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: OperationEntry, body: Buffer | undefined, clientHeaders: HeaderMap, cooldowns: VerdictCooldowns, now: number): AnswerJudgement {
+  const read = body !== undefined && judgedByBody(op, status) ? body : undefined;
+  const google = read !== undefined && op.error_style === 'generate' ? readGoogleError(read) : undefined;
   if (google !== undefined && (status === 400 || status === 401 || status === 403)) {
     const reason = credentialReason(google, clientHeaders);
     if (reason !== undefined) return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered ${status} ${reason}` } };
-    if (status !== 400) return { failsOver: false, rejectedBeforeProcessing: false, verdict: { action: 'none' } };
+    if (status !== 400) return NOT_THE_KEYS;
   }
+  const code = read !== undefined && op.error_style === 'completions' ? readOpenAIErrorCode(read) : undefined;
+  if (notAboutTheKey(code)) return NOT_THE_KEYS;
   const failsOver = FAILOVER_STATUSES(status, op);
   return {
     failsOver,
     rejectedBeforeProcessing: REJECTED_BEFORE_PROCESSING(status),
-    verdict: failsOver ? verdictFor(status, headers, cooldownSeconds, now, google?.retryDelayMs) : { action: 'none' },
+    verdict: failsOver ? verdictFor(status, headers, cooldowns, now, google?.retryDelayMs, code) : { action: 'none' },
   };
 }
+
+/** An answer about what the request asked for, not about the key: to the client as sent. */
+const NOT_THE_KEYS: AnswerJudgement = Object.freeze({ failsOver: false, rejectedBeforeProcessing: false, verdict: Object.freeze({ action: 'none' }) });

@@ -9,5 +9,6 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = {
   request_timeout_seconds: 590,
   stream_idle_timeout_seconds: 120,
   credential_cooldown_seconds: 60,
+  server_error_cooldown_seconds: 5,
   max_attempts_per_request: 3,
 };

@@ -121,6 +121,8 @@ export interface Settings {
   /** An upstream stream silent this long is ended with the protocol's error event. */
   stream_idle_timeout_seconds: number;
   credential_cooldown_seconds: number;
+  /** The cooldown of a 5xx or failed connection without the upstream's own hint: its health, back in seconds. */
+  server_error_cooldown_seconds: number;
   max_attempts_per_request: number;
 }
 

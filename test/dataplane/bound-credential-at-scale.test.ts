@@ -32,7 +32,7 @@ t.test('requests bound to a cooling credential of 2,000 are refused with its hin
     now: () => now,
     idleTimeoutMs: 5000,
     headersTimeoutMs: 5000,
-    cooldownSeconds: 60,
+    cooldowns: { credential_cooldown_seconds: 60, server_error_cooldown_seconds: 5 },
     maxAttempts: 3,
     proxyFor: () => undefined,
   };

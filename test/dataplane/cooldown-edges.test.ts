@@ -23,7 +23,7 @@ const rfc850 = (d: Date) => `${LONG_DAYS[d.getUTCDay()]}, ${two(d.getUTCDate())}
 const imfFixdate = (d: Date) => `${DAYS[d.getUTCDay()]}, ${two(d.getUTCDate())} ${MONTHS[d.getUTCMonth()]} ${d.getUTCFullYear()} ${clock(d)} GMT`;
 
 function cooldownMs(headers: Record<string, string>, now = NOW): number | undefined {
-  const verdict = verdictFor(429, headers, DEFAULT_COOLDOWN_SECONDS, now);
+  const verdict = verdictFor(429, headers, { credential_cooldown_seconds: DEFAULT_COOLDOWN_SECONDS, server_error_cooldown_seconds: 5 }, now);
   return verdict.action === 'cooldown' ? verdict.ms : undefined;
 }
 

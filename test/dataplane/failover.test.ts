@@ -192,7 +192,8 @@ t.test('5xx: the next credential, then the next Group by priority', async (t) =>
       { group_id: String(middle.group.id), credential_id: String(middle.credentials[0]!.id), status: 200, error_code: null },
     ],
   });
-  const cooldownSeconds = (await gw.store.settings.get()).credential_cooldown_seconds;
+  // A 5xx without a hint is the upstream's health: server_error_cooldown_seconds, not the key's credential_cooldown_seconds.
+  const cooldownSeconds = (await gw.store.settings.get()).server_error_cooldown_seconds;
   for (const c of high.credentials) {
     const view = await credentialView(gw.store, high.group.id, c.id);
     t.equal(view.state, 'cooldown', `credential ${c.id} cools down after a 5xx`);
@@ -302,14 +303,14 @@ t.test('every credential cooling down: 503 no_available_credential, nothing sent
 });
 
 t.test('every credential cooling down for the default cooldown: the 503 tells the SDKs not to retry', async (t) => {
-  const upstream = await upstreamBySecret(t, { 'sk-a': status(500) });
+  const upstream = await upstreamBySecret(t, { 'sk-a': status(429) });
   const gw = await gateway(t);
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
-  t.equal((await chat(gw, keyValue)).res.status, 500);
+  t.equal((await chat(gw, keyValue)).res.status, 429);
   const second = await chat(gw, keyValue);
   t.equal(second.res.status, 503);
-  // The default credential_cooldown_seconds (60) is beyond the 30 s an SDK is left to wait.
+  // A 429's default credential_cooldown_seconds (60) is beyond the 30 s an SDK is left to wait.
   t.equal(second.res.headers.get('x-should-retry'), 'false');
   t.ok(Number(second.res.headers.get('retry-after-ms')) > 30_000, 'the wait is still given');
 });

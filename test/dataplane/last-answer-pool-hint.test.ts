@@ -98,7 +98,8 @@ t.test("a WebSocket upgrade's last refusal passed on after failover carries the 
 
 t.test("a WebSocket upgrade whose only credential cannot be reached: the gateway's 502 carries the pool's hint", async (t) => {
   const { gw, group, wsUrl } = await realtimeRoute(t, await closedPortUrl(), { upstreamKeys: ['sk-only'], options: { clock: () => NOW } });
-  await gw.store.settings.save({ credential_cooldown_seconds: 3600 });
+  // A failed connection cools down for server_error_cooldown_seconds.
+  await gw.store.settings.save({ server_error_cooldown_seconds: 3600 });
   const answer = await upgradeAnswer(wsUrl);
   t.equal(answer.status, 502);
   t.match(JSON.parse(answer.body), { error: { code: 'upstream_unreachable' } });

@@ -42,10 +42,11 @@ async function chat(gw: Gateway, keyValue: string): Promise<number> {
 }
 
 t.test('a cooldown ending now (credential_cooldown_seconds 0) writes nothing', async (t) => {
-  const { gw, key, snapshot } = await setup(t, (res) => answer(res, 500));
+  // A 429 without a hint: the cooldown credential_cooldown_seconds gives (a 5xx's is server_error_cooldown_seconds).
+  const { gw, key, snapshot } = await setup(t, (res) => answer(res, 429));
   t.equal((await gw.api('PUT', '/api/settings', { body: { credential_cooldown_seconds: 0 } })).status, 200);
   const before = snapshot();
-  for (let i = 0; i < 3; i++) t.equal(await chat(gw, key.value), 500);
+  for (let i = 0; i < 3; i++) t.equal(await chat(gw, key.value), 429);
   t.same(snapshot(), before, 'the config file was not rewritten');
 });
 

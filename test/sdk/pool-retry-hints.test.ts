@@ -23,9 +23,10 @@ async function recordsOf(gw: Gateway, keyId: number) {
 t.test('openai, default retries: the only credential answers 500: the SDK raises that 500, told not to retry it', async (t) => {
   const upstream = await startUpstream((_req, res) => writeJson(res, 500, { error: { message: 'boom upstream', type: 'server_error', code: 'server_error' } }));
   t.teardown(() => upstream.close());
-  // The gateway's clock stands still: the cooldown (the default 60 s) is all the wait, however slow the machine.
+  // The gateway's clock stands still: the cooldown (60 s, beyond the 30 s an SDK is left to wait) is all the wait, however slow the machine.
   const now = Date.now();
   const { gw, keyValue, keyId } = await gatewayFor(t, upstream.url, 'ch02', 'x-completions', 'team-chat', ['sk-only'], () => now);
+  await gw.store.settings.save({ server_error_cooldown_seconds: 60 });
   const err = await new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1` }).chat.completions.create({ model: 'team-chat', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
   t.type(err, OpenAIInternalServerError);
   t.equal((err as OpenAIInternalServerError).status, 500);
@@ -42,6 +43,7 @@ t.test('anthropic, default retries: the only credential cannot be reached: the S
   await probe.close();
   const now = Date.now();
   const { gw, keyValue, keyId } = await gatewayFor(t, probe.url, 'ch14', 'x-messages', 'team-msg', ['sk-only'], () => now);
+  await gw.store.settings.save({ server_error_cooldown_seconds: 60 });
   const err = await new Anthropic({ apiKey: keyValue, baseURL: gw.url }).messages.create({ model: 'team-msg', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
   t.type(err, AnthropicInternalServerError);
   t.equal((err as AnthropicInternalServerError).status, 502);

@@ -36,5 +36,9 @@ export interface SettingsBody {
    */
   stream_idle_timeout_seconds?: number;
   credential_cooldown_seconds?: number;
+  /**
+   * How long a credential cools down after a 5xx (or 529) or a failed connection when the upstream gives no retry hint: the upstream's health, not the key's.
+   */
+  server_error_cooldown_seconds?: number;
   max_attempts_per_request?: number;
 }

@@ -1,0 +1,181 @@
+import t, { type Test } from 'tap';
+import type { ServerResponse } from 'node:http';
+import OpenAI from 'openai';
+import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
+import { startGateway, type Gateway } from '../management/support/gateway.ts';
+import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
+import { chatBody, closedPortUrl, completionJson, createKey, seedGroup } from './helpers/dataplane-scenarios.ts';
+import { secretOf } from './helpers/upstream-behaviours.ts';
+
+// Vendors' limit, credit and overload answers, judged as their users expect: an OpenAI 403 about
+// a model or the gateway's region is not the key's fault; a 402 (out of credit) fails over and
+// cools the key down; a hint-less overload (5xx, 529, no connection) cools it down only for
+// server_error_cooldown_seconds, and the client is told to retry after that.
+
+const MODEL_DENIED = JSON.stringify({ error: { message: 'Project `proj_abc` does not have access to model `gpt-4.1`', type: 'invalid_request_error', param: null, code: 'model_not_found' } });
+const REGION_DENIED = JSON.stringify({ error: { code: 'unsupported_country_region_territory', message: 'Country, region, or territory not supported', param: null, type: 'request_forbidden' } });
+const NO_BALANCE = JSON.stringify({ error: { message: 'Insufficient Balance', type: 'unknown_error', param: null, code: 'invalid_request_error' } });
+
+function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(body);
+}
+
+const modelOf = (req: RecordedUpstreamRequest) => String(JSON.parse(req.body.toString() || '{}').model);
+
+function okAnswer(req: RecordedUpstreamRequest, res: ServerResponse): void {
+  if (req.url?.startsWith('/v1/embeddings')) return send(res, 200, JSON.stringify({ object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1] }], model: modelOf(req), usage: { prompt_tokens: 1, total_tokens: 1 } }));
+  if (req.url?.startsWith('/v1/messages')) return send(res, 200, JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'claude', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } }));
+  if (req.url?.includes(':generateContent')) return send(res, 200, JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'hi' }] }, finishReason: 'STOP' }], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } }));
+  send(res, 200, completionJson(modelOf(req)));
+}
+
+interface CredentialRow {
+  id: number;
+  state: string;
+  disabled_reason: string | null;
+  cooldown_until: string | null;
+}
+
+const PROTOCOLS = ['x-completions', 'x-chat-embeddings', 'x-messages', 'x-generate'];
+
+async function setup(t: Test, o: { channel?: string; secrets: string[]; models?: { external: string; upstream: string }[]; baseUrl?: string; settings?: Record<string, number> }, respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void = okAnswer) {
+  const upstream = await startUpstream(respond);
+  t.teardown(() => upstream.close());
+  const gw: Gateway = await startGateway(t, { mountDataPlane: dataPlaneMount(), clock: Date.now });
+  if (o.settings !== undefined) t.equal((await gw.api('PUT', '/api/settings', { body: o.settings })).status, 200, 'settings saved');
+  const models = o.models ?? [{ external: 'team', upstream: 'vendor-model' }];
+  const { group, credentials } = await seedGroup(gw.server.store, { channel: o.channel ?? 'ch02', baseUrl: o.baseUrl ?? upstream.url, models, secrets: o.secrets });
+  const { keyValue } = await createKey(gw.server.store, { protocols: PROTOCOLS });
+  const listed = async () => {
+    const rows = ((await gw.api('GET', `/api/groups/${group.id}/credentials`)).json as { data: CredentialRow[] }).data;
+    return (secret: string) => rows.find((c) => c.id === credentials[o.secrets.indexOf(secret)]!.id)!;
+  };
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${gw.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'x-api-key': keyValue, 'x-goog-api-key': keyValue, 'anthropic-version': '2023-06-01', 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const chat = (model = 'team') => post('/v1/chat/completions', chatBody(model));
+  const embed = (model = 'team') => post('/v1/embeddings', { model, input: 'hi' });
+  const message = () => post('/v1/messages', { model: 'team', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+  const generate = () => post('/v1beta/models/team:generateContent', { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] });
+  return { upstream, gw, keyValue, listed, chat, embed, message, generate };
+}
+
+/** That a credential cools down for `seconds` from an attempt made between `from` and now. */
+function coolsFor(t: Test, row: CredentialRow, from: number, seconds: number): void {
+  const to = Date.now();
+  const until = row.cooldown_until === null ? NaN : Date.parse(row.cooldown_until);
+  t.equal(row.state, 'cooldown', `credential ${row.id} cools down`);
+  t.ok(until >= from + seconds * 1000 && until <= to + seconds * 1000, `for ${seconds} s: until ${row.cooldown_until}`);
+}
+
+t.test('an OpenAI 403 model_not_found goes to the client as sent: one attempt, every credential active, other models still served', async (t) => {
+  const secrets = ['sk-a', 'sk-b', 'sk-c'];
+  const models = [{ external: 'mini', upstream: 'gpt-4o-mini' }, { external: 'big', upstream: 'gpt-4.1' }];
+  const { upstream, listed, chat } = await setup(t, { secrets, models }, (req, res) => (modelOf(req) === 'gpt-4.1' ? send(res, 403, MODEL_DENIED) : okAnswer(req, res)));
+  const denied = await chat('big');
+  t.equal(denied.status, 403);
+  t.same(await denied.json(), JSON.parse(MODEL_DENIED), 'the upstream body, as sent');
+  t.equal(upstream.requests.length, 1, 'no other credential was tried');
+  const state = await listed();
+  for (const s of secrets) t.same([state(s).state, state(s).disabled_reason], ['active', null], `${s} stays active`);
+  for (let i = 0; i < secrets.length; i++) t.equal((await chat('mini')).status, 200, 'the other model is served');
+});
+
+t.test('an OpenAI 403 about the region goes to the client as sent, also from an operation not replay_safe', async (t) => {
+  const secrets = ['sk-a', 'sk-b', 'sk-c'];
+  const { upstream, listed, chat, embed } = await setup(t, { channel: 'ch03', secrets }, (_req, res) => send(res, 403, REGION_DENIED));
+  for (const [name, call] of [['chat', chat], ['embeddings', embed]] as const) {
+    const before = upstream.requests.length;
+    const res = await call();
+    t.equal(res.status, 403, name);
+    t.same(await res.json(), JSON.parse(REGION_DENIED), `${name}: the upstream body, as sent`);
+    t.equal(upstream.requests.length - before, 1, `${name}: one attempt`);
+  }
+  const state = await listed();
+  for (const s of secrets) t.same([state(s).state, state(s).disabled_reason], ['active', null], `${s} stays active`);
+});
+
+t.test('a 401/403 with another code, or none, still disables and fails over; the reason names a token-like code, never the message', async (t) => {
+  const secrets = ['sk-revoked', 'sk-plain', 'sk-odd', 'sk-ok'];
+  const bodies: Record<string, [number, string]> = {
+    'sk-revoked': [401, JSON.stringify({ error: { message: 'Incorrect API key provided: sk-revoked.', type: 'invalid_request_error', param: null, code: 'invalid_api_key' } })],
+    'sk-plain': [403, JSON.stringify({ error: { message: 'Forbidden', type: 'invalid_request_error' } })],
+    'sk-odd': [401, JSON.stringify({ error: { message: 'no', code: 'key sk-odd is bad' } })],
+  };
+  const { upstream, listed, chat } = await setup(t, { secrets, settings: { max_attempts_per_request: 4 } }, (req, res) => {
+    const answer = bodies[secretOf(req)];
+    return answer === undefined ? okAnswer(req, res) : send(res, answer[0], answer[1]);
+  });
+  // Round-robin starts anywhere: a request per credential reaches each.
+  for (let i = 0; i < secrets.length; i++) t.equal((await chat()).status, 200, 'served by the healthy credential');
+  t.ok(upstream.requests.length > secrets.length, 'the refused credentials were failed over');
+  const state = await listed();
+  // Exactly: a pattern would take any reason that begins so.
+  t.same([state('sk-revoked').state, state('sk-revoked').disabled_reason], ['disabled', 'upstream answered 401 invalid_api_key']);
+  t.same([state('sk-plain').state, state('sk-plain').disabled_reason], ['disabled', 'upstream answered 403']);
+  t.same([state('sk-odd').state, state('sk-odd').disabled_reason], ['disabled', 'upstream answered 401'], 'a code that is not token-like is left out');
+  t.match(state('sk-ok'), { state: 'active' });
+});
+
+t.test('402 out of credit fails over, also from an operation not replay_safe, and cools the key down for credential_cooldown_seconds', async (t) => {
+  const secrets = ['sk-broke', 'sk-ok'];
+  const { upstream, listed, chat, embed } = await setup(t, { channel: 'ch03', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 402, NO_BALANCE) : okAnswer(req, res)));
+  const sentAt = Date.now();
+  // The Group's rotation starts at its first credential.
+  t.equal((await embed()).status, 200, 'embeddings served');
+  t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the broke credential, then the next');
+  coolsFor(t, (await listed())('sk-broke'), sentAt, 300);
+  for (let i = 0; i < 2; i++) t.equal((await chat()).status, 200, 'chat served');
+  t.same(upstream.requests.slice(2).map(secretOf), ['sk-ok', 'sk-ok'], 'the broke credential is left alone while it cools down');
+});
+
+for (const [name, channel, call, body] of [
+  ['an Anthropic 529 overloaded_error', 'ch14', 'message', { status: 529, text: JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' }, request_id: 'req_1' }) }],
+  ['a Gemini 503 UNAVAILABLE', 'ch15', 'generate', { status: 503, text: JSON.stringify({ error: { code: 503, message: 'The model is overloaded. Please try again later.', status: 'UNAVAILABLE' } }) }],
+] as const) {
+  t.test(`${name} without a hint cools the only credential down for server_error_cooldown_seconds, and the client is told to retry after it`, async (t) => {
+    const { listed, ...calls } = await setup(t, { channel, secrets: ['sk-only'], settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (_req, res) => send(res, body.status, body.text));
+    const sentAt = Date.now();
+    const res = await calls[call]();
+    t.equal(res.status, body.status, 'the upstream answer, as sent');
+    t.ok(Number(res.headers.get('retry-after')) >= 1 && Number(res.headers.get('retry-after')) <= 7, `retry-after ${res.headers.get('retry-after')}: the short cooldown`);
+    t.equal(res.headers.get('x-should-retry'), null, 'nothing tells the SDKs not to retry');
+    coolsFor(t, (await listed())('sk-only'), sentAt, 7);
+    const refused = await calls[call]();
+    t.equal(refused.status, 503, 'no credential usable meanwhile');
+    t.ok(Number(refused.headers.get('retry-after')) <= 7, 'its retry-after is the short cooldown left');
+    t.equal(refused.headers.get('x-should-retry'), null);
+  });
+}
+
+t.test("a 503's retry-after wins over server_error_cooldown_seconds", async (t) => {
+  const { listed, chat } = await setup(t, { secrets: ['sk-only'], settings: { server_error_cooldown_seconds: 7 } }, (_req, res) => send(res, 503, '{"error":{"message":"busy"}}', { 'retry-after': '20' }));
+  const sentAt = Date.now();
+  t.equal((await chat()).status, 503);
+  coolsFor(t, (await listed())('sk-only'), sentAt, 20);
+});
+
+t.test('a 429 without a hint keeps credential_cooldown_seconds', async (t) => {
+  const { listed, chat } = await setup(t, { secrets: ['sk-only'], settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (_req, res) => send(res, 429, '{"error":{"message":"slow down","code":"rate_limit_exceeded"}}'));
+  const sentAt = Date.now();
+  t.equal((await chat()).status, 429);
+  coolsFor(t, (await listed())('sk-only'), sentAt, 300);
+});
+
+t.test('a failed connection cools the credential down for server_error_cooldown_seconds', async (t) => {
+  const { listed, chat } = await setup(t, { secrets: ['sk-only'], baseUrl: await closedPortUrl(), settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } });
+  const sentAt = Date.now();
+  const res = await chat();
+  t.equal(res.status, 502);
+  t.equal(res.headers.get('x-should-retry'), null, 'the SDKs may retry');
+  coolsFor(t, (await listed())('sk-only'), sentAt, 7);
+});
+
+t.test("the openai SDK's own retry of a hint-less 503 on the only credential is served once the short cooldown ends", async (t) => {
+  let answered = 0;
+  const { gw, keyValue, upstream } = await setup(t, { secrets: ['sk-only'], settings: { server_error_cooldown_seconds: 1 } }, (req, res) => (answered++ === 0 ? send(res, 503, '{"error":{"message":"overloaded"}}') : okAnswer(req, res)));
+  const client = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, maxRetries: 1 });
+  const completion = await client.chat.completions.create({ model: 'team', messages: [{ role: 'user', content: 'hi' }] });
+  t.equal(completion.model, 'vendor-model', 'the retry was served');
+  t.equal(upstream.requests.length, 2, 'the 503, then the retry');
+});
