@@ -136,12 +136,18 @@ function combos(file: string): { batches: number[]; blooms: number[] } {
   }
 }
 
+/** A log store in `d` (batches of 100, written only when flushed or closed) holding `all`. */
+function storeHolding(d: string, all: readonly LogRecord[]): ReturnType<typeof openSqliteLogStore> {
+  const store = openSqliteLogStore(d, { batchSize: 100, flushIntervalMs: 3_600_000 });
+  for (const x of all) store.append(x);
+  return store;
+}
+
 t.test('lists with several filters match the records, through SqliteLogStore, WorkerLogStore and the reader', async (t) => {
   const r = random(20261127);
   const all = records(r, 3000);
   const d = dir(t);
-  const store = openSqliteLogStore(d, { batchSize: 100, flushIntervalMs: 3_600_000 });
-  for (const x of all) store.append(x);
+  const store = storeHolding(d, all);
   await store.flush();
   await compareLists(t, r, store, all, 'SqliteLogStore');
   await store.close();
@@ -191,8 +197,7 @@ t.test('a file without log_batch_combos is read without it, then filled at open'
   const r = random(77);
   const all = records(r, 2000);
   const d = dir(t);
-  const store = openSqliteLogStore(d, { batchSize: 100, flushIntervalMs: 3_600_000 });
-  for (const x of all) store.append(x);
+  const store = storeHolding(d, all);
   await store.close();
   const file = join(d, LOG_DB_FILE);
   const db = new Database(file);
@@ -229,8 +234,7 @@ t.test('prune keeps a bloom per batch, for rewritten batches too', async (t) => 
   // In time order, so that prune deletes the older batches whole and rewrites the one it cuts.
   const all = records(r, 2000).sort((a, b) => a.created_at - b.created_at);
   const d = dir(t);
-  const store = openSqliteLogStore(d, { batchSize: 100, flushIntervalMs: 3_600_000 });
-  for (const x of all) store.append(x);
+  const store = storeHolding(d, all);
   await store.flush();
   const cut = BASE + 1000 * 1000 + 500;
   t.ok((await store.prune(cut)) > 0);
@@ -249,8 +253,7 @@ t.test('a rebuild of the derived tables rebuilds the blooms', async (t) => {
   const r = random(9);
   const all = records(r, 1000);
   const d = dir(t);
-  const store = openSqliteLogStore(d, { batchSize: 100, flushIntervalMs: 3_600_000 });
-  for (const x of all) store.append(x);
+  const store = storeHolding(d, all);
   await store.close();
   const file = join(d, LOG_DB_FILE);
   const db = new Database(file);
@@ -274,8 +277,7 @@ t.test('/api/logs with several filters answers what filtering the records gives'
   });
   const gw = await startGateway(t, {
     openLogStore: async (d) => {
-      const store = openSqliteLogStore(d, { batchSize: 100, flushIntervalMs: 3_600_000 });
-      for (const x of all) store.append(x);
+      const store = storeHolding(d, all);
       await store.flush();
       return store;
     },
