@@ -75,6 +75,7 @@ export const OPERATION_IDS = [
   "voices-delete",
   "voices-list",
   "voices-retrieve",
+  "voices-sample",
   "voices-update"
 ] as const;
 export type OperationId = (typeof OPERATION_IDS)[number];
@@ -359,6 +360,7 @@ export const PROTOCOLS: Readonly<Record<ProtocolId, ProtocolEntry & { id: Protoc
       "voices-list",
       "voices-create",
       "voices-retrieve",
+      "voices-sample",
       "voices-update",
       "voices-delete",
       "audio-transcriptions-realtime"
@@ -940,6 +942,26 @@ export const OPERATIONS: Readonly<Record<OperationId, OperationEntry & { id: Ope
     "method": "GET",
     "path": "/x-suite/v1/audio/voices/{voice_id}",
     "upstream_path": "/v1/audio/voices/{voice_id}",
+    "capability": "x-suite",
+    "stream": "none",
+    "body": "none",
+    "model": "none",
+    "replay_safe": true,
+    "preserve_upstream_status": false,
+    "counts_tokens": false,
+    "error_style": "completions",
+    "resource": {
+      "kind": "voice",
+      "path_parameter": "voice_id",
+      "creates": false
+    }
+  },
+  "voices-sample": {
+    "id": "voices-sample",
+    "protocol": "x-suite",
+    "method": "GET",
+    "path": "/x-suite/v1/audio/voices/{voice_id}/sample",
+    "upstream_path": "/v1/audio/voices/{voice_id}/sample",
     "capability": "x-suite",
     "stream": "none",
     "body": "none",

@@ -7,6 +7,9 @@ import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.
 // the credential that created it: its retrieval, update and deletion go there only, as for a
 // stored response (docs/data-plane.md). The substitute upstream keeps voices per account.
 
+/** A voice's sample as the upstream serves it: binary, passed on byte for byte. */
+const SAMPLE_AUDIO = Buffer.from([0x52, 0x49, 0x46, 0x46, 0x00, 0xff, 0x0d, 0x0a, 0x57, 0x41, 0x56, 0x45]);
+
 async function setup(t: Test) {
   const voices = new Map<string, string>();
   let created = 0;
@@ -21,9 +24,16 @@ async function setup(t: Test) {
       voices.set(id, account);
       return json(201, { id, name: 'mine' });
     }
-    const id = req.url.split('/').pop()!;
+    const parts = req.url.split('/');
+    const sample = parts.at(-1) === 'sample';
+    const id = sample ? parts.at(-2)! : parts.at(-1)!;
     if (id === 'voices') return json(200, { items: [...voices].filter(([, a]) => a === account).map(([v]) => v) });
     if (voices.get(id) !== account) return json(404, { detail: 'voice not found' });
+    if (sample) {
+      res.writeHead(200, { 'content-type': 'audio/wav' });
+      res.end(SAMPLE_AUDIO);
+      return;
+    }
     if (req.method === 'DELETE') voices.delete(id);
     return json(200, { id, name: 'mine' });
   });
@@ -33,8 +43,9 @@ async function setup(t: Test) {
     const headers: Record<string, string> = { authorization: `Bearer ${keyValue}` };
     if (typeof body === 'string') headers['content-type'] = 'application/json';
     const res = await fetch(`${gw.url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
-    const answer = (await res.json()) as { id?: string; error?: { code: string; message: string } };
-    return { status: res.status, answer, record: await waitForLog(gw, res.headers.get('x-switchyard-request-id')), headers: res.headers };
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const answer = (res.headers.get('content-type')?.includes('json') ? JSON.parse(bytes.toString('utf8')) : {}) as { id?: string; error?: { code: string; message: string } };
+    return { status: res.status, answer, bytes, record: await waitForLog(gw, res.headers.get('x-switchyard-request-id')), headers: res.headers };
   };
   const create = async () => {
     const form = new FormData();
@@ -56,6 +67,11 @@ t.test('retrieval, update and deletion of a created voice go to the credential t
     t.equal(got.record.credential_id, credentialId, `retrieval #${i}: the creating credential`);
     t.equal(got.record.attempt_count, 1, `retrieval #${i}: no other credential tried`);
   }
+  const sample = await call('GET', `/x-suite/v1/audio/voices/${id}/sample`);
+  t.equal(sample.status, 200, 'its sample');
+  t.same(sample.bytes, SAMPLE_AUDIO, 'the sample audio as the upstream sent it');
+  t.equal(sample.record.credential_id, credentialId, 'the sample: the creating credential');
+  t.equal(sample.record.operation, 'voices-sample');
   const updated = await call('PATCH', `/x-suite/v1/audio/voices/${id}`, JSON.stringify({ name: 'renamed' }));
   t.equal(updated.status, 200, 'update');
   t.equal(updated.record.credential_id, credentialId);
