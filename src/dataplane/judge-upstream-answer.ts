@@ -29,8 +29,9 @@ export const judgedByBody = (op: OperationEntry, status: number): boolean =>
  * content or a tuned model that is not the key's, or gone) and goes to the client as sent, no
  * verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. In the
  * completions style, a 401/403 whose body's `error.code` is about the request or the gateway's
- * location (openai-error-codes.ts: a model the project lacks, an unsupported region) goes to the
- * client as sent, no verdict; any other disables, its reason naming that code. Any other answer
+ * location (openai-error-codes.ts: a model the project lacks, an unsupported region) moves on
+ * to the next key or Group with no verdict (the last such answer goes to the client as sent);
+ * any other disables, its reason naming that code. Any other answer
  * (another style, another body) is judged by its status.
  */
 export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: OperationEntry, body: Buffer | undefined, clientHeaders: HeaderMap, cooldowns: VerdictCooldowns, now: number): AnswerJudgement {
@@ -42,7 +43,8 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (status !== 400) return NOT_THE_KEYS;
   }
   const code = read !== undefined && op.error_style === 'completions' ? readOpenAIErrorCode(read) : undefined;
-  if (notAboutTheKey(code)) return NOT_THE_KEYS;
+  // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.
+  if (notAboutTheKey(code)) return NOT_THE_KEYS_FAULT;
   const failsOver = FAILOVER_STATUSES(status, op);
   return {
     failsOver,
@@ -53,3 +55,6 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
 
 /** An answer about what the request asked for, not about the key: to the client as sent. */
 const NOT_THE_KEYS: AnswerJudgement = Object.freeze({ failsOver: false, rejectedBeforeProcessing: false, verdict: Object.freeze({ action: 'none' }) });
+
+/** A refusal that another key or Group may not meet, though it is not this key's fault: the next is tried, no verdict. */
+const NOT_THE_KEYS_FAULT: AnswerJudgement = Object.freeze({ failsOver: true, rejectedBeforeProcessing: true, verdict: Object.freeze({ action: 'none' }) });

@@ -45,7 +45,7 @@ function pathWithParameters(upstreamPath: string, params: Record<string, string>
  * generate style and x-live in `x-goog-api-key`, every other protocol as a bearer token. A
  * channel whose upstream reads it elsewhere says so in its manifest (`credential_headers`).
  */
-export const PROTOCOL_CREDENTIAL_HEADERS: Readonly<Record<string, readonly CredentialHeader[]>> = {
+const PROTOCOL_CREDENTIAL_HEADERS: Readonly<Record<string, readonly CredentialHeader[]>> = {
   'x-messages': ['x-api-key'],
   'x-generate': ['x-goog-api-key'],
   'x-embeddings': ['x-goog-api-key'],

@@ -40,7 +40,7 @@ export interface UsageScanPlan {
   /**
    * A key that, below the top level, may hold a fallback usage object (Moonshot's
    * `choices[0].usage`): an event without a top-level usage object that has it is left to
-   * JSON.parse, and so is one with any escaped key.
+   * JSON.parse.
    */
   readonly nested: Uint8Array | undefined;
 }
@@ -198,10 +198,11 @@ class Scan {
     for (;;) {
       if (at >= this.#end || bytes[at] !== QUOTE) return FAIL;
       const keyStart = at + 1;
-      // Only a key whose name is read must be plain; in a value skipped whole none is read,
-      // but where the plan watches for a nested key.
+      // Only a key whose name is read must be plain; in a value skipped whole none is. A nested
+      // usage key spelled with an escape is not watched for: the stream hint that lets an event
+      // be parsed needs a plain `"usage"` too, so neither way reads it.
       const nested = this.#plan.nested;
-      const keyEnd = this.#stringEnd(keyStart, top || node !== undefined || nested !== undefined);
+      const keyEnd = this.#stringEnd(keyStart, top || node !== undefined);
       if (keyEnd === FAIL) return FAIL;
       if (!top && node === undefined && nested !== undefined && keyIs(bytes, nested, keyStart, keyEnd)) this.nestedSeen = true;
       at = this.space(keyEnd + 1);

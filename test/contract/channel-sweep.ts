@@ -1,6 +1,5 @@
 import type { Test } from 'tap';
 import { CHANNELS, OPERATIONS, PROTOCOL_IDS, type ChannelId, type CredentialHeader } from '../../src/generated/index.ts';
-import { PROTOCOL_CREDENTIAL_HEADERS } from '../../src/dataplane/upstream-target.ts';
 import { startUpstreamAndDataPlane, type RecordedUpstreamRequest } from '../dataplane/helpers/data-plane-harness.ts';
 import { HTTP_OPERATIONS, clientAuthHeaders, createKey, seedGroup, splitUrl, withTimeout, type Operation } from '../dataplane/helpers/dataplane-scenarios.ts';
 import { clientBody, clientPath, method, nonStreamReply, upstreamPath, type NonStreamReply } from '../dataplane/helpers/native-requests.ts';
@@ -39,13 +38,15 @@ function carriesSecret(seen: { url?: string; headers: RecordedUpstreamRequest['h
 }
 
 const HEADER_OF: Readonly<Record<CredentialHeader, string>> = { bearer: 'authorization', 'x-api-key': 'x-api-key', 'x-goog-api-key': 'x-goog-api-key' };
+/** Each protocol's own convention, as docs/data-plane.md step 7 states it: messages style in x-api-key, generate style and x-live in x-goog-api-key, bearer otherwise. */
+const CONVENTION: Readonly<Record<string, readonly CredentialHeader[]>> = { 'x-messages': ['x-api-key'], 'x-generate': ['x-goog-api-key'], 'x-embeddings': ['x-goog-api-key'], 'x-live': ['x-goog-api-key'] };
 
 /**
  * The upstream credential in exactly the headers the channel's manifest declares for the
  * protocol (its `credential_headers`, else the protocol's own convention), and in no other.
  */
 function checkCredentialHeaders(t: Test, seen: { headers: RecordedUpstreamRequest['headers'] }, channel: ChannelId, protocol: string, secret: string): void {
-  const declared = CHANNELS[channel].credential_headers?.[protocol] ?? PROTOCOL_CREDENTIAL_HEADERS[protocol] ?? ['bearer'];
+  const declared = CHANNELS[channel].credential_headers?.[protocol] ?? CONVENTION[protocol] ?? ['bearer'];
   for (const [header, name] of Object.entries(HEADER_OF) as [CredentialHeader, string][]) {
     if (declared.includes(header)) t.equal(seen.headers[name], header === 'bearer' ? `Bearer ${secret}` : secret, `the secret in ${name}, as the manifest declares for ${protocol}`);
     else t.equal(seen.headers[name], undefined, `no ${name} upstream`);

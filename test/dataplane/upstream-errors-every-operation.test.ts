@@ -30,6 +30,7 @@ const REPLAY_SAFE = new Set([
   'count-tokens',
   'voices-list',
   'voices-retrieve',
+  'voices-sample',
 ]);
 
 const PATH_VALUES: Record<string, string> = { model: 'team-err', response_id: 'resp_err1', voice_id: 'voice_err1', rest: 'ns-ext/items' };

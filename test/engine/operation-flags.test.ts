@@ -39,6 +39,7 @@ const NOT_REPLAY_SAFE_FAMILIES: { family: string; protocols: string[] }[] = [
 const READS_SAFE_TO_REPEAT: Partial<Record<OperationId, string>> = {
   'voices-list': 'GET of the stored voices list',
   'voices-retrieve': 'GET of one stored voice',
+  'voices-sample': "GET of a stored voice's sample audio",
 };
 
 // The generating text operations, which a failed attempt may move to another credential.

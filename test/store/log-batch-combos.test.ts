@@ -227,6 +227,17 @@ t.test('a file without log_batch_combos is read without it, then filled at open'
   (await openSqliteLogStore(d, { onNotice: (m) => again.push(m) }).close());
   t.match(again, [/\(10 batches\)/], 'the missing ones are filled at the next open');
   t.same(combos(file).blooms, batches);
+
+  // As an older version leaves it: blooms of batches it pruned, and batches it wrote without one, as many of each.
+  const older = new Database(file);
+  const [first, second] = batches as number[];
+  older.prepare('DELETE FROM log_batches WHERE id = ?').run(first);
+  older.prepare('DELETE FROM log_batch_combos WHERE batch_id = ?').run(second);
+  older.close();
+  const afterOlder: string[] = [];
+  (await openSqliteLogStore(d, { onNotice: (m) => afterOlder.push(m) }).close());
+  t.match(afterOlder, [/\(1 batches\)/], 'the batch without a bloom is filled though the counts were equal');
+  t.same(combos(file).blooms, combos(file).batches, 'and the pruned batch has no bloom left');
 });
 
 t.test('prune keeps a bloom per batch, for rewritten batches too', async (t) => {
