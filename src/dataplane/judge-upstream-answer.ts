@@ -3,7 +3,7 @@ import type { HeaderMap } from '../upstream/index.ts';
 import { verdictFor, type CredentialVerdict, type VerdictCooldowns } from './credential-pool.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { credentialReason, readGoogleError } from './google-error-reasons.ts';
-import { notAboutTheKey, readOpenAIErrorCode } from './openai-error-codes.ts';
+import { notAboutTheKey, readErrorCode } from './error-codes-not-the-key.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
 export interface AnswerJudgement {
@@ -15,11 +15,11 @@ export interface AnswerJudgement {
 
 /**
  * Whether an error answer is to be read before it is judged, because its body says more than its
- * status: any in Google's shape (generate style), a 401/403 in OpenAI's (completions style, whose
- * other statuses the status alone judges).
+ * status: any in Google's shape (generate style), a 401/403 in OpenAI's or Anthropic's
+ * (completions and messages styles, whose other statuses the status alone judges).
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
-  op.error_style === 'generate' || (op.error_style === 'completions' && (status === 401 || status === 403));
+  op.error_style === 'generate' || ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 401 || status === 403));
 
 /**
  * Judges an upstream error answer. In the generate style, `body` (the answer's body, read whole,
@@ -28,10 +28,10 @@ export const judgedByBody = (op: OperationEntry, status: number): boolean =>
  * or expired key); a 401/403 without one is about what the request asked for (a file, a cached
  * content or a tuned model that is not the key's, or gone) and goes to the client as sent, no
  * verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. In the
- * completions style, a 401/403 whose body's `error.code` is about the request or the gateway's
- * location (openai-error-codes.ts: a model the project lacks, an unsupported region) moves on
- * to the next key or Group with no verdict (the last such answer goes to the client as sent);
- * any other disables, its reason naming that code. Any other answer
+ * completions and messages styles, a 401/403 whose body's code is about the request or the
+ * gateway's location (error-codes-not-the-key.ts: a model the project may not use, flagged
+ * input, an unsupported region) moves on to the next key or Group with no verdict (the last
+ * such answer goes to the client as sent); any other disables, its reason naming that code. Any other answer
  * (another style, another body) is judged by its status.
  */
 export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: OperationEntry, body: Buffer | undefined, clientHeaders: HeaderMap, cooldowns: VerdictCooldowns, now: number): AnswerJudgement {
@@ -42,9 +42,9 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (reason !== undefined) return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered ${status} ${reason}` } };
     if (status !== 400) return NOT_THE_KEYS;
   }
-  const code = read !== undefined && op.error_style === 'completions' ? readOpenAIErrorCode(read) : undefined;
+  const code = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readErrorCode(read, op.error_style) : undefined;
   // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.
-  if (notAboutTheKey(code)) return NOT_THE_KEYS_FAULT;
+  if (notAboutTheKey(op.error_style, code)) return NOT_THE_KEYS_FAULT;
   const failsOver = FAILOVER_STATUSES(status, op);
   return {
     failsOver,

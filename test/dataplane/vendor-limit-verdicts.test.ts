@@ -106,6 +106,36 @@ t.test('an OpenAI 403 about the region disables no key and moves on, also from a
   for (const s of secrets) t.same([state(s).state, state(s).disabled_reason], ['active', null], `${s} stays active`);
 });
 
+// Other vendors' refusals about the model, the input or the caller's region, as they send them (their docs and public reports).
+const NOT_THE_KEY: { vendor: string; channel: string; call: 'chat' | 'message'; body: string }[] = [
+  { vendor: 'Groq, a model blocked for the organization', channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { message: 'The model `openai/gpt-oss-120b` is blocked at the organization level.', type: 'permissions_error', code: 'model_permission_blocked_org' } }) },
+  { vendor: 'Groq, a model blocked for the project', channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { message: 'The model `openai/gpt-oss-120b` is blocked at the project level.', type: 'permissions_error', code: 'model_permission_blocked_project' } }) },
+  { vendor: 'DashScope, a model not activated', channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { message: 'Access to model denied. Please make sure you are eligible for using the model.', type: 'AccessDenied.Unpurchased', code: 'AccessDenied.Unpurchased' } }) },
+  { vendor: "OpenRouter's moderation", channel: 'ch29', call: 'chat', body: JSON.stringify({ error: { code: 403, message: 'openai/gpt-4o requires moderation on OpenRouter. Your input was flagged for "harassment".', metadata: { reasons: ['harassment'], flagged_input: 'the flagged text...', provider_name: 'OpenAI', model_slug: 'openai/gpt-4o' } } }) },
+  { vendor: "OpenRouter passing on OpenAI's region refusal", channel: 'ch29', call: 'chat', body: JSON.stringify({ error: { message: 'Provider returned error', code: 403, metadata: { raw: JSON.stringify({ error: { code: 'unsupported_country_region_territory', message: 'Country, region, or territory not supported', param: null, type: 'request_forbidden' } }), provider_name: 'OpenAI' } } }) },
+  { vendor: "Anthropic's region refusal", channel: 'ch14', call: 'message', body: JSON.stringify({ error: { type: 'forbidden', message: 'Request not allowed' } }) },
+];
+
+for (const c of NOT_THE_KEY) {
+  t.test(`${c.vendor}: no verdict on the key, the next one serves`, async (t) => {
+    const secrets = ['sk-refused', 'sk-ok'];
+    const { listed, chat, message } = await setup(t, { channel: c.channel, secrets }, (req, res) => (secretOf(req) === 'sk-refused' ? send(res, 403, c.body) : okAnswer(req, res)));
+    // Round-robin starts anywhere: two requests meet sk-refused once.
+    for (let i = 0; i < secrets.length; i++) t.equal((await (c.call === 'chat' ? chat() : message())).status, 200, 'served by the other key');
+    const state = await listed();
+    for (const s of secrets) t.same([state(s).state, state(s).disabled_reason], ['active', null], `${s} stays active`);
+  });
+}
+
+t.test("Anthropic's key refusal still disables, its reason naming the error type", async (t) => {
+  const secrets = ['sk-revoked', 'sk-ok'];
+  const body = JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
+  const { listed, message } = await setup(t, { channel: 'ch14', secrets }, (req, res) => (secretOf(req) === 'sk-revoked' ? send(res, 401, body) : okAnswer(req, res)));
+  for (let i = 0; i < secrets.length; i++) t.equal((await message()).status, 200);
+  const state = await listed();
+  t.same([state('sk-revoked').state, state('sk-revoked').disabled_reason], ['disabled', 'upstream answered 401 authentication_error']);
+});
+
 t.test('a 401/403 with another code, or none, still disables and fails over; the reason names a token-like code, never the message', async (t) => {
   const secrets = ['sk-revoked', 'sk-plain', 'sk-odd', 'sk-azure', 'sk-ok'];
   const bodies: Record<string, [number, string]> = {
