@@ -54,7 +54,7 @@ const PROTOCOL_CREDENTIAL_HEADERS: Readonly<Record<string, readonly CredentialHe
 const BEARER: readonly CredentialHeader[] = ['bearer'];
 
 /** The headers the channel's upstream reads the credential from for the protocol. */
-export function credentialHeadersFor(channel: string, protocol: string): readonly CredentialHeader[] {
+function credentialHeadersFor(channel: string, protocol: string): readonly CredentialHeader[] {
   return CHANNELS[channel as ChannelId]?.credential_headers?.[protocol] ?? PROTOCOL_CREDENTIAL_HEADERS[protocol] ?? BEARER;
 }
 

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import type { PrepareStatement } from './prepared-statements.ts';
 import { filterProbes, mayHoldAll } from './combo-bloom.ts';
+import { hasTable } from './has-table.ts';
 import { decodeLogBatch, type DecodedLogBatch } from './decode-log-batch.ts';
 import type { LogFilter } from './log-store.ts';
 import { DIM_ERROR_CODE, DIM_GROUP, DIM_KEY, DIM_MODEL, DIM_STATUS } from './log-schema.ts';
@@ -38,7 +39,6 @@ export class LogBatchSource {
   readonly #blob: Database.Statement;
   /** By batch id; a Map iterates in insertion order, so the first entry is the least recently used. */
   readonly #cache = new Map<number, { count: number; batch: DecodedLogBatch }>();
-  #combos = false;
 
   constructor(prepare: PrepareStatement) {
     this.#prepare = prepare;
@@ -51,7 +51,7 @@ export class LogBatchSource {
    */
   *newestFirst(filter: LogFilter): Generator<BatchMeta> {
     const probes = filterProbes(filter);
-    const blooms = probes !== undefined && this.#hasCombos();
+    const blooms = probes !== undefined && hasTable(this.#prepare, 'log_batch_combos');
     const { sql, params } = candidateSql(filter, blooms);
     const statement = this.#prepare(sql);
     let after: [number, number, number] = [LATEST + 1, LATEST + 1, Number.MAX_SAFE_INTEGER];
@@ -92,12 +92,6 @@ export class LogBatchSource {
     this.#cache.set(meta.id, { count: batch.count, batch });
     if (this.#cache.size > CACHED_BATCHES) this.#cache.delete(this.#cache.keys().next().value!);
     return batch;
-  }
-
-  /** Whether the file has log_batch_combos: a file from before it, opened read-only, has not. Once there it stays. */
-  #hasCombos(): boolean {
-    this.#combos ||= this.#prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'log_batch_combos'").get() !== undefined;
-    return this.#combos;
   }
 
   blob(id: number): Buffer | undefined {

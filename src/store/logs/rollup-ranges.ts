@@ -1,6 +1,8 @@
 import type { PrepareStatement } from './prepared-statements.ts';
 import { ROLLUP_SUM_COLUMNS } from './log-rollup.ts';
 import { DAY_MS, EARLIEST, HOUR_MS, LATEST, type TimeRange } from './time-slots.ts';
+import { hasTable } from './has-table.ts';
+import { HOURLY_ROLLUP } from './log-schema.ts';
 
 /** The columns both rollup tables have, in this order. */
 const COLUMNS = ['slot_start', 'access_key_id', 'group_id', 'external_model', ...ROLLUP_SUM_COLUMNS].join(', ');
@@ -40,7 +42,7 @@ export function rollupRows(prepare: PrepareStatement, whole: TimeRange, filter: 
     sql: `SELECT ${COLUMNS} FROM usage_rollup WHERE slot_start >= ? AND slot_start < ?${where}`,
     params: [range.from, range.to, ...filter.params],
   });
-  const hours = cut === 'all' || !hasHourlyRollup(prepare) ? undefined : wholeHours(whole);
+  const hours = cut === 'all' || !hasTable(prepare, HOURLY_ROLLUP) ? undefined : wholeHours(whole);
   if (hours === undefined || cut === 'all') return minutes(whole);
   const parts = [
     {
@@ -82,16 +84,6 @@ function wholeHours(whole: TimeRange): TimeRange | undefined {
   const from = whole.from === EARLIEST ? EARLIEST : Math.ceil(whole.from / HOUR_MS) * HOUR_MS;
   const to = whole.to === LATEST ? LATEST : Math.floor(whole.to / HOUR_MS) * HOUR_MS;
   return from < to ? { from, to } : undefined;
-}
-
-/** Connections known to have the hourly table: only the writer creates it, and never drops it, so a yes stays true. */
-const withHourlyRollup = new WeakSet<PrepareStatement>();
-
-function hasHourlyRollup(prepare: PrepareStatement): boolean {
-  if (withHourlyRollup.has(prepare)) return true;
-  const present = prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage_rollup_hour'").get() !== undefined;
-  if (present) withHourlyRollup.add(prepare);
-  return present;
 }
 
 function mod(a: number, m: number): number {
