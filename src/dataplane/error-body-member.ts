@@ -2,7 +2,7 @@
  * Error bodies are a few hundred bytes; a larger one is not parsed (its status rules), so that
  * no answer costs more than this to judge.
  */
-export const ERROR_BODY_PARSE_LIMIT = 64 * 1024;
+const ERROR_BODY_PARSE_LIMIT = 64 * 1024;
 
 /** The `error` object of a JSON error body (`{"error":{…}}`, the shape of Google's and OpenAI's), or undefined for any other body. */
 export function errorMemberOf(body: Buffer): Record<string, unknown> | undefined {

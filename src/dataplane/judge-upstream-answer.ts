@@ -43,9 +43,9 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (status !== 400) return NOT_THE_KEYS;
   }
   const code = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readErrorCode(read, op.error_style) : undefined;
-  // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.
-  if (notAboutTheKey(op.error_style, code)) return NOT_THE_KEYS_FAULT;
   const failsOver = FAILOVER_STATUSES(status, op);
+  // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.
+  if (failsOver && notAboutTheKey(op.error_style, code)) return NOT_THE_KEYS_FAULT;
   return {
     failsOver,
     rejectedBeforeProcessing: REJECTED_BEFORE_PROCESSING(status),

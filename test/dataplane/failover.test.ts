@@ -869,24 +869,26 @@ for (const passthrough of [
   { name: 'namespace path answered 403', method: 'GET', path: '/v1/responses/vendor-ext/state', body: undefined, code: 403 },
   { name: 'alpha search answered 403', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-chat', query: 'q' }, code: 403 },
   { name: 'alpha search answered 501', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-chat', query: 'q' }, code: 501 },
-]) {
+  // A code that elsewhere moves on to the next key (not the key's fault) changes nothing here.
+  { name: 'alpha search answered 403 model_not_found', method: 'POST', path: '/v1/alpha/search', body: { model: 'team-chat', query: 'q' }, code: 403, upstreamBody: '{"error":{"message":"no access to model","code":"model_not_found"}}' },
+] as { name: string; method: string; path: string; body: object | undefined; code: number; upstreamBody?: string }[]) {
   t.test(`${passthrough.name}: preserved, and the credential stays usable`, async (t) => {
     const upstream = await startUpstream((req, res) => {
       const isPassthrough = req.url !== '/v1/responses';
       res.writeHead(isPassthrough ? passthrough.code : 200, { 'content-type': 'application/json' });
-      res.end(isPassthrough ? `{"error":{"message":"upstream ${passthrough.code}"}}` : '{"id":"resp_1","object":"response"}');
+      res.end(isPassthrough ? answer : '{"id":"resp_1","object":"response"}');
     });
+    const answer = passthrough.upstreamBody ?? `{"error":{"message":"upstream ${passthrough.code}"}}`;
     t.teardown(() => upstream.close());
     const gw = await gateway(t);
-    const { group, credentials } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: MODELS, secrets: ['sk-only'] });
+    const { group, credentials } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: MODELS, secrets: ['sk-one', 'sk-two'] });
     const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
     const headers = { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' };
     const res = await fetch(`${gw.url}${passthrough.path}`, { method: passthrough.method, headers, ...(passthrough.body ? { body: JSON.stringify(passthrough.body) } : {}) });
     t.equal(res.status, passthrough.code, 'the upstream status comes back');
-    t.equal(await res.text(), `{"error":{"message":"upstream ${passthrough.code}"}}`);
+    t.equal(await res.text(), answer);
     t.equal(upstream.requests.length, 1, 'not retried: another credential would get the same answer');
-    const view = await credentialView(gw.store, group.id, credentials[0]!.id);
-    t.equal(view.state, 'active', 'the credential is neither disabled nor cooling down');
+    for (const c of credentials) t.equal((await credentialView(gw.store, group.id, c.id)).state, 'active', 'neither credential is disabled nor cooling down');
     const create = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'team-chat', input: 'hi' }) });
     t.equal(create.status, 200, 'ordinary traffic still flows through the credential');
   });
