@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { WebSocketServer } from 'ws';
 import { startUpstream, type Gateway } from './helpers/data-plane-harness.ts';
 import { gateway } from './helpers/gateway-per-test.ts';
-import { createKey, credentialView, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { completionJson, createKey, credentialView, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { loopbackCert, startLoopbackServer } from './helpers/loopback-server.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
@@ -130,3 +130,36 @@ for (const [route, startProxy] of Object.entries(ROUTES)) {
     t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
   });
 }
+
+t.test("a refused certificate at a credential's own address goes on to the Group's next credential: another address, another certificate", async (t) => {
+  const refused = await httpsUpstream(t, loopbackCert);
+  const healthy = await startUpstream((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(completionJson('vendor-model'));
+  });
+  t.teardown(() => healthy.close());
+  const gw = await gateway(t);
+  // ch32's credentials carry their own base URL: the first one's is the refused upstream.
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch32', baseUrl: healthy.url, models: MODELS, secrets: ['sk-own-refused', 'sk-healthy'] });
+  await gw.store.credentials.update(group.id, credentials[0]!.id, { values: { api_key: 'sk-own-refused', base_url: refused.url }, secretFields: ['api_key'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+
+  const attempts: unknown[] = [];
+  // Round-robin starts anywhere: two requests start once at the refused credential.
+  for (let i = 0; i < 2; i++) {
+    const res = await post(gw, '/v1/chat/completions', keyValue, { model: 'team-model', messages: [] });
+    t.equal(res.status, 200, 'served');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    attempts.push(record.attempts.map((a) => ({ credential_id: a.credential_id, status: a.status, error_code: a.error_code })));
+  }
+  t.same(
+    attempts.find((a) => (a as unknown[]).length === 2),
+    [
+      { credential_id: String(credentials[0]!.id), status: null, error_code: CODE },
+      { credential_id: String(credentials[1]!.id), status: 200, error_code: null },
+    ],
+    'the refused credential, then the next one',
+  );
+  t.equal(refused.served(), 0);
+  for (const credential of credentials) t.equal((await credentialView(gw.store, group.id, credential.id)).state, 'active', `credential ${credential.id} is not blamed`);
+});
