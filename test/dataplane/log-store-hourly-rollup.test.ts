@@ -186,3 +186,33 @@ t.test('usage, statistics and keyUsage over days read the hourly rollup and stil
   checkHourlyInStep(t, dir, 'rebuilt');
   await compareReads(t, r, store, reference, 'rebuilt');
 });
+
+t.test('a read over days takes its whole hours from usage_rollup_hour, and only those', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-hourly-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = random(7);
+  const store = openSqliteLogStore(dir, { batchSize: 97, flushIntervalMs: 60_000 });
+  for (let i = 0; i < 200; i++) store.append(record(r, i, BASE + i * 30 * MINUTE + 17_000));
+  await store.close();
+  const totalOf = (rows: UsageRow[]) => rows.reduce((n, row) => n + row.requests, 0);
+  const read = async (query: UsageQuery) => {
+    const reader = openSqliteLogReader(dir)!;
+    try {
+      return totalOf(await reader.usage(query));
+    } finally {
+      reader.close();
+    }
+  };
+  const days: UsageQuery = { from: BASE, to: BASE + 5 * DAY, bucket: 'day', group_by: [] };
+  // Within one hour: no whole hour, read by the minute.
+  const inHour: UsageQuery = { from: BASE + 2 * HOUR + MINUTE, to: BASE + 3 * HOUR - MINUTE, bucket: 'hour', group_by: [] };
+  const [daysBefore, inHourBefore] = [await read(days), await read(inHour)];
+  t.equal(daysBefore, 200, 'every record counted once');
+  // Marks every hour row: a read that takes its hours there counts the marks.
+  const db = new Database(join(dir, 'logs.sqlite'));
+  const hourRows = db.prepare('UPDATE usage_rollup_hour SET requests = requests + 1000').run().changes;
+  db.close();
+  t.ok(hourRows > 0);
+  t.equal(await read(days), daysBefore + 1000 * hourRows, 'the days are read from the hour rows');
+  t.equal(await read(inHour), inHourBefore, 'a range inside an hour is read by the minute');
+});
