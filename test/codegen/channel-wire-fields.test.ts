@@ -50,8 +50,9 @@ t.test('codegen carries both into the channel table', async (t) => {
   const expanded = (id: string) => expandChannel(channels.channels.find((c) => c.id === id)!, channels, manifests!.protocols.data as ProtocolsManifest);
   t.equal(expanded('ch03').stream_usage, 'unasked', 'ch03 is not asked for stream usage');
   t.equal(expanded('ch02').stream_usage, 'requested', 'the default');
-  t.same(expanded('ch29').credential_headers, { 'x-messages': ['bearer'] });
-  t.same(expanded('ch19').credential_headers, { 'x-messages': ['x-api-key', 'bearer'] });
+  // docs/data-plane.md step 7: messages to ch29/ch30 as a bearer token, to ch19 and ch31-ch34 in both headers.
+  for (const id of ['ch29', 'ch30']) t.same(expanded(id).credential_headers, { 'x-messages': ['bearer'] }, id);
+  for (const id of ['ch19', 'ch31', 'ch32', 'ch33', 'ch34']) t.same(expanded(id).credential_headers, { 'x-messages': ['x-api-key', 'bearer'] }, id);
   t.notOk('credential_headers' in expanded('ch14'), "ch14 keeps the messages protocol's own x-api-key");
   for (const id of ['ch02', 'ch03', 'ch14', 'ch19', 'ch29'] as const) t.same(CHANNELS[id], expanded(id), `${id}: the committed table is this expansion`);
 });

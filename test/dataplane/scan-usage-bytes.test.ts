@@ -31,6 +31,8 @@ t.test('the common events are read from their bytes, with what JSON.parse gives'
     ['completions', JSON.stringify({ ...usageChunk, choices: [{ index: 0, delta: { content: 'usage: "x" \u00e9\u4e2d \\ \n' }, finish_reason: null }] })],
     ['completions', JSON.stringify({ id: 'c2', choices: [{ delta: {} }], usage: null })],
     ['completions', JSON.stringify({ id: 'c3', choices: [] })],
+    // An escaped key inside a nested value the scan skips (a tool call's arguments object, say).
+    ['completions', '{"choices":[{"index":0,"delta":{"tool\\u005fcalls":[]},"finish_reason":null}],"usage":{"prompt_tokens":4,"completion_tokens":1}}'],
     ['completions', ` { "choices" : [ ] , "usage" : { "prompt_tokens" : 1.5e1 , "completion_tokens" : -1 } } `],
     ['generate', JSON.stringify({ candidates: [{ content: { parts: [{ text: 'hi' }] } }], usageMetadata: { promptTokenCount: 5, thoughtsTokenCount: 7, candidatesTokenCount: 1 } })],
   ];
