@@ -8,6 +8,7 @@ import type { LogReader } from '../../src/store/log-store.ts';
 import { openSqliteLogReader } from '../../src/store/logs/sqlite-log-reader.ts';
 import { seededRandom as random, type SeededRandom as Random } from '../helpers/seeded-random.ts';
 import { startGateway } from '../management/support/gateway.ts';
+import { logRecord } from '../management/support/log-records.ts';
 
 // log_batch_combos (a bloom per batch of the combinations of key, Group, model, status and
 // error code its records hold) only rules batches out: every list with several filters must
@@ -28,29 +29,7 @@ function dir(t: Test): string {
 }
 
 function record(request_id: string, created_at: number, key: number | null, group: string | null, model: string | null, status = 200, error_code: string | null = null): LogRecord {
-  return {
-    request_id,
-    created_at,
-    access_key_id: key,
-    group_id: group,
-    channel: 'ch',
-    credential_id: 'c1',
-    protocol: 'x-completions',
-    operation: 'chat-completions',
-    route_mode: 'N',
-    effective: 'native',
-    external_model: model,
-    upstream_model: 'up',
-    status,
-    error_code,
-    attempt_count: 1,
-    attempts: [],
-    client_aborted: false,
-    timings: { started_at: created_at, ttfb_ms: 10, duration_ms: 20 },
-    usage: { input_tokens: 10, output_tokens: 5, cached_tokens: 0, reasoning_tokens: 0 },
-    cost: 0.001,
-    currency: 'USD',
-  };
+  return logRecord({ request_id, created_at, access_key_id: key, group_id: group, external_model: model, status, error_code, timings: { started_at: created_at, ttfb_ms: 10, duration_ms: 20 } });
 }
 
 /** Records with unique created_at in shuffled order, so that batches overlap in time. */
