@@ -69,31 +69,19 @@ export class LogBatchWriter {
 
   /** The batch's distinct keys, groups, models, statuses and error codes, and the bloom of their combinations. */
   insertDims(batchId: number, batch: DecodedLogBatch): void {
-    const keys = new Set<number>();
-    const groups = new Set<number>();
-    const models = new Set<number>();
-    const statuses = new Set<number>();
-    const errorCodes = new Set<number>();
-    for (let i = 0; i < batch.count; i++) {
-      const key = batch.accessKeyId[i]!;
-      if (!Number.isNaN(key)) keys.add(key);
-      if (batch.groupRef[i]! !== 0) groups.add(batch.groupRef[i]!);
-      if (batch.modelRef[i]! !== 0) models.add(batch.modelRef[i]!);
-      statuses.add(batch.status[i]!);
-      if (batch.errorCodeRef[i]! !== 0) errorCodes.add(batch.errorCodeRef[i]!);
-    }
+    const { keys, groups, models, statuses, errorCodes } = distinctValues(batch);
     for (const key of keys) this.#insertDim.run(DIM_KEY, key, batchId);
     for (const ref of groups) this.#insertDim.run(DIM_GROUP, refString(batch, ref), batchId);
     for (const ref of models) this.#insertDim.run(DIM_MODEL, refString(batch, ref), batchId);
-    for (const status of statuses) if (!Number.isNaN(status)) this.#insertDim.run(DIM_STATUS, status, batchId);
+    for (const status of statuses) this.#insertDim.run(DIM_STATUS, status, batchId);
     for (const ref of errorCodes) this.#insertDim.run(DIM_ERROR_CODE, refString(batch, ref), batchId);
     this.#insertCombos.run(batchId, comboBloom(batch, [keys.size, groups.size, models.size, statuses.size, errorCodes.size]));
   }
 
-  /** The bloom of a batch stored without one (combo-fill.ts). */
+  /** The bloom of a batch stored without one (combo-fill.ts), sized as insertDims sizes it. */
   insertCombos(batchId: number, batch: DecodedLogBatch): void {
-    const distinct = [new Set(batch.accessKeyId), new Set(batch.groupRef), new Set(batch.modelRef), new Set(batch.status), new Set(batch.errorCodeRef)];
-    this.#insertCombos.run(batchId, comboBloom(batch, distinct.map((values) => values.size)));
+    const { keys, groups, models, statuses, errorCodes } = distinctValues(batch);
+    this.#insertCombos.run(batchId, comboBloom(batch, [keys.size, groups.size, models.size, statuses.size, errorCodes.size]));
   }
 
   deleteDims(batchId: number): void {
@@ -139,4 +127,22 @@ export class LogBatchWriter {
     if (batch.objects !== undefined) this.storedObjects.apply(batch.objects);
     return true;
   }
+}
+
+/** A batch's distinct values per filterable dimension, missing ones left out (refs for strings). */
+function distinctValues(batch: DecodedLogBatch) {
+  const keys = new Set<number>();
+  const groups = new Set<number>();
+  const models = new Set<number>();
+  const statuses = new Set<number>();
+  const errorCodes = new Set<number>();
+  for (let i = 0; i < batch.count; i++) {
+    const key = batch.accessKeyId[i]!;
+    if (!Number.isNaN(key)) keys.add(key);
+    if (batch.groupRef[i]! !== 0) groups.add(batch.groupRef[i]!);
+    if (batch.modelRef[i]! !== 0) models.add(batch.modelRef[i]!);
+    if (!Number.isNaN(batch.status[i]!)) statuses.add(batch.status[i]!);
+    if (batch.errorCodeRef[i]! !== 0) errorCodes.add(batch.errorCodeRef[i]!);
+  }
+  return { keys, groups, models, statuses, errorCodes };
 }
