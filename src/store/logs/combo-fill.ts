@@ -13,7 +13,9 @@ const CHUNK = 64;
  * a crash part way keeps what was filled, and reads read a batch without a bloom meanwhile.
  */
 export function fillComboBlooms(db: Database.Database, writer: LogBatchWriter, onNotice: (message: string) => void = () => {}): void {
-  db.prepare('DELETE FROM log_batch_combos WHERE batch_id NOT IN (SELECT id FROM log_batches)').run();
+  // Read first: an open with nothing to mend writes nothing.
+  const orphaned = 'FROM log_batch_combos WHERE batch_id NOT IN (SELECT id FROM log_batches)';
+  if (db.prepare(`SELECT 1 ${orphaned} LIMIT 1`).get() !== undefined) db.prepare(`DELETE ${orphaned}`).run();
   const { missing } = db.prepare('SELECT COUNT(*) AS missing FROM log_batches b WHERE NOT EXISTS (SELECT 1 FROM log_batch_combos c WHERE c.batch_id = b.id)').get() as { missing: number };
   if (missing === 0) return;
   onNotice(`indexing request-log batches for filters on several dimensions (${missing} batches), once after an upgrade`);
