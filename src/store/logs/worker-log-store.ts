@@ -199,7 +199,16 @@ export class WorkerLogStore implements LogStore, StoredObjectStore {
 
   /** For tests only: ends the worker abruptly, as a crash would. Resolves once it has exited. */
   async crashWorkerForTesting(): Promise<void> {
-    await this.#worker?.terminate();
+    const worker = this.#worker;
+    if (worker === undefined) return;
+    // terminate() refs the worker until its exit, but a commit it sent just before, handled
+    // meanwhile, unrefs it (#updateRef: nothing owed): the process could end before the exit.
+    const hold = setInterval(() => {}, 60_000);
+    try {
+      await worker.terminate();
+    } finally {
+      clearInterval(hold);
+    }
   }
 
   async #read(read: LogRead): Promise<unknown> {
