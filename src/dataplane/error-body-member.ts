@@ -4,8 +4,8 @@
  */
 const ERROR_BODY_PARSE_LIMIT = 64 * 1024;
 
-/** The `error` object of a JSON error body (`{"error":{…}}`, the shape of Google's and OpenAI's), or undefined for any other body. */
-export function errorMemberOf(body: Buffer): Record<string, unknown> | undefined {
+/** A JSON error body's top-level object, or undefined for any other body. */
+export function errorBodyOf(body: Buffer): Record<string, unknown> | undefined {
   if (body.length > ERROR_BODY_PARSE_LIMIT) return undefined;
   let parsed: unknown;
   try {
@@ -13,7 +13,17 @@ export function errorMemberOf(body: Buffer): Record<string, unknown> | undefined
   } catch {
     return undefined;
   }
-  const error = isObject(parsed) ? parsed['error'] : undefined;
+  return isObject(parsed) ? parsed : undefined;
+}
+
+/** The `error` object of a JSON error body (`{"error":{…}}`, the shape of Google's and OpenAI's), or undefined for any other body. */
+export function errorMemberOf(body: Buffer): Record<string, unknown> | undefined {
+  return errorMemberIn(errorBodyOf(body));
+}
+
+/** The `error` object of an error body already parsed. */
+export function errorMemberIn(parsed: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const error = parsed?.['error'];
   return isObject(error) ? error : undefined;
 }
 

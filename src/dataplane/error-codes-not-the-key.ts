@@ -1,36 +1,61 @@
-import { errorMemberOf, isObject } from './error-body-member.ts';
+import type { HeaderMap } from '../upstream/index.ts';
+import { firstHeaderValue } from '../upstream/index.ts';
+import { errorBodyOf, errorMemberIn, isObject } from './error-body-member.ts';
+import { refusalMessageClass, refusalMessageOf } from './refusal-messages-not-the-key.ts';
 
 /**
- * One error code of a 401/403 body, as the upstream sends it, with what it says: `request`, the
- * refusal is about what the request asked for (a model the project may not use, input a
- * moderation flagged); `location`, about where the call came from (the gateway's egress
- * address, which another key's own proxy may change). Neither is the key's fault. The code is
+ * Why a 401/403 is not the key's fault: `request`, the refusal is about what the request asked
+ * for (a model the project may not use, input a moderation flagged); `location`, about where the
+ * call came from (the gateway's egress address, which another key's own proxy may change);
+ * `billing`, about the account's credit or spending cap (lifted by a top-up, a raised cap or a
+ * new period), judged as a 402 is.
+ */
+export type NotTheKey = 'request' | 'location' | 'billing';
+
+/**
+ * One error code of a 401/403 body, as the upstream sends it, with what it says. The code is
  * `error.code` in OpenAI's shape (`{error:{code,type,message}}`: completions, responses,
- * embeddings and the OpenAI-compatible vendors), `error.type` in Anthropic's
- * (`{type:"error",error:{type,message}}`: messages style).
+ * embeddings and the OpenAI-compatible vendors), or its `error.type` where the vendor gives no
+ * code; `error.type` in Anthropic's (`{type:"error",error:{type,message}}`: messages style).
  */
 interface ErrorCodeRow {
   style: 'completions' | 'messages';
+  member: 'code' | 'type';
   raw: string;
-  unified: 'request' | 'location';
+  unified: NotTheKey;
 }
 
 /** Codes whose 401/403 is no verdict on the key: the next key or Group is tried, and the last such answer goes to the client as sent. */
 const errorCodes: readonly ErrorCodeRow[] = [
   // OpenAI, 403 "Project `proj_…` does not have access to model `gpt-4.1`" (a model that does not exist is a 404, never failed over).
-  { style: 'completions', raw: 'model_not_found', unified: 'request' },
+  { style: 'completions', member: 'code', raw: 'model_not_found', unified: 'request' },
   // Groq, 403 "The model `…` is blocked at the organization level" (or the project's).
-  { style: 'completions', raw: 'model_permission_blocked_org', unified: 'request' },
-  { style: 'completions', raw: 'model_permission_blocked_project', unified: 'request' },
+  { style: 'completions', member: 'code', raw: 'model_permission_blocked_org', unified: 'request' },
+  { style: 'completions', member: 'code', raw: 'model_permission_blocked_project', unified: 'request' },
   // DashScope's compatible mode, 403 "Access to model denied" (the model not activated for the account).
-  { style: 'completions', raw: 'AccessDenied.Unpurchased', unified: 'request' },
+  { style: 'completions', member: 'code', raw: 'AccessDenied.Unpurchased', unified: 'request' },
+  // Volcengine Ark, 403: no access to the resource asked for; the model service not activated; the account overdue (its invalid key is a 401 AuthenticationError).
+  { style: 'completions', member: 'code', raw: 'AccessDenied', unified: 'request' },
+  { style: 'completions', member: 'code', raw: 'OperationDenied.ServiceNotOpen', unified: 'request' },
+  { style: 'completions', member: 'code', raw: 'AccountOverdueError', unified: 'billing' },
+  { style: 'completions', member: 'code', raw: 'OperationDenied.ServiceOverdue', unified: 'billing' },
   // OpenRouter's moderation, 403 "your input was flagged": no code but the status as a number; its `metadata.flagged_input` is read as the code.
-  { style: 'completions', raw: 'flagged_input', unified: 'request' },
+  { style: 'completions', member: 'code', raw: 'flagged_input', unified: 'request' },
   // OpenAI, 403 "Country, region, or territory not supported".
-  { style: 'completions', raw: 'unsupported_country_region_territory', unified: 'location' },
+  { style: 'completions', member: 'code', raw: 'unsupported_country_region_territory', unified: 'location' },
+  // Moonshot, 403 with no code: "… exceeded current quota, please check your plan and billing details".
+  { style: 'completions', member: 'type', raw: 'exceeded_current_quota_error', unified: 'billing' },
   // Anthropic, 403 {"error":{"type":"forbidden","message":"Request not allowed"}} from an unsupported country (its key refusals are authentication_error / permission_error).
-  { style: 'messages', raw: 'forbidden', unified: 'location' },
+  { style: 'messages', member: 'type', raw: 'forbidden', unified: 'location' },
 ];
+
+/** What a 401/403 body says of the key. */
+export interface Refusal {
+  /** The body's error code (Anthropic's shape: its `error.type`) when token-like: a disable's reason names it. */
+  code: string | undefined;
+  /** Why the refusal is not the key's fault, when the answer says so; undefined otherwise. */
+  notTheKey: NotTheKey | undefined;
+}
 
 /** A code that may name a disable's reason: a word, never free text (a message may quote the key), nor a bare number (Azure repeats the status). */
 const TOKEN_LIKE = /^(?=[0-9_.-]*[A-Za-z])[A-Za-z0-9_.-]{1,64}$/;
@@ -38,23 +63,40 @@ const TOKEN_LIKE = /^(?=[0-9_.-]*[A-Za-z])[A-Za-z0-9_.-]{1,64}$/;
 const tokenLike = (value: unknown): string | undefined => (typeof value === 'string' && TOKEN_LIKE.test(value) ? value : undefined);
 
 /**
- * The code of a 401/403 body in the style's error shape (up to ERROR_BODY_PARSE_LIMIT) when it
- * is token-like; undefined for any other body or code. A router that passes a provider's
+ * Reads a 401/403 answer in the style's error shape (its body up to ERROR_BODY_PARSE_LIMIT): its
+ * code by errorCodes, then, in OpenAI's shape, its `error.type`, then its message by the
+ * fragments of refusal-messages-not-the-key.ts. A 403 that is a web page (a CDN's or firewall's
+ * challenge or block, not the vendor's API) is about the gateway's address; a 401 is not
+ * (Perplexity answers an invalid key with an HTML 401).
+ */
+export function readRefusal(status: number, headers: HeaderMap, body: Buffer, style: ErrorCodeRow['style']): Refusal {
+  if (status === 403 && isWebPage(headers, body)) return { code: undefined, notTheKey: 'location' };
+  const parsed = errorBodyOf(body);
+  const error = errorMemberIn(parsed);
+  const code = error === undefined ? undefined : errorCode(error, style);
+  const type = style === 'completions' ? tokenLike(error?.['type']) : code;
+  const row = errorCodes.find((r) => r.style === style && r.raw === (r.member === 'code' ? code : type));
+  return { code, notTheKey: row?.unified ?? refusalMessageClass(refusalMessageOf(parsed)) };
+}
+
+/**
+ * The code of the style's error shape when it is token-like. A router that passes a provider's
  * refusal on with a numeric code (OpenRouter) gives the provider's answer in `metadata.raw`,
  * whose code is read, or a moderation's flagged input in `metadata.flagged_input`.
  */
-export function readErrorCode(body: Buffer, style: ErrorCodeRow['style']): string | undefined {
-  const error = errorMemberOf(body);
-  if (error === undefined) return undefined;
+function errorCode(error: Record<string, unknown>, style: ErrorCodeRow['style']): string | undefined {
   if (style === 'messages') return tokenLike(error['type']);
   if (typeof error['code'] === 'string') return tokenLike(error['code']);
   const metadata = error['metadata'];
   if (!isObject(metadata)) return undefined;
-  if (typeof metadata['raw'] === 'string') return tokenLike(errorMemberOf(Buffer.from(metadata['raw']))?.['code']);
+  if (typeof metadata['raw'] === 'string') return tokenLike(errorMemberIn(errorBodyOf(Buffer.from(metadata['raw'])))?.['code']);
   return 'flagged_input' in metadata ? 'flagged_input' : undefined;
 }
 
-/** Whether the code says the refusal is not about the key (errorCodes). */
-export function notAboutTheKey(style: string, code: string | undefined): boolean {
-  return code !== undefined && errorCodes.some((row) => row.style === style && row.raw === code);
+/** Cloudflare marks its challenges with `cf-mitigated`; any HTML body is a page, never an API's JSON. */
+function isWebPage(headers: HeaderMap, body: Buffer): boolean {
+  if (firstHeaderValue(headers['cf-mitigated']) === 'challenge') return true;
+  if (firstHeaderValue(headers['content-type'])?.toLowerCase().includes('text/html') === true) return true;
+  const first = body.find((byte) => byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09);
+  return first === 0x3c;
 }

@@ -3,7 +3,7 @@ import type { HeaderMap } from '../upstream/index.ts';
 import { verdictFor, type CredentialVerdict, type VerdictCooldowns } from './credential-pool.ts';
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { credentialReason, readGoogleError } from './google-error-reasons.ts';
-import { notAboutTheKey, readErrorCode } from './error-codes-not-the-key.ts';
+import { readRefusal } from './error-codes-not-the-key.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
 export interface AnswerJudgement {
@@ -28,10 +28,11 @@ export const judgedByBody = (op: OperationEntry, status: number): boolean =>
  * or expired key); a 401/403 without one is about what the request asked for (a file, a cached
  * content or a tuned model that is not the key's, or gone) and goes to the client as sent, no
  * verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. In the
- * completions and messages styles, a 401/403 whose body's code is about the request or the
- * gateway's location (error-codes-not-the-key.ts: a model the project may not use, flagged
- * input, an unsupported region) moves on to the next key or Group with no verdict (the last
- * such answer goes to the client as sent); any other disables, its reason naming that code. Any other answer
+ * completions and messages styles, a 401/403 whose code, type or message is about the request or
+ * the gateway's location (error-codes-not-the-key.ts: a model the project may not use, flagged
+ * input, an unsupported region, a firewall's web page) moves on to the next key or Group with no
+ * verdict (the last such answer goes to the client as sent); one about the account's credit cools
+ * the key down and moves on, as a 402; any other disables, its reason naming that code. Any other answer
  * (another style, another body) is judged by its status.
  */
 export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: OperationEntry, body: Buffer | undefined, clientHeaders: HeaderMap, cooldowns: VerdictCooldowns, now: number): AnswerJudgement {
@@ -42,14 +43,16 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (reason !== undefined) return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered ${status} ${reason}` } };
     if (status !== 400) return NOT_THE_KEYS;
   }
-  const code = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readErrorCode(read, op.error_style) : undefined;
+  const refusal = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;
   const failsOver = FAILOVER_STATUSES(status, op);
+  // Out of credit or over a spending cap: as a 402, the key cools down while the next is tried.
+  if (failsOver && refusal?.notTheKey === 'billing') return { failsOver, rejectedBeforeProcessing: true, verdict: verdictFor(402, headers, cooldowns, now) };
   // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.
-  if (failsOver && notAboutTheKey(op.error_style, code)) return NOT_THE_KEYS_FAULT;
+  if (failsOver && refusal?.notTheKey !== undefined) return NOT_THE_KEYS_FAULT;
   return {
     failsOver,
     rejectedBeforeProcessing: REJECTED_BEFORE_PROCESSING(status),
-    verdict: failsOver ? verdictFor(status, headers, cooldowns, now, google?.retryDelayMs, code) : { action: 'none' },
+    verdict: failsOver ? verdictFor(status, headers, cooldowns, now, google?.retryDelayMs, refusal?.code) : { action: 'none' },
   };
 }
 

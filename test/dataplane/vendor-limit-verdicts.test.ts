@@ -107,25 +107,77 @@ t.test('an OpenAI 403 about the region disables no key and moves on, also from a
 });
 
 // Other vendors' refusals about the model, the input or the caller's region, as they send them (their docs and public reports).
-const NOT_THE_KEY: { vendor: string; channel: string; call: 'chat' | 'message'; body: string }[] = [
+const NOT_THE_KEY: { vendor: string; channel: string; call: 'chat' | 'message'; body: string; status?: number; headers?: Record<string, string> }[] = [
   { vendor: 'Groq, a model blocked for the organization', channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { message: 'The model `openai/gpt-oss-120b` is blocked at the organization level.', type: 'permissions_error', code: 'model_permission_blocked_org' } }) },
   { vendor: 'Groq, a model blocked for the project', channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { message: 'The model `openai/gpt-oss-120b` is blocked at the project level.', type: 'permissions_error', code: 'model_permission_blocked_project' } }) },
   { vendor: 'DashScope, a model not activated', channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { message: 'Access to model denied. Please make sure you are eligible for using the model.', type: 'AccessDenied.Unpurchased', code: 'AccessDenied.Unpurchased' } }) },
   { vendor: "OpenRouter's moderation", channel: 'ch29', call: 'chat', body: JSON.stringify({ error: { code: 403, message: 'openai/gpt-4o requires moderation on OpenRouter. Your input was flagged for "harassment".', metadata: { reasons: ['harassment'], flagged_input: 'the flagged text...', provider_name: 'OpenAI', model_slug: 'openai/gpt-4o' } } }) },
   { vendor: "OpenRouter passing on OpenAI's region refusal", channel: 'ch29', call: 'chat', body: JSON.stringify({ error: { message: 'Provider returned error', code: 403, metadata: { raw: JSON.stringify({ error: { code: 'unsupported_country_region_territory', message: 'Country, region, or territory not supported', param: null, type: 'request_forbidden' } }), provider_name: 'OpenAI' } } }) },
   { vendor: "Anthropic's region refusal", channel: 'ch14', call: 'message', body: JSON.stringify({ error: { type: 'forbidden', message: 'Request not allowed' } }) },
+  // No code that says so: the message does.
+  { vendor: "OpenAI's organization verification, code null", channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { message: 'Your organization must be verified to use the model `gpt-image-1`. Please go to: https://platform.openai.com/settings/organization/general and click on Verify Organization.', type: 'invalid_request_error', param: null, code: null } }) },
+  { vendor: "xAI's content refusal, `error` a string", channel: 'ch02', call: 'chat', body: JSON.stringify({ code: 'The caller does not have permission to execute the specified operation', error: 'Content violates usage guidelines. Team: 0f1e, API key ID: 9a8b, Model: grok-4, Failed check: SAFETY_CHECK_TYPE_BIO' }) },
+  { vendor: "Azure's network rules, code the status's digits", channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { code: '403', message: 'Access denied due to Virtual Network/Firewall rules.' } }) },
+  { vendor: "Fireworks' key class refused for a route", channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { object: 'error', type: 'invalid_request_error', code: 'FORBIDDEN', message: 'Fire Pass API keys are not authorized for this route.' } }) },
+  { vendor: 'Volcengine Ark, a model service not activated', channel: 'ch02', call: 'chat', body: JSON.stringify({ error: { code: 'OperationDenied.ServiceNotOpen', message: 'Your account has not activated the model service.', param: '', type: 'Forbidden' } }) },
+  { vendor: "a relay's region refusal in Anthropic's shape", channel: 'ch14', call: 'message', body: JSON.stringify({ type: 'error', error: { type: 'RegionError', message: 'This model is not available in your country.' } }) },
+  // Not the vendor's API at all: a CDN's challenge or an address block, as a web page.
+  { vendor: "Cloudflare's challenge page", channel: 'ch02', call: 'chat', headers: { 'content-type': 'text/html; charset=UTF-8', 'cf-mitigated': 'challenge' }, body: '<!DOCTYPE html><html><head><title>Just a moment...</title></head><body></body></html>' },
+  { vendor: 'an address block as HTML sent as JSON', channel: 'ch14', call: 'message', body: '\n<!doctype html>\n<title>403</title>403 Forbidden' },
 ];
 
 for (const c of NOT_THE_KEY) {
   t.test(`${c.vendor}: no verdict on the key, the next one serves`, async (t) => {
     const secrets = ['sk-refused', 'sk-ok'];
-    const { listed, chat, message } = await setup(t, { channel: c.channel, secrets }, (req, res) => (secretOf(req) === 'sk-refused' ? send(res, 403, c.body) : okAnswer(req, res)));
+    const { listed, chat, message } = await setup(t, { channel: c.channel, secrets }, (req, res) => (secretOf(req) === 'sk-refused' ? send(res, c.status ?? 403, c.body, c.headers) : okAnswer(req, res)));
     // Round-robin starts anywhere: two requests meet sk-refused once.
     for (let i = 0; i < secrets.length; i++) t.equal((await (c.call === 'chat' ? chat() : message())).status, 200, 'served by the other key');
     const state = await listed();
     for (const s of secrets) t.same([state(s).state, state(s).disabled_reason], ['active', null], `${s} stays active`);
   });
 }
+
+// Refusals about the account's credit or spending cap: the key is not revoked, a top-up or a raised cap brings it back.
+const BILLING: { vendor: string; channel: string; body: string }[] = [
+  { vendor: "xAI's team without credits", channel: 'ch02', body: JSON.stringify({ code: 'The caller does not have permission to execute the specified operation', error: "Your newly created team doesn't have any credits yet. You can purchase credits on https://console.x.ai/team/0f1e." }) },
+  { vendor: "Moonshot's exhausted quota, a type and no code", channel: 'ch02', body: JSON.stringify({ error: { message: 'Your account org-1 <ak-2> is not active, organization org-1 exceeded current quota, please check your plan and billing details', type: 'exceeded_current_quota_error' } }) },
+  { vendor: "OpenRouter's key spending cap", channel: 'ch29', body: JSON.stringify({ error: { message: 'Key limit exceeded (total limit). Manage it using https://openrouter.ai/settings/keys', code: 403 } }) },
+  { vendor: 'Volcengine Ark, an overdue account', channel: 'ch02', body: JSON.stringify({ error: { code: 'AccountOverdueError', message: 'The request failed because your account has an overdue balance.', param: '', type: 'Forbidden' } }) },
+];
+
+for (const c of BILLING) {
+  t.test(`${c.vendor}: judged as a 402, the key cools down for credential_cooldown_seconds and the next serves`, async (t) => {
+    const secrets = ['sk-broke', 'sk-ok'];
+    const { upstream, listed, chat } = await setup(t, { channel: c.channel, secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 403, c.body) : okAnswer(req, res)));
+    const sentAt = Date.now();
+    // The Group's rotation starts at its first credential.
+    t.equal((await chat()).status, 200, 'served by the other key');
+    t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the refused key, then the next');
+    const state = (await listed())('sk-broke');
+    t.equal(state.disabled_reason, null, 'not disabled');
+    coolsFor(t, state, sentAt, 300);
+  });
+}
+
+t.test('a key refusal that looks like none of those still disables: an HTML 401, a permission_error, a message in another wording', async (t) => {
+  const secrets = ['sk-html', 'sk-perm', 'sk-azure', 'sk-ok'];
+  const bodies: Record<string, [number, string, Record<string, string>?]> = {
+    // Perplexity answers an invalid key with an HTML 401 behind Cloudflare.
+    'sk-html': [401, '<html><head><title>401 Authorization Required</title></head><body><script src="/cdn-cgi/challenge-platform/h/b/orchestrate/jsch/v1"></script></body></html>', { 'content-type': 'text/html' }],
+    'sk-perm': [403, JSON.stringify({ type: 'error', error: { type: 'permission_error', message: 'Your API key does not have permission to use the specified resource.' } })],
+    'sk-azure': [401, JSON.stringify({ error: { code: '401', message: 'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.' } })],
+  };
+  const { listed, message } = await setup(t, { channel: 'ch14', secrets, settings: { max_attempts_per_request: 4 } }, (req, res) => {
+    const answer = bodies[secretOf(req)];
+    return answer === undefined ? okAnswer(req, res) : send(res, answer[0], answer[1], answer[2]);
+  });
+  for (let i = 0; i < secrets.length; i++) t.equal((await message()).status, 200, 'served by the healthy credential');
+  const state = await listed();
+  t.same([state('sk-html').state, state('sk-html').disabled_reason], ['disabled', 'upstream answered 401']);
+  t.same([state('sk-perm').state, state('sk-perm').disabled_reason], ['disabled', 'upstream answered 403 permission_error']);
+  t.same([state('sk-azure').state, state('sk-azure').disabled_reason], ['disabled', 'upstream answered 401']);
+  t.match(state('sk-ok'), { state: 'active' });
+});
 
 t.test("Anthropic's key refusal still disables, its reason naming the error type", async (t) => {
   const secrets = ['sk-revoked', 'sk-ok'];

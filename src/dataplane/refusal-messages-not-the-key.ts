@@ -1,0 +1,53 @@
+import { isObject } from './error-body-member.ts';
+import type { NotTheKey } from './error-codes-not-the-key.ts';
+
+/**
+ * A fragment of a 401/403's message, as the upstream writes it, with what it says (the classes
+ * of error-codes-not-the-key.ts). For refusals that carry no code saying so: the message is then
+ * all there is. Fragments are whole phrases, matched without regard to case, because a vendor's
+ * invalid-key message must never contain one: "access denied" (Azure's invalid key), "permission"
+ * (Anthropic's key refusal), "forbidden" or "quota" alone would. A reworded message stops
+ * matching, and the key is judged by its status again.
+ */
+interface MessageRow {
+  raw: string;
+  unified: NotTheKey;
+}
+
+const messageFragments: readonly MessageRow[] = [
+  // OpenAI, 403 code null: "Your organization must be verified to use the model `gpt-image-1`."
+  { raw: 'must be verified to ', unified: 'request' },
+  // xAI, 403 with `error` a string: "Content violates usage guidelines. … Failed check: SAFETY_CHECK_TYPE_BIO".
+  { raw: 'content violates usage guidelines', unified: 'request' },
+  { raw: 'safety_check_type_', unified: 'request' },
+  // Fireworks, 403 code FORBIDDEN: "Fire Pass API keys are not authorized for this route."
+  { raw: 'not authorized for this route', unified: 'request' },
+  // Azure OpenAI, 403 code "403": the resource's network rules, or private endpoints only.
+  { raw: 'virtual network/firewall rules', unified: 'location' },
+  { raw: 'public access is disabled', unified: 'location' },
+  // Relays and vendors refusing the caller's country.
+  { raw: 'not available in your region', unified: 'location' },
+  { raw: 'not available in your country', unified: 'location' },
+  // xAI, 403: "Your newly created team doesn't have any credits yet."
+  { raw: "doesn't have any credits", unified: 'billing' },
+  { raw: 'does not have enough credits', unified: 'billing' },
+  // Moonshot, 403: "… exceeded current quota, please check your plan and billing details".
+  { raw: 'exceeded current quota', unified: 'billing' },
+  // OpenRouter, 403 code 403: "Key limit exceeded (total limit)", the key's spending cap, lifted by raising it.
+  { raw: 'key limit exceeded', unified: 'billing' },
+];
+
+/** The refusal's message: `error.message` (OpenAI's and Anthropic's shapes), `error` itself when a string (xAI), or a top-level `message`. */
+export function refusalMessageOf(parsed: Record<string, unknown> | undefined): string | undefined {
+  const error = parsed?.['error'];
+  if (isObject(error)) return typeof error['message'] === 'string' ? error['message'] : undefined;
+  if (typeof error === 'string') return error;
+  return typeof parsed?.['message'] === 'string' ? parsed['message'] : undefined;
+}
+
+/** What a message says, when a fragment of messageFragments is in it. */
+export function refusalMessageClass(message: string | undefined): NotTheKey | undefined {
+  if (message === undefined) return undefined;
+  const lower = message.toLowerCase();
+  return messageFragments.find((row) => lower.includes(row.raw))?.unified;
+}
