@@ -143,6 +143,8 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, spe
     // `GET /v1beta/models/m:generateContent` stays a 405, not `models.get` of `m:generateContent`.
     if (route.wide && allowed) continue;
     if (route.method !== 'ANY' && route.method !== method) {
+      // `POST /v1beta/models/m:batchGenerateContent` calls a method no route declares: an unknown endpoint, not a 405 of models.get.
+      if (route.wide && endsInUndeclaredVerb(routes, path)) continue;
       if (!allowed) other = { route, m, allowed: (allowed = []) };
       if (!allowed.includes(route.method)) allowed.push(route.method);
       continue;
@@ -175,6 +177,17 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, spe
   }
   if (other) return { found: false, allowed: other.allowed, near: other.route.target, params: paramsOf(other.route, other.m) };
   return { found: false, allowed: NO_METHODS, near: nearest?.target };
+}
+
+const declaredVerbs = new WeakMap<readonly CompiledRoute[], ReadonlySet<string>>();
+
+/** Whether the path ends in a `:verb` (Google's custom methods) that no route declares. */
+function endsInUndeclaredVerb(routes: readonly CompiledRoute[], path: string): boolean {
+  const verb = /:([A-Za-z]\w*)\/*$/.exec(path)?.[1];
+  if (verb === undefined) return false;
+  let verbs = declaredVerbs.get(routes);
+  if (verbs === undefined) declaredVerbs.set(routes, (verbs = new Set(routes.flatMap((r) => templateVerb(r.template) ?? []))));
+  return !verbs.has(verb);
 }
 
 const verbSpellings = new WeakMap<readonly CompiledRoute[], RegExp | null>();

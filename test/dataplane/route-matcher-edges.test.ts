@@ -89,6 +89,27 @@ t.test('a one-segment parameter with no :verb after it takes colons; a generate-
   t.same(upstream.requests, []);
 });
 
+t.test('a generate-style :verb no route declares is an unknown endpoint (404), not a 405 of models.get, and its record names no model', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-generate'] });
+  // The genai SDK's batches.create and generateVideos, and a verb no one has.
+  for (const verb of ['batchGenerateContent', 'predictLongRunning', 'frobnicate']) {
+    const res = await rawRequest(`${gw.url}/v1beta/models/gem:${verb}`, { method: 'POST', headers: clientAuthHeaders('x-generate', keyValue), body: '{}' });
+    t.equal(res.status, 404, `${verb}: status`);
+    t.match(JSON.parse(res.body.toString()), { error: { code: 404, status: 'NOT_FOUND' } }, `${verb}: Google's error shape`);
+    t.equal(res.headers['allow'], undefined, `${verb}: no Allow naming models.get's methods`);
+    const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+    t.match(record, { status: 404, error_code: 'route_not_found', external_model: null }, `${verb}: the record`);
+  }
+  // A declared verb by another method stays its endpoint's 405.
+  const declared = await rawRequest(`${gw.url}/v1beta/models/gem:generateContent`, { method: 'GET', headers: clientAuthHeaders('x-generate', keyValue) });
+  t.equal(declared.status, 405);
+  t.same(upstream.requests, []);
+});
+
 t.test('a model list retrieve of a name over the model-name cap: 400, its record without the name', async (t) => {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
