@@ -27,16 +27,26 @@ t.test('seals batches of at most batchSize, each with its own key', async (t) =>
   t.equal(appender.size, 0);
 });
 
-t.test('a full batch is handed on at the next turn, one batch per turn; the rest on the timer', async (t) => {
+t.test('a full batch is handed on at the next turn, one batch per turn; the rest waits for the timer', async (t) => {
   const batches: SealedLogBatch[] = [];
-  const appender = new LogBatchAppender((b) => batches.push(b), { batchSize: 2, flushIntervalMs: 20 });
+  // A timer far off: a loaded machine's pause between two turns must not let it seal the rest.
+  const appender = new LogBatchAppender((b) => batches.push(b), { batchSize: 2, flushIntervalMs: 60_000 });
+  t.teardown(() => appender.flushAll());
   for (let i = 0; i < 5; i++) appender.append(record(i));
   t.same(batches, [], 'append never hands on synchronously');
   await new Promise((r) => setImmediate(r));
   t.same(batches.map(ids), [['r0', 'r1']]);
   await new Promise((r) => setImmediate(r));
   t.same(batches.map(ids), [['r0', 'r1'], ['r2', 'r3']]);
-  await new Promise((r) => setTimeout(r, 60));
+  await new Promise((r) => setImmediate(r));
+  t.same(batches.map(ids), [['r0', 'r1'], ['r2', 'r3']], 'the part-filled batch is not handed on by a turn');
+});
+
+t.test('a part-filled batch is handed on after flushIntervalMs', async (t) => {
+  const batches: SealedLogBatch[] = [];
+  const appender = new LogBatchAppender((b) => batches.push(b), { batchSize: 2, flushIntervalMs: 20 });
+  for (let i = 0; i < 5; i++) appender.append(record(i));
+  await new Promise((r) => setTimeout(r, 100));
   t.same(batches.map(ids), [['r0', 'r1'], ['r2', 'r3'], ['r4']], 'the last one after flushIntervalMs');
 });
 
