@@ -3,7 +3,7 @@ import type { OperationEntry, ResourceEntry } from '../generated/index.ts';
 import { compileRouteTable, firstSegment, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
-import { computeCost, hasTokens, requestStreamUsage } from '../usage/index.ts';
+import { computeCost, hasTokens, loggedUsage, requestStreamUsage } from '../usage/index.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { ConfigSnapshot, type Snapshot } from './config-snapshot.ts';
 import { CredentialPool } from './credential-pool.ts';
@@ -269,7 +269,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       }
       const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(heldKey!, current.id));
       if (counted && result.usage && result.candidate) {
-        log.usage = result.usage;
+        log.usage = loggedUsage(result.usage);
         log.cost = computeCost(result.usage, snap.pricesByModel.get(result.candidate.upstream_model ?? remembered?.upstreamModel ?? model ?? ''));
         // A read that bills a background response names no model itself: the usage goes under the one it was created with.
         if (!op.counts_tokens && remembered !== undefined) {

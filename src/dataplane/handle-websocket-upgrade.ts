@@ -5,7 +5,7 @@ import { WebSocketServer, type Server } from 'ws';
 import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
-import { computeCost, SessionUsageAccumulator } from '../usage/index.ts';
+import { computeCost, loggedUsage, SessionUsageAccumulator } from '../usage/index.ts';
 import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
@@ -353,7 +353,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     const end = await session.ended;
     const usage = pricing.usage?.result();
     if (usage !== undefined) {
-      log.usage = usage;
+      log.usage = loggedUsage(usage);
       log.cost = computeCost(usage, pricing.price);
     }
     return end;

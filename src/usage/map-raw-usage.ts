@@ -107,7 +107,7 @@ export function addCounters(usage: TokenUsage, fields: readonly CompiledUsageFie
     const count = counters[i];
     if (count === undefined || field.unified === undefined || anyPresent(counters, field.unless)) continue;
     if (field.onlyIf !== undefined && !totalHolds(counters, field.onlyIf)) continue;
-    usage[field.unified] += count;
+    usage[field.unified] = (usage[field.unified] ?? 0) + count;
   }
   return usage;
 }

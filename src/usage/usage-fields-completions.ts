@@ -9,7 +9,9 @@ const REASONING = 'completion_tokens_details.reasoning_tokens';
  * except from xAI, whose `total_tokens` is prompt + completion + reasoning: reasoning is added
  * to the output only when the total says so, as any compatible channel may point at xAI.
  * Cache hits: `prompt_tokens_details.cached_tokens`, else Moonshot's top-level
- * `cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`.
+ * `cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`. Cache writes, part of
+ * `prompt_tokens`: OpenRouter's `prompt_tokens_details.cache_write_tokens`
+ * (openrouter.ai/docs/use-cases/usage-accounting).
  */
 export const completionsUsageFields: UsageFieldTable = {
   style: 'completions',
@@ -19,6 +21,7 @@ export const completionsUsageFields: UsageFieldTable = {
     { raw: 'completion_tokens', unified: 'output_tokens' },
     { raw: REASONING, unified: 'output_tokens', onlyIf: { total: 'total_tokens', equalsSumOf: ['prompt_tokens', 'completion_tokens', REASONING] } },
     { raw: 'prompt_tokens_details.cached_tokens', unified: 'cached_tokens', fallback: ['cached_tokens', 'prompt_cache_hit_tokens'] },
+    { raw: 'prompt_tokens_details.cache_write_tokens', unified: 'cache_write_tokens' },
     { raw: REASONING, unified: 'reasoning_tokens' },
   ],
   stream: [

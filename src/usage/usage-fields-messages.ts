@@ -2,8 +2,10 @@ import type { UsageFieldTable } from './usage-field-table.ts';
 
 /**
  * Messages: upstream `input_tokens` excludes cache reads and cache writes, so the unified
- * input is their sum. In streams message_start carries the input side and message_delta
- * the cumulative output (and, on newer upstreams, cumulative input counters too).
+ * input is their sum; the writes are also the unified `cache_write_tokens` (the 1-hour ones,
+ * `cache_creation.ephemeral_1h_input_tokens`, billed higher still, are among them and get the
+ * one write price). In streams message_start carries the input side and message_delta the
+ * cumulative output (and, on newer upstreams, cumulative input counters too).
  */
 export const messagesUsageFields: UsageFieldTable = {
   style: 'messages',
@@ -14,6 +16,7 @@ export const messagesUsageFields: UsageFieldTable = {
     { raw: 'cache_creation_input_tokens', unified: 'input_tokens' },
     { raw: 'output_tokens', unified: 'output_tokens' },
     { raw: 'cache_read_input_tokens', unified: 'cached_tokens' },
+    { raw: 'cache_creation_input_tokens', unified: 'cache_write_tokens' },
   ],
   stream: [
     { eventType: 'message_start', usagePath: 'message.usage', merge: 'overlay' },

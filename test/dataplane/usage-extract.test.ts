@@ -86,7 +86,7 @@ t.test('messages body sums cache reads and writes into input', async (t) => {
       service_tier: 'standard',
     },
   };
-  t.same(extractUsage('messages', body), { input_tokens: 1209, output_tokens: 393, cached_tokens: 1000, reasoning_tokens: 0 });
+  t.same(extractUsage('messages', body), { input_tokens: 1209, output_tokens: 393, cached_tokens: 1000, reasoning_tokens: 0, cache_write_tokens: 188 });
 });
 
 t.test('generate body adds thoughts to output', async (t) => {

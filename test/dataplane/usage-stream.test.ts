@@ -99,7 +99,7 @@ t.test('messages stream: message_start + cumulative message_delta', async (t) =>
     { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 15 } },
     { type: 'message_stop' },
   ];
-  t.same(feed('messages', events), { input_tokens: 2073, output_tokens: 15, cached_tokens: 2048, reasoning_tokens: 0 });
+  t.same(feed('messages', events), { input_tokens: 2073, output_tokens: 15, cached_tokens: 2048, reasoning_tokens: 0, cache_write_tokens: 0 });
 });
 
 t.test('messages stream: message_delta with cumulative input counters overrides', async (t) => {
@@ -115,7 +115,7 @@ t.test('messages stream: a message_delta reporting input_tokens 0 keeps message_
     { type: 'message_start', message: { usage: { input_tokens: 1200, cache_read_input_tokens: 300, cache_creation_input_tokens: 0, output_tokens: 1 } } },
     { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 0, output_tokens: 62 } },
   ];
-  t.same(feed('messages', events), { input_tokens: 1500, output_tokens: 62, cached_tokens: 300, reasoning_tokens: 0 });
+  t.same(feed('messages', events), { input_tokens: 1500, output_tokens: 62, cached_tokens: 300, reasoning_tokens: 0, cache_write_tokens: 0 });
 });
 
 t.test('generate stream: last usageMetadata wins', async (t) => {

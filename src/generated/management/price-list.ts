@@ -23,5 +23,9 @@ export interface PriceList {
      * USD per million cached input tokens; the input price when absent.
      */
     cached_input_per_mtok?: number;
+    /**
+     * USD per million input tokens written to a prompt cache; the input price when absent.
+     */
+    cache_write_per_mtok?: number;
   }[];
 }

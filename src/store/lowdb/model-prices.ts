@@ -36,6 +36,7 @@ export class LowdbModelPriceStore implements ModelPriceStore {
       for (const { model, price } of entries) {
         const record: ModelPriceRecord = { model, input_per_mtok: price.input_per_mtok, output_per_mtok: price.output_per_mtok, source, updated_at: now };
         if (price.cached_input_per_mtok !== undefined) record.cached_input_per_mtok = price.cached_input_per_mtok;
+        if (price.cache_write_per_mtok !== undefined) record.cache_write_per_mtok = price.cache_write_per_mtok;
         const i = d.model_prices.findIndex((x) => x.model === model);
         if (i < 0) {
           d.model_prices.push(record);
