@@ -9,6 +9,12 @@ export interface ModelPrice {
   cached_input_per_mtok?: number;
   /** Price of input written to a prompt cache; uncached input price when absent. */
   cache_write_per_mtok?: number;
+  /** Price of audio input; uncached input price when absent. */
+  audio_input_per_mtok?: number;
+  /** Price of audio output; output price when absent. */
+  audio_output_per_mtok?: number;
+  /** Price of image input; uncached input price when absent. */
+  image_input_per_mtok?: number;
 }
 
 const PER_TOKEN = 1 / 1_000_000;
@@ -16,18 +22,33 @@ const PER_TOKEN = 1 / 1_000_000;
 /**
  * Cost in USD; 0 when the model has no price, and 0 too when the product is no finite number
  * (as for a missing price: not computable), since one infinity would make every sum over it
- * and the key's cost quota unusable. Rounded to 1e-10 USD to drop float noise. Cache reads and
- * writes are parts of the input: clamped so that together they never exceed it (reads first).
+ * and the key's cost quota unusable. Rounded to 1e-10 USD to drop float noise.
+ *
+ * The input's parts are taken in this order, each clamped to what the ones before left: cache
+ * reads (at the cached price, whatever their modality), cache writes, audio, images; the rest
+ * is at the input price. The output's audio part is clamped to the output. So the parts never
+ * exceed their whole, and a cached audio token (counted as cached and as audio) is priced once,
+ * as cached, its audio count then taking from the uncached rest.
  */
 export function computeCost(usage: TokenUsage, price: ModelPrice | undefined): number {
   if (price === undefined) return 0;
-  const cached = Math.min(usage.cached_tokens, usage.input_tokens);
-  const written = Math.min(usage.cache_write_tokens ?? 0, usage.input_tokens - cached);
-  const uncached = usage.input_tokens - cached - written;
-  const cachedPrice = price.cached_input_per_mtok ?? price.input_per_mtok;
-  const writePrice = price.cache_write_per_mtok ?? price.input_per_mtok;
+  const input = usage.input_tokens;
+  const cached = Math.min(usage.cached_tokens, input);
+  const written = Math.min(usage.cache_write_tokens ?? 0, input - cached);
+  const audioIn = Math.min(usage.audio_input_tokens ?? 0, input - cached - written);
+  const imageIn = Math.min(usage.image_input_tokens ?? 0, input - cached - written - audioIn);
+  const plainIn = input - cached - written - audioIn - imageIn;
+  const audioOut = Math.min(usage.audio_output_tokens ?? 0, usage.output_tokens);
+  const plainOut = usage.output_tokens - audioOut;
+  const inputPrice = price.input_per_mtok;
   const usd =
-    (uncached * price.input_per_mtok + cached * cachedPrice + written * writePrice + usage.output_tokens * price.output_per_mtok) *
+    (plainIn * inputPrice +
+      cached * (price.cached_input_per_mtok ?? inputPrice) +
+      written * (price.cache_write_per_mtok ?? inputPrice) +
+      audioIn * (price.audio_input_per_mtok ?? inputPrice) +
+      imageIn * (price.image_input_per_mtok ?? inputPrice) +
+      plainOut * price.output_per_mtok +
+      audioOut * (price.audio_output_per_mtok ?? price.output_per_mtok)) *
     PER_TOKEN;
   const cost = roundCost(usd);
   return Number.isFinite(cost) ? cost : 0;

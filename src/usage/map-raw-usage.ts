@@ -107,7 +107,10 @@ export function addCounters(usage: TokenUsage, fields: readonly CompiledUsageFie
     const count = counters[i];
     if (count === undefined || field.unified === undefined || anyPresent(counters, field.unless)) continue;
     if (field.onlyIf !== undefined && !totalHolds(counters, field.onlyIf)) continue;
-    usage[field.unified] = (usage[field.unified] ?? 0) + count;
+    const sum = usage[field.unified];
+    // An optional counter stays absent (0) for a zero count: OpenAI reports audio_tokens: 0 on every answer.
+    if (sum === undefined && count === 0) continue;
+    usage[field.unified] = (sum ?? 0) + count;
   }
   return usage;
 }

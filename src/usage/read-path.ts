@@ -1,22 +1,41 @@
 /**
  * A dotted path split once: the usage tables' paths are read on every response. A segment of
- * digits is a number, an array index (`choices.0.usage`); any other names an object member.
+ * digits is a number, an array index (`choices.0.usage`); `name=value` picks the first element
+ * of an array that is an object whose member `name` is the string `value` (Gemini's per-modality
+ * counts: `promptTokensDetails.modality=AUDIO.tokenCount`); any other names an object member.
  */
-export type PathSegments = readonly (string | number)[];
+export type PathSegments = readonly (string | number | ElementWhere)[];
 
-export function pathSegments(path: string): PathSegments {
-  return path.split('.').map((segment) => (/^\d+$/.test(segment) ? Number(segment) : segment));
+/** An array element picked by one of its members' values. */
+export interface ElementWhere {
+  readonly member: string;
+  readonly equals: string;
 }
 
-/** Value at a path of plain JSON objects (and arrays, at number segments), or undefined. */
+export function pathSegments(path: string): PathSegments {
+  return path.split('.').map((segment) => {
+    if (/^\d+$/.test(segment)) return Number(segment);
+    const at = segment.indexOf('=');
+    return at > 0 ? { member: segment.slice(0, at), equals: segment.slice(at + 1) } : segment;
+  });
+}
+
+/** Value at a path of plain JSON objects (and arrays, at number and `name=value` segments), or undefined. */
 export function readSegments(value: unknown, segments: PathSegments): unknown {
   let current = value;
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i]!;
-    if (current === null || typeof current !== 'object' || Array.isArray(current) !== (typeof segment === 'number')) return undefined;
-    current = (current as Record<string | number, unknown>)[segment];
+    if (current === null || typeof current !== 'object' || Array.isArray(current) !== (typeof segment !== 'string')) return undefined;
+    current = typeof segment === 'object' ? elementWhere(current as unknown[], segment) : (current as Record<string | number, unknown>)[segment];
   }
   return current;
+}
+
+function elementWhere(elements: readonly unknown[], where: ElementWhere): unknown {
+  for (const element of elements) {
+    if (element !== null && typeof element === 'object' && (element as Record<string, unknown>)[where.member] === where.equals) return element;
+  }
+  return undefined;
 }
 
 /**

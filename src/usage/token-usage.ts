@@ -4,8 +4,10 @@ export type UsageStyle = 'completions' | 'responses' | 'messages' | 'generate' |
 /**
  * Unified token usage. `input_tokens` counts every prompt token (cached ones included),
  * `cached_tokens` is the part of it read from a cache, `cache_write_tokens` the part written to
- * one; `output_tokens` counts every generated token (reasoning included), `reasoning_tokens` is
- * the part of it spent on reasoning.
+ * one, `audio_input_tokens` and `image_input_tokens` the parts that are audio and images (a
+ * cached audio or image token is in both); `output_tokens` counts every generated token
+ * (reasoning included), `reasoning_tokens` is the part of it spent on reasoning and
+ * `audio_output_tokens` the part that is audio.
  */
 export interface TokenUsage {
   input_tokens: number;
@@ -13,11 +15,15 @@ export interface TokenUsage {
   cached_tokens: number;
   reasoning_tokens: number;
   /**
-   * Absent means 0. Optional, and present only when the upstream reported it, because the log
-   * record's `usage` is this type and the log stores keep the four counters above only: the
-   * count prices a request (computeCost) and is not stored.
+   * The optional counters: absent means 0. Optional, and present only when the upstream
+   * reported them, because the log record's `usage` is this type and the log stores keep the
+   * four counters above only: they price a request (computeCost) and are not stored
+   * (loggedUsage).
    */
   cache_write_tokens?: number;
+  audio_input_tokens?: number;
+  image_input_tokens?: number;
+  audio_output_tokens?: number;
 }
 
 export type UnifiedUsageField = keyof TokenUsage;

@@ -22,7 +22,20 @@ export const sessionUsageSources: Readonly<Record<SessionUsageStyle, SessionUsag
   /**
    * Live sessions: `usageMetadata` per model turn, as generate style names it, except that the
    * output is `responseTokenCount` (`candidatesTokenCount` from Vertex-style upstreams; one
-   * message carries one of the two).
+   * message carries one of the two). Audio and images are the AUDIO and IMAGE entries of its
+   * per-modality lists (`promptTokensDetails`, and `responseTokensDetails` or Vertex-style
+   * `candidatesTokensDetails`: [{modality, tokenCount}], ai.google.dev/api/live#UsageMetadata);
+   * text and video are left at the input and output prices.
    */
-  live: { frameHint: '"usageMetadata"', usagePath: 'usageMetadata', fields: [...generateUsageFields.fields, { raw: 'responseTokenCount', unified: 'output_tokens' }] },
+  live: {
+    frameHint: '"usageMetadata"',
+    usagePath: 'usageMetadata',
+    fields: [
+      ...generateUsageFields.fields,
+      { raw: 'responseTokenCount', unified: 'output_tokens' },
+      { raw: 'promptTokensDetails.modality=AUDIO.tokenCount', unified: 'audio_input_tokens' },
+      { raw: 'promptTokensDetails.modality=IMAGE.tokenCount', unified: 'image_input_tokens' },
+      { raw: 'responseTokensDetails.modality=AUDIO.tokenCount', unified: 'audio_output_tokens', fallback: 'candidatesTokensDetails.modality=AUDIO.tokenCount' },
+    ],
+  },
 };

@@ -43,7 +43,7 @@ t.test('the common events are read from their bytes, with what JSON.parse gives'
     t.ok(scanned, `read from bytes: ${text.slice(0, 60)}`);
     t.same(scanned, parsedReading(style, text), text.slice(0, 60));
   }
-  t.same(scanEvent('completions', JSON.stringify(usageChunk))?.counters, [24, 6, 2, 3, undefined, 2, undefined, undefined, undefined], 'the counters in the compiled table\'s order (rows, fallbacks, total_tokens)');
+  t.same(scanEvent('completions', JSON.stringify(usageChunk))?.counters, [24, 6, 2, 3, undefined, undefined, undefined, 2, undefined, undefined, undefined], 'the counters in the compiled table\'s order (rows, fallbacks, total_tokens)');
   t.equal(scanEvent('completions', JSON.stringify(usageChunk))?.usageOnlyChunk, true);
 });
 
@@ -134,7 +134,7 @@ t.test('what it does not read exactly as JSON.parse, or what is not JSON, it lea
 t.test('a body\'s tail from its usage member; a nested last key leaves the body to JSON.parse', async (t) => {
   const table = compiledUsageTables.completions;
   const body = Buffer.from(JSON.stringify({ id: 'x', choices: [{ message: { content: '"usage": {"prompt_tokens": 99}' } }], usage: { prompt_tokens: 3, completion_tokens: 4 }, system_fingerprint: 'fp' }) + '\n');
-  t.same(scanUsageTail(body, body.lastIndexOf('"usage"'), table.bodyScan!), { counters: [3, 4, undefined, undefined, undefined, undefined, undefined, undefined, undefined], usageOnlyChunk: false });
+  t.same(scanUsageTail(body, body.lastIndexOf('"usage"'), table.bodyScan!), { counters: [3, 4, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined], usageOnlyChunk: false });
   const nestedLast = Buffer.from('{"usage":{"prompt_tokens":1},"b":{"usage":2}}');
   t.equal(scanUsageTail(nestedLast, nestedLast.lastIndexOf('"usage"'), table.bodyScan!), undefined);
   for (const text of [body.toString(), nestedLast.toString(), '{"usage":[1]}', '<html>"usage"</html>', '{"usage":{"prompt_tokens":"1"}}']) {

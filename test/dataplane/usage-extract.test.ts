@@ -64,7 +64,7 @@ t.test('images body: top-level usage (images.d.ts ImagesResponse.Usage)', async 
     },
   };
   const style = USAGE_STYLE_BY_PROTOCOL['x-images']!;
-  const expected = { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0 };
+  const expected = { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0, image_input_tokens: 10 };
   t.same(extractUsage(style, body), expected);
   t.same(extractUsageFromBytes(style, Buffer.from(JSON.stringify(body))), expected, 'from the bytes, as the relay reads it');
 });
@@ -135,7 +135,7 @@ t.test('x-suite body: OpenAI audio names and completions names both read, a dura
     ['transcription tokens', {
       text: 'hello there',
       usage: { type: 'tokens', input_tokens: 14, output_tokens: 45, total_tokens: 59, input_token_details: { text_tokens: 4, audio_tokens: 10 } },
-    }, { input_tokens: 14, output_tokens: 45, cached_tokens: 0, reasoning_tokens: 0 }],
+    }, { input_tokens: 14, output_tokens: 45, cached_tokens: 0, reasoning_tokens: 0, audio_input_tokens: 10 }],
     // OCR and Mistral-style transcriptions answer the completions names.
     ['ocr', { pages: [{ index: 0, markdown: '# A' }], model: 'ocr-m', usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 } },
       { input_tokens: 120, output_tokens: 30, cached_tokens: 0, reasoning_tokens: 0 }],
@@ -167,7 +167,7 @@ t.test('from a tail: the last bytes of a large images body, starting mid-string'
   const whole = Buffer.from(JSON.stringify({ created: 1, data: [{ b64_json: 'QUJD'.repeat(50_000) }], size: '1024x1024', usage }));
   const tail = whole.subarray(whole.length - 1000);
   t.equal(tail[0], 'Q'.charCodeAt(0), 'the tail starts inside the base64 string');
-  t.same(extractUsageFromTail(style, tail), { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0 });
+  t.same(extractUsageFromTail(style, tail), { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0, image_input_tokens: 10 });
   const none = Buffer.from(JSON.stringify({ created: 1, data: [{ b64_json: 'QUJD'.repeat(50_000) }], size: '1024x1024' }));
   t.equal(extractUsageFromTail(style, none.subarray(none.length - 1000)), undefined, 'no usage member: none');
   t.equal(extractUsageFromTail(style, Buffer.from('"usage":{"input_tokens":5}}')), undefined, 'a member at the tail\'s very start: not known to be one');

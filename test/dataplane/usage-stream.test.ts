@@ -77,7 +77,7 @@ for (const prefix of ['image_generation', 'image_edit']) {
         usage: { input_tokens: 50, input_tokens_details: { text_tokens: 40, image_tokens: 10 }, output_tokens: 4160, total_tokens: 4210 },
       },
     ];
-    t.same(feed(USAGE_STYLE_BY_PROTOCOL['x-images']!, events), { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0 });
+    t.same(feed(USAGE_STYLE_BY_PROTOCOL['x-images']!, events), { input_tokens: 50, output_tokens: 4160, cached_tokens: 0, reasoning_tokens: 0, image_input_tokens: 10 });
     t.equal(feed(USAGE_STYLE_BY_PROTOCOL['x-images']!, events.slice(0, 2)), undefined, 'partial images carry none');
   });
 }
@@ -99,7 +99,7 @@ t.test('messages stream: message_start + cumulative message_delta', async (t) =>
     { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 15 } },
     { type: 'message_stop' },
   ];
-  t.same(feed('messages', events), { input_tokens: 2073, output_tokens: 15, cached_tokens: 2048, reasoning_tokens: 0, cache_write_tokens: 0 });
+  t.same(feed('messages', events), { input_tokens: 2073, output_tokens: 15, cached_tokens: 2048, reasoning_tokens: 0 });
 });
 
 t.test('messages stream: message_delta with cumulative input counters overrides', async (t) => {
@@ -115,7 +115,7 @@ t.test('messages stream: a message_delta reporting input_tokens 0 keeps message_
     { type: 'message_start', message: { usage: { input_tokens: 1200, cache_read_input_tokens: 300, cache_creation_input_tokens: 0, output_tokens: 1 } } },
     { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 0, output_tokens: 62 } },
   ];
-  t.same(feed('messages', events), { input_tokens: 1500, output_tokens: 62, cached_tokens: 300, reasoning_tokens: 0, cache_write_tokens: 0 });
+  t.same(feed('messages', events), { input_tokens: 1500, output_tokens: 62, cached_tokens: 300, reasoning_tokens: 0 });
 });
 
 t.test('generate stream: last usageMetadata wins', async (t) => {
@@ -140,7 +140,7 @@ t.test('x-suite streams: transcript.text.done, speech.audio.done and a FIM usage
     { type: 'transcript.text.delta', delta: 'lo' },
     { type: 'transcript.text.done', text: 'hello', usage: { type: 'tokens', input_tokens: 14, output_tokens: 45, total_tokens: 59, input_token_details: { text_tokens: 4, audio_tokens: 10 } } },
   ];
-  t.same(feed('suite', transcript), { input_tokens: 14, output_tokens: 45, cached_tokens: 0, reasoning_tokens: 0 });
+  t.same(feed('suite', transcript), { input_tokens: 14, output_tokens: 45, cached_tokens: 0, reasoning_tokens: 0, audio_input_tokens: 10 });
   // audio.speech.create({stream_format: 'sse'}): speech.audio.delta events, then speech.audio.done with usage.
   const speech = [
     { type: 'speech.audio.delta', audio: 'UklGRiQAAABXQVZF' },

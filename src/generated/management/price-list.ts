@@ -27,5 +27,17 @@ export interface PriceList {
      * USD per million input tokens written to a prompt cache; the input price when absent.
      */
     cache_write_per_mtok?: number;
+    /**
+     * USD per million audio input tokens; the input price when absent.
+     */
+    audio_input_per_mtok?: number;
+    /**
+     * USD per million audio output tokens; the output price when absent.
+     */
+    audio_output_per_mtok?: number;
+    /**
+     * USD per million image input tokens; the input price when absent.
+     */
+    image_input_per_mtok?: number;
   }[];
 }

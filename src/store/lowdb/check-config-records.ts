@@ -71,7 +71,7 @@ const ACCESS_KEY = stored(accessKeyCreateSchema.properties, { id: ID, masked: TE
 const MODEL_PRICE = stored(
   modelPriceSchema.properties,
   { model: priceListSchema.properties.prices.items.properties.model, source: { enum: PRICE_SOURCES }, updated_at: TIME },
-  ['cached_input_per_mtok', 'cache_write_per_mtok'],
+  ['cached_input_per_mtok', 'cache_write_per_mtok', 'audio_input_per_mtok', 'audio_output_per_mtok', 'image_input_per_mtok'],
 );
 
 const CREDENTIAL_STAGE = stored(credentialStageCreateSchema.properties, {

@@ -37,6 +37,9 @@ export class LowdbModelPriceStore implements ModelPriceStore {
         const record: ModelPriceRecord = { model, input_per_mtok: price.input_per_mtok, output_per_mtok: price.output_per_mtok, source, updated_at: now };
         if (price.cached_input_per_mtok !== undefined) record.cached_input_per_mtok = price.cached_input_per_mtok;
         if (price.cache_write_per_mtok !== undefined) record.cache_write_per_mtok = price.cache_write_per_mtok;
+        if (price.audio_input_per_mtok !== undefined) record.audio_input_per_mtok = price.audio_input_per_mtok;
+        if (price.audio_output_per_mtok !== undefined) record.audio_output_per_mtok = price.audio_output_per_mtok;
+        if (price.image_input_per_mtok !== undefined) record.image_input_per_mtok = price.image_input_per_mtok;
         const i = d.model_prices.findIndex((x) => x.model === model);
         if (i < 0) {
           d.model_prices.push(record);

@@ -1,0 +1,107 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import t, { type Test } from 'tap';
+import type { WebSocket } from 'ws';
+import type { ModelPrice } from '../../src/usage/index.ts';
+import { copyRepo, runTs } from '../helpers/repo-copy.ts';
+import { eventually } from './helpers/dataplane-scenarios.ts';
+import { connect, startWsUpstream } from './helpers/ws-upstream.ts';
+
+// A WebSocket session's audio is priced at the model's audio rates, and its cost quota judged
+// with them. The x-live channel (ch10) takes only OAuth credentials, served with a later issue:
+// as in websocket-live-session.test.ts, sessions run from a copy of the checkout whose manifest
+// also lists an `api_key` credential for ch10.
+const copy = copyRepo();
+t.teardown(copy.remove);
+const manifest = path.join(copy.dir, 'manifests/channels.yaml');
+const channels = readFileSync(manifest, 'utf8');
+const withApiKey = channels.replace(/(\n  - id: ch10\n    credential_kinds: \[[^\]\n]*)\]/, '$1, api_key]');
+if (withApiKey === channels) throw new Error('ch10 and its credential_kinds line not found in manifests/channels.yaml');
+writeFileSync(manifest, withApiKey);
+const codegen = runTs(copy.dir, 'src/cli/main.ts', ['codegen']);
+if (codegen.status !== 0) throw new Error(`codegen in the copy failed: ${codegen.stderr}`);
+const harness: typeof import('./helpers/data-plane-harness.ts') = await import(path.join(copy.dir, 'test/dataplane/helpers/data-plane-harness.ts'));
+
+// A native-audio Live model: text $0.50 / $2, audio $3 / $12 per million.
+const AUDIO_RATES: ModelPrice = { input_per_mtok: 0.5, output_per_mtok: 2, cached_input_per_mtok: 0.125, audio_input_per_mtok: 3, audio_output_per_mtok: 12 };
+const { audio_input_per_mtok: _ai, audio_output_per_mtok: _ao, ...TEXT_ONLY } = AUDIO_RATES;
+
+// Gemini Live usageMetadata with its per-modality lists ([{modality, tokenCount}]).
+const TURN_1 = { serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount: 1_000, promptTokensDetails: [{ modality: 'TEXT', tokenCount: 200 }, { modality: 'AUDIO', tokenCount: 800 }], responseTokenCount: 500, responseTokensDetails: [{ modality: 'AUDIO', tokenCount: 500 }], totalTokenCount: 1_500 } };
+// A later turn from a Vertex-style upstream: output as candidates, part of the prompt cached.
+const TURN_2 = { serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount: 2_000, cachedContentTokenCount: 600, cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }], promptTokensDetails: [{ modality: 'AUDIO', tokenCount: 1_500 }, { modality: 'TEXT', tokenCount: 500 }], candidatesTokenCount: 300, candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: 100 }, { modality: 'AUDIO', tokenCount: 200 }], totalTokenCount: 2_300 } };
+
+function usd(...parts: Array<[tokens: number, perMtok: number]>): number {
+  return Math.round((parts.reduce((sum, [tokens, perMtok]) => sum + tokens * perMtok, 0) / 1e6) * 1e10) / 1e10;
+}
+
+async function liveRoute(t: Test, price: ModelPrice, quota?: Parameters<typeof harness.seedRoute>[1]['quota']) {
+  let session: WebSocket | undefined;
+  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
+  const gw = await harness.startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  const seeded = await harness.seedRoute(gw.store, { channel: 'ch10', baseUrl: upstream.url, models: [{ external: 'live-voice', upstream: 'gemini-live-up' }], protocols: ['x-live'], upstreamKeys: ['goog-upstream-key-0123456789'], quota });
+  await gw.store.modelPrices.put('gemini-live-up', price, 'manual');
+  const client = await connect(`${gw.url.replace('http', 'ws')}/v1/live?model=live-voice&key=${seeded.keyValue}`);
+  const ws = await eventually(() => session, 'the upstream session');
+  const record = () => eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: seeded.key.id }, { limit: 10 })).items.find((r) => r.status === 101);
+  }, 'the session record');
+  return { client, ws, record };
+}
+
+const nextFrame = (client: WebSocket) => new Promise<Buffer>((r) => client.once('message', (data: Buffer) => r(data)));
+
+t.test('an x-live session: audio input and output at the audio rates, cached tokens at the cached price', async (t) => {
+  const { client, ws, record } = await liveRoute(t, AUDIO_RATES);
+  const first = nextFrame(client);
+  ws.send(JSON.stringify(TURN_1));
+  await first;
+  const second = nextFrame(client);
+  ws.send(Buffer.from(JSON.stringify(TURN_2)), { binary: true });
+  await second;
+  client.close(1000);
+  const logged = await record();
+  // The turns are summed, then priced: 3000 in, of which 600 cached, then 2300 audio, 100 at the
+  // text price; 800 out, 700 of it audio. The cached 600 are audio too, yet the audio count is
+  // taken whole from the rest: 600 text tokens are priced as audio (documented; never under).
+  t.equal(logged.cost, usd([100, 0.5], [2_300, 3], [600, 0.125], [700, 12], [100, 2]));
+  t.same(logged.usage, { input_tokens: 3_000, output_tokens: 800, cached_tokens: 600, reasoning_tokens: 0 }, 'the record keeps its four counters');
+});
+
+t.test('an x-live session without audio rates is priced as before', async (t) => {
+  const { client, ws, record } = await liveRoute(t, TEXT_ONLY);
+  const first = nextFrame(client);
+  ws.send(JSON.stringify(TURN_1));
+  await first;
+  client.close(1000);
+  t.equal((await record()).cost, usd([1_000, 0.5], [500, 2]));
+});
+
+t.test('a session\'s cost quota is judged with the audio rates', async (t) => {
+  // Turn 1 costs 0.0085 USD at the audio rates, 0.0015 USD without them.
+  for (const [price, ends] of [[AUDIO_RATES, true], [TEXT_ONLY, false]] as const) {
+    const { client, ws, record } = await liveRoute(t, price, { total: { cost: 0.005 } });
+    const closed = new Promise<string>((r) => client.once('close', (code) => r(`closed ${code}`)));
+    // The usage frame reaches the client either way; then a round trip succeeds only while the session is open.
+    const roundTrip = nextFrame(client).then(() => {
+      const echo = nextFrame(client);
+      client.send('still open');
+      return echo.then((data) => data.toString());
+    });
+    ws.send(JSON.stringify(TURN_1));
+    const outcome = await Promise.race([closed, roundTrip]);
+    if (ends) {
+      t.equal(outcome, 'closed 1008', 'past the quota at the audio rates: ended');
+      t.match(await record(), { error_code: 'quota_exceeded' });
+    } else {
+      t.equal(outcome, 'echo:still open', 'within it at the text rates: the session goes on');
+      client.close(1000);
+      await closed;
+    }
+  }
+});
