@@ -5,13 +5,18 @@ import path from 'node:path';
 import t, { type Test } from 'tap';
 import { REPO_ROOT } from '../helpers/repo-copy.ts';
 
+// Each run of the CLI or codegen is a fresh tsx process (5 to 15 s apiece on a loaded machine):
+// this file came near tap's 120 s per-file timeout there, so it sets its own.
+t.setTimeout(300_000);
+
 // README: 0 success, 1 a failure at run time, 2 a usage error; failures print one line.
 function cli(args: string[]): { status: number | null; stdout: string; stderr: string } {
-  // The timeout bounds a regression where a bad value would start a server that never exits.
+  // The timeout bounds a regression where a bad value would start a server that never exits;
+  // a start under tsx alone took up to 25 s on a loaded machine.
   const r = spawnSync(process.execPath, ['--import=tsx', 'src/cli/main.ts', ...args], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
-    timeout: 20_000,
+    timeout: 60_000,
     env: { ...process.env, AUTH_KEY: '', TAP: undefined, TAP_CHILD_ID: undefined },
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };

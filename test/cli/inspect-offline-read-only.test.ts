@@ -11,6 +11,10 @@ import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { logRecord } from '../management/support/log-records.ts';
 import { AUTH_KEY, seedAccessKey, startGateway, type Gateway } from '../management/support/gateway.ts';
 
+// Each run of the CLI or codegen is a fresh tsx process (5 to 15 s apiece on a loaded machine):
+// this file came near tap's 120 s per-file timeout there, so it sets its own.
+t.setTimeout(300_000);
+
 const run = promisify(execFile);
 const BIN = path.resolve(import.meta.dirname, '../../bin/switchyard.js');
 

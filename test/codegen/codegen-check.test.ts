@@ -3,6 +3,10 @@ import path from 'node:path';
 import t from 'tap';
 import { copyRepo, runTs } from '../helpers/repo-copy.ts';
 
+// Each run of the CLI or codegen is a fresh tsx process (5 to 15 s apiece on a loaded machine):
+// this file came near tap's 120 s per-file timeout there, so it sets its own.
+t.setTimeout(300_000);
+
 t.test('codegen --check passes on a fresh copy and fails once generated output or manifests drift', async (t) => {
   const copy = copyRepo();
   t.teardown(copy.remove);

@@ -22,13 +22,14 @@ t.test('an SDK timeout shorter than the time to the first event but longer than 
         res.write(chunk({ role: 'assistant', content: 'thought' }, null));
         res.write(chunk({}, 'stop'));
         res.end('data: [DONE]\n\n');
-      }, 3500);
+      }, 6000);
       res.on('close', () => clearTimeout(later));
     },
     { streamIdleTimeoutMs: 30_000 },
   );
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'] });
-  const client = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, timeout: 3000 });
+  // Three seconds past the grace for the request to reach the upstream and its headers to come back, on a loaded machine too.
+  const client = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, timeout: 5000 });
   const outcome = await withTimeout(
     (async () => {
       const stream = await client.chat.completions.create({ model: 'team-chat', messages: [{ role: 'user', content: 'hi' }], stream: true });

@@ -53,8 +53,10 @@ t.test('a failover within the SDK timeout: the second attempt waits for what is 
 });
 
 t.test('too little of the SDK timeout left after the first attempt: no second attempt, the first attempt\'s answer as sent', async (t) => {
-  // Deadline 3 s after arrival (4 s less the margin): a tenth of a second left after the first attempt.
-  const { upstream, gw, keyValue } = await firstAnswers(t, { status: 500, afterMs: 2900, laterAnswer: false });
+  // Deadline 3 s after arrival (4 s less the margin): a tenth of a second left after the first
+  // attempt. The gateway's clock, not the wall clock, passes those 2.9 s: undici checks a headers
+  // timeout on a coarse timer that may fire up to half a second early.
+  const { upstream, gw, keyValue } = await firstAnswers(t, { status: 500, afterMs: 0, clockSkipMs: 2900, laterAnswer: false });
   const openai = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, maxRetries: 0 });
   const err = await callWithTimeout(openai, 4000);
   t.type(err, OpenAI.InternalServerError, 'the gateway answered before the SDK timed out');
@@ -73,9 +75,13 @@ t.test('a first attempt that fails fast leaves a short SDK timeout time for the 
   t.equal(upstream.requests.length, 2);
 });
 
-/** The upstream's first request is answered `status` after `afterMs`; later ones at once with 200, or never. */
-async function firstAnswers(t: Test, first: { status: number; afterMs: number; laterAnswer: boolean }) {
+/**
+ * The upstream's first request is answered `status` after `afterMs`, the gateway's clock moved on
+ * by `clockSkipMs` first; later ones at once with 200, or never.
+ */
+async function firstAnswers(t: Test, first: { status: number; afterMs: number; clockSkipMs?: number; laterAnswer: boolean }) {
   let seen = 0;
+  let skipped = 0;
   const { upstream, gw } = await startUpstreamAndDataPlane(
     t,
     (_req, res) => {
@@ -85,12 +91,13 @@ async function firstAnswers(t: Test, first: { status: number; afterMs: number; l
         res.end(JSON.stringify({ id: 'c1', object: 'chat.completion', created: 1, model: 'v-chat', choices: [{ index: 0, message: { role: 'assistant', content: 'from the second' }, finish_reason: 'stop' }] }));
         return;
       }
+      skipped += first.clockSkipMs ?? 0;
       setTimeout(() => {
         res.writeHead(first.status, { 'content-type': 'application/json' });
         res.end('{"error":{"message":"first failed"}}');
       }, first.afterMs);
     },
-    { headersTimeoutMs: 600_000 },
+    { headersTimeoutMs: 600_000, clock: () => Date.now() + skipped },
   );
   const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'v-chat' }], protocols: ['x-completions'], upstreamKeys: ['sk-first', 'sk-second'] });
   const openai = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1`, maxRetries: 0 });

@@ -14,12 +14,13 @@ import { createKey, eventually, withTimeout } from '../dataplane/helpers/datapla
 // instead of waiting for the grace or the usual lingering deadline, and without resetting it
 // under a client still writing.
 
-/** Far beyond this file's own timeout: only ending the connection at once lets close() finish in time. */
+/** Far beyond each test's own timeout: only ending the connection at once lets close() finish in time. */
 const GRACE_MS = 30_000;
-t.setTimeout(15_000);
+/** Each test's bound, its own: one for the whole file was spent by the tests before the last on a loaded machine. */
+const TEST_TIMEOUT = { timeout: 15_000 };
 
 /**
- * The gateway with its data plane (its grace far past this file's timeout) and a raw client
+ * The gateway with its data plane (its grace far past each test's timeout) and a raw client
  * connection to it, half-open unless `halfOpen` is false (as a client still sending its body
  * after the gateway's end of the answer); both ended at the test's end.
  */
@@ -46,7 +47,7 @@ async function writeBody(socket: Socket, total: number, piece: Buffer): Promise<
   }
 }
 
-t.test('a shutdown ends a connection still draining the body of a request answered mid-upload after a short linger, rather than waiting for the grace', async (t) => {
+t.test('a shutdown ends a connection still draining the body of a request answered mid-upload after a short linger, rather than waiting for the grace', TEST_TIMEOUT, async (t) => {
   const { server, client } = await gatewayAndClient(t, false);
   const { socket } = client;
   socket.write('POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer not-a-key\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n{"model":');
@@ -63,7 +64,7 @@ t.test('a shutdown ends a connection still draining the body of a request answer
   t.equal(client.received.match(/HTTP\/1\.1 \d{3} /g)?.length, 1, 'the client had its one answer');
 });
 
-t.test('a shutdown ends a connection lingering after an answer that said connection: close mid-upload after a short linger, rather than waiting for its deadline', async (t) => {
+t.test('a shutdown ends a connection lingering after an answer that said connection: close mid-upload after a short linger, rather than waiting for its deadline', TEST_TIMEOUT, async (t) => {
   const { server, client } = await gatewayAndClient(t);
   const { socket } = client;
   const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
@@ -104,7 +105,7 @@ async function formInFlightAtShutdown(t: Test, fileBytes: number) {
   return { socket, answer, error: () => client.error, closed, closing };
 }
 
-t.test('a refusal answered mid-upload after the shutdown began reaches a client still writing a body it would drain, with no reset', async (t) => {
+t.test('a refusal answered mid-upload after the shutdown began reaches a client still writing a body it would drain, with no reset', TEST_TIMEOUT, async (t) => {
   // Within what an answer on a kept connection drains: only the shutdown ends this connection.
   const fileBytes = 16 * 1024 * 1024;
   t.ok(fileBytes < LINGER_BYTES);
@@ -121,7 +122,7 @@ t.test('a refusal answered mid-upload after the shutdown began reaches a client 
   await withTimeout(closing, LINGER_CLOSE_MS / 2, 'the shutdown');
 });
 
-t.test('a connection answered mid-upload after the shutdown began lingers briefly, not for the usual lingering deadline', async (t) => {
+t.test('a connection answered mid-upload after the shutdown began lingers briefly, not for the usual lingering deadline', TEST_TIMEOUT, async (t) => {
   t.ok(SHUTDOWN_LINGER_MS < LINGER_CLOSE_MS / 2);
   const { socket, answer, closed, closing } = await formInFlightAtShutdown(t, 1024 * 1024);
   // The file keeps trickling in: only the linger's deadline ends the connection.
@@ -132,7 +133,7 @@ t.test('a connection answered mid-upload after the shutdown began lingers briefl
   t.match(answer(), /^HTTP\/1\.1 404 [^]*\r\nconnection: close\r\n/i, 'the client had its answer');
 });
 
-t.test('a shutdown beginning while a client still writes the body of a request answered mid-upload does not reset it', async (t) => {
+t.test('a shutdown beginning while a client still writes the body of a request answered mid-upload does not reset it', TEST_TIMEOUT, async (t) => {
   const { server, client } = await gatewayAndClient(t);
   const { socket, closed } = client;
   const body = 16 * 1024 * 1024;
