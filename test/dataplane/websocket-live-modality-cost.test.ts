@@ -1,26 +1,13 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
 import type { ModelPrice } from '../../src/usage/index.ts';
-import { copyRepo, runTs } from '../helpers/repo-copy.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
+import { liveChannelHarness } from './helpers/live-channel-copy.ts';
 import { connect, startWsUpstream } from './helpers/ws-upstream.ts';
 
 // A WebSocket session's audio is priced at the model's audio rates, and its cost quota judged
-// with them. The x-live channel (ch10) takes only OAuth credentials, served with a later issue:
-// as in websocket-live-session.test.ts, sessions run from a copy of the checkout whose manifest
-// also lists an `api_key` credential for ch10.
-const copy = copyRepo();
-t.teardown(copy.remove);
-const manifest = path.join(copy.dir, 'manifests/channels.yaml');
-const channels = readFileSync(manifest, 'utf8');
-const withApiKey = channels.replace(/(\n  - id: ch10\n    credential_kinds: \[[^\]\n]*)\]/, '$1, api_key]');
-if (withApiKey === channels) throw new Error('ch10 and its credential_kinds line not found in manifests/channels.yaml');
-writeFileSync(manifest, withApiKey);
-const codegen = runTs(copy.dir, 'src/cli/main.ts', ['codegen']);
-if (codegen.status !== 0) throw new Error(`codegen in the copy failed: ${codegen.stderr}`);
-const harness: typeof import('./helpers/data-plane-harness.ts') = await import(path.join(copy.dir, 'test/dataplane/helpers/data-plane-harness.ts'));
+// with them; ch10's sessions run from a copy of the checkout (liveChannelHarness).
+const harness = await liveChannelHarness();
 
 // A native-audio Live model: text $0.50 / $2, audio $3 / $12 per million.
 const AUDIO_RATES: ModelPrice = { input_per_mtok: 0.5, output_per_mtok: 2, cached_input_per_mtok: 0.125, audio_input_per_mtok: 3, audio_output_per_mtok: 12 };

@@ -1,25 +1,11 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
-import { copyRepo, runTs } from '../helpers/repo-copy.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
+import { liveChannelHarness } from './helpers/live-channel-copy.ts';
 import { connect, startWsUpstream, upgradeStatus } from './helpers/ws-upstream.ts';
 
-// ch10, the only x-live channel, takes only OAuth credentials, which are served once the adapters
-// issue brings the authorization flows. Its sessions are run here from a copy of the checkout
-// whose manifest also lists an `api_key` credential for ch10 (codegen run in the copy), the
-// gateway started from the copy's sources; the rest of the x-live path is as it ships.
-const copy = copyRepo();
-t.teardown(copy.remove);
-const manifest = path.join(copy.dir, 'manifests/channels.yaml');
-const channels = readFileSync(manifest, 'utf8');
-const withApiKey = channels.replace(/(\n  - id: ch10\n    credential_kinds: \[[^\]\n]*)\]/, '$1, api_key]');
-if (withApiKey === channels) throw new Error('ch10 and its credential_kinds line not found in manifests/channels.yaml');
-writeFileSync(manifest, withApiKey);
-const codegen = runTs(copy.dir, 'src/cli/main.ts', ['codegen']);
-if (codegen.status !== 0) throw new Error(`codegen in the copy failed: ${codegen.stderr}`);
-const harness: typeof import('./helpers/data-plane-harness.ts') = await import(path.join(copy.dir, 'test/dataplane/helpers/data-plane-harness.ts'));
+// ch10's sessions, run from a copy of the checkout that gives it an `api_key` credential (liveChannelHarness).
+const harness = await liveChannelHarness();
 
 const UPSTREAM_KEY = 'goog-upstream-key-0123456789';
 
