@@ -1,6 +1,6 @@
 import type { HeaderMap } from '../upstream/index.ts';
 import { firstHeaderValue } from '../upstream/index.ts';
-import { errorBodyOf, errorMemberIn, isObject } from './error-body-member.ts';
+import { errorBodyOf, errorMemberIn, errorMemberOf, isObject } from './error-body-member.ts';
 import { refusalMessageClass, refusalMessageOf } from './refusal-messages-not-the-key.ts';
 
 /**
@@ -15,12 +15,11 @@ export type NotTheKey = 'request' | 'location' | 'billing';
 /**
  * One error code of a 401/403 body, as the upstream sends it, with what it says. The code is
  * `error.code` in OpenAI's shape (`{error:{code,type,message}}`: completions, responses,
- * embeddings and the OpenAI-compatible vendors), or its `error.type` where the vendor gives no
- * code; `error.type` in Anthropic's (`{type:"error",error:{type,message}}`: messages style).
+ * embeddings and the OpenAI-compatible vendors), `error.type` in Anthropic's
+ * (`{type:"error",error:{type,message}}`: messages style).
  */
 interface ErrorCodeRow {
   style: 'completions' | 'messages';
-  member: 'code' | 'type';
   raw: string;
   unified: NotTheKey;
 }
@@ -28,25 +27,23 @@ interface ErrorCodeRow {
 /** Codes whose 401/403 is no verdict on the key: the next key or Group is tried, and the last such answer goes to the client as sent. */
 const errorCodes: readonly ErrorCodeRow[] = [
   // OpenAI, 403 "Project `proj_…` does not have access to model `gpt-4.1`" (a model that does not exist is a 404, never failed over).
-  { style: 'completions', member: 'code', raw: 'model_not_found', unified: 'request' },
+  { style: 'completions', raw: 'model_not_found', unified: 'request' },
   // Groq, 403 "The model `…` is blocked at the organization level" (or the project's).
-  { style: 'completions', member: 'code', raw: 'model_permission_blocked_org', unified: 'request' },
-  { style: 'completions', member: 'code', raw: 'model_permission_blocked_project', unified: 'request' },
+  { style: 'completions', raw: 'model_permission_blocked_org', unified: 'request' },
+  { style: 'completions', raw: 'model_permission_blocked_project', unified: 'request' },
   // DashScope's compatible mode, 403 "Access to model denied" (the model not activated for the account).
-  { style: 'completions', member: 'code', raw: 'AccessDenied.Unpurchased', unified: 'request' },
+  { style: 'completions', raw: 'AccessDenied.Unpurchased', unified: 'request' },
   // Volcengine Ark, 403: no access to the resource asked for; the model service not activated; the account overdue (its invalid key is a 401 AuthenticationError).
-  { style: 'completions', member: 'code', raw: 'AccessDenied', unified: 'request' },
-  { style: 'completions', member: 'code', raw: 'OperationDenied.ServiceNotOpen', unified: 'request' },
-  { style: 'completions', member: 'code', raw: 'AccountOverdueError', unified: 'billing' },
-  { style: 'completions', member: 'code', raw: 'OperationDenied.ServiceOverdue', unified: 'billing' },
+  { style: 'completions', raw: 'AccessDenied', unified: 'request' },
+  { style: 'completions', raw: 'OperationDenied.ServiceNotOpen', unified: 'request' },
+  { style: 'completions', raw: 'AccountOverdueError', unified: 'billing' },
+  { style: 'completions', raw: 'OperationDenied.ServiceOverdue', unified: 'billing' },
   // OpenRouter's moderation, 403 "your input was flagged": no code but the status as a number; its `metadata.flagged_input` is read as the code.
-  { style: 'completions', member: 'code', raw: 'flagged_input', unified: 'request' },
+  { style: 'completions', raw: 'flagged_input', unified: 'request' },
   // OpenAI, 403 "Country, region, or territory not supported".
-  { style: 'completions', member: 'code', raw: 'unsupported_country_region_territory', unified: 'location' },
-  // Moonshot, 403 with no code: "… exceeded current quota, please check your plan and billing details".
-  { style: 'completions', member: 'type', raw: 'exceeded_current_quota_error', unified: 'billing' },
+  { style: 'completions', raw: 'unsupported_country_region_territory', unified: 'location' },
   // Anthropic, 403 {"error":{"type":"forbidden","message":"Request not allowed"}} from an unsupported country (its key refusals are authentication_error / permission_error).
-  { style: 'messages', member: 'type', raw: 'forbidden', unified: 'location' },
+  { style: 'messages', raw: 'forbidden', unified: 'location' },
 ];
 
 /** What a 401/403 body says of the key. */
@@ -64,7 +61,7 @@ const tokenLike = (value: unknown): string | undefined => (typeof value === 'str
 
 /**
  * Reads a 401/403 answer in the style's error shape (its body up to ERROR_BODY_PARSE_LIMIT): its
- * code by errorCodes, then, in OpenAI's shape, its `error.type`, then its message by the
+ * code by errorCodes, then its message by the
  * fragments of refusal-messages-not-the-key.ts. A 403 that is a web page (a CDN's or firewall's
  * challenge or block, not the vendor's API) is about the gateway's address; a 401 is not
  * (Perplexity answers an invalid key with an HTML 401).
@@ -74,8 +71,7 @@ export function readRefusal(status: number, headers: HeaderMap, body: Buffer, st
   const parsed = errorBodyOf(body);
   const error = errorMemberIn(parsed);
   const code = error === undefined ? undefined : errorCode(error, style);
-  const type = style === 'completions' ? tokenLike(error?.['type']) : code;
-  const row = errorCodes.find((r) => r.style === style && r.raw === (r.member === 'code' ? code : type));
+  const row = errorCodes.find((r) => r.style === style && r.raw === code);
   return { code, notTheKey: row?.unified ?? refusalMessageClass(refusalMessageOf(parsed)) };
 }
 
@@ -89,7 +85,7 @@ function errorCode(error: Record<string, unknown>, style: ErrorCodeRow['style'])
   if (typeof error['code'] === 'string') return tokenLike(error['code']);
   const metadata = error['metadata'];
   if (!isObject(metadata)) return undefined;
-  if (typeof metadata['raw'] === 'string') return tokenLike(errorMemberIn(errorBodyOf(Buffer.from(metadata['raw'])))?.['code']);
+  if (typeof metadata['raw'] === 'string') return tokenLike(errorMemberOf(Buffer.from(metadata['raw']))?.['code']);
   return 'flagged_input' in metadata ? 'flagged_input' : undefined;
 }
 

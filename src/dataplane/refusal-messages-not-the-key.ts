@@ -37,12 +37,11 @@ const messageFragments: readonly MessageRow[] = [
   { raw: 'key limit exceeded', unified: 'billing' },
 ];
 
-/** The refusal's message: `error.message` (OpenAI's and Anthropic's shapes), `error` itself when a string (xAI), or a top-level `message`. */
+/** The refusal's message: `error.message` (OpenAI's and Anthropic's shapes), or `error` itself when a string (xAI). */
 export function refusalMessageOf(parsed: Record<string, unknown> | undefined): string | undefined {
   const error = parsed?.['error'];
   if (isObject(error)) return typeof error['message'] === 'string' ? error['message'] : undefined;
-  if (typeof error === 'string') return error;
-  return typeof parsed?.['message'] === 'string' ? parsed['message'] : undefined;
+  return typeof error === 'string' ? error : undefined;
 }
 
 /** What a message says, when a fragment of messageFragments is in it. */

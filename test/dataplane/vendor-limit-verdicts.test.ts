@@ -140,7 +140,7 @@ for (const c of NOT_THE_KEY) {
 // Refusals about the account's credit or spending cap: the key is not revoked, a top-up or a raised cap brings it back.
 const BILLING: { vendor: string; channel: string; body: string }[] = [
   { vendor: "xAI's team without credits", channel: 'ch02', body: JSON.stringify({ code: 'The caller does not have permission to execute the specified operation', error: "Your newly created team doesn't have any credits yet. You can purchase credits on https://console.x.ai/team/0f1e." }) },
-  { vendor: "Moonshot's exhausted quota, a type and no code", channel: 'ch02', body: JSON.stringify({ error: { message: 'Your account org-1 <ak-2> is not active, organization org-1 exceeded current quota, please check your plan and billing details', type: 'exceeded_current_quota_error' } }) },
+  { vendor: "Moonshot's exhausted quota, no code", channel: 'ch02', body: JSON.stringify({ error: { message: 'Your account org-1 <ak-2> is not active, organization org-1 exceeded current quota, please check your plan and billing details', type: 'exceeded_current_quota_error' } }) },
   { vendor: "OpenRouter's key spending cap", channel: 'ch29', body: JSON.stringify({ error: { message: 'Key limit exceeded (total limit). Manage it using https://openrouter.ai/settings/keys', code: 403 } }) },
   { vendor: 'Volcengine Ark, an overdue account', channel: 'ch02', body: JSON.stringify({ error: { code: 'AccountOverdueError', message: 'The request failed because your account has an overdue balance.', param: '', type: 'Forbidden' } }) },
 ];
