@@ -179,15 +179,19 @@ export function matchRoute(routes: readonly CompiledRoute[], method: string, spe
   return { found: false, allowed: NO_METHODS, near: nearest?.target };
 }
 
-const declaredVerbs = new WeakMap<readonly CompiledRoute[], ReadonlySet<string>>();
+const verbsOfTable = new WeakMap<readonly CompiledRoute[], ReadonlySet<string>>();
 
-/** Whether the path ends in a `:verb` (Google's custom methods) that no route declares. */
+/** The `:verb`s the table's routes declare (Google's custom methods). */
+function declaredVerbs(routes: readonly CompiledRoute[]): ReadonlySet<string> {
+  let verbs = verbsOfTable.get(routes);
+  if (verbs === undefined) verbsOfTable.set(routes, (verbs = new Set(routes.flatMap((r) => templateVerb(r.template) ?? []))));
+  return verbs;
+}
+
+/** Whether the path ends in a `:verb` that no route declares. */
 function endsInUndeclaredVerb(routes: readonly CompiledRoute[], path: string): boolean {
   const verb = /:([A-Za-z]\w*)\/*$/.exec(path)?.[1];
-  if (verb === undefined) return false;
-  let verbs = declaredVerbs.get(routes);
-  if (verbs === undefined) declaredVerbs.set(routes, (verbs = new Set(routes.flatMap((r) => templateVerb(r.template) ?? []))));
-  return !verbs.has(verb);
+  return verb !== undefined && !declaredVerbs(routes).has(verb);
 }
 
 const verbSpellings = new WeakMap<readonly CompiledRoute[], RegExp | null>();
@@ -202,7 +206,7 @@ function withVerbColon(routes: readonly CompiledRoute[], path: string): string {
   if (!path.includes('%3')) return path;
   let spelling = verbSpellings.get(routes);
   if (spelling === undefined) {
-    const verbs = [...new Set(routes.flatMap((r) => templateVerb(r.template) ?? []))];
+    const verbs = [...declaredVerbs(routes)];
     verbSpellings.set(routes, (spelling = verbs.length > 0 ? new RegExp(`%3[aA](${verbs.join('|')})(/*)$`) : null));
   }
   return spelling === null ? path : path.replace(spelling, ':$1$2');
