@@ -13,6 +13,7 @@ import groupCreateSchema from '../../management/schemas/group-create.json' with 
 import modelPriceSchema from '../../management/schemas/model-price.json' with { type: 'json' };
 import priceListSchema from '../../management/schemas/price-list.json' with { type: 'json' };
 import type { CredentialStageState, PriceSource } from '../records.ts';
+import { OPTIONAL_PRICE_RATES } from './optional-price-rates.ts';
 
 type Schema = Record<string, unknown>;
 
@@ -32,7 +33,7 @@ const STAMPS = { created_at: TIME, updated_at: TIME };
  * A stored record: the API input's properties, each present as the store always writes it,
  * plus the stored-only ones. `optional` are those rows written by earlier versions lack.
  */
-function stored(inputProperties: Record<string, Schema>, own: Record<string, Schema>, optional: string[] = []): Schema {
+function stored(inputProperties: Record<string, Schema>, own: Record<string, Schema>, optional: readonly string[] = []): Schema {
   const properties = { ...inputProperties, ...own };
   return { type: 'object', additionalProperties: false, required: Object.keys(properties).filter((name) => !optional.includes(name)), properties };
 }
@@ -71,7 +72,7 @@ const ACCESS_KEY = stored(accessKeyCreateSchema.properties, { id: ID, masked: TE
 const MODEL_PRICE = stored(
   modelPriceSchema.properties,
   { model: priceListSchema.properties.prices.items.properties.model, source: { enum: PRICE_SOURCES }, updated_at: TIME },
-  ['cached_input_per_mtok', 'cache_write_per_mtok', 'audio_input_per_mtok', 'audio_output_per_mtok', 'image_input_per_mtok'],
+  OPTIONAL_PRICE_RATES,
 );
 
 const CREDENTIAL_STAGE = stored(credentialStageCreateSchema.properties, {

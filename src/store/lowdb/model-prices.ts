@@ -4,6 +4,7 @@ import type { ModelPrice } from '../../usage/compute-cost.ts';
 import type { ModelPriceRecord, PriceSource } from '../records.ts';
 import type { ConfigData } from './config-document.ts';
 import type { JsonDocument } from './json-document.ts';
+import { OPTIONAL_PRICE_RATES } from './optional-price-rates.ts';
 
 export class LowdbModelPriceStore implements ModelPriceStore {
   readonly #doc: JsonDocument<ConfigData>;
@@ -35,11 +36,7 @@ export class LowdbModelPriceStore implements ModelPriceStore {
       let updated = 0;
       for (const { model, price } of entries) {
         const record: ModelPriceRecord = { model, input_per_mtok: price.input_per_mtok, output_per_mtok: price.output_per_mtok, source, updated_at: now };
-        if (price.cached_input_per_mtok !== undefined) record.cached_input_per_mtok = price.cached_input_per_mtok;
-        if (price.cache_write_per_mtok !== undefined) record.cache_write_per_mtok = price.cache_write_per_mtok;
-        if (price.audio_input_per_mtok !== undefined) record.audio_input_per_mtok = price.audio_input_per_mtok;
-        if (price.audio_output_per_mtok !== undefined) record.audio_output_per_mtok = price.audio_output_per_mtok;
-        if (price.image_input_per_mtok !== undefined) record.image_input_per_mtok = price.image_input_per_mtok;
+        for (const rate of OPTIONAL_PRICE_RATES) if (price[rate] !== undefined) record[rate] = price[rate];
         const i = d.model_prices.findIndex((x) => x.model === model);
         if (i < 0) {
           d.model_prices.push(record);
