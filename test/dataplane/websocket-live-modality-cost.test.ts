@@ -10,11 +10,11 @@ import { connect, startWsUpstream } from './helpers/ws-upstream.ts';
 const harness = await liveChannelHarness();
 
 // A native-audio Live model: text $0.50 / $2, audio $3 / $12 per million.
-const AUDIO_RATES: ModelPrice = { input_per_mtok: 0.5, output_per_mtok: 2, cached_input_per_mtok: 0.125, audio_input_per_mtok: 3, audio_output_per_mtok: 12 };
-const { audio_input_per_mtok: _ai, audio_output_per_mtok: _ao, ...TEXT_ONLY } = AUDIO_RATES;
+const AUDIO_RATES: ModelPrice = { input_per_mtok: 0.5, output_per_mtok: 2, cached_input_per_mtok: 0.125, audio_input_per_mtok: 3, audio_output_per_mtok: 12, image_input_per_mtok: 1 };
+const { audio_input_per_mtok: _ai, audio_output_per_mtok: _ao, image_input_per_mtok: _ii, ...TEXT_ONLY } = AUDIO_RATES;
 
 // Gemini Live usageMetadata with its per-modality lists ([{modality, tokenCount}]).
-const TURN_1 = { serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount: 1_000, promptTokensDetails: [{ modality: 'TEXT', tokenCount: 200 }, { modality: 'AUDIO', tokenCount: 800 }], responseTokenCount: 500, responseTokensDetails: [{ modality: 'AUDIO', tokenCount: 500 }], totalTokenCount: 1_500 } };
+const TURN_1 = { serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount: 1_000, promptTokensDetails: [{ modality: 'TEXT', tokenCount: 100 }, { modality: 'AUDIO', tokenCount: 800 }, { modality: 'IMAGE', tokenCount: 100 }], responseTokenCount: 500, responseTokensDetails: [{ modality: 'AUDIO', tokenCount: 500 }], totalTokenCount: 1_500 } };
 // A later turn from a Vertex-style upstream: output as candidates, part of the prompt cached.
 const TURN_2 = { serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount: 2_000, cachedContentTokenCount: 600, cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }], promptTokensDetails: [{ modality: 'AUDIO', tokenCount: 1_500 }, { modality: 'TEXT', tokenCount: 500 }], candidatesTokenCount: 300, candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: 100 }, { modality: 'AUDIO', tokenCount: 200 }], totalTokenCount: 2_300 } };
 
@@ -43,7 +43,7 @@ async function liveRoute(t: Test, price: ModelPrice, quota?: Parameters<typeof h
 
 const nextFrame = (client: WebSocket) => new Promise<Buffer>((r) => client.once('message', (data: Buffer) => r(data)));
 
-t.test('an x-live session: audio input and output at the audio rates, cached tokens at the cached price', async (t) => {
+t.test('an x-live session: audio input and output at the audio rates, images at the image rate, cached tokens at the cached price', async (t) => {
   const { client, ws, record } = await liveRoute(t, AUDIO_RATES);
   const first = nextFrame(client);
   ws.send(JSON.stringify(TURN_1));
@@ -53,10 +53,10 @@ t.test('an x-live session: audio input and output at the audio rates, cached tok
   await second;
   client.close(1000);
   const logged = await record();
-  // The turns are summed, then priced: 3000 in, of which 600 cached, then 2300 audio, 100 at the
-  // text price; 800 out, 700 of it audio. The cached 600 are audio too, yet the audio count is
+  // The turns are summed, then priced: 3000 in, of which 600 cached, then 2300 audio, then 100
+  // images; 800 out, 700 of it audio. The cached 600 are audio too, yet the audio count is
   // taken whole from the rest: 600 text tokens are priced as audio (documented; never under).
-  t.equal(logged.cost, usd([100, 0.5], [2_300, 3], [600, 0.125], [700, 12], [100, 2]));
+  t.equal(logged.cost, usd([100, 1], [2_300, 3], [600, 0.125], [700, 12], [100, 2]));
   t.same(logged.usage, { input_tokens: 3_000, output_tokens: 800, cached_tokens: 600, reasoning_tokens: 0 }, 'the record keeps its four counters');
 });
 
