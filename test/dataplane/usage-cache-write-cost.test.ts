@@ -2,8 +2,9 @@ import t, { type Test } from 'tap';
 import { computeCost, type ModelPrice } from '../../src/usage/index.ts';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { startGateway } from '../management/support/gateway.ts';
-import { startUpstream, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { startUpstream } from './helpers/data-plane-harness.ts';
+import { pricedRequest } from './helpers/priced-request.ts';
+import { clientAuthHeaders, createKey, seedGroup } from './helpers/dataplane-scenarios.ts';
 
 // Tokens written to a prompt cache are priced at the model's cache write price, through the
 // real data plane: the record's cost is the sum at each of the four rates.
@@ -33,23 +34,10 @@ const MESSAGES_STREAM = [
   'event: message_stop\ndata: {"type":"message_stop"}\n\n',
 ].join('');
 
-/** One messages request to a ch14 Group whose model has `price`; the answer and its log record. */
-async function messagesRequest(t: Test, price: ModelPrice, stream: boolean) {
-  const reply = stream ? MESSAGES_STREAM : MESSAGES_BODY;
-  const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
-    res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
-    res.end(reply);
-  });
-  await seedGroup(gw.store, { channel: 'ch14', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-cache'] });
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-messages'] });
-  await gw.store.modelPrices.put('vendor-m', price, 'manual');
-  const res = await fetch(`${gw.url}/v1/messages`, {
-    method: 'POST',
-    headers: { ...clientAuthHeaders('x-messages', keyValue), 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'team-m', max_tokens: 10, messages: [], ...(stream ? { stream: true } : {}) }),
-  });
-  t.equal(await res.text(), reply, 'the answer is relayed unchanged');
-  return waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+/** One messages request to a ch14 Group whose model has `price`; its log record. */
+function messagesRequest(t: Test, price: ModelPrice, stream: boolean) {
+  const body = JSON.stringify({ model: 'team-m', max_tokens: 10, messages: [], ...(stream ? { stream: true } : {}) });
+  return pricedRequest(t, { channel: 'ch14', protocol: 'x-messages', path: '/v1/messages', price, reply: stream ? MESSAGES_STREAM : MESSAGES_BODY, contentType: stream ? 'text/event-stream' : 'application/json', body, headers: { 'content-type': 'application/json' } });
 }
 
 for (const stream of [false, true]) {
@@ -85,21 +73,8 @@ const COMPLETIONS_STREAM = [
 
 for (const stream of [false, true]) {
   t.test(`completions ${stream ? 'stream' : 'body'}: OpenRouter's prompt_tokens_details.cache_write_tokens is priced at the write price`, async (t) => {
-    const reply = stream ? COMPLETIONS_STREAM : COMPLETIONS_BODY;
-    const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
-      res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
-      res.end(reply);
-    });
-    await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-cache'] });
-    const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
-    await gw.store.modelPrices.put('vendor-m', ALL_RATES, 'manual');
-    const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'team-m', messages: [], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) }),
-    });
-    t.equal(await res.text(), reply);
-    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    const body = JSON.stringify({ model: 'team-m', messages: [], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+    const record = await pricedRequest(t, { channel: 'ch02', protocol: 'x-completions', path: '/v1/chat/completions', price: ALL_RATES, reply: stream ? COMPLETIONS_STREAM : COMPLETIONS_BODY, contentType: stream ? 'text/event-stream' : 'application/json', body, headers: { 'content-type': 'application/json' } });
     t.equal(record.cost, expectedCost(ALL_RATES));
   });
 }

@@ -1,29 +1,9 @@
 import t, { type Test } from 'tap';
 import { computeCost, loggedUsage, type ModelPrice } from '../../src/usage/index.ts';
-import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { pricedRequest, usd } from './helpers/priced-request.ts';
 
 // Audio and image tokens are priced at the model's audio and image rates, through the real data
 // plane: the upstream answers a vendor's shape, the record's cost is the sum at each rate.
-
-/** USD for `tokens` at `perMtok`, summed and rounded to 1e-10 USD as records keep it. */
-function usd(...parts: Array<[tokens: number, perMtok: number]>): number {
-  return Math.round((parts.reduce((sum, [tokens, perMtok]) => sum + tokens * perMtok, 0) / 1e6) * 1e10) / 1e10;
-}
-
-/** One request through a Group of `channel` whose model `vendor-m` has `price`; its log record. */
-async function priced(t: Test, o: { channel: string; protocol: string; path: string; price: ModelPrice; reply: string; contentType?: string; body: string | FormData; headers?: Record<string, string> }) {
-  const { gw, upstream } = await startUpstreamAndDataPlane(t, (_req, res) => {
-    res.writeHead(200, { 'content-type': o.contentType ?? 'application/json' });
-    res.end(o.reply);
-  });
-  await seedGroup(gw.store, { channel: o.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-modality'] });
-  const { keyValue } = await createKey(gw.store, { protocols: [o.protocol] });
-  await gw.store.modelPrices.put('vendor-m', o.price, 'manual');
-  const res = await fetch(`${gw.url}${o.path}`, { method: 'POST', headers: { ...clientAuthHeaders(o.protocol, keyValue), ...o.headers }, body: o.body });
-  t.equal(await res.text(), o.reply, 'the answer is relayed unchanged');
-  return waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-}
 
 // gpt-4o-audio-preview: text $2.50 / $10, audio $40 / $80 per million (OpenAI's price page).
 const AUDIO_CHAT: ModelPrice = { input_per_mtok: 2.5, output_per_mtok: 10, cached_input_per_mtok: 1.25, audio_input_per_mtok: 40, audio_output_per_mtok: 80 };
@@ -47,7 +27,7 @@ const CHAT_STREAM = [
 ].join('');
 
 for (const stream of [false, true]) {
-  const chat = (t: Test, price: ModelPrice) => priced(t, {
+  const chat = (t: Test, price: ModelPrice) => pricedRequest(t, {
     channel: 'ch02', protocol: 'x-completions', path: '/v1/chat/completions', price,
     reply: stream ? CHAT_STREAM : CHAT_BODY, contentType: stream ? 'text/event-stream' : 'application/json',
     headers: { 'content-type': 'application/json' },
@@ -82,13 +62,13 @@ function editForm(): FormData {
 }
 
 t.test('image edit: image input tokens at the image rate, the text at the input price', async (t) => {
-  const record = await priced(t, { channel: 'ch09', protocol: 'x-images', path: '/v1/images/edits', price: IMAGE, reply: EDIT_BODY, body: editForm() });
+  const record = await pricedRequest(t, { channel: 'ch09', protocol: 'x-images', path: '/v1/images/edits', price: IMAGE, reply: EDIT_BODY, body: editForm() });
   t.equal(record.cost, usd([60, 5], [1_340, 10], [4_160, 40]));
   t.same(record.usage, { input_tokens: 1_400, output_tokens: 4_160, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
 t.test('image edit: without an image rate, priced as before', async (t) => {
-  const record = await priced(t, { channel: 'ch09', protocol: 'x-images', path: '/v1/images/edits', price: { input_per_mtok: 5, output_per_mtok: 40 }, reply: EDIT_BODY, body: editForm() });
+  const record = await pricedRequest(t, { channel: 'ch09', protocol: 'x-images', path: '/v1/images/edits', price: { input_per_mtok: 5, output_per_mtok: 40 }, reply: EDIT_BODY, body: editForm() });
   t.equal(record.cost, usd([1_400, 5], [4_160, 40]));
 });
 
@@ -105,13 +85,13 @@ function audioForm(): FormData {
 }
 
 t.test('transcription: audio input tokens at the audio rate', async (t) => {
-  const record = await priced(t, { channel: 'ch03', protocol: 'x-suite', path: '/v1/audio/transcriptions', price: TRANSCRIBE, reply: TRANSCRIPTION_BODY, body: audioForm() });
+  const record = await pricedRequest(t, { channel: 'ch03', protocol: 'x-suite', path: '/v1/audio/transcriptions', price: TRANSCRIBE, reply: TRANSCRIPTION_BODY, body: audioForm() });
   t.equal(record.cost, usd([14, 2.5], [1_000, 6], [45, 10]));
   t.same(record.usage, { input_tokens: 1_014, output_tokens: 45, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
 t.test('transcription: without an audio rate, priced as before', async (t) => {
-  const record = await priced(t, { channel: 'ch03', protocol: 'x-suite', path: '/v1/audio/transcriptions', price: { input_per_mtok: 2.5, output_per_mtok: 10 }, reply: TRANSCRIPTION_BODY, body: audioForm() });
+  const record = await pricedRequest(t, { channel: 'ch03', protocol: 'x-suite', path: '/v1/audio/transcriptions', price: { input_per_mtok: 2.5, output_per_mtok: 10 }, reply: TRANSCRIPTION_BODY, body: audioForm() });
   t.equal(record.cost, usd([1_014, 2.5], [45, 10]));
 });
 

@@ -3,6 +3,7 @@ import type { WebSocket } from 'ws';
 import type { ModelPrice } from '../../src/usage/index.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
 import { liveChannelHarness } from './helpers/live-channel-copy.ts';
+import { usd } from './helpers/priced-request.ts';
 import { connect, startWsUpstream } from './helpers/ws-upstream.ts';
 
 // A WebSocket session's audio is priced at the model's audio rates, and its cost quota judged
@@ -18,9 +19,6 @@ const TURN_1 = { serverContent: { turnComplete: true }, usageMetadata: { promptT
 // A later turn from a Vertex-style upstream: output as candidates, part of the prompt cached.
 const TURN_2 = { serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount: 2_000, cachedContentTokenCount: 600, cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }], promptTokensDetails: [{ modality: 'AUDIO', tokenCount: 1_500 }, { modality: 'TEXT', tokenCount: 500 }], candidatesTokenCount: 300, candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: 100 }, { modality: 'AUDIO', tokenCount: 200 }], totalTokenCount: 2_300 } };
 
-function usd(...parts: Array<[tokens: number, perMtok: number]>): number {
-  return Math.round((parts.reduce((sum, [tokens, perMtok]) => sum + tokens * perMtok, 0) / 1e6) * 1e10) / 1e10;
-}
 
 async function liveRoute(t: Test, price: ModelPrice, quota?: Parameters<typeof harness.seedRoute>[1]['quota']) {
   let session: WebSocket | undefined;
