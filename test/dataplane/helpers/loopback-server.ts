@@ -17,7 +17,7 @@ export interface LoopbackServer {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-/** A self-signed certificate for 127.0.0.1 and localhost, valid until 2126; tests only. */
+/** A self-signed certificate for 127.0.0.1 and localhost, valid 2000 to 2126 (fixtures/tls-identity/README.md); tests only. */
 export const loopbackCert = {
   cert: readFileSync(new URL('../fixtures/loopback-cert.pem', import.meta.url)),
   key: readFileSync(new URL('../fixtures/loopback-key.pem', import.meta.url)),
