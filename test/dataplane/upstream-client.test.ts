@@ -111,17 +111,19 @@ t.test('keep-alive: sequential requests reuse connections', async (t) => {
 t.test('abort before headers rejects as aborted and closes the upstream request', async (t) => {
   let upstreamClosed!: () => void;
   const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+  const controller = new AbortController();
+  // Aborted once the upstream holds the request: an abort on a timer could come before the
+  // request reached it, and then no handler would ever see the close.
   const server = await startLoopbackServer((req) => {
     req.socket.once('close', upstreamClosed);
+    controller.abort();
   });
   const client = new UpstreamClient();
   t.teardown(async () => {
     await client.destroy();
     await server.close();
   });
-  const controller = new AbortController();
   const pending = client.request({ url: `${server.url}/hang`, method: 'POST', headers: {}, body: '{}', signal: controller.signal });
-  setImmediate(() => controller.abort());
   const error = await pending.then(() => undefined, (e: unknown) => e);
   t.equal(classifyUpstreamError(error).kind, 'aborted');
   await closed;
