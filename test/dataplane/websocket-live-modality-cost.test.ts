@@ -2,9 +2,9 @@ import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
 import type { ModelPrice } from '../../src/usage/index.ts';
 import { eventually } from './helpers/dataplane-scenarios.ts';
-import { liveChannelHarness } from './helpers/live-channel-copy.ts';
+import { liveChannelHarness, startLiveRoute } from './helpers/live-channel-copy.ts';
 import { usd } from './helpers/priced-request.ts';
-import { connect, startWsUpstream } from './helpers/ws-upstream.ts';
+import { connect } from './helpers/ws-upstream.ts';
 
 // A WebSocket session's audio is priced at the model's audio rates, and its cost quota judged
 // with them; ch10's sessions run from a copy of the checkout (liveChannelHarness).
@@ -21,20 +21,13 @@ const TURN_2 = { serverContent: { turnComplete: true }, usageMetadata: { promptT
 
 
 async function liveRoute(t: Test, price: ModelPrice, quota?: Parameters<typeof harness.seedRoute>[1]['quota']) {
-  let session: WebSocket | undefined;
-  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
-  const gw = await harness.startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
-  const seeded = await harness.seedRoute(gw.store, { channel: 'ch10', baseUrl: upstream.url, models: [{ external: 'live-voice', upstream: 'gemini-live-up' }], protocols: ['x-live'], upstreamKeys: ['goog-upstream-key-0123456789'], quota });
+  const { gw, wsUrl, upstreamSession, key } = await startLiveRoute(harness, t, quota);
   await gw.store.modelPrices.put('gemini-live-up', price, 'manual');
-  const client = await connect(`${gw.url.replace('http', 'ws')}/v1/live?model=live-voice&key=${seeded.keyValue}`);
-  const ws = await eventually(() => session, 'the upstream session');
+  const client = await connect(wsUrl);
+  const ws = await upstreamSession();
   const record = () => eventually(async () => {
     await gw.logs.flush();
-    return (await gw.logs.list({ access_key_id: seeded.key.id }, { limit: 10 })).items.find((r) => r.status === 101);
+    return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items.find((r) => r.status === 101);
   }, 'the session record');
   return { client, ws, record };
 }

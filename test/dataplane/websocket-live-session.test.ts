@@ -1,28 +1,11 @@
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type { WebSocket } from 'ws';
 import { eventually } from './helpers/dataplane-scenarios.ts';
-import { liveChannelHarness } from './helpers/live-channel-copy.ts';
-import { connect, startWsUpstream, upgradeStatus } from './helpers/ws-upstream.ts';
+import { LIVE_UPSTREAM_KEY, liveChannelHarness, startLiveRoute } from './helpers/live-channel-copy.ts';
+import { connect, upgradeStatus } from './helpers/ws-upstream.ts';
 
 // ch10's sessions, run from a copy of the checkout that gives it an `api_key` credential (liveChannelHarness).
 const harness = await liveChannelHarness();
-
-const UPSTREAM_KEY = 'goog-upstream-key-0123456789';
-
-/** An upstream that echoes (text as `echo:<text>`, binary as it came) and hands its session over; a ch10 Group in front of it serving `live-voice` as `gemini-live-up`. */
-async function liveRoute(t: Test, quota?: Parameters<typeof harness.seedRoute>[1]['quota']) {
-  let session: WebSocket | undefined;
-  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
-  const gw = await harness.startDataPlane();
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
-  const seeded = await harness.seedRoute(gw.store, { channel: 'ch10', baseUrl: upstream.url, models: [{ external: 'live-voice', upstream: 'gemini-live-up' }], protocols: ['x-live'], upstreamKeys: [UPSTREAM_KEY], quota });
-  const wsUrl = `${gw.url.replace('http', 'ws')}/v1/live?model=live-voice&key=${seeded.keyValue}&session_hint=a1`;
-  const upstreamSession = () => eventually(() => session, 'the upstream session');
-  return { gw, upstream, upstreamSession, wsUrl, ...seeded };
-}
 
 /** The next frame the client receives, with whether it came as binary. */
 function nextFrame(client: WebSocket): Promise<{ data: Buffer; binary: boolean }> {
@@ -39,7 +22,7 @@ async function sessionRecord(gw: Awaited<ReturnType<typeof harness.startDataPlan
 const usageMessage = (promptTokenCount: number, responseTokenCount: number) => JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount, responseTokenCount, totalTokenCount: promptTokenCount + responseTokenCount } });
 
 t.test('an x-live session on ch10: upstream credential and mapped model, frames both ways, usageMetadata in text and binary frames summed into the record', async (t) => {
-  const { gw, upstream, upstreamSession, wsUrl, key, keyValue } = await liveRoute(t);
+  const { gw, upstream, upstreamSession, wsUrl, key, keyValue } = await startLiveRoute(harness, t);
   await gw.store.modelPrices.put('gemini-live-up', { input_per_mtok: 10, output_per_mtok: 20 }, 'manual');
   const client = await connect(wsUrl);
 
@@ -50,7 +33,7 @@ t.test('an x-live session on ch10: upstream credential and mapped model, frames 
   t.equal(target.searchParams.get('session_hint'), 'a1', 'the client\'s other query parameters pass');
   t.notOk(target.searchParams.has('key'), 'the client\'s key parameter is removed');
   t.notOk((seen.url ?? '').includes(keyValue), 'the client\'s key never reaches the upstream');
-  t.equal(seen.headers['x-goog-api-key'], UPSTREAM_KEY, 'the credential in the generate style header');
+  t.equal(seen.headers['x-goog-api-key'], LIVE_UPSTREAM_KEY, 'the credential in the generate style header');
   t.notOk(seen.headers.authorization, 'and not as a bearer token');
 
   const text = nextFrame(client);
@@ -91,7 +74,7 @@ t.test('an x-live session on ch10: upstream credential and mapped model, frames 
 });
 
 t.test('an x-live session drops a response filter that could hide its usageMetadata (fields, $fields) and keeps alt=json', async (t) => {
-  const { upstream, wsUrl } = await liveRoute(t);
+  const { upstream, wsUrl } = await startLiveRoute(harness, t);
   const client = await connect(`${wsUrl}&fields=serverContent&%24fields=serverContent&alt=json`);
   const seen = upstream.seen[0]!;
   const target = new URL(seen.url ?? '', 'ws://upstream.invalid');
@@ -101,7 +84,7 @@ t.test('an x-live session drops a response filter that could hide its usageMetad
 });
 
 t.test('an x-live session whose usageMetadata goes past the key\'s tokens quota is ended with 1008 quota_exceeded on both sides', async (t) => {
-  const { gw, upstream, upstreamSession, wsUrl, key } = await liveRoute(t, { total: { tokens: 100 } });
+  const { gw, upstream, upstreamSession, wsUrl, key } = await startLiveRoute(harness, t, { total: { tokens: 100 } });
   const client = await connect(wsUrl);
   const closed = new Promise<[number, string]>((r) => client.once('close', (code, reason) => r([code, reason.toString()])));
   const ws = await upstreamSession();
