@@ -1,10 +1,8 @@
 import t, { type Test } from 'tap';
-import type { WebSocket } from 'ws';
 import type { ModelPrice } from '../../src/usage/index.ts';
-import { eventually } from './helpers/dataplane-scenarios.ts';
 import { liveChannelHarness, startLiveRoute } from './helpers/live-channel-copy.ts';
 import { usd } from './helpers/priced-request.ts';
-import { connect } from './helpers/ws-upstream.ts';
+import { connect, logOf, nextFrame } from './helpers/ws-upstream.ts';
 
 // A WebSocket session's audio is priced at the model's audio rates, and its cost quota judged
 // with them; ch10's sessions run from a copy of the checkout (liveChannelHarness).
@@ -25,14 +23,10 @@ async function liveRoute(t: Test, price: ModelPrice, quota?: Parameters<typeof h
   await gw.store.modelPrices.put('gemini-live-up', price, 'manual');
   const client = await connect(wsUrl);
   const ws = await upstreamSession();
-  const record = () => eventually(async () => {
-    await gw.logs.flush();
-    return (await gw.logs.list({ access_key_id: key.id }, { limit: 10 })).items.find((r) => r.status === 101);
-  }, 'the session record');
+  const record = () => logOf(gw, key.id, 101);
   return { client, ws, record };
 }
 
-const nextFrame = (client: WebSocket) => new Promise<Buffer>((r) => client.once('message', (data: Buffer) => r(data)));
 
 t.test('an x-live session: audio input and output at the audio rates, images at the image rate, cached tokens at the cached price', async (t) => {
   const { client, ws, record } = await liveRoute(t, AUDIO_RATES);

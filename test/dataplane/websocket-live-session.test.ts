@@ -1,23 +1,10 @@
 import t from 'tap';
-import type { WebSocket } from 'ws';
 import { eventually } from './helpers/dataplane-scenarios.ts';
 import { LIVE_UPSTREAM_KEY, liveChannelHarness, startLiveRoute } from './helpers/live-channel-copy.ts';
-import { connect, upgradeStatus } from './helpers/ws-upstream.ts';
+import { connect, logOf, nextFrame, upgradeStatus } from './helpers/ws-upstream.ts';
 
 // ch10's sessions, run from a copy of the checkout that gives it an `api_key` credential (liveChannelHarness).
 const harness = await liveChannelHarness();
-
-/** The next frame the client receives, with whether it came as binary. */
-function nextFrame(client: WebSocket): Promise<{ data: Buffer; binary: boolean }> {
-  return new Promise((r) => client.once('message', (data: Buffer, binary) => r({ data, binary })));
-}
-
-async function sessionRecord(gw: Awaited<ReturnType<typeof harness.startDataPlane>>, accessKeyId: number) {
-  return eventually(async () => {
-    await gw.logs.flush();
-    return (await gw.logs.list({ access_key_id: accessKeyId }, { limit: 10 })).items.find((r) => r.status === 101);
-  }, 'the session record');
-}
 
 const usageMessage = (promptTokenCount: number, responseTokenCount: number) => JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount, responseTokenCount, totalTokenCount: promptTokenCount + responseTokenCount } });
 
@@ -55,7 +42,7 @@ t.test('an x-live session on ch10: upstream credential and mapped model, frames 
   const closed = new Promise<number>((r) => client.once('close', (code) => r(code)));
   client.close(1000);
   t.equal(await closed, 1000);
-  const record = await sessionRecord(gw, key.id);
+  const record = await logOf(gw, key.id, 101);
   t.match(record, {
     protocol: 'x-live',
     operation: 'live',
@@ -100,7 +87,7 @@ t.test('an x-live session whose usageMetadata goes past the key\'s tokens quota 
   ws.send(Buffer.from(usageMessage(40, 20)), { binary: true });
   t.same(await closed, [1008, 'quota_exceeded'], 'the client is told why');
   t.equal(await eventually(() => upstream.closeCodes[0], 'the upstream side closed'), 1008);
-  t.match(await sessionRecord(gw, key.id), { protocol: 'x-live', status: 101, error_code: 'quota_exceeded', usage: { input_tokens: 90, output_tokens: 30 } });
+  t.match(await logOf(gw, key.id, 101), { protocol: 'x-live', status: 101, error_code: 'quota_exceeded', usage: { input_tokens: 90, output_tokens: 30 } });
   t.equal(await upgradeStatus(wsUrl), 429, 'the next session is refused: the quota is used up');
   t.equal(upstream.seen.length, 1, 'and never reaches the upstream');
 });

@@ -123,6 +123,11 @@ export function upgradeAnswer(url: string, o: { protocols?: string[]; openedAs10
   });
 }
 
+/** The next frame the client receives, with whether it came as binary. */
+export function nextFrame(client: WebSocket): Promise<{ data: Buffer; binary: boolean }> {
+  return new Promise((r) => client.once('message', (data: Buffer, binary) => r({ data, binary })));
+}
+
 /** The key's log record with `status`, once it is written. */
 export async function logOf(gw: Gateway, accessKeyId: number, status: number) {
   return eventually(async () => {
