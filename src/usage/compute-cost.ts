@@ -27,15 +27,16 @@ const PER_TOKEN = 1 / 1_000_000;
  * The input's parts are taken in this order, each clamped to what the ones before left: cache
  * reads (at the cached price, whatever their modality), cache writes, audio, images; the rest
  * is at the input price. The output's audio part is clamped to the output. So the parts never
- * exceed their whole, and a cached audio token (counted as cached and as audio) is priced once,
- * as cached, its audio count then taking from the uncached rest.
+ * exceed their whole. A cached audio token is counted as cached and as audio: it is priced once,
+ * as cached, and the audio part is the audio count less the cached audio the upstream reported.
  */
 export function computeCost(usage: TokenUsage, price: ModelPrice | undefined): number {
   if (price === undefined) return 0;
   const input = usage.input_tokens;
   const cached = Math.min(usage.cached_tokens, input);
   const written = Math.min(usage.cache_write_tokens ?? 0, input - cached);
-  const audioIn = Math.min(usage.audio_input_tokens ?? 0, input - cached - written);
+  const uncachedAudio = (usage.audio_input_tokens ?? 0) - Math.min(usage.cached_audio_tokens ?? 0, cached);
+  const audioIn = Math.max(0, Math.min(uncachedAudio, input - cached - written));
   const imageIn = Math.min(usage.image_input_tokens ?? 0, input - cached - written - audioIn);
   const plainIn = input - cached - written - audioIn - imageIn;
   const audioOut = Math.min(usage.audio_output_tokens ?? 0, usage.output_tokens);

@@ -6,7 +6,7 @@ import type { TokenUsage } from './token-usage.ts';
  * itself, not a copy, when it has none of them (the common case).
  */
 export function loggedUsage(usage: TokenUsage): TokenUsage {
-  if (usage.cache_write_tokens === undefined && usage.audio_input_tokens === undefined && usage.image_input_tokens === undefined && usage.audio_output_tokens === undefined) return usage;
+  if (usage.cache_write_tokens === undefined && usage.audio_input_tokens === undefined && usage.cached_audio_tokens === undefined && usage.image_input_tokens === undefined && usage.audio_output_tokens === undefined) return usage;
   const { input_tokens, output_tokens, cached_tokens, reasoning_tokens } = usage;
   return { input_tokens, output_tokens, cached_tokens, reasoning_tokens };
 }

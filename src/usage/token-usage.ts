@@ -5,7 +5,8 @@ export type UsageStyle = 'completions' | 'responses' | 'messages' | 'generate' |
  * Unified token usage. `input_tokens` counts every prompt token (cached ones included),
  * `cached_tokens` is the part of it read from a cache, `cache_write_tokens` the part written to
  * one, `audio_input_tokens` and `image_input_tokens` the parts that are audio and images (a
- * cached audio or image token is in both); `output_tokens` counts every generated token
+ * cached audio or image token is in both), `cached_audio_tokens` the part of the cached ones
+ * that is audio; `output_tokens` counts every generated token
  * (reasoning included), `reasoning_tokens` is the part of it spent on reasoning and
  * `audio_output_tokens` the part that is audio.
  */
@@ -22,6 +23,7 @@ export interface TokenUsage {
    */
   cache_write_tokens?: number;
   audio_input_tokens?: number;
+  cached_audio_tokens?: number;
   image_input_tokens?: number;
   audio_output_tokens?: number;
 }

@@ -25,7 +25,8 @@ export const sessionUsageSources: Readonly<Record<SessionUsageStyle, SessionUsag
    * message carries one of the two). Audio and images are the AUDIO and IMAGE entries of its
    * per-modality lists (`promptTokensDetails`, and `responseTokensDetails` or Vertex-style
    * `candidatesTokensDetails`: [{modality, tokenCount}], ai.google.dev/api/live#UsageMetadata);
-   * text and video are left at the input and output prices.
+   * the audio input count includes cached audio, which `cacheTokensDetails` names apart. Text
+   * and video are left at the input and output prices.
    */
   live: {
     frameHint: '"usageMetadata"',
@@ -34,6 +35,7 @@ export const sessionUsageSources: Readonly<Record<SessionUsageStyle, SessionUsag
       ...generateUsageFields.fields,
       { raw: 'responseTokenCount', unified: 'output_tokens' },
       { raw: 'promptTokensDetails.modality=AUDIO.tokenCount', unified: 'audio_input_tokens' },
+      { raw: 'cacheTokensDetails.modality=AUDIO.tokenCount', unified: 'cached_audio_tokens' },
       { raw: 'promptTokensDetails.modality=IMAGE.tokenCount', unified: 'image_input_tokens' },
       { raw: 'responseTokensDetails.modality=AUDIO.tokenCount', unified: 'audio_output_tokens', fallback: 'candidatesTokensDetails.modality=AUDIO.tokenCount' },
     ],

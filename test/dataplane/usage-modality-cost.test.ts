@@ -108,9 +108,18 @@ t.test('computeCost: the parts never exceed their whole, taken in order (cached,
   );
 });
 
+t.test('computeCost: cached audio is priced once, as cached, and leaves the audio count', async (t) => {
+  const price: ModelPrice = { input_per_mtok: 1, output_per_mtok: 2, cached_input_per_mtok: 10, audio_input_per_mtok: 1_000 };
+  const usage = { input_tokens: 1_000, output_tokens: 0, cached_tokens: 300, reasoning_tokens: 0, audio_input_tokens: 700, cached_audio_tokens: 200 };
+  // 300 cached (200 of them audio), so 500 of the 700 audio are uncached; 200 text at the input price.
+  t.equal(computeCost(usage, price), usd([300, 10], [500, 1_000], [200, 1]));
+  t.equal(computeCost({ ...usage, cached_audio_tokens: 900 }, price), usd([300, 10], [400, 1_000], [300, 1]), 'cached audio counts only up to the cached tokens');
+  t.equal(computeCost({ ...usage, audio_input_tokens: 100 }, price), usd([300, 10], [700, 1]), 'an audio count below its cached part prices no uncached audio');
+});
+
 t.test('loggedUsage: the four counters whatever optional ones are present, the usage itself when none is', async (t) => {
   const four = { input_tokens: 10, output_tokens: 5, cached_tokens: 2, reasoning_tokens: 1 };
-  for (const extra of [{ audio_input_tokens: 3 }, { image_input_tokens: 3 }, { audio_output_tokens: 3 }, { cache_write_tokens: 3 }]) {
+  for (const extra of [{ audio_input_tokens: 3 }, { cached_audio_tokens: 3 }, { image_input_tokens: 3 }, { audio_output_tokens: 3 }, { cache_write_tokens: 3 }]) {
     t.same(loggedUsage({ ...four, ...extra }), four, Object.keys(extra)[0]!);
   }
   const plain = { ...four };

@@ -38,10 +38,9 @@ t.test('an x-live session: audio input and output at the audio rates, images at 
   await second;
   client.close(1000);
   const logged = await record();
-  // The turns are summed, then priced: 3000 in, of which 600 cached, then 2300 audio, then 100
-  // images; 800 out, 700 of it audio. The cached 600 are audio too, yet the audio count is
-  // taken whole from the rest: 600 text tokens are priced as audio (documented; never under).
-  t.equal(logged.cost, usd([100, 1], [2_300, 3], [600, 0.125], [700, 12], [100, 2]));
+  // The turns are summed, then priced: 3000 in, of which 600 cached (all audio, cacheTokensDetails),
+  // so 1700 of the 2300 audio uncached, then 100 images, 600 text; 800 out, 700 of it audio.
+  t.equal(logged.cost, usd([600, 0.125], [1_700, 3], [100, 1], [600, 0.5], [700, 12], [100, 2]));
   t.same(logged.usage, { input_tokens: 3_000, output_tokens: 800, cached_tokens: 600, reasoning_tokens: 0 }, 'the record keeps its four counters');
 });
 
@@ -63,7 +62,7 @@ t.test('a session\'s cost quota is judged with the audio rates', async (t) => {
     const roundTrip = nextFrame(client).then(() => {
       const echo = nextFrame(client);
       client.send('still open');
-      return echo.then((data) => data.toString());
+      return echo.then((frame) => frame.data.toString());
     });
     ws.send(JSON.stringify(TURN_1));
     const outcome = await Promise.race([closed, roundTrip]);
