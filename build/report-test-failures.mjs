@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// After a failed `tap` run, `npm test` prints this: each failing file's `not ok` lines with
-// their diagnostics, read from tap's saved results (`<project>/.tap/test-results`). A CI log is
-// often read from its end, and tap's own output names a failure only where the file's output
-// fell. tap keeps the results of a test file that no longer exists: those are left out.
+// After a failed `tap` run, `npm test` prints this: each failing test file with its `not ok`
+// lines and their diagnostics, read from tap's saved results (`<project>/.tap/test-results`),
+// and how its process ended when that failed it (`.tap/processinfo`: a file whose assertions
+// all passed can still fail by its exit code or a signal). A CI log is often read from its end,
+// and tap's own output names a failure only where the file's output fell. tap keeps the records
+// of a test file that no longer exists: those are left out.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -40,17 +42,42 @@ function failuresOf(text) {
   return shown;
 }
 
+/** How each test file's newest process ended, by file: `exit code N` or `signal S` when it failed, else undefined. */
+function endingsOf(dir) {
+  const newest = new Map();
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    if (!name.endsWith('.json')) continue;
+    let info;
+    try {
+      info = JSON.parse(readFileSync(path.join(dir, name), 'utf8'));
+    } catch {
+      continue;
+    }
+    // Processes a test file started itself have a parent; only the test file's own counts.
+    if (typeof info.externalID !== 'string' || info.parent !== null) continue;
+    const known = newest.get(info.externalID);
+    if (known === undefined || String(info.date) > String(known.date)) newest.set(info.externalID, info);
+  }
+  const endings = new Map();
+  for (const [file, info] of newest) {
+    if (info.signal) endings.set(file, `signal ${info.signal}`);
+    else if (info.code !== 0) endings.set(file, `exit code ${info.code}`);
+  }
+  return endings;
+}
+
 const project = path.resolve(process.argv[2] ?? '.');
 const results = path.join(project, '.tap', 'test-results');
-const failing = resultFiles(results)
+const endings = endingsOf(path.join(project, '.tap', 'processinfo'));
+const failuresByFile = new Map(resultFiles(results).map((file) => [path.relative(results, file).replace(/\.tap$/, ''), failuresOf(readFileSync(file, 'utf8'))]));
+const failing = [...new Set([...failuresByFile.keys(), ...endings.keys()])]
   .sort()
-  .map((file) => ({ file: path.relative(results, file).replace(/\.tap$/, ''), results: file }))
-  .filter(({ file }) => existsSync(path.join(project, file)))
-  .map(({ file, results }) => ({ file, failures: failuresOf(readFileSync(results, 'utf8')) }))
-  .filter(({ failures }) => failures.length > 0);
+  .filter((file) => existsSync(path.join(project, file)))
+  .map((file) => ({ file, failures: failuresByFile.get(file) ?? [], ending: endings.get(file) }))
+  .filter(({ failures, ending }) => failures.length > 0 || ending !== undefined);
 
 console.log(`\n# Failing test files: ${failing.length === 0 ? 'none in the saved results (see the output above)' : failing.length}`);
-for (const { file, failures } of failing) {
-  console.log(`\n## ${file}`);
+for (const { file, failures, ending } of failing) {
+  console.log(`\n## ${file}${ending === undefined ? '' : ` (its process ended with ${ending})`}`);
   for (const failure of failures) console.log(failure);
 }
