@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import type { IncomingHttpHeaders } from 'node:http';
 import { startUpstream, startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { closedPortUrl, clientAuthHeaders, createKey, deferred, eventually, rawRequest, seedGroup, splitUrl, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { usd } from './helpers/priced-request.ts';
 import type { AccessKeyQuota } from '../../src/store/records.ts';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -164,7 +165,7 @@ for (const c of USAGE_CASES) {
     t.equal(await res.text(), c.reply, 'the reply itself is unchanged');
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.same(record.usage, c.usage);
-    const expectedCost = Math.round(((c.usage.input_tokens * 2 + c.usage.output_tokens * 10) / 1e6) * 1e10) / 1e10;
+    const expectedCost = usd([c.usage.input_tokens, 2], [c.usage.output_tokens, 10]);
     t.equal(record.cost, expectedCost, 'cost');
   });
 }

@@ -3,7 +3,7 @@ import { computeCost, type ModelPrice } from '../../src/usage/index.ts';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { startGateway } from '../management/support/gateway.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
-import { pricedRequest } from './helpers/priced-request.ts';
+import { pricedRequest, usd } from './helpers/priced-request.ts';
 import { clientAuthHeaders, createKey, seedGroup } from './helpers/dataplane-scenarios.ts';
 
 // Tokens written to a prompt cache are priced at the model's cache write price, through the
@@ -19,8 +19,7 @@ const ALL_RATES: ModelPrice = { input_per_mtok: 3, output_per_mtok: 15, cached_i
 /** The cost as the vendor bills it, to 1e-10 USD as records keep it. */
 function expectedCost(price: ModelPrice): number {
   const writePrice = price.cache_write_per_mtok ?? price.input_per_mtok;
-  const usd = (UNCACHED * price.input_per_mtok + READ * price.cached_input_per_mtok! + WRITTEN * writePrice + OUTPUT * price.output_per_mtok) / 1e6;
-  return Math.round(usd * 1e10) / 1e10;
+  return usd([UNCACHED, price.input_per_mtok], [READ, price.cached_input_per_mtok!], [WRITTEN, writePrice], [OUTPUT, price.output_per_mtok]);
 }
 
 const messagesUsage = { input_tokens: UNCACHED, cache_read_input_tokens: READ, cache_creation_input_tokens: WRITTEN };
@@ -55,7 +54,7 @@ for (const stream of [false, true]) {
     const { cache_write_per_mtok: _, ...price } = ALL_RATES;
     const record = await messagesRequest(t, price, stream);
     t.equal(record.cost, expectedCost(price));
-    t.equal(record.cost, Math.round((((UNCACHED + WRITTEN) * 3 + READ * 0.3 + OUTPUT * 15) / 1e6) * 1e10) / 1e10);
+    t.equal(record.cost, usd([UNCACHED + WRITTEN, 3], [READ, 0.3], [OUTPUT, 15]));
   });
 }
 
