@@ -7,7 +7,7 @@
 export type PathSegments = readonly (string | number | ElementWhere)[];
 
 /** An array element picked by one of its members' values. */
-export interface ElementWhere {
+interface ElementWhere {
   readonly member: string;
   readonly equals: string;
 }
