@@ -20,6 +20,13 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
 const HEAD_HOLD_MS = 2000;
 
 /**
+ * How long the upstream is read on for its usage after a client left with the whole answer
+ * (StreamRelay.awaitsOnlyUsage): the usage chunk follows the finish at once, and a client that
+ * stops reading at the finish must not go unbilled, nor past its quota.
+ */
+const USAGE_AFTER_CLIENT_LEFT_MS = 2000;
+
+/**
  * Sends an upstream reply to the client as it arrives: status, headers and body as the
  * upstream sent them. SSE (by its content type or, answering a stream request uncompressed, by
  * its first bytes) goes event by event; an idle or broken upstream stream ends with the
@@ -65,13 +72,16 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // one that fails before is answered with the gateway's error rather than a cut connection.
   relay.head(headers, holdHead || !(isSse || isJsonArrayStream));
   return new Promise((resolve) => {
+    let usageWait: NodeJS.Timeout | undefined;
     const onClose = () => {
       if (res.writableFinished) return;
       relay.clientLeft();
-      reply.abort();
+      if (relay.stream?.awaitsOnlyUsage() === true) usageWait = setTimeout(() => reply.abort(), USAGE_AFTER_CLIENT_LEFT_MS);
+      else reply.abort();
     };
     const { onClientGone } = options;
     const done = () => {
+      clearTimeout(usageWait);
       onClientGone(undefined);
       relay.end();
       resolve(relay.outcome);

@@ -95,6 +95,8 @@ export class RelayContext {
    * `upstream_idle_timeout`, a client that reads nothing for it `client_stalled`.
    */
   watchesAfterFirstTurn = false;
+  /** The stream relay while the answer is relayed as one: asked, when the client leaves, whether that must stop the upstream. */
+  stream: { awaitsOnlyUsage(): boolean } | undefined;
   /** Its place among the in-flight streams (InFlightRequests), -1 while not one. */
   slot = -1;
   #first = true;

@@ -13,6 +13,8 @@ const DATA_FIELD = Buffer.from('data: ');
 const RESPONSE_CREATED_TEXT = '"response.created"';
 const RESPONSE_CREATED = Buffer.from(RESPONSE_CREATED_TEXT);
 const SEQUENCE_MARK = Buffer.from('"sequence_number"');
+/** A completions chunk that ends a choice: its `finish_reason` a string, not null. */
+const FINISHED_CHOICE = /"finish_reason"\s*:\s*"/;
 /** A responses stream event's `sequence_number` (no nested object of these events has one). */
 const SEQUENCE_NUMBER = /"sequence_number"\s*:\s*(\d+)/;
 
@@ -102,6 +104,14 @@ export class SseRelay extends StreamRelay {
     // Nothing valid can follow half an event.
     if (this.#passingLargeEvent) return void this.relay.res.destroy();
     this.relay.write(streamErrorEvent(this.relay.options.streamStyle, streamFailureOf(code), { sequenceNumber: this.#nextSequence() }));
+  }
+
+  // completions: the last event passed on ended a choice and no usage came yet. The upstream
+  // sends its usage chunk right after the finish (the one it was asked for); the other styles
+  // report usage with their closing events, which nothing before them announces.
+  override awaitsOnlyUsage(): boolean {
+    const last = this.#lastPassed;
+    return this.relay.options.streamStyle === 'completions' && this.usage?.result() === undefined && last !== undefined && FINISHED_CHOICE.test(last.toString('latin1'));
   }
 
   protected override completed(): boolean {

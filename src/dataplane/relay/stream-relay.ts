@@ -37,6 +37,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.upstreamErrors = relay.reply.status < 400 ? UpstreamErrorDetector.of(relay.options.streamStyle) : undefined;
     // Also the relay's, which holds it while the client's buffer is full.
     this.idle = relay.idle = watchUpstreamIdle(relay);
+    relay.stream = this;
     relay.options.inFlight?.addStream(relay);
   }
 
@@ -82,9 +83,18 @@ export abstract class StreamRelay implements UpstreamBodySink {
   protected leaveToBody(): () => void {
     this.idle.stop();
     this.relay.idle = undefined;
+    this.relay.stream = undefined;
     this.upstreamErrors = undefined;
     this.relay.options.inFlight?.deleteStream(this.relay);
     return this.#done;
+  }
+
+  /**
+   * The client has the whole answer and only the usage read for the record is still to come:
+   * a client leaving now need not stop an upstream whose work is done.
+   */
+  awaitsOnlyUsage(): boolean {
+    return false;
   }
 
   /** Takes in what the upstream left at a clean end, before whether the stream is whole is judged. */

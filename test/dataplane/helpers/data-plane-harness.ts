@@ -53,6 +53,8 @@ export interface Gateway {
   /** The data plane's upstream client (its dispatchers are what configuration churn prunes). */
   upstream: UpstreamClient;
   dataDir: string;
+  /** Client connections the server holds open: 0 once it has seen a client's close (its watchers told in the same event). */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -102,6 +104,7 @@ export async function startDataPlane({ clock = Date.now, cooldownFlushMs, ...opt
     logs,
     upstream,
     dataDir,
+    connections: () => new Promise((resolve, reject) => server.getConnections((err, count) => (err ? reject(err) : resolve(count)))),
     async close() {
       // As the server's shutdown: open sessions end (and write their records) before the log store closes.
       await Promise.all([closeServer(server), upgrade.close()]);
