@@ -44,3 +44,13 @@ t.test('inspect with an AccessKey id that does not exist: said in words, offline
   t.equal(remote.status, 1);
   t.equal(remote.stderr, `switchyard: no AccessKey with id 99 at ${gw.url}\n`);
 });
+
+t.test('inspect --url that fetch cannot use (a user or password, a scheme other than http/https): a usage error that does not echo the password, exit 2', async (t) => {
+  const withUser = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--url', 'http://admin:hunter2@127.0.0.1:1'], { AUTH_KEY });
+  t.equal(withUser.status, 2);
+  t.equal(withUser.stderr.split('\n')[0], 'switchyard: --url must not carry a user or password (the AUTH_KEY goes in the environment variable AUTH_KEY)');
+  t.notMatch(withUser.stderr, /hunter2/);
+  const ftp = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--url', 'ftp://127.0.0.1:1'], { AUTH_KEY });
+  t.equal(ftp.status, 2);
+  t.equal(ftp.stderr.split('\n')[0], 'switchyard: --url must be an http or https URL, not "ftp://127.0.0.1:1"');
+});

@@ -122,6 +122,9 @@ function managementEndpoint(url: string, route: string): URL {
   } catch {
     throw new CliError(`--url "${url}" is not a URL\n${USAGE}`);
   }
+  // fetch refuses both, and its error would be printed as an unreachable server, password included.
+  if (base.username !== '' || base.password !== '') throw new CliError(`--url must not carry a user or password (the AUTH_KEY goes in the environment variable AUTH_KEY)\n${USAGE}`);
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new CliError(`--url must be an http or https URL, not "${url}"\n${USAGE}`);
   base.pathname = base.pathname.replace(/\/*$/, '/');
   base.search = '';
   base.hash = '';
