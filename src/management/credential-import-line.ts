@@ -17,11 +17,11 @@ export function importLineValues(
   common: Record<string, string>,
   group: GroupRecord,
 ): Record<string, string> {
-  if (kind.fields.length === 1 || !line.startsWith('{')) return completeCredentialValues(kind, { ...common, [secretField]: line }, group);
   try {
+    if (kind.fields.length === 1 || !line.startsWith('{')) return completeCredentialValues(kind, { ...common, [secretField]: line }, group);
     return completeCredentialValues(kind, { ...common, ...jsonLineFields(kind, line) }, group, 'credentials');
   } catch (err) {
-    // The field names alone do not say which of thousands of lines is wrong.
+    // The field names alone do not say which of thousands of lines is wrong, plain or JSON.
     if (err instanceof ApiError && err.code === 'VALIDATION_FAILED') throw new ApiError(err.code, { data: { ...(err.data as object), line: lineNumber } });
     throw err;
   }

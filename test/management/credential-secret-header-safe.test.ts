@@ -25,7 +25,7 @@ t.test('credentials: a secret a request header cannot carry is refused at import
     if (!secret.includes('\n')) {
       const imported = await gw.create(`${base}/import`, { credentials: `sk-secret-OKAY0002\n${secret}` });
       t.equal(imported.status, 400, `import, ${what}`);
-      t.match(imported.json, { code: 'VALIDATION_FAILED', data: { field: 'fields.api_key', reason: 'not_a_header_value' } }, `import, ${what}: names the field and why`);
+      t.match(imported.json, { code: 'VALIDATION_FAILED', data: { field: 'fields.api_key', reason: 'not_a_header_value', line: 2 } }, `import, ${what}: names the field, why and which line`);
     }
     const connected = await gw.create(`${base}/connect`, { kind: 'api_key', fields: { api_key: secret } });
     t.equal(connected.status, 400, `connect, ${what}`);
