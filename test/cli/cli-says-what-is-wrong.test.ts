@@ -54,3 +54,11 @@ t.test('inspect --url that fetch cannot use (a user or password, a scheme other 
   t.equal(ftp.status, 2);
   t.equal(ftp.stderr.split('\n')[0], 'switchyard: --url must be an http or https URL, not "ftp://127.0.0.1:1"');
 });
+
+t.test('inspect --url with an AUTH_KEY the server refuses says so, without an empty JSON tail, exit 1', async (t) => {
+  const gw = await startGateway(t);
+  const r = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--url', gw.url], { AUTH_KEY: 'sy-admin-not-this-servers' });
+  t.equal(r.status, 1);
+  t.equal(r.stderr, `switchyard: ${gw.url}/api/route/inspect answered 401 UNAUTHORIZED: the AUTH_KEY in the environment is not this server's\n`);
+  t.notMatch(r.stderr, /not-this-servers/, 'the key itself is not echoed');
+});

@@ -110,7 +110,9 @@ async function inspectRemote(url: string, authKey: string | undefined, input: ob
   if (!isEnvelope(envelope)) throw new CliError(`${endpoint} answered ${res.status} but did not answer as a switchyard management API`, 1);
   const unknown = unknownAccessKey(envelope.code, envelope.data);
   if (unknown !== undefined) throw new CliError(`${unknown} at ${url}`, 1);
-  if (envelope.code !== 0) throw new CliError(`${endpoint} answered ${res.status} ${String(envelope.code)}: ${envelope.message} ${JSON.stringify(envelope.data ?? {})}`, 1);
+  // The server words a refused token as a missing one; the CLI did send one, from the environment.
+  const said = res.status === 401 ? "the AUTH_KEY in the environment is not this server's" : `${envelope.message}${envelope.data === undefined ? '' : ` ${JSON.stringify(envelope.data)}`}`;
+  if (envelope.code !== 0) throw new CliError(`${endpoint} answered ${res.status} ${String(envelope.code)}: ${said}`, 1);
   return envelope.data as RouteInspection;
 }
 
