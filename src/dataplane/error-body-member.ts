@@ -6,14 +6,18 @@ const ERROR_BODY_PARSE_LIMIT = 64 * 1024;
 
 /** A JSON error body's top-level object, or undefined for any other body. */
 export function errorBodyOf(body: Buffer): Record<string, unknown> | undefined {
+  const parsed = parsedErrorBody(body);
+  return isObject(parsed) ? parsed : undefined;
+}
+
+/** A JSON error body as parsed (any JSON value), or undefined for one too large or not JSON. */
+export function parsedErrorBody(body: Buffer): unknown {
   if (body.length > ERROR_BODY_PARSE_LIMIT) return undefined;
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch {
     return undefined;
   }
-  return isObject(parsed) ? parsed : undefined;
 }
 
 /** The `error` object of a JSON error body (`{"error":{…}}`, the shape of Google's and OpenAI's), or undefined for any other body. */

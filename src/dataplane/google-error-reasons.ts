@@ -1,5 +1,5 @@
 import type { HeaderMap } from '../upstream/index.ts';
-import { errorMemberOf, isObject } from './error-body-member.ts';
+import { errorMemberIn, isObject, parsedErrorBody } from './error-body-member.ts';
 
 /**
  * One `google.rpc.ErrorInfo` reason of Google's error shape (`{error:{code,message,status,
@@ -46,9 +46,16 @@ export interface GoogleErrorDetails {
   retryDelayMs: number | undefined;
 }
 
-/** The details of a body in Google's error shape (up to ERROR_BODY_PARSE_LIMIT), or undefined for any other body. */
+/**
+ * The details of a body in Google's error shape (up to ERROR_BODY_PARSE_LIMIT), or undefined for
+ * any other body. A JSON-array stream (streamGenerateContent without `alt=sse`) answers its error
+ * as the array's one element, `[{"error":{…}}]`: read the same, or its 403 about a file would
+ * disable every key in turn.
+ */
 export function readGoogleError(body: Buffer): GoogleErrorDetails | undefined {
-  const error = errorMemberOf(body);
+  const parsed = parsedErrorBody(body);
+  const top = Array.isArray(parsed) && parsed.length === 1 ? parsed[0] : parsed;
+  const error = errorMemberIn(isObject(top) ? top : undefined);
   if (error === undefined || typeof error['status'] !== 'string' || typeof error['code'] !== 'number') return undefined;
   const details = Array.isArray(error['details']) ? error['details'].filter(isObject) : [];
   const info = details.find((d) => d['@type'] === ERROR_INFO);
