@@ -342,7 +342,9 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           };
           // An error body that says more than its status (Google's shape, an OpenAI 401/403's code)
           // is read before the verdict: it is read whole for the client anyway, and successful answers never are.
-          failure = judgedByBody(input.op, upstream.status) && isReadableError(upstream) ? await readFailure() : undefined;
+          // Google types its error to an `alt=sse` request `text/event-stream` (its JSON object all the
+          // same): read too, or a 403 about a file would be judged by its status and disable every key in turn.
+          failure = judgedByBody(input.op, upstream.status) && isReadableError(upstream, input.op.error_style === 'generate') ? await readFailure() : undefined;
           const body = failure === undefined || failure instanceof DataPlaneError || failure.stream !== undefined ? undefined : failure.body;
           const answer = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldowns, deps.now());
           if (answer.failsOver) {

@@ -22,12 +22,15 @@ export interface UpstreamErrorReply {
 /** Error bodies up to this size are read whole; a larger one (rare) streams through, masked as it goes. */
 export const ERROR_BODY_LIMIT = 1024 * 1024;
 
-/** An error answer to read (whole, or its first MiB) before the client gets it: not an event stream, not declared larger. */
-export function isReadableError(reply: UpstreamReply): boolean {
+/**
+ * An error answer to read (whole, or its first MiB) before the client gets it: not declared
+ * larger, and not an event stream unless `eventStreamToo` (an answer whose verdict needs its body).
+ */
+export function isReadableError(reply: UpstreamReply, eventStreamToo = false): boolean {
   if (reply.status < 400) return false;
   const declared = Number(reply.headers['content-length'] ?? 0);
   // Media types are case-insensitive (RFC 9110): `Text/Event-Stream` is an event stream too.
-  return !(declared > ERROR_BODY_LIMIT) && !String(reply.headers['content-type'] ?? '').toLowerCase().includes('text/event-stream');
+  return !(declared > ERROR_BODY_LIMIT) && (eventStreamToo || !String(reply.headers['content-type'] ?? '').toLowerCase().includes('text/event-stream'));
 }
 
 /**

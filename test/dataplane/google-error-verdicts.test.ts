@@ -179,3 +179,23 @@ t.test('a JSON-array stream (streamGenerateContent without alt=sse) answers its 
   state = await listed();
   t.match(state('sk-revoked'), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
 });
+
+t.test('an error to an alt=sse stream request, typed text/event-stream as Google sends it, is judged by its body too', async (t) => {
+  const sse = { 'content-type': 'text/event-stream' };
+  const { upstream, gw, keyValue, listed } = await setup(t, ['sk-revoked', 'sk-good', 'sk-other'], (req, res) => {
+    if (req.body.toString().includes('files/notmine')) return send(res, 403, FILE_DENIED, sse);
+    if (secretOf(req) === 'sk-revoked') return send(res, 400, KEY_INVALID, sse);
+    send(res, 200, `data: ${JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }] })}\n\n`, sse);
+  });
+  const stream = (contents: unknown) => fetch(`${gw.url}/v1beta/models/team-gen:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: JSON.stringify({ contents }) });
+  const denied = await stream(fileContents);
+  t.equal(denied.status, 403);
+  t.same(await denied.json(), JSON.parse(FILE_DENIED), 'the upstream body, as sent');
+  t.equal(upstream.requests.length, 1, 'a file that is not the key\'s: no other credential was tried');
+  let state = await listed();
+  for (const s of ['sk-revoked', 'sk-good', 'sk-other']) t.match(state(s), { state: 'active', disabled_reason: null }, `${s} stays active`);
+  // Equal weights take turns: the revoked key is met within three requests.
+  for (let i = 0; i < 3; i++) t.equal((await stream('hello')).status, 200, 'served, past the revoked key');
+  state = await listed();
+  t.match(state('sk-revoked'), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
+});
