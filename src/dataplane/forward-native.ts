@@ -322,7 +322,9 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           }
           if (failed.skipGroup) continue candidates;
           // A connection that never opened proves the upstream saw nothing; other failures may not.
-          if (!input.op.replay_safe && !failed.notDelivered) break candidates;
+          // Then this failure is the answer: an earlier credential's refusal (a 429) would tell the
+          // client that nothing ran, when this attempt may have.
+          if (!input.op.replay_safe && !failed.notDelivered) return answerTransportFailure(input, result, failed, hintOfLastAnswer(input, deps, counted(), judged));
           continue;
         }
         watch.point(undefined);

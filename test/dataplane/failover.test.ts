@@ -388,6 +388,19 @@ for (const u of UNSAFE) {
     t.same(upstream.secrets(), ['sk-a'], 'the upstream may have processed it: no second attempt');
   });
 
+  t.test(`${u.op} (not replay safe): a 429, then a connection lost after sending: the client gets the lost connection, not the 429`, async (t) => {
+    const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': '1' }), 'sk-b': hangUp });
+    const gw = await gateway(t);
+    await seedGroup(gw.store, { channel: u.channel, baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b', 'sk-c'] });
+    const { keyValue } = await createKey(gw.store, { protocols: [u.protocol] });
+    const { res, text } = await call(gw, keyValue);
+    t.equal(res.status, 502, 'the second attempt may have run: not "rate limited"');
+    t.match(JSON.parse(text), { error: { code: 'upstream_unreachable' } });
+    t.same(upstream.secrets(), ['sk-a', 'sk-b'], 'no third attempt');
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, { status: 502, error_code: 'upstream_unreachable', credential_id: String(record.attempts[1]!.credential_id), attempts: [{ status: 429 }, { status: null, error_code: 'upstream_connection_lost' }] });
+  });
+
   t.test(`${u.op} (not replay safe): a 429 is retried on the next credential`, async (t) => {
     const upstream = await upstreamBySecret(t, { 'sk-a': status(429, { 'retry-after': '30' }) });
     const gw = await gateway(t);
