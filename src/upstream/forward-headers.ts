@@ -60,7 +60,8 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
 
 /**
  * Upstream response headers not passed back that are no credential header (a request's is
- * forwarded): Anthropic names the operator's account in `anthropic-organization-id`; an
+ * forwarded): Anthropic names the operator's account in `anthropic-organization-id` and its
+ * workspace in `anthropic-workspace-id` (the anthropic SDK reads it as `workspaceID`); an
  * upstream's CORS answer is about its own origin, and the data plane states its own
  * (src/dataplane/allow-any-origin.ts), which one passed back would override. `set-cookie` is
  * the operator's session with the upstream (a CDN's bot cookie among them), and `alt-svc` and
@@ -68,6 +69,7 @@ export function upstreamRequestHeaders(clientHeaders: HeaderMap): OutgoingHeader
  */
 const UPSTREAM_ONLY_RESPONSE_HEADERS = [
   'anthropic-organization-id',
+  'anthropic-workspace-id',
   'set-cookie',
   'alt-svc',
   'strict-transport-security',
