@@ -29,6 +29,7 @@ import { hourlyRetention, startLogRetention, type RetentionSchedule } from './lo
 import { packageVersion } from './package-version.ts';
 import { CLIENT_SILENCE_MS } from '../http/json-body.ts';
 import { serveUpgradeAsRequest } from '../http/serve-upgrade-as-request.ts';
+import { serveConnectAsRequest } from '../http/serve-connect-as-request.ts';
 import { closedAfterAnswer } from '../http/drain-after-answer.ts';
 import { isConnectionGoneError } from '../http/connection-gone-error.ts';
 import { holdContinue } from '../http/expect-continue.ts';
@@ -205,6 +206,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       if (upgrade !== undefined && servedAsUpgrade(req)) upgrade(req, socket, head);
       else serveUpgradeAsRequest(server, req, socket, head);
     });
+    server.on('connect', (req: IncomingMessage, socket: Duplex) => serveConnectAsRequest(req, socket, (request, res) => serve(request, res, false)));
     await listen(server, options.port ?? 8080, options.host ?? '127.0.0.1');
     const address = server.address() as AddressInfo;
     const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

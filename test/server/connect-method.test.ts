@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
+import { createServer } from '../../src/server/create-server.ts';
+import { openSqliteLogStore } from '../../src/store/logs/index.ts';
+import { seedRoute } from '../dataplane/helpers/data-plane-harness.ts';
+import { eventually } from '../dataplane/helpers/dataplane-scenarios.ts';
+import { rawConnection } from './helpers/raw-http-connection.ts';
+
+// A client set to use the gateway as its HTTPS proxy sends CONNECT. The gateway opens no
+// tunnels: it answers the CONNECT as any request it has no endpoint for, in the client's error
+// shape and with a record, and ends the connection, rather than closing it unanswered.
+
+const AUTH_KEY = 'connect-method-auth-key-0123456789abcdef';
+
+t.test('a CONNECT is answered as a refused request and recorded, and its connection ends', async (t) => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-connect-'));
+  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
+  t.teardown(async () => {
+    await server.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const { keyValue, key } = await seedRoute(server.store, { channel: 'ch02', baseUrl: 'http://127.0.0.1:9', models: [{ external: 'm', upstream: 'v' }], protocols: ['x-completions'] });
+
+  const tunnel = rawConnection(t, server.port);
+  tunnel.write(`CONNECT api.openai.com:443 HTTP/1.1\r\nHost: api.openai.com:443\r\nAuthorization: Bearer ${keyValue}\r\n\r\n`);
+  const refused = await tunnel.next();
+  t.equal(refused.status, 404);
+  t.equal(refused.headers['connection'], 'close');
+  t.equal(JSON.parse(refused.body).error.code, 'route_not_found', 'in the completions error shape');
+  await tunnel.closed;
+
+  const onPath = rawConnection(t, server.port);
+  onPath.write(`CONNECT /v1/chat/completions HTTP/1.1\r\nHost: gw\r\nx-api-key: ${keyValue}\r\nanthropic-version: 2023-06-01\r\n\r\n`);
+  const notAllowed = await onPath.next();
+  t.equal(notAllowed.status, 405, 'a path that takes other methods');
+  t.equal(notAllowed.headers['allow'], 'POST');
+  await onPath.closed;
+
+  const records = await eventually(async () => {
+    await server.logs.flush();
+    const items = (await server.logs.list({ access_key_id: key.id }, { limit: 10 })).items;
+    return items.length === 2 ? items : undefined;
+  }, 'the records of both CONNECTs');
+  t.same(records.map((r) => r.error_code).sort(), ['method_not_allowed', 'route_not_found']);
+});
