@@ -160,42 +160,32 @@ t.test('a client\'s own OAuth token never goes upstream, and 401 ACCESS_TOKEN_EX
   t.match(state('sk-b'), { state: 'active', disabled_reason: null, cooldown_until: null });
 });
 
-t.test('a JSON-array stream (streamGenerateContent without alt=sse) answers its error as the array\'s one element: judged as the object is', async (t) => {
-  const arrayOf = (body: string) => `[${body}\n]`;
-  const { upstream, gw, keyValue, listed } = await setup(t, ['sk-revoked', 'sk-good', 'sk-other'], (req, res) => {
-    if (req.body.toString().includes('files/notmine')) return send(res, 403, arrayOf(FILE_DENIED));
-    if (secretOf(req) === 'sk-revoked') return send(res, 400, arrayOf(KEY_INVALID));
-    send(res, 200, arrayOf(JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }] })));
-  });
-  const stream = (contents: unknown) => fetch(`${gw.url}/v1beta/models/team-gen:streamGenerateContent`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: JSON.stringify({ contents }) });
-  const denied = await stream(fileContents);
-  t.equal(denied.status, 403);
-  t.same(await denied.json(), [JSON.parse(FILE_DENIED)], 'the upstream body, as sent');
-  t.equal(upstream.requests.length, 1, 'a file that is not the key\'s: no other credential was tried');
-  let state = await listed();
-  for (const s of ['sk-revoked', 'sk-good', 'sk-other']) t.match(state(s), { state: 'active', disabled_reason: null }, `${s} stays active`);
-  // Equal weights take turns: the revoked key is met within three requests.
-  for (let i = 0; i < 3; i++) t.equal((await stream('hello')).status, 200, 'served, past the revoked key');
-  state = await listed();
-  t.match(state('sk-revoked'), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
-});
+// Stream requests' errors come framed as their stream is: a JSON-array stream (no `alt=sse`)
+// sends the object as the array's one element; an `alt=sse` one, as Google sends it, the object
+// typed text/event-stream. Either is judged by its body, as the plain object is.
+const OK_CANDIDATE = JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }] });
+const STREAM_FRAMINGS = [
+  { name: "a JSON-array stream's error, the array's one element", query: '', error: (body: string) => `[${body}\n]`, ok: `[${OK_CANDIDATE}\n]`, headers: undefined },
+  { name: "an alt=sse stream's error, typed text/event-stream", query: '?alt=sse', error: (body: string) => body, ok: `data: ${OK_CANDIDATE}\n\n`, headers: { 'content-type': 'text/event-stream' } },
+];
 
-t.test('an error to an alt=sse stream request, typed text/event-stream as Google sends it, is judged by its body too', async (t) => {
-  const sse = { 'content-type': 'text/event-stream' };
-  const { upstream, gw, keyValue, listed } = await setup(t, ['sk-revoked', 'sk-good', 'sk-other'], (req, res) => {
-    if (req.body.toString().includes('files/notmine')) return send(res, 403, FILE_DENIED, sse);
-    if (secretOf(req) === 'sk-revoked') return send(res, 400, KEY_INVALID, sse);
-    send(res, 200, `data: ${JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }] })}\n\n`, sse);
+for (const framing of STREAM_FRAMINGS) {
+  t.test(`${framing.name}: judged by its body as the plain object is`, async (t) => {
+    const { upstream, gw, keyValue, listed } = await setup(t, ['sk-revoked', 'sk-good', 'sk-other'], (req, res) => {
+      if (req.body.toString().includes('files/notmine')) return send(res, 403, framing.error(FILE_DENIED), framing.headers);
+      if (secretOf(req) === 'sk-revoked') return send(res, 400, framing.error(KEY_INVALID), framing.headers);
+      send(res, 200, framing.ok, framing.headers);
+    });
+    const stream = (contents: unknown) => fetch(`${gw.url}/v1beta/models/team-gen:streamGenerateContent${framing.query}`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: JSON.stringify({ contents }) });
+    const denied = await stream(fileContents);
+    t.equal(denied.status, 403);
+    t.same(await denied.json(), JSON.parse(framing.error(FILE_DENIED)), 'the upstream body, as sent');
+    t.equal(upstream.requests.length, 1, 'a file that is not the key\'s: no other credential was tried');
+    let state = await listed();
+    for (const s of ['sk-revoked', 'sk-good', 'sk-other']) t.match(state(s), { state: 'active', disabled_reason: null }, `${s} stays active`);
+    // Equal weights take turns: the revoked key is met within three requests.
+    for (let i = 0; i < 3; i++) t.equal((await stream('hello')).status, 200, 'served, past the revoked key');
+    state = await listed();
+    t.match(state('sk-revoked'), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
   });
-  const stream = (contents: unknown) => fetch(`${gw.url}/v1beta/models/team-gen:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'x-goog-api-key': keyValue, 'content-type': 'application/json' }, body: JSON.stringify({ contents }) });
-  const denied = await stream(fileContents);
-  t.equal(denied.status, 403);
-  t.same(await denied.json(), JSON.parse(FILE_DENIED), 'the upstream body, as sent');
-  t.equal(upstream.requests.length, 1, 'a file that is not the key\'s: no other credential was tried');
-  let state = await listed();
-  for (const s of ['sk-revoked', 'sk-good', 'sk-other']) t.match(state(s), { state: 'active', disabled_reason: null }, `${s} stays active`);
-  // Equal weights take turns: the revoked key is met within three requests.
-  for (let i = 0; i < 3; i++) t.equal((await stream('hello')).status, 200, 'served, past the revoked key');
-  state = await listed();
-  t.match(state('sk-revoked'), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
-});
+}
