@@ -232,3 +232,23 @@ t.test('a base URL that ends with the version, as vendors document it, lists mod
     t.equal(upstream.requests[0]?.url.split('?')[0], expected, `${channel}: the base URL's version stands for the path's`);
   }
 });
+
+t.test('DISC on generate style reads a page without `models` as empty, as proto3 JSON omits an empty list', async (t) => {
+  // Google's list calls answer an empty list as `{}`; a page after the last token may be one too.
+  const empty = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, {}));
+  const alone = await empty.discover();
+  t.equal(alone.status, 200, alone.text);
+  t.same(alone.body.data.models, []);
+  t.equal(alone.body.data.truncated, false);
+  const paged = await startDiscovery(t, 'ch15', (req, res) =>
+    json(res, 200, new URL(req.url, 'http://upstream.test').searchParams.has('pageToken') ? {} : { models: [{ name: 'models/m-a' }], nextPageToken: 't-1' }),
+  );
+  const last = await paged.discover();
+  t.equal(last.status, 200, last.text);
+  t.same(last.body.data.models, [{ id: 'm-a', configured: true }]);
+  t.equal(last.body.data.truncated, false);
+  t.equal(paged.upstream.requests.length, 2);
+  // Anything more than the list's own members is not a list page: an error sent with 200 stays a failure.
+  const error = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, { error: { code: 429, status: 'RESOURCE_EXHAUSTED' } }));
+  t.match((await error.discover()).body.data, { reason: 'discovery_failed', detail: /no models array/ });
+});

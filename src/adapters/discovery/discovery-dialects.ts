@@ -12,6 +12,8 @@
  * `{object: 'list', data: [{id, ...}]}` in one piece and takes no cursor: `paging` null.
  * `bareList`: an answer that is itself the array of models is the whole list (some
  * completions-compatible upstreams answer `GET /v1/models` so, Together's among them).
+ * `omitsEmptyList`: the answer is proto3 JSON, which leaves an empty list out, so a page of no
+ * models is `{}` (or only the next page's token).
  */
 export const DISCOVERY_DIALECTS = {
   completions: {
@@ -22,6 +24,7 @@ export const DISCOVERY_DIALECTS = {
     extraHeaders: {},
     list: 'data',
     bareList: true,
+    omitsEmptyList: false,
     id: 'id',
     stripPrefix: '',
     paging: { more: 'has_more', cursor: 'last_id', lastItemIsCursor: true, cursorParam: 'after' },
@@ -34,6 +37,7 @@ export const DISCOVERY_DIALECTS = {
     extraHeaders: { 'anthropic-version': '2023-06-01' },
     list: 'data',
     bareList: false,
+    omitsEmptyList: false,
     id: 'id',
     stripPrefix: '',
     paging: { more: 'has_more', cursor: 'last_id', lastItemIsCursor: true, cursorParam: 'after_id' },
@@ -46,6 +50,7 @@ export const DISCOVERY_DIALECTS = {
     extraHeaders: {},
     list: 'models',
     bareList: false,
+    omitsEmptyList: true,
     id: 'name',
     stripPrefix: 'models/',
     paging: { more: null, cursor: 'nextPageToken', lastItemIsCursor: false, cursorParam: 'pageToken' },
@@ -59,6 +64,7 @@ export const DISCOVERY_DIALECTS = {
     extraHeaders: {},
     list: 'data',
     bareList: false,
+    omitsEmptyList: false,
     id: 'id',
     stripPrefix: '',
     paging: null,

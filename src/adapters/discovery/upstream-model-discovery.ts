@@ -184,10 +184,16 @@ function upstreamNameFits(name: string): boolean {
   return withinUpstreamCap(name) && UPSTREAM_NAME_PATTERN.test(name);
 }
 
+/** A proto3 answer with its empty list left out: an object holding nothing but the next page's token, if that. */
+function isEmptyPage(dialect: Dialect, parsed: unknown): boolean {
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
+  return Object.keys(parsed).every((name) => name === dialect.paging?.cursor);
+}
+
 /**
  * Adds a page's ids to the listing (first occurrence kept) and says where the list goes on. An
  * answer without the dialect's list array is not a model list (an error body sent with 200,
- * say); entries whose id is not a non-empty string are skipped, and so are names a Group's model
+ * say), unless it is a proto3 page with the empty list left out (isEmptyPage); entries whose id is not a non-empty string are skipped, and so are names a Group's model
  * mapping refuses, too long or with a control character (no Group could be configured with
  * them), or longer than the data plane takes
  * (a request could never name them). The first new id past the totals' caps marks the listing
@@ -201,7 +207,7 @@ function readPage(dialect: Dialect, text: string, listing: Listing): { more: fal
     throw new DiscoveryFailed('the upstream list is not JSON');
   }
   const bare = dialect.bareList && Array.isArray(parsed);
-  const items: unknown = bare ? parsed : parsed?.[dialect.list];
+  const items: unknown = bare ? parsed : dialect.omitsEmptyList && isEmptyPage(dialect, parsed) ? [] : parsed?.[dialect.list];
   if (!parsed || !Array.isArray(items)) throw new DiscoveryFailed(`the upstream's answer has no ${dialect.list} array`);
   const ids = items.map((m) => (m as Record<string, unknown> | null)?.[dialect.id]).filter((id): id is string => typeof id === 'string' && id !== '');
   for (const id of ids) {
