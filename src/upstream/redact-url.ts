@@ -1,4 +1,4 @@
-/** A URL safe to log or show: user info and query values removed. */
+/** A URL safe to log or show: user info and query values removed, and all but the scheme of one with no host. */
 export function redactUrl(url: string | URL): string {
   let parsed: URL;
   try {
@@ -6,6 +6,8 @@ export function redactUrl(url: string | URL): string {
   } catch {
     return '[invalid url]';
   }
+  // No host: the rest is an opaque path (`socks5:user:pw@host`, written without `//`), which may hold a login.
+  if (parsed.host === '') return `${parsed.protocol}***`;
   if (parsed.username !== '' || parsed.password !== '') {
     parsed.username = '***';
     parsed.password = '';

@@ -75,6 +75,20 @@ t.test('a proxy URL with a path, query or fragment is refused wherever a proxy i
   }
 });
 
+t.test('a proxy URL refused for naming no host does not echo its login', async (t) => {
+  const gw = await startGateway(t);
+  for (const place of PLACES) {
+    await t.test(place.name, async (t: Test) => {
+      for (const url of ['socks5:user:pw-not-shown@127.0.0.1:1080', 'socks5h:/user:pw-not-shown@127.0.0.1:1080']) {
+        const { res } = await place.set(gw, url);
+        t.equal(res.status, 400, url);
+        t.match(res.json.data, { field: 'proxy_url', reason: 'proxy_host_missing' }, url);
+        t.notMatch(res.text, 'pw-not-shown', `${url}: the password is not in the answer`);
+      }
+    });
+  }
+});
+
 // Written straight into the store (an older version, or the data file edited by hand): the
 // management API never saw it, and the data plane must not blame the credentials for it.
 for (const extra of EXTRA_PARTS) {

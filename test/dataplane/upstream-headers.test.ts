@@ -97,6 +97,9 @@ t.test('redactUrl hides user info and query values', async (t) => {
   t.equal(redactUrl('socks5://user:secret@10.0.0.1:1080'), 'socks5://***@10.0.0.1:1080');
   t.equal(redactUrl('https://api.example.com/v1?key=abc&alt=sse'), 'https://api.example.com/v1?key=***&alt=***');
   t.equal(redactUrl('not a url'), '[invalid url]');
+  // Without `//` a URL of a scheme like socks5 has no host and no user: all of it is an opaque path, which may hold the login.
+  t.equal(redactUrl('socks5:user:secret@10.0.0.1:1080'), 'socks5:***');
+  t.equal(redactUrl('socks5:/user:secret@10.0.0.1:1080'), 'socks5:***');
 });
 
 // An upstream (or a relay in front of it) that echoes the credential it received, on a
