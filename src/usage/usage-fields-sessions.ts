@@ -21,8 +21,8 @@ export const sessionUsageSources: Readonly<Record<SessionUsageStyle, SessionUsag
   transcription: { frameHint: '"transcription.done"', eventType: 'transcription.done', usagePath: 'usage', fields: completionsUsageFields.fields },
   /**
    * Live sessions: `usageMetadata` per model turn, as generate style names it, except that the
-   * output is `responseTokenCount` (`candidatesTokenCount` from Vertex-style upstreams; one
-   * message carries one of the two). Audio and images are the AUDIO and IMAGE entries of its
+   * output is `responseTokenCount` (`candidatesTokenCount` from Vertex-style upstreams, read
+   * only in its absence, so that a message naming both is not counted twice). Audio and images are the AUDIO and IMAGE entries of its
    * per-modality lists (`promptTokensDetails`, and `responseTokensDetails` or Vertex-style
    * `candidatesTokensDetails`: [{modality, tokenCount}], ai.google.dev/api/live#UsageMetadata);
    * the audio input count includes cached audio, which `cacheTokensDetails` names apart. Text
@@ -32,8 +32,8 @@ export const sessionUsageSources: Readonly<Record<SessionUsageStyle, SessionUsag
     frameHint: '"usageMetadata"',
     usagePath: 'usageMetadata',
     fields: [
-      ...generateUsageFields.fields,
-      { raw: 'responseTokenCount', unified: 'output_tokens' },
+      ...generateUsageFields.fields.filter((row) => row.raw !== 'candidatesTokenCount'),
+      { raw: 'responseTokenCount', unified: 'output_tokens', fallback: 'candidatesTokenCount' },
       { raw: 'promptTokensDetails.modality=AUDIO.tokenCount', unified: 'audio_input_tokens' },
       { raw: 'cacheTokensDetails.modality=AUDIO.tokenCount', unified: 'cached_audio_tokens' },
       { raw: 'promptTokensDetails.modality=IMAGE.tokenCount', unified: 'image_input_tokens' },

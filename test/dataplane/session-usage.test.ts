@@ -20,6 +20,12 @@ t.test('a live session from an upstream that names the output candidatesTokenCou
   t.same(usage.result(), { input_tokens: 12, output_tokens: 7, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
+t.test('a live message that names its output both ways counts it once', async (t) => {
+  const usage = new SessionUsageAccumulator('live');
+  usage.push(frame({ usageMetadata: { promptTokenCount: 12, responseTokenCount: 7, candidatesTokenCount: 7, thoughtsTokenCount: 2, totalTokenCount: 21 } }));
+  t.same(usage.result(), { input_tokens: 12, output_tokens: 7 + 2, cached_tokens: 0, reasoning_tokens: 2 });
+});
+
 t.test('a session whose messages carry no usage has none (not zero usage)', async (t) => {
   const usage = new SessionUsageAccumulator('live');
   usage.push(frame({ serverContent: { turnComplete: true } }));
