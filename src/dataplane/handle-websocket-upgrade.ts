@@ -189,9 +189,19 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           // The credential's own address when it has one, else the Group's.
           const address = access.baseUrl ?? candidate.group.base_url ?? '';
           const versionless = candidate.group.versionless_api === true;
-          const target = upstreamUrl(address, op.upstream_path, match.params, candidate.upstream_model, sessionUpstreamQuery(search, dropped, candidate.upstream_model), versionless).replace(/^http/, 'ws');
           const attempt: AttemptRecord = { credential_id: String(credential.id), group_id: String(candidate.group.id), status: null, error_code: null };
           log.attempts.push(attempt);
+          let target: string;
+          try {
+            target = upstreamUrl(address, op.upstream_path, match.params, candidate.upstream_model, sessionUpstreamQuery(search, dropped, candidate.upstream_model), versionless).replace(/^http/, 'ws');
+          } catch (error) {
+            // The Group maps the model to a name a URL cannot carry (model_mapping_unusable): nothing
+            // was sent and no credential is at fault; the next Group's mapping may be usable.
+            if (!(error instanceof DataPlaneError)) throw error;
+            attempt.error_code = error.code;
+            lastFailure = { error, candidate, credential };
+            continue attempts;
+          }
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, configured.settings ?? settings);
           let handshake: UpstreamHandshake;
           try {

@@ -1,4 +1,5 @@
 import { mapQuerySegments } from '../upstream/index.ts';
+import { encodeUpstreamModel } from './upstream-target.ts';
 
 /**
  * The query a session's upstream upgrade carries (from its `?`, or '' for none), from the
@@ -15,6 +16,6 @@ export function sessionUpstreamQuery(search: string, drop: (name: string) => boo
     if (replaced) return undefined;
     replaced = true;
     const eq = segment.indexOf('=');
-    return `${eq === -1 ? segment : segment.slice(0, eq)}=${encodeURIComponent(upstreamModel)}`;
+    return `${eq === -1 ? segment : segment.slice(0, eq)}=${encodeUpstreamModel(upstreamModel)}`;
   });
 }

@@ -1,5 +1,6 @@
 import { CHANNELS, type ChannelId, type CredentialHeader } from '../generated/index.ts';
 import { basePath, encodePathParameter, joinBasePath, type BasePath, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
+import { DataPlaneError } from './data-plane-error.ts';
 
 const BASE_CACHE_LIMIT = 1024;
 /** Base URLs split into origin and path (basePath), by the base URL string a Group holds (after `versionless ` for a versionless_api Group). */
@@ -34,10 +35,20 @@ function pathWithParameters(upstreamPath: string, params: Record<string, string>
   // Most paths have no parameters: nothing to substitute.
   if (!upstreamPath.includes('{')) return upstreamPath;
   return upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
-    if (name === 'model' && upstreamModel !== null) return encodeURIComponent(upstreamModel);
+    if (name === 'model' && upstreamModel !== null) return encodeUpstreamModel(upstreamModel);
     const value = params[name] ?? '';
     return encodePathParameter(value, name === 'rest');
   });
+}
+
+/**
+ * The Group's upstream model percent-encoded for a URL (path or query). A name holding a lone
+ * surrogate (stored before the management API refused one) has no UTF-8 spelling: the Group's
+ * mapping cannot be sent, which is no fault of the credential (model_mapping_unusable).
+ */
+export function encodeUpstreamModel(upstreamModel: string): string {
+  if (!upstreamModel.isWellFormed()) throw new DataPlaneError('model_mapping_unusable', 'A URL cannot carry a model name with a lone surrogate.');
+  return encodeURIComponent(upstreamModel);
 }
 
 /**

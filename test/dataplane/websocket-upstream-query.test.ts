@@ -32,3 +32,21 @@ t.test('an empty key parameter before the AccessKey does not hide it; neither go
   const { url } = await upstreamUrlOf(t, (k) => `?key=&model=voice&key=${k}&n=1`, 'voice-up');
   t.equal(url, `${REALTIME_PATH}?model=voice-up&n=1`);
 });
+
+t.test('a Group mapping the model to a name with a lone surrogate is skipped, no credential blamed: the next Group takes the session', async (t) => {
+  const upstream = await startWsUpstream();
+  const gw = await startDataPlane();
+  t.teardown(async () => {
+    await gw.close();
+    await upstream.close();
+  });
+  const bad = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'v\ud800' }], protocols: ['x-suite'], priority: 10 });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], priority: 1 });
+  const client = await connect(`${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${keyValue}`);
+  const closed = closeOf(client);
+  client.close(1000);
+  await closed;
+  t.same(upstream.seen.map((s) => s.url), [`${REALTIME_PATH}?model=voice-up`], "only the second Group's mapping went upstream");
+  const [credential] = await gw.store.credentials.list(bad.group.id);
+  t.match(credential, { state: 'active', cooldown_until: null }, "the first Group's credential is not blamed");
+});

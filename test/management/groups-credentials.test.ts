@@ -27,6 +27,15 @@ t.test('groups: create, list, details, settings, models, delete', async (t) => {
   }
   const badCreate = await gw.create('/api/groups', { name: 'crlf', channel: 'ch02', base_url: 'https://up.test', models: [{ external: 'x', upstream: 'y\r\n' }] });
   t.equal(badCreate.status, 400);
+  // A lone surrogate has no UTF-8 spelling: a path, a query or a form could not carry it; a whole pair (an emoji) is a name like any other.
+  for (const model of [{ external: 'a', upstream: 'up\ud800' }, { external: '\udc00b' }]) {
+    const bad = await gw.api('PUT', `/api/groups/${g.id}/models`, { body: { models: [model] } });
+    t.equal(bad.status, 400, 'a model name with a lone surrogate is refused');
+    t.match(bad.json.data, { field: /^models\[0\]\.(external|upstream)$/, reason: 'invalid_value', rule: 'pattern' });
+  }
+  t.equal((await gw.create('/api/groups', { name: 'lone', channel: 'ch02', base_url: 'https://up.test', models: [{ external: 'x', upstream: 'y\udfff' }] })).status, 400);
+  const paired = await gw.create('/api/groups', { name: 'pair', channel: 'ch02', base_url: 'https://up.test', models: [{ external: 'ü/😀:x', upstream: 'org/😀:y' }] });
+  t.equal(paired.status, 201, 'a name with non-ASCII letters and a surrogate pair is stored');
   t.same((await gw.api('GET', `/api/groups/${g.id}/models`)).json.data, [{ external: 'only', upstream: 'up-only' }], 'the refused lists changed nothing');
 
   t.equal((await gw.api('DELETE', `/api/groups/${g.id}`)).status, 200);

@@ -93,10 +93,13 @@ export function multipartBoundary(contentType: string | undefined): string {
 
 /**
  * The splice that gives a form's model field `upstream`. A name with CR or LF could start a
- * delimiter line inside the value, so the Group's mapping cannot be sent: refused before any
+ * delimiter line inside the value, and one with a lone surrogate has no UTF-8 spelling, so the
+ * Group's mapping cannot be sent: refused before any
  * byte goes upstream, the gateway's answer and no credential's fault.
  */
 export function formModelSplice(span: ModelSpan, upstream: string): Splice {
   if (/[\r\n]/.test(upstream)) throw new DataPlaneError('model_mapping_unusable', 'A form field cannot carry CR or LF.');
+  // A lone surrogate has no UTF-8 spelling: the field would carry U+FFFD, another model's name.
+  if (!upstream.isWellFormed()) throw new DataPlaneError('model_mapping_unusable', 'A form field cannot carry a lone surrogate.');
   return { start: span.start, end: span.end, bytes: Buffer.from(upstream, 'utf8') };
 }
