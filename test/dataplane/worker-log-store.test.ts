@@ -240,7 +240,7 @@ t.test('a failed commit is reported, and the worker retries on its own until eve
   await store.flush();
   t.equal(errors.length, 0);
 
-  // Another connection holds the write lock: the worker's commit waits out its busy_timeout, then fails with SQLITE_BUSY.
+  // Another connection holds the write lock: the worker's commit fails with SQLITE_BUSY (at once: see waitOutWriteLock in log-writer-worker.ts).
   locker.exec('BEGIN EXCLUSIVE');
   for (let i = 50; i < 200; i++) store.append(record(i));
   await t.rejects(store.flush(), new Error('SQLITE_BUSY: database is locked'), 'a flush waiting on the failed commit rejects, with the SQLite error');
@@ -260,6 +260,29 @@ t.test('a failed commit is reported, and the worker retries on its own until eve
   await store.close();
   const onDisk = await countOnDisk(dir);
   t.equal(onDisk.requests, 200, 'no record lost or written twice');
+  t.same([...onDisk.ids].sort(), ids(0, 200));
+});
+
+t.test('a stop while another program holds the write lock briefly waits for it and writes every record', async (t) => {
+  const dir = tempDir(t);
+  const errors: unknown[] = [];
+  const store = await openWorkerLogStore(dir, { ...HOLD, onError: (e) => errors.push(e) });
+  const locker = otherConnection(t, dir);
+  for (let i = 0; i < 50; i++) store.append(record(i));
+  await store.flush();
+
+  // A sqlite3 shell in a write transaction, ended well within the 5 s busy_timeout. The worker's
+  // commit used to begin as a reader (BEGIN, then a SELECT), and a reader that asks to write
+  // while another connection writes gets SQLITE_BUSY at once, with no wait: the stop lost them all.
+  locker.exec('BEGIN IMMEDIATE');
+  for (let i = 50; i < 200; i++) store.append(record(i));
+  const release = setTimeout(() => locker.exec('ROLLBACK'), 300);
+  t.teardown(() => clearTimeout(release));
+  // The flush before the worker's close still fails at once (a warning); the close then waits.
+  await store.close();
+  t.ok(errors.every((e) => e instanceof Error && e.message === 'SQLITE_BUSY: database is locked'), 'at most that warning');
+  const onDisk = await countOnDisk(dir);
+  t.equal(onDisk.requests, 200, 'every record written once');
   t.same([...onDisk.ids].sort(), ids(0, 200));
 });
 

@@ -14,6 +14,9 @@ if (port === null) throw new Error('log-writer-worker.ts runs as a worker thread
 
 /** After a failed commit, the worker tries again this often until one succeeds. */
 const RETRY_MS = 1000;
+/** How long a close waits out another program's write lock, and how often it tries again meanwhile. */
+const CLOSE_LOCK_WAIT_MS = 5000;
+const CLOSE_RETRY_MS = 50;
 
 const data = workerData as LogWriterData;
 const store = openStore();
@@ -74,6 +77,26 @@ async function commit(): Promise<void> {
   send({ type: 'committed', through });
 }
 
+/**
+ * Nothing retries after the close: while another program holds the write lock (a sqlite3 shell
+ * in a transaction), the writes are tried again every CLOSE_RETRY_MS for up to
+ * CLOSE_LOCK_WAIT_MS. busy_timeout does not cover it: a batch's transaction begins as a reader
+ * (the seq lookup), and SQLite answers a reader that asks to write SQLITE_BUSY at once. Nor
+ * would a wait inside SQLite do: a process exit (a second signal) cannot stop that one.
+ */
+async function waitOutWriteLock(): Promise<void> {
+  const until = Date.now() + CLOSE_LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      await store.flush();
+      return;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() >= until) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, CLOSE_RETRY_MS));
+  }
+}
+
 function answer(read: LogRead): Promise<unknown> {
   switch (read.method) {
     case 'get':
@@ -126,6 +149,7 @@ port.on('message', (message: ToLogWriter) => {
       // reports with this error's message (hence transferable).
       void commit().then(async () => {
         try {
+          await waitOutWriteLock();
           await store.close();
         } catch (error) {
           throw transferableError(error);

@@ -224,7 +224,7 @@ function proveWritable(db: Database.Database): void {
     db.exec('BEGIN IMMEDIATE');
   } catch (error) {
     // Another program holds the write lock (a sqlite3 shell in a transaction): the file is
-    // writable, and the writer waits its turn for every batch as it always did.
+    // writable, and the writer retries its batches until the lock is gone (log-writer-worker.ts).
     if ((error as { code?: unknown }).code === 'SQLITE_BUSY') return;
     throw error;
   }

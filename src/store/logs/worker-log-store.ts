@@ -357,10 +357,11 @@ export class WorkerLogStore implements LogStore, StoredObjectStore {
 
   async #shutDown(): Promise<void> {
     const failures: unknown[] = [];
+    let flushFailure: unknown;
     try {
       await this.#flush(true);
     } catch (error) {
-      failures.push(error);
+      flushFailure = error;
     }
     this.#stopping = true;
     if (this.#restartTimer !== undefined) clearTimeout(this.#restartTimer);
@@ -370,7 +371,11 @@ export class WorkerLogStore implements LogStore, StoredObjectStore {
       this.#updateRef();
       worker.postMessage({ type: 'close' } satisfies ToLogWriter);
       const [, code] = await exited;
-      if (code !== 0) failures.push(this.#deathError(`exited with code ${code} while closing`));
+      // The worker's close writes again what that flush failed to (waiting for a lock this time):
+      // the failure lost records only if the close failed too.
+      if (code !== 0) failures.push(...(flushFailure === undefined ? [] : [flushFailure]), this.#deathError(`exited with code ${code} while closing`));
+    } else if (flushFailure !== undefined) {
+      failures.push(flushFailure);
     }
     this.#worker = undefined;
     const closed = new Error('log store is closed');
