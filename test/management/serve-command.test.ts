@@ -7,7 +7,7 @@ import { spawnServe } from '../helpers/spawn-serve.ts';
 import { call } from './support/http-client.ts';
 import { tempDataDir } from './support/gateway.ts';
 
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
   t.test(`serve starts with nothing and ${signal} stops it without losing an acknowledged write`, async (t) => {
     const dataDir = tempDataDir(t);
     const child = spawnServe(['--port', '0', '--data', dataDir]);

@@ -17,7 +17,7 @@ const FORCED_FLUSH_MS = 2000;
 const DUPLICATE_SIGNAL_MS = 1000;
 
 /**
- * Runs the gateway until SIGINT or SIGTERM, then stops accepting, lets requests in flight
+ * Runs the gateway until SIGINT, SIGTERM or SIGHUP, then stops accepting, lets requests in flight
  * finish and flushes the stores before resolving. `extra` lets the CLI add the data plane.
  */
 export async function runServe(argv: string[], extra: Partial<ServerOptions> = {}): Promise<number> {
@@ -100,7 +100,7 @@ async function serve(argv: string[], extra: Partial<ServerOptions>, signals: Sto
 }
 
 interface StopSignals {
-  /** The first SIGINT or SIGTERM, once one came. */
+  /** The first stop signal, once one came. */
   readonly first: NodeJS.Signals | undefined;
   /** Resolves on the first signal. */
   readonly stopped: Promise<void>;
@@ -110,7 +110,13 @@ interface StopSignals {
   dispose(): void;
 }
 
-/** Listens for SIGINT and SIGTERM until disposed; any signal after the second "again" is ignored. */
+/**
+ * The signals that stop the gateway cleanly. SIGHUP too: a closed terminal or a dropped SSH
+ * session sends it, and its default action would kill the gateway with records unwritten.
+ */
+const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** Listens for the STOP_SIGNALS until disposed; any signal after the second "again" is ignored. */
 function watchStopSignals(): StopSignals {
   let first: NodeJS.Signals | undefined;
   let firstAt = 0;
@@ -129,8 +135,7 @@ function watchStopSignals(): StopSignals {
     again = true;
     againHandler?.(signal);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   return {
     get first() {
       return first;
@@ -140,8 +145,7 @@ function watchStopSignals(): StopSignals {
       againHandler = handler;
     },
     dispose() {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     },
   };
 }
