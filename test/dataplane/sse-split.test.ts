@@ -99,6 +99,10 @@ t.test('sseEventData reads the data of one event as the full parser does', async
   for (const text of ['data: {"a":1}\n\n', 'data: a\rdata: b\n\n', 'data:x\n\n', 'data: a\ndata: b\n\n', 'data: \n\n', 'data: a\r\n\r\n', 'event: e\ndata: a\n\n']) {
     t.equal(sseEventData(text), parse(text)[0]?.data, `as the full parser: ${JSON.stringify(text)}`);
   }
+  // The first event keeps the BOM its stream opens with; the parser's decoder drops it from bytes.
+  for (const text of ['\uFEFFdata: a\n\n', '\uFEFFevent: e\r\ndata: a\r\n\r\n']) {
+    t.equal(sseEventData(text), parse(Buffer.from(text))[0]?.data, `a stream's BOM, as the full parser: ${JSON.stringify(text)}`);
+  }
 });
 
 t.test('pushBlock: complete events of an LF-only chunk come back as one block, the rest is kept; any other chunk is left to push', async (t) => {

@@ -1,4 +1,4 @@
-import { SseParser, sseEventData, type StreamErrorStyle } from '../../streaming/index.ts';
+import { SseParser, sseEventData, withoutBom, type StreamErrorStyle } from '../../streaming/index.ts';
 import { parseOrUndefined } from './id-of.ts';
 
 const DONE = '[DONE]';
@@ -32,8 +32,7 @@ export function owesFinalEvent(style: StreamErrorStyle): boolean {
  * holds one and ends without its blank line is an event cut short (a `: ping` is not).
  */
 export function holdsFieldLine(bytes: Buffer): boolean {
-  return bytes
-    .toString('utf8')
+  return withoutBom(bytes.toString('utf8'))
     .split(/\r\n|\r|\n/)
     .some((line) => line.length > 0 && !line.startsWith(':'));
 }
@@ -44,7 +43,7 @@ export function holdsFieldLine(bytes: Buffer): boolean {
  * continued). Half an event's data does not parse.
  */
 export function holdsWholeDataEvent(bytes: Buffer): boolean {
-  const text = bytes.toString('utf8');
+  const text = withoutBom(bytes.toString('utf8'));
   const fields = text.split(/\r\n|\r|\n/).filter((line) => line.length > 0 && !line.startsWith(':'));
   if (fields.at(-1)?.startsWith('data:') !== true) return false;
   const data = sseEventData(text);

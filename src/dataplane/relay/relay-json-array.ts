@@ -7,6 +7,7 @@ import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
 
 const OPEN_BRACKET = 0x5b;
+const BOM = [0xef, 0xbb, 0xbf];
 
 /**
  * A stream framed as one JSON array: passed on byte for byte, each read's whole elements in one
@@ -31,6 +32,8 @@ export class JsonArrayRelay extends StreamRelay {
   #passingLargeElement = false;
   /** The body's first byte past whitespace was seen. */
   #framingKnown = false;
+  /** Bytes of a BOM the body opens with, seen so far; BOM.length once past where one may stand. */
+  #bomBytes = 0;
   /** Relays a body that is no array, once its first byte past whitespace said so. */
   #plainBody: UpstreamBodySink | undefined;
 
@@ -95,9 +98,22 @@ export class JsonArrayRelay extends StreamRelay {
     this.relay.write(`${at === 'before_open' ? '[' : ''}${jsonArrayStreamErrorTail(streamFailureOf(code), at === 'after_element' ? 1 : 0)}`);
   }
 
-  /** Whether this chunk has the body's first byte past JSON whitespace, and it is not `[`. */
+  /** Whether this chunk has the body's first byte past a BOM and JSON whitespace, and it is not `[`. */
   #opensPlainBody(chunk: Buffer): boolean {
     for (const c of chunk) {
+      // A BOM is skipped as the SSE sniffing skips it; the splitter passes over it to the `[`.
+      if (this.#bomBytes < BOM.length) {
+        if (c === BOM[this.#bomBytes]) {
+          this.#bomBytes++;
+          continue;
+        }
+        if (this.#bomBytes > 0) {
+          // Half a BOM opens no array.
+          this.#framingKnown = true;
+          return true;
+        }
+        this.#bomBytes = BOM.length;
+      }
       if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
       this.#framingKnown = true;
       return c !== OPEN_BRACKET;
