@@ -1,4 +1,4 @@
-import { UPSTREAM_STREAM_ERROR } from '../../streaming/index.ts';
+import { UPSTREAM_STREAM_ERROR, withoutBom } from '../../streaming/index.ts';
 import { extractUsage, extractUsageFromBytes, extractUsageFromHead, extractUsageFromTail, type TokenUsage } from '../../usage/index.ts';
 import { classifyUpstreamError, type UpstreamBodySink } from '../../upstream/index.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
@@ -85,8 +85,9 @@ export class BodyRelay implements UpstreamBodySink {
       // A stream request answered with one JSON object (rare, and small when it is an error).
       const inPlaceOfStream = relay.options.streamRequested === true && relay.reply.status < 300;
       if (captureResponseId || inPlaceOfStream) {
-        // The created response's id is a member near the start: this body is parsed whole.
-        const parsed = parseOrUndefined(body.toString('utf8'));
+        // The created response's id is a member near the start: this body is parsed whole (past a
+        // BOM, which JSON.parse refuses where the byte scan of other bodies passes over it).
+        const parsed = parseOrUndefined(withoutBom(body.toString('utf8')));
         if (usageStyle && parsed !== undefined) relay.outcome.usage = extractUsage(usageStyle, parsed);
         if (captureResponseId) relay.outcome.responseId = idOf(parsed);
         // An error object in place of the stream is the upstream's error, as its error event in a stream is.

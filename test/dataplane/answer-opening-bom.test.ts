@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 
-// A stream that opens with a byte order mark (some compatible upstreams write one): the SSE
+// An answer that opens with a byte order mark (some compatible upstreams write one): the SSE
 // rules drop it, so the first event is read as if it were not there, its usage counted and
 // an error it is the upstream's own recorded; a generate stream without alt=sse (one JSON
 // array) after one is still relayed as an array. The client gets the bytes as sent, BOM too.
@@ -89,4 +89,21 @@ t.test('a generate JSON-array stream opening with a BOM that stalls is closed wi
   t.match(parsed[1], { error: { details: [{ reason: 'upstream_idle_timeout' }] } });
   t.match(record, { error_code: 'upstream_idle_timeout' });
   t.same(record.usage, USAGE, 'the element the client got whole counts');
+});
+
+// The same BOM before a JSON answer that is parsed whole (a responses answer, for its id; an
+// answer in place of a stream, for an error): JSON.parse refuses it, so the gateway passes over it.
+
+const RESPONSES: Route = { protocol: 'x-responses', channel: 'ch09', path: '/v1/responses', body: { model: 'team-m', input: 'hi' } };
+
+t.test('a responses answer (not streamed) opening with a BOM: its usage is recorded', async (t) => {
+  const answer = { id: 'resp_1', object: 'response', status: 'completed', output: [], usage: { input_tokens: 8, output_tokens: 4, total_tokens: 12 } };
+  const { record } = await send(t, RESPONSES, 'application/json', [`${BOM}${JSON.stringify(answer)}`]);
+  t.match(record, { status: 200, error_code: null });
+  t.same(record.usage, USAGE);
+});
+
+t.test("a stream request answered with a JSON error object after a BOM is recorded as the upstream's error", async (t) => {
+  const { record } = await send(t, COMPLETIONS, 'application/json', [`${BOM}${JSON.stringify({ error: { message: 'The model is overloaded.', type: 'server_error', code: null } })}`]);
+  t.match(record, { status: 200, error_code: 'upstream_stream_error' });
 });
