@@ -1,6 +1,7 @@
 import { ServerResponse, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { afterAnswersInProgress } from './after-answers-in-progress.ts';
 
 /**
  * Answers a CONNECT (what a client set to use the gateway as its HTTPS proxy sends, for
@@ -14,14 +15,19 @@ import type { Duplex } from 'node:stream';
 export function serveConnectAsRequest(req: IncomingMessage, socket: Duplex, serve: (req: IncomingMessage, res: ServerResponse) => void): void {
   // node dropped its listeners from the socket: a client's reset must not go unheard.
   socket.on('error', ignore);
-  const res = new ServerResponse(req);
-  res.shouldKeepAlive = false;
-  res.assignSocket(socket as Socket);
-  res.once('finish', () => {
-    res.detachSocket(socket as Socket);
-    (socket as Socket).destroySoon();
+  // A CONNECT pipelined behind a request still being answered waits for that answer: a socket
+  // holds one response at a time (assignSocket throws otherwise).
+  afterAnswersInProgress(socket, () => {
+    if (socket.destroyed) return;
+    const res = new ServerResponse(req);
+    res.shouldKeepAlive = false;
+    res.assignSocket(socket as Socket);
+    res.once('finish', () => {
+      res.detachSocket(socket as Socket);
+      (socket as Socket).destroySoon();
+    });
+    serve(req, res);
   });
-  serve(req, res);
 }
 
 function ignore(): void {}

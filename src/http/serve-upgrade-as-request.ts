@@ -1,6 +1,7 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { afterAnswersInProgress } from './after-answers-in-progress.ts';
 
 /** What the declined upgrade alone needs: h2c's settings name this connection's HTTP/2 (RFC 7540 §3.2.1). */
 const UPGRADE_ONLY = new Set(['upgrade', 'http2-settings']);
@@ -27,16 +28,6 @@ export function serveUpgradeAsRequest(server: Server, req: IncomingMessage, sock
     // node documents emitting 'connection' to hand a server a connection.
     server.emit('connection', socket);
   });
-}
-
-/**
- * Calls `then` once the answers to requests pipelined ahead of this one have been written: the
- * server taking the socket back starts its queue of answers anew.
- */
-function afterAnswersInProgress(socket: Duplex, then: () => void): void {
-  const answering = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
-  if (answering) answering.once('finish', () => afterAnswersInProgress(socket, then));
-  else then();
 }
 
 /** The request's head as it came (names, order, values as sent), without Upgrade and what only the upgrade needs. */

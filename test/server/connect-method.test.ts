@@ -39,10 +39,21 @@ t.test('a CONNECT is answered as a refused request and recorded, and its connect
   t.equal(notAllowed.headers['allow'], 'POST');
   await onPath.closed;
 
+  // Pipelined behind a request whose answer is still to be written: it waits its turn.
+  const pipelined = rawConnection(t, server.port);
+  pipelined.write(`GET /v1/models HTTP/1.1\r\nHost: gw\r\nAuthorization: Bearer ${keyValue}\r\n\r\nCONNECT api.openai.com:443 HTTP/1.1\r\nHost: api.openai.com:443\r\nAuthorization: Bearer ${keyValue}\r\n\r\n`);
+  const listed = await pipelined.next();
+  t.equal(listed.status, 200, 'the request ahead is answered first');
+  t.match(JSON.parse(listed.body), { object: 'list', data: [{ id: 'm' }] });
+  const refusedAfter = await pipelined.next();
+  t.equal(refusedAfter.status, 404, 'then the CONNECT');
+  t.equal(JSON.parse(refusedAfter.body).error.code, 'route_not_found');
+  await pipelined.closed;
+
   const records = await eventually(async () => {
     await server.logs.flush();
     const items = (await server.logs.list({ access_key_id: key.id }, { limit: 10 })).items;
-    return items.length === 2 ? items : undefined;
-  }, 'the records of both CONNECTs');
-  t.same(records.map((r) => r.error_code).sort(), ['method_not_allowed', 'route_not_found']);
+    return items.length === 4 ? items : undefined;
+  }, 'the records of the three CONNECTs and the model list');
+  t.same(records.map((r) => `${r.status} ${r.error_code}`).sort(), ['200 null', '404 route_not_found', '404 route_not_found', '405 method_not_allowed']);
 });
