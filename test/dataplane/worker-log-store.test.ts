@@ -271,9 +271,10 @@ t.test('a stop while another program holds the write lock briefly waits for it a
   for (let i = 0; i < 50; i++) store.append(record(i));
   await store.flush();
 
-  // A sqlite3 shell in a write transaction, ended well within the 5 s busy_timeout. The worker's
-  // commit used to begin as a reader (BEGIN, then a SELECT), and a reader that asks to write
-  // while another connection writes gets SQLITE_BUSY at once, with no wait: the stop lost them all.
+  // A sqlite3 shell in a write transaction, ended well within the close's 5 s wait
+  // (CLOSE_LOCK_WAIT_MS). A commit begins as a reader (BEGIN, then a SELECT), and a reader that
+  // asks to write while another connection writes gets SQLITE_BUSY at once, busy_timeout or
+  // not: without the close's own retries the stop lost them all.
   locker.exec('BEGIN IMMEDIATE');
   for (let i = 50; i < 200; i++) store.append(record(i));
   const release = setTimeout(() => locker.exec('ROLLBACK'), 300);

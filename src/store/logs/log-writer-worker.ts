@@ -24,6 +24,8 @@ const store = openStore();
 let uncommittedThrough: number | undefined;
 let commitScheduled = false;
 let retryTimer: NodeJS.Timeout | undefined;
+/** A close began: its own retries (waitOutWriteLock) take over from the timer's. */
+let closing = false;
 
 function send(message: FromLogWriter): void {
   port!.postMessage(message);
@@ -61,6 +63,8 @@ async function commit(): Promise<void> {
     await store.flush();
   } catch (error) {
     send({ type: 'write-failed', error: transferableError(error), startedAt });
+    // A timer set while closing would keep the closed worker alive until it fired.
+    if (closing) return;
     retryTimer ??= setTimeout(() => {
       retryTimer = undefined;
       void commit();
@@ -144,6 +148,7 @@ port.on('message', (message: ToLogWriter) => {
         );
       return;
     case 'close':
+      closing = true;
       if (retryTimer !== undefined) clearTimeout(retryTimer);
       // An error here ends the worker with a non-zero exit code, which close() on the main side
       // reports with this error's message (hence transferable).
