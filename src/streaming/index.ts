@@ -9,7 +9,7 @@ export { systemClock, watchIdle } from './watch-idle.ts';
 export type { IdleClock, IdleWatcher } from './watch-idle.ts';
 export { SseEventSplitter } from './split-sse-events.ts';
 export { sseEventData } from './sse-event-data.ts';
-export { withoutBom } from './without-bom.ts';
+export { UTF8_BOM, withoutBom } from './without-bom.ts';
 export { UPSTREAM_STREAM_ERROR, upstreamStreamErrors } from './upstream-stream-errors.ts';
 export type { UpstreamStreamErrorRow } from './upstream-stream-errors.ts';
 export { opensSseStream } from './opens-sse-stream.ts';

@@ -1,4 +1,5 @@
-const BOM = [0xef, 0xbb, 0xbf];
+import { UTF8_BOM } from './without-bom.ts';
+
 /** How an event stream's first line starts: a field the relay reads or passes on, or a comment. */
 const FIRST_LINE_STARTS = ['data:', 'event:', 'id:', 'retry:', ':'].map((s) => Buffer.from(s));
 
@@ -9,9 +10,9 @@ const FIRST_LINE_STARTS = ['data:', 'event:', 'id:', 'retry:', ':'].map((s) => B
  */
 export function opensSseStream(bytes: Buffer): boolean | undefined {
   let at = 0;
-  while (at < BOM.length && at < bytes.length && bytes[at] === BOM[at]) at++;
+  while (at < UTF8_BOM.length && at < bytes.length && bytes[at] === UTF8_BOM[at]) at++;
   if (at === bytes.length) return undefined;
-  if (at < BOM.length) at = 0;
+  if (at < UTF8_BOM.length) at = 0;
   while (at < bytes.length && isSpace(bytes[at]!)) at++;
   if (at === bytes.length) return undefined;
   const rest = bytes.length - at;

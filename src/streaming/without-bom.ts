@@ -1,5 +1,8 @@
 const BOM = 0xfeff;
 
+/** The UTF-8 bytes of a byte order mark. */
+export const UTF8_BOM: readonly number[] = [0xef, 0xbb, 0xbf];
+
 /**
  * An event's text without the byte order mark a stream may open with. The relay reads events
  * from their bytes as sent, so the stream's first event keeps it, where the SSE rules (and

@@ -1,4 +1,4 @@
-import { JsonArrayStreamSplitter, jsonArrayStreamErrorTail } from '../../streaming/index.ts';
+import { JsonArrayStreamSplitter, UTF8_BOM, jsonArrayStreamErrorTail } from '../../streaming/index.ts';
 import type { UpstreamBodySink } from '../../upstream/index.ts';
 import { BodyRelay } from './relay-body.ts';
 import { SniffedStreamRelay } from './relay-sniffed-stream.ts';
@@ -7,7 +7,6 @@ import { streamFailureOf } from './stream-failure-of.ts';
 import { MAX_HELD_EVENT_BYTES, StreamRelay } from './stream-relay.ts';
 
 const OPEN_BRACKET = 0x5b;
-const BOM = [0xef, 0xbb, 0xbf];
 
 /**
  * A stream framed as one JSON array: passed on byte for byte, each read's whole elements in one
@@ -32,7 +31,7 @@ export class JsonArrayRelay extends StreamRelay {
   #passingLargeElement = false;
   /** The body's first byte past whitespace was seen. */
   #framingKnown = false;
-  /** Bytes of a BOM the body opens with, seen so far; BOM.length once past where one may stand. */
+  /** Bytes of a BOM the body opens with, seen so far; UTF8_BOM.length once past where one may stand. */
   #bomBytes = 0;
   /** Relays a body that is no array, once its first byte past whitespace said so. */
   #plainBody: UpstreamBodySink | undefined;
@@ -102,8 +101,8 @@ export class JsonArrayRelay extends StreamRelay {
   #opensPlainBody(chunk: Buffer): boolean {
     for (const c of chunk) {
       // A BOM is skipped as the SSE sniffing skips it; the splitter passes over it to the `[`.
-      if (this.#bomBytes < BOM.length) {
-        if (c === BOM[this.#bomBytes]) {
+      if (this.#bomBytes < UTF8_BOM.length) {
+        if (c === UTF8_BOM[this.#bomBytes]) {
           this.#bomBytes++;
           continue;
         }
@@ -112,7 +111,7 @@ export class JsonArrayRelay extends StreamRelay {
           this.#framingKnown = true;
           return true;
         }
-        this.#bomBytes = BOM.length;
+        this.#bomBytes = UTF8_BOM.length;
       }
       if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) continue;
       this.#framingKnown = true;
