@@ -255,6 +255,22 @@ t.test('a path no endpoint has is 404, and its record names the key that called 
   t.same(upstream.requests, [], 'the upstream received nothing');
 });
 
+t.test('a request that names no model is 400 model_missing before any upstream call, also one the OpenAI API would take without it', async (t) => {
+  const { gw, upstream } = await setup(t);
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-responses', 'x-completions'] });
+  const bodies = [
+    { path: '/v1/responses', body: { input: 'hi', previous_response_id: 'resp_1' } },
+    { path: '/v1/responses', body: { prompt: { id: 'pmpt_1' } } },
+    { path: '/v1/chat/completions', body: { model: 7, messages: [] } },
+  ];
+  for (const { path, body } of bodies) {
+    const res = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { ...clientAuthHeaders('x-responses', keyValue), 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    t.equal(res.status, 400, `${path} ${JSON.stringify(body)}`);
+    checkErrorShape(t, await res.json(), 'completions', 400, 'model_missing');
+  }
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
 t.test("a model retrieve refused for its key names the model in its record, as an operation's refusal does", async (t) => {
   const { gw, upstream } = await setup(t);
   await seedGroup(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'vis', upstream: 'up-vis' }], secrets: ['sk-upstream-refusal'] });
