@@ -248,6 +248,15 @@ t.test('DISC on generate style reads a page without `models` as empty, as proto3
   t.same(last.body.data.models, [{ id: 'm-a', configured: true }]);
   t.equal(last.body.data.truncated, false);
   t.equal(paged.upstream.requests.length, 2);
+  // An empty page that still names a next page: followed to the end.
+  const tokenOnly = await startDiscovery(t, 'ch15', (req, res) => {
+    const token = new URL(req.url, 'http://upstream.test').searchParams.get('pageToken');
+    json(res, 200, token === null ? { models: [{ name: 'models/m-a' }], nextPageToken: 't-1' } : token === 't-1' ? { nextPageToken: 't-2' } : { models: [{ name: 'models/m-b' }] });
+  });
+  const across = await tokenOnly.discover();
+  t.equal(across.status, 200, across.text);
+  t.same(across.body.data.models.map((m: { id: string }) => m.id), ['m-a', 'm-b']);
+  t.equal(tokenOnly.upstream.requests.length, 3);
   // Anything more than the list's own members is not a list page: an error sent with 200 stays a failure.
   const error = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, { error: { code: 429, status: 'RESOURCE_EXHAUSTED' } }));
   t.match((await error.discover()).body.data, { reason: 'discovery_failed', detail: /no models array/ });
