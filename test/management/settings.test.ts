@@ -31,7 +31,8 @@ t.test('PUT validates against the schema of known settings', async (t) => {
   const badProxy = await gw.api('PUT', '/api/settings', { body: { trusted_proxies: ['10.0.0.0/8', '300.1.1.1'] } });
   t.match(badProxy.json.data, { field: 'trusted_proxies[1]', reason: 'invalid_value' });
   const badUrl = await gw.api('PUT', '/api/settings', { body: { proxy_url: 'not a url' } });
-  t.match(badUrl.json.data, { field: 'proxy_url', reason: 'invalid_value' });
+  t.match(badUrl.json.data, { field: 'proxy_url', reason: 'invalid_value', rule: 'format' });
+  t.notOk('supported_schemes' in badUrl.json.data, 'a text that is no URI is refused by the schema, before its scheme is read');
   t.same((await gw.api('GET', '/api/settings')).json.data.trusted_proxies, [], 'nothing of a rejected body was saved');
   // The release feed and the price list are fetched over HTTP(S): a file or FTP URL would only fail later, as a remote failure.
   for (const field of ['update_feed_url', 'model_price_sync_url']) {
