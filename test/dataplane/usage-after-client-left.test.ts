@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { ServerResponse } from 'node:http';
 import { startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { chatBody, clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 
 // A client that leaves a completions stream once it has the finish (issue 4 items 3 and 6):
 // the upstream's work is done and only the usage chunk is still to come, so the gateway reads
@@ -38,7 +38,7 @@ async function leaveAfterFinish(gw: Gateway, keyValue: string): Promise<string> 
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'team-m', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    body: chatBody('team-m', true),
     signal: controller.signal,
   });
   if (res.status !== 200) throw new Error(`stream answered ${res.status}: ${await res.text()}`);
@@ -73,7 +73,7 @@ t.test('a client that leaves after the finish: the usage chunk is still read, bi
   const next = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'team-m', messages: [{ role: 'user', content: 'hi' }] }),
+    body: chatBody('team-m'),
   });
   t.equal(next.status, 429, 'the 5,000 tokens used up the key\'s 100-token quota');
   t.match(await next.json(), { error: { code: 'quota_exceeded' } });

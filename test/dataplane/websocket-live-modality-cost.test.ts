@@ -17,7 +17,6 @@ const TURN_1 = { serverContent: { turnComplete: true }, usageMetadata: { promptT
 // A later turn from a Vertex-style upstream: output as candidates, part of the prompt cached.
 const TURN_2 = { serverContent: { turnComplete: true }, usageMetadata: { promptTokenCount: 2_000, cachedContentTokenCount: 600, cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }], promptTokensDetails: [{ modality: 'AUDIO', tokenCount: 1_500 }, { modality: 'TEXT', tokenCount: 500 }], candidatesTokenCount: 300, candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: 100 }, { modality: 'AUDIO', tokenCount: 200 }], totalTokenCount: 2_300 } };
 
-
 async function liveRoute(t: Test, price: ModelPrice, quota?: Parameters<typeof harness.seedRoute>[1]['quota']) {
   const { gw, wsUrl, upstreamSession, key } = await startLiveRoute(harness, t, quota);
   await gw.store.modelPrices.put('gemini-live-up', price, 'manual');
@@ -26,7 +25,6 @@ async function liveRoute(t: Test, price: ModelPrice, quota?: Parameters<typeof h
   const record = () => logOf(gw, key.id, 101);
   return { client, ws, record };
 }
-
 
 t.test('an x-live session: audio input and output at the audio rates, images at the image rate, cached tokens at the cached price', async (t) => {
   const { client, ws, record } = await liveRoute(t, AUDIO_RATES);
