@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
+import { REPO_ROOT } from '../helpers/repo-copy.ts';
 import { spawnServe } from '../helpers/spawn-serve.ts';
 import { call } from './support/http-client.ts';
 import { tempDataDir } from './support/gateway.ts';
@@ -33,6 +35,31 @@ for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
     }
   });
 }
+
+t.test('a SIGHUP from a console that is gone (its stdout closed) still stops serve cleanly, nothing acknowledged lost', async (t) => {
+  const dataDir = tempDataDir(t);
+  const child = spawn(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'serve', '--port', '0', '--data', dataDir], { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY: undefined } });
+  t.teardown(() => child.kill('SIGKILL'));
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  let stdout = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+      const m = /(http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      if (m) resolve(m[1]!);
+    });
+    child.on('close', () => reject(new Error(`serve exited before it listened: ${stdout}`)));
+  });
+  const authKey = readFileSync(path.join(dataDir, 'auth_key'), 'utf8').trim();
+  const created = await call(url, 'POST', '/api/groups', { token: authKey, body: { name: 'acknowledged', channel: 'ch02' }, headers: { 'Idempotency-Key': randomUUID() } });
+  t.equal(created.status, 201);
+  // The terminal closed: every later write to stdout fails (EPIPE).
+  child.stdout.destroy();
+  child.kill('SIGHUP');
+  t.equal(await exited, 0, 'a clean exit, not a crash on the failed console write');
+  const stored = JSON.parse(readFileSync(path.join(dataDir, 'config.json'), 'utf8')) as { groups: Array<{ name: string }> };
+  t.ok(stored.groups.some((g) => g.name === 'acknowledged'), 'the acknowledged write is on disk');
+});
 
 t.test('serve refuses to start over a corrupted data file, naming it', async (t) => {
   const dataDir = tempDataDir(t);

@@ -25,6 +25,11 @@ export async function runServe(argv: string[], extra: Partial<ServerOptions> = {
   // the process outright, lock and unwritten records left behind. Then no longer: a process that
   // something keeps alive past its stop still ends by the next signal.
   const signals = watchStopSignals();
+  // A console that is gone (the closed terminal a SIGHUP comes from, a pipe whose reader left)
+  // fails the next write with EPIPE or EIO, an 'error' event nothing heard, which ended the
+  // process mid-stop: what the gateway says is lost then, its records are not.
+  process.stdout.on('error', ignoreConsoleError);
+  process.stderr.on('error', ignoreConsoleError);
   try {
     return await serve(argv, extra, signals);
   } finally {
@@ -154,3 +159,5 @@ function watchStopSignals(): StopSignals {
 function reportLogStoreError(error: unknown): void {
   process.emitWarning(`request logs: ${error instanceof Error ? error.message : String(error)}`);
 }
+
+function ignoreConsoleError(): void {}
