@@ -12,7 +12,8 @@ import { seededRandom as random, type SeededRandom as Random } from '../helpers/
 // usage_rollup_hour answers the whole hours of long ranges: every read must give what summing
 // the records gives (MemoryLogStore), over days of records, ranges on and off the hour and the
 // minute, and offsets whose day boundaries cut an hour (330, -570) or not. Costs are whole
-// multiples of 2^-20, so that every sum is exact and the answers are compared as they are.
+// multiples of 2^-10, so that every sum is exact, and on the 1e-10 USD grid of real costs
+// (0.0009765625 each), which the rollups' cost sums are rounded to: the answers are compared as they are.
 
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
@@ -45,7 +46,7 @@ function record(r: Random, i: number, created_at: number): LogRecord {
     client_aborted: r.chance(0.1),
     timings: { started_at: created_at, ttfb_ms: r.chance(0.2) ? null : r.int(0, 900), duration_ms: r.int(0, 3000) },
     usage: { input_tokens: r.int(0, 5000), output_tokens: r.int(0, 2000), cached_tokens: r.int(0, 100), reasoning_tokens: r.int(0, 50) },
-    cost: r.int(0, 1 << 20) / (1 << 20),
+    cost: r.int(0, 1 << 10) / (1 << 10),
     currency: 'USD',
   };
 }

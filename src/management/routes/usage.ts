@@ -47,8 +47,11 @@ export function usageRoutes(deps: ManagementDeps): RouteDef[] {
         }
         const rows = found.map(withRoundedCost);
         const totals = { requests: 0, errors: 0, input_tokens: 0, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0, cost: 0 };
-        for (const r of rows) for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += r[k];
-        totals.cost = roundCost(totals.cost);
+        for (const r of rows) {
+          for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += r[k];
+          // Kept on the 1e-10 USD grid at each row, as the store's sums are: no drift over many rows.
+          totals.cost = roundCost(totals.cost);
+        }
         return { data: { bucket: query.bucket, group_by: query.group_by, totals, rows } };
       },
     }),

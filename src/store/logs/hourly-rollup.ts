@@ -1,12 +1,12 @@
 import type Database from 'better-sqlite3';
-import { ROLLUP_SUM_COLUMNS } from './log-rollup.ts';
+import { ROLLUP_SUM_COLUMNS, roundCostSql } from './log-rollup.ts';
 import { HOURLY_ROLLUP, rollupTableSchema } from './log-schema.ts';
 import { EARLIEST, HOUR_MS, LATEST } from './time-slots.ts';
 
 /** Sums the usage_rollup minutes in [?, ?) into new usage_rollup_hour rows, per UTC hour and combination of dimensions. */
 export const SUM_MINUTES_INTO_HOURS = `INSERT INTO ${HOURLY_ROLLUP} (slot_start, access_key_id, group_id, external_model, ${ROLLUP_SUM_COLUMNS.join(', ')})
   SELECT slot_start - (slot_start % ${HOUR_MS} + ${HOUR_MS}) % ${HOUR_MS} AS hour, access_key_id, group_id, external_model,
-    ${ROLLUP_SUM_COLUMNS.map((c) => `SUM(${c})`).join(', ')}
+    ${ROLLUP_SUM_COLUMNS.map((c) => (c === 'cost' ? roundCostSql('SUM(cost)') : `SUM(${c})`)).join(', ')}
   FROM usage_rollup WHERE slot_start >= ? AND slot_start < ? GROUP BY hour, access_key_id, group_id, external_model`;
 
 /**

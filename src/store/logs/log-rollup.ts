@@ -3,6 +3,7 @@ import type { UsageTotals } from './log-store.ts';
 import { FLAG_CLIENT_ABORTED } from './encode-log-batch.ts';
 import { HOUR_MS, slotOf } from './time-slots.ts';
 import { isErrorRecord } from './error-record.ts';
+import { roundCost } from '../../usage/index.ts';
 
 /** The sums usage_rollup keeps, named as its columns. */
 export interface RollupSums {
@@ -33,6 +34,11 @@ export const ROLLUP_SUM_COLUMNS = [
   'client_aborted', 'duration_sum', 'ttfb_sum', 'ttfb_count', 's1xx', 's2xx', 's3xx', 's4xx', 's5xx',
 ] as const satisfies ReadonlyArray<keyof RollupSums>;
 
+/** SQL rounding `expression` to the 1e-10 USD grid, as roundCost does (see addSums). */
+export function roundCostSql(expression: string): string {
+  return `ROUND(${expression}, 10)`;
+}
+
 /** One usage_rollup row (a minute) or usage_rollup_hour row (a UTC hour): its start and a combination of dimensions, with its sums. */
 export interface RollupRow extends RollupSums {
   slot_start: number;
@@ -59,7 +65,7 @@ export function addRecord(sums: RollupSums, batch: DecodedLogBatch, i: number): 
   sums.output_tokens += batch.outputTokens[i]!;
   sums.cached_tokens += batch.cachedTokens[i]!;
   sums.reasoning_tokens += batch.reasoningTokens[i]!;
-  sums.cost += batch.cost[i]!;
+  sums.cost = roundCost(sums.cost + batch.cost[i]!);
   if ((batch.flags[i]! & FLAG_CLIENT_ABORTED) !== 0) sums.client_aborted++;
   sums.duration_sum += batch.durationMs[i]!;
   if (!Number.isNaN(ttfb)) {
@@ -81,8 +87,15 @@ export function usageTotalsOf(sums: RollupSums): UsageTotals {
   return { requests, errors, input_tokens, output_tokens, cached_tokens, reasoning_tokens, cost };
 }
 
+/**
+ * Cost sums are kept on the 1e-10 USD grid each cost is on (roundCost), at every addition: a
+ * plain float sum of a hundred thousand costs drifts a few 1e-10 from what was charged, so
+ * /api/usage and a key's quota read from the rollups would part from the data plane's meter,
+ * which rounds at every record.
+ */
 export function addSums(into: RollupSums, from: RollupSums): void {
   for (const column of ROLLUP_SUM_COLUMNS) into[column] += from[column];
+  into.cost = roundCost(into.cost);
 }
 
 /** Rollup rows being built, one per slot and combination of dimensions. */

@@ -2,7 +2,8 @@ import type Database from 'better-sqlite3';
 import { decodedRecord, type DecodedLogBatch } from './decode-log-batch.ts';
 import { FLAG_HAS_BODY, LogBatchEncoder } from './encode-log-batch.ts';
 import type { BatchMeta, LogBatchSource } from './log-batch-source.ts';
-import { RollupTable, hourOf, type RollupRow } from './log-rollup.ts';
+import { RollupTable, hourOf, roundCostSql, type RollupRow } from './log-rollup.ts';
+import { roundCost } from '../../usage/index.ts';
 import { SUM_MINUTES_INTO_HOURS } from './hourly-rollup.ts';
 import { HOURLY_ROLLUP } from './log-schema.ts';
 import { HOUR_MS, SLOT_MS, slotOf } from './time-slots.ts';
@@ -48,7 +49,7 @@ export class LogBatchPruner {
     this.#keepKeyUsage = db.prepare(
       `INSERT INTO pruned_usage_by_hour (access_key_id, hour_start, requests, tokens, cost) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (access_key_id, hour_start) DO UPDATE SET
-         requests = requests + excluded.requests, tokens = tokens + excluded.tokens, cost = cost + excluded.cost`,
+         requests = requests + excluded.requests, tokens = tokens + excluded.tokens, cost = ${roundCostSql('cost + excluded.cost')}`,
     );
     this.#deleteSlot = db.prepare('DELETE FROM usage_rollup WHERE slot_start = ?');
     this.#deleteHour = db.prepare(`DELETE FROM ${HOURLY_ROLLUP} WHERE slot_start = ?`);
@@ -134,7 +135,7 @@ export class LogBatchPruner {
       const sum = hours.get(id) ?? [row.access_key_id, hour, 0, 0, 0];
       sum[2] += row.forwarded;
       sum[3] += row.input_tokens + row.output_tokens;
-      sum[4] += row.cost;
+      sum[4] = roundCost(sum[4] + row.cost);
       hours.set(id, sum);
     }
     for (const values of hours.values()) this.#keepKeyUsage.run(...values);

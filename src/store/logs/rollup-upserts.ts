@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { ROLLUP_SUM_COLUMNS, type RollupRow } from './log-rollup.ts';
+import { ROLLUP_SUM_COLUMNS, roundCostSql, type RollupRow } from './log-rollup.ts';
 
 const SAME_DIMENSIONS = 'slot_start = ? AND access_key_id IS ? AND group_id IS ? AND external_model IS ?';
 
@@ -10,7 +10,7 @@ export class RollupUpserts {
   readonly #deleteEmpty: Database.Statement;
 
   constructor(db: Database.Database, table: string) {
-    this.#add = db.prepare(`UPDATE ${table} SET ${ROLLUP_SUM_COLUMNS.map((c) => `${c} = ${c} + ?`).join(', ')} WHERE ${SAME_DIMENSIONS}`);
+    this.#add = db.prepare(`UPDATE ${table} SET ${ROLLUP_SUM_COLUMNS.map((c) => (c === 'cost' ? `cost = ${roundCostSql('cost + ?')}` : `${c} = ${c} + ?`)).join(', ')} WHERE ${SAME_DIMENSIONS}`);
     this.#insert = db.prepare(
       `INSERT INTO ${table} (slot_start, access_key_id, group_id, external_model, ${ROLLUP_SUM_COLUMNS.join(', ')})
        VALUES (${['?', '?', '?', '?', ...ROLLUP_SUM_COLUMNS.map(() => '?')].join(', ')})`,
