@@ -134,6 +134,10 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     log(authKeyLine(dataDir, source, given));
     const openLogs: LogStore = options.logStore ?? (options.openLogStore ? await options.openLogStore(dataDir) : new MemoryLogStore());
     logs = openLogs;
+    // A config.json restored from an older backup, or started empty beside the logs, must not
+    // give a new AccessKey the id of one whose records (and recorded bodies) the logs keep.
+    const named = await openLogs.namedIds?.();
+    if (named !== undefined) await openStore.reserveIds(named);
 
     const validator = new SchemaValidator({
       protocol_id: () => PROTOCOL_IDS,

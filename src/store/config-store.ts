@@ -14,6 +14,7 @@ import type {
   Settings,
 } from './records.ts';
 import type { ModelPrice } from '../usage/compute-cost.ts';
+import type { NamedIds } from './logs/log-store.ts';
 
 export { DuplicateCredentialError } from './duplicate-credential-error.ts';
 export { UnknownGroupError } from './unknown-group-error.ts';
@@ -228,6 +229,8 @@ export interface ConfigStore {
   cooledSince(version: number): Map<number, Map<number, CredentialView>>;
   /** Whether the last write of one of its files failed (a full disk): reads come from memory and cannot tell. */
   writesFailing(): boolean;
+  /** Keeps new Groups, credentials and AccessKeys from taking ids up to these (named by the request logs); writes only to raise one. */
+  reserveIds(named: NamedIds): Promise<void>;
   /** Waits for every pending write; the store is unusable afterwards. */
   close(): Promise<void>;
 }

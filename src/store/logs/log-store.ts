@@ -93,6 +93,16 @@ export interface Statistics extends UsageTotals {
 }
 
 /**
+ * The highest id of each kind a store names (0 for none): in its records, the usage kept of
+ * records retention deleted, and the stored objects it remembers.
+ */
+export interface NamedIds {
+  group: number;
+  credential: number;
+  access_key: number;
+}
+
+/**
  * What counts against a quota: requests the gateway forwarded (at least one upstream attempt;
  * its own refusals and model lists do not count), input plus output tokens, and cost.
  */
@@ -132,6 +142,12 @@ export interface LogStore {
   readonly bufferedBytes?: number;
   /** Recorded bodies let go since the store opened to keep within that bound (their records kept, the body marked `dropped`). */
   readonly bodiesDropped?: number;
+  /**
+   * The highest ids the store names, where it outlives the process: a configuration restored
+   * from an older backup, or started empty beside it, must not give them to new records
+   * (a new AccessKey would read an old one's records and bodies, and inherit its usage).
+   */
+  namedIds?(): Promise<NamedIds>;
   /** Where the data plane keeps the stored objects it remembers, with the records, where the store keeps them. */
   readonly storedObjects?: StoredObjectStore;
   /** Writes buffered records now. */

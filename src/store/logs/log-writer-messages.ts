@@ -18,6 +18,7 @@ export type LogRead =
   | { method: 'usage'; args: [query: UsageQuery] }
   | { method: 'statistics'; args: [query: StatisticsQuery] }
   | { method: 'keyUsage'; args: [accessKeyId: number, from: number | undefined, to: number | undefined] }
+  | { method: 'namedIds'; args: [] }
   | { method: 'prune'; args: [before: number] }
   | { method: 'loadStoredObjects'; args: [limit: number] };
 

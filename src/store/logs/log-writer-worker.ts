@@ -113,6 +113,8 @@ function answer(read: LogRead): Promise<unknown> {
       return store.statistics(...read.args);
     case 'keyUsage':
       return store.keyUsage(...read.args);
+    case 'namedIds':
+      return store.namedIds();
     case 'prune':
       return store.prune(...read.args);
     case 'loadStoredObjects':

@@ -2,7 +2,7 @@ import { mkdirSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { LogRecord } from './log-record.ts';
-import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
+import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, NamedIds, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
 import { LOG_SCHEMA } from './log-schema.ts';
 import { LogBatchAppender, type LogBatchAppenderOptions } from './log-batch-appender.ts';
 import { LogBatchSource } from './log-batch-source.ts';
@@ -17,6 +17,7 @@ import { findLogRecord } from './find-log-record.ts';
 import { readUsage } from './read-usage.ts';
 import { readStatistics } from './read-statistics.ts';
 import { readKeyUsage } from './read-key-usage.ts';
+import { readNamedIds } from './read-named-ids.ts';
 import { preparedStatements, type PrepareStatement } from './prepared-statements.ts';
 import type { StoredObject, StoredObjectChange, StoredObjectStore } from '../stored-object-store.ts';
 
@@ -155,6 +156,11 @@ export class SqliteLogStore implements LogStore, StoredObjectStore {
   async keyUsage(accessKeyId: number, from?: number, to?: number): Promise<KeyUsage> {
     this.#readable();
     return readKeyUsage(this.#prepare, this.#source, accessKeyId, from, to);
+  }
+
+  async namedIds(): Promise<NamedIds> {
+    this.#readable();
+    return readNamedIds(this.#prepare);
   }
 
   /** One transaction per few batches (about 2 000 records), yielding in between. */

@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import type { LogRecord } from './log-record.ts';
-import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
+import type { KeyUsage, LogFilter, LogPage, LogPageResult, LogStore, NamedIds, Statistics, StatisticsQuery, UsageQuery, UsageRow } from './log-store.ts';
 import type { FromLogWriter, LogRead, ToLogWriter } from './log-writer-messages.ts';
 import { LogBatchAppender } from './log-batch-appender.ts';
 import { startLogWriter } from './start-log-writer.ts';
@@ -185,6 +185,10 @@ export class WorkerLogStore implements LogStore, StoredObjectStore {
   /** Sent and answered like a read; the worker deletes in batches and commits appends in between. */
   keyUsage(accessKeyId: number, from?: number, to?: number): Promise<KeyUsage> {
     return this.#read({ method: 'keyUsage', args: [accessKeyId, from, to] }) as Promise<KeyUsage>;
+  }
+
+  namedIds(): Promise<NamedIds> {
+    return this.#read({ method: 'namedIds', args: [] }) as Promise<NamedIds>;
   }
 
   prune(before: number): Promise<number> {

@@ -13,6 +13,7 @@ import { checkIdempotencyShape, emptyIdempotency, LowdbIdempotencyStore } from '
 import { JsonDocument } from './json-document.ts';
 import { LowdbModelPriceStore } from './model-prices.ts';
 import { COOLDOWN_FLUSH_MS, PendingCooldowns } from './pending-cooldowns.ts';
+import { reserveIds } from './reserve-ids.ts';
 import { SecretBox } from './secret-box.ts';
 import { LowdbSettingsStore } from './settings.ts';
 
@@ -63,6 +64,7 @@ export async function openLowdbConfigStore(dataDir: string, options: OpenOptions
     cooldownVersion: () => pendingCooldowns.version,
     cooledSince: (version) => credentials.cooledSince(version),
     writesFailing: () => [config, idempotency, audit].some((doc) => doc.lastWriteFailed),
+    reserveIds: (named) => reserveIds(config, named),
     async close() {
       await pendingCooldowns.close();
       await Promise.all([config.close(), idempotency.close(), audit.close()]);
