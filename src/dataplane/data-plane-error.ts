@@ -11,7 +11,7 @@ export class DataPlaneError extends Error {
     readonly headers: Record<string, string> = {},
   ) {
     const entry = REFUSAL_REASONS[code];
-    super(detail ? `${entry.en} ${detail}` : entry.en);
+    super(detail ? `${entry.message} ${detail}` : entry.message);
     this.status = entry.status;
   }
 }
