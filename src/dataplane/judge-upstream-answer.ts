@@ -16,10 +16,13 @@ export interface AnswerJudgement {
 /**
  * Whether an error answer is to be read before it is judged, because its body says more than its
  * status: any in Google's shape (generate style), a 401/403 in OpenAI's or Anthropic's
- * (completions and messages styles, whose other statuses the status alone judges).
+ * (completions and messages styles, whose other statuses the status alone judges), and a 400 in
+ * Anthropic's, which is how Anthropic says that the account is out of credit.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
-  op.error_style === 'generate' || ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 401 || status === 403));
+  op.error_style === 'generate' ||
+  ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 401 || status === 403)) ||
+  (op.error_style === 'messages' && status === 400);
 
 /**
  * Judges an upstream error answer. In the generate style, `body` (the answer's body, read whole,
@@ -44,7 +47,9 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (status !== 400) return NOT_THE_KEYS;
   }
   const refusal = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;
-  const failsOver = FAILOVER_STATUSES(status, op);
+  // Anthropic answers an account out of credit 400 invalid_request_error ("Your credit balance is
+  // too low…"): about the key's account, not the request, so it fails over as a 402 would.
+  const failsOver = FAILOVER_STATUSES(status, op) || (status === 400 && refusal?.notTheKey === 'billing');
   // Out of credit or over a spending cap: as a 402, the key cools down while the next is tried.
   if (failsOver && refusal?.notTheKey === 'billing') return { failsOver, rejectedBeforeProcessing: true, verdict: verdictFor(402, headers, cooldowns, now) };
   // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.

@@ -2,12 +2,13 @@ import { isObject } from './error-body-member.ts';
 import type { NotTheKey } from './error-codes-not-the-key.ts';
 
 /**
- * A fragment of a 401/403's message, as the upstream writes it, with what it says (the classes
- * of error-codes-not-the-key.ts). For refusals that carry no code saying so: the message is then
- * all there is. Fragments are whole phrases, matched without regard to case, because a vendor's
- * invalid-key message must never contain one: "access denied" (Azure's invalid key), "permission"
- * (Anthropic's key refusal), "forbidden" or "quota" alone would. A reworded message stops
- * matching, and the key is judged by its status again.
+ * A fragment of a 401/403's message (or a messages-style 400's, judge-upstream-answer.ts), as
+ * the upstream writes it, with what it says (the classes of error-codes-not-the-key.ts). For
+ * refusals that carry no code saying so: the message is then all there is. Fragments are whole
+ * phrases, matched without regard to case, because a vendor's invalid-key message must never
+ * contain one: "access denied" (Azure's invalid key), "permission" (Anthropic's key refusal),
+ * "forbidden" or "quota" alone would. A reworded message stops matching, and the key is judged
+ * by its status again.
  */
 interface MessageRow {
   raw: string;
@@ -35,6 +36,8 @@ const messageFragments: readonly MessageRow[] = [
   { raw: 'exceeded current quota', unified: 'billing' },
   // OpenRouter, 403 code 403: "Key limit exceeded (total limit)", the key's spending cap, lifted by raising it.
   { raw: 'key limit exceeded', unified: 'billing' },
+  // Anthropic, 400 invalid_request_error: "Your credit balance is too low to access the Anthropic API. …".
+  { raw: 'credit balance is too low', unified: 'billing' },
 ];
 
 /** The refusal's message: `error.message` (OpenAI's and Anthropic's shapes), or `error` itself when a string (xAI). */

@@ -159,6 +159,35 @@ for (const c of BILLING) {
   });
 }
 
+// Anthropic says an account is out of credit with a 400, not a 401/402/403 (public reports of its API's answer).
+const LOW_CREDIT = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.' }, request_id: 'req_011' });
+
+t.test("Anthropic's 400 'credit balance is too low' is judged as a 402: the key cools down and the next serves", async (t) => {
+  const secrets = ['sk-broke', 'sk-ok'];
+  const { upstream, listed, message } = await setup(t, { channel: 'ch14', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 400, LOW_CREDIT) : okAnswer(req, res)));
+  const sentAt = Date.now();
+  // The Group's rotation starts at its first credential.
+  t.equal((await message()).status, 200, 'served by the other key');
+  t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the broke key, then the next');
+  const state = (await listed())('sk-broke');
+  t.equal(state.disabled_reason, null, 'not disabled');
+  coolsFor(t, state, sentAt, 300);
+  t.equal((await message()).status, 200);
+  t.same(upstream.requests.slice(2).map(secretOf), ['sk-ok'], 'the broke key is left alone while it cools down');
+});
+
+t.test('any other messages-style 400 goes to the client as sent, with no verdict and no other key tried', async (t) => {
+  const secrets = ['sk-a', 'sk-b'];
+  const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
+  const { upstream, listed, message } = await setup(t, { channel: 'ch14', secrets }, (_req, res) => send(res, 400, body));
+  const res = await message();
+  t.equal(res.status, 400);
+  t.same(await res.json(), JSON.parse(body), 'the upstream body, as sent');
+  t.equal(upstream.requests.length, 1, 'one attempt');
+  const state = await listed();
+  for (const s of secrets) t.same([state(s).state, state(s).disabled_reason], ['active', null], `${s} stays active`);
+});
+
 t.test('a key refusal that looks like none of those still disables: an HTML 401, a permission_error, a message in another wording', async (t) => {
   const secrets = ['sk-html', 'sk-perm', 'sk-azure', 'sk-ok'];
   const bodies: Record<string, [number, string, Record<string, string>?]> = {
