@@ -4,6 +4,7 @@ import { verdictFor, type CredentialVerdict, type VerdictCooldowns } from './cre
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { credentialReason, readGoogleError } from './google-error-reasons.ts';
 import { readRefusal } from './error-codes-not-the-key.ts';
+import { saysOrganizationDisabled } from './organization-disabled.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
 export interface AnswerJudgement {
@@ -17,7 +18,7 @@ export interface AnswerJudgement {
  * Whether an error answer is to be read before it is judged, because its body says more than its
  * status: any in Google's shape (generate style), a 401/403 in OpenAI's or Anthropic's
  * (completions and messages styles, whose other statuses the status alone judges), and a 400 in
- * Anthropic's, which is how Anthropic says that the account is out of credit.
+ * Anthropic's, which is how Anthropic says that the account is out of credit or disabled.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
   op.error_style === 'generate' ||
@@ -47,6 +48,9 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (status !== 400) return NOT_THE_KEYS;
   }
   const refusal = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;
+  if (status === 400 && read !== undefined && op.error_style === 'messages' && saysOrganizationDisabled(read)) {
+    return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered 400${refusal?.code === undefined ? '' : ` ${refusal.code}`}` } };
+  }
   // Anthropic answers an account out of credit 400 invalid_request_error ("Your credit balance is
   // too low…"): about the key's account, not the request, so it fails over as a 402 would.
   const failsOver = FAILOVER_STATUSES(status, op) || (status === 400 && refusal?.notTheKey === 'billing');

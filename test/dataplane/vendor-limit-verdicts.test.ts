@@ -176,6 +176,17 @@ t.test("Anthropic's 400 'credit balance is too low' is judged as a 402: the key 
   t.same(upstream.requests.slice(2).map(secretOf), ['sk-ok'], 'the broke key is left alone while it cools down');
 });
 
+t.test("Anthropic's 400 'This organization has been disabled.' disables the key, and the next serves", async (t) => {
+  const secrets = ['sk-banned', 'sk-ok'];
+  const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'This organization has been disabled.' }, request_id: 'req_011' });
+  const { upstream, listed, message } = await setup(t, { channel: 'ch14', secrets }, (req, res) => (secretOf(req) === 'sk-banned' ? send(res, 400, body) : okAnswer(req, res)));
+  t.equal((await message()).status, 200, 'served by the other key');
+  t.same(upstream.requests.map(secretOf), ['sk-banned', 'sk-ok'], 'the refused key, then the next');
+  const state = await listed();
+  t.same([state('sk-banned').state, state('sk-banned').disabled_reason], ['disabled', 'upstream answered 400 invalid_request_error']);
+  t.match(state('sk-ok'), { state: 'active' });
+});
+
 t.test('any other messages-style 400 goes to the client as sent, with no verdict and no other key tried', async (t) => {
   const secrets = ['sk-a', 'sk-b'];
   const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
