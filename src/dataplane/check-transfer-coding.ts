@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DataPlaneError } from './data-plane-error.ts';
 import { NO_RETRY } from './retry-hints.ts';
 
@@ -15,4 +15,20 @@ export function checkTransferCoding(req: IncomingMessage): void {
     const name = coding.trim().toLowerCase();
     if (name !== 'chunked' && name !== '') throw new DataPlaneError('unsupported_transfer_coding', `Got "${listed}".`, NO_RETRY);
   }
+}
+
+/**
+ * Refuses a request whose Transfer-Encoding does not end with chunked: its body's length cannot
+ * be told, so RFC 9112 §6.3 has it answered 400 and its connection closed. node's parser fails
+ * such a request as soon as its handler returns, and answers its own bare 400 unless an answer
+ * has been written by then: this is to be called before the handler first waits.
+ */
+export function checkBodyFraming(req: IncomingMessage, res: ServerResponse): void {
+  const listed = req.headers['transfer-encoding'];
+  if (listed === undefined) return;
+  const codings = listed.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
+  if (codings.at(-1) === 'chunked') return;
+  // node ends the connection once its parser fails: the answer must not promise to keep it.
+  res.shouldKeepAlive = false;
+  throw new DataPlaneError('invalid_request_body', `Its Transfer-Encoding ("${listed}") does not end with chunked, so its length cannot be read.`, NO_RETRY);
 }

@@ -104,3 +104,30 @@ t.test('the 501 names its status as each SDK family does: UNIMPLEMENTED for gene
   t.match(JSON.parse(res?.body ?? '{}'), { error: { code: 501, status: 'UNIMPLEMENTED', details: [{ reason: 'unsupported_transfer_coding' }] } });
   t.equal(upstream.requests.length, 0);
 });
+
+/** A request whose Transfer-Encoding is `codings` alone, its body sent raw after the head (no framing says where it ends). */
+function unframedRequest(path: string, key: string, codings: string, body: Buffer): Buffer {
+  const head = [`POST ${path} HTTP/1.1`, 'host: gateway.test', `authorization: Bearer ${key}`, 'content-type: application/json', `transfer-encoding: ${codings}`, '', ''].join('\r\n');
+  return Buffer.concat([Buffer.from(head), body]);
+}
+
+t.test('a Transfer-Encoding that does not end with chunked is answered 400 in the protocol shape and the connection closed, not node bare 400', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, ok);
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch15', baseUrl: upstream.url, models: [{ external: 'g', upstream: 'vendor-g' }], protocols: ['x-generate', 'x-responses'] });
+  // RFC 9112 §6.3: the body's length cannot be told, so 400 and close. node's parser fails the
+  // request as soon as its handler returns: the first request (its key not yet cached) was
+  // answered by node's own empty 400, a later one 501 promising a keep-alive node then cut.
+  for (const [name, path, codings, shape] of [
+    ['gzip alone, completions-style route, key not yet cached', '/v1/responses', 'gzip', { error: { code: 'invalid_request_body', type: 'invalid_request_error' } }],
+    ['identity, generate route', '/v1beta/models/g:generateContent', 'identity', { error: { code: 400, status: 'INVALID_ARGUMENT', details: [{ reason: 'invalid_request_body' }] } }],
+    ['deflate, an unknown path', '/v1/nothing-here', 'deflate', { error: { code: 'invalid_request_body' } }],
+  ] as const) {
+    const [res, ...more] = await exchange(gw, [unframedRequest(path, keyValue, codings, gzipSync('{"model":"g","input":"hi"}'))]);
+    t.equal(res?.status, 400, `${name}: 400`);
+    t.match(JSON.parse(res?.body ?? '{}'), shape, `${name}: the stable code in the protocol's error shape`);
+    t.equal(res?.headers['connection'], 'close', `${name}: the answer says the connection ends, as it does`);
+    t.equal(more.length, 0, `${name}: one answer`);
+    t.match(await waitForLog(gw, res?.headers['x-switchyard-request-id']), { status: 400, error_code: 'invalid_request_body', attempt_count: 0 }, `${name}: recorded`);
+  }
+  t.equal(upstream.requests.length, 0);
+});
