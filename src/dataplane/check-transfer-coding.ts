@@ -18,17 +18,17 @@ export function checkTransferCoding(req: IncomingMessage): void {
 }
 
 /**
- * Refuses a request whose Transfer-Encoding does not end with chunked: its body's length cannot
- * be told, so RFC 9112 §6.3 has it answered 400 and its connection closed. node's parser fails
- * such a request as soon as its handler returns, and answers its own bare 400 unless an answer
- * has been written by then: this is to be called before the handler first waits.
+ * The refusal of a request whose Transfer-Encoding does not end with chunked, if it is one: its
+ * body's length cannot be told, so RFC 9112 §6.3 has it answered 400 and its connection closed.
+ * node's parser fails such a request as soon as its handler returns, and answers its own bare
+ * 400 unless an answer has been written by then: this is to be asked before the handler first waits.
  */
-export function checkBodyFraming(req: IncomingMessage, res: ServerResponse): void {
+export function bodyFramingRefusal(req: IncomingMessage, res: ServerResponse): DataPlaneError | undefined {
   const listed = req.headers['transfer-encoding'];
-  if (listed === undefined) return;
+  if (listed === undefined) return undefined;
   const codings = listed.split(',').map((c) => c.trim().toLowerCase()).filter((c) => c !== '');
-  if (codings.at(-1) === 'chunked') return;
+  if (codings.at(-1) === 'chunked') return undefined;
   // node ends the connection once its parser fails: the answer must not promise to keep it.
   res.shouldKeepAlive = false;
-  throw new DataPlaneError('invalid_request_body', `Its Transfer-Encoding ("${listed}") does not end with chunked, so its length cannot be read.`, NO_RETRY);
+  return new DataPlaneError('invalid_request_body', `Its Transfer-Encoding ("${listed}") does not end with chunked, so its length cannot be read.`, NO_RETRY);
 }

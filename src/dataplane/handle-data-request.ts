@@ -29,7 +29,7 @@ import { STORED_OBJECTS_KEPT } from '../store/stored-object-store.ts';
 import { answersToRequestLimitsOnly, quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
 import { errorStyleOf, listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
-import { checkBodyFraming } from './check-transfer-coding.ts';
+import { bodyFramingRefusal } from './check-transfer-coding.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { forwardedQuery } from './forwarded-query.ts';
 import { newRequestId } from './new-request-id.ts';
@@ -126,9 +126,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const query = search === undefined ? NO_QUERY : new URLSearchParams(search.slice(1));
       const presented = presentedAccessKey(req.headers, query);
       const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path), presented?.from);
-      if (req.headers['transfer-encoding'] !== undefined) {
+      const unframed = bodyFramingRefusal(req, res);
+      if (unframed !== undefined) {
         errorStyle = match.found ? errorStyleOf(match.target, req.headers, presented?.from) : unmatchedErrorStyle(match.near, req.headers, path, presented?.from);
-        checkBodyFraming(req, res);
+        throw unframed;
       }
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented.value) ?? (await snapshot.accessKey(presented.value)));
       if (!match.found) {
