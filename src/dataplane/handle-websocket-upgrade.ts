@@ -30,6 +30,7 @@ import { renderErrorBody } from './render-error-body.ts';
 import { errorStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { SESSION_USAGE_STYLE_BY_PROTOCOL } from './session-usage-style.ts';
+import { withSetupModel } from './live-setup-model.ts';
 import { setUpstreamCredential, upstreamUrl } from './upstream-target.ts';
 import { maskUpstreamSecret } from './upstream-error-reply.ts';
 import { judgeUpstreamAnswer } from './judge-upstream-answer.ts';
@@ -75,7 +76,7 @@ interface UpstreamAnswer {
 /**
  * WebSocket operations (x-live sessions, realtime transcription): authenticated and routed
  * like any request, then the client socket is joined to an upstream socket and frames pass
- * through both ways untouched. Refusals answer the upgrade with an HTTP error before joining;
+ * through both ways untouched (but for an x-live setup's model, `withSetupModel`). Refusals answer the upgrade with an HTTP error before joining;
  * an upstream that refuses the upgrade is failed over like an HTTP answer (401/403, 429, 5xx)
  * or passed on as it answered. A handshake that failed without an answer moves on only when
  * the operation is replay safe or the upstream provably saw nothing, as on the HTTP path. The
@@ -290,7 +291,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           joining.set(req, { protocol: outcome.socket.protocol, headers: withRequestId(upstreamSwitchingHeaders(outcome.headers, secret), requestId) });
           const usageStyle = op.counts_tokens ? SESSION_USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined;
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
-          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started }, { groupId: candidate.group.id, credential, access, address, versionless });
+          // An x-live setup names the model too: the upstream gets the one the session was routed and priced for.
+          const firstClientMessage = op.protocol === 'x-live' ? (message: Buffer) => withSetupModel(message, candidate.upstream_model ?? model) : undefined;
+          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started }, { groupId: candidate.group.id, credential, access, address, versionless }, firstClientMessage);
           if (end?.upstreamErrorCode !== undefined) {
             // The attempt holds the code the upstream failed the session with, as it holds a failed answer's status.
             attempt.error_code = `upstream_close_${end.upstreamErrorCode}`;
@@ -338,7 +341,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
    * Completes the client's upgrade and relays frames until either side closes; the session's
    * usage, up to the upstream's close, goes to its log record. Undefined: the client left before it was joined.
    */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey, used: SessionCredential): Promise<SessionEnd | undefined> {
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey, used: SessionCredential, firstClientMessage: ((message: Buffer) => Buffer | undefined) | undefined): Promise<SessionEnd | undefined> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -352,7 +355,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     const follower = followSessionKey({ snapshot, quota, ticker, clock: deps.clock }, admitted, pricing, (code) => session.endForPolicy(code));
     const credentialFollower = followSessionCredential({ snapshot, ticker, accessOf: (view) => pool.accessOf(view) }, used, (code) => session.endWithdrawn(code));
     // An HTTP server's upgrade socket is a net.Socket (on https a TLSSocket, which is one too).
-    const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage);
+    const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage, firstClientMessage);
     void session.ended.then(() => {
       follower.stop();
       credentialFollower.stop();

@@ -8,7 +8,8 @@ import { HEARTBEAT_PAYLOAD, watchSessionClient, type ClientConnection } from './
 import type { SessionWebSocket } from './session-websocket.ts';
 
 /**
- * A client socket joined to an upstream socket, frames passing both ways untouched, pings and
+ * A client socket joined to an upstream socket, frames passing both ways untouched (but for
+ * `firstClientMessage`), pings and
  * pongs too (both sockets are opened without `autoPong`), so that either side's heartbeat
  * judges the other side itself, not the gateway. The upstream's text frames are shown to
  * `usage` (binary frames, audio, never are). The upstream's close reason has its `secret`
@@ -66,10 +67,11 @@ interface Breakage {
 /**
  * `clientConnection`: the client's raw socket, and `heartbeatMs`: the client's liveness period
  * (`watchSessionClient`). `onUsage` runs after each upstream frame that carried usage (the
- * session's quota check).
+ * session's quota check). `firstClientMessage` may give the client's first message another
+ * content (x-live's setup model, `withSetupModel`); undefined leaves it as sent.
  */
-export function relayWebSocketSession(client: SessionWebSocket, clientConnection: ClientConnection, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void): RelaySession {
-  client.on('message', relay(client, upstream));
+export function relayWebSocketSession(client: SessionWebSocket, clientConnection: ClientConnection, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void, firstClientMessage?: (message: Buffer) => Buffer | undefined): RelaySession {
+  client.on('message', relay(client, upstream, firstClientMessage));
   upstream.on('message', relay(upstream, client));
   relayControlFrames(client, upstream);
   relayControlFrames(upstream, client);
@@ -168,12 +170,15 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
  */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
-function relay(from: WebSocket, to: WebSocket) {
+function relay(from: WebSocket, to: WebSocket, mapFirst?: (message: Buffer) => Buffer | undefined) {
   const written = () => {
     if (from.isPaused && to.bufferedAmount <= HIGH_WATER_BYTES) from.resume();
   };
+  let first = true;
   return (data: RawData, isBinary: boolean) => {
     if (to.readyState !== WebSocket.OPEN) return;
+    if (first && mapFirst !== undefined && Buffer.isBuffer(data)) data = mapFirst(data) ?? data;
+    first = false;
     to.send(data, { binary: isBinary }, written);
     if (to.bufferedAmount > HIGH_WATER_BYTES && !from.isPaused) from.pause();
   };

@@ -60,6 +60,25 @@ t.test('an x-live session on ch10: upstream credential and mapped model, frames 
   t.same(upstream.closeCodes, [1000]);
 });
 
+t.test('an x-live session\'s first message, its setup, names the model the session was routed to, whatever model it named; later messages pass as sent', async (t) => {
+  const { wsUrl } = await startLiveRoute(harness, t);
+  const client = await connect(wsUrl);
+  const echoOf = async (message: string) => {
+    const echoed = nextFrame(client);
+    client.send(message);
+    return JSON.parse((await echoed).data.toString().slice('echo:'.length)) as unknown;
+  };
+  t.same(await echoOf('{"setup":{"model":"models/a-model-the-key-may-not-use","generationConfig":{"responseModalities":["AUDIO"]}}}'), { setup: { model: 'models/gemini-live-up', generationConfig: { responseModalities: ['AUDIO'] } } }, 'the path up to models/ kept, the rest as sent');
+  t.same(await echoOf('{"setup":{"model":"models/other"}}'), { setup: { model: 'models/other' } }, 'a setup after the first message is the upstream\'s to refuse');
+  client.terminate();
+
+  const bare = await connect(wsUrl);
+  const echoed = nextFrame(bare);
+  bare.send(Buffer.from('{"setup":{"model":"live-voice"}}'), { binary: true });
+  t.same(await echoed, { data: Buffer.from('{"setup":{"model":"gemini-live-up"}}'), binary: true }, 'a bare model name, in a binary frame, stays bare and binary');
+  bare.terminate();
+});
+
 t.test('an x-live session drops a response filter that could hide its usageMetadata (fields, $fields) and keeps alt=json', async (t) => {
   const { upstream, wsUrl } = await startLiveRoute(harness, t);
   const client = await connect(`${wsUrl}&fields=serverContent&%24fields=serverContent&alt=json`);

@@ -33,12 +33,13 @@ export async function liveChannelHarness(): Promise<Harness> {
 
 /**
  * A ch10 Group serving `live-voice` as `gemini-live-up` in front of a WebSocket upstream that
- * echoes (text as `echo:<text>`, binary as it came) and hands its session over, on a gateway
- * from `harness`; both stop when `t` ends. `wsUrl` carries the key and one other query parameter.
+ * echoes (text as `echo:<text>`, binary as it came; or answers as `answers` says) and hands its
+ * session over, on a gateway from `harness`; both stop when `t` ends. `wsUrl` carries the key
+ * and one other query parameter.
  */
-export async function startLiveRoute(harness: Harness, t: Test, quota?: Parameters<Harness['seedRoute']>[1]['quota']) {
+export async function startLiveRoute(harness: Harness, t: Test, quota?: Parameters<Harness['seedRoute']>[1]['quota'], answers?: Omit<NonNullable<Parameters<typeof startWsUpstream>[0]>, 'onSession'>) {
   let session: WebSocket | undefined;
-  const upstream = await startWsUpstream({ onSession: (ws) => (session = ws) });
+  const upstream = await startWsUpstream({ ...answers, onSession: (ws) => (session = ws) });
   const gw = await harness.startDataPlane();
   t.teardown(async () => {
     await gw.close();
