@@ -1,3 +1,5 @@
+import { isObject } from './error-body-member.ts';
+
 /** Where a Live setup's model path keeps the model's own name: after its last `models/` (`models/{model}`, Vertex's `publishers/google/models/{model}`). */
 const MODELS_SEGMENT = 'models/';
 
@@ -23,8 +25,4 @@ export function withSetupModel(message: Buffer, upstreamModel: string): Buffer |
   if (model === named) return undefined;
   parsed.setup.model = model;
   return Buffer.from(JSON.stringify(parsed));
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
