@@ -1,15 +1,12 @@
 import type { TokenUsage, UsageStyle } from './token-usage.ts';
 import { readSegments } from './read-path.ts';
-import { compiledUsageTables, readRawCounters, unifyCounters } from './map-raw-usage.ts';
+import { compiledUsageTables, readRawCounters, unifyCounters, type CompiledUsageTable } from './map-raw-usage.ts';
 import { parseObjectTail } from './parse-object-tail.ts';
 import { scanUsageHead, scanUsageTail } from './scan-usage-bytes.ts';
 
 /** Usage from a parsed non-streaming response body; undefined when the body reports none. */
 export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | undefined {
-  const table = compiledUsageTables[style];
-  const usageObject = readSegments(body, table.bodyUsagePath);
-  if (usageObject === null || typeof usageObject !== 'object') return undefined;
-  return unifyCounters(table, readRawCounters(table, usageObject));
+  return firstFound(style, (table) => usageOfBody(table, body));
 }
 
 /**
@@ -17,16 +14,7 @@ export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | und
  * member, only the body's tail from it is parsed when that is possible.
  */
 export function extractUsageFromText(style: UsageStyle, text: string): TokenUsage | undefined {
-  const member = compiledUsageTables[style].bodyUsageMember;
-  const tail = member === undefined ? undefined : parseObjectTail(text, member);
-  if (tail !== undefined) return extractUsage(style, tail);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  return extractUsage(style, body);
+  return firstFound(style, (table) => usageOfText(table, text));
 }
 
 /**
@@ -34,12 +22,13 @@ export function extractUsageFromText(style: UsageStyle, text: string): TokenUsag
  * objects when it can be (scanUsageTail), else the text is read as extractUsageFromText does.
  */
 export function extractUsageFromBytes(style: UsageStyle, bytes: Buffer): TokenUsage | undefined {
-  const table = compiledUsageTables[style];
-  const plan = table.bodyScan;
-  const at = plan === undefined ? -1 : bytes.lastIndexOf(plan.member);
-  const scanned = plan === undefined || at === -1 ? undefined : scanUsageTail(bytes, at, plan);
-  if (scanned?.counters !== undefined) return unifyCounters(table, scanned.counters);
-  return extractUsageFromText(style, bytes.toString('utf8'));
+  return firstFound(style, (table) => {
+    const plan = table.bodyScan;
+    const at = plan === undefined ? -1 : bytes.lastIndexOf(plan.member);
+    const scanned = plan === undefined || at === -1 ? undefined : scanUsageTail(bytes, at, plan);
+    if (scanned?.counters !== undefined) return unifyCounters(table, scanned.counters);
+    return usageOfText(table, bytes.toString('utf8'));
+  });
 }
 
 /**
@@ -49,19 +38,20 @@ export function extractUsageFromBytes(style: UsageStyle, bytes: Buffer): TokenUs
  * otherwise match too.
  */
 export function extractUsageFromTail(style: UsageStyle, tail: Buffer): TokenUsage | undefined {
-  const table = compiledUsageTables[style];
-  const plan = table.bodyScan;
-  if (plan === undefined) return undefined;
-  // The last "usage" may be nested in a member after the top-level one (a responses answer's
-  // metadata, which the client chose): earlier ones are tried, a bounded number of times.
-  let at = tail.length;
-  for (let tries = 0; tries < MAX_TAIL_TRIES; tries++) {
-    at = at === 0 ? -1 : tail.lastIndexOf(plan.member, at - 1);
-    if (at === -1) return undefined;
-    const counters = startsMember(tail, at) ? scanUsageTail(tail, at, plan)?.counters : undefined;
-    if (counters !== undefined) return unifyCounters(table, counters);
-  }
-  return undefined;
+  return firstFound(style, (table) => {
+    const plan = table.bodyScan;
+    if (plan === undefined) return undefined;
+    // The last "usage" may be nested in a member after the top-level one (a responses answer's
+    // metadata, which the client chose): earlier ones are tried, a bounded number of times.
+    let at = tail.length;
+    for (let tries = 0; tries < MAX_TAIL_TRIES; tries++) {
+      at = at === 0 ? -1 : tail.lastIndexOf(plan.member, at - 1);
+      if (at === -1) return undefined;
+      const counters = startsMember(tail, at) ? scanUsageTail(tail, at, plan)?.counters : undefined;
+      if (counters !== undefined) return unifyCounters(table, counters);
+    }
+    return undefined;
+  });
 }
 
 const MAX_TAIL_TRIES = 16;
@@ -72,10 +62,42 @@ const MAX_TAIL_TRIES = 16;
  * before `data`), found by scanning the members before it as JSON (scanUsageHead).
  */
 export function extractUsageFromHead(style: UsageStyle, head: Buffer): TokenUsage | undefined {
+  return firstFound(style, (table) => {
+    const plan = table.bodyScan;
+    const counters = plan === undefined ? undefined : scanUsageHead(head, plan)?.counters;
+    return counters === undefined ? undefined : unifyCounters(table, counters);
+  });
+}
+
+/** The usage `read` finds with the style's table, else with its body alternates in order. */
+function firstFound(style: UsageStyle, read: (table: CompiledUsageTable) => TokenUsage | undefined): TokenUsage | undefined {
   const table = compiledUsageTables[style];
-  const plan = table.bodyScan;
-  const counters = plan === undefined ? undefined : scanUsageHead(head, plan)?.counters;
-  return counters === undefined ? undefined : unifyCounters(table, counters);
+  const usage = read(table);
+  if (usage !== undefined) return usage;
+  for (const alternate of table.alternates) {
+    const found = read(alternate);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+function usageOfBody(table: CompiledUsageTable, body: unknown): TokenUsage | undefined {
+  const usageObject = readSegments(body, table.bodyUsagePath);
+  if (usageObject === null || typeof usageObject !== 'object') return undefined;
+  return unifyCounters(table, readRawCounters(table, usageObject));
+}
+
+function usageOfText(table: CompiledUsageTable, text: string): TokenUsage | undefined {
+  const member = table.bodyUsageMember;
+  const tail = member === undefined ? undefined : parseObjectTail(text, member);
+  if (tail !== undefined) return usageOfBody(table, tail);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return usageOfBody(table, body);
 }
 
 /** The byte before `at`, past JSON whitespace, opens an object or separates members. */

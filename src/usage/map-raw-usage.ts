@@ -28,6 +28,8 @@ export interface CompiledUsageTable {
   readonly bodyScan: UsageScanPlan | undefined;
   /** For reading stream events' usage from their bytes: the first source, in any event, top-level. */
   readonly streamScan: UsageScanPlan | undefined;
+  /** The table's body alternates, each compiled as a table of its own that streams nothing. */
+  readonly alternates: readonly CompiledUsageTable[];
 }
 
 /** Raw counters of one usage object, one per compiled field in order; undefined where absent. */
@@ -73,6 +75,7 @@ function compile(table: UsageFieldTable): CompiledUsageTable {
     stream,
     bodyScan: table.bodyUsagePath.includes('.') ? undefined : usageScanPlan(fields, table.bodyUsagePath),
     streamScan: scannable ? usageScanPlan(fields, source.usagePath, nestedKeys[0] as string | undefined) : undefined,
+    alternates: (table.bodyAlternates ?? []).map((alternate) => compile({ ...table, ...alternate, bodyAlternates: undefined, stream: [] })),
   };
 }
 

@@ -29,12 +29,23 @@ export interface StreamUsageSource {
   fallback?: boolean;
 }
 
+/** Another place a non-streaming body may carry its usage, with the counters named there. */
+export interface BodyUsageAlternate {
+  bodyUsagePath: string;
+  fields: readonly UsageFieldRow[];
+}
+
 export interface UsageFieldTable {
   style: UsageStyle;
   /** Dotted path of the usage object in a non-streaming JSON body. */
   bodyUsagePath: string;
   /** Rows sharing a unified field are summed. */
   fields: readonly UsageFieldRow[];
+  /**
+   * Read in order when a body has no object at `bodyUsagePath`: vendors of one protocol that
+   * put their usage elsewhere. The first that holds an object is read.
+   */
+  bodyAlternates?: readonly BodyUsageAlternate[];
   stream: readonly StreamUsageSource[];
   /** Cheap test on an event's raw data text; only matching events are JSON-parsed. */
   streamHint: RegExp;

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { extractUsage, extractUsageFromBytes, extractUsageFromTail, extractUsageFromText } from '../../src/usage/index.ts';
+import { extractUsage, extractUsageFromBytes, extractUsageFromHead, extractUsageFromTail, extractUsageFromText } from '../../src/usage/index.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from '../../src/dataplane/usage-style.ts';
 
 t.test('completions body', async (t) => {
@@ -126,6 +126,22 @@ t.test('rerank body: the usage total is the input, whether or not prompt_tokens 
     t.same(extractUsage('rerank', body), expected, JSON.stringify(usage));
     t.same(extractUsageFromBytes('rerank', Buffer.from(JSON.stringify(body))), expected, `${JSON.stringify(usage)} from bytes`);
   }
+});
+
+t.test('rerank body without usage: SiliconFlow\'s top-level tokens, else meta.tokens, from every reading', async (t) => {
+  const results = [{ index: 0, relevance_score: 0.5, document: { text: 'x'.repeat(100) } }];
+  const expected = { input_tokens: 40, output_tokens: 0, cached_tokens: 0, reasoning_tokens: 0 };
+  for (const body of [{ id: 'rr', results, tokens: { input_tokens: 40, output_tokens: 0 } }, { id: 'rr', results, meta: { tokens: { input_tokens: 40, output_tokens: 0 } } }]) {
+    const text = JSON.stringify(body);
+    t.same(extractUsage('rerank', body), expected, 'parsed');
+    t.same(extractUsageFromText('rerank', text), expected, 'text');
+    t.same(extractUsageFromBytes('rerank', Buffer.from(text)), expected, 'bytes');
+  }
+  // A large answer's tail (cut mid-string) and head: the top-level `tokens` member is read from either.
+  const tail = Buffer.from(`${'y'.repeat(50)}"}}],"tokens":{"input_tokens":40,"output_tokens":0}}`);
+  t.same(extractUsageFromTail('rerank', tail), expected, 'tail');
+  t.same(extractUsageFromHead('rerank', Buffer.from(`{"tokens":{"input_tokens":40},"results":[{"index":0,"document":{"text":"yyy`)), expected, 'head');
+  t.equal(extractUsage('rerank', { id: 'rr', results, meta: { billed_units: { search_units: 1 } } }), undefined, 'Cohere: search units only');
 });
 
 t.test('x-suite body: OpenAI audio names and completions names both read, a duration usage counts nothing', async (t) => {
