@@ -11,7 +11,9 @@ const REASONING = 'completion_tokens_details.reasoning_tokens';
  * Cache hits: `prompt_tokens_details.cached_tokens`, else Moonshot's top-level
  * `cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`. Cache writes, part of
  * `prompt_tokens`: OpenRouter's `prompt_tokens_details.cache_write_tokens`
- * (openrouter.ai/docs/use-cases/usage-accounting). Audio, part of `prompt_tokens` and of
+ * (openrouter.ai/docs/use-cases/usage-accounting), else Alibaba Model Studio's (DashScope)
+ * explicit-cache `prompt_tokens_details.cache_creation_input_tokens`, billed at 125% of input
+ * (alibabacloud.com/help/en/model-studio/context-cache). Audio, part of `prompt_tokens` and of
  * `completion_tokens`: `prompt_tokens_details.audio_tokens` and
  * `completion_tokens_details.audio_tokens` (OpenAI's CompletionUsage, gpt-4o-audio-preview and
  * the other audio chat models; platform.openai.com/docs/api-reference/chat/object).
@@ -24,7 +26,7 @@ export const completionsUsageFields: UsageFieldTable = {
     { raw: 'completion_tokens', unified: 'output_tokens' },
     { raw: REASONING, unified: 'output_tokens', onlyIf: { total: 'total_tokens', equalsSumOf: ['prompt_tokens', 'completion_tokens', REASONING] } },
     { raw: 'prompt_tokens_details.cached_tokens', unified: 'cached_tokens', fallback: ['cached_tokens', 'prompt_cache_hit_tokens'] },
-    { raw: 'prompt_tokens_details.cache_write_tokens', unified: 'cache_write_tokens' },
+    { raw: 'prompt_tokens_details.cache_write_tokens', unified: 'cache_write_tokens', fallback: 'prompt_tokens_details.cache_creation_input_tokens' },
     { raw: 'prompt_tokens_details.audio_tokens', unified: 'audio_input_tokens' },
     { raw: 'completion_tokens_details.audio_tokens', unified: 'audio_output_tokens' },
     { raw: REASONING, unified: 'reasoning_tokens' },

@@ -36,6 +36,8 @@ t.test('the common events are read from their bytes, with what JSON.parse gives'
     ['completions', ` { "choices" : [ ] , "usage" : { "prompt_tokens" : 1.5e1 , "completion_tokens" : -1 } } `],
     // OpenRouter's cache writes, nested beside the cache reads.
     ['completions', JSON.stringify({ choices: [], usage: { prompt_tokens: 30, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 10, cache_write_tokens: 15 } } })],
+    // DashScope's, beside a breakdown object the scan skips.
+    ['completions', JSON.stringify({ choices: [], usage: { prompt_tokens: 30, completion_tokens: 2, prompt_tokens_details: { cached_tokens: 10, cache_creation: { ephemeral_5m_input_tokens: 15 }, cache_creation_input_tokens: 15, cache_type: 'ephemeral' } } })],
     ['generate', JSON.stringify({ candidates: [{ content: { parts: [{ text: 'hi' }] } }], usageMetadata: { promptTokenCount: 5, thoughtsTokenCount: 7, candidatesTokenCount: 1 } })],
   ];
   for (const [style, text] of events) {
@@ -43,7 +45,7 @@ t.test('the common events are read from their bytes, with what JSON.parse gives'
     t.ok(scanned, `read from bytes: ${text.slice(0, 60)}`);
     t.same(scanned, parsedReading(style, text), text.slice(0, 60));
   }
-  t.same(scanEvent('completions', JSON.stringify(usageChunk))?.counters, [24, 6, 2, 3, undefined, undefined, undefined, 2, undefined, undefined, undefined], 'the counters in the compiled table\'s order (rows, fallbacks, total_tokens)');
+  t.same(scanEvent('completions', JSON.stringify(usageChunk))?.counters, [24, 6, 2, 3, undefined, undefined, undefined, 2, undefined, undefined, undefined, undefined], 'the counters in the compiled table\'s order (rows, fallbacks, total_tokens)');
   t.equal(scanEvent('completions', JSON.stringify(usageChunk))?.usageOnlyChunk, true);
 });
 
@@ -134,7 +136,7 @@ t.test('what it does not read exactly as JSON.parse, or what is not JSON, it lea
 t.test('a body\'s tail from its usage member; a nested last key leaves the body to JSON.parse', async (t) => {
   const table = compiledUsageTables.completions;
   const body = Buffer.from(JSON.stringify({ id: 'x', choices: [{ message: { content: '"usage": {"prompt_tokens": 99}' } }], usage: { prompt_tokens: 3, completion_tokens: 4 }, system_fingerprint: 'fp' }) + '\n');
-  t.same(scanUsageTail(body, body.lastIndexOf('"usage"'), table.bodyScan!), { counters: [3, 4, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined], usageOnlyChunk: false });
+  t.same(scanUsageTail(body, body.lastIndexOf('"usage"'), table.bodyScan!), { counters: [3, 4, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined, undefined], usageOnlyChunk: false });
   const nestedLast = Buffer.from('{"usage":{"prompt_tokens":1},"b":{"usage":2}}');
   t.equal(scanUsageTail(nestedLast, nestedLast.lastIndexOf('"usage"'), table.bodyScan!), undefined);
   for (const text of [body.toString(), nestedLast.toString(), '{"usage":[1]}', '<html>"usage"</html>', '{"usage":{"prompt_tokens":"1"}}']) {

@@ -78,6 +78,33 @@ for (const stream of [false, true]) {
   });
 }
 
+// Alibaba Model Studio's explicit cache (OpenAI-compatible chat): writes in
+// prompt_tokens_details.cache_creation_input_tokens, beside a cache_creation breakdown object
+// (alibabacloud.com/help/en/model-studio/context-cache). Reads and writes go in separate requests
+// there; both at once here, as the formula allows.
+const dashScopeUsage = {
+  prompt_tokens: prompt,
+  completion_tokens: OUTPUT,
+  total_tokens: prompt + OUTPUT,
+  prompt_tokens_details: { text_tokens: prompt, cached_tokens: READ, cache_creation: { ephemeral_5m_input_tokens: WRITTEN }, cache_creation_input_tokens: WRITTEN, cache_type: 'ephemeral' },
+};
+
+for (const stream of [false, true]) {
+  t.test(`completions ${stream ? 'stream' : 'body'}: DashScope's prompt_tokens_details.cache_creation_input_tokens is priced at the write price`, async (t) => {
+    const reply = stream
+      ? [
+          `data: ${JSON.stringify({ id: 'chatcmpl-3', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'hi' }, finish_reason: 'stop' }] })}\n\n`,
+          `data: ${JSON.stringify({ id: 'chatcmpl-3', object: 'chat.completion.chunk', choices: [], usage: dashScopeUsage })}\n\n`,
+          'data: [DONE]\n\n',
+        ].join('')
+      : JSON.stringify({ id: 'chatcmpl-3', object: 'chat.completion', choices: [], usage: dashScopeUsage });
+    const body = JSON.stringify({ model: 'team-m', messages: [], ...(stream ? { stream: true, stream_options: { include_usage: true } } : {}) });
+    const record = await pricedRequest(t, { channel: 'ch19', protocol: 'x-completions', path: '/v1/chat/completions', price: ALL_RATES, reply, contentType: stream ? 'text/event-stream' : 'application/json', body, headers: { 'content-type': 'application/json' } });
+    t.equal(record.cost, expectedCost(ALL_RATES));
+    t.same(record.usage, { input_tokens: prompt, output_tokens: OUTPUT, cached_tokens: READ, reasoning_tokens: 0 });
+  });
+}
+
 t.test('computeCost: reads and writes together never exceed the input', async (t) => {
   const price = { input_per_mtok: 1, output_per_mtok: 0, cached_input_per_mtok: 10, cache_write_per_mtok: 100 };
   // 600 read and 600 written of 1000 input: the reads are taken first, the writes are what remains.
