@@ -10,8 +10,8 @@ const REASONING = 'completion_tokens_details.reasoning_tokens';
  * to the output only when the total says so, as any compatible channel may point at xAI.
  * Cache hits: `prompt_tokens_details.cached_tokens`, else Moonshot's top-level
  * `cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`. Cache writes, part of
- * `prompt_tokens`: OpenRouter's `prompt_tokens_details.cache_write_tokens`
- * (openrouter.ai/docs/use-cases/usage-accounting), else Alibaba Model Studio's (DashScope)
+ * `prompt_tokens`: `prompt_tokens_details.cache_write_tokens` (OpenRouter,
+ * openrouter.ai/docs/use-cases/usage-accounting; OpenAI's GPT-5.6 and later), else Alibaba Model Studio's (DashScope)
  * explicit-cache `prompt_tokens_details.cache_creation_input_tokens`, billed at 125% of input
  * (alibabacloud.com/help/en/model-studio/context-cache). Audio, part of `prompt_tokens` and of
  * `completion_tokens`: `prompt_tokens_details.audio_tokens` and

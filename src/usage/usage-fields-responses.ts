@@ -8,6 +8,8 @@ import type { UsageFieldTable } from './usage-field-table.ts';
  * image_generation.completed and image_edit.completed events alike,
  * platform.openai.com/docs/api-reference/images/object); an image stream's completed event
  * carries its `usage` at the top level. The Responses API itself reports no per-modality input.
+ * Cache writes, part of `input_tokens`: `input_tokens_details.cache_write_tokens` (GPT-5.6 and
+ * later bill them above input; developers.openai.com/api/docs/guides/prompt-caching).
  */
 export const responsesUsageFields: UsageFieldTable = {
   style: 'responses',
@@ -16,6 +18,7 @@ export const responsesUsageFields: UsageFieldTable = {
     { raw: 'input_tokens', unified: 'input_tokens' },
     { raw: 'output_tokens', unified: 'output_tokens' },
     { raw: 'input_tokens_details.cached_tokens', unified: 'cached_tokens' },
+    { raw: 'input_tokens_details.cache_write_tokens', unified: 'cache_write_tokens' },
     { raw: 'input_tokens_details.image_tokens', unified: 'image_input_tokens' },
     { raw: 'output_tokens_details.reasoning_tokens', unified: 'reasoning_tokens' },
   ],

@@ -105,6 +105,26 @@ for (const stream of [false, true]) {
   });
 }
 
+// OpenAI's Responses API: writes in input_tokens_details.cache_write_tokens, beside the reads
+// (GPT-5.6 and later bill them at 1.25x input; developers.openai.com/api/docs/guides/prompt-caching).
+const responsesUsage = { input_tokens: prompt, input_tokens_details: { cached_tokens: READ, cache_write_tokens: WRITTEN }, output_tokens: OUTPUT, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: prompt + OUTPUT };
+const response = { id: 'resp_1', object: 'response', status: 'completed', output: [], usage: responsesUsage };
+
+for (const stream of [false, true]) {
+  t.test(`responses ${stream ? 'stream' : 'body'}: input_tokens_details.cache_write_tokens is priced at the write price`, async (t) => {
+    const reply = stream
+      ? [
+          `event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...response, status: 'in_progress', usage: null } })}\n\n`,
+          `event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 1, response })}\n\n`,
+        ].join('')
+      : JSON.stringify(response);
+    const body = JSON.stringify({ model: 'team-m', input: 'hi', ...(stream ? { stream: true } : {}) });
+    const record = await pricedRequest(t, { channel: 'ch09', protocol: 'x-responses', path: '/v1/responses', price: ALL_RATES, reply, contentType: stream ? 'text/event-stream' : 'application/json', body, headers: { 'content-type': 'application/json' } });
+    t.equal(record.cost, expectedCost(ALL_RATES));
+    t.same(record.usage, { input_tokens: prompt, output_tokens: OUTPUT, cached_tokens: READ, reasoning_tokens: 0 });
+  });
+}
+
 t.test('computeCost: reads and writes together never exceed the input', async (t) => {
   const price = { input_per_mtok: 1, output_per_mtok: 0, cached_input_per_mtok: 10, cache_write_per_mtok: 100 };
   // 600 read and 600 written of 1000 input: the reads are taken first, the writes are what remains.
