@@ -16,6 +16,8 @@ const ERROR_SHAPE_TABLE: Record<number | 'default', FailureVocabulary> = {
   408: { completions: 'invalid_request_error', messages: 'timeout_error', generate: 'DEADLINE_EXCEEDED' },
   413: { completions: 'invalid_request_error', messages: 'request_too_large', generate: 'INVALID_ARGUMENT' },
   415: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
+  // Headers over node's limit (src/http/parser-failure.ts): the client's request, not a failure of the gateway.
+  431: { completions: 'invalid_request_error', messages: 'invalid_request_error', generate: 'INVALID_ARGUMENT' },
   429: { completions: 'rate_limit_error', messages: 'rate_limit_error', generate: 'RESOURCE_EXHAUSTED' },
   // OpenAI's word for its own 5xx (`api_error` is the messages vendor's).
   501: { completions: 'server_error', messages: 'api_error', generate: 'UNIMPLEMENTED' },

@@ -43,6 +43,11 @@ export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: Inco
   return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
 }
 
+/** The error shape of a request refused before its route's own checks: its route's, else as for a path no endpoint takes. */
+export function errorStyleOfMatch(match: RouteMatch, headers: IncomingHttpHeaders, path: string, keyFrom?: KeyLocation): OperationEntry['error_style'] {
+  return match.found ? errorStyleOf(match.target, headers, keyFrom) : unmatchedErrorStyle(match.near, headers, path, keyFrom);
+}
+
 /**
  * `match`, or, when no endpoint took the path and the model list nearest to it answers this
  * request in generate shape, that list's `{model}` as a resource name spanning segments: genai's

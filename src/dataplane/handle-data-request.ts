@@ -28,7 +28,7 @@ import type { AccessKeyRecord } from '../store/records.ts';
 import { STORED_OBJECTS_KEPT } from '../store/stored-object-store.ts';
 import { answersToRequestLimitsOnly, quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
-import { errorStyleOf, listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
+import { errorStyleOfMatch, listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
 import { bodyFramingRefusal } from './check-transfer-coding.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { forwardedQuery } from './forwarded-query.ts';
@@ -128,7 +128,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const match = withResourceName(routes, req.method ?? 'GET', path, req.headers, modelListHead(routes, req.method, path) ?? matchRoute(routes, req.method ?? 'GET', path), presented?.from);
       const unframed = bodyFramingRefusal(req, res);
       if (unframed !== undefined) {
-        errorStyle = match.found ? errorStyleOf(match.target, req.headers, presented?.from) : unmatchedErrorStyle(match.near, req.headers, path, presented?.from);
+        errorStyle = errorStyleOfMatch(match, req.headers, path, presented?.from);
         throw unframed;
       }
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented.value) ?? (await snapshot.accessKey(presented.value)));

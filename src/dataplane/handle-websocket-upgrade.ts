@@ -27,7 +27,7 @@ import { TRY_AGAIN_LATER } from './session-close-code.ts';
 import { sessionUpstreamQuery } from './session-upstream-query.ts';
 import { SessionWebSocket } from './session-websocket.ts';
 import { renderErrorBody } from './render-error-body.ts';
-import { errorStyleOf, unmatchedErrorStyle } from './error-style-choice.ts';
+import { errorStyleOfMatch } from './error-style-choice.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { SESSION_USAGE_STYLE_BY_PROTOCOL } from './session-usage-style.ts';
 import { withSetupModel } from './live-setup-model.ts';
@@ -124,7 +124,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const presented = presentedAccessKey(req.headers, query);
       if (!match.found || match.target.kind !== 'operation' || match.target.operation.body !== 'websocket') {
         // Only where the caller serves every upgrade here (the server serves these as plain requests: `serves`).
-        style = match.found ? errorStyleOf(match.target, req.headers, presented?.from) : unmatchedErrorStyle(match.near, req.headers, path, presented?.from);
+        style = errorStyleOfMatch(match, req.headers, path, presented?.from);
         throw new DataPlaneError('route_not_found');
       }
       const op = match.target.operation;

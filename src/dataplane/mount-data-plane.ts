@@ -6,6 +6,8 @@ import { createDataPlaneHandler } from './handle-data-request.ts';
 import { createUpgradeHandler } from './handle-websocket-upgrade.ts';
 import { resetSpoolDir } from './reset-spool-dir.ts';
 import { InFlightRequests } from './in-flight-requests.ts';
+import { compileRouteTable } from '../handlers/compile-route-table.ts';
+import { parserFailureAnswer } from './parser-failure-answer.ts';
 
 /**
  * Mounts the data plane beside the management plane: the server hands every path outside
@@ -26,10 +28,12 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
       log(`switchyard: the stored objects remembered before this start could not be read (${error instanceof Error ? error.message : String(error)}): calls naming them are routed as any call, open to any key, and background responses among them are not billed`);
     });
     const upgrade = createUpgradeHandler(deps);
+    const routes = compileRouteTable();
     return {
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
       servesUpgrade: (req) => upgrade.serves(req),
+      parserFailure: (failure, head) => parserFailureAnswer(routes, failure, head),
       endSessions: () => upgrade.close(),
       cutOff: () => inFlight.endAll('shutting_down', () => upstream.destroy()),
       close: async () => {

@@ -5,9 +5,10 @@ import { errorShapeOf } from './error-shape-table.ts';
 
 /**
  * The error body a client of `style` parses, carrying the gateway's reason code; the messages
- * style also carries `requestId` at its top level, as its vendor's errors do.
+ * style also carries `requestId` at its top level, as its vendor's errors do (null for an answer
+ * no record is kept of: a request node's parser refused).
  */
-export function renderErrorBody(style: ErrorStyle, status: number, code: string, message: string, requestId: string): string {
+export function renderErrorBody(style: ErrorStyle, status: number, code: string, message: string, requestId: string | null): string {
   const names = errorShapeOf(status);
   switch (style) {
     case 'completions':

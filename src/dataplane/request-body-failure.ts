@@ -26,5 +26,10 @@ const CLIENT_ENDED_MID_MESSAGE = 'HPE_INVALID_EOF_STATE';
 export function brokenBodyFraming(req: IncomingMessage): DataPlaneError | undefined {
   if (req.complete) return undefined;
   const code = (req.socket?.errored as NodeJS.ErrnoException | null | undefined)?.code;
-  return code?.startsWith('HPE_') && code !== CLIENT_ENDED_MID_MESSAGE ? new DataPlaneError('invalid_request_body', 'Its framing is broken.') : undefined;
+  return code?.startsWith('HPE_') && code !== CLIENT_ENDED_MID_MESSAGE ? brokenFramingError() : undefined;
+}
+
+/** A body whose framing node's parser refused: what its record says and its answer (src/server/answer-client-errors.ts) says alike. */
+export function brokenFramingError(): DataPlaneError {
+  return new DataPlaneError('invalid_request_body', 'Its framing is broken.');
 }

@@ -30,6 +30,10 @@ export const REFUSAL_REASONS = {
   invalid_query_parameter: { status: 400, message: 'A query parameter is malformed or out of range.' },
   // Google's `alt=proto` or `alt=media`: an answer in a format whose usage the gateway cannot read would go uncounted.
   unsupported_response_format: { status: 400, message: 'The response format asked for (alt, callback) is not supported: use json, or sse for a stream.' },
+  // node's parser refused the request's head before any handler ran (src/http/parser-failure.ts); the connection is closed.
+  malformed_request: { status: 400, message: 'The request is not valid HTTP/1.1 (its request line or a header); the connection is closed.' },
+  request_headers_too_large: { status: 431, message: 'The request headers are too large; the connection is closed.' },
+  request_headers_timeout: { status: 408, message: 'The request headers did not arrive in time; the connection is closed.' },
   invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
   invalid_request_body: { status: 400, message: 'The request body is not what this endpoint accepts.' },
   model_missing: { status: 400, message: 'The request names no model.' },

@@ -64,6 +64,22 @@ export const ERROR_CODES = {
     status: 405,
     message: { en: 'This route does not accept this HTTP method.', 'zh-CN': '此路由不接受该 HTTP 方法。' },
   },
+  // node's parser refused the request before any route saw it (src/http/parser-failure.ts); its connection is closed.
+  MALFORMED_REQUEST: {
+    status: 400,
+    message: {
+      en: 'The request is not valid HTTP/1.1 (its request line, a header, or the framing of its body); the connection is closed.',
+      'zh-CN': '请求不是有效的 HTTP/1.1（请求行、某个请求头或请求体的分帧有误）；连接已关闭。',
+    },
+  },
+  REQUEST_HEADERS_TOO_LARGE: {
+    status: 431,
+    message: { en: 'The request headers are too large; the connection is closed.', 'zh-CN': '请求头过大；连接已关闭。' },
+  },
+  REQUEST_HEADERS_TIMEOUT: {
+    status: 408,
+    message: { en: 'The request headers did not arrive in time; the connection is closed.', 'zh-CN': '请求头未能及时到达；连接已关闭。' },
+  },
   REQUEST_TOO_LARGE: {
     status: 413,
     message: { en: 'The request body is too large.', 'zh-CN': '请求体过大。' },

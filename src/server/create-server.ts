@@ -9,7 +9,6 @@ import type { ServerLog } from '../http/error-middleware.ts';
 import { SchemaValidator } from '../http/schema-validator.ts';
 import type { ManagementDeps } from '../management/context.ts';
 import type { CredentialFlowProvider } from '../management/credential-flows.ts';
-import { API_PREFIX } from '../management/build-router.ts';
 import { createManagementApp } from '../management/management-app.ts';
 import type { ModelDiscovery } from '../management/model-discovery.ts';
 import { BUNDLED_PRICE_LIST, parsePriceList } from '../management/price-catalog.ts';
@@ -34,6 +33,8 @@ import { closedAfterAnswer } from '../http/drain-after-answer.ts';
 import { isConnectionGoneError } from '../http/connection-gone-error.ts';
 import { holdContinue } from '../http/expect-continue.ts';
 import { originForm } from './origin-form.ts';
+import { isManagementPath } from './management-path.ts';
+import { answerClientErrors, type ParserFailureAnswer } from './answer-client-errors.ts';
 
 /** What the data plane gets when the server mounts it. */
 export interface DataPlaneMountDeps {
@@ -60,6 +61,8 @@ export interface MountedDataPlane {
   cutOff?: () => Promise<void>;
   /** Waits for every request's handler to finish (its log record written), then releases the rest (upstream connections). */
   close?: () => Promise<void>;
+  /** Answers, in the data plane's error shape, a request outside /api that node's parser refused. */
+  parserFailure?: ParserFailureAnswer;
 }
 
 export type DataPlaneMount = (app: Koa, deps: DataPlaneMountDeps) => MountedDataPlane | void | Promise<MountedDataPlane | void>;
@@ -172,8 +175,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     const koa = app.callback();
     const dataRequest = dataPlane.request;
     // No deadline on a whole request (node's is 300 s): an upload that keeps coming is not cut.
-    // The headers keep node's deadline, CLIENT_SILENCE_MS (a client slower gets node's bare 408,
-    // no record), checked every CLIENT_SILENCE_CHECK_MS.
+    // The headers keep node's deadline, CLIENT_SILENCE_MS (a client slower gets a 408, no
+    // record: answerClientErrors), checked every CLIENT_SILENCE_CHECK_MS.
     // A body that goes silent is bounded instead: the data plane answers it 408
     // (stream_idle_timeout_seconds), the management plane ends its connection (json-body.ts).
     const serve = (req: IncomingMessage, res: ServerResponse, expectsContinue: boolean): void => {
@@ -181,7 +184,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       if (closedAfterAnswer(req.socket)) return void req.socket.destroy();
       drain.admit(res);
       const url = originForm(req);
-      if (dataRequest === undefined || url === API_PREFIX || url.startsWith(`${API_PREFIX}/`) || url.startsWith(`${API_PREFIX}?`)) {
+      if (dataRequest === undefined || isManagementPath(url)) {
         // The management plane reads any body it is sent: nothing gained by holding the 100 back.
         if (expectsContinue) res.writeContinue();
         void koa(req, res);
@@ -194,6 +197,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
     // `Expect: 100-continue`: without this listener node sends the 100 before any handler runs.
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
     const drain = new ConnectionDrain(server);
+    answerClientErrors(server, dataRequest === undefined ? undefined : dataPlane.parserFailure, log);
     const { upgrade, servesUpgrade } = dataPlane;
     // What throws in an event listener of the server ends the process: a choice that fails on
     // the client's request leaves its upgrade to the plain request's path, which answers any target.

@@ -8,7 +8,7 @@ const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
  * use the gateway as its proxy sends) becomes its path and query, so that both planes route
  * it. Any other target not starting with `/` (`*`, an authority) is left as it came.
  */
-export function originForm(req: IncomingMessage): string {
+export function originForm(req: Pick<IncomingMessage, 'url'>): string {
   const url = req.url ?? '/';
   if (url.startsWith('/')) return url;
   const scheme = ABSOLUTE_FORM.exec(url);

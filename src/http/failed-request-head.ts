@@ -1,0 +1,51 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+
+/** What can be told of a request node's parser refused: enough to choose the plane and error shape that answer it. */
+export interface RequestHead {
+  method: string;
+  /** As sent, or in origin form once the server has read it (src/server/origin-form.ts). */
+  target: string;
+  headers: IncomingHttpHeaders;
+}
+
+/** `METHOD SP target SP HTTP/x.y`, loosely: a lowercase method or raw non-ASCII bytes are what was refused. */
+const REQUEST_LINE = /^(\S+) (\S+) HTTP\/\d\.\d$/;
+
+/**
+ * The head of the request a parser error (`clientError`) is about: that of `answering`, the
+ * request being served on the connection, when its body is what failed; else read from the
+ * bytes node was parsing (`rawPacket`), back from where it stopped (`bytesParsed`) to the
+ * nearest request line, so that a request pipelined behind another is the one read (the end of
+ * a body pipelined ahead of it with no line end runs into its method). Undefined
+ * when there are no such bytes (the headers deadline) or no request line in them (a head
+ * longer than one read).
+ */
+export function failedRequestHead(err: { rawPacket?: unknown; bytesParsed?: unknown }, answering: IncomingMessage | undefined): RequestHead | undefined {
+  if (answering !== undefined && !answering.complete) return { method: answering.method ?? 'GET', target: answering.url ?? '/', headers: answering.headers };
+  if (!Buffer.isBuffer(err.rawPacket)) return undefined;
+  const lines = err.rawPacket.toString('latin1').split('\n');
+  const stop = typeof err.bytesParsed === 'number' ? err.bytesParsed : err.rawPacket.length;
+  // The line holding the byte the parser stopped before (or at the packet's end), then back.
+  let at = 0;
+  let last = 0;
+  while (last < lines.length - 1 && at + lines[last]!.length + 1 <= stop) at += lines[last++]!.length + 1;
+  for (let i = last; i >= 0; i--) {
+    const line = REQUEST_LINE.exec(lines[i]!.replace(/\r$/, ''));
+    if (line !== null) return { method: line[1]!, target: line[2]!, headers: headerFields(lines.slice(i + 1)) };
+  }
+  return undefined;
+}
+
+/** The header fields up to the head's end, names lowercased; the first of a repeated name, as node keeps most. */
+function headerFields(lines: readonly string[]): IncomingHttpHeaders {
+  const headers: Record<string, string> = {};
+  for (const raw of lines) {
+    const line = raw.replace(/\r$/, '');
+    if (line === '') break;
+    const colon = line.indexOf(':');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).trim().toLowerCase();
+    headers[name] ??= line.slice(colon + 1).trim();
+  }
+  return headers;
+}

@@ -1,0 +1,49 @@
+import { STATUS_CODES, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { drainingAfterAnswer } from '../http/drain-after-answer.ts';
+import type { ServerLog } from '../http/error-middleware.ts';
+import { failedRequestHead, type RequestHead } from '../http/failed-request-head.ts';
+import { parserFailureEnvelope } from '../http/parser-failure-envelope.ts';
+import { parserFailureOf, type ParserFailure } from '../http/parser-failure.ts';
+import { isManagementPath } from './management-path.ts';
+import { originForm } from './origin-form.ts';
+
+/** How a plane answers a parser failure: node's status for it, and a JSON body in the plane's error shape. */
+export type ParserFailureAnswer = (failure: ParserFailure, head: RequestHead | undefined) => { status: number; body: string };
+
+type ParserError = NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: unknown };
+
+/**
+ * Answers what node's HTTP parser refuses (conflicting or malformed framing headers, a lowercase
+ * method, raw non-ASCII bytes in the target, headers over the limit, a broken chunk, a head past
+ * the headers deadline) as node would, with its status and `connection: close`, but with a JSON
+ * body carrying a stable code instead of none: the management envelope for /api, else the data
+ * plane's error shape (`dataPlane`), the completions shape when nothing of the head can be read.
+ * Nothing is written where node writes nothing either: a connection gone or no longer writable,
+ * or one whose answer has begun (or been sent, the rest of its body being drained: node wrote
+ * a stray 400 after it). Without `dataPlane` every path is answered as the management plane's.
+ */
+export function answerClientErrors(server: Server, dataPlane: ParserFailureAnswer | undefined, log: ServerLog): void {
+  server.on('clientError', (err: ParserError, socket: Socket) => {
+    // Where node:http keeps the answer the connection is writing (its own clientError default reads it too).
+    const answering = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+    if (err.code === 'ECONNRESET' || !socket.writable || answering?.headersSent === true || drainingAfterAnswer(socket)) return void socket.destroy(err);
+    try {
+      const inBody = answering !== undefined && !answering.req.complete;
+      const raw = failedRequestHead(err, answering?.req);
+      const head = raw && { ...raw, target: originForm({ url: raw.target }) };
+      const failure = parserFailureOf(err.code, inBody);
+      const management = dataPlane === undefined || (head !== undefined && isManagementPath(head.target));
+      const { status, body } = management ? parserFailureEnvelope(failure, head) : dataPlane(failure, head);
+      // Each plane's own headers: Koa's JSON type and `no-store` (every management answer's), or the data plane's type.
+      const own = management ? ['content-type: application/json; charset=utf-8', 'cache-control: no-store'] : ['content-type: application/json'];
+      const fields = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, ...own, `content-length: ${Buffer.byteLength(body)}`, 'connection: close'];
+      // A HEAD is answered without the body its length is given for.
+      socket.write(`${fields.join('\r\n')}\r\n\r\n${head?.method === 'HEAD' ? '' : body}`);
+    } catch (error) {
+      log(`switchyard: answering a request node's parser refused failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    }
+    // With the parser's error, as node does: a body's reader reads the failure from it (brokenBodyFraming).
+    socket.destroy(err);
+  });
+}
