@@ -17,6 +17,7 @@ export function requestFeatures(operationStream: string, body: Record<string, un
   if (format === 'url') f.output_format = 'url';
   else if (format === 'b64_json') f.output_format = 'base64';
   if (continuesStoredState(body)) f.previous_response = true;
+  if (body['background'] === true) f.background = true;
   const kind = strongerKind(strongerKind(inputKindOf(body['input']), inputKindOf(body['query'])), inputKindOf(body['documents']));
   if (kind !== undefined) f.input_kind = kind;
   return f;

@@ -71,12 +71,12 @@ export class RoutePlans {
 }
 
 /**
- * The features as a map key: a number for the common ones (stream, previous response), text
+ * The features as a map key: a number for the common ones (stream, previous response, background), text
  * when others are set. A number a client chooses stands as its class among the rules'
  * thresholds; the texts come from closed sets (requestFeatures maps what a client sends).
  */
 function featuresId(f: RouteFeatures): number | string {
-  const flags = (f.stream === true ? 1 : 0) | (f.previous_response === true ? 2 : 0);
+  const flags = (f.stream === true ? 1 : 0) | (f.previous_response === true ? 2 : 0) | (f.background === true ? 4 : 0);
   if (f.image_count === undefined && f.input_kind === undefined && f.output_format === undefined && f.sub_operation === undefined) return flags;
   const images = f.image_count === undefined ? '' : thresholdClass('image_count', f.image_count);
   return `${flags}|${images}|${f.input_kind ?? ''}|${f.output_format ?? ''}|${f.sub_operation ?? ''}`;

@@ -11,6 +11,8 @@ export interface RouteFeatures {
   sub_operation?: string;
   /** The request continues state the upstream stored (previous_response_id, or a conversation). */
   previous_response?: boolean;
+  /** The request asks the upstream to keep the response and run it in the background (`background: true`). */
+  background?: boolean;
 }
 
 export type FeatureName = keyof RouteFeatures;

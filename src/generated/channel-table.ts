@@ -2796,6 +2796,10 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
               {
                 "feature": "previous_response",
                 "equals": true
+              },
+              {
+                "feature": "background",
+                "equals": true
               }
             ]
           }
@@ -2897,6 +2901,10 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
             "refuse_when": [
               {
                 "feature": "previous_response",
+                "equals": true
+              },
+              {
+                "feature": "background",
                 "equals": true
               }
             ]

@@ -33,10 +33,12 @@ t.test('stream flag by the operation kind, and the other features read from the 
   t.equal(requestFeatures('always', {}, NO_QUERY).stream, true);
   t.equal(requestFeatures('query_flag', {}, new URLSearchParams('stream=true')).stream, true);
   t.equal(requestFeatures('optional', { stream: 'true' }, NO_QUERY).stream, true);
-  t.same(requestFeatures('never', { n: 2, response_format: 'b64_json', previous_response_id: 'resp_1' }, NO_QUERY), {
+  t.same(requestFeatures('never', { n: 2, response_format: 'b64_json', previous_response_id: 'resp_1', background: true }, NO_QUERY), {
     stream: false,
     image_count: 2,
     output_format: 'base64',
     previous_response: true,
+    background: true,
   });
+  t.notOk('background' in requestFeatures('optional', { background: 'true' }, NO_QUERY), 'only the boolean asks for a background response');
 });

@@ -50,3 +50,38 @@ for (const channel of ['ch29', 'ch30']) {
     t.equal(upstream.requests[0]?.url, '/v1/responses');
   });
 }
+
+// A background response is kept by the upstream until it is retrieved, and note 11 also says
+// the responses resource endpoints are unsupported on these channels: its result could never
+// be read, nor its usage counted (a background create answers queued, with none).
+for (const channel of ['ch29', 'ch30']) {
+  t.test(`${channel}: a background responses creation is refused with note 11, never forwarded; the same key's plain one is`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'resp_1', object: 'response', status: 'queued', output: [], usage: null }));
+    });
+    const { keyValue } = await seedRoute(gw.store, { channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], protocols: ['x-responses'] });
+    const create = (body: Record<string, unknown>) => fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
+
+    // A plain create first, so a plan kept for it would be the one the background create met.
+    const plain = await create({ background: false });
+    t.equal(plain.status, 200, 'background: false is forwarded');
+    await plain.arrayBuffer();
+    // The last one's input is over the 1 MiB a body is parsed whole up to: spooled, and scanned for `background` too.
+    const cases: [string, Record<string, unknown>][] = [
+      ['background', { background: true }],
+      ['background and stream', { background: true, stream: true }],
+      ['background, spooled', { background: true, input: 'x'.repeat(1.5 * 1024 * 1024) }],
+    ];
+    for (const [label, body] of cases) {
+      const res = await create(body);
+      t.equal(res.status, 400, `${label}: 400`);
+      const answer = (await res.json()) as { error?: { code: string; message: string } };
+      t.equal(answer.error?.code, 'restricted_by_channel_note', `${label}: refused by a channel note`);
+      t.match(answer.error?.message, /refuses background = true \(note 11\)$/, `${label}: names note 11`);
+      const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+      t.match(record, { error_code: 'restricted_by_channel_note', attempt_count: 0 }, `${label}: recorded as refused`);
+    }
+    t.equal(upstream.requests.length, 1, 'only the plain create reached the upstream');
+  });
+}

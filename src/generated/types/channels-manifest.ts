@@ -144,7 +144,14 @@ export interface LimitRule {
  * via the `definition` "Condition".
  */
 export interface FeatureCondition {
-  feature: 'stream' | 'image_count' | 'input_kind' | 'output_format' | 'sub_operation' | 'previous_response';
+  feature:
+    | 'stream'
+    | 'image_count'
+    | 'input_kind'
+    | 'output_format'
+    | 'sub_operation'
+    | 'previous_response'
+    | 'background';
   equals?: string | number | boolean;
   not_equals?: string | number | boolean;
   greater_than?: number;

@@ -85,7 +85,14 @@ export interface CellLimit {
  * via the `definition` "Condition".
  */
 export interface RefuseCondition {
-  feature: 'stream' | 'image_count' | 'input_kind' | 'output_format' | 'sub_operation' | 'previous_response';
+  feature:
+    | 'stream'
+    | 'image_count'
+    | 'input_kind'
+    | 'output_format'
+    | 'sub_operation'
+    | 'previous_response'
+    | 'background';
   equals?: string | number | boolean;
   not_equals?: string | number | boolean;
   greater_than?: number;
