@@ -3107,7 +3107,21 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "RC": {
         "mode": "N",
-        "limits": []
+        "limits": [
+          {
+            "note": 3,
+            "mode": "N",
+            "restrictions": [
+              "no_background"
+            ],
+            "refuse_when": [
+              {
+                "feature": "background",
+                "equals": true
+              }
+            ]
+          }
+        ]
       },
       "MS": {
         "mode": "N",
@@ -3220,7 +3234,21 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "RC": {
         "mode": "N",
-        "limits": []
+        "limits": [
+          {
+            "note": 3,
+            "mode": "N",
+            "restrictions": [
+              "no_background"
+            ],
+            "refuse_when": [
+              {
+                "feature": "background",
+                "equals": true
+              }
+            ]
+          }
+        ]
       },
       "MS": {
         "mode": "N",
@@ -3312,7 +3340,21 @@ export const CHANNELS: Readonly<Record<ChannelId, ChannelEntry>> = {
       },
       "RC": {
         "mode": "N",
-        "limits": []
+        "limits": [
+          {
+            "note": 3,
+            "mode": "N",
+            "restrictions": [
+              "no_background"
+            ],
+            "refuse_when": [
+              {
+                "feature": "background",
+                "equals": true
+              }
+            ]
+          }
+        ]
       },
       "MS": {
         "mode": "N",

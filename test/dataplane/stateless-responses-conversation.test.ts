@@ -1,7 +1,7 @@
 import t from 'tap';
 import { requestFeatures } from '../../src/dataplane/request-features.ts';
 import { seedRoute, startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { waitForLog } from './helpers/dataplane-scenarios.ts';
+import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // Spec note 11: on ch29 and ch30 "responses creation is stateless". A `conversation` continues
 // state the upstream would have stored, as `previous_response_id` does, so both are refused
@@ -51,16 +51,18 @@ for (const channel of ['ch29', 'ch30']) {
   });
 }
 
-// A background response is kept by the upstream until it is retrieved, and note 11 also says
-// the responses resource endpoints are unsupported on these channels: its result could never
-// be read, nor its usage counted (a background create answers queued, with none).
-for (const channel of ['ch29', 'ch30']) {
-  t.test(`${channel}: a background responses creation is refused with note 11, never forwarded; the same key's plain one is`, async (t) => {
+// A background response is kept by the upstream until it is retrieved, and notes 11 (ch29,
+// ch30) and 3 (ch32 to ch34) say retrieval is unsupported on these channels: its result could
+// never be read, nor its usage counted (a background create answers queued, with none).
+for (const [channel, note] of [['ch29', 11], ['ch30', 11], ['ch32', 3], ['ch33', 3], ['ch34', 3]] as const) {
+  t.test(`${channel}: a background responses creation is refused with note ${note}, never forwarded; the same key's plain one is`, async (t) => {
     const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ id: 'resp_1', object: 'response', status: 'queued', output: [], usage: null }));
     });
-    const { keyValue } = await seedRoute(gw.store, { channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], protocols: ['x-responses'] });
+    // The channel's own credential kind: ch32 to ch34 take a base URL with the key.
+    await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-upstream-1'] });
+    const { keyValue } = await createKey(gw.store, { protocols: ['x-responses'] });
     const create = (body: Record<string, unknown>) => fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', ...body }) });
 
     // A plain create first, so a plan kept for it would be the one the background create met.
@@ -78,7 +80,7 @@ for (const channel of ['ch29', 'ch30']) {
       t.equal(res.status, 400, `${label}: 400`);
       const answer = (await res.json()) as { error?: { code: string; message: string } };
       t.equal(answer.error?.code, 'restricted_by_channel_note', `${label}: refused by a channel note`);
-      t.match(answer.error?.message, /refuses background = true \(note 11\)$/, `${label}: names note 11`);
+      t.match(answer.error?.message, new RegExp(`refuses background = true \\(note ${note}\\)$`), `${label}: names note ${note}`);
       const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
       t.match(record, { error_code: 'restricted_by_channel_note', attempt_count: 0 }, `${label}: recorded as refused`);
     }
