@@ -38,10 +38,29 @@ const googleErrorReasons: readonly GoogleErrorReasonRow[] = [
   { raw: 'ACCOUNT_STATE_INVALID', unified: 'credential' },
 ];
 
+/**
+ * Fragments of the message of a refusal in Google's shape that carries no ErrorInfo, yet refuses
+ * the key (or its project) whatever the request asks: without them it would read as a refusal
+ * about a file or a tuned model, passed on with the dead key kept. Whole phrases, matched
+ * without regard to case. Its verdict's reason names the error's `status`.
+ */
+const keyRefusalMessages: readonly string[] = [
+  // Gemini API, 403 PERMISSION_DENIED with no details, "Your API key was reported as leaked.
+  // Please use another API key." (googleapis/python-genai#1764, google-gemini-php/laravel#47).
+  'your api key was reported as leaked',
+  // Gemini API, 403 PERMISSION_DENIED with no details, "Your project has been denied access.
+  // Please contact support." (poenl/gemini-api#8).
+  'your project has been denied access',
+];
+
 /** What an error answer in Google's shape says beyond its status. */
 export interface GoogleErrorDetails {
   /** The ErrorInfo reason, as sent; undefined when the body gives none. */
   reason: string | undefined;
+  /** The error's `status` ("PERMISSION_DENIED"), as sent. */
+  status: string;
+  /** The error's `message`; undefined when not a string. */
+  message: string | undefined;
   /** RetryInfo's `retryDelay`, in ms; undefined when the body gives none (or not as a duration). */
   retryDelayMs: number | undefined;
 }
@@ -62,15 +81,21 @@ export function readGoogleError(body: Buffer): GoogleErrorDetails | undefined {
   const retry = details.find((d) => d['@type'] === RETRY_INFO);
   return {
     reason: typeof info?.['reason'] === 'string' ? info['reason'] : undefined,
+    status: error['status'],
+    message: typeof error['message'] === 'string' ? error['message'] : undefined,
     retryDelayMs: typeof retry?.['retryDelay'] === 'string' ? durationMs(retry['retryDelay']) : undefined,
   };
 }
 
-/** The ErrorInfo reason when it condemns the credential (as the request sent it), else undefined. */
+/**
+ * The ErrorInfo reason when it condemns the credential (as the request sent it), or the error's
+ * status when, with no reason, its message does (keyRefusalMessages); else undefined.
+ */
 export function credentialReason(details: GoogleErrorDetails, clientHeaders: HeaderMap): string | undefined {
   const row = googleErrorReasons.find((r) => r.raw === details.reason);
-  if (row === undefined || row.unlessClientSent?.some((name) => clientHeaders[name] !== undefined)) return undefined;
-  return row.raw;
+  if (row !== undefined) return row.unlessClientSent?.some((name) => clientHeaders[name] !== undefined) ? undefined : row.raw;
+  const message = details.reason === undefined ? details.message?.toLowerCase() : undefined;
+  return message !== undefined && keyRefusalMessages.some((fragment) => message.includes(fragment)) ? details.status : undefined;
 }
 
 const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';

@@ -189,3 +189,18 @@ for (const framing of STREAM_FRAMINGS) {
     t.match(state('sk-revoked'), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
   });
 }
+
+// Key refusals Google sends with no ErrorInfo, only their message (googleapis/python-genai#1764,
+// poenl/gemini-api#8): without it read they look like a refusal about a file, and the dead key stays.
+for (const message of ['Your API key was reported as leaked. Please use another API key.', 'Your project has been denied access. Please contact support.']) {
+  t.test(`a 403 PERMISSION_DENIED "${message}" disables the key and the next serves`, async (t) => {
+    const body = JSON.stringify({ error: { code: 403, message, status: 'PERMISSION_DENIED' } });
+    const { upstream, listed, generate } = await setup(t, ['sk-leaked', 'sk-good'], (req, res) => (secretOf(req) === 'sk-leaked' ? send(res, 403, body) : generateOk(res)));
+    // Equal weights take turns: the leaked key is met within two requests.
+    t.same([(await generate('x')).status, (await generate('y')).status, (await generate('z')).status], [200, 200, 200], 'every request is served');
+    t.equal(upstream.requests.filter((r) => secretOf(r) === 'sk-leaked').length, 1, 'the leaked key is tried once, then no more');
+    const state = await listed();
+    t.match(state('sk-leaked'), { state: 'disabled', disabled_reason: 'upstream answered 403 PERMISSION_DENIED' });
+    t.equal(state('sk-good').state, 'active');
+  });
+}
