@@ -24,7 +24,11 @@ interface ErrorCodeRow {
   unified: NotTheKey;
 }
 
-/** Codes whose 401/403 is no verdict on the key: the next key or Group is tried, and the last such answer goes to the client as sent. */
+/**
+ * Codes whose 401/403 is no verdict on the key: the next key or Group is tried, and the last such
+ * answer goes to the client as sent. A `billing` code is also read on a 400, which some vendors
+ * answer an account out of credit with (judge-upstream-answer.ts).
+ */
 const errorCodes: readonly ErrorCodeRow[] = [
   // OpenAI, 403 "Project `proj_…` does not have access to model `gpt-4.1`" (a model that does not exist is a 404, never failed over).
   { style: 'completions', raw: 'model_not_found', unified: 'request' },
@@ -60,7 +64,7 @@ const TOKEN_LIKE = /^(?=[0-9_.-]*[A-Za-z])[A-Za-z0-9_.-]{1,64}$/;
 const tokenLike = (value: unknown): string | undefined => (typeof value === 'string' && TOKEN_LIKE.test(value) ? value : undefined);
 
 /**
- * Reads a 401/403 answer in the style's error shape (its body up to ERROR_BODY_PARSE_LIMIT): its
+ * Reads a 400/401/403 answer in the style's error shape (its body up to ERROR_BODY_PARSE_LIMIT): its
  * code by errorCodes, then its message by the
  * fragments of refusal-messages-not-the-key.ts. A 403 that is a web page (a CDN's or firewall's
  * challenge or block, not the vendor's API) is about the gateway's address; a 401 is not

@@ -4,7 +4,7 @@ import { verdictFor, type CredentialVerdict, type VerdictCooldowns } from './cre
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { credentialReason, readGoogleError } from './google-error-reasons.ts';
 import { readRefusal } from './error-codes-not-the-key.ts';
-import { saysOrganizationDisabled } from './organization-disabled.ts';
+import { saysKeyRefused } from './key-refusals-with-400.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
 export interface AnswerJudgement {
@@ -16,22 +16,23 @@ export interface AnswerJudgement {
 
 /**
  * Whether an error answer is to be read before it is judged, because its body says more than its
- * status: any in Google's shape (generate style), a 401/403 in OpenAI's or Anthropic's
- * (completions and messages styles, whose other statuses the status alone judges), and a 400 in
- * Anthropic's, which is how Anthropic says that the account is out of credit or disabled.
+ * status: any in Google's shape (generate style), and a 400/401/403 in OpenAI's or Anthropic's
+ * (completions and messages styles, whose other statuses the status alone judges): a 400 is how
+ * Anthropic and xAI say that the key is refused or its account out of credit.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
-  op.error_style === 'generate' ||
-  ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 401 || status === 403)) ||
-  (op.error_style === 'messages' && status === 400);
+  op.error_style === 'generate' || ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 400 || status === 401 || status === 403));
 
 /**
- * Judges an upstream error answer. In the generate style, `body` (the answer's body, read whole,
- * when it was) in Google's error shape decides first: an ErrorInfo reason that condemns the key
- * (google-error-reasons.ts) disables it and fails over, whatever the status (400 for an invalid
- * or expired key); a 401/403 without one is about what the request asked for (a file, a cached
- * content or a tuned model that is not the key's, or gone) and goes to the client as sent, no
- * verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. In the
+ * Judges an upstream error answer. `body` (the answer's body, read whole, when it was) in Google's
+ * error shape decides first: an ErrorInfo reason that condemns the key, or with none a message
+ * that does (google-error-reasons.ts), disables it and fails over, whatever the status (400 for
+ * an invalid or expired key, in the generate style and from Gemini's OpenAI-compatible endpoint
+ * alike); in the generate style a 401/403 without one is about what the request asked for (a file,
+ * a cached content or a tuned model that is not the key's, or gone) and goes to the client as
+ * sent, no verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. A
+ * completions- or messages-style 400 whose message refuses the key (key-refusals-with-400.ts:
+ * xAI's invalid key, Anthropic's disabled organization) disables it as a 401 does. In the
  * completions and messages styles, a 401/403 whose code, type or message is about the request or
  * the gateway's location (error-codes-not-the-key.ts: a model the project may not use, flagged
  * input, an unsupported region, a firewall's web page) moves on to the next key or Group with no
@@ -41,14 +42,16 @@ export const judgedByBody = (op: OperationEntry, status: number): boolean =>
  */
 export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: OperationEntry, body: Buffer | undefined, clientHeaders: HeaderMap, cooldowns: VerdictCooldowns, now: number): AnswerJudgement {
   const read = body !== undefined && judgedByBody(op, status) ? body : undefined;
-  const google = read !== undefined && op.error_style === 'generate' ? readGoogleError(read) : undefined;
+  // Read in the completions style too: Gemini's OpenAI-compatible endpoint refuses an invalid key
+  // 400 in Google's shape (as a JSON array's one element), API_KEY_INVALID.
+  const google = read !== undefined ? readGoogleError(read) : undefined;
   if (google !== undefined && (status === 400 || status === 401 || status === 403)) {
     const reason = credentialReason(google, clientHeaders);
     if (reason !== undefined) return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered ${status} ${reason}` } };
-    if (status !== 400) return NOT_THE_KEYS;
+    if (status !== 400 && op.error_style === 'generate') return NOT_THE_KEYS;
   }
   const refusal = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;
-  if (status === 400 && read !== undefined && op.error_style === 'messages' && saysOrganizationDisabled(read)) {
+  if (status === 400 && read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') && saysKeyRefused(read, op.error_style)) {
     return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered 400${refusal?.code === undefined ? '' : ` ${refusal.code}`}` } };
   }
   // Anthropic answers an account out of credit 400 invalid_request_error ("Your credit balance is

@@ -204,3 +204,18 @@ for (const message of ['Your API key was reported as leaked. Please use another 
     t.equal(state('sk-good').state, 'active');
   });
 }
+
+t.test("Gemini's OpenAI-compatible endpoint refusing a key 400 in Google's shape (an array's one element) disables it on a chat route", async (t) => {
+  // As continuedev/continue#8516 shows it: the object of the generate style, in a one-element array.
+  const body = `[${KEY_INVALID}\n]`;
+  const upstream = await startUpstream((req, res) => (secretOf(req) === 'sk-a' ? send(res, 400, body) : send(res, 200, completionJson('vendor-gen'))));
+  t.teardown(() => upstream.close());
+  const gw: Gateway = await startGateway(t, { mountDataPlane: dataPlaneMount(), clock: Date.now });
+  const { group, credentials } = await seedGroup(gw.server.store, { channel: 'ch20', baseUrl: upstream.url, models: [{ external: 'team-gen', upstream: 'vendor-gen' }], secrets: ['sk-a', 'sk-b'] });
+  const { keyValue } = await createKey(gw.server.store, { protocols: ['x-completions'] });
+  const chat = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-gen') });
+  t.same([(await chat()).status, (await chat()).status, (await chat()).status], [200, 200, 200], 'failed over to the other credential');
+  t.equal(upstream.requests.filter((r) => secretOf(r) === 'sk-a').length, 1);
+  const rows = ((await gw.api('GET', `/api/groups/${group.id}/credentials`)).json as { data: CredentialRow[] }).data;
+  t.match(rows.find((c) => c.id === credentials[0]!.id), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
+});

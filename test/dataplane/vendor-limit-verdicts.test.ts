@@ -187,6 +187,36 @@ t.test("Anthropic's 400 'This organization has been disabled.' disables the key,
   t.match(state('sk-ok'), { state: 'active' });
 });
 
+t.test("xAI's 400 'Incorrect API key provided' disables the key, and the next serves", async (t) => {
+  const secrets = ['xai-revoked', 'xai-ok'];
+  // continuedev/continue#10778, i-am-bee/beeai-framework#447: `error` a string, `code` a sentence.
+  const body = JSON.stringify({ code: 'Client specified an invalid argument', error: 'Incorrect API key provided: xa***ed. You can obtain an API key from https://console.x.ai.' });
+  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets }, (req, res) => (secretOf(req) === 'xai-revoked' ? send(res, 400, body) : okAnswer(req, res)));
+  for (let i = 0; i < 3; i++) t.equal((await chat()).status, 200, 'served by the other key');
+  t.equal(upstream.requests.filter((r) => secretOf(r) === 'xai-revoked').length, 1, 'the revoked key is tried once, then no more');
+  const state = await listed();
+  t.same([state('xai-revoked').state, state('xai-revoked').disabled_reason], ['disabled', 'upstream answered 400']);
+  t.match(state('xai-ok'), { state: 'active' });
+});
+
+// A 400 about the request itself, read now for what it may say of the key: still the client's own answer.
+for (const [vendor, body] of [
+  ['OpenAI, context too long', { error: { message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }],
+  ["DashScope's moderation", { error: { code: 'data_inspection_failed', param: null, message: 'Input data may contain inappropriate content.', type: 'data_inspection_failed' } }],
+  ["DeepSeek's bad parameter", { error: { message: 'Invalid max_tokens value, the valid range of max_tokens is [1, 8192]', type: 'invalid_request_error', param: null, code: 'invalid_request_error' } }],
+] as const) {
+  t.test(`a completions-style 400 (${vendor}) goes to the client as sent, with no verdict and no other key tried`, async (t) => {
+    const secrets = ['sk-a', 'sk-b'];
+    const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets }, (_req, res) => send(res, 400, JSON.stringify(body)));
+    const res = await chat();
+    t.equal(res.status, 400);
+    t.same(await res.json(), body, 'the upstream body, as sent');
+    t.equal(upstream.requests.length, 1, 'one attempt');
+    const state = await listed();
+    for (const s of secrets) t.same([state(s).state, state(s).disabled_reason, state(s).cooldown_until], ['active', null, null], `${s} stays active`);
+  });
+}
+
 t.test('any other messages-style 400 goes to the client as sent, with no verdict and no other key tried', async (t) => {
   const secrets = ['sk-a', 'sk-b'];
   const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
