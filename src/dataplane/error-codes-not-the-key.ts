@@ -42,6 +42,9 @@ const errorCodes: readonly ErrorCodeRow[] = [
   { style: 'completions', raw: 'OperationDenied.ServiceNotOpen', unified: 'request' },
   { style: 'completions', raw: 'AccountOverdueError', unified: 'billing' },
   { style: 'completions', raw: 'OperationDenied.ServiceOverdue', unified: 'billing' },
+  // DashScope's compatible mode, 400 (not 401/403) to every request of an account in arrears: {"error":{"code":"Arrearage","param":null,
+  // "message":"Access denied, please make sure your account is in good standing.","type":"Arrearage"}} (hsliuping/TradingAgents-CN#170, QwenLM/Qwen#1414).
+  { style: 'completions', raw: 'Arrearage', unified: 'billing' },
   // OpenRouter's moderation, 403 "your input was flagged": no code but the status as a number; its `metadata.flagged_input` is read as the code.
   { style: 'completions', raw: 'flagged_input', unified: 'request' },
   // OpenAI, 403 "Country, region, or territory not supported".

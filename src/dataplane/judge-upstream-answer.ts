@@ -18,7 +18,7 @@ export interface AnswerJudgement {
  * Whether an error answer is to be read before it is judged, because its body says more than its
  * status: any in Google's shape (generate style), and a 400/401/403 in OpenAI's or Anthropic's
  * (completions and messages styles, whose other statuses the status alone judges): a 400 is how
- * Anthropic and xAI say that the key is refused or its account out of credit.
+ * Anthropic, xAI and DashScope say that the key is refused or its account out of credit.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
   op.error_style === 'generate' || ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 400 || status === 401 || status === 403));
@@ -55,7 +55,7 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered 400${refusal?.code === undefined ? '' : ` ${refusal.code}`}` } };
   }
   // Anthropic answers an account out of credit 400 invalid_request_error ("Your credit balance is
-  // too low…"): about the key's account, not the request, so it fails over as a 402 would.
+  // too low…"), DashScope 400 Arrearage: about the key's account, not the request, so it fails over as a 402 would.
   const failsOver = FAILOVER_STATUSES(status, op) || (status === 400 && refusal?.notTheKey === 'billing');
   // Out of credit or over a spending cap: as a 402, the key cools down while the next is tried.
   if (failsOver && refusal?.notTheKey === 'billing') return { failsOver, rejectedBeforeProcessing: true, verdict: verdictFor(402, headers, cooldowns, now) };

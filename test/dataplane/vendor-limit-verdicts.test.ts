@@ -187,6 +187,21 @@ t.test("Anthropic's 400 'This organization has been disabled.' disables the key,
   t.match(state('sk-ok'), { state: 'active' });
 });
 
+// DashScope's compatible mode says an account is in arrears with a 400 (hsliuping/TradingAgents-CN#170, QwenLM/Qwen#1414).
+const ARREARAGE = JSON.stringify({ error: { code: 'Arrearage', param: null, message: 'Access denied, please make sure your account is in good standing.', type: 'Arrearage' }, id: 'chatcmpl-f9fd', request_id: 'f9fd' });
+
+t.test("DashScope's 400 Arrearage is judged as a 402: the key cools down and the next serves", async (t) => {
+  const secrets = ['sk-broke', 'sk-ok'];
+  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 400, ARREARAGE) : okAnswer(req, res)));
+  const sentAt = Date.now();
+  // The Group's rotation starts at its first credential.
+  t.equal((await chat()).status, 200, 'served by the other key');
+  t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the broke key, then the next');
+  const state = (await listed())('sk-broke');
+  t.equal(state.disabled_reason, null, 'not disabled');
+  coolsFor(t, state, sentAt, 300);
+});
+
 t.test("xAI's 400 'Incorrect API key provided' disables the key, and the next serves", async (t) => {
   const secrets = ['xai-revoked', 'xai-ok'];
   // continuedev/continue#10778, i-am-bee/beeai-framework#447: `error` a string, `code` a sentence.
