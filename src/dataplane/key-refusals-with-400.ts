@@ -18,6 +18,10 @@ const keyRefusals: readonly KeyRefusalRow[] = [
   // xAI, 400 with `error` a string, {"code":"Client specified an invalid argument","error":"Incorrect API key provided: xa***Q6. You can
   // obtain an API key from https://console.x.ai."} for an invalid or revoked key (continuedev/continue#10778, i-am-bee/beeai-framework#447).
   { style: 'completions', raw: 'incorrect api key provided' },
+  // Groq, 400 {"error":{"message":"Organization has been restricted. Please reach out to support if you believe this was in error.",
+  // "type":"invalid_request_error","code":"organization_restricted"}} to every request of a restricted organization
+  // (NVIDIA-NeMo/Guardrails#563, songquanpeng/one-api#1764).
+  { style: 'completions', raw: 'organization has been restricted' },
 ];
 
 /** Whether a 400 error body of the style (up to its parse limit) refuses the key. */

@@ -214,6 +214,18 @@ t.test("xAI's 400 'Incorrect API key provided' disables the key, and the next se
   t.match(state('xai-ok'), { state: 'active' });
 });
 
+t.test("Groq's 400 organization_restricted disables the key, its reason naming the code, and the next serves", async (t) => {
+  const secrets = ['gsk-restricted', 'gsk-ok'];
+  // NVIDIA-NeMo/Guardrails#563, songquanpeng/one-api#1764.
+  const body = JSON.stringify({ error: { message: 'Organization has been restricted. Please reach out to support if you believe this was in error.', type: 'invalid_request_error', code: 'organization_restricted' } });
+  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets }, (req, res) => (secretOf(req) === 'gsk-restricted' ? send(res, 400, body) : okAnswer(req, res)));
+  for (let i = 0; i < 3; i++) t.equal((await chat()).status, 200, 'served by the other key');
+  t.equal(upstream.requests.filter((r) => secretOf(r) === 'gsk-restricted').length, 1, 'the restricted key is tried once, then no more');
+  const state = await listed();
+  t.same([state('gsk-restricted').state, state('gsk-restricted').disabled_reason], ['disabled', 'upstream answered 400 organization_restricted']);
+  t.match(state('gsk-ok'), { state: 'active' });
+});
+
 // A 400 about the request itself, read now for what it may say of the key: still the client's own answer.
 for (const [vendor, body] of [
   ['OpenAI, context too long', { error: { message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }],
