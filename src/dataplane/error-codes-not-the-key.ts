@@ -45,6 +45,9 @@ const errorCodes: readonly ErrorCodeRow[] = [
   // DashScope's compatible mode, 400 (not 401/403) to every request of an account in arrears: {"error":{"code":"Arrearage","param":null,
   // "message":"Access denied, please make sure your account is in good standing.","type":"Arrearage"}} (hsliuping/TradingAgents-CN#170, QwenLM/Qwen#1414).
   { style: 'completions', raw: 'Arrearage', unified: 'billing' },
+  // Relays built on one-api / new-api (and AIHubMix), 403 {"error":{"message":"user quota is not enough","type":"new_api_error","code":"insufficient_user_quota"}}:
+  // the relay account's balance, lifted by a top-up (popjane/free_chatgpt_api#76, docs.aihubmix.com/en/FAQs/HTTP-Codes).
+  { style: 'completions', raw: 'insufficient_user_quota', unified: 'billing' },
   // OpenRouter's moderation, 403 "your input was flagged": no code but the status as a number; its `metadata.flagged_input` is read as the code.
   { style: 'completions', raw: 'flagged_input', unified: 'request' },
   // OpenAI, 403 "Country, region, or territory not supported".

@@ -38,13 +38,20 @@ const messageFragments: readonly MessageRow[] = [
   { raw: 'key limit exceeded', unified: 'billing' },
   // Anthropic, 400 invalid_request_error: "Your credit balance is too low to access the Anthropic API. …".
   { raw: 'credit balance is too low', unified: 'billing' },
+  // SiliconFlow, 403 {"code":30011,"message":"The selected model requires paid balance. Your paid balance is insufficient. Please top up
+  // and try again.","data":null} (FoundationAgents/OpenManus#438): a top-up lifts it, another key with paid balance serves meanwhile.
+  { raw: 'paid balance is insufficient', unified: 'billing' },
 ];
 
-/** The refusal's message: `error.message` (OpenAI's and Anthropic's shapes), or `error` itself when a string (xAI). */
+/**
+ * The refusal's message: `error.message` (OpenAI's and Anthropic's shapes), `error` itself when a
+ * string (xAI), or with no `error` a top-level `message` (SiliconFlow's `{code,message,data}`).
+ */
 export function refusalMessageOf(parsed: Record<string, unknown> | undefined): string | undefined {
   const error = parsed?.['error'];
   if (isObject(error)) return typeof error['message'] === 'string' ? error['message'] : undefined;
-  return typeof error === 'string' ? error : undefined;
+  if (typeof error === 'string') return error;
+  return error === undefined && typeof parsed?.['message'] === 'string' ? parsed['message'] : undefined;
 }
 
 /** What a message says, when a fragment of messageFragments is in it. */
