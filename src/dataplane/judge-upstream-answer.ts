@@ -4,6 +4,7 @@ import { verdictFor, type CredentialVerdict, type VerdictCooldowns } from './cre
 import { FAILOVER_STATUSES, REJECTED_BEFORE_PROCESSING } from './failover-statuses.ts';
 import { credentialReason, readGoogleError } from './google-error-reasons.ts';
 import { readRefusal } from './error-codes-not-the-key.ts';
+import { refusalMessageClass } from './refusal-messages-not-the-key.ts';
 import { saysKeyRefused } from './key-refusals-with-400.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
@@ -30,7 +31,9 @@ export const judgedByBody = (op: OperationEntry, status: number): boolean =>
  * an invalid or expired key, in the generate style and from Gemini's OpenAI-compatible endpoint
  * alike); in the generate style a 401/403 without one is about what the request asked for (a file,
  * a cached content or a tuned model that is not the key's, or gone) and goes to the client as
- * sent, no verdict; RetryInfo's `retryDelay` is the cooldown when no retry header gives one. A
+ * sent, no verdict; one that refuses the caller's location (400 FAILED_PRECONDITION) moves on
+ * to the next key or Group with no verdict, as in the other styles; RetryInfo's `retryDelay` is
+ * the cooldown when no retry header gives one. A
  * completions- or messages-style 400 whose message refuses the key (key-refusals-with-400.ts:
  * xAI's invalid key, Anthropic's disabled organization) disables it as a 401 does. In the
  * completions and messages styles, a 401/403 whose code, type or message is about the request or
@@ -48,6 +51,8 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
   if (google !== undefined && (status === 400 || status === 401 || status === 403)) {
     const reason = credentialReason(google, clientHeaders);
     if (reason !== undefined) return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered ${status} ${reason}` } };
+    // Google refuses the caller's location 400 FAILED_PRECONDITION: the gateway's egress address, which another key's proxy may change.
+    if (refusalMessageClass(google.message) === 'location') return NOT_THE_KEYS_FAULT;
     if (status !== 400 && op.error_style === 'generate') return NOT_THE_KEYS;
   }
   const refusal = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;

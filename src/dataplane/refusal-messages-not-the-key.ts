@@ -29,6 +29,10 @@ const messageFragments: readonly MessageRow[] = [
   // Relays and vendors refusing the caller's country.
   { raw: 'not available in your region', unified: 'location' },
   { raw: 'not available in your country', unified: 'location' },
+  // Gemini API, 400 FAILED_PRECONDITION (judge-upstream-answer.ts): "User location is not supported for the API use." (poenl/gemini-api#4,
+  // google-gemini/gemini-cli#24641), also "… without a billing account linked." (u14app/neo-chat#7); its free tier, "Gemini API free tier is not
+  // available in your country", holds the phrase above.
+  { raw: 'user location is not supported', unified: 'location' },
   // xAI, 403: "Your newly created team doesn't have any credits yet."
   { raw: "doesn't have any credits", unified: 'billing' },
   { raw: 'does not have enough credits', unified: 'billing' },

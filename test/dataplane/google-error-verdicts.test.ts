@@ -219,3 +219,26 @@ t.test("Gemini's OpenAI-compatible endpoint refusing a key 400 in Google's shape
   const rows = ((await gw.api('GET', `/api/groups/${group.id}/credentials`)).json as { data: CredentialRow[] }).data;
   t.match(rows.find((c) => c.id === credentials[0]!.id), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
 });
+
+// Google refuses the gateway's egress address 400 FAILED_PRECONDITION (poenl/gemini-api#4): another
+// key's own proxy may go out elsewhere, so the next is tried and none is blamed, as for an OpenAI 403 region refusal.
+const LOCATION = googleError(400, 'FAILED_PRECONDITION', 'User location is not supported for the API use.');
+
+t.test('a 400 FAILED_PRECONDITION about the user location moves on to the next key with no verdict', async (t) => {
+  const { upstream, listed, generate } = await setup(t, ['sk-here', 'sk-proxied'], (req, res) => (secretOf(req) === 'sk-here' ? send(res, 400, LOCATION) : generateOk(res)));
+  // Equal weights take turns: the refused key is met within two requests.
+  t.same([(await generate('x')).status, (await generate('y')).status], [200, 200], 'served by the key the location allows');
+  t.ok(upstream.requests.some((r) => secretOf(r) === 'sk-here'), 'the refused key was asked');
+  const state = await listed();
+  for (const s of ['sk-here', 'sk-proxied']) t.match(state(s), { state: 'active', disabled_reason: null, cooldown_until: null }, `${s} stays active`);
+});
+
+t.test('a 400 FAILED_PRECONDITION about the user location from every key goes to the client as sent, and blames none', async (t) => {
+  const { upstream, listed, generate } = await setup(t, ['sk-a', 'sk-b'], (_req, res) => send(res, 400, LOCATION));
+  const res = await generate('x');
+  t.equal(res.status, 400);
+  t.same(await res.json(), JSON.parse(LOCATION), 'the upstream body, as sent');
+  t.same(new Set(upstream.requests.map(secretOf)), new Set(['sk-a', 'sk-b']), 'each key was asked');
+  const state = await listed();
+  for (const s of ['sk-a', 'sk-b']) t.match(state(s), { state: 'active', disabled_reason: null, cooldown_until: null }, `${s} stays active`);
+});
