@@ -17,12 +17,14 @@ export interface AnswerJudgement {
 
 /**
  * Whether an error answer is to be read before it is judged, because its body says more than its
- * status: any in Google's shape (generate style), and a 400/401/403 in OpenAI's or Anthropic's
- * (completions and messages styles, whose other statuses the status alone judges): a 400 is how
- * Anthropic, xAI and DashScope say that the key is refused or its account out of credit.
+ * status: any in Google's shape (generate style), and a 400/401/403 or 5xx in OpenAI's or
+ * Anthropic's (completions and messages styles, whose other statuses the status alone judges): a
+ * 400 is how Anthropic, xAI and DashScope say that the key is refused or its account out of
+ * credit, a 500 how MiniMax says the latter.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
-  op.error_style === 'generate' || ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 400 || status === 401 || status === 403));
+  op.error_style === 'generate' ||
+  ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 400 || status === 401 || status === 403 || status >= 500));
 
 /**
  * Judges an upstream error answer. `body` (the answer's body, read whole, when it was) in Google's
@@ -56,16 +58,19 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (status !== 400 && op.error_style === 'generate') return NOT_THE_KEYS;
   }
   const refusal = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;
+  // A 5xx is the upstream's own failure, whatever its message says of the request or a region; only one about the account's credit is the key's.
+  const notTheKey = status >= 500 && refusal?.notTheKey !== 'billing' ? undefined : refusal?.notTheKey;
   if (status === 400 && read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') && saysKeyRefused(read, op.error_style)) {
     return { failsOver: true, rejectedBeforeProcessing: true, verdict: { action: 'disable', reason: `upstream answered 400${refusal?.code === undefined ? '' : ` ${refusal.code}`}` } };
   }
   // Anthropic answers an account out of credit 400 invalid_request_error ("Your credit balance is
   // too low…"), DashScope 400 Arrearage: about the key's account, not the request, so it fails over as a 402 would.
-  const failsOver = FAILOVER_STATUSES(status, op) || (status === 400 && refusal?.notTheKey === 'billing');
-  // Out of credit or over a spending cap: as a 402, the key cools down while the next is tried.
-  if (failsOver && refusal?.notTheKey === 'billing') return { failsOver, rejectedBeforeProcessing: true, verdict: verdictFor(402, headers, cooldowns, now) };
+  const failsOver = FAILOVER_STATUSES(status, op) || (status === 400 && notTheKey === 'billing');
+  // Out of credit or over a spending cap: as a 402, the key cools down (for its credit's time, not
+  // a 5xx's few seconds) while the next is tried, also from an operation not replay_safe.
+  if (failsOver && notTheKey === 'billing') return { failsOver, rejectedBeforeProcessing: true, verdict: verdictFor(402, headers, cooldowns, now) };
   // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.
-  if (failsOver && refusal?.notTheKey !== undefined) return NOT_THE_KEYS_FAULT;
+  if (failsOver && notTheKey !== undefined) return NOT_THE_KEYS_FAULT;
   return {
     failsOver,
     rejectedBeforeProcessing: REJECTED_BEFORE_PROCESSING(status),

@@ -2,7 +2,7 @@ import { isObject } from './error-body-member.ts';
 import type { NotTheKey } from './error-codes-not-the-key.ts';
 
 /**
- * A fragment of a 401/403's message (or a messages-style 400's, judge-upstream-answer.ts), as
+ * A fragment of a 401/403's message (or a 400's, and a 5xx's for billing only: judge-upstream-answer.ts), as
  * the upstream writes it, with what it says (the classes of error-codes-not-the-key.ts). For
  * refusals that carry no code saying so: the message is then all there is. Fragments are whole
  * phrases, matched without regard to case, because a vendor's invalid-key message must never
@@ -45,6 +45,9 @@ const messageFragments: readonly MessageRow[] = [
   // SiliconFlow, 403 {"code":30011,"message":"The selected model requires paid balance. Your paid balance is insufficient. Please top up
   // and try again.","data":null} (FoundationAgents/OpenManus#438): a top-up lifts it, another key with paid balance serves meanwhile.
   { raw: 'paid balance is insufficient', unified: 'billing' },
+  // MiniMax, 500 (not 402) {"type":"error","error":{"type":"api_error","message":"insufficient balance (1008)"}} from its Anthropic-compatible
+  // endpoint (MiniMax-AI/MiniMax-M2#62, NousResearch/hermes-agent#16680).
+  { raw: 'insufficient balance', unified: 'billing' },
 ];
 
 /**

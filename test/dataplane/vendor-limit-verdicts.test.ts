@@ -246,6 +246,28 @@ for (const [vendor, body] of [
   });
 }
 
+t.test("MiniMax's 500 'insufficient balance (1008)' is judged as a 402: the key cools down for credential_cooldown_seconds, not a 5xx's few seconds", async (t) => {
+  const secrets = ['sk-broke', 'sk-ok'];
+  // MiniMax-AI/MiniMax-M2#62: its Anthropic-compatible endpoint.
+  const body = JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'insufficient balance (1008)' }, request_id: '05997465cd2ee4bd50b24b216c911b75' });
+  const { upstream, listed, message } = await setup(t, { channel: 'ch19', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 500, body) : okAnswer(req, res)));
+  const sentAt = Date.now();
+  // The Group's rotation starts at its first credential.
+  t.equal((await message()).status, 200, 'served by the other key');
+  t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the broke key, then the next');
+  const state = (await listed())('sk-broke');
+  t.equal(state.disabled_reason, null, 'not disabled');
+  coolsFor(t, state, sentAt, 300);
+});
+
+t.test('a 5xx whose message names a region or the request is still the upstream\'s failure: the short cooldown', async (t) => {
+  const body = JSON.stringify({ error: { message: 'This model is not available in your region right now: upstream failure', type: 'server_error' } });
+  const { listed, chat } = await setup(t, { secrets: ['sk-only'], settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (_req, res) => send(res, 500, body));
+  const sentAt = Date.now();
+  t.equal((await chat()).status, 500, 'the upstream answer, as sent');
+  coolsFor(t, (await listed())('sk-only'), sentAt, 7);
+});
+
 t.test('any other messages-style 400 goes to the client as sent, with no verdict and no other key tried', async (t) => {
   const secrets = ['sk-a', 'sk-b'];
   const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens: Field required' } });
