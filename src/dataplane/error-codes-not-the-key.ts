@@ -22,6 +22,8 @@ interface ErrorCodeRow {
   style: 'completions' | 'messages';
   raw: string;
   unified: NotTheKey;
+  /** Sent as a 404 too, about the key's account rather than a missing resource: another key may be let in. */
+  notFound?: true;
 }
 
 /**
@@ -40,6 +42,9 @@ const errorCodes: readonly ErrorCodeRow[] = [
   // Volcengine Ark, 403: no access to the resource asked for; the model service not activated; the account overdue (its invalid key is a 401 AuthenticationError).
   { style: 'completions', raw: 'AccessDenied', unified: 'request' },
   { style: 'completions', raw: 'OperationDenied.ServiceNotOpen', unified: 'request' },
+  // Volcengine Ark, 404 {"error":{"code":"ModelNotOpen","message":"Your account 2106993666 has not activated the model doubao-pro-32k-functioncall-241028.
+  // Please activate the model service in the Ark Console."}} (xinnan-tech/xiaozhi-esp32-server#1234): another account's key may have it.
+  { style: 'completions', raw: 'ModelNotOpen', unified: 'request', notFound: true },
   { style: 'completions', raw: 'AccountOverdueError', unified: 'billing' },
   { style: 'completions', raw: 'OperationDenied.ServiceOverdue', unified: 'billing' },
   // DashScope's compatible mode, 400 (not 401/403) to every request of an account in arrears: {"error":{"code":"Arrearage","param":null,
@@ -62,6 +67,8 @@ export interface Refusal {
   code: string | undefined;
   /** Why the refusal is not the key's fault, when the answer says so; undefined otherwise. */
   notTheKey: NotTheKey | undefined;
+  /** Its code is one a 404 is sent with about the key's account (ErrorCodeRow.notFound): moved on from, no verdict. */
+  accountNotFound: boolean;
 }
 
 /** A code that may name a disable's reason: a word, never free text (a message may quote the key), nor a bare number (Azure repeats the status). */
@@ -70,19 +77,19 @@ const TOKEN_LIKE = /^(?=[0-9_.-]*[A-Za-z])[A-Za-z0-9_.-]{1,64}$/;
 const tokenLike = (value: unknown): string | undefined => (typeof value === 'string' && TOKEN_LIKE.test(value) ? value : undefined);
 
 /**
- * Reads a 400/401/403 answer in the style's error shape (its body up to ERROR_BODY_PARSE_LIMIT): its
+ * Reads a 400/401/403/404 answer in the style's error shape (its body up to ERROR_BODY_PARSE_LIMIT): its
  * code by errorCodes, then its message by the
  * fragments of refusal-messages-not-the-key.ts. A 403 that is a web page (a CDN's or firewall's
  * challenge or block, not the vendor's API) is about the gateway's address; a 401 is not
  * (Perplexity answers an invalid key with an HTML 401).
  */
 export function readRefusal(status: number, headers: HeaderMap, body: Buffer, style: ErrorCodeRow['style']): Refusal {
-  if (status === 403 && isWebPage(headers, body)) return { code: undefined, notTheKey: 'location' };
+  if (status === 403 && isWebPage(headers, body)) return { code: undefined, notTheKey: 'location', accountNotFound: false };
   const parsed = errorBodyOf(body);
   const error = errorMemberIn(parsed);
   const code = error === undefined ? undefined : errorCode(error, style);
   const row = errorCodes.find((r) => r.style === style && r.raw === code);
-  return { code, notTheKey: row?.unified ?? refusalMessageClass(refusalMessageOf(parsed)) };
+  return { code, notTheKey: row?.unified ?? refusalMessageClass(refusalMessageOf(parsed)), accountNotFound: row?.notFound === true };
 }
 
 /**

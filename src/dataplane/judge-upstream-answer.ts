@@ -17,14 +17,15 @@ export interface AnswerJudgement {
 
 /**
  * Whether an error answer is to be read before it is judged, because its body says more than its
- * status: any in Google's shape (generate style), and a 400/401/403 or 5xx in OpenAI's or
+ * status: any in Google's shape (generate style), and a 400/401/403/404 or 5xx in OpenAI's or
  * Anthropic's (completions and messages styles, whose other statuses the status alone judges): a
  * 400 is how Anthropic, xAI and DashScope say that the key is refused or its account out of
- * credit, a 500 how MiniMax says the latter.
+ * credit, a 500 how MiniMax says the latter, a 404 how Volcengine Ark says that the key's account
+ * has not activated a model.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
   op.error_style === 'generate' ||
-  ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 400 || status === 401 || status === 403 || status >= 500));
+  ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 400 || status === 401 || status === 403 || status === 404 || status >= 500));
 
 /**
  * Judges an upstream error answer. `body` (the answer's body, read whole, when it was) in Google's
@@ -65,7 +66,8 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
   }
   // Anthropic answers an account out of credit 400 invalid_request_error ("Your credit balance is
   // too low…"), DashScope 400 Arrearage: about the key's account, not the request, so it fails over as a 402 would.
-  const failsOver = FAILOVER_STATUSES(status, op) || (status === 400 && notTheKey === 'billing');
+  // Ark answers a model the account has not activated 404 ModelNotOpen: another account's key may serve it.
+  const failsOver = FAILOVER_STATUSES(status, op) || (status === 400 && notTheKey === 'billing') || (status === 404 && refusal?.accountNotFound === true);
   // Out of credit or over a spending cap: as a 402, the key cools down (for its credit's time, not
   // a 5xx's few seconds) while the next is tried, also from an operation not replay_safe.
   if (failsOver && notTheKey === 'billing') return { failsOver, rejectedBeforeProcessing: true, verdict: verdictFor(402, headers, cooldowns, now) };

@@ -228,6 +228,34 @@ t.test("Groq's 400 organization_restricted disables the key, its reason naming t
   t.match(state('gsk-ok'), { state: 'active' });
 });
 
+// Volcengine Ark answers a model the key's account has not activated 404 ModelNotOpen (xinnan-tech/xiaozhi-esp32-server#1234).
+const MODEL_NOT_OPEN = JSON.stringify({ error: { code: 'ModelNotOpen', message: 'Your account 2106993666 has not activated the model doubao-pro-32k-functioncall-241028. Please activate the model service in the Ark Console.', param: '', type: 'NotFound' } });
+
+t.test("Volcengine Ark's 404 ModelNotOpen is no verdict on the key: another account's key that has the model serves", async (t) => {
+  const secrets = ['ark-a', 'ark-b'];
+  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets }, (req, res) => (secretOf(req) === 'ark-a' ? send(res, 404, MODEL_NOT_OPEN) : okAnswer(req, res)));
+  for (let i = 0; i < secrets.length; i++) t.equal((await chat()).status, 200, 'served by the key whose account activated the model');
+  t.ok(upstream.requests.some((r) => secretOf(r) === 'ark-a'), 'ark-a was asked and refused');
+  const state = await listed();
+  for (const s of secrets) t.same([state(s).state, state(s).disabled_reason, state(s).cooldown_until], ['active', null, null], `${s} stays active`);
+});
+
+t.test("Volcengine Ark's 404 ModelNotOpen from every key goes to the client as sent; any other 404 (OpenAI's model_not_found) is tried once", async (t) => {
+  const secrets = ['sk-a', 'sk-b'];
+  const missing = JSON.stringify({ error: { message: 'The model `gpt-5-typo` does not exist or you do not have access to it.', type: 'invalid_request_error', param: null, code: 'model_not_found' } });
+  const models = [{ external: 'ark', upstream: 'doubao' }, { external: 'typo', upstream: 'gpt-5-typo' }];
+  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets, models }, (req, res) => send(res, 404, modelOf(req) === 'doubao' ? MODEL_NOT_OPEN : missing));
+  const res = await chat('ark');
+  t.equal(res.status, 404);
+  t.same(await res.json(), JSON.parse(MODEL_NOT_OPEN), 'the upstream body, as sent');
+  t.same(new Set(upstream.requests.map(secretOf)), new Set(secrets), 'each key was asked');
+  const typo = await chat('typo');
+  t.equal(typo.status, 404);
+  t.equal(upstream.requests.length, secrets.length + 1, 'a model that does not exist: one attempt');
+  const state = await listed();
+  for (const s of secrets) t.same([state(s).state, state(s).disabled_reason, state(s).cooldown_until], ['active', null, null], `${s} stays active`);
+});
+
 // A 400 about the request itself, read now for what it may say of the key: still the client's own answer.
 for (const [vendor, body] of [
   ['OpenAI, context too long', { error: { message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } }],
