@@ -50,6 +50,9 @@ const errorCodes: readonly ErrorCodeRow[] = [
   // DashScope's compatible mode, 400 (not 401/403) to every request of an account in arrears: {"error":{"code":"Arrearage","param":null,
   // "message":"Access denied, please make sure your account is in good standing.","type":"Arrearage"}} (hsliuping/TradingAgents-CN#170, QwenLM/Qwen#1414).
   { style: 'completions', raw: 'Arrearage', unified: 'billing' },
+  // OpenAI, 400 {"error":{"code":"billing_hard_limit_reached","message":"Billing hard limit has been reached","type":"invalid_request_error"}}
+  // (image generation; bajrangCoder/acode-plugin-chatgpt#19, all-in-aigc/aiwallpaper#2): the organization's spending cap.
+  { style: 'completions', raw: 'billing_hard_limit_reached', unified: 'billing' },
   // Relays built on one-api / new-api (and AIHubMix), 403 {"error":{"message":"user quota is not enough","type":"new_api_error","code":"insufficient_user_quota"}}:
   // the relay account's balance, lifted by a top-up (popjane/free_chatgpt_api#76, docs.aihubmix.com/en/FAQs/HTTP-Codes).
   { style: 'completions', raw: 'insufficient_user_quota', unified: 'billing' },

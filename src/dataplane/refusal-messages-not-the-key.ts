@@ -48,6 +48,9 @@ const messageFragments: readonly MessageRow[] = [
   // MiniMax, 500 (not 402) {"type":"error","error":{"type":"api_error","message":"insufficient balance (1008)"}} from its Anthropic-compatible
   // endpoint (MiniMax-AI/MiniMax-M2#62, NousResearch/hermes-agent#16680).
   { raw: 'insufficient balance', unified: 'billing' },
+  // A LiteLLM proxy, 400 "Budget has been exceeded! Current cost: …, Max budget: …" (its `code` the status's digits): the
+  // virtual key's budget, renewed by its reset period or a raise (openclaw/openclaw#74120).
+  { raw: 'budget has been exceeded', unified: 'billing' },
 ];
 
 /**

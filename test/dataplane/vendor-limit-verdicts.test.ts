@@ -204,6 +204,24 @@ t.test("DashScope's 400 Arrearage is judged as a 402: the key cools down and the
   coolsFor(t, state, sentAt, 300);
 });
 
+// Other 400s about the account's spending cap or a proxy key's budget.
+for (const [vendor, body] of [
+  ["OpenAI's billing hard limit", { error: { code: 'billing_hard_limit_reached', message: 'Billing hard limit has been reached', param: null, type: 'invalid_request_error' } }],
+  ["a LiteLLM proxy's key budget, code the status's digits", { error: { message: 'Budget has been exceeded! Current cost: 10.02, Max budget: 10.0', type: 'budget_exceeded', param: null, code: '400' } }],
+] as const) {
+  t.test(`${vendor}: a 400 judged as a 402, the key cools down and the next serves`, async (t) => {
+    const secrets = ['sk-capped', 'sk-ok'];
+    const { upstream, listed, chat } = await setup(t, { channel: 'ch35', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-capped' ? send(res, 400, JSON.stringify(body)) : okAnswer(req, res)));
+    const sentAt = Date.now();
+    // The Group's rotation starts at its first credential.
+    t.equal((await chat()).status, 200, 'served by the other key');
+    t.same(upstream.requests.map(secretOf), ['sk-capped', 'sk-ok'], 'the capped key, then the next');
+    const state = (await listed())('sk-capped');
+    t.equal(state.disabled_reason, null, 'not disabled');
+    coolsFor(t, state, sentAt, 300);
+  });
+}
+
 t.test("xAI's 400 'Incorrect API key provided' disables the key, and the next serves", async (t) => {
   const secrets = ['xai-revoked', 'xai-ok'];
   // continuedev/continue#10778, i-am-bee/beeai-framework#447: `error` a string, `code` a sentence.
