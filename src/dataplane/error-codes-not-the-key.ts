@@ -28,8 +28,9 @@ interface ErrorCodeRow {
 
 /**
  * Codes whose 401/403 is no verdict on the key: the next key or Group is tried, and the last such
- * answer goes to the client as sent. A `billing` code is also read on a 400, which some vendors
- * answer an account out of credit with (judge-upstream-answer.ts).
+ * answer goes to the client as sent. A `billing` code is also read on a 400 (and a 5xx), which
+ * some vendors answer an account out of credit with, and a `notFound` one on a 404
+ * (judge-upstream-answer.ts).
  */
 const errorCodes: readonly ErrorCodeRow[] = [
   // OpenAI, 403 "Project `proj_…` does not have access to model `gpt-4.1`" (a model that does not exist is a 404, never failed over).

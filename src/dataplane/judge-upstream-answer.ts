@@ -38,7 +38,8 @@ export const judgedByBody = (op: OperationEntry, status: number): boolean =>
  * to the next key or Group with no verdict, as in the other styles; RetryInfo's `retryDelay` is
  * the cooldown when no retry header gives one. A
  * completions- or messages-style 400 whose message refuses the key (key-refusals-with-400.ts:
- * xAI's invalid key, Anthropic's disabled organization) disables it as a 401 does. In the
+ * xAI's invalid key, Groq's restricted and Anthropic's disabled organization) disables it as a
+ * 401 does. In the
  * completions and messages styles, a 401/403 whose code, type or message is about the request or
  * the gateway's location (error-codes-not-the-key.ts: a model the project may not use, flagged
  * input, an unsupported region, a firewall's web page) moves on to the next key or Group with no
