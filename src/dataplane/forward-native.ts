@@ -26,6 +26,7 @@ import { maskedOrUndecodable, undecodableAnswer } from './undecodable-answer.ts'
 import { attemptHeadersTimeout } from './client-timeout.ts';
 import { resumedFirstSequence } from './relay/resumed-stream.ts';
 import { boundCredentials } from './bound-credential.ts';
+import { refusesStreamOptions } from './stream-options-refused.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
 interface JsonBody {
@@ -251,8 +252,14 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
   const judged: CredentialView[] = [];
   /** Attempts sent again on a new connection after a stale one (STALE_RENEWALS): not counted against maxAttempts. */
   let renewals = 0;
+  /**
+   * Groups whose upstream refused the stream_options the gateway added (refusesStreamOptions):
+   * their attempts send the client's body as it came. The attempt refused is sent again once,
+   * not counted against maxAttempts either.
+   */
+  const optionsRefused = new Set<number>();
   /** Attempts that count: against maxAttempts, and for the last answer's hint (a resend asked no other credential). */
-  const counted = () => attempts.length - renewals;
+  const counted = () => attempts.length - renewals - optionsRefused.size;
   /** No further attempt may be made. */
   const spent = () => counted() >= deps.maxAttempts || bodyConsumed || clientGone(input);
   let exchange: UpstreamExchange | undefined;
@@ -297,7 +304,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         watch.point(abortExchange);
         let upstream: UpstreamReply;
         try {
-          const pending = sent?.request ?? attemptRequest(input, candidate, secret);
+          const pending = sent?.request ?? attemptRequest(input, candidate, secret, !optionsRefused.has(candidate.group.id));
           // A JSON body's request is ready at once: no turn of the event loop for it.
           const request = pending instanceof Promise ? await pending : pending;
           streamedBody = request.streamedBody;
@@ -385,6 +392,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           }
           // As for an error answer kept for failover or streamed on: the attempt's code says what it got.
           attempt.error_code = `upstream_${upstream.status}`;
+          // The same credential again, with the client's body as it came.
+          if (dropUsageChunk && !bodyConsumed && refusesStreamOptions(failure.status, failure.body)) {
+            failure.stream?.abort();
+            optionsRefused.add(candidate.group.id);
+            turn--;
+            continue;
+          }
           return await answerUpstreamError(input, deps, result, { ...failure, candidate, credential }, watch.point, hintOfLastAnswer(input, deps, counted(), judged));
         }
         // An error answer streamed as it comes still has the secret masked out of it; so has a
@@ -496,27 +510,30 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
  * One attempt's upstream request: the client's headers with the credential, and the body with
  * the candidate's model (a JSON body rewritten in memory, a streamed one opened anew).
  */
-function attemptRequest(input: ForwardInput, candidate: Candidate, secret: string): AttemptRequest | Promise<AttemptRequest> {
+function attemptRequest(input: ForwardInput, candidate: Candidate, secret: string, streamUsage: boolean): AttemptRequest | Promise<AttemptRequest> {
   const { body } = input;
-  if (body.kind === 'json') return jsonAttemptRequest(input, body, candidate, secret);
+  if (body.kind === 'json') return jsonAttemptRequest(input, body, candidate, secret, streamUsage);
   const headers = attemptHeaders(input, candidate, secret);
   if (body.kind === 'none') {
     delete headers['content-length'];
     return { headers, body: null, streamedBody: undefined, dropUsageChunk: false };
   }
-  return body.open(candidate.upstream_model, bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model), asksStreamUsage(candidate.group.channel)).then((opened) => {
+  return body.open(candidate.upstream_model, bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model), streamUsage && asksStreamUsage(candidate.group.channel)).then((opened) => {
     if (opened.length !== undefined) headers['content-length'] = String(opened.length);
     else delete headers['content-length'];
     return { headers, body: opened.stream, streamedBody: opened.stream, dropUsageChunk: opened.addedStreamUsage === true };
   });
 }
 
-/** attemptRequest for a JSON body, which is ready at once. */
-function jsonAttemptRequest(input: ForwardInput, body: JsonBody, candidate: Candidate, secret: string): AttemptRequest {
+/**
+ * attemptRequest for a JSON body, which is ready at once. `streamUsage`: a completions stream
+ * may be asked for its usage (false once its upstream refused stream_options).
+ */
+function jsonAttemptRequest(input: ForwardInput, body: JsonBody, candidate: Candidate, secret: string, streamUsage = true): AttemptRequest {
   const headers = attemptHeaders(input, candidate, secret);
   const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
   // An upstream that sends stream usage unasked refuses the request for it: nothing added, nothing hidden.
-  const requestStreamUsage = input.requestStreamUsage !== undefined && asksStreamUsage(candidate.group.channel) ? input.requestStreamUsage : undefined;
+  const requestStreamUsage = input.requestStreamUsage !== undefined && streamUsage && asksStreamUsage(candidate.group.channel) ? input.requestStreamUsage : undefined;
   const built = jsonAttemptBody(body.raw, body.value, input.op.model === 'body' ? candidate.upstream_model : null, requestStreamUsage, listed, body.repeatsModel);
   headers['content-type'] = 'application/json';
   headers['content-length'] = String(built.body.length);
