@@ -7,6 +7,7 @@ import { NO_RETRY, retryAfterHeaders } from './retry-hints.ts';
 import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } from '../generated/index.ts';
 import { ConfigStoreUnavailableError } from '../store/config-store-unavailable-error.ts';
 import { httpDateMs } from './parse-http-date.ts';
+import { rateLimitResetMs } from './rate-limit-reset-headers.ts';
 import { forgetSecretForms } from './mask-upstream-secret.ts';
 import { boundCredentials } from './bound-credential.ts';
 import { buildServableIndex, CredentialTurn, ownerOf, type ServableIndex } from './credential-rotation.ts';
@@ -320,9 +321,10 @@ export type VerdictCooldowns = Pick<Settings, 'credential_cooldown_seconds' | 's
  * reason naming the body's error code when it gave one (`bodyCode`, token-like: never its
  * message). The cooldown is the upstream's own hint when it gives one: `retry-after-ms`
  * (OpenAI-style upstreams; preferred, it is the finer), else `retry-after` (seconds or an HTTP
- * date, dated from `now`), else `bodyDelayMs` (the body's own hint: Google's RetryInfo). Without
- * one, a 5xx or a failed connection is the upstream's own health, which is back in seconds
- * (an overload): `server_error_cooldown_seconds`; a 402 (out of credit) or 429 is the key's:
+ * date, dated from `now`), else `bodyDelayMs` (the body's own hint: Google's RetryInfo), else,
+ * for a 429, when its exhausted limit resets (rate-limit-reset-headers.ts). Without one, a 5xx
+ * or a failed connection is the upstream's own health, which is back in seconds (an overload):
+ * `server_error_cooldown_seconds`; a 402 (out of credit) or 429 is the key's:
  * `credential_cooldown_seconds`.
  */
 export function verdictFor(status: number | null, headers: HeaderMap | undefined, cooldowns: VerdictCooldowns, now = Date.now(), bodyDelayMs?: number, bodyCode?: string): CredentialVerdict {
@@ -331,7 +333,8 @@ export function verdictFor(status: number | null, headers: HeaderMap | undefined
   // 501: the upstream does not implement the path; the credential is fine.
   if (keys || status === null || (status >= 500 && status !== 501)) {
     const fallbackSeconds = keys ? cooldowns.credential_cooldown_seconds : cooldowns.server_error_cooldown_seconds;
-    const ms = retryAfterMs(headers, now) ?? bodyDelayMs ?? fallbackSeconds * 1000;
+    const resetMs = status === 429 && headers !== undefined ? rateLimitResetMs(headers, now) : undefined;
+    const ms = retryAfterMs(headers, now) ?? bodyDelayMs ?? resetMs ?? fallbackSeconds * 1000;
     return { action: 'cooldown', ms: Math.min(ms, MAX_RETRY_AFTER_SECONDS * 1000) };
   }
   return { action: 'none' };

@@ -441,3 +441,62 @@ t.test("the openai SDK's own retry of a hint-less 503 on the only credential is 
   t.equal(completion.model, 'vendor-model', 'the retry was served');
   t.equal(upstream.requests.length, 2, 'the 503, then the retry');
 });
+
+// A 429 that gives no retry-after but says when the exhausted limit resets: the key cools down
+// until then, not for credential_cooldown_seconds (a per-second limit shelved for minutes, a daily one asked again each minute).
+const RESET_HINTS: { vendor: string; channel: string; headers: () => Record<string, string>; body: string | (() => string); seconds: number }[] = [
+  {
+    vendor: 'OpenAI, requests exhausted, a Go duration',
+    channel: 'ch02',
+    headers: () => ({ 'x-ratelimit-limit-requests': '500', 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '1m30s', 'x-ratelimit-remaining-tokens': '29000', 'x-ratelimit-reset-tokens': '6m0s' }),
+    body: JSON.stringify({ error: { message: 'Rate limit reached for gpt-4o in organization org-1 on requests per min (RPM): Limit 500, Used 500, Requested 1.', type: 'requests', param: null, code: 'rate_limit_exceeded' } }),
+    seconds: 90,
+  },
+  {
+    vendor: 'OpenAI, tokens exhausted',
+    channel: 'ch02',
+    headers: () => ({ 'x-ratelimit-remaining-requests': '499', 'x-ratelimit-reset-requests': '120ms', 'x-ratelimit-remaining-tokens': '0', 'x-ratelimit-reset-tokens': '7.5s' }),
+    body: JSON.stringify({ error: { message: 'Rate limit reached for gpt-4o in organization org-1 on tokens per min (TPM): Limit 30000, Used 30000, Requested 20.', type: 'tokens', param: null, code: 'rate_limit_exceeded' } }),
+    seconds: 8,
+  },
+  {
+    vendor: "OpenRouter's free daily limit, an epoch in ms",
+    channel: 'ch29',
+    headers: () => ({ 'x-ratelimit-limit': '50', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Date.now() + 7_200_000) }),
+    body: JSON.stringify({ error: { message: 'Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day', code: 429 } }),
+    seconds: 7200,
+  },
+  {
+    vendor: 'Anthropic without retry-after, an RFC 3339 reset',
+    channel: 'ch14',
+    headers: () => ({ 'anthropic-ratelimit-requests-remaining': '0', 'anthropic-ratelimit-requests-reset': new Date(Date.now() + 40_000).toISOString(), 'anthropic-ratelimit-tokens-remaining': '9000' }),
+    body: JSON.stringify({ type: 'error', error: { type: 'rate_limit_error', message: 'Number of requests has exceeded your per-minute rate limit' } }),
+    seconds: 40,
+  },
+];
+
+for (const c of RESET_HINTS) {
+  t.test(`${c.vendor}: a 429 cools the key down until the limit resets, and the client is told so`, async (t) => {
+    const { listed, chat, message } = await setup(t, { channel: c.channel, secrets: ['sk-only'], settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (_req, res) => send(res, 429, typeof c.body === 'string' ? c.body : c.body(), c.headers()));
+    const sentAt = Date.now();
+    const res = await (c.channel === 'ch14' ? message() : chat());
+    t.equal(res.status, 429, 'the upstream answer, as sent');
+    const state = (await listed())('sk-only');
+    const until = Date.parse(state.cooldown_until ?? '');
+    t.equal(state.state, 'cooldown');
+    t.ok(until >= sentAt + c.seconds * 1000 - 1000 && until <= Date.now() + c.seconds * 1000, `for about ${c.seconds} s: until ${state.cooldown_until}`);
+    t.ok(Math.abs(Number(res.headers.get('retry-after')) - c.seconds) <= 1, `retry-after ${res.headers.get('retry-after')}: the pool's hint, the time to the reset`);
+  });
+}
+
+t.test("a 429's retry-after wins over its reset headers; a limit not exhausted gives no hint", async (t) => {
+  const { listed, chat } = await setup(t, { secrets: ['sk-hinted', 'sk-left'], settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) =>
+    secretOf(req) === 'sk-hinted'
+      ? send(res, 429, '{"error":{"message":"slow down","code":"rate_limit_exceeded"}}', { 'retry-after': '20', 'x-ratelimit-remaining-requests': '0', 'x-ratelimit-reset-requests': '6m0s' })
+      : send(res, 429, '{"error":{"message":"slow down","code":"rate_limit_exceeded"}}', { 'x-ratelimit-remaining-requests': '3', 'x-ratelimit-reset-requests': '2s', 'x-ratelimit-remaining-tokens': 'x', 'x-ratelimit-reset-tokens': '5s' }),
+  );
+  const sentAt = Date.now();
+  t.equal((await chat()).status, 429);
+  coolsFor(t, (await listed())('sk-hinted'), sentAt, 20);
+  coolsFor(t, (await listed())('sk-left'), sentAt, 300);
+});
