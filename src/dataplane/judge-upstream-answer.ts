@@ -6,6 +6,7 @@ import { credentialReason, readGoogleError } from './google-error-reasons.ts';
 import { readRefusal } from './error-codes-not-the-key.ts';
 import { refusalMessageClass } from './refusal-messages-not-the-key.ts';
 import { saysKeyRefused } from './key-refusals-with-400.ts';
+import { bodyRateLimitHeaders } from './rate-limit-reset-headers.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
 export interface AnswerJudgement {
@@ -21,10 +22,13 @@ export interface AnswerJudgement {
  * Anthropic's (completions and messages styles, whose other statuses the status alone judges): a
  * 400 is how Anthropic, xAI and DashScope say that the key is refused or its account out of
  * credit, a 500 how MiniMax says the latter, a 404 how Volcengine Ark says that the key's account
- * has not activated a model.
+ * has not activated a model. A completions-style 429 too, for its cooldown alone: Gemini's
+ * OpenAI-compatible endpoint gives RetryInfo in Google's shape, OpenRouter its own limit's reset
+ * in `error.metadata.headers`.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
   op.error_style === 'generate' ||
+  (op.error_style === 'completions' && status === 429) ||
   ((op.error_style === 'completions' || op.error_style === 'messages') && (status === 400 || status === 401 || status === 403 || status === 404 || status >= 500));
 
 /**
@@ -59,7 +63,8 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
     if (refusalMessageClass(google.message) === 'location') return NOT_THE_KEYS_FAULT;
     if (status !== 400 && op.error_style === 'generate') return NOT_THE_KEYS;
   }
-  const refusal = read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;
+  // A 429 is judged by its status: its body is read for the cooldown only.
+  const refusal = read !== undefined && status !== 429 && (op.error_style === 'completions' || op.error_style === 'messages') ? readRefusal(status, headers, read, op.error_style) : undefined;
   // A 5xx is the upstream's own failure, whatever its message says of the request or a region; only one about the account's credit is the key's.
   const notTheKey = status >= 500 && refusal?.notTheKey !== 'billing' ? undefined : refusal?.notTheKey;
   if (status === 400 && read !== undefined && (op.error_style === 'completions' || op.error_style === 'messages') && saysKeyRefused(read, op.error_style)) {
@@ -77,7 +82,7 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
   return {
     failsOver,
     rejectedBeforeProcessing: REJECTED_BEFORE_PROCESSING(status),
-    verdict: failsOver ? verdictFor(status, headers, cooldowns, now, google?.retryDelayMs, refusal?.code) : { action: 'none' },
+    verdict: failsOver ? verdictFor(status, status === 429 && read !== undefined ? { ...bodyRateLimitHeaders(read), ...headers } : headers, cooldowns, now, google?.retryDelayMs, refusal?.code) : { action: 'none' },
   };
 }
 

@@ -1,4 +1,5 @@
 import { firstHeaderValue, type HeaderMap } from '../upstream/index.ts';
+import { errorMemberOf, isObject } from './error-body-member.ts';
 
 /**
  * A vendor's pair of rate-limit headers, as it sends them on every answer (lower-cased, as the
@@ -23,8 +24,8 @@ const rateLimitResetRows: readonly RateLimitResetRow[] = [
   // `7.66s`) and the OpenAI-compatible APIs that copy them: a Go duration.
   { remaining: 'x-ratelimit-remaining-requests', reset: 'x-ratelimit-reset-requests', unified: 'duration' },
   { remaining: 'x-ratelimit-remaining-tokens', reset: 'x-ratelimit-reset-tokens', unified: 'duration' },
-  // OpenRouter's own limits (free models per minute and per day: `X-RateLimit-Reset: 1741305600000`;
-  // Gitlawb/openclaude#936): an epoch in ms.
+  // OpenRouter's own limits (free models per minute and per day: `X-RateLimit-Reset: 1741305600000`,
+  // also in the 429 body's `error.metadata.headers`; Gitlawb/openclaude#936): an epoch in ms.
   { remaining: 'x-ratelimit-remaining', reset: 'x-ratelimit-reset', unified: 'epoch-ms' },
   // Anthropic (docs.anthropic.com/en/api/rate-limits, `anthropic-ratelimit-requests-reset`: RFC 3339),
   // which sends `retry-after` with its 429s: these are for one that does not, a relay's.
@@ -44,6 +45,18 @@ export function rateLimitResetMs(headers: HeaderMap, now: number): number | unde
     if (wait !== undefined && (longest === undefined || wait > longest)) longest = wait;
   }
   return longest;
+}
+
+/**
+ * The rate-limit headers a 429 body carries in `error.metadata.headers` (OpenRouter's own limits,
+ * `{"X-RateLimit-Remaining":"0","X-RateLimit-Reset":"…"}`), lower-cased as the upstream client
+ * gives real headers: read after those (`{ ...bodyRateLimitHeaders(body), ...headers }`).
+ */
+export function bodyRateLimitHeaders(body: Buffer): HeaderMap {
+  const metadata = errorMemberOf(body)?.['metadata'];
+  const sent = isObject(metadata) ? metadata['headers'] : undefined;
+  if (!isObject(sent)) return {};
+  return Object.fromEntries(Object.entries(sent).flatMap(([name, value]) => (typeof value === 'string' ? [[name.toLowerCase(), value]] : [])));
 }
 
 function resetWaitMs(value: string, unified: RateLimitResetRow['unified'], now: number): number | undefined {

@@ -467,6 +467,20 @@ const RESET_HINTS: { vendor: string; channel: string; headers: () => Record<stri
     seconds: 7200,
   },
   {
+    vendor: "OpenRouter's limit given only in the body's metadata.headers",
+    channel: 'ch29',
+    headers: () => ({}),
+    body: () => JSON.stringify({ error: { message: 'Rate limit exceeded: free-models-per-day. Add 10 credits to unlock 1000 free model requests per day', code: 429, metadata: { headers: { 'X-RateLimit-Limit': '50', 'X-RateLimit-Remaining': '0', 'X-RateLimit-Reset': String(Date.now() + 7_200_000) } } } }),
+    seconds: 7200,
+  },
+  {
+    vendor: "Gemini's OpenAI-compatible endpoint, RetryInfo in Google's shape as an array",
+    channel: 'ch02',
+    headers: () => ({}),
+    body: JSON.stringify([{ error: { code: 429, message: 'You exceeded your current quota, please check your plan and billing details.', status: 'RESOURCE_EXHAUSTED', details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '20s' }] } }]),
+    seconds: 20,
+  },
+  {
     vendor: 'Anthropic without retry-after, an RFC 3339 reset',
     channel: 'ch14',
     headers: () => ({ 'anthropic-ratelimit-requests-remaining': '0', 'anthropic-ratelimit-requests-reset': new Date(Date.now() + 40_000).toISOString(), 'anthropic-ratelimit-tokens-remaining': '9000' }),
