@@ -7,6 +7,7 @@ import { readRefusal } from './error-codes-not-the-key.ts';
 import { refusalMessageClass } from './refusal-messages-not-the-key.ts';
 import { saysKeyRefused } from './key-refusals-with-400.ts';
 import { bodyRateLimitHeaders } from './rate-limit-reset-headers.ts';
+import { messageResetMs } from './limit-reset-in-message.ts';
 
 /** What an upstream error answer means: for the credential, and whether another one may be tried. */
 export interface AnswerJudgement {
@@ -24,7 +25,7 @@ export interface AnswerJudgement {
  * credit, a 500 how MiniMax says the latter, a 404 how Volcengine Ark says that the key's account
  * has not activated a model. A completions-style 429 too, for its cooldown alone: Gemini's
  * OpenAI-compatible endpoint gives RetryInfo in Google's shape, OpenRouter its own limit's reset
- * in `error.metadata.headers`.
+ * in `error.metadata.headers`, Zhipu the date of its usage limit's reset in the message.
  */
 export const judgedByBody = (op: OperationEntry, status: number): boolean =>
   op.error_style === 'generate' ||
@@ -79,10 +80,14 @@ export function judgeUpstreamAnswer(status: number, headers: HeaderMap, op: Oper
   if (failsOver && notTheKey === 'billing') return { failsOver, rejectedBeforeProcessing: true, verdict: verdictFor(402, headers, cooldowns, now) };
   // Another key (another project, another proxy) or Group may be allowed: tried, but none blamed.
   if (failsOver && notTheKey !== undefined) return NOT_THE_KEYS_FAULT;
+  // A 429's body may say when its limit resets: RetryInfo, OpenRouter's headers, Zhipu's dated message.
+  const limitRead = status === 429 ? read : undefined;
+  const hintHeaders = limitRead === undefined ? headers : { ...bodyRateLimitHeaders(limitRead), ...headers };
+  const bodyDelayMs = google?.retryDelayMs ?? (limitRead === undefined ? undefined : messageResetMs(limitRead, now));
   return {
     failsOver,
     rejectedBeforeProcessing: REJECTED_BEFORE_PROCESSING(status),
-    verdict: failsOver ? verdictFor(status, status === 429 && read !== undefined ? { ...bodyRateLimitHeaders(read), ...headers } : headers, cooldowns, now, google?.retryDelayMs, refusal?.code) : { action: 'none' },
+    verdict: failsOver ? verdictFor(status, hintHeaders, cooldowns, now, bodyDelayMs, refusal?.code) : { action: 'none' },
   };
 }
 

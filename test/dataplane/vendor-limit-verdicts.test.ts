@@ -444,6 +444,9 @@ t.test("the openai SDK's own retry of a hint-less 503 on the only credential is 
 
 // A 429 that gives no retry-after but says when the exhausted limit resets: the key cools down
 // until then, not for credential_cooldown_seconds (a per-second limit shelved for minutes, a daily one asked again each minute).
+/** A time as Zhipu dates a reset: `2026-09-09 05:38:28`, Beijing time. */
+const beijingTime = (ms: number) => new Date(ms + 8 * 3_600_000).toISOString().slice(0, 19).replace('T', ' ');
+
 const RESET_HINTS: { vendor: string; channel: string; headers: () => Record<string, string>; body: string | (() => string); seconds: number }[] = [
   {
     vendor: 'OpenAI, requests exhausted, a Go duration',
@@ -479,6 +482,20 @@ const RESET_HINTS: { vendor: string; channel: string; headers: () => Record<stri
     headers: () => ({}),
     body: JSON.stringify([{ error: { code: 429, message: 'You exceeded your current quota, please check your plan and billing details.', status: 'RESOURCE_EXHAUSTED', details: [{ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '20s' }] } }]),
     seconds: 20,
+  },
+  {
+    vendor: "Zhipu's 5-hour usage limit, its reset dated in Beijing time",
+    channel: 'ch02',
+    headers: () => ({}),
+    body: () => JSON.stringify({ error: { code: '1308', message: `Usage limit reached for 5 hour. Your limit will reset at ${beijingTime(Date.now() + 10_800_000)}` } }),
+    seconds: 10_800,
+  },
+  {
+    vendor: "Zhipu's weekly limit, further than a day: the most a cooldown is",
+    channel: 'ch02',
+    headers: () => ({}),
+    body: () => JSON.stringify({ error: { code: '1310', message: `Weekly/Monthly Limit Exhausted. Your limit will reset at ${beijingTime(Date.now() + 3 * 86_400_000)}` } }),
+    seconds: 86_400,
   },
   {
     vendor: 'Anthropic without retry-after, an RFC 3339 reset',
