@@ -1,4 +1,5 @@
 import { isObject } from './error-body-member.ts';
+import { googleModelResource } from './google-model-resource.ts';
 
 /** Where a Live setup's model path keeps the model's own name: after its last `models/` (`models/{model}`, Vertex's `publishers/google/models/{model}`). */
 const MODELS_SEGMENT = 'models/';
@@ -9,7 +10,8 @@ const MODELS_SEGMENT = 'models/';
  * sent. The session was authorized, routed and priced for the `model` query parameter, and an
  * upstream that reads the model from the setup, as Gemini Live does, must neither get the
  * client's name for it nor serve another model the setup names. The path up to the last
- * `models/` is kept. Only the first message is read: Gemini Live takes its setup there alone.
+ * `models/` is kept, and an upstream model given as `models/{id}` puts its id after it (never
+ * `models/models/…`). Only the first message is read: Gemini Live takes its setup there alone.
  */
 export function withSetupModel(message: Buffer, upstreamModel: string): Buffer | undefined {
   let parsed: unknown;
@@ -21,7 +23,9 @@ export function withSetupModel(message: Buffer, upstreamModel: string): Buffer |
   if (!isObject(parsed) || !isObject(parsed.setup) || typeof parsed.setup.model !== 'string') return undefined;
   const named = parsed.setup.model;
   const at = named.lastIndexOf(MODELS_SEGMENT);
-  const model = at === -1 ? upstreamModel : named.slice(0, at + MODELS_SEGMENT.length) + upstreamModel;
+  const resource = googleModelResource(upstreamModel);
+  const id = resource?.collection === MODELS_SEGMENT ? resource.id : upstreamModel;
+  const model = at === -1 ? upstreamModel : named.slice(0, at + MODELS_SEGMENT.length) + id;
   if (model === named) return undefined;
   parsed.setup.model = model;
   return Buffer.from(JSON.stringify(parsed));

@@ -1,6 +1,7 @@
 import { CHANNELS, type ChannelId, type CredentialHeader } from '../generated/index.ts';
 import { basePath, encodePathParameter, joinBasePath, type BasePath, type OutgoingHeaders, type UpstreamTarget } from '../upstream/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
+import { googleModelResource } from './google-model-resource.ts';
 
 const BASE_CACHE_LIMIT = 1024;
 /** Base URLs split into origin and path (basePath), by the base URL string a Group holds (after `versionless ` for a versionless_api Group). */
@@ -31,9 +32,16 @@ export function upstreamTarget(baseUrl: string, upstreamPath: string, params: Re
   return { origin: base.origin, path: `${joinBasePath(base.path, pathWithParameters(upstreamPath, params, upstreamModel))}${search}` };
 }
 
+/** Google's path of a model (`/v1beta/models/{model}:verb`), whose collection a resource-named upstream model gives. */
+const GOOGLE_MODEL_PATH = '/models/{model}';
+
 function pathWithParameters(upstreamPath: string, params: Record<string, string>, upstreamModel: string | null): string {
   // Most paths have no parameters: nothing to substitute.
   if (!upstreamPath.includes('{')) return upstreamPath;
+  // `models/gemini-2.0-flash` upstream is `/models/gemini-2.0-flash`, and `tunedModels/t` is
+  // `/tunedModels/t`: never `/models/models%2F…`, a model Google does not have.
+  const resource = upstreamModel !== null && upstreamPath.includes(GOOGLE_MODEL_PATH) ? googleModelResource(upstreamModel) : undefined;
+  if (resource !== undefined) upstreamPath = upstreamPath.replace(GOOGLE_MODEL_PATH, `/${resource.collection}${encodeUpstreamModel(resource.id)}`);
   return upstreamPath.replace(/\{(\w+)\*?\}/g, (_, name: string) => {
     if (name === 'model' && upstreamModel !== null) return encodeUpstreamModel(upstreamModel);
     const value = params[name] ?? '';

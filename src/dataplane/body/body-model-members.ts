@@ -1,3 +1,4 @@
+import { googleModelResource } from '../google-model-resource.ts';
 import { locateElements, locateMembers, type MemberSpan, type ObjectLayout } from './locate-members.ts';
 
 /**
@@ -58,12 +59,15 @@ export function locateBodyModels(json: Buffer, layout: ObjectLayout, key: string
 
 /**
  * The bytes that replace a body model member's `value` when it names the routed model, spelt
- * as the client spelt it. Any other value (another model, not a string) stays as sent: the
+ * as the client spelt it (an upstream model given as a resource name, `models/x` or
+ * `tunedModels/x`, as given). Any other value (another model, not a string) stays as sent: the
  * upstream answers it as it would directly.
  */
 export function mappedBodyModel(value: Buffer, listed: BodyModelMapping): Buffer | undefined {
   if (value[0] !== 0x22) return undefined;
   const name = JSON.parse(value.toString('utf8')) as string;
   const prefix = NAME_PREFIXES.find((p) => name === p + listed.external);
-  return prefix === undefined ? undefined : Buffer.from(JSON.stringify(prefix + listed.upstream), 'utf8');
+  if (prefix === undefined) return undefined;
+  const upstream = googleModelResource(listed.upstream) === undefined ? prefix + listed.upstream : listed.upstream;
+  return Buffer.from(JSON.stringify(upstream), 'utf8');
 }
