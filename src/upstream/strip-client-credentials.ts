@@ -5,13 +5,20 @@
  * names the operator's account, which is not the client's business either.
  */
 const ACCOUNT_SCOPE_HEADERS = ['openai-organization', 'openai-project'];
+/**
+ * The project Google bills a request's quota to (`X-Goog-User-Project`, the `$userProject` system
+ * parameter). A client's names its own project, not the gateway key's: Google refuses it with an
+ * API key (403 USER_PROJECT_DENIED, passed to the client), and a credential allowed to use that
+ * project would move the operator's bill there.
+ */
+const GOOGLE_QUOTA_PROJECT_HEADER = 'x-goog-user-project';
 
 /**
  * Where clients put their AccessKey, and the account scope that goes with it. `api-key` is the
  * deployment-style SDKs' header; whatever a client sends there is its own, never something to
  * forward, and none of these goes back to the client.
  */
-export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', ...ACCOUNT_SCOPE_HEADERS];
+export const CLIENT_CREDENTIAL_HEADERS: readonly string[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', ...ACCOUNT_SCOPE_HEADERS, GOOGLE_QUOTA_PROJECT_HEADER];
 /**
  * The WebSocket subprotocol prefixes (lowercase) OpenAI's browser clients put a key and its
  * account scope in (`openai-insecure-api-key.<key>`, `openai-organization.<org>`,
@@ -29,8 +36,9 @@ export function isClientCredentialSubprotocol(protocol: string): boolean {
  * `key` holds the AccessKey; `api-key` is where deployment-style realtime browser clients put
  * their key (not read as an AccessKey); `access_token` and `oauth_token` are Google's OAuth token
  * parameters, a client's own credential: forwarded, Google judges it instead of the gateway's key.
+ * `userProject` is the client's quota project, as its header above.
  */
-export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'api-key', 'access_token', 'oauth_token'];
+export const CLIENT_CREDENTIAL_QUERY_PARAMS: readonly string[] = ['key', 'api-key', 'access_token', 'oauth_token', 'userProject'];
 
 /**
  * Whether a query parameter, by its decoded name, is a client credential. Google reads each
