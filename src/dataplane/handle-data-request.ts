@@ -22,6 +22,7 @@ import { cappedModelName } from './body/index.ts';
 import { withinModelCap } from './body/model-name-cap.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { requestFeatures } from './request-features.ts';
+import { heldConversationKey } from './held-conversation.ts';
 import { owesUsageTo, resourceKey, ResponseAffinity, type RememberedResponse } from './response-affinity.ts';
 import { modelVisibleTo } from '../management/visibility.ts';
 import type { AccessKeyRecord } from '../store/records.ts';
@@ -224,7 +225,9 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // A stored object (a response, a voice), named in the path or the body as the operation
       // declares, lives with the credential that created it. One property test for any other operation.
       const resource = op.resource;
-      const heldKey = resource === undefined ? undefined : heldResourceKey(resource, match.params, prepared.fields);
+      // A continuation names a previous response or a conversation (OpenAI takes only one of them).
+      const conversationKey = resource === undefined ? undefined : heldConversationKey(resource, prepared.fields);
+      const heldKey = resource === undefined ? undefined : (heldResourceKey(resource, match.params, prepared.fields) ?? conversationKey);
       const remembered = heldKey === undefined ? undefined : affinity.lookup(heldKey);
       if (remembered !== undefined) admitToHeld(remembered, current);
       // A background response's tokens are counted from the first read by its creator that reports them (its create reported none).
@@ -273,6 +276,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         const created = resource.creates ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, externalModel: model ?? null, accessKeyId: current.id } : undefined;
         affinity.remember(resourceKey(resource.kind, result.responseId), result.candidate.group.id, result.credential.id, created);
       }
+      // The credential that answered for a conversation holds it: later calls naming it go there.
+      if (conversationKey !== undefined && result.candidate && result.credential && result.status < 300) affinity.remember(conversationKey, result.candidate.group.id, result.credential.id);
       const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(heldKey!, current.id));
       if (counted && result.usage && result.candidate) {
         log.usage = loggedUsage(result.usage);

@@ -31,11 +31,14 @@ export function requestFeatures(operationStream: string, body: Record<string, un
 function continuesStoredState(body: Record<string, unknown>): boolean {
   const previous = body['previous_response_id'];
   if (typeof previous === 'string' && previous !== '') return true;
+  return conversationIdOf(body) !== undefined;
+}
+
+/** The id of the conversation a responses request names (`conversation`, its id or `{ id }`), if it names one. */
+export function conversationIdOf(body: Record<string, unknown>): string | undefined {
   const conversation = body['conversation'];
-  if (typeof conversation === 'string') return conversation !== '';
-  if (conversation === null || typeof conversation !== 'object') return false;
-  const id = (conversation as { id?: unknown }).id;
-  return typeof id === 'string' && id !== '';
+  const id = conversation !== null && typeof conversation === 'object' ? (conversation as { id?: unknown }).id : conversation;
+  return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 type InputKind = 'text' | 'token_ids' | 'other';
