@@ -245,7 +245,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         // (route inspection's `N/C -> converted`): the logs and usage attribute it to that Group.
         if (refusal?.refusedBy) noteRoute(log, refusal.refusedBy);
         // A holder gone, disabled or shut to the key recovers by itself no more: no SDK retry.
-        if (remembered !== undefined && !refusal?.refusedBy) throw new DataPlaneError('no_available_credential', `The Group that holds this ${resource!.kind} is not available to this key.`, NO_RETRY);
+        if (remembered !== undefined && !refusal?.refusedBy) throw new DataPlaneError('no_available_credential', `The Group that holds this ${heldKey === conversationKey ? 'conversation' : resource!.kind} is not available to this key.`, NO_RETRY);
         throw new DataPlaneError(refusal!.code, refusal!.detail);
       }
 

@@ -22,7 +22,7 @@ t.test('a conversation continues on the credential that answered for it first, b
         : { id: `resp_${++n}`, object: 'response', status: 'completed', conversation: { id: conversation }, output: [], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5 } };
     res.end(JSON.stringify(answer));
   });
-  await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-account-one-0123456789', 'sk-account-two-0123456789'] });
+  const { group } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-account-one-0123456789', 'sk-account-two-0123456789'] });
   const a = await createKey(gw.store, { name: 'a', protocols: ['x-responses'] });
   const b = await createKey(gw.store, { name: 'b', protocols: ['x-responses'] });
   const post = async (keyValue: string, path: string, body: Record<string, unknown>) => {
@@ -49,4 +49,10 @@ t.test('a conversation continues on the credential that answered for it first, b
       t.equal(record.credential_id, holder, `${path} ${JSON.stringify(body)}: sent with the credential that holds the conversation`);
     }
   }
+
+  // Its holder gone, the refusal names what it held.
+  await gw.store.groups.update(group.id, { enabled: false });
+  const res = await fetch(`${gw.url}/v1/responses`, { method: 'POST', headers: { authorization: `Bearer ${a.keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', input: 'hi', conversation: 'conv_1' }) });
+  t.equal(res.status, 503);
+  t.match(await res.json(), { error: { code: 'no_available_credential', message: 'The Group that holds this conversation is not available to this key.' } });
 });
