@@ -1,12 +1,12 @@
 import t, { type Test } from 'tap';
-import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { startUpstreamAndDataPlane, type DataPlaneHarnessOptions } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // Speech naming a saved voice (`voice_id`, as Mistral's API names it) goes where the voice is
 // held, as the voice's own calls do (docs/data-plane.md): the substitute upstream keeps voices
 // per account, answers another account's saved voice 404, and speaks any preset voice.
 
-async function setup(t: Test) {
+async function setup(t: Test, options: DataPlaneHarnessOptions = {}) {
   const voices = new Map<string, string>();
   let created = 0;
   let spoken = 0;
@@ -28,7 +28,7 @@ async function setup(t: Test) {
       return json(200, { id: `speech_${++spoken}`, audio_data: 'UklGRg==' });
     }
     return json(404, { detail: 'not found' });
-  });
+  }, options);
   const { group } = await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'up-tts' }], secrets: ['sk-account-a-0123456789', 'sk-account-b-0123456789'] });
   const a = await createKey(gw.store, { name: 'a', protocols: ['x-suite'] });
   const b = await createKey(gw.store, { name: 'b', protocols: ['x-suite'] });
@@ -49,7 +49,7 @@ async function setup(t: Test) {
   };
   const read = (keyValue: string, id: string) => call(keyValue, 'GET', `/x-suite/v1/audio/voices/${id}`);
   const speak = (keyValue: string, fields: Record<string, unknown>) => call(keyValue, 'POST', '/v1/audio/speech', JSON.stringify({ model: 'tts', input: 'hello', ...fields }));
-  return { gw, group, upstream, a, b, create, speak, read };
+  return { gw, group, upstream, a, b, call, create, speak, read };
 }
 
 t.test('speech naming a created voice in voice_id goes to the credential that created it, every time', async (t) => {
@@ -107,4 +107,27 @@ t.test("an id on a speech answer names no voice: calls naming it are not pinned 
   const first = await read(a.keyValue, 'speech_1');
   const second = await read(a.keyValue, 'speech_1');
   t.not(first.record.credential_id, second.record.credential_id, 'reads of that id take turns between credentials');
+});
+
+t.test("another AccessKey's speech naming the voice in a spooled body is not found either", async (t) => {
+  // Past bufferedJsonBytes the body is scanned for the members routing reads, voice_id among them.
+  const { upstream, b, create, speak } = await setup(t, { bufferedJsonBytes: 1024 });
+  const { id } = await create();
+  const before = upstream.requests.length;
+  const other = await speak(b.keyValue, { input: 'hello '.repeat(400), voice_id: id });
+  t.equal(other.status, 404);
+  t.equal(other.answer.error?.code, 'resource_not_found');
+  t.equal(upstream.requests.length, before, 'nothing reached an upstream');
+});
+
+t.test('a body naming voice_id twice is refused: the gateway reads the last, an upstream may read the first', async (t) => {
+  const { upstream, b, create, call } = await setup(t);
+  const { id } = await create();
+  const before = upstream.requests.length;
+  for (const body of [`{"model":"tts","input":"hello","voice_id":"${id}","voice_id":"gb_jane_neutral"}`, `{"model":"tts","input":"hello","voice_id":"${id}","voice\\u005fid":"gb_jane_neutral"}`]) {
+    const other = await call(b.keyValue, 'POST', '/v1/audio/speech', body);
+    t.equal(other.status, 400, body);
+    t.equal(other.answer.error?.code, 'invalid_request_body');
+  }
+  t.equal(upstream.requests.length, before, 'nothing reached an upstream');
 });
