@@ -6,7 +6,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import { continueBody } from '../http/expect-continue.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, formStreamRefusal, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, caseVariantOf, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, formStreamRefusal, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseCaseVariants, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -63,6 +63,7 @@ const SMALL_MEMBERS = ['model', ...ROUTING_SMALL_MEMBERS, 'stream_options'];
 /** Their values are kept up to this size; no real request comes near it. */
 const SMALL_MEMBER_BYTES = 64 * 1024;
 const ROUTING_MEMBERS = [...SMALL_MEMBERS, ...ROUTING_INPUT_MEMBERS];
+const isCaseVariant = (key: string): boolean => caseVariantOf(key) !== undefined;
 const QUOTE = 0x22;
 
 /**
@@ -105,7 +106,7 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
   if (listedKey !== undefined && !wanted.has(listedKey)) wanted.set(listedKey, MODEL_FIELD_BYTES);
   let received;
   try {
-    received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, keepBytes: record ? RECORD_PREFIX_BYTES : 0, idleTimeoutMs });
+    received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, isCaseVariant, keepBytes: record ? RECORD_PREFIX_BYTES : 0, idleTimeoutMs });
   } catch (err) {
     // As for a buffered body, a key that records bodies gets the refused one too (its first MiB).
     if (err instanceof RefusedJsonBody) return refusedBody(requestBodyFailure(err.reason)!, recordedBodyText(err.head, err.size));
@@ -180,6 +181,7 @@ function bufferedJson(raw: Buffer, record: boolean): PreparedBody {
     value = parseJsonText(text);
     refuseNonBooleanStream(value);
     repeatsModel = checkRepeatedMembers(raw, text, value);
+    refuseCaseVariants(Object.keys(value));
   } catch (err) {
     if (!record || !(err instanceof DataPlaneError)) throw err;
     // A key that records bodies gets the refused one too: that is when its owner wants to see it.
@@ -199,6 +201,7 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
   let fields: Record<string, unknown>;
   try {
     refuseRepeatedMembers(spooled.scanned.members);
+    if (spooled.scanned.caseVariant !== undefined) refuseCaseVariants([spooled.scanned.caseVariant]);
     fields = fieldsOf(spooled.scanned.members);
     refuseNonBooleanStream(fields);
   } catch (err) {

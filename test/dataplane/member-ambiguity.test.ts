@@ -93,6 +93,39 @@ t.test('stream and stream_options nested in another member or inside a string ar
   }
 });
 
+// Go's encoding/json (Ollama, Go relays in front of a vendor) matches a member to its field
+// without regard to case, the last in the body winning (golang/go#43664): a "Model" after the
+// model routing read would be the model served, whatever the key may use.
+t.test('a top-level member that differs from one routing reads only by case is refused before any upstream call', async (t) => {
+  const { upstream, send } = await completionsGateway(t);
+  const variants = [
+    '{"model":"cheap","messages":[],"Model":"expensive"}',
+    '{"model":"cheap","messages":[],"MODEL":"expensive"}',
+    '{"MODEL":"expensive","messages":[],"model":"cheap"}',
+    '{"model":"cheap","messages":[],"M\\u006fdel":"expensive"}',
+    '{"model":"cheap","messages":[],"stream":false,"Stream":true}',
+    // U+017F, the long s, folds to "s" in Go.
+    '{"model":"cheap","messages":[],"stream":false,"\\u017ftream":true}',
+    '{"model":"cheap","messages":[],"stream":true,"Stream_Options":{"include_usage":false}}',
+    '{"model":"cheap","input":"x","INPUT":[1,2]}',
+  ];
+  for (const { label, body } of SIZES) {
+    for (const json of variants) {
+      const res = await send(body(json));
+      t.equal(res.status, 400, `${label}: ${json}`);
+      t.match(await res.json(), { error: { code: 'invalid_request_body', message: /may read as "(model|stream|stream_options|input)"/ } }, `${label}: ${json}`);
+    }
+  }
+  t.equal(upstream.requests.length, 0, 'no body reached the upstream');
+  for (const { label, body } of SIZES) {
+    const raw = body('{"model":"cheap","messages":[{"role":"user","content":"hi","Model":"x"}],"metadata":{"Model":"expensive","Stream":true},"Models":1,"modeL_x":2}');
+    const res = await send(raw);
+    t.equal(res.status, 200, `${label}: nested or other names pass`);
+    await res.arrayBuffer();
+    t.equal(upstream.requests.at(-1)?.body.toString(), raw, `${label}: arrives as sent`);
+  }
+});
+
 const BOUNDARY = 'XyZb0undary';
 const part = (headers: string, value: string) => `--${BOUNDARY}\r\n${headers}\r\n\r\n${value}\r\n`;
 const form = (modelHeaders: string, model: string) =>

@@ -11,7 +11,7 @@ export { JsonMemberScanner, MAX_SCANNED_MEMBERS } from './json-member-scanner.ts
 export type { ScannedMember, ScannedObject } from './json-member-scanner.ts';
 export { locateMembers } from './locate-members.ts';
 export type { MemberSpan, ObjectLayout } from './locate-members.ts';
-export { checkRepeatedMembers, refuseRepeatedMembers } from './refuse-repeated-members.ts';
+export { caseVariantOf, checkRepeatedMembers, refuseCaseVariants, refuseRepeatedMembers } from './refuse-repeated-members.ts';
 export { formStreamRefusal, refuseNonBooleanStream } from './refuse-non-boolean-stream.ts';
 export { ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS } from './routing-members.ts';
 export { applySplices, attemptSplices, spliceDelta } from './json-body-splices.ts';

@@ -58,6 +58,8 @@ export interface ScannedObject {
   readonly members: ScannedMember[];
   /** Offset of the top-level object's closing brace. */
   readonly close: number;
+  /** The first top-level key that is none of the wanted ones but `isCaseVariant` picks out. */
+  readonly caseVariant: string | undefined;
 }
 
 interface OpenMember {
@@ -107,14 +109,21 @@ export class JsonMemberScanner {
   // Where each top-level key's last value is in #members, to let it go at the next duplicate.
   readonly #lastOf = new Map<string, number>();
   #closeAt = -1;
+  readonly #isCaseVariant: (key: string) => boolean;
+  #caseVariant: string | undefined;
   // RFC 8259 §8.1: UTF-8 only. An overlong spelling of a key's letter is U+FFFD here but could
   // be that letter to a lenient decoder upstream.
   readonly #utf8 = new Utf8StreamCheck();
 
-  /** `wanted`: top-level keys to report, each with how many value bytes may be kept. */
-  constructor(wanted: ReadonlyMap<string, number>, maxMembers = MAX_SCANNED_MEMBERS) {
+  /**
+   * `wanted`: top-level keys to report, each with how many value bytes may be kept.
+   * `isCaseVariant`: whether another top-level key (as decoded, up to the longest wanted key's
+   * escaped length) spells a wanted one in other case; the first such key is reported.
+   */
+  constructor(wanted: ReadonlyMap<string, number>, maxMembers = MAX_SCANNED_MEMBERS, isCaseVariant: (key: string) => boolean = () => false) {
     this.#wanted = wanted;
     this.#maxMembers = maxMembers;
+    this.#isCaseVariant = isCaseVariant;
     this.#parents = new Set([...wanted.keys()].flatMap((key) => /^(.+?)(?:\[\])?\./.exec(key)?.[1] ?? []));
     this.#maxKeyBytes = Math.max(0, ...[...wanted.keys()].map((key) => Buffer.byteLength(key) * 6)) + 2;
   }
@@ -133,7 +142,7 @@ export class JsonMemberScanner {
   /** The body ended: what was found, or BodyRewriteError when it is not one whole object. */
   end(): ScannedObject {
     if (this.#state !== DONE) this.#fail('the body ends inside the JSON value', 0);
-    return { members: this.#members, close: this.#closeAt };
+    return { members: this.#members, close: this.#closeAt, caseVariant: this.#caseVariant };
   }
 
   // Consumes from chunk[i] and returns the next index to read.
@@ -297,6 +306,7 @@ export class JsonMemberScanner {
     const wanted = topLevel ? key : `${this.#parent}${nesting}${key}`;
     if (this.#wanted.has(wanted)) this.#wantedKey = wanted;
     else if (topLevel && this.#parents.has(key)) this.#parent = key;
+    else if (topLevel && this.#caseVariant === undefined && this.#isCaseVariant(key)) this.#caseVariant = key;
   }
 
   #captureSegment(segment: Buffer): void {

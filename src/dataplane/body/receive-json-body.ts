@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { DataPlaneError } from '../data-plane-error.ts';
 import { BodyRewriteError } from './body-rewrite-error.ts';
 import { spliceDelta, type Splice } from './json-body-splices.ts';
-import { JsonMemberScanner, type ScannedObject } from './json-member-scanner.ts';
+import { JsonMemberScanner, MAX_SCANNED_MEMBERS, type ScannedObject } from './json-member-scanner.ts';
 import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
 import { SpoolFailure, warnSpoolFailure } from './spool-failure.ts';
 import { watchBodySilence } from './watch-body-silence.ts';
@@ -17,6 +17,8 @@ export interface ReceiveJsonOptions {
   readonly spoolDir: string;
   /** Top-level members to report for a spooled body, each with how many value bytes to keep. */
   readonly wanted: ReadonlyMap<string, number>;
+  /** Picks out a top-level key of a spooled body that spells a wanted one in other case (ScannedObject's `caseVariant`). */
+  readonly isCaseVariant?: (key: string) => boolean;
   /**
    * How much of a spooled body to keep in memory for the request log. A body refused as
    * malformed is still read up to this much, so that its record shows what was sent.
@@ -100,7 +102,7 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       return write(chunk);
     };
     const spill = () => {
-      spool = { ...createSpoolFile(options.spoolDir), scanner: new JsonMemberScanner(options.wanted) };
+      spool = { ...createSpoolFile(options.spoolDir), scanner: new JsonMemberScanner(options.wanted, MAX_SCANNED_MEMBERS, options.isCaseVariant) };
       spool.file.on('error', spoolFailed).on('drain', () => req.resume());
       const chunks = head.splice(0);
       // Kept before they are scanned: a body refused among them still has its whole prefix kept.

@@ -1,4 +1,5 @@
 import { DataPlaneError } from '../data-plane-error.ts';
+import { caseFoldedName } from './case-folded-name.ts';
 import { locateMembers } from './locate-members.ts';
 import { ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS } from './routing-members.ts';
 
@@ -49,6 +50,32 @@ export function refuseRepeatedMembers(members: readonly { readonly key: string }
     if (!SINGLE_SET.has(key)) continue;
     if (seen.has(key)) throw new DataPlaneError('invalid_request_body', `The body has more than one top-level "${key}" member.`);
     seen.add(key);
+  }
+}
+
+/** Every top-level name routing reads, by its case-folded spelling (caseFoldedName). */
+const READ_NAMES = ['model', ...SINGLE_MEMBERS];
+const READ_BY_FOLDED: ReadonlyMap<string, string> = new Map(READ_NAMES.map((name) => [caseFoldedName(name), name]));
+/** Case folding never shortens a name: a longer key folds to none of them. */
+const LONGEST_READ_NAME = Math.max(...READ_NAMES.map((name) => name.length));
+
+/**
+ * The name routing reads that `key` (a top-level key, as decoded) spells in other case, if it
+ * does: "Model", "MODEL", "ſtream". Go's encoding/json (Ollama, Go relays) matches a member to
+ * its field without regard to case, the last in the body winning (golang/go#43664), so an
+ * upstream would serve the model or stream flag such a member names, not the one routed.
+ */
+export function caseVariantOf(key: string): string | undefined {
+  if (key.length > LONGEST_READ_NAME) return undefined;
+  const name = READ_BY_FOLDED.get(caseFoldedName(key));
+  return name === key ? undefined : name;
+}
+
+/** Refuses a body with a top-level key that spells a name routing reads in other case (caseVariantOf). */
+export function refuseCaseVariants(keys: Iterable<string>): void {
+  for (const key of keys) {
+    const name = caseVariantOf(key);
+    if (name !== undefined) throw new DataPlaneError('invalid_request_body', `The body has a top-level "${key}" member, which an upstream may read as "${name}".`);
   }
 }
 
