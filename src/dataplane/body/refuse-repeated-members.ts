@@ -58,6 +58,9 @@ const READ_NAMES = ['model', ...SINGLE_MEMBERS];
 const READ_BY_FOLDED: ReadonlyMap<string, string> = new Map(READ_NAMES.map((name) => [caseFoldedName(name), name]));
 /** Case folding never shortens a name: a longer key folds to none of them. */
 const LONGEST_READ_NAME = Math.max(...READ_NAMES.map((name) => name.length));
+const LOWERCASE_ASCII = /^[a-z0-9_]*$/;
+/** Whether every name routing reads is lowercase ASCII, which lets such a key skip the folding (caseVariantOf). */
+const READ_NAMES_LOWERCASE = READ_NAMES.every((name) => LOWERCASE_ASCII.test(name));
 
 /**
  * The name routing reads that `key` (a top-level key, as decoded) spells in other case, if it
@@ -66,7 +69,8 @@ const LONGEST_READ_NAME = Math.max(...READ_NAMES.map((name) => name.length));
  * upstream would serve the model or stream flag such a member names, not the one routed.
  */
 export function caseVariantOf(key: string): string | undefined {
-  if (key.length > LONGEST_READ_NAME) return undefined;
+  // Nearly every key a client sends is lowercase ASCII, which folds to a lowercase ASCII name only by being it.
+  if (key.length > LONGEST_READ_NAME || (READ_NAMES_LOWERCASE && LOWERCASE_ASCII.test(key))) return undefined;
   const name = READ_BY_FOLDED.get(caseFoldedName(key));
   return name === key ? undefined : name;
 }
