@@ -21,6 +21,10 @@ const messageFragments: readonly MessageRow[] = [
   // xAI, 403 with `error` a string: "Content violates usage guidelines. … Failed check: SAFETY_CHECK_TYPE_BIO".
   { raw: 'content violates usage guidelines', unified: 'request' },
   { raw: 'safety_check_type_', unified: 'request' },
+  // OpenAI, 401 code null to a restricted key calling outside its scopes: "You have insufficient
+  // permissions for this operation. Missing scopes: api.responses.write. …" (continuedev/continue#10059,
+  // bytedance/trae-agent#162): the key serves the operations it has scopes for, another key may have this one.
+  { raw: 'missing scopes:', unified: 'request' },
   // Fireworks, 403 code FORBIDDEN: "Fire Pass API keys are not authorized for this route."
   { raw: 'not authorized for this route', unified: 'request' },
   // Azure OpenAI, 403 code "403": the resource's network rules, or private endpoints only.
