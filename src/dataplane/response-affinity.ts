@@ -14,6 +14,9 @@ export type RememberedResponse = Omit<StoredObject, 'key'>;
  * Every change is also recorded in `store` (with the log batch of the request that made it), and
  * `load` brings back what it kept, so that a restart forgets none of it; lookups stay in memory.
  */
+/** The longest key (`response:` and an id) remembered; a longer one is routed as any call naming an object the gateway did not see created. */
+export const MAX_REMEMBERED_KEY_LENGTH = 512;
+
 export class ResponseAffinity {
   #entries = new Map<string, RememberedResponse>();
 
@@ -41,6 +44,9 @@ export class ResponseAffinity {
 
   /** `created` comes with the create; a later read of the response keeps what it set. */
   remember(responseId: string, groupId: number, credentialId: number, created?: { background: boolean; upstreamModel: string | null; externalModel: string | null; accessKeyId: number }): void {
+    // The id comes from an upstream's answer (or a client's conversation): a megabyte of it, a
+    // hundred thousand times over, would fill memory and the log file. Real ids are under 100 characters.
+    if (responseId.length > MAX_REMEMBERED_KEY_LENGTH) return;
     const before = this.#entries.get(responseId);
     const entry: RememberedResponse = {
       groupId,
