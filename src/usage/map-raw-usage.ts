@@ -13,6 +13,8 @@ export interface CompiledUsageField {
   readonly unless: readonly number[];
   /** Counted only when counter `total` is present and equals the sum of the `parts` counters, all present. */
   readonly onlyIf: { readonly total: number; readonly parts: readonly number[] } | undefined;
+  /** Counted less the sum of these counters, all present, and only when above 0. */
+  readonly less: readonly number[] | undefined;
 }
 
 /** A usage table with its paths split, made once per style. */
@@ -39,20 +41,21 @@ const NONE: readonly number[] = [];
 
 /** The rows as counters to read: each row, each of its fallbacks, and each counter a condition names that no row reads. */
 export function compileFields(rows: readonly UsageFieldRow[]): CompiledUsageField[] {
-  const fields: Array<{ unified: UnifiedUsageField | undefined; raw: string; unless: readonly number[]; onlyIf: CompiledUsageField['onlyIf'] }> =
-    rows.map((row) => ({ unified: row.unified, raw: row.raw, unless: NONE, onlyIf: undefined }));
+  const fields: Array<{ unified: UnifiedUsageField | undefined; raw: string; unless: readonly number[]; onlyIf: CompiledUsageField['onlyIf']; less: CompiledUsageField['less'] }> =
+    rows.map((row) => ({ unified: row.unified, raw: row.raw, unless: NONE, onlyIf: undefined, less: undefined }));
   rows.forEach((row, i) => {
     const unless = [i];
     for (const fallback of typeof row.fallback === 'string' ? [row.fallback] : (row.fallback ?? [])) {
-      unless.push(fields.push({ unified: row.unified, raw: fallback, unless: unless.slice(), onlyIf: undefined }) - 1);
+      unless.push(fields.push({ unified: row.unified, raw: fallback, unless: unless.slice(), onlyIf: undefined, less: undefined }) - 1);
     }
   });
   const counter = (raw: string): number => {
     const at = fields.findIndex((f) => f.raw === raw);
-    return at !== -1 ? at : fields.push({ unified: undefined, raw, unless: NONE, onlyIf: undefined }) - 1;
+    return at !== -1 ? at : fields.push({ unified: undefined, raw, unless: NONE, onlyIf: undefined, less: undefined }) - 1;
   };
   rows.forEach((row, i) => {
     if (row.onlyIf !== undefined) fields[i]!.onlyIf = { total: counter(row.onlyIf.total), parts: row.onlyIf.equalsSumOf.map(counter) };
+    if (row.lessSumOf !== undefined) fields[i]!.less = row.lessSumOf.map(counter);
   });
   return fields.map((f) => ({ ...f, raw: pathSegments(f.raw) }));
 }
@@ -107,7 +110,7 @@ export function unifyCounters(table: CompiledUsageTable, counters: RawUsageCount
 export function addCounters(usage: TokenUsage, fields: readonly CompiledUsageField[], counters: RawUsageCounters): TokenUsage {
   for (let i = 0; i < fields.length; i++) {
     const field = fields[i]!;
-    const count = counters[i];
+    const count = field.less === undefined ? counters[i] : remainder(counters, i, field.less);
     if (count === undefined || field.unified === undefined || anyPresent(counters, field.unless)) continue;
     if (field.onlyIf !== undefined && !totalHolds(counters, field.onlyIf)) continue;
     const sum = usage[field.unified];
@@ -121,6 +124,18 @@ export function addCounters(usage: TokenUsage, fields: readonly CompiledUsageFie
 function anyPresent(counters: RawUsageCounters, indexes: readonly number[]): boolean {
   for (let i = 0; i < indexes.length; i++) if (counters[indexes[i]!] !== undefined) return true;
   return false;
+}
+
+/** Counter `total` less the sum of the `parts`, all present; undefined when any is absent or nothing is left. */
+function remainder(counters: RawUsageCounters, total: number, parts: readonly number[]): number | undefined {
+  let left = counters[total];
+  if (left === undefined) return undefined;
+  for (const part of parts) {
+    const count = counters[part];
+    if (count === undefined) return undefined;
+    left -= count;
+  }
+  return left > 0 ? left : undefined;
 }
 
 function totalHolds(counters: RawUsageCounters, condition: NonNullable<CompiledUsageField['onlyIf']>): boolean {

@@ -11,6 +11,11 @@ export interface UsageFieldRow {
    * counters `parts`, all present: a vendor whose total says the row lies outside the others.
    */
   onlyIf?: { total: string; equalsSumOf: readonly string[] };
+  /**
+   * Counted as `raw` less the sum of these raw counters, all present, when that is above 0:
+   * the part of a vendor's total that its other counters leave out.
+   */
+  lessSumOf?: readonly string[];
 }
 
 /** Where a stream event carries a usage object. */

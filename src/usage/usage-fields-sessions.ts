@@ -1,6 +1,6 @@
 import type { UsageFieldRow } from './usage-field-table.ts';
-import { completionsUsageFields } from './usage-fields-completions.ts';
 import { generateUsageFields } from './usage-fields-generate.ts';
+import { suiteUsageFields } from './usage-fields-suite.ts';
 
 /** Where a WebSocket session's server messages carry usage. Each message's usage is added to the session's. */
 export interface SessionUsageSource {
@@ -17,8 +17,11 @@ export interface SessionUsageSource {
 export type SessionUsageStyle = 'transcription' | 'live';
 
 export const sessionUsageSources: Readonly<Record<SessionUsageStyle, SessionUsageSource>> = {
-  /** Realtime transcription: each `transcription.done` carries its audio's `usage` in chat-completions names. */
-  transcription: { frameHint: '"transcription.done"', eventType: 'transcription.done', usagePath: 'usage', fields: completionsUsageFields.fields },
+  /**
+   * Realtime transcription: each `transcription.done` carries its audio's `usage` in chat-completions
+   * names, read as an x-suite transcription's (the audio's tokens only in `total_tokens`).
+   */
+  transcription: { frameHint: '"transcription.done"', eventType: 'transcription.done', usagePath: 'usage', fields: suiteUsageFields.fields },
   /**
    * Live sessions: `usageMetadata` per model turn, as generate style names it, except that the
    * output is `responseTokenCount` (`candidatesTokenCount` from Vertex-style upstreams, read

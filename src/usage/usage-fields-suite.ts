@@ -9,10 +9,14 @@ import type { UsageFieldTable } from './usage-field-table.ts';
  * platform.openai.com/docs/api-reference/audio/json-object); speech reports no audio part, its
  * output being all audio (priced at the model's output price); OCR, FIM and Mistral-style transcriptions answer
  * prompt_tokens/completion_tokens. An upstream sends one scheme, never both, so summing the
- * rows of a unified field reads whichever came. A duration usage (`seconds`) counts no tokens.
- * In streams the usage is a top-level `usage` of any event: FIM's final chunk, and the
- * `transcript.text.done` and `speech.audio.done` events (one source for all, so the events'
- * bytes can be read without parsing them).
+ * rows of a unified field reads whichever came. Mistral's transcriptions (voxtral, realtime ones
+ * too) count the text prompt alone in prompt_tokens: the audio's tokens are only in
+ * total_tokens (`prompt_tokens` 5, `completion_tokens` 24, `total_tokens` 404, and
+ * `prompt_tokens_details.cached_tokens` 368, cached audio), so what the total holds beyond
+ * prompt and completion is audio input. A duration usage (`seconds`) counts no tokens.
+ * In streams the usage is a top-level `usage` of any event: FIM's final chunk, OpenAI's
+ * `transcript.text.done`, Mistral's `transcription.done` and the `speech.audio.done` events
+ * (one source for all, so the events' bytes can be read without parsing them).
  */
 export const suiteUsageFields: UsageFieldTable = {
   style: 'suite',
@@ -24,6 +28,8 @@ export const suiteUsageFields: UsageFieldTable = {
     { raw: 'output_tokens', unified: 'output_tokens' },
     { raw: 'prompt_tokens_details.cached_tokens', unified: 'cached_tokens' },
     { raw: 'input_token_details.audio_tokens', unified: 'audio_input_tokens' },
+    { raw: 'total_tokens', unified: 'input_tokens', lessSumOf: ['prompt_tokens', 'completion_tokens'] },
+    { raw: 'total_tokens', unified: 'audio_input_tokens', lessSumOf: ['prompt_tokens', 'completion_tokens'] },
   ],
   stream: [{ usagePath: 'usage', merge: 'replace' }],
   streamHint: /"usage"\s*:\s*\{/,

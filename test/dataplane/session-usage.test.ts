@@ -42,6 +42,12 @@ t.test('realtime transcription counts the usage of transcription.done events onl
   t.same(usage.result(), { input_tokens: 50, output_tokens: 6, cached_tokens: 0, reasoning_tokens: 0 });
 });
 
+t.test("realtime transcription from Mistral: the audio tokens only total_tokens counts are input", async (t) => {
+  const usage = new SessionUsageAccumulator('transcription');
+  usage.push(frame({ type: 'transcription.done', text: 'hello', usage: { prompt_audio_seconds: 5, prompt_tokens: 5, completion_tokens: 24, total_tokens: 404, prompt_tokens_details: { cached_tokens: 368 } } }));
+  t.same(usage.result(), { input_tokens: 380, output_tokens: 24, cached_tokens: 368, reasoning_tokens: 0, audio_input_tokens: 375 });
+});
+
 t.test('a frame without the hint is not parsed', async (t) => {
   const parse = JSON.parse;
   let parsed = 0;

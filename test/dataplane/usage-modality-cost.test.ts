@@ -95,6 +95,35 @@ t.test('transcription: without an audio rate, priced as before', async (t) => {
   t.equal(record.cost, usd([1_014, 2.5], [45, 10]));
 });
 
+// Mistral's transcription usage (voxtral): `prompt_tokens` counts the text prompt only; the
+// audio's tokens are in `total_tokens` alone, and `prompt_tokens_details.cached_tokens` (cached
+// audio) may exceed `prompt_tokens` (docs.mistral.ai/api, TranscriptionResponse.usage).
+const MISTRAL_TRANSCRIPTION_USAGE = { prompt_audio_seconds: 5, prompt_tokens: 5, total_tokens: 404, completion_tokens: 24, prompt_tokens_details: { cached_tokens: 368 } };
+const VOXTRAL: ModelPrice = { input_per_mtok: 2.5, output_per_mtok: 10, cached_input_per_mtok: 1, audio_input_per_mtok: 6 };
+// 375 audio tokens (404 less the 5 prompt and 24 output), 368 of the 380 input cached: 12 audio left.
+const VOXTRAL_COST = usd([368, 1], [12, 6], [24, 10]);
+
+for (const stream of [false, true]) {
+  t.test(`transcription from Mistral${stream ? ', streamed' : ''}: the audio tokens only total_tokens counts are input, at the audio rate`, async (t) => {
+    const reply = stream
+      ? `event: transcription.text.delta\ndata: ${JSON.stringify({ type: 'transcription.text.delta', text: 'The sun' })}\n\n` +
+        `event: transcription.done\ndata: ${JSON.stringify({ type: 'transcription.done', model: 'vendor-m', text: 'The sun', language: null, usage: MISTRAL_TRANSCRIPTION_USAGE })}\n\n`
+      : JSON.stringify({ model: 'vendor-m', text: 'The sun', language: null, segments: [], usage: MISTRAL_TRANSCRIPTION_USAGE });
+    const form = audioForm();
+    if (stream) form.append('stream', 'true');
+    const record = await pricedRequest(t, { channel: 'ch03', protocol: 'x-suite', path: '/v1/audio/transcriptions', price: VOXTRAL, reply, contentType: stream ? 'text/event-stream' : 'application/json', body: form });
+    t.same(record.usage, { input_tokens: 380, output_tokens: 24, cached_tokens: 368, reasoning_tokens: 0 });
+    t.equal(record.cost, VOXTRAL_COST);
+  });
+}
+
+t.test('FIM from Mistral, whose total is its prompt and completion: nothing more is counted', async (t) => {
+  const reply = JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'vendor-m', created: 1, choices: [{ index: 0, message: { role: 'assistant', content: 'x' }, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
+  const record = await pricedRequest(t, { channel: 'ch03', protocol: 'x-suite', path: '/v1/fim/completions', price: VOXTRAL, reply, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', prompt: 'def f(', suffix: 'return 1' }) });
+  t.same(record.usage, { input_tokens: 10, output_tokens: 5, cached_tokens: 0, reasoning_tokens: 0 });
+  t.equal(record.cost, usd([10, 2.5], [5, 10]));
+});
+
 t.test('computeCost: the parts never exceed their whole, taken in order (cached, writes, audio, images)', async (t) => {
   const price: ModelPrice = { input_per_mtok: 1, output_per_mtok: 2, cached_input_per_mtok: 10, cache_write_per_mtok: 100, audio_input_per_mtok: 1_000, image_input_per_mtok: 10_000, audio_output_per_mtok: 20 };
   const usage = { input_tokens: 1_000, output_tokens: 50, cached_tokens: 300, reasoning_tokens: 0, cache_write_tokens: 200, audio_input_tokens: 400, image_input_tokens: 400, audio_output_tokens: 80 };
