@@ -49,6 +49,9 @@ const messageFragments: readonly MessageRow[] = [
   // SiliconFlow, 403 {"code":30011,"message":"The selected model requires paid balance. Your paid balance is insufficient. Please top up
   // and try again.","data":null} (FoundationAgents/OpenManus#438): a top-up lifts it, another key with paid balance serves meanwhile.
   { raw: 'paid balance is insufficient', unified: 'billing' },
+  // SiliconFlow, 403 (402 at times) {"code":30001,"message":"Sorry, your account balance is insufficient","data":null}, its account out of
+  // balance for any model (docs.siliconflow.com/en/faqs/error-code: 403 "insufficient permissions … refer to the error message").
+  { raw: 'your account balance is insufficient', unified: 'billing' },
   // MiniMax, 500 (not 402) {"type":"error","error":{"type":"api_error","message":"insufficient balance (1008)"}} from its Anthropic-compatible
   // endpoint (MiniMax-AI/MiniMax-M2#62, NousResearch/hermes-agent#16680).
   { raw: 'insufficient balance', unified: 'billing' },

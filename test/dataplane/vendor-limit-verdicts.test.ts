@@ -145,6 +145,7 @@ const BILLING: { vendor: string; channel: string; body: string }[] = [
   { vendor: "OpenRouter's key spending cap", channel: 'ch29', body: JSON.stringify({ error: { message: 'Key limit exceeded (total limit). Manage it using https://openrouter.ai/settings/keys', code: 403 } }) },
   { vendor: 'Volcengine Ark, an overdue account', channel: 'ch02', body: JSON.stringify({ error: { code: 'AccountOverdueError', message: 'The request failed because your account has an overdue balance.', param: '', type: 'Forbidden' } }) },
   { vendor: "SiliconFlow's paid balance, a top-level message", channel: 'ch20', body: JSON.stringify({ code: 30011, message: 'The selected model requires paid balance. Your paid balance is insufficient. Please top up and try again.', data: null }) },
+  { vendor: "SiliconFlow's account balance, a top-level message", channel: 'ch20', body: JSON.stringify({ code: 30001, message: 'Sorry, your account balance is insufficient', data: null }) },
   { vendor: "a one-api / new-api relay's user quota", channel: 'ch35', body: JSON.stringify({ error: { message: 'user quota is not enough (request id: 2025020911093417487821572799492)', type: 'new_api_error', param: '', code: 'insufficient_user_quota' } }) },
 ];
 
