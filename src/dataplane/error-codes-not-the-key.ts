@@ -40,6 +40,11 @@ const errorCodes: readonly ErrorCodeRow[] = [
   { style: 'completions', raw: 'model_permission_blocked_project', unified: 'request' },
   // DashScope's compatible mode, 403 "Access to model denied" (the model not activated for the account).
   { style: 'completions', raw: 'AccessDenied.Unpurchased', unified: 'request' },
+  // DashScope's compatible mode, 403 (or 400) {"error":{"message":"The free tier of the model has been exhausted. If you wish to continue access the model
+  // on a paid basis, please disable the \"use free tier only\" mode in the management console.","type":"AllocationQuota.FreeTierOnly",
+  // "code":"AllocationQuota.FreeTierOnly"}} (APIParkLab/APIPark#394; alibabacloud.com/help/en/model-studio/new-free-quota, "Free Quota Only"):
+  // the account's free quota spent, lifted by paying or a new quota; a key of another account serves meanwhile.
+  { style: 'completions', raw: 'AllocationQuota.FreeTierOnly', unified: 'billing' },
   // Volcengine Ark, 403: no access to the resource asked for; the model service not activated; the account overdue (its invalid key is a 401 AuthenticationError).
   { style: 'completions', raw: 'AccessDenied', unified: 'request' },
   { style: 'completions', raw: 'OperationDenied.ServiceNotOpen', unified: 'request' },

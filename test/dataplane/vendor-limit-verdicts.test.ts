@@ -138,6 +138,9 @@ for (const c of NOT_THE_KEY) {
   });
 }
 
+// DashScope's compatible mode, an account whose free quota is spent while it allows no paid use (APIParkLab/APIPark#394: sent 400 too).
+const FREE_TIER_ONLY = JSON.stringify({ error: { message: 'The free tier of the model has been exhausted. If you wish to continue access the model on a paid basis, please disable the "use free tier only" mode in the management console.', type: 'AllocationQuota.FreeTierOnly', param: null, code: 'AllocationQuota.FreeTierOnly' }, id: 'chatcmpl-9ad5f6e5', request_id: '9ad5f6e5' });
+
 // Refusals about the account's credit or spending cap: the key is not revoked, a top-up or a raised cap brings it back.
 const BILLING: { vendor: string; channel: string; body: string }[] = [
   { vendor: "xAI's team without credits", channel: 'ch02', body: JSON.stringify({ code: 'The caller does not have permission to execute the specified operation', error: "Your newly created team doesn't have any credits yet. You can purchase credits on https://console.x.ai/team/0f1e." }) },
@@ -146,6 +149,7 @@ const BILLING: { vendor: string; channel: string; body: string }[] = [
   { vendor: 'Volcengine Ark, an overdue account', channel: 'ch02', body: JSON.stringify({ error: { code: 'AccountOverdueError', message: 'The request failed because your account has an overdue balance.', param: '', type: 'Forbidden' } }) },
   { vendor: "SiliconFlow's paid balance, a top-level message", channel: 'ch20', body: JSON.stringify({ code: 30011, message: 'The selected model requires paid balance. Your paid balance is insufficient. Please top up and try again.', data: null }) },
   { vendor: "SiliconFlow's account balance, a top-level message", channel: 'ch20', body: JSON.stringify({ code: 30001, message: 'Sorry, your account balance is insufficient', data: null }) },
+  { vendor: "DashScope's free tier exhausted in 'use free tier only' mode", channel: 'ch20', body: FREE_TIER_ONLY },
   { vendor: "a one-api / new-api relay's user quota", channel: 'ch35', body: JSON.stringify({ error: { message: 'user quota is not enough (request id: 2025020911093417487821572799492)', type: 'new_api_error', param: '', code: 'insufficient_user_quota' } }) },
 ];
 
@@ -209,6 +213,7 @@ t.test("DashScope's 400 Arrearage is judged as a 402: the key cools down and the
 // Other 400s about the account's spending cap or a proxy key's budget.
 for (const [vendor, body] of [
   ["OpenAI's billing hard limit", { error: { code: 'billing_hard_limit_reached', message: 'Billing hard limit has been reached', param: null, type: 'invalid_request_error' } }],
+  ["DashScope's free tier exhausted in 'use free tier only' mode", JSON.parse(FREE_TIER_ONLY)],
   ["a LiteLLM proxy's key budget, code the status's digits", { error: { message: 'Budget has been exceeded! Current cost: 10.02, Max budget: 10.0', type: 'budget_exceeded', param: null, code: '400' } }],
 ] as const) {
   t.test(`${vendor}: a 400 judged as a 402, the key cools down and the next serves`, async (t) => {
