@@ -25,6 +25,10 @@ const messageFragments: readonly MessageRow[] = [
   // permissions for this operation. Missing scopes: api.responses.write. …" (continuedev/continue#10059,
   // bytedance/trae-agent#162): the key serves the operations it has scopes for, another key may have this one.
   { raw: 'missing scopes:', unified: 'request' },
+  // Kimi Code (api.kimi.com/coding), 403 {"error":{"message":"Kimi For Coding is currently only available for Coding Agents such as Kimi CLI,
+  // Claude Code, Roo Code, Kilo Code, etc.","type":"access_terminated_error"}} to a client its allowlist lacks, judged by the client's own
+  // User-Agent and X-Msh-Platform, which the gateway passes on (MoonshotAI/kimi-code#636): the key serves the agents it allows.
+  { raw: 'only available for coding agents', unified: 'request' },
   // Fireworks, 403 code FORBIDDEN: "Fire Pass API keys are not authorized for this route."
   { raw: 'not authorized for this route', unified: 'request' },
   // Azure OpenAI, 403 code "403": the resource's network rules, or private endpoints only.
