@@ -46,6 +46,10 @@ const messageFragments: readonly MessageRow[] = [
   { raw: 'does not have enough credits', unified: 'billing' },
   // Moonshot, 403: "… exceeded current quota, please check your plan and billing details".
   { raw: 'exceeded current quota', unified: 'billing' },
+  // Kimi Code, 403 "You've reached your usage limit for this billing cycle. Your quota will be refreshed in the next cycle. …", as
+  // access_terminated_error (completions; "… your monthly usage limit …", can1357/oh-my-pi#11827) or permission_error (messages,
+  // NanmiCoder/cc-haha#1208): the plan's quota, refreshed by its next window or bought extra.
+  { raw: 'usage limit for this billing cycle', unified: 'billing' },
   // OpenRouter, 403 code 403: "Key limit exceeded (total limit)", the key's spending cap, lifted by raising it.
   { raw: 'key limit exceeded', unified: 'billing' },
   // Anthropic, 400 invalid_request_error: "Your credit balance is too low to access the Anthropic API. …".

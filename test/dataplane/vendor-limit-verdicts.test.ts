@@ -149,6 +149,7 @@ const BILLING: { vendor: string; channel: string; body: string }[] = [
   { vendor: "OpenRouter's key spending cap", channel: 'ch29', body: JSON.stringify({ error: { message: 'Key limit exceeded (total limit). Manage it using https://openrouter.ai/settings/keys', code: 403 } }) },
   { vendor: 'Volcengine Ark, an overdue account', channel: 'ch02', body: JSON.stringify({ error: { code: 'AccountOverdueError', message: 'The request failed because your account has an overdue balance.', param: '', type: 'Forbidden' } }) },
   { vendor: "SiliconFlow's paid balance, a top-level message", channel: 'ch20', body: JSON.stringify({ code: 30011, message: 'The selected model requires paid balance. Your paid balance is insufficient. Please top up and try again.', data: null }) },
+  { vendor: "Kimi Code's monthly usage limit", channel: 'ch02', body: JSON.stringify({ error: { message: "You've reached your monthly usage limit for this billing cycle. Your quota will be refreshed in the next cycle. To continue now, purchase extra usage or upgrade your plan: https://www.kimi.com/code/#pricing", type: 'access_terminated_error' } }) },
   { vendor: "SiliconFlow's account balance, a top-level message", channel: 'ch20', body: JSON.stringify({ code: 30001, message: 'Sorry, your account balance is insufficient', data: null }) },
   { vendor: "DashScope's free tier exhausted in 'use free tier only' mode", channel: 'ch20', body: FREE_TIER_ONLY },
   { vendor: "a one-api / new-api relay's user quota", channel: 'ch35', body: JSON.stringify({ error: { message: 'user quota is not enough (request id: 2025020911093417487821572799492)', type: 'new_api_error', param: '', code: 'insufficient_user_quota' } }) },
@@ -183,6 +184,20 @@ t.test("Anthropic's 400 'credit balance is too low' is judged as a 402: the key 
   coolsFor(t, state, sentAt, 300);
   t.equal((await message()).status, 200);
   t.same(upstream.requests.slice(2).map(secretOf), ['sk-ok'], 'the broke key is left alone while it cools down');
+});
+
+t.test("Kimi Code's messages-style 403 permission_error about the billing cycle's usage limit is judged as a 402: the key cools down and the next serves", async (t) => {
+  const secrets = ['sk-spent', 'sk-ok'];
+  // NanmiCoder/cc-haha#1208: its Anthropic-compatible endpoint.
+  const body = JSON.stringify({ error: { type: 'permission_error', message: "You've reached your usage limit for this billing cycle. Your quota will be refreshed in the next cycle. To continue now, purchase extra usage or upgrade your plan: https://www.kimi.com/code/#pricing" }, type: 'error' });
+  const { upstream, listed, message } = await setup(t, { channel: 'ch14', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-spent' ? send(res, 403, body) : okAnswer(req, res)));
+  const sentAt = Date.now();
+  // The Group's rotation starts at its first credential.
+  t.equal((await message()).status, 200, 'served by the other key');
+  t.same(upstream.requests.map(secretOf), ['sk-spent', 'sk-ok'], 'the spent key, then the next');
+  const state = (await listed())('sk-spent');
+  t.equal(state.disabled_reason, null, 'not disabled');
+  coolsFor(t, state, sentAt, 300);
 });
 
 t.test("Anthropic's 400 'This organization has been disabled.' disables the key, and the next serves", async (t) => {
