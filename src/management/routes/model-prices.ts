@@ -10,6 +10,7 @@ import { route, type RouteDef } from '../route-def.ts';
 import priceSchema from '../schemas/model-price.json' with { type: 'json' };
 import priceListSchema from '../schemas/price-list.json' with { type: 'json' };
 import syncSchema from '../schemas/model-price-sync.json' with { type: 'json' };
+import groupModelsSchema from '../schemas/group-models.json' with { type: 'json' };
 
 export function modelPriceRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
@@ -87,11 +88,15 @@ export function modelPriceRoutes(deps: ManagementDeps): RouteDef[] {
   ];
 }
 
-/** A price is for a model name a Group can hold (`models[].upstream`: 1 to 300 characters). */
-const MAX_MODEL_LENGTH = 300;
+/** A price is for a model name a Group can hold (`models[].upstream`), by the Group schema's own rule. */
+const GROUP_MODEL = groupModelsSchema.properties.models.items.properties.upstream;
+/** As ajv applies the schema's pattern (Unicode mode, so only a lone surrogate is one). */
+const GROUP_MODEL_PATTERN = new RegExp(GROUP_MODEL.pattern, 'u');
 
 function priceModel(ctx: ManagementContext): string {
   const model = stringParam(ctx, 'model');
-  if (model.trim() === '' || model.length > MAX_MODEL_LENGTH) throw validationFailed('model', 'invalid_value', { max_length: MAX_MODEL_LENGTH });
+  // Characters as ajv's maxLength counts them, code points: a name of 300 emoji is one a Group holds.
+  const length = [...model].length;
+  if (model.trim() === '' || length > GROUP_MODEL.maxLength || !GROUP_MODEL_PATTERN.test(model)) throw validationFailed('model', 'invalid_value', { max_length: GROUP_MODEL.maxLength });
   return model;
 }
