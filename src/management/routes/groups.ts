@@ -3,6 +3,7 @@ import type { GroupCreateBody } from '../../generated/management/group-create.ts
 import type { GroupModelsBody } from '../../generated/management/group-models.ts';
 import type { GroupSettingsBody } from '../../generated/management/group-settings.ts';
 import type { GroupModel, GroupRecord } from '../../store/records.ts';
+import { MODEL_FIELD_BYTES, withinModelCap } from '../../dataplane/body/model-name-cap.ts';
 import { channelOf, channelRequiresBaseUrl, checkProxyAllowed } from '../channel-rules.ts';
 import { checkBaseUrl } from '../check-base-url.ts';
 import type { ManagementDeps } from '../context.ts';
@@ -111,10 +112,15 @@ function checkLocation(channel: string, baseUrl: string | null, proxyUrl: string
   checkProxyAllowed(channel, proxyUrl);
 }
 
-/** The upstream name defaults to the external one; an external name appears once per Group. */
+/**
+ * The upstream name defaults to the external one; an external name appears once per Group, and
+ * is one a client can send: the data plane refuses a model name over MODEL_FIELD_BYTES of UTF-8
+ * (300 emoji are 1200), so a longer one would be listed and inspected as routable, never served.
+ */
 function normalizeModels(models: ReadonlyArray<{ external: string; upstream?: string }>, field = 'models'): GroupModel[] {
   const seen = new Set<string>();
   return models.map((m, i) => {
+    if (!withinModelCap(m.external)) throw validationFailed(`${field}[${i}].external`, 'invalid_value', { max_bytes: MODEL_FIELD_BYTES });
     if (seen.has(m.external)) throw validationFailed(`${field}[${i}].external`, 'duplicate');
     seen.add(m.external);
     return { external: m.external, upstream: m.upstream ?? m.external };
