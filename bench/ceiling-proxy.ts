@@ -50,6 +50,7 @@ const server = createServer((req, res) => {
             res,
             requestId,
             streamStyle: 'completions',
+            streamEnd: 'completions',
             usageStyle: 'completions',
             dropUsageChunk: built.addedStreamUsage,
             captureResponseId: false,

@@ -25,6 +25,7 @@ import { sendGatewayError } from './send-gateway-error.ts';
 import { maskedOrUndecodable, undecodableAnswer } from './undecodable-answer.ts';
 import { attemptHeadersTimeout } from './client-timeout.ts';
 import { resumedFirstSequence } from './relay/resumed-stream.ts';
+import { streamEndStyle } from './relay/final-stream-event.ts';
 import { boundCredentials } from './bound-credential.ts';
 import { refusesStreamOptions } from './stream-options-refused.ts';
 
@@ -490,6 +491,7 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     res: input.res,
     requestId: input.requestId,
     streamStyle: input.streamStyle,
+    streamEnd: streamEndStyle(input.op.protocol, input.streamStyle),
     usageStyle: input.usageStyle,
     dropUsageChunk,
     // A created object's id names it; a read's names the one it read. Another call that names one in its body (a continuation, speech in a voice) answers with no such id.

@@ -10,20 +10,33 @@ const LF = 0x0a;
 const SPACE = 0x20;
 
 /**
+ * How a stream's end is judged: by its protocol's error style, but for image streams, whose
+ * error events have the completions shape and which end with their completed event.
+ */
+export type StreamEndStyle = StreamErrorStyle | 'images';
+
+/**
  * What marks the event each protocol ends a finished stream with: its data as a whole, or its
  * type (the `event` field, else the data's `type`). Generate's SSE has none. `owed`: a stream
  * that ends without it was cut short; not completions', whose `[DONE]` some compatible
- * upstreams omit.
+ * upstreams omit. An image stream's completed event carries the final image and the usage
+ * (OpenAI's ImageGenStreamEvent, ImageEditStreamEvent); a `[DONE]` after it is not looked at.
  */
-const FINAL_EVENTS: Readonly<Record<StreamErrorStyle, { data?: string; types?: readonly string[]; owed?: boolean }>> = {
+const FINAL_EVENTS: Readonly<Record<StreamEndStyle, { data?: string; types?: readonly string[]; owed?: boolean }>> = {
   completions: { data: DONE },
   responses: { types: ['response.completed', 'response.failed', 'response.incomplete'], owed: true },
   messages: { types: ['message_stop'], owed: true },
   generate: {},
+  images: { types: ['image_generation.completed', 'image_edit.completed'], owed: true },
 };
 
+/** The end style of a protocol's streams whose error style is `style`. */
+export function streamEndStyle(protocol: string, style: StreamErrorStyle): StreamEndStyle {
+  return protocol === 'x-images' ? 'images' : style;
+}
+
 /** Whether a `style` stream that ends without its final event is incomplete, however cleanly it ended. */
-export function owesFinalEvent(style: StreamErrorStyle): boolean {
+export function owesFinalEvent(style: StreamEndStyle): boolean {
   return FINAL_EVENTS[style].owed === true;
 }
 
@@ -56,7 +69,7 @@ export function holdsWholeDataEvent(bytes: Buffer): boolean {
  * stream with. A `data: [DONE]` that some compatible upstreams append after another
  * protocol's final event is not looked at, as a comment is not.
  */
-export function endsWithFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
+export function endsWithFinalEvent(style: StreamEndStyle, bytes: Buffer): boolean {
   const final = FINAL_EVENTS[style];
   if (final.data === undefined && final.types === undefined) return false;
   const last = carriedEvents(style, bytes).at(-1);
@@ -76,7 +89,7 @@ const LEADING_TYPE = /^\s*\{\s*"type"\s*:\s*"([^"\\]*)"/;
  * the first: its type read from its start, the `event` field before its data, else the data's
  * leading `"type"`. A final event known by its whole data (`[DONE]`) is never that large.
  */
-export function opensFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
+export function opensFinalEvent(style: StreamEndStyle, bytes: Buffer): boolean {
   const { types } = FINAL_EVENTS[style];
   if (types === undefined) return false;
   let event: string | undefined;
@@ -99,7 +112,7 @@ export function opensFinalEvent(style: StreamErrorStyle, bytes: Buffer): boolean
  * reads) with a `data` line, or an `event` line and then one, are taken as they are; only
  * others are parsed.
  */
-export function carriesEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
+export function carriesEvent(style: StreamEndStyle, bytes: Buffer): boolean {
   let at = 0;
   while (bytes[at] === CR || bytes[at] === LF) at++;
   // Line ends alone (the blank line of an event passed before, in a read of its own) carry none.
@@ -110,7 +123,7 @@ export function carriesEvent(style: StreamErrorStyle, bytes: Buffer): boolean {
 }
 
 /** The events of whole SSE bytes that have a `data` field, `[DONE]` left out but in completions. */
-function carriedEvents(style: StreamErrorStyle, bytes: Buffer) {
+function carriedEvents(style: StreamEndStyle, bytes: Buffer) {
   const parser = new SseParser();
   const doneIsEvent = FINAL_EVENTS[style].data === DONE;
   return [...parser.push(bytes), ...parser.end()].filter((e) => e.data !== undefined && (doneIsEvent || e.data !== DONE));

@@ -4,6 +4,7 @@ import type { IdleWatcher, StreamErrorStyle } from '../../streaming/index.ts';
 import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
 import type { OutgoingHeaders, UpstreamReply } from '../../upstream/index.ts';
 import { drainIfBodyUnread } from '../drain-if-body-unread.ts';
+import type { StreamEndStyle } from './final-stream-event.ts';
 import type { InFlightRequests } from '../in-flight-requests.ts';
 import { NO_RETRY } from '../retry-hints.ts';
 import { sendGatewayError } from '../send-gateway-error.ts';
@@ -13,6 +14,8 @@ export interface DeliveryOptions {
   res: ServerResponse;
   requestId: string;
   streamStyle: StreamErrorStyle;
+  /** What ends a whole stream (final-stream-event): the error style's final event, or an image stream's completed event. */
+  streamEnd: StreamEndStyle;
   usageStyle: UsageStyle | undefined;
   /** The gateway asked for stream usage on the client's behalf: drop the usage-only chunk. */
   dropUsageChunk: boolean;

@@ -56,7 +56,7 @@ export class SseRelay extends StreamRelay {
     if (this.#splitter.pendingBytes > MAX_HELD_EVENT_BYTES) {
       const piece = this.#splitter.takePending();
       // Only the first piece holds the event's start, which names its type.
-      if (!this.#passingLargeEvent) this.#largeEventFinal = opensFinalEvent(this.relay.options.streamStyle, piece);
+      if (!this.#passingLargeEvent) this.#largeEventFinal = opensFinalEvent(this.relay.options.streamEnd, piece);
       this.#passingLargeEvent = true;
       this.#passOn(piece);
     }
@@ -79,7 +79,7 @@ export class SseRelay extends StreamRelay {
   // event passed (one resumed at or past its end sends none).
   protected owesEnd(): boolean {
     const { options } = this.relay;
-    const owed = owesFinalEvent(options.streamStyle);
+    const owed = owesFinalEvent(options.streamEnd);
     if (this.#rest !== undefined && holdsFieldLine(this.#rest) && (owed || !holdsWholeDataEvent(this.#rest))) return true;
     return owed && (options.firstSequence === undefined || this.#lastPassed !== undefined);
   }
@@ -115,7 +115,7 @@ export class SseRelay extends StreamRelay {
   }
 
   protected override completed(): boolean {
-    const style = this.relay.options.streamStyle;
+    const style = this.relay.options.streamEnd;
     if (this.#rest !== undefined && carriesEvent(style, this.#rest)) return endsWithFinalEvent(style, this.#rest);
     const last = this.#lastPassed;
     return !this.#passingLargeEvent && last !== undefined && (last === this.#largeFinalEnd || endsWithFinalEvent(style, last));
@@ -209,7 +209,7 @@ export class SseRelay extends StreamRelay {
 
   /** Remembers what went to the client, for completed(); blocks without data (keep-alive comments, a lone `retry`) are not an event, nor (see carriesEvent) an appended `[DONE]`. */
   #passed(bytes: Buffer): void {
-    if (carriesEvent(this.relay.options.streamStyle, bytes)) this.#lastPassed = bytes;
+    if (carriesEvent(this.relay.options.streamEnd, bytes)) this.#lastPassed = bytes;
   }
 
   /** Whether an event's bytes may hold usage or the created response's id (checked before decoding it). */
