@@ -641,8 +641,12 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   const lost = failure.staleConnection ? CONNECTION_LOST : failure;
   attempt.error_code = lost.code;
   at.judged.push(await deps.pool.apply(credential, at.access, verdictFor(null, undefined, deps.cooldowns, deps.now()), deps.now()));
-  const error = new DataPlaneError(lost.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${lost.code})`);
-  return { error, candidate, credential, notDelivered: lost.notDelivered === true };
+  // An operation not safe to replay that an upstream may have run (an image generated and
+  // billed) goes to no other credential, and is not for the SDKs to send again either.
+  const mayHaveRun = lost.notDelivered !== true;
+  const hint = mayHaveRun && !input.op.replay_safe ? NO_RETRY : undefined;
+  const error = new DataPlaneError(lost.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${lost.code})`, hint);
+  return { error, candidate, credential, notDelivered: !mayHaveRun };
 }
 
 interface AttemptFailure {

@@ -85,3 +85,26 @@ for (const failure of [
     t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
   });
 }
+
+// An operation that is not safe to replay (an image, an embedding: docs/data-plane.md Failover)
+// is not sent to another credential once an upstream may have run it; nor is it for the SDK to
+// send again: a connection lost after the request went out (the upstream crashed at work, a load
+// balancer cut a long image generation) may have left an image generated and billed.
+for (const op of [
+  { name: 'images.generate', protocol: 'x-images', call: (openai: OpenAI) => openai.images.generate({ model: 'team-op', prompt: 'a lighthouse' }) },
+  { name: 'embeddings.create', protocol: 'x-chat-embeddings', call: (openai: OpenAI) => openai.embeddings.create({ model: 'team-op', input: 'hi' }) },
+]) {
+  t.test(`${op.name}: a connection lost after the request went out: the openai SDK raises 502 upstream_unreachable after one upstream request`, async (t) => {
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => void res.socket?.destroy());
+    const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'team-op', upstream: 'v-op' }], protocols: [op.protocol], upstreamKeys: ['sk-a', 'sk-b', 'sk-c'] });
+    const openai = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1` });
+    const err = await withTimeout(op.call(openai).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
+    t.type(err, OpenAI.InternalServerError);
+    const error = err as InstanceType<typeof OpenAI.InternalServerError>;
+    t.equal(error.status, 502);
+    t.equal(error.code, 'upstream_unreachable');
+    t.equal(error.headers.get('x-should-retry'), 'false');
+    t.equal(upstream.requests.length, 1, 'the request reached the upstream once');
+    t.match(await logOf(gw, error.requestID), { status: 502, error_code: 'upstream_unreachable', attempts: [{ error_code: 'upstream_connection_lost' }] });
+  });
+}
