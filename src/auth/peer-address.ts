@@ -12,7 +12,7 @@ export function peerAddress(socketAddress: string | undefined, forwardedFor: str
   if (!isTrusted(trusted, direct)) return direct;
   const hops = forwardedFor
     .split(',')
-    .map((s) => normalize(s.trim()))
+    .map((s) => normalize(withoutPort(s.trim())))
     .filter((s) => s !== '');
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = hops[i] as string;
@@ -20,6 +20,17 @@ export function peerAddress(socketAddress: string | undefined, forwardedFor: str
     if (!isTrusted(trusted, hop)) return hop;
   }
   return hops[0] ?? direct;
+}
+
+/**
+ * A hop as some proxies write it, with the client's port: Azure Application Gateway's list is
+ * of `IP:port` (`[IPv6]:port`). Without it, the address; a bare IPv6 address stays as it is.
+ */
+function withoutPort(hop: string): string {
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(hop);
+  if (bracketed !== null) return bracketed[2] === undefined || Number(bracketed[2]) <= 65535 ? (bracketed[1] as string) : hop;
+  const v4 = /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(hop);
+  return v4 !== null && Number(v4[2]) <= 65535 ? (v4[1] as string) : hop;
 }
 
 function normalize(address: string): string {

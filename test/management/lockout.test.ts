@@ -140,3 +140,19 @@ t.test('peer address resolution', async (t) => {
   t.equal(peerAddress('10.0.0.1', 'garbage', ['10.0.0.0/8']), '10.0.0.1');
 });
 
+t.test('a hop with its port, as Azure Application Gateway writes X-Forwarded-For, is its address', async (t) => {
+  // Its header is a list of IP:port: read as no address, every client counted as the proxy,
+  // and one client's five failures locked out all of them.
+  t.equal(peerAddress('10.0.0.1', '203.0.113.9:51234', ['10.0.0.0/8']), '203.0.113.9');
+  t.equal(peerAddress('10.0.0.1', '[2001:db8::7]:51234', ['10.0.0.0/8']), '2001:db8::7');
+  t.equal(peerAddress('10.0.0.1', '[2001:db8::7]', ['10.0.0.0/8']), '2001:db8::7', 'brackets without a port');
+  t.equal(peerAddress('10.0.0.1', '2001:db8::7', ['10.0.0.0/8']), '2001:db8::7', 'a bare IPv6 address keeps its last group');
+  t.equal(peerAddress('10.0.0.1', '6.6.6.6, 203.0.113.9:443, 10.0.0.2:80', ['10.0.0.0/8']), '203.0.113.9', 'a trusted hop with a port is still trusted');
+  t.equal(peerAddress('10.0.0.1', '203.0.113.9:99999', ['10.0.0.0/8']), '10.0.0.1', 'no port number: no address');
+  const gw = await startGateway(t);
+  t.equal((await gw.api('PUT', '/api/settings', { body: { trusted_proxies: ['127.0.0.0/8'] } })).status, 200);
+  for (let i = 0; i < 5; i++) await gw.api('GET', '/api/groups', { token: 'wrong', headers: { 'X-Forwarded-For': `203.0.113.9:${40000 + i}` } });
+  t.equal((await gw.api('GET', '/api/groups', { headers: { 'X-Forwarded-For': '203.0.113.9:40100' } })).status, 429, 'the client is locked, from any port');
+  t.equal((await gw.api('GET', '/api/groups', { headers: { 'X-Forwarded-For': '203.0.113.10:40000' } })).status, 200, 'another client behind the proxy is not');
+});
+
