@@ -62,6 +62,10 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   const decodedForUsage = coded && !opaque && !isSse && !isJsonArrayStream && isJson && upstream.status < 400 && (options.usageStyle !== undefined || options.captureResponseId);
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
+  // nginx (proxy_buffering, on by default) holds a proxied answer until its buffers fill or it
+  // ends, unless the answer says otherwise: a stream, or speech a player starts on as it comes,
+  // must reach a client behind it as it arrives. A whole JSON answer is left to buffer.
+  if (isSse || isJsonArrayStream || sniffs || (upstream.status < 300 && contentType.startsWith('audio/'))) headers['x-accel-buffering'] = 'no';
   const relay = new RelayContext(reply, options);
   // A successful SSE stream's status and headers go with its first bytes, or after HEAD_HOLD_MS
   // without them: one that fails before is answered with the gateway's HTTP error, which an SDK
