@@ -143,7 +143,7 @@ for (const c of NOT_THE_KEY) {
 const FREE_TIER_ONLY = JSON.stringify({ error: { message: 'The free tier of the model has been exhausted. If you wish to continue access the model on a paid basis, please disable the "use free tier only" mode in the management console.', type: 'AllocationQuota.FreeTierOnly', param: null, code: 'AllocationQuota.FreeTierOnly' }, id: 'chatcmpl-9ad5f6e5', request_id: '9ad5f6e5' });
 
 // Refusals about the account's credit or spending cap: the key is not revoked, a top-up or a raised cap brings it back.
-const BILLING: { vendor: string; channel: string; body: string }[] = [
+const BILLING: { vendor: string; channel: string; body: string; status?: number; call?: 'chat' | 'message' }[] = [
   { vendor: "xAI's team without credits", channel: 'ch02', body: JSON.stringify({ code: 'The caller does not have permission to execute the specified operation', error: "Your newly created team doesn't have any credits yet. You can purchase credits on https://console.x.ai/team/0f1e." }) },
   { vendor: "Moonshot's exhausted quota, no code", channel: 'ch02', body: JSON.stringify({ error: { message: 'Your account org-1 <ak-2> is not active, organization org-1 exceeded current quota, please check your plan and billing details', type: 'exceeded_current_quota_error' } }) },
   { vendor: "OpenRouter's key spending cap", channel: 'ch29', body: JSON.stringify({ error: { message: 'Key limit exceeded (total limit). Manage it using https://openrouter.ai/settings/keys', code: 403 } }) },
@@ -153,52 +153,36 @@ const BILLING: { vendor: string; channel: string; body: string }[] = [
   { vendor: "SiliconFlow's account balance, a top-level message", channel: 'ch20', body: JSON.stringify({ code: 30001, message: 'Sorry, your account balance is insufficient', data: null }) },
   { vendor: "DashScope's free tier exhausted in 'use free tier only' mode", channel: 'ch20', body: FREE_TIER_ONLY },
   { vendor: "a one-api / new-api relay's user quota", channel: 'ch35', body: JSON.stringify({ error: { message: 'user quota is not enough (request id: 2025020911093417487821572799492)', type: 'new_api_error', param: '', code: 'insufficient_user_quota' } }) },
+  // Kimi Code's Anthropic-compatible endpoint (NanmiCoder/cc-haha#1208).
+  { vendor: "Kimi Code's messages-style permission_error about the billing cycle's usage limit", channel: 'ch14', call: 'message', body: JSON.stringify({ error: { type: 'permission_error', message: "You've reached your usage limit for this billing cycle. Your quota will be refreshed in the next cycle. To continue now, purchase extra usage or upgrade your plan: https://www.kimi.com/code/#pricing" }, type: 'error' }) },
+  // Not a 401/402/403: Anthropic says an account is out of credit with a 400 (public reports of its API's answer).
+  { vendor: "Anthropic's 400 'credit balance is too low'", channel: 'ch14', call: 'message', status: 400, body: JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.' }, request_id: 'req_011' }) },
+  // DashScope's compatible mode, an account in arrears (hsliuping/TradingAgents-CN#170, QwenLM/Qwen#1414).
+  { vendor: "DashScope's 400 Arrearage", channel: 'ch20', status: 400, body: JSON.stringify({ error: { code: 'Arrearage', param: null, message: 'Access denied, please make sure your account is in good standing.', type: 'Arrearage' }, id: 'chatcmpl-f9fd', request_id: 'f9fd' }) },
+  // Spending caps and budgets answered 400.
+  { vendor: "OpenAI's 400 billing hard limit", channel: 'ch35', status: 400, body: JSON.stringify({ error: { code: 'billing_hard_limit_reached', message: 'Billing hard limit has been reached', param: null, type: 'invalid_request_error' } }) },
+  { vendor: "DashScope's free tier exhausted in 'use free tier only' mode, as a 400", channel: 'ch35', status: 400, body: FREE_TIER_ONLY },
+  { vendor: "a LiteLLM proxy's 400 key budget, code the status's digits", channel: 'ch35', status: 400, body: JSON.stringify({ error: { message: 'Budget has been exceeded! Current cost: 10.02, Max budget: 10.0', type: 'budget_exceeded', param: null, code: '400' } }) },
+  // Not a 5xx's few seconds: MiniMax's Anthropic-compatible endpoint answers an account out of balance 500 (MiniMax-AI/MiniMax-M2#62).
+  { vendor: "MiniMax's 500 'insufficient balance (1008)'", channel: 'ch19', call: 'message', status: 500, body: JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'insufficient balance (1008)' }, request_id: '05997465cd2ee4bd50b24b216c911b75' }) },
 ];
 
 for (const c of BILLING) {
   t.test(`${c.vendor}: judged as a 402, the key cools down for credential_cooldown_seconds and the next serves`, async (t) => {
     const secrets = ['sk-broke', 'sk-ok'];
-    const { upstream, listed, chat } = await setup(t, { channel: c.channel, secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 403, c.body) : okAnswer(req, res)));
+    const { upstream, listed, chat, message } = await setup(t, { channel: c.channel, secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, c.status ?? 403, c.body) : okAnswer(req, res)));
+    const call = c.call === 'message' ? message : chat;
     const sentAt = Date.now();
     // The Group's rotation starts at its first credential.
-    t.equal((await chat()).status, 200, 'served by the other key');
+    t.equal((await call()).status, 200, 'served by the other key');
     t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the refused key, then the next');
     const state = (await listed())('sk-broke');
     t.equal(state.disabled_reason, null, 'not disabled');
     coolsFor(t, state, sentAt, 300);
+    t.equal((await call()).status, 200);
+    t.same(upstream.requests.slice(2).map(secretOf), ['sk-ok'], 'the refused key is left alone while it cools down');
   });
 }
-
-// Anthropic says an account is out of credit with a 400, not a 401/402/403 (public reports of its API's answer).
-const LOW_CREDIT = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.' }, request_id: 'req_011' });
-
-t.test("Anthropic's 400 'credit balance is too low' is judged as a 402: the key cools down and the next serves", async (t) => {
-  const secrets = ['sk-broke', 'sk-ok'];
-  const { upstream, listed, message } = await setup(t, { channel: 'ch14', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 400, LOW_CREDIT) : okAnswer(req, res)));
-  const sentAt = Date.now();
-  // The Group's rotation starts at its first credential.
-  t.equal((await message()).status, 200, 'served by the other key');
-  t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the broke key, then the next');
-  const state = (await listed())('sk-broke');
-  t.equal(state.disabled_reason, null, 'not disabled');
-  coolsFor(t, state, sentAt, 300);
-  t.equal((await message()).status, 200);
-  t.same(upstream.requests.slice(2).map(secretOf), ['sk-ok'], 'the broke key is left alone while it cools down');
-});
-
-t.test("Kimi Code's messages-style 403 permission_error about the billing cycle's usage limit is judged as a 402: the key cools down and the next serves", async (t) => {
-  const secrets = ['sk-spent', 'sk-ok'];
-  // NanmiCoder/cc-haha#1208: its Anthropic-compatible endpoint.
-  const body = JSON.stringify({ error: { type: 'permission_error', message: "You've reached your usage limit for this billing cycle. Your quota will be refreshed in the next cycle. To continue now, purchase extra usage or upgrade your plan: https://www.kimi.com/code/#pricing" }, type: 'error' });
-  const { upstream, listed, message } = await setup(t, { channel: 'ch14', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-spent' ? send(res, 403, body) : okAnswer(req, res)));
-  const sentAt = Date.now();
-  // The Group's rotation starts at its first credential.
-  t.equal((await message()).status, 200, 'served by the other key');
-  t.same(upstream.requests.map(secretOf), ['sk-spent', 'sk-ok'], 'the spent key, then the next');
-  const state = (await listed())('sk-spent');
-  t.equal(state.disabled_reason, null, 'not disabled');
-  coolsFor(t, state, sentAt, 300);
-});
 
 t.test("Anthropic's 400 'This organization has been disabled.' disables the key, and the next serves", async (t) => {
   const secrets = ['sk-banned', 'sk-ok'];
@@ -210,40 +194,6 @@ t.test("Anthropic's 400 'This organization has been disabled.' disables the key,
   t.same([state('sk-banned').state, state('sk-banned').disabled_reason], ['disabled', 'upstream answered 400 invalid_request_error']);
   t.match(state('sk-ok'), { state: 'active' });
 });
-
-// DashScope's compatible mode says an account is in arrears with a 400 (hsliuping/TradingAgents-CN#170, QwenLM/Qwen#1414).
-const ARREARAGE = JSON.stringify({ error: { code: 'Arrearage', param: null, message: 'Access denied, please make sure your account is in good standing.', type: 'Arrearage' }, id: 'chatcmpl-f9fd', request_id: 'f9fd' });
-
-t.test("DashScope's 400 Arrearage is judged as a 402: the key cools down and the next serves", async (t) => {
-  const secrets = ['sk-broke', 'sk-ok'];
-  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 400, ARREARAGE) : okAnswer(req, res)));
-  const sentAt = Date.now();
-  // The Group's rotation starts at its first credential.
-  t.equal((await chat()).status, 200, 'served by the other key');
-  t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the broke key, then the next');
-  const state = (await listed())('sk-broke');
-  t.equal(state.disabled_reason, null, 'not disabled');
-  coolsFor(t, state, sentAt, 300);
-});
-
-// Other 400s about the account's spending cap or a proxy key's budget.
-for (const [vendor, body] of [
-  ["OpenAI's billing hard limit", { error: { code: 'billing_hard_limit_reached', message: 'Billing hard limit has been reached', param: null, type: 'invalid_request_error' } }],
-  ["DashScope's free tier exhausted in 'use free tier only' mode", JSON.parse(FREE_TIER_ONLY)],
-  ["a LiteLLM proxy's key budget, code the status's digits", { error: { message: 'Budget has been exceeded! Current cost: 10.02, Max budget: 10.0', type: 'budget_exceeded', param: null, code: '400' } }],
-] as const) {
-  t.test(`${vendor}: a 400 judged as a 402, the key cools down and the next serves`, async (t) => {
-    const secrets = ['sk-capped', 'sk-ok'];
-    const { upstream, listed, chat } = await setup(t, { channel: 'ch35', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-capped' ? send(res, 400, JSON.stringify(body)) : okAnswer(req, res)));
-    const sentAt = Date.now();
-    // The Group's rotation starts at its first credential.
-    t.equal((await chat()).status, 200, 'served by the other key');
-    t.same(upstream.requests.map(secretOf), ['sk-capped', 'sk-ok'], 'the capped key, then the next');
-    const state = (await listed())('sk-capped');
-    t.equal(state.disabled_reason, null, 'not disabled');
-    coolsFor(t, state, sentAt, 300);
-  });
-}
 
 t.test("xAI's 400 'Incorrect API key provided' disables the key, and the next serves", async (t) => {
   const secrets = ['xai-revoked', 'xai-ok'];
@@ -314,20 +264,6 @@ for (const [vendor, body] of [
     for (const s of secrets) t.same([state(s).state, state(s).disabled_reason, state(s).cooldown_until], ['active', null, null], `${s} stays active`);
   });
 }
-
-t.test("MiniMax's 500 'insufficient balance (1008)' is judged as a 402: the key cools down for credential_cooldown_seconds, not a 5xx's few seconds", async (t) => {
-  const secrets = ['sk-broke', 'sk-ok'];
-  // MiniMax-AI/MiniMax-M2#62: its Anthropic-compatible endpoint.
-  const body = JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'insufficient balance (1008)' }, request_id: '05997465cd2ee4bd50b24b216c911b75' });
-  const { upstream, listed, message } = await setup(t, { channel: 'ch19', secrets, settings: { credential_cooldown_seconds: 300, server_error_cooldown_seconds: 7 } }, (req, res) => (secretOf(req) === 'sk-broke' ? send(res, 500, body) : okAnswer(req, res)));
-  const sentAt = Date.now();
-  // The Group's rotation starts at its first credential.
-  t.equal((await message()).status, 200, 'served by the other key');
-  t.same(upstream.requests.map(secretOf), ['sk-broke', 'sk-ok'], 'the broke key, then the next');
-  const state = (await listed())('sk-broke');
-  t.equal(state.disabled_reason, null, 'not disabled');
-  coolsFor(t, state, sentAt, 300);
-});
 
 t.test('a 5xx whose message names a region or the request is still the upstream\'s failure: the short cooldown', async (t) => {
   const body = JSON.stringify({ error: { message: 'This model is not available in your region right now: upstream failure', type: 'server_error' } });
