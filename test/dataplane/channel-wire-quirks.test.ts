@@ -1,8 +1,8 @@
-import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import { CHANNELS } from '../../src/generated/index.ts';
 import { startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
-import { chatBody, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { completionsSse, startChatRoute } from './helpers/chat-route.ts';
+import { chatBody, createKey, seedGroup } from './helpers/dataplane-scenarios.ts';
 
 // Two channel wire quirks the manifest declares, through the real data plane against substitute
 // upstreams: ch03's `stream_usage: unasked` (no stream_options added, usage read from its last
@@ -24,22 +24,17 @@ const ASKED_CHUNKS = [
   { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
   { ...base, choices: [], usage: { prompt_tokens: 21, completion_tokens: 4, total_tokens: 25 } },
 ];
-const sse = (chunks: unknown[]) => `${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`;
 
-async function chatRoute(t: Test, channel: string, chunks: unknown[]) {
-  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req: RecordedUpstreamRequest, res: ServerResponse) => {
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(sse(chunks));
+function chatRoute(t: Test, channel: string, chunks: unknown[]) {
+  return startChatRoute(t, {
+    channel,
+    model: MODEL,
+    secret: SECRET,
+    respond: (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(completionsSse(chunks));
+    },
   });
-  await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: [{ external: MODEL, upstream: MODEL }], secrets: [SECRET] });
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
-  const post = async (body: string) => {
-    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
-    const text = await res.text();
-    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-    return { status: res.status, text, record };
-  };
-  return { upstream, post };
 }
 
 t.test('ch03: a streamed chat completion goes without stream_options, every chunk reaches the client, the last chunk gives the usage', async (t) => {
@@ -50,14 +45,14 @@ t.test('ch03: a streamed chat completion goes without stream_options, every chun
   const sent = upstream.requests[0]!;
   t.notOk('stream_options' in JSON.parse(sent.body.toString('utf8')), 'no stream_options upstream');
   t.equal(sent.body.toString('utf8'), body, "the client's body byte for byte");
-  t.equal(text, sse(UNASKED_CHUNKS), 'the client gets the stream as the upstream sent it, no chunk hidden');
+  t.equal(text, completionsSse(UNASKED_CHUNKS), 'the client gets the stream as the upstream sent it, no chunk hidden');
   t.match(record.usage, { input_tokens: 11, output_tokens: 3 }, "the record has the last chunk's usage");
 });
 
 t.test('ch03: a usage-only chunk the gateway did not ask for is passed on too', async (t) => {
   const { post } = await chatRoute(t, 'ch03', ASKED_CHUNKS);
   const { text, record } = await post(chatBody(MODEL, true));
-  t.equal(text, sse(ASKED_CHUNKS), 'every chunk, the usage-only one included');
+  t.equal(text, completionsSse(ASKED_CHUNKS), 'every chunk, the usage-only one included');
   t.match(record.usage, { input_tokens: 21, output_tokens: 4 });
 });
 
@@ -68,7 +63,7 @@ t.test("ch03: a client's own stream_options goes on as sent, and nothing is hidd
     const { status, text, record } = await post(body);
     t.equal(status, 200, JSON.stringify(options));
     t.equal(upstream.requests.at(-1)!.body.toString('utf8'), body, `${JSON.stringify(options)}: the body byte for byte`);
-    t.equal(text, sse(UNASKED_CHUNKS), `${JSON.stringify(options)}: every chunk`);
+    t.equal(text, completionsSse(UNASKED_CHUNKS), `${JSON.stringify(options)}: every chunk`);
     t.match(record.usage, { input_tokens: 11, output_tokens: 3 });
   }
 });
@@ -79,7 +74,7 @@ t.test('another completions channel (ch02) is still asked for usage, and the usa
   const { status, text, record } = await post(chatBody(MODEL, true));
   t.equal(status, 200);
   t.same(JSON.parse(upstream.requests[0]!.body.toString('utf8')).stream_options, { include_usage: true }, 'include_usage added');
-  t.equal(text, sse(ASKED_CHUNKS.slice(0, 2)), 'the usage-only chunk is not passed on');
+  t.equal(text, completionsSse(ASKED_CHUNKS.slice(0, 2)), 'the usage-only chunk is not passed on');
   t.match(record.usage, { input_tokens: 21, output_tokens: 4 });
 });
 
@@ -89,12 +84,12 @@ t.test('a body over 1 MiB (spooled to a file) is asked for usage by the same rul
   const plain = await unasked.post(body);
   t.equal(plain.status, 200);
   t.equal(unasked.upstream.requests[0]!.body.toString('utf8'), body, "ch03: the client's body byte for byte");
-  t.equal(plain.text, sse(UNASKED_CHUNKS), 'ch03: every chunk');
+  t.equal(plain.text, completionsSse(UNASKED_CHUNKS), 'ch03: every chunk');
   t.match(plain.record.usage, { input_tokens: 11, output_tokens: 3 });
   const asked = await chatRoute(t, 'ch02', ASKED_CHUNKS);
   const added = await asked.post(body);
   t.same(JSON.parse(asked.upstream.requests[0]!.body.toString('utf8')).stream_options, { include_usage: true }, 'ch02: include_usage added');
-  t.equal(added.text, sse(ASKED_CHUNKS.slice(0, 2)), 'ch02: the usage-only chunk is not passed on');
+  t.equal(added.text, completionsSse(ASKED_CHUNKS.slice(0, 2)), 'ch02: the usage-only chunk is not passed on');
 });
 
 /** The headers a messages request reached the upstream with, on a Group of `channel`. */

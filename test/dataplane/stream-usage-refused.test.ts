@@ -1,7 +1,6 @@
-import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
-import { startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
-import { chatBody, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { completionsSse, startChatRoute } from './helpers/chat-route.ts';
+import { chatBody } from './helpers/dataplane-scenarios.ts';
 
 // An upstream that refuses the `stream_options` the gateway added on the client's behalf (Groq
 // answered 400 "property 'stream_options' is unsupported", Cohere's compatibility API and
@@ -15,7 +14,6 @@ const CHUNKS = [
   { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: 'Hi' }, finish_reason: null }] },
   { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 } },
 ];
-const sse = (chunks: unknown[]) => `${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`;
 
 /** Groq's answer to a body naming stream_options (vercel/ai#1578). */
 const GROQ_REFUSAL = { status: 400, body: { error: { message: "property 'stream_options' is unsupported, did you mean 'stream'?", type: 'invalid_request_error' } } };
@@ -25,25 +23,21 @@ const EXTRA_FORBIDDEN = { status: 422, body: { detail: [{ type: 'extra_forbidden
 type Refusal = typeof GROQ_REFUSAL | typeof EXTRA_FORBIDDEN;
 
 /** An upstream that answers `refusal` to any body with stream_options, and a stream to any other. */
-async function strictRoute(t: Test, refusal: Refusal, refuses: (body: Record<string, unknown>) => boolean = (body) => 'stream_options' in body) {
-  const { upstream, gw } = await startUpstreamAndDataPlane(t, (req: RecordedUpstreamRequest, res: ServerResponse) => {
-    if (refuses(JSON.parse(req.body.toString('utf8')))) {
-      res.writeHead(refusal.status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(refusal.body));
-      return;
-    }
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.end(sse(CHUNKS));
+function strictRoute(t: Test, refusal: Refusal, refuses: (body: Record<string, unknown>) => boolean = (body) => 'stream_options' in body) {
+  return startChatRoute(t, {
+    channel: 'ch02',
+    model: MODEL,
+    secret: SECRET,
+    respond: (req, res) => {
+      if (refuses(JSON.parse(req.body.toString('utf8')))) {
+        res.writeHead(refusal.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(refusal.body));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(completionsSse(CHUNKS));
+    },
   });
-  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: MODEL, upstream: MODEL }], secrets: [SECRET] });
-  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
-  const post = async (body: string) => {
-    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body });
-    const text = await res.text();
-    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-    return { status: res.status, text, record };
-  };
-  return { upstream, post };
 }
 
 for (const [name, refusal] of [
@@ -58,7 +52,7 @@ for (const [name, refusal] of [
     t.equal(upstream.requests.length, 2, 'asked once with stream_options, then without');
     t.same(JSON.parse(upstream.requests[0]!.body.toString('utf8')).stream_options, { include_usage: true });
     t.equal(upstream.requests[1]!.body.toString('utf8'), body, "the client's body byte for byte");
-    t.equal(text, sse(CHUNKS), 'every chunk, none hidden');
+    t.equal(text, completionsSse(CHUNKS), 'every chunk, none hidden');
     t.match(record.usage, { input_tokens: 9, output_tokens: 2 }, 'usage from the chunk that carries it');
     t.same(
       record.attempts.map((a) => [a.status, a.error_code]),
@@ -78,7 +72,7 @@ t.test('a spooled body (over 1 MiB) goes again without stream_options too', asyn
   t.equal(status, 200);
   t.equal(upstream.requests.length, 2);
   t.equal(upstream.requests[1]!.body.toString('utf8'), body, "the client's body byte for byte");
-  t.equal(text, sse(CHUNKS));
+  t.equal(text, completionsSse(CHUNKS));
 });
 
 t.test("a client's own stream_options refused: the refusal is the client's answer, nothing sent again", async (t) => {
