@@ -491,7 +491,7 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     res: input.res,
     requestId: input.requestId,
     streamStyle: input.streamStyle,
-    streamEnd: streamEndStyle(input.op.protocol, input.streamStyle),
+    streamEnd: streamEndStyle(input.op.id, input.streamStyle),
     usageStyle: input.usageStyle,
     dropUsageChunk,
     // A created object's id names it; a read's names the one it read. Another call that names one in its body (a continuation, speech in a voice) answers with no such id.

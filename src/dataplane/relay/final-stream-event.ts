@@ -1,4 +1,5 @@
 import { SseParser, sseEventData, withoutBom, type StreamErrorStyle } from '../../streaming/index.ts';
+import type { OperationId } from '../../generated/index.ts';
 import { parseOrUndefined } from './id-of.ts';
 
 const DONE = '[DONE]';
@@ -10,10 +11,11 @@ const LF = 0x0a;
 const SPACE = 0x20;
 
 /**
- * How a stream's end is judged: by its protocol's error style, but for image streams, whose
- * error events have the completions shape and which end with their completed event.
+ * How a stream's end is judged: by its protocol's error style, but for the operations whose
+ * streams end with an event of their own while their error events keep the completions shape
+ * (OPERATION_END_STYLES).
  */
-export type StreamEndStyle = StreamErrorStyle | 'images';
+export type StreamEndStyle = StreamErrorStyle | 'images' | 'transcriptions' | 'speech';
 
 /**
  * What marks the event each protocol ends a finished stream with: its data as a whole, or its
@@ -21,6 +23,10 @@ export type StreamEndStyle = StreamErrorStyle | 'images';
  * that ends without it was cut short; not completions', whose `[DONE]` some compatible
  * upstreams omit. An image stream's completed event carries the final image and the usage
  * (OpenAI's ImageGenStreamEvent, ImageEditStreamEvent); a `[DONE]` after it is not looked at.
+ * A transcription's done event carries the whole text and the usage (OpenAI's
+ * `transcript.text.done`, Mistral's `transcription.done`), speech's `speech.audio.done` the
+ * usage (OpenAI's and Mistral's); compatible servers that stream these as completions chunks
+ * end them with `[DONE]`, which ends them too.
  */
 const FINAL_EVENTS: Readonly<Record<StreamEndStyle, { data?: string; types?: readonly string[]; owed?: boolean }>> = {
   completions: { data: DONE },
@@ -28,11 +34,21 @@ const FINAL_EVENTS: Readonly<Record<StreamEndStyle, { data?: string; types?: rea
   messages: { types: ['message_stop'], owed: true },
   generate: {},
   images: { types: ['image_generation.completed', 'image_edit.completed'], owed: true },
+  transcriptions: { data: DONE, types: ['transcript.text.done', 'transcription.done'], owed: true },
+  speech: { data: DONE, types: ['speech.audio.done'], owed: true },
 };
 
-/** The end style of a protocol's streams whose error style is `style`. */
-export function streamEndStyle(protocol: string, style: StreamErrorStyle): StreamEndStyle {
-  return protocol === 'x-images' ? 'images' : style;
+/** The operations whose streams end otherwise than their protocol's error style says. FIM's are completions chunks. */
+const OPERATION_END_STYLES: Readonly<Partial<Record<OperationId, StreamEndStyle>>> = {
+  'images-generations': 'images',
+  'images-edits': 'images',
+  'audio-transcriptions': 'transcriptions',
+  'audio-speech': 'speech',
+};
+
+/** The end style of an operation's streams whose error style is `style`. */
+export function streamEndStyle(operation: string, style: StreamErrorStyle): StreamEndStyle {
+  return OPERATION_END_STYLES[operation as OperationId] ?? style;
 }
 
 /** Whether a `style` stream that ends without its final event is incomplete, however cleanly it ended. */

@@ -14,7 +14,7 @@ export interface DeliveryOptions {
   res: ServerResponse;
   requestId: string;
   streamStyle: StreamErrorStyle;
-  /** What ends a whole stream (final-stream-event): the error style's final event, or an image stream's completed event. */
+  /** What ends a whole stream (final-stream-event): the error style's final event, or the operation's own (an image stream's completed event, a transcription's or speech's done event). */
   streamEnd: StreamEndStyle;
   usageStyle: UsageStyle | undefined;
   /** The gateway asked for stream usage on the client's behalf: drop the usage-only chunk. */
