@@ -6,7 +6,8 @@ import { scanUsageHead, scanUsageTail } from './scan-usage-bytes.ts';
 
 /** Usage from a parsed non-streaming response body; undefined when the body reports none. */
 export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | undefined {
-  return firstFound(style, (table) => usageOfBody(table, body));
+  const table = compiledUsageTables[style];
+  return usageOfBody(table, body) ?? alternatesUsage(table, body);
 }
 
 /**
@@ -14,7 +15,7 @@ export function extractUsage(style: UsageStyle, body: unknown): TokenUsage | und
  * member, only the body's tail from it is parsed when that is possible.
  */
 export function extractUsageFromText(style: UsageStyle, text: string): TokenUsage | undefined {
-  return firstFound(style, (table) => usageOfText(table, text));
+  return usageOfText(compiledUsageTables[style], text);
 }
 
 /**
@@ -22,13 +23,12 @@ export function extractUsageFromText(style: UsageStyle, text: string): TokenUsag
  * objects when it can be (scanUsageTail), else the text is read as extractUsageFromText does.
  */
 export function extractUsageFromBytes(style: UsageStyle, bytes: Buffer): TokenUsage | undefined {
-  return firstFound(style, (table) => {
-    const plan = table.bodyScan;
-    const at = plan === undefined ? -1 : bytes.lastIndexOf(plan.member);
-    const scanned = plan === undefined || at === -1 ? undefined : scanUsageTail(bytes, at, plan);
-    if (scanned?.counters !== undefined) return unifyCounters(table, scanned.counters);
-    return usageOfText(table, bytes.toString('utf8'));
-  });
+  const table = compiledUsageTables[style];
+  const plan = table.bodyScan;
+  const at = plan === undefined ? -1 : bytes.lastIndexOf(plan.member);
+  const scanned = plan === undefined || at === -1 ? undefined : scanUsageTail(bytes, at, plan);
+  if (scanned?.counters !== undefined) return unifyCounters(table, scanned.counters);
+  return usageOfText(table, bytes.toString('utf8'));
 }
 
 /**
@@ -69,7 +69,7 @@ export function extractUsageFromHead(style: UsageStyle, head: Buffer): TokenUsag
   });
 }
 
-/** The usage `read` finds with the style's table, else with its body alternates in order. */
+/** The usage `read` finds with the style's table, else with its body alternates in order (scans of a large body's ends, which parse nothing). */
 function firstFound(style: UsageStyle, read: (table: CompiledUsageTable) => TokenUsage | undefined): TokenUsage | undefined {
   const table = compiledUsageTables[style];
   const usage = read(table);
@@ -87,6 +87,19 @@ function usageOfBody(table: CompiledUsageTable, body: unknown): TokenUsage | und
   return unifyCounters(table, readRawCounters(table, usageObject));
 }
 
+/** A parsed body's usage as its alternates hold it, when it has no object where the table's usage is (a vendor that puts it elsewhere). */
+function alternatesUsage(table: CompiledUsageTable, body: unknown): TokenUsage | undefined {
+  if (table.alternates.length === 0) return undefined;
+  const usageObject = readSegments(body, table.bodyUsagePath);
+  if (usageObject !== null && typeof usageObject === 'object') return undefined;
+  for (const alternate of table.alternates) {
+    const found = usageOfBody(alternate, body);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** The text parsed once at most: only its tail from the usage member when that is possible, else whole (then its alternates read too). */
 function usageOfText(table: CompiledUsageTable, text: string): TokenUsage | undefined {
   const member = table.bodyUsageMember;
   const tail = member === undefined ? undefined : parseObjectTail(text, member);
@@ -97,7 +110,7 @@ function usageOfText(table: CompiledUsageTable, text: string): TokenUsage | unde
   } catch {
     return undefined;
   }
-  return usageOfBody(table, body);
+  return usageOfBody(table, body) ?? alternatesUsage(table, body);
 }
 
 /** The byte before `at`, past JSON whitespace, opens an object or separates members. */
