@@ -27,7 +27,7 @@ import { attemptHeadersTimeout } from './client-timeout.ts';
 import { resumedFirstSequence } from './relay/resumed-stream.ts';
 import { streamEndStyle } from './relay/final-stream-event.ts';
 import { boundCredentials } from './bound-credential.ts';
-import { refusesStreamOptions } from './stream-options-refused.ts';
+import { refusesStreamOptions, type StreamOptionsRefusals } from './stream-options-refused.ts';
 
 /** A JSON body read whole: its bytes, as parsed, and whether `"model"` occurs in it twice. */
 interface JsonBody {
@@ -97,6 +97,8 @@ export interface ForwardDeps {
   /** `settings`: as read for an attempt after another's wait; the request's otherwise. */
   proxyFor(candidate: Candidate, credential: CredentialView, settings?: Settings): string | undefined;
   inFlight?: InFlightRequests;
+  /** Credentials whose upstream refuses the stream_options the gateway adds. */
+  streamOptionsRefusals: StreamOptionsRefusals;
 }
 
 export interface ForwardResult {
@@ -157,7 +159,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
     const abortExchange = () => exchange?.abort();
     let request: AttemptRequest;
     try {
-      request = jsonAttemptRequest(input, body, candidate, access.secret);
+      request = jsonAttemptRequest(input, body, candidate, access.secret, !deps.streamOptionsRefusals.has(candidate.group, credential));
       const headersTimeoutMs = attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now, true)!;
       exchange = sendAttempt(input, deps, candidate, credential, access, request, headersTimeoutMs);
     } catch {
@@ -254,13 +256,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
   /** Attempts sent again on a new connection after a stale one (STALE_RENEWALS): not counted against maxAttempts. */
   let renewals = 0;
   /**
-   * Groups whose upstream refused the stream_options the gateway added (refusesStreamOptions):
-   * their attempts send the client's body as it came. The attempt refused is sent again once,
-   * not counted against maxAttempts either.
+   * Attempts sent again with the client's body as it came after their upstream refused the
+   * stream_options the gateway added (refusesStreamOptions, remembered in
+   * deps.streamOptionsRefusals): not counted against maxAttempts either.
    */
-  const optionsRefused = new Set<number>();
+  let optionsResends = 0;
   /** Attempts that count: against maxAttempts, and for the last answer's hint (a resend asked no other credential). */
-  const counted = () => attempts.length - renewals - optionsRefused.size;
+  const counted = () => attempts.length - renewals - optionsResends;
   /** No further attempt may be made. */
   const spent = () => counted() >= deps.maxAttempts || bodyConsumed || clientGone(input);
   let exchange: UpstreamExchange | undefined;
@@ -305,7 +307,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         watch.point(abortExchange);
         let upstream: UpstreamReply;
         try {
-          const pending = sent?.request ?? attemptRequest(input, candidate, secret, !optionsRefused.has(candidate.group.id));
+          const pending = sent?.request ?? attemptRequest(input, candidate, secret, !deps.streamOptionsRefusals.has(candidate.group, credential));
           // A JSON body's request is ready at once: no turn of the event loop for it.
           const request = pending instanceof Promise ? await pending : pending;
           streamedBody = request.streamedBody;
@@ -396,7 +398,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           // The same credential again, with the client's body as it came.
           if (dropUsageChunk && !bodyConsumed && refusesStreamOptions(failure.status, failure.body)) {
             failure.stream?.abort();
-            optionsRefused.add(candidate.group.id);
+            deps.streamOptionsRefusals.add(candidate.group, credential);
+            optionsResends++;
             turn--;
             continue;
           }
@@ -531,7 +534,7 @@ function attemptRequest(input: ForwardInput, candidate: Candidate, secret: strin
  * attemptRequest for a JSON body, which is ready at once. `streamUsage`: a completions stream
  * may be asked for its usage (false once its upstream refused stream_options).
  */
-function jsonAttemptRequest(input: ForwardInput, body: JsonBody, candidate: Candidate, secret: string, streamUsage = true): AttemptRequest {
+function jsonAttemptRequest(input: ForwardInput, body: JsonBody, candidate: Candidate, secret: string, streamUsage: boolean): AttemptRequest {
   const headers = attemptHeaders(input, candidate, secret);
   const listed = bodyModelMapping(input.op.id, input.params['model'], candidate.upstream_model);
   // An upstream that sends stream usage unasked refuses the request for it: nothing added, nothing hidden.

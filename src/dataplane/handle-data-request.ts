@@ -23,6 +23,7 @@ import { withinModelCap } from './body/model-name-cap.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { requestFeatures } from './request-features.ts';
 import { heldConversationKey } from './held-conversation.ts';
+import { StreamOptionsRefusals } from './stream-options-refused.ts';
 import { owesUsageTo, resourceKey, ResponseAffinity, type RememberedResponse } from './response-affinity.ts';
 import { modelVisibleTo } from '../management/visibility.ts';
 import type { AccessKeyRecord } from '../store/records.ts';
@@ -71,6 +72,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
   const { options } = deps;
   // What forwarding needs from the configuration, rebuilt only when the snapshot changes.
   let forwardDeps: { snap: Snapshot; deps: ForwardDeps } | undefined;
+  const streamOptionsRefusals = new StreamOptionsRefusals();
   const forwardDepsFor = (snap: Snapshot): ForwardDeps => {
     if (forwardDeps?.snap === snap) return forwardDeps.deps;
     const { settings } = snap;
@@ -86,6 +88,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       maxAttempts: settings.max_attempts_per_request,
       proxyFor: (c, cred, now = settings) => managedProxyUrl(c.group.channel, cred, c.group, now),
       ...(deps.inFlight ? { inFlight: deps.inFlight } : {}),
+      streamOptionsRefusals,
     };
     forwardDeps = { snap, deps: built };
     // Off the request that rebuilt the snapshot, and once for a burst of changes (disable verdicts, a window's cooldowns).

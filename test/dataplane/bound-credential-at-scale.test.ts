@@ -8,6 +8,7 @@ import { OPERATIONS } from '../../src/generated/index.ts';
 import type { CredentialStore } from '../../src/store/config-store.ts';
 import type { CredentialView, GroupRecord } from '../../src/store/records.ts';
 import type { UpstreamClient } from '../../src/upstream/index.ts';
+import { StreamOptionsRefusals } from '../../src/dataplane/stream-options-refused.ts';
 import { counted } from './helpers/counted-reads.ts';
 import { coolingView } from './helpers/cooling-view.ts';
 
@@ -35,6 +36,7 @@ t.test('requests bound to a cooling credential of 2,000 are refused with its hin
     cooldowns: { credential_cooldown_seconds: 60, server_error_cooldown_seconds: 5 },
     maxAttempts: 3,
     proxyFor: () => undefined,
+    streamOptionsRefusals: new StreamOptionsRefusals(),
   };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const bound = Number(new URL(req.url!, 'http://x').searchParams.get('bound'));

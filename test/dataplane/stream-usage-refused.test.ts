@@ -65,6 +65,21 @@ for (const [name, refusal] of [
   });
 }
 
+t.test('the refusal is remembered: later streams go to that credential without stream_options at once; the resend counts against no attempt limit', async (t) => {
+  const { upstream, gw, post } = await strictRoute(t, GROQ_REFUSAL);
+  await gw.store.settings.save({ max_attempts_per_request: 1 });
+  const first = await post(chatBody(MODEL, true));
+  t.equal(first.status, 200, 'served after the resend, with one attempt allowed');
+  t.equal(upstream.requests.length, 2);
+  for (let i = 0; i < 2; i++) {
+    const later = await post(chatBody(MODEL, true));
+    t.equal(later.status, 200);
+    t.same(later.record.attempts.map((a) => a.status), [200], `request ${i + 2}: one attempt`);
+  }
+  t.equal(upstream.requests.length, 4, 'one upstream request each after the first');
+  t.notOk(upstream.requests.slice(2).some((r) => 'stream_options' in JSON.parse(r.body.toString('utf8'))), 'none of them with stream_options');
+});
+
 t.test('a spooled body (over 1 MiB) goes again without stream_options too', async (t) => {
   const { upstream, post } = await strictRoute(t, GROQ_REFUSAL);
   const body = chatBody(MODEL, true, { messages: [{ role: 'user', content: 'x'.repeat(1_200_000) }] });

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Test } from 'tap';
 import type { LogRecord } from '../../../src/store/logs/index.ts';
-import { startUpstreamAndDataPlane, type RecordedUpstreamRequest, type Upstream } from './data-plane-harness.ts';
+import { startUpstreamAndDataPlane, type Gateway, type RecordedUpstreamRequest, type Upstream } from './data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog } from './dataplane-scenarios.ts';
 
 /** SSE bytes of completions chunks, `[DONE]` last. */
@@ -12,7 +12,7 @@ export const completionsSse = (chunks: unknown[]): string => `${chunks.map((c) =
  * of an upstream answering with `respond`, and a key for x-completions; `post` sends a chat
  * completion body and returns its status, text and log record. Both stop when `t` ends.
  */
-export async function startChatRoute(t: Test, o: { channel: string; model: string; secret: string; respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void }): Promise<{ upstream: Upstream; post: (body: string) => Promise<{ status: number; text: string; record: LogRecord }> }> {
+export async function startChatRoute(t: Test, o: { channel: string; model: string; secret: string; respond: (req: RecordedUpstreamRequest, res: ServerResponse) => void }): Promise<{ upstream: Upstream; gw: Gateway; post: (body: string) => Promise<{ status: number; text: string; record: LogRecord }> }> {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, o.respond);
   await seedGroup(gw.store, { channel: o.channel, baseUrl: upstream.url, models: [{ external: o.model, upstream: o.model }], secrets: [o.secret] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
@@ -22,5 +22,5 @@ export async function startChatRoute(t: Test, o: { channel: string; model: strin
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     return { status: res.status, text, record };
   };
-  return { upstream, post };
+  return { upstream, gw, post };
 }
