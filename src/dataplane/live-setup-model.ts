@@ -24,8 +24,8 @@ export function withSetupModel(message: Buffer, upstreamModel: string): Buffer |
   const named = parsed.setup.model;
   const at = named.lastIndexOf(MODELS_SEGMENT);
   const resource = googleModelResource(upstreamModel);
-  const id = resource?.collection === MODELS_SEGMENT ? resource.id : upstreamModel;
-  const model = at === -1 ? upstreamModel : named.slice(0, at + MODELS_SEGMENT.length) + id;
+  // A model of another collection (`tunedModels/t`) is named whole, never under the client's `models/`.
+  const model = at === -1 || (resource !== undefined && resource.collection !== MODELS_SEGMENT) ? upstreamModel : named.slice(0, at + MODELS_SEGMENT.length) + (resource?.id ?? upstreamModel);
   if (model === named) return undefined;
   parsed.setup.model = model;
   return Buffer.from(JSON.stringify(parsed));
