@@ -280,7 +280,10 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
         affinity.remember(resourceKey(resource.kind, result.responseId), result.candidate.group.id, result.credential.id, created);
       }
       // The credential that answered for a conversation holds it: later calls naming it go there.
-      if (conversationKey !== undefined && result.candidate && result.credential && result.status < 300) affinity.remember(conversationKey, result.candidate.group.id, result.credential.id);
+      // Written only when the holder is new or another: not one stored-object write per turn.
+      if (conversationKey !== undefined && result.candidate && result.credential && result.status < 300 && (remembered?.groupId !== result.candidate.group.id || remembered.credentialId !== result.credential.id)) {
+        affinity.remember(conversationKey, result.candidate.group.id, result.credential.id);
+      }
       const counted = op.counts_tokens || (billsBackground && result.usage !== undefined && hasTokens(result.usage) && affinity.claimUsage(heldKey!, current.id));
       if (counted && result.usage && result.candidate) {
         log.usage = loggedUsage(result.usage);
