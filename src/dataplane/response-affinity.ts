@@ -1,5 +1,8 @@
 import type { StoredObject, StoredObjectStore } from '../store/stored-object-store.ts';
 
+/** The longest key (`response:` and an id) remembered; a longer one is routed as any call naming an object the gateway did not see created. */
+const MAX_REMEMBERED_KEY_LENGTH = 512;
+
 /** Where a response was created, by whom, and what its first read with usage still owes the log (StoredObject). */
 export type RememberedResponse = Omit<StoredObject, 'key'>;
 
@@ -14,9 +17,6 @@ export type RememberedResponse = Omit<StoredObject, 'key'>;
  * Every change is also recorded in `store` (with the log batch of the request that made it), and
  * `load` brings back what it kept, so that a restart forgets none of it; lookups stay in memory.
  */
-/** The longest key (`response:` and an id) remembered; a longer one is routed as any call naming an object the gateway did not see created. */
-export const MAX_REMEMBERED_KEY_LENGTH = 512;
-
 export class ResponseAffinity {
   #entries = new Map<string, RememberedResponse>();
 
