@@ -5,7 +5,8 @@ import { errorMiddleware } from '../http/error-middleware.ts';
 import { runChain } from '../http/run-chain.ts';
 import { routeFallback } from '../http/route-fallback.ts';
 import { allRoutes } from './all-routes.ts';
-import { allowedMethods, API_PREFIX, buildManagementRouter } from './build-router.ts';
+import { allowedMethods, buildManagementRouter } from './build-router.ts';
+import { isManagementPath } from './management-path.ts';
 import type { ManagementDeps } from './context.ts';
 import { IdempotencyGuard } from './idempotency.ts';
 import { logReadsAnswered } from './log-store-read.ts';
@@ -42,7 +43,7 @@ export function createManagementApp(deps: ManagementDeps, auth: { authKey: strin
   ]);
   return {
     middleware: async (ctx, next) => {
-      if (ctx.path !== API_PREFIX && !ctx.path.startsWith(`${API_PREFIX}/`)) return next();
+      if (!isManagementPath(ctx.path)) return next();
       await chain(ctx);
     },
     routes: () =>

@@ -5,7 +5,7 @@ import type { ServerLog } from '../http/error-middleware.ts';
 import { failedRequestHead, type RequestHead } from '../http/failed-request-head.ts';
 import { parserFailureEnvelope } from '../http/parser-failure-envelope.ts';
 import { parserFailureOf, type ParserFailure } from '../http/parser-failure.ts';
-import { isManagementPath } from './management-path.ts';
+import { isManagementPath } from '../management/management-path.ts';
 import { originForm } from './origin-form.ts';
 
 /** How a plane answers a parser failure: node's status for it, and a JSON body in the plane's error shape. */

@@ -33,7 +33,7 @@ import { closedAfterAnswer } from '../http/drain-after-answer.ts';
 import { isConnectionGoneError } from '../http/connection-gone-error.ts';
 import { holdContinue } from '../http/expect-continue.ts';
 import { originForm } from './origin-form.ts';
-import { isManagementPath } from './management-path.ts';
+import { isManagementPath } from '../management/management-path.ts';
 import { answerClientErrors, type ParserFailureAnswer } from './answer-client-errors.ts';
 
 /** What the data plane gets when the server mounts it. */

@@ -1,4 +1,4 @@
-import { API_PREFIX } from '../management/build-router.ts';
+import { API_PREFIX } from './build-router.ts';
 
 /** Whether a target in origin form is the management plane's (/api and below); every other path is the data plane's. */
 export function isManagementPath(url: string): boolean {
