@@ -43,10 +43,10 @@ t.test('a Group model of 300 emoji can be priced, and its requests are charged',
 t.test('a name no Group model can have is refused, and nothing is stored', async (t) => {
   const gw = await startGateway(t);
   // A line break, a tab, NUL, DEL, and 301 emoji.
-  for (const name of ['a%0Ab', '%09m', 'a%00b', 'a%7Fb', `${'%F0%9F%A6%99'.repeat(301)}`]) {
+  for (const [name, rule] of [['a%0Ab', 'pattern'], ['%09m', 'pattern'], ['a%00b', 'pattern'], ['a%7Fb', 'pattern'], [`${'%F0%9F%A6%99'.repeat(301)}`, 'maxLength']]) {
     const refused = await gw.api('PUT', `/api/model-prices/${name}`, { body: PRICE });
-    t.equal(refused.status, 400, `${name.slice(0, 12)}: refused`);
-    t.match(refused.json.data, { field: 'model', reason: 'invalid_value' });
+    t.equal(refused.status, 400, `${name!.slice(0, 12)}: refused`);
+    t.match(refused.json.data, { field: 'model', reason: 'invalid_value', rule }, `${name!.slice(0, 12)}: names the rule it broke`);
   }
   t.same((await gw.api('GET', '/api/model-prices?source=manual')).json.data, [], 'nothing refused was stored');
 });

@@ -97,6 +97,8 @@ function priceModel(ctx: ManagementContext): string {
   const model = stringParam(ctx, 'model');
   // Characters as ajv's maxLength counts them, code points: a name of 300 emoji is one a Group holds.
   const length = [...model].length;
-  if (model.trim() === '' || length > GROUP_MODEL.maxLength || !GROUP_MODEL_PATTERN.test(model)) throw validationFailed('model', 'invalid_value', { max_length: GROUP_MODEL.maxLength });
+  // As the schema validator names the rule a value broke.
+  if (model.trim() === '' || length > GROUP_MODEL.maxLength) throw validationFailed('model', 'invalid_value', { rule: 'maxLength', max_length: GROUP_MODEL.maxLength });
+  if (!GROUP_MODEL_PATTERN.test(model)) throw validationFailed('model', 'invalid_value', { rule: 'pattern' });
   return model;
 }
