@@ -1,9 +1,6 @@
-import { once } from 'node:events';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { startUpstream } from './helpers/data-plane-harness.ts';
-import { withTimeout } from './helpers/dataplane-scenarios.ts';
+import { closedPortUrl, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startDiscoveryServer } from './helpers/discovery-server.ts';
 
 // Note 14: ch16, ch17 and ch18 do not support managed proxy. Management refuses a proxy at
@@ -11,16 +8,6 @@ import { startDiscoveryServer } from './helpers/discovery-server.ts';
 // every other channel's calls take, must not carry theirs either.
 
 const AUTH_KEY = 'no-managed-proxy-auth-key-0123456789abcdef';
-
-/** A loopback port nothing listens on: a server's, closed again. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 const CASES = [
   { channel: 'ch16', kind: 'api_key', values: { api_key: 'sk-up-ch16-no-proxy' } },
@@ -38,7 +25,7 @@ for (const c of CASES) {
     const group = await server.store.groups.create({ name: 'g', channel: c.channel, base_url: upstream.url, models: [{ external: 'a', upstream: 'm-a' }] });
     await server.store.credentials.createMany(group.id, [{ kind: c.kind, values: { ...c.values }, secretFields: ['api_key'] }]);
     // A proxy that is down: a call sent through it would fail as discovery_failed.
-    await server.store.settings.save({ proxy_url: `http://127.0.0.1:${await closedPort()}` });
+    await server.store.settings.save({ proxy_url: await closedPortUrl() });
     const res = await withTimeout(
       fetch(`${server.url}/api/models/discover`, { method: 'POST', headers: { authorization: `Bearer ${AUTH_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ group_id: group.id }) }),
       60_000,
