@@ -41,6 +41,8 @@ async function setup(t: Test) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-behind-proxy-'));
   const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), log: () => {} });
   t.teardown(async () => {
+    // A stream still waiting for its first event to be seen (this test failing) is let go.
+    firstEventSeen.resolve();
     await server.close();
     await upstream.close();
     rmSync(dataDir, { recursive: true, force: true });
@@ -59,10 +61,11 @@ function asNginxSends(pathname: string, key: string, body: string): string {
   );
 }
 
-/** Sends `request` and reads to the connection's close, calling `onData` with all read so far. */
-function exchange(port: number, request: string, onData: (soFar: string) => void = () => {}): Promise<{ head: Record<string, string>; statusLine: string; body: string }> {
+/** Sends `request` and reads to the connection's close, calling `onData` with all read so far; the socket goes when `t` ends. */
+function exchange(t: Test, port: number, request: string, onData: (soFar: string) => void = () => {}): Promise<{ head: Record<string, string>; statusLine: string; body: string }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
+    t.teardown(() => socket.destroy());
     let text = '';
     socket.on('data', (d: Buffer) => {
       text += d.toString('latin1');
@@ -84,7 +87,7 @@ t.test('an HTTP/1.0 stream request gets its events as they come, unchunked, and 
   const s = await setup(t);
   const body = JSON.stringify({ model: 'm-a', stream: true, messages: [{ role: 'user', content: 'hi' }] });
   const answer = await withTimeout(
-    exchange(s.server.port, asNginxSends('/v1/chat/completions', s.keyValue, body), (soFar) => soFar.includes('"one"') && s.firstEventSeen.resolve()),
+    exchange(t, s.server.port, asNginxSends('/v1/chat/completions', s.keyValue, body), (soFar) => soFar.includes('"one"') && s.firstEventSeen.resolve()),
     10_000,
     'the stream to end',
   );
@@ -104,7 +107,7 @@ t.test('an HTTP/1.0 stream request gets its events as they come, unchunked, and 
 t.test('an HTTP/1.0 plain request gets the upstream length and no X-Accel-Buffering', async (t) => {
   const s = await setup(t);
   const body = JSON.stringify({ model: 'm-a', messages: [{ role: 'user', content: 'hi' }] });
-  const answer = await withTimeout(exchange(s.server.port, asNginxSends('/v1/chat/completions', s.keyValue, body)), 10_000, 'the answer');
+  const answer = await withTimeout(exchange(t, s.server.port, asNginxSends('/v1/chat/completions', s.keyValue, body)), 10_000, 'the answer');
   t.match(answer.statusLine, / 200 /);
   t.equal(answer.head['content-length'], String(Buffer.byteLength(ANSWER)));
   t.equal(answer.body, ANSWER);
@@ -115,7 +118,7 @@ t.test('a speech answer, audio a player starts on as it comes, is not buffered b
   const s = await setup(t);
   const speech = await seedRoute(s.server.store, { channel: 'ch03', baseUrl: s.upstream.url, models: [{ external: 'tts', upstream: 'up-tts' }], protocols: ['x-suite'] });
   const body = JSON.stringify({ model: 'tts', input: 'hi', voice: 'alloy' });
-  const answer = await withTimeout(exchange(s.server.port, asNginxSends('/v1/audio/speech', speech.keyValue, body)), 10_000, 'the answer');
+  const answer = await withTimeout(exchange(t, s.server.port, asNginxSends('/v1/audio/speech', speech.keyValue, body)), 10_000, 'the answer');
   t.match(answer.statusLine, / 200 /);
   t.equal(answer.head['content-type'], 'audio/mpeg');
   t.equal(answer.head['x-accel-buffering'], 'no');
