@@ -184,40 +184,27 @@ for (const c of BILLING) {
   });
 }
 
-t.test("Anthropic's 400 'This organization has been disabled.' disables the key, and the next serves", async (t) => {
-  const secrets = ['sk-banned', 'sk-ok'];
-  const body = JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'This organization has been disabled.' }, request_id: 'req_011' });
-  const { upstream, listed, message } = await setup(t, { channel: 'ch14', secrets }, (req, res) => (secretOf(req) === 'sk-banned' ? send(res, 400, body) : okAnswer(req, res)));
-  t.equal((await message()).status, 200, 'served by the other key');
-  t.same(upstream.requests.map(secretOf), ['sk-banned', 'sk-ok'], 'the refused key, then the next');
-  const state = await listed();
-  t.same([state('sk-banned').state, state('sk-banned').disabled_reason], ['disabled', 'upstream answered 400 invalid_request_error']);
-  t.match(state('sk-ok'), { state: 'active' });
-});
-
-t.test("xAI's 400 'Incorrect API key provided' disables the key, and the next serves", async (t) => {
-  const secrets = ['xai-revoked', 'xai-ok'];
+// Refusals of the key itself that come as a 400: disabled as a 401 would be, the reason naming the code when there is one.
+const KEY_REFUSED_400: { vendor: string; channel: string; call: 'chat' | 'message'; body: string; reason: string }[] = [
+  { vendor: "Anthropic's 'This organization has been disabled.'", channel: 'ch14', call: 'message', reason: 'upstream answered 400 invalid_request_error', body: JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: 'This organization has been disabled.' }, request_id: 'req_011' }) },
   // continuedev/continue#10778, i-am-bee/beeai-framework#447: `error` a string, `code` a sentence.
-  const body = JSON.stringify({ code: 'Client specified an invalid argument', error: 'Incorrect API key provided: xa***ed. You can obtain an API key from https://console.x.ai.' });
-  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets }, (req, res) => (secretOf(req) === 'xai-revoked' ? send(res, 400, body) : okAnswer(req, res)));
-  for (let i = 0; i < 3; i++) t.equal((await chat()).status, 200, 'served by the other key');
-  t.equal(upstream.requests.filter((r) => secretOf(r) === 'xai-revoked').length, 1, 'the revoked key is tried once, then no more');
-  const state = await listed();
-  t.same([state('xai-revoked').state, state('xai-revoked').disabled_reason], ['disabled', 'upstream answered 400']);
-  t.match(state('xai-ok'), { state: 'active' });
-});
-
-t.test("Groq's 400 organization_restricted disables the key, its reason naming the code, and the next serves", async (t) => {
-  const secrets = ['gsk-restricted', 'gsk-ok'];
+  { vendor: "xAI's 'Incorrect API key provided'", channel: 'ch20', call: 'chat', reason: 'upstream answered 400', body: JSON.stringify({ code: 'Client specified an invalid argument', error: 'Incorrect API key provided: xa***ed. You can obtain an API key from https://console.x.ai.' }) },
   // NVIDIA-NeMo/Guardrails#563, songquanpeng/one-api#1764.
-  const body = JSON.stringify({ error: { message: 'Organization has been restricted. Please reach out to support if you believe this was in error.', type: 'invalid_request_error', code: 'organization_restricted' } });
-  const { upstream, listed, chat } = await setup(t, { channel: 'ch20', secrets }, (req, res) => (secretOf(req) === 'gsk-restricted' ? send(res, 400, body) : okAnswer(req, res)));
-  for (let i = 0; i < 3; i++) t.equal((await chat()).status, 200, 'served by the other key');
-  t.equal(upstream.requests.filter((r) => secretOf(r) === 'gsk-restricted').length, 1, 'the restricted key is tried once, then no more');
-  const state = await listed();
-  t.same([state('gsk-restricted').state, state('gsk-restricted').disabled_reason], ['disabled', 'upstream answered 400 organization_restricted']);
-  t.match(state('gsk-ok'), { state: 'active' });
-});
+  { vendor: "Groq's organization_restricted", channel: 'ch20', call: 'chat', reason: 'upstream answered 400 organization_restricted', body: JSON.stringify({ error: { message: 'Organization has been restricted. Please reach out to support if you believe this was in error.', type: 'invalid_request_error', code: 'organization_restricted' } }) },
+];
+
+for (const c of KEY_REFUSED_400) {
+  t.test(`${c.vendor}, a 400: the key is disabled and the next serves`, async (t) => {
+    const secrets = ['sk-refused', 'sk-ok'];
+    const { upstream, listed, chat, message } = await setup(t, { channel: c.channel, secrets }, (req, res) => (secretOf(req) === 'sk-refused' ? send(res, 400, c.body) : okAnswer(req, res)));
+    const call = c.call === 'message' ? message : chat;
+    for (let i = 0; i < 3; i++) t.equal((await call()).status, 200, 'served by the other key');
+    t.equal(upstream.requests.filter((r) => secretOf(r) === 'sk-refused').length, 1, 'the refused key is tried once, then no more');
+    const state = await listed();
+    t.same([state('sk-refused').state, state('sk-refused').disabled_reason], ['disabled', c.reason]);
+    t.match(state('sk-ok'), { state: 'active' });
+  });
+}
 
 // Volcengine Ark answers a model the key's account has not activated 404 ModelNotOpen (xinnan-tech/xiaozhi-esp32-server#1234).
 const MODEL_NOT_OPEN = JSON.stringify({ error: { code: 'ModelNotOpen', message: 'Your account 2106993666 has not activated the model doubao-pro-32k-functioncall-241028. Please activate the model service in the Ark Console.', param: '', type: 'NotFound' } });
