@@ -125,6 +125,19 @@ t.test('a chunk size that is no number is answered 400 with the code its record 
   t.equal(api.json['code'], 'MALFORMED_REQUEST');
 });
 
+t.test('chunk extensions over node\'s limit are answered 413 with the body-size code, on both planes', async (t) => {
+  const { server } = await start(t);
+  const { keyValue } = await seedRoute(server.store, { channel: 'ch02', baseUrl: 'http://127.0.0.1:9', models: [{ external: 'chat', upstream: 'v-chat' }], protocols: ['x-completions'] });
+  const chunk = `2;ext=${'a'.repeat(20_000)}\r\n{}\r\n0\r\n\r\n`;
+  const data = await answerTo(t, server, `${CHAT}authorization: Bearer ${keyValue}\r\ntransfer-encoding: chunked\r\n\r\n${chunk}`);
+  t.equal(data.status, 413);
+  t.equal(data.headers['connection'], 'close');
+  t.match(data.json, { error: { code: 'request_too_large', message: /chunk extensions/ } });
+  const api = await answerTo(t, server, `POST /api/groups HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${AUTH_KEY}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n${chunk}`);
+  t.equal(api.status, 413);
+  t.equal(api.json['code'], 'REQUEST_TOO_LARGE');
+});
+
 t.test('on a keep-alive connection, the refused request after an answered one is read from its own head', async (t) => {
   const { server } = await start(t);
   const c = rawConnection(t, server.port);
