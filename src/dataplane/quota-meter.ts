@@ -2,7 +2,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
-import { roundCost } from '../usage/index.ts';
+import { addCost } from '../usage/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 import { NO_RETRY } from './retry-hints.ts';
 
@@ -156,7 +156,7 @@ export class QuotaMeter {
     const meter = quotaHasLimits(key.quota) ? this.#meters.get(key.id) : undefined;
     if (meter === undefined) return undefined;
     rollOver(meter, this.#seen(now), this.#sessions.get(key.id));
-    const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: roundCost(used.cost + cost) });
+    const plus = (used: QuotaUsage) => ({ ...used, tokens: used.tokens + tokens, cost: addCost(used.cost, cost) });
     return quotaLines(key.quota!, plus(meter.total), plus(periodOf(meter, startedAt))).find((l) => l.metric !== 'requests' && l.used > l.limit);
   }
 
@@ -302,13 +302,13 @@ function add(meter: Meter, log: LogRecord, sessions: Set<Session> | undefined): 
   meter.total.requests += requests;
   meter.total.tokens += tokens;
   // Rounded as each cost is, so that the sums compare with a limit without float noise.
-  meter.total.cost = roundCost(meter.total.cost + log.cost);
+  meter.total.cost = addCost(meter.total.cost, log.cost);
   if (meter.periodKind === undefined) return;
   const period = rollOver(meter, log.created_at, sessions) ? meter.period : meter.earlier.get(periodStart(meter.periodKind, log.created_at));
   if (period === undefined) return;
   period.requests += requests;
   period.tokens += tokens;
-  period.cost = roundCost(period.cost + log.cost);
+  period.cost = addCost(period.cost, log.cost);
 }
 
 /**

@@ -8,7 +8,7 @@ export { isUsageOnlyChunk } from './is-usage-only-chunk.ts';
 export { asksStreamUsage, requestStreamUsage, streamUsageMissing } from './request-stream-usage.ts';
 export { computeCost } from './compute-cost.ts';
 export { loggedUsage } from './logged-usage.ts';
-export { roundCost, withRoundedCost } from './round-cost.ts';
+export { addCost, roundCost, withRoundedCost } from './round-cost.ts';
 export type { ModelPrice } from './compute-cost.ts';
 export { SessionUsageAccumulator } from './accumulate-session-usage.ts';
 export type { SessionUsageStyle } from './usage-fields-sessions.ts';

@@ -7,6 +7,11 @@ export function roundCost(usd: number): number {
   return Math.round(usd * 1e10) / 1e10;
 }
 
+/** Two costs added on the 1e-10 USD grid: a running sum kept so does not drift from what was charged, however many it adds. */
+export function addCost(a: number, b: number): number {
+  return roundCost(a + b);
+}
+
 /** The usage with its cost sum rounded as each cost is (a sum of stored costs carries float noise). */
 export function withRoundedCost<T extends { cost: number }>(usage: T): T {
   return { ...usage, cost: roundCost(usage.cost) };

@@ -3,7 +3,7 @@ import type { UsageTotals } from './log-store.ts';
 import { FLAG_CLIENT_ABORTED } from './encode-log-batch.ts';
 import { HOUR_MS, slotOf } from './time-slots.ts';
 import { isErrorRecord } from './error-record.ts';
-import { roundCost } from '../../usage/index.ts';
+import { addCost, roundCost } from '../../usage/index.ts';
 
 /** The sums usage_rollup keeps, named as its columns. */
 export interface RollupSums {
@@ -65,7 +65,7 @@ export function addRecord(sums: RollupSums, batch: DecodedLogBatch, i: number): 
   sums.output_tokens += batch.outputTokens[i]!;
   sums.cached_tokens += batch.cachedTokens[i]!;
   sums.reasoning_tokens += batch.reasoningTokens[i]!;
-  sums.cost = roundCost(sums.cost + batch.cost[i]!);
+  sums.cost = addCost(sums.cost, batch.cost[i]!);
   if ((batch.flags[i]! & FLAG_CLIENT_ABORTED) !== 0) sums.client_aborted++;
   sums.duration_sum += batch.durationMs[i]!;
   if (!Number.isNaN(ttfb)) {

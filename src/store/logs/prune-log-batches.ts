@@ -3,7 +3,7 @@ import { decodedRecord, type DecodedLogBatch } from './decode-log-batch.ts';
 import { FLAG_HAS_BODY, LogBatchEncoder } from './encode-log-batch.ts';
 import type { BatchMeta, LogBatchSource } from './log-batch-source.ts';
 import { RollupTable, hourOf, roundCostSql, type RollupRow } from './log-rollup.ts';
-import { roundCost } from '../../usage/index.ts';
+import { addCost } from '../../usage/index.ts';
 import { SUM_MINUTES_INTO_HOURS } from './hourly-rollup.ts';
 import { HOURLY_ROLLUP } from './log-schema.ts';
 import { HOUR_MS, SLOT_MS, slotOf } from './time-slots.ts';
@@ -135,7 +135,7 @@ export class LogBatchPruner {
       const sum = hours.get(id) ?? [row.access_key_id, hour, 0, 0, 0];
       sum[2] += row.forwarded;
       sum[3] += row.input_tokens + row.output_tokens;
-      sum[4] = roundCost(sum[4] + row.cost);
+      sum[4] = addCost(sum[4], row.cost);
       hours.set(id, sum);
     }
     for (const values of hours.values()) this.#keepKeyUsage.run(...values);

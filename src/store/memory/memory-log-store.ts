@@ -1,4 +1,4 @@
-import { roundCost, withRoundedCost } from '../../usage/index.ts';
+import { addCost, withRoundedCost } from '../../usage/index.ts';
 import { InvalidLogCursorError } from '../logs/invalid-log-cursor.ts';
 import { isErrorRecord } from '../logs/error-record.ts';
 import { wellFormedFilter, wellFormedStrings } from '../logs/well-formed-text.ts';
@@ -100,7 +100,7 @@ export class MemoryLogStore implements LogStore {
       if ((from !== undefined && hour < from) || (to !== undefined && hour >= to)) continue;
       usage.requests += pruned.requests;
       usage.tokens += pruned.tokens;
-      usage.cost = roundCost(usage.cost + pruned.cost);
+      usage.cost = addCost(usage.cost, pruned.cost);
     }
     // As the SQLite reader: costs are whole 1e-10 USD, and a sum is rounded to them.
     return withRoundedCost(usage);
@@ -194,7 +194,7 @@ function addTo(t: UsageTotals, r: LogRecord): void {
   t.output_tokens += r.usage.output_tokens;
   t.cached_tokens += r.usage.cached_tokens;
   t.reasoning_tokens += r.usage.reasoning_tokens;
-  t.cost = roundCost(t.cost + r.cost);
+  t.cost = addCost(t.cost, r.cost);
 }
 
 function noKeyUsage(): KeyUsage {
@@ -204,5 +204,5 @@ function noKeyUsage(): KeyUsage {
 function addKeyUsage(usage: KeyUsage, r: LogRecord): void {
   if (r.attempt_count > 0) usage.requests += 1;
   usage.tokens += r.usage.input_tokens + r.usage.output_tokens;
-  usage.cost = roundCost(usage.cost + r.cost);
+  usage.cost = addCost(usage.cost, r.cost);
 }
