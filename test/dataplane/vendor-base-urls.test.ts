@@ -1,14 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
-import { upstreamModelDiscovery } from '../../src/adapters/discovery/upstream-model-discovery.ts';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
-import { createServer } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
-import { UpstreamClient } from '../../src/upstream/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
+import { managementApi, startDiscoveryServer } from './helpers/discovery-server.ts';
 
 // Vendors' documented base URL paths (docs/data-plane.md, "Base URLs by vendor"; the whole table
 // is test/upstream/vendor-base-urls.test.ts) behind a loopback origin, through the server as
@@ -38,20 +33,8 @@ async function vendorUpstream(t: Test) {
 }
 
 async function serve(t: Test) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-vendor-base-urls-'));
-  const client = new UpstreamClient();
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), modelDiscovery: upstreamModelDiscovery(client), log: () => {} });
-  t.teardown(async () => {
-    await server.close();
-    await client.destroy();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const api = async (method: string, p: string, body?: unknown) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${AUTH_KEY}` };
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() });
-    const res = await fetch(`${server.url}${p}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, json: (await res.json()) as { code: number | string; data: Record<string, any> } };
-  };
+  const server = await startDiscoveryServer(t, AUTH_KEY, { openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount() });
+  const api = managementApi(server.url, AUTH_KEY);
   const key = (await api('POST', '/api/access-keys', { name: 'k', protocols: ['x-completions', 'x-responses', 'x-messages', 'x-generate'] })).json.data.value as string;
   /** A Group on the relay channel serving every protocol, at the vendor's base URL path under the upstream's origin. */
   const group = async (name: string, baseUrl: string, versionless = false) => {

@@ -1,14 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
-import { upstreamModelDiscovery } from '../../src/adapters/discovery/upstream-model-discovery.ts';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
-import { createServer } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
-import { UpstreamClient } from '../../src/upstream/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
+import { managementApi, startDiscoveryServer } from './helpers/discovery-server.ts';
 
 // A Group's versionless_api (docs/data-plane.md, "Choices made here"): an upstream whose API
 // paths have no version segment is reached at {base_url}/chat/completions.
@@ -32,20 +27,8 @@ async function recordingUpstream(t: Test) {
 
 /** The server as `switchyard serve` composes it (with real model discovery), over the management API. */
 async function serve(t: Test) {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-versionless-'));
-  const client = new UpstreamClient();
-  const server = await createServer({ dataDir, port: 0, authKey: AUTH_KEY, openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount(), modelDiscovery: upstreamModelDiscovery(client), log: () => {} });
-  t.teardown(async () => {
-    await server.close();
-    await client.destroy();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const api = async (method: string, p: string, body?: unknown) => {
-    const headers: Record<string, string> = { authorization: `Bearer ${AUTH_KEY}` };
-    if (body !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() });
-    const res = await fetch(`${server.url}${p}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-    return { status: res.status, json: (await res.json()) as { code: number | string; data: Record<string, any> } };
-  };
+  const server = await startDiscoveryServer(t, AUTH_KEY, { openLogStore: (dir) => openSqliteLogStore(dir), mountDataPlane: dataPlaneMount() });
+  const api = managementApi(server.url, AUTH_KEY);
   const key = (await api('POST', '/api/access-keys', { name: 'k', protocols: ['x-completions'] })).json.data.value as string;
   const chat = async () => {
     const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'chat', messages: [] }) });
