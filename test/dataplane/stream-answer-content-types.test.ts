@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, sseBlocks, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { bearer, STREAM_STYLES, type StreamStyle } from './helpers/stream-styles.ts';
 
 // A stream request whose successful answer is not typed text/event-stream: some compatible
 // upstreams send their event stream as text/plain, application/octet-stream, application/json
@@ -17,26 +18,8 @@ const DONE = 'data: [DONE]\n\n';
 const USAGE = { input_tokens: 5, output_tokens: 2, cached_tokens: 0, reasoning_tokens: 0 };
 const ERROR_BODY = JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } });
 
-interface Style {
-  protocol: string;
-  channel: string;
-  path: string;
-  body: Record<string, unknown>;
-  headers: (key: string) => Record<string, string>;
-}
-
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-const GENERATE_BODY = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
-const STYLES: Record<string, Style> = {
-  completions: { protocol: 'x-completions', channel: 'ch02', path: '/v1/chat/completions', body: { model: 'team-m', stream: true, messages: [{ role: 'user', content: 'hi' }] }, headers: bearer },
-  responses: { protocol: 'x-responses', channel: 'ch09', path: '/v1/responses', body: { model: 'team-m', stream: true, input: 'hi' }, headers: bearer },
-  messages: { protocol: 'x-messages', channel: 'ch14', path: '/v1/messages', body: { model: 'team-m', stream: true, max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }) },
-  'generate alt=sse': { protocol: 'x-generate', channel: 'ch15', path: '/v1beta/models/team-m:streamGenerateContent?alt=sse', body: GENERATE_BODY, headers: (key) => ({ 'x-goog-api-key': key }) },
-  'generate array': { protocol: 'x-generate', channel: 'ch15', path: '/v1beta/models/team-m:streamGenerateContent', body: GENERATE_BODY, headers: (key) => ({ 'x-goog-api-key': key }) },
-};
-
 /** A Group whose upstream answers 200 with `headers`, writing `pieces` in separate reads (then `end`). */
-async function scenario(t: Test, style: Style, headers: OutgoingHttpHeaders, pieces: string[], end: (res: ServerResponse) => void = (res) => res.end(), gatewayOptions = {}) {
+async function scenario(t: Test, style: StreamStyle, headers: OutgoingHttpHeaders, pieces: string[], end: (res: ServerResponse) => void = (res) => res.end(), gatewayOptions = {}) {
   const { upstream, gw } = await startUpstreamAndDataPlane(
     t,
     async (_req, res) => {
@@ -56,7 +39,7 @@ async function scenario(t: Test, style: Style, headers: OutgoingHttpHeaders, pie
   return { gw, upstream, send, keyValue };
 }
 
-const completions = STYLES.completions!;
+const completions = STREAM_STYLES.completions!;
 const WHOLE = CONTENT + USAGE_CHUNK + DONE;
 
 for (const contentType of ['text/plain; charset=utf-8', 'application/octet-stream', 'application/json', undefined]) {
@@ -115,7 +98,7 @@ t.test('a request that did not ask to stream is not read for a stream: an SSE bo
   t.match(record, { status: 200, error_code: null });
 });
 
-for (const [name, style] of Object.entries(STYLES)) {
+for (const [name, style] of Object.entries(STREAM_STYLES)) {
   t.test(`${name} stream answered 200 with a JSON error object: passed on as sent, recorded as the upstream's error`, async (t) => {
     const { gw, send } = await scenario(t, style, { 'content-type': 'application/json' }, [ERROR_BODY]);
     const res = await send();
@@ -127,7 +110,7 @@ for (const [name, style] of Object.entries(STYLES)) {
 }
 
 t.test('a JSON answer to a stream request whose error is null, or to a request that did not ask to stream, is no failure', async (t) => {
-  const responses = STYLES.responses!;
+  const responses = STREAM_STYLES.responses!;
   const success = JSON.stringify({ id: 'resp_1', object: 'response', status: 'completed', error: null, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
   const { gw, send } = await scenario(t, responses, { 'content-type': 'application/json' }, [success]);
   const res = await send();
@@ -199,7 +182,7 @@ t.test('a transcription form with stream=true answered with an SSE body under te
     `data: ${JSON.stringify({ type: 'transcript.text.delta', delta: 'Hi' })}\n\n`,
     `data: ${JSON.stringify({ type: 'transcript.text.done', text: 'Hi', usage: { type: 'tokens', input_tokens: 14, output_tokens: 3, total_tokens: 17 } })}\n\n`,
   ].join('');
-  const suite: Style = { protocol: 'x-suite', channel: 'ch03', path: '/v1/audio/transcriptions', body: {}, headers: bearer };
+  const suite: StreamStyle = { protocol: 'x-suite', channel: 'ch03', path: '/v1/audio/transcriptions', body: {}, headers: bearer };
   const { gw, keyValue } = await scenario(t, suite, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(events)) }, [events]);
   const res = await fetch(`${gw.url}${suite.path}`, { method: 'POST', headers: { ...bearer(keyValue), 'content-type': `multipart/form-data; boundary=${boundary}` }, body: form });
   t.equal(await res.text(), events, 'the events as sent');

@@ -1,30 +1,15 @@
 import t from 'tap';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { STREAM_STYLES } from './helpers/stream-styles.ts';
 
 // Streams as real vendors send them (OpenAI chat and Responses, Moonshot, vLLM, OpenRouter,
 // Anthropic, Gemini alt=sse), played from a loopback upstream through the real data plane:
 // the client gets the upstream's bytes exactly (less the usage-only chunk the gateway asked
 // for) however the reads split them, and the record has the stream's usage once.
 
-interface Style {
-  protocol: string;
-  channel: string;
-  path: string;
-  body: Record<string, unknown>;
-  headers: (key: string) => Record<string, string>;
-}
-
-const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-const STYLES: Record<string, Style> = {
-  completions: { protocol: 'x-completions', channel: 'ch02', path: '/v1/chat/completions', body: { model: 'team-m', stream: true, messages: [{ role: 'user', content: 'hi' }] }, headers: bearer },
-  responses: { protocol: 'x-responses', channel: 'ch09', path: '/v1/responses', body: { model: 'team-m', stream: true, input: 'hi' }, headers: bearer },
-  messages: { protocol: 'x-messages', channel: 'ch14', path: '/v1/messages', body: { model: 'team-m', stream: true, max_tokens: 1024, messages: [{ role: 'user', content: 'hi' }] }, headers: (key) => ({ 'x-api-key': key, 'anthropic-version': '2023-06-01' }) },
-  generate: { protocol: 'x-generate', channel: 'ch15', path: '/v1beta/models/team-m:streamGenerateContent?alt=sse', body: { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, headers: (key) => ({ 'x-goog-api-key': key }) },
-};
-
 interface Transcript {
-  style: keyof typeof STYLES;
+  style: keyof typeof STREAM_STYLES;
   events: string[];
   /** Indexes of the events the client does not get (the usage-only chunk the gateway asked for). */
   dropped?: number[];
@@ -114,7 +99,7 @@ const geminiText = gemini({ candidates: [{ content: { parts: [{ text: 'Let me ch
 
 const TRANSCRIPTS: Record<string, Transcript> = {
   'OpenAI chat with tool_call argument deltas, not asked for usage': { style: 'completions', events: toolCalls, dropped: [6], usage: OPENAI_UNIFIED },
-  'OpenAI chat with tool_call argument deltas, asked for usage': { style: 'completions', events: toolCalls, usage: OPENAI_UNIFIED, body: { ...STYLES.completions!.body, stream_options: { include_usage: true } } },
+  'OpenAI chat with tool_call argument deltas, asked for usage': { style: 'completions', events: toolCalls, usage: OPENAI_UNIFIED, body: { ...STREAM_STYLES.completions!.body, stream_options: { include_usage: true } } },
   'OpenAI chat n=2 with logprobs': {
     style: 'completions',
     events: [
@@ -168,7 +153,7 @@ const TRANSCRIPTS: Record<string, Transcript> = {
   'Anthropic: thinking with signature_delta, tool_use input_json_delta, cache counters': { style: 'messages', events: anthropic, usage: { input_tokens: 2572, output_tokens: 89, cached_tokens: 2000 } },
   'Anthropic: overloaded_error mid-stream': { style: 'messages', events: [...anthropic.slice(0, 4), named('error', { error: { type: 'overloaded_error', message: 'Overloaded' } })], usage: { input_tokens: 2572, output_tokens: 2, cached_tokens: 2000 }, errorCode: 'upstream_stream_error' },
   'Gemini: a functionCall part after thinking': {
-    style: 'generate',
+    style: 'generate alt=sse',
     events: [
       geminiText,
       gemini({ candidates: [{ content: { parts: [{ functionCall: { name: 'get_weather', args: { location: 'Boston' } }, thoughtSignature: 'CiQB0e2Kb' }], role: 'model' }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: 30, candidatesTokenCount: 12, totalTokenCount: 90, thoughtsTokenCount: 48, cachedContentTokenCount: 8 }, modelVersion: 'gemini-2.5-flash', responseId: 'r1' }),
@@ -176,7 +161,7 @@ const TRANSCRIPTS: Record<string, Transcript> = {
     usage: { input_tokens: 30, output_tokens: 60, cached_tokens: 8, reasoning_tokens: 48 },
   },
   'Gemini: a prompt blocked by promptFeedback': {
-    style: 'generate',
+    style: 'generate alt=sse',
     events: [gemini({ promptFeedback: { blockReason: 'PROHIBITED_CONTENT' }, usageMetadata: { promptTokenCount: 12, totalTokenCount: 12 }, modelVersion: 'gemini-2.5-flash', responseId: 'r2' })],
     usage: { input_tokens: 12, output_tokens: 0 },
   },
@@ -184,7 +169,7 @@ const TRANSCRIPTS: Record<string, Transcript> = {
 
 for (const [name, transcript] of Object.entries(TRANSCRIPTS)) {
   t.test(name, async (t) => {
-    const style = STYLES[transcript.style]!;
+    const style = STREAM_STYLES[transcript.style]!;
     const splits = Object.entries(SPLITS);
     let answered = 0;
     const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
