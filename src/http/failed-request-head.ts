@@ -8,15 +8,18 @@ export interface RequestHead {
   headers: IncomingHttpHeaders;
 }
 
-/** `METHOD SP target SP HTTP/x.y`, loosely: a lowercase method or raw non-ASCII bytes are what was refused. */
-const REQUEST_LINE = /^(\S+) (\S+) HTTP\/\d\.\d$/;
+/**
+ * `METHOD SP target SP HTTP/x.y`, loosely: a lowercase method or raw non-ASCII bytes are what was
+ * refused. The method is the letters before the target, not the whole start of the line: the
+ * end of a body pipelined just before, with no line end of its own, runs into it (`{}HEAD`).
+ */
+const REQUEST_LINE = /([A-Za-z][A-Za-z-]*) (\S+) HTTP\/\d\.\d$/;
 
 /**
  * The head of the request a parser error (`clientError`) is about: that of `answering`, the
  * request being served on the connection, when its body is what failed; else read from the
  * bytes node was parsing (`rawPacket`), back from where it stopped (`bytesParsed`) to the
- * nearest request line, so that a request pipelined behind another is the one read (the end of
- * a body pipelined ahead of it with no line end runs into its method). Undefined
+ * nearest request line, so that a request pipelined behind another is the one read. Undefined
  * when there are no such bytes (the headers deadline) or no request line in them (a head
  * longer than one read).
  */
