@@ -16,15 +16,15 @@ export interface RequestHead {
 const REQUEST_LINE = /([A-Za-z][A-Za-z-]*) (\S+) HTTP\/\d\.\d$/;
 
 /**
- * The head of the request a parser error (`clientError`) is about: that of `answering`, the
+ * The head of the request a parser error (`clientError`) is about: that of `inBody`, the
  * request being served on the connection, when its body is what failed; else read from the
  * bytes node was parsing (`rawPacket`), back from where it stopped (`bytesParsed`) to the
  * nearest request line, so that a request pipelined behind another is the one read. Undefined
  * when there are no such bytes (the headers deadline) or no request line in them (a head
  * longer than one read).
  */
-export function failedRequestHead(err: { rawPacket?: unknown; bytesParsed?: unknown }, answering: IncomingMessage | undefined): RequestHead | undefined {
-  if (answering !== undefined && !answering.complete) return { method: answering.method ?? 'GET', target: answering.url ?? '/', headers: answering.headers };
+export function failedRequestHead(err: { rawPacket?: unknown; bytesParsed?: unknown }, inBody: IncomingMessage | undefined): RequestHead | undefined {
+  if (inBody !== undefined) return { method: inBody.method ?? 'GET', target: inBody.url ?? '/', headers: inBody.headers };
   if (!Buffer.isBuffer(err.rawPacket)) return undefined;
   const lines = err.rawPacket.toString('latin1').split('\n');
   const stop = typeof err.bytesParsed === 'number' ? err.bytesParsed : err.rawPacket.length;

@@ -30,7 +30,7 @@ export function answerClientErrors(server: Server, dataPlane: ParserFailureAnswe
     if (err.code === 'ECONNRESET' || !socket.writable || answering?.headersSent === true || drainingAfterAnswer(socket)) return void socket.destroy(err);
     try {
       const inBody = answering !== undefined && !answering.req.complete;
-      const raw = failedRequestHead(err, answering?.req);
+      const raw = failedRequestHead(err, inBody ? answering.req : undefined);
       const head = raw && { ...raw, target: originForm({ url: raw.target }) };
       const failure = parserFailureOf(err.code, inBody);
       const management = dataPlane === undefined || (head !== undefined && isManagementPath(head.target));
