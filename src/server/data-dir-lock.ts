@@ -29,9 +29,29 @@ const heldHere = new Set<string>();
  * first), and a stale lock is removed only under a second lock, `switchyard.lock.takeover`,
  * after reading again that it is still the stale one.
  */
-export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
+export function lockDataDir(dataDir: string): Promise<DataDirLock> {
+  const file = path.resolve(dataDir, LOCK_FILE);
+  const taken = (lockingHere.get(file) ?? Promise.resolve()).then(
+    () => takeLock(dataDir, file),
+    () => takeLock(dataDir, file),
+  );
+  const settled = taken.then(forget, forget);
+  function forget(): void {
+    if (lockingHere.get(file) === settled) lockingHere.delete(file);
+  }
+  lockingHere.set(file, settled);
+  return taken;
+}
+
+/**
+ * Starts in this process on the same lock, in turn: the lock file is there with our pid a turn
+ * of the event loop before heldHere names it, and another start reading it then would take it
+ * for one left by an earlier process with our pid, remove it, and make a second holder.
+ */
+const lockingHere = new Map<string, Promise<void>>();
+
+async function takeLock(dataDir: string, file: string): Promise<DataDirLock> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const file = path.join(dataDir, LOCK_FILE);
   const guard = `${file}.takeover`;
   // Bounded: a takeover by another server takes a few file operations.
   for (let attempt = 0; attempt < 100; attempt++) {
