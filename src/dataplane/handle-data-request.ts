@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry, ResourceEntry } from '../generated/index.ts';
-import { compileRouteTable, firstSegment, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
+import { routeTable, firstSegment, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, hasTokens, loggedUsage, requestStreamUsage } from '../usage/index.ts';
@@ -60,7 +60,7 @@ export type DataPlaneHandler = ((req: IncomingMessage, res: ServerResponse) => P
  * (authenticate the AccessKey, check it, find the Groups, ask the engine, forward, log).
  */
 export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
-  const routes = compileRouteTable();
+  const routes = routeTable();
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const affinity = new ResponseAffinity(STORED_OBJECTS_KEPT, deps.logs.storedObjects);

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type Server } from 'ws';
-import { compileRouteTable, matchRoute } from '../handlers/compile-route-table.ts';
+import { routeTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, loggedUsage, SessionUsageAccumulator } from '../usage/index.ts';
@@ -84,7 +84,7 @@ interface UpstreamAnswer {
  * upstream selected. A client that leaves before it is joined calls the upstream handshake off.
  */
 export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
-  const routes = compileRouteTable();
+  const routes = routeTable();
   const pool = new CredentialPool(deps.store.credentials);
   const snapshot = new ConfigSnapshot(deps.store);
   const quota = quotaMeterFor(deps.logs);

@@ -6,7 +6,7 @@ import { createDataPlaneHandler } from './handle-data-request.ts';
 import { createUpgradeHandler } from './handle-websocket-upgrade.ts';
 import { resetSpoolDir } from './reset-spool-dir.ts';
 import { InFlightRequests } from './in-flight-requests.ts';
-import { compileRouteTable } from '../handlers/compile-route-table.ts';
+import { routeTable } from '../handlers/compile-route-table.ts';
 import { parserFailureAnswer } from './parser-failure-answer.ts';
 
 /**
@@ -28,7 +28,7 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
       log(`switchyard: the stored objects remembered before this start could not be read (${error instanceof Error ? error.message : String(error)}): calls naming them are routed as any call, open to any key, and background responses among them are not billed`);
     });
     const upgrade = createUpgradeHandler(deps);
-    const routes = compileRouteTable();
+    const routes = routeTable();
     return {
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),

@@ -48,8 +48,12 @@ export type RouteMatch =
       servedUnder?: string;
     };
 
+// The generated table does not change while the process runs: the HTTP handler, the upgrade
+// handler and the parser-failure answers share one compiled copy.
+let compiled: readonly CompiledRoute[] | undefined;
+
 /**
- * Compiles every data-plane endpoint of the generated protocol table into a matcher. Path
+ * The matcher of every data-plane endpoint of the generated protocol table, compiled once. Path
  * templates use `{name}` for one segment (or the part before `:verb`) and `{name*}` for the
  * rest of the path. A `{name}` with no `:verb` after it takes colons: the openai and anthropic
  * SDKs send `models.retrieve('ft:gpt-4o-mini:org::abc')` unencoded. A generate-style `{model}`
@@ -60,7 +64,12 @@ export type RouteMatch =
  * segment, and its `resourcePattern` the rest of the path, for the request that chooses the
  * generate style (matchResourceName).
  */
-export function compileRouteTable(): CompiledRoute[] {
+export function routeTable(): readonly CompiledRoute[] {
+  compiled ??= Object.freeze(compileRouteTable());
+  return compiled;
+}
+
+function compileRouteTable(): CompiledRoute[] {
   const routes: CompiledRoute[] = [
     ...OPERATION_IDS.map((id) => compile(OPERATIONS[id].method, OPERATIONS[id].path, { kind: 'operation', operation: OPERATIONS[id] } as const)),
     ...MODEL_LISTS.map((list) => {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { MODEL_LISTS, OPERATION_IDS, OPERATIONS } from '../../src/generated/index.ts';
 import { MODEL_FIELD_BYTES } from '../../src/dataplane/body/index.ts';
-import { compileRouteTable, matchRoute } from '../../src/handlers/compile-route-table.ts';
+import { routeTable, matchRoute } from '../../src/handlers/compile-route-table.ts';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, HTTP_OPERATIONS, rawRequest, waitForLog } from './helpers/dataplane-scenarios.ts';
 
@@ -166,7 +166,7 @@ t.test('a named endpoint inside a passthrough namespace, by a method it does not
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{}');
   });
-  const routes = compileRouteTable();
+  const routes = routeTable();
   const named = HTTP_OPERATIONS.filter((op) => op.method !== 'ANY' && anyPrefixes.some((prefix) => op.path.startsWith(prefix)));
   t.ok(named.some((op) => op.id === 'responses-retrieve'), 'retrieval is among them');
   for (const op of named) {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MODEL_LISTS, OPERATIONS, PROTOCOL_IDS } from '../../src/generated/index.ts';
-import { compileRouteTable } from '../../src/handlers/compile-route-table.ts';
+import { routeTable } from '../../src/handlers/compile-route-table.ts';
 import { DECISIONS_ENDPOINTS, DECISIONS_MODEL_LISTS, type DecisionsEndpoint } from '../fixtures/decisions-endpoints.ts';
 
 // The data plane's routes against decisions.md §2 as transcribed by hand in the fixture: every
@@ -29,7 +29,7 @@ t.test('every endpoint of §2 is registered for its protocol', async (t) => {
 });
 
 t.test('the data plane registers no endpoint that §2 lacks', async (t) => {
-  const routes = compileRouteTable();
+  const routes = routeTable();
   t.equal(routes.length, operations.length + MODEL_LISTS.length, 'a route per operation and model list');
   for (const { method, target } of routes) {
     if (target.kind === 'operation') {

@@ -1,12 +1,12 @@
 import t from 'tap';
 import { MODEL_LISTS, OPERATIONS } from '../../src/generated/index.ts';
-import { compileRouteTable, matchRoute, type RouteMatch } from '../../src/handlers/compile-route-table.ts';
+import { routeTable, matchRoute, type RouteMatch } from '../../src/handlers/compile-route-table.ts';
 
 // A path that names a declared endpoint with extra slashes is that endpoint (docs/data-plane.md,
 // "Match"), never the responses namespace passthrough: otherwise `GET /v1/responses/resp_1/`
 // would step around an N* subset (note 3) and the response affinity of ch31.
 
-const routes = compileRouteTable();
+const routes = routeTable();
 
 /** The methods a path is taken with when `method` is not one of them (undefined when it is). */
 function allowedFor(method: string, path: string): readonly string[] | undefined {

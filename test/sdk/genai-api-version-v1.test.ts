@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ApiError, GoogleGenAI } from '@google/genai';
-import { compileRouteTable, matchResourceName, matchRoute } from '../../src/handlers/compile-route-table.ts';
+import { routeTable, matchResourceName, matchRoute } from '../../src/handlers/compile-route-table.ts';
 import OpenAI, { NotFoundError as OpenAINotFoundError } from 'openai';
 import { startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
 import { generateResponse, rig, writeJson } from './helpers/vendor-wire.ts';
@@ -73,7 +73,7 @@ t.test('/v1/models: completions shape by default, messages with anthropic-versio
 });
 
 t.test('route matching: the route that names more of the path wins across first segments', async (t) => {
-  const routes = compileRouteTable();
+  const routes = routeTable();
   const at = (method: string, path: string) => matchRoute(routes, method, path);
   t.match(at('POST', '/v1/models/m:generateContent'), { found: false, allowed: [], servedUnder: '/v1beta', near: { kind: 'operation', operation: { id: 'generate-content' } } });
   t.match(at('POST', '/v1/models/org/m:batchEmbedContents'), { found: false, servedUnder: '/v1beta', near: { operation: { id: 'batch-embed-contents' } } });
