@@ -1,18 +1,21 @@
 import { REFUSAL_REASONS, type RefusalReason } from '../engine/index.ts';
+import { NO_RETRY } from './retry-hints.ts';
 
 export type DataPlaneCode = RefusalReason;
 
 /** A data-plane error before anything reached the client; rendered in the client's protocol. */
 export class DataPlaneError extends Error {
   readonly status: number;
+  readonly headers: Record<string, string>;
   constructor(
     readonly code: DataPlaneCode,
     detail?: string,
-    readonly headers: Record<string, string> = {},
+    headers: Record<string, string> = {},
   ) {
-    const entry = REFUSAL_REASONS[code];
+    const entry: { status: number; message: string; retry?: false } = REFUSAL_REASONS[code];
     super(detail ? `${entry.message} ${detail}` : entry.message);
     this.status = entry.status;
+    this.headers = entry.retry === false ? { ...headers, ...NO_RETRY } : headers;
   }
 }
 

@@ -2,7 +2,9 @@
  * Every reason code the data plane answers with (route refusals first, then request and
  * upstream failures), with its HTTP status and its message. Data-plane messages are English only: the
  * clients are SDKs and programs, which read the code (management messages follow Accept-Language).
- * Route inspection shows the same codes.
+ * Route inspection shows the same codes. `retry: false` marks a 5xx the operator's configuration
+ * causes: the same request fails the same way until that changes, so the SDKs are told not to
+ * send it again (a 5xx is otherwise theirs to retry, twice by default).
  */
 export const REFUSAL_REASONS = {
   unknown_protocol: { status: 400, message: 'Unknown protocol.' },
@@ -23,7 +25,7 @@ export const REFUSAL_REASONS = {
   access_key_expired: { status: 403, message: 'The access key has expired.' },
   quota_exceeded: { status: 429, message: 'The access key has used up its quota.' },
   no_available_credential: { status: 503, message: 'No upstream credential is available for this route right now.' },
-  upstream_base_url_missing: { status: 502, message: 'The group has no upstream base URL configured.' },
+  upstream_base_url_missing: { status: 502, message: 'The group has no upstream base URL configured.', retry: false },
   route_not_found: { status: 404, message: 'Unknown endpoint.' },
   invalid_path_parameter: { status: 400, message: 'A path parameter is malformed (bad percent-encoding, a "." or ".." segment, a "/" in a stored object\'s id, or a model name too long).' },
   method_not_allowed: { status: 405, message: 'Method not allowed for this endpoint.' },
@@ -51,10 +53,10 @@ export const REFUSAL_REASONS = {
   // The disk is full or the spool directory unusable: not a bug, and another attempt could not do better.
   spool_unavailable: { status: 503, message: 'The gateway cannot store the request body right now.' },
   // A Group maps the model to a name a form field cannot carry (CR or LF would end the field).
-  model_mapping_unusable: { status: 502, message: 'The Group maps the model to a name that cannot be sent in this request.' },
+  model_mapping_unusable: { status: 502, message: 'The Group maps the model to a name that cannot be sent in this request.', retry: false },
   // A stored secret holds a character an HTTP header value cannot carry (stored before import refused such values).
-  credential_unusable: { status: 502, message: 'The upstream credential cannot be sent: its stored secret holds a character an HTTP header cannot carry.' },
-  proxy_misconfigured: { status: 502, message: 'The managed proxy configured for this route cannot be used (unsupported scheme, malformed URL, or a login its scheme cannot carry).' },
+  credential_unusable: { status: 502, message: 'The upstream credential cannot be sent: its stored secret holds a character an HTTP header cannot carry.', retry: false },
+  proxy_misconfigured: { status: 502, message: 'The managed proxy configured for this route cannot be used (unsupported scheme, malformed URL, or a login its scheme cannot carry).', retry: false },
   proxy_unreachable: { status: 502, message: 'The managed proxy for this route could not be reached or refused the gateway.' },
   log_store_unavailable: { status: 503, message: 'The request log store is failing, so the access key\'s quota cannot be enforced.' },
   shutting_down: { status: 503, message: 'The gateway is shutting down.' },
@@ -63,6 +65,6 @@ export const REFUSAL_REASONS = {
   upstream_timeout: { status: 504, message: 'The upstream did not answer in time.' },
   // Never sent (the client is gone); 499 is the log's conventional "client closed request".
   client_closed: { status: 499, message: 'The client closed the request before it was answered.' },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, { status: number; message: string; retry?: false }>;
 
 export type RefusalReason = keyof typeof REFUSAL_REASONS;
