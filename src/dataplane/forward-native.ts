@@ -620,9 +620,10 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // The upstream's certificate was refused: the gateway's trust store or the upstream's
   // certificate, the same for every credential, so no verdict (as for a failing proxy); nothing
   // was sent. A credential at the Group's address leaves the Group (its others would reach the
-  // same certificate); one at its own address, the next credential.
+  // same certificate); one at its own address, the next credential. Nor one for the SDKs to send
+  // again: the certificate is refused the same way until it or the trust store changes.
   if (failure.certificateRefused) {
-    const error = new DataPlaneError('upstream_unreachable', `(${failure.code})`);
+    const error = new DataPlaneError('upstream_unreachable', `(${failure.code})`, NO_RETRY);
     return { error, candidate, credential, notDelivered: true, ...(at.access.baseUrl === null ? { skipGroup: true as const } : {}) };
   }
   // The upstream took the request and has not answered in time: no verdict on the credential,
