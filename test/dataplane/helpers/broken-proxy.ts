@@ -5,9 +5,10 @@ import { loopbackCert } from './loopback-server.ts';
 /**
  * How a broken proxy treats each connection: closes it at once, closes it after reading what
  * the gateway sent (a CONNECT, a SOCKS5 greeting), resets it, answers bytes that are no proxy
- * protocol, or (`untrusted-tls`) serves TLS with a certificate the gateway does not trust.
+ * protocol, holds it open and never answers (`silent`), or (`untrusted-tls`) serves TLS with a
+ * certificate the gateway does not trust.
  */
-export type ProxyBreakage = 'accept-then-close' | 'close-after-reading' | 'reset' | 'garbage' | 'untrusted-tls';
+export type ProxyBreakage = 'accept-then-close' | 'close-after-reading' | 'reset' | 'garbage' | 'silent' | 'untrusted-tls';
 
 export interface BrokenProxy {
   /** An `http://` URL (`https://` for untrusted-tls); swap the scheme for a SOCKS5 one. */
@@ -22,6 +23,7 @@ const BEHAVIOUR: Record<Exclude<ProxyBreakage, 'untrusted-tls'>, (socket: Socket
   'close-after-reading': (socket) => socket.once('data', () => socket.end()),
   reset: (socket) => socket.once('data', () => socket.resetAndDestroy()),
   garbage: (socket) => socket.once('data', () => socket.end('garbage\r\n\r\n')),
+  silent: () => {},
 };
 
 export async function startBrokenProxy(breakage: ProxyBreakage): Promise<BrokenProxy> {
