@@ -59,6 +59,27 @@ t.test('a stored proxy_url the schema refuses is named without its password', as
   t.notMatch(message, 'relay', 'nor the user');
 });
 
+// The schema takes any URI; the API also refuses a proxy the upstream client cannot use (as for
+// a Group's or a credential's, which the start refuses too), or every request through it would fail.
+for (const [stored, problem] of [
+  ['socks4://relay:s3cret@proxy.test:1080', /unsupported proxy scheme socks4:/],
+  ['http://relay:s3cret@proxy.test:3128/path', /proxy URL http:\/\/\*\*\*@proxy.test:3128\/path has a path/],
+  ['socks5://relay:s3cret@proxy.test:0', /has port 0/],
+] as const) {
+  t.test(`a stored proxy_url the upstream client cannot use (${stored.split(':')[0]}) stops the start, named without its password`, async (t) => {
+    const dataDir = tempDataDir(t);
+    const { file, text } = writeConfig(dataDir, { proxy_url: stored });
+    const err = await createServer({ dataDir, host: '127.0.0.1', port: 0, authKey: AUTH_KEY, log: () => undefined }).catch((e: unknown) => e);
+    t.ok(err instanceof StoreFileError, 'a StoreFileError');
+    const { message } = err as Error;
+    t.match(message, file, 'the message names the file');
+    t.match(message, 'settings.proxy_url', 'and the setting');
+    t.match(message, problem, 'and the problem');
+    t.notMatch(message, 's3cret', 'not the password');
+    t.equal(readFileSync(file, 'utf8'), text, 'the file is exactly as it was');
+  });
+}
+
 t.test('stored settings the API would accept start; absent ones take their defaults', async (t) => {
   const dataDir = tempDataDir(t);
   writeConfig(dataDir, { credential_cooldown_seconds: 0, max_attempts_per_request: 20, stream_idle_timeout_seconds: 3600, trusted_proxies: ['10.0.0.0/8'], proxy_url: null });

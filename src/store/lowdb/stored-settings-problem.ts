@@ -6,6 +6,7 @@ import addFormatsModule from 'ajv-formats';
 import settingsSchema from '../../management/schemas/settings.json' with { type: 'json' };
 import { isAddressOrCidr } from '../../auth/is-address-or-cidr.ts';
 import { pointerSegments, pointerToField } from '../../http/pointer-to-field.ts';
+import { proxyUrlProblem } from '../../upstream/index.ts';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the plugin at run time.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -27,7 +28,7 @@ function check(): ValidateFunction {
  */
 export function storedSettingsProblem(settings: object): string | undefined {
   const validate = check();
-  if (validate(settings)) return trustedProxiesProblem(settings);
+  if (validate(settings)) return trustedProxiesProblem(settings) ?? proxyUrlSettingProblem(settings);
   const error = validate.errors?.[0];
   if (error === undefined) return 'settings are invalid';
   if (error.keyword === 'additionalProperties') {
@@ -64,4 +65,14 @@ function trustedProxiesProblem(settings: object): string | undefined {
   const at = entries.findIndex((entry) => typeof entry !== 'string' || !isAddressOrCidr(entry));
   if (at < 0) return undefined;
   return `settings.trusted_proxies[${at}] is ${shown(entries[at])}, which is not an IP address or CIDR; correct it, or remove it`;
+}
+
+/**
+ * The rule the API adds for the global proxy, as for a Group's or a credential's: one the upstream
+ * client can use (the schema takes any URI, `socks4://` included). The message names no password.
+ */
+function proxyUrlSettingProblem(settings: object): string | undefined {
+  const proxy = (settings as { proxy_url?: unknown }).proxy_url;
+  const found = typeof proxy === 'string' ? proxyUrlProblem(proxy) : undefined;
+  return found === undefined ? undefined : `settings.proxy_url: ${found.message}; correct it, or remove it to connect directly`;
 }
