@@ -1,6 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { BodyRewriteError, SpoolFailure } from './body/index.ts';
+import { parserFailureOf } from '../http/parser-failure.ts';
 import { DataPlaneError } from './data-plane-error.ts';
+import { parserFailureError } from './parser-failure-error.ts';
 
 /**
  * A request body that failed while it streamed, and not by the upstream's fault: the client's
@@ -19,17 +21,14 @@ const CLIENT_ENDED_MID_MESSAGE = 'HPE_INVALID_EOF_STATE';
 
 /**
  * A body node's parser refused (chunked framing with a bad chunk size, a chunk longer or
- * shorter than its size): node answers its own bare 400 and destroys the connection with the
- * parser's error (an `HPE_*` code), so the body's reader sees only a connection that went away.
- * Undefined when the body was whole or its client ended the connection (or it ended otherwise).
+ * shorter than its size, chunk extensions over its limit): the server answers it
+ * (src/server/answer-client-errors.ts) and destroys the connection with the parser's error (an
+ * `HPE_*` code), so the body's reader sees only a connection that went away. The error is the
+ * one that answer names. Undefined when the body was whole or its client ended the connection
+ * (or it ended otherwise).
  */
 export function brokenBodyFraming(req: IncomingMessage): DataPlaneError | undefined {
   if (req.complete) return undefined;
   const code = (req.socket?.errored as NodeJS.ErrnoException | null | undefined)?.code;
-  return code?.startsWith('HPE_') && code !== CLIENT_ENDED_MID_MESSAGE ? brokenFramingError() : undefined;
-}
-
-/** A body whose framing node's parser refused: what its record says and its answer (src/server/answer-client-errors.ts) says alike. */
-export function brokenFramingError(): DataPlaneError {
-  return new DataPlaneError('invalid_request_body', 'Its framing is broken.');
+  return code?.startsWith('HPE_') && code !== CLIENT_ENDED_MID_MESSAGE ? parserFailureError(parserFailureOf(code, true)) : undefined;
 }

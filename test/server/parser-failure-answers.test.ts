@@ -133,6 +133,9 @@ t.test('chunk extensions over node\'s limit are answered 413 with the body-size 
   t.equal(data.status, 413);
   t.equal(data.headers['connection'], 'close');
   t.match(data.json, { error: { code: 'request_too_large', message: /chunk extensions/ } });
+  await server.logs.flush();
+  const { items } = await server.logs.list({}, { limit: 5 });
+  t.match(items, [{ status: 413, error_code: 'request_too_large', operation: 'chat-completions' }], 'the record says what the client was answered');
   const api = await answerTo(t, server, `POST /api/groups HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${AUTH_KEY}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n${chunk}`);
   t.equal(api.status, 413);
   t.equal(api.json['code'], 'REQUEST_TOO_LARGE');
