@@ -14,6 +14,7 @@ import { clientDeadline } from './client-timeout.ts';
 import { managedProxyUrl } from './managed-proxy-url.ts';
 import { liveUpstreams } from './live-upstreams.ts';
 import { newLogDraft } from './log-draft.ts';
+import { noteChunkedRequestId } from './logged-request-id.ts';
 import { attemptOrder, refusalFor } from './plan-candidates.ts';
 import { noteRoute } from './note-route.ts';
 import { RoutePlans } from './route-plans.ts';
@@ -119,6 +120,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       allowAnyOrigin(res);
     }
     const log = newLogDraft(requestId, started);
+    noteChunkedRequestId(req, requestId);
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;
     // A recording key whose body was still arriving when it was routed: read again before the body is recorded.

@@ -8,6 +8,7 @@ import { resetSpoolDir } from './reset-spool-dir.ts';
 import { InFlightRequests } from './in-flight-requests.ts';
 import { routeTable } from '../handlers/compile-route-table.ts';
 import { parserFailureAnswer } from './parser-failure-answer.ts';
+import { loggedRequestId } from './logged-request-id.ts';
 
 /**
  * Mounts the data plane beside the management plane: the server hands every path outside
@@ -33,7 +34,7 @@ export function dataPlaneMount(options: Partial<DataPlaneOptions> = {}): DataPla
       request: (req, res) => void handle(req, res),
       upgrade: (req, socket, head) => void upgrade(req, socket, head),
       servesUpgrade: (req) => upgrade.serves(req),
-      parserFailure: (failure, head) => parserFailureAnswer(routes, failure, head),
+      parserFailure: (failure, head, req) => parserFailureAnswer(routes, failure, head, req && loggedRequestId(req)),
       endSessions: () => upgrade.close(),
       cutOff: () => inFlight.endAll('shutting_down', () => upstream.destroy()),
       close: async () => {

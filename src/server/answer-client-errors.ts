@@ -1,4 +1,4 @@
-import { STATUS_CODES, type Server, type ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { drainingAfterAnswer } from '../http/drain-after-answer.ts';
 import type { ServerLog } from '../http/error-middleware.ts';
@@ -8,8 +8,18 @@ import { parserFailureOf, type ParserFailure } from '../http/parser-failure.ts';
 import { isManagementPath } from '../management/management-path.ts';
 import { originForm } from './origin-form.ts';
 
-/** How a plane answers a parser failure: node's status for it, and a JSON body in the plane's error shape. */
-export type ParserFailureAnswer = (failure: ParserFailure, head: RequestHead | undefined) => { status: number; body: string };
+/** A parser failure's answer: node's status for it, a JSON body, and header fields of the plane's own (a request id). */
+export interface ParserFailureReply {
+  status: number;
+  body: string;
+  headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * How a plane answers a parser failure, in its error shape. `req`: the request whose body was
+ * refused once its handler ran (that handler's record is kept), else undefined.
+ */
+export type ParserFailureAnswer = (failure: ParserFailure, head: RequestHead | undefined, req: IncomingMessage | undefined) => ParserFailureReply;
 
 type ParserError = NodeJS.ErrnoException & { rawPacket?: unknown; bytesParsed?: unknown };
 
@@ -34,9 +44,10 @@ export function answerClientErrors(server: Server, dataPlane: ParserFailureAnswe
       const head = raw && { ...raw, target: originForm({ url: raw.target }) };
       const failure = parserFailureOf(err.code, inBody);
       const management = dataPlane === undefined || (head !== undefined && isManagementPath(head.target));
-      const { status, body } = management ? parserFailureEnvelope(failure, head) : dataPlane(failure, head);
-      // Each plane's own headers: Koa's JSON type and `no-store` (every management answer's), or the data plane's type.
-      const own = management ? ['content-type: application/json; charset=utf-8', 'cache-control: no-store'] : ['content-type: application/json'];
+      const reply: ParserFailureReply = management ? parserFailureEnvelope(failure, head) : dataPlane(failure, head, inBody ? answering.req : undefined);
+      const { status, body, headers = {} } = reply;
+      // Each plane's own headers: Koa's JSON type and `no-store` (every management answer's), or the data plane's type and request id.
+      const own = management ? ['content-type: application/json; charset=utf-8', 'cache-control: no-store'] : ['content-type: application/json', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
       const fields = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, ...own, `content-length: ${Buffer.byteLength(body)}`, 'connection: close'];
       // A HEAD is answered without the body its length is given for.
       socket.write(`${fields.join('\r\n')}\r\n\r\n${head?.method === 'HEAD' ? '' : body}`);

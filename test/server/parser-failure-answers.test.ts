@@ -125,6 +125,23 @@ t.test('a chunk size that is no number is answered 400 with the code its record 
   t.equal(api.json['code'], 'MALFORMED_REQUEST');
 });
 
+t.test('a broken chunked body is answered with the request id of its record, in every header that carries one', async (t) => {
+  const { server } = await start(t);
+  const { keyValue } = await seedRoute(server.store, { channel: 'ch01', baseUrl: 'http://127.0.0.1:9', models: [{ external: 'claude', upstream: 'v-claude' }], protocols: ['x-completions', 'x-messages'] });
+  const chat = await answerTo(t, server, `${CHAT}authorization: Bearer ${keyValue}\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`);
+  const messages = await answerTo(t, server, `POST /v1/messages HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\nanthropic-version: 2023-06-01\r\nx-api-key: ${keyValue}\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`);
+  await server.logs.flush();
+  const { items } = await server.logs.list({}, { limit: 5 });
+  const recordOf = (operation: string) => items.find((r) => r.operation === operation)!;
+  const chatId = recordOf('chat-completions').request_id;
+  t.equal(chat.headers['x-switchyard-request-id'], chatId, 'the record this answer was logged as');
+  t.equal(chat.headers['x-request-id'], chatId);
+  const messagesId = recordOf('messages-create').request_id;
+  t.match(messages.json, { type: 'error', error: { code: 'invalid_request_body' }, request_id: messagesId });
+  t.equal(messages.headers['x-switchyard-request-id'], messagesId);
+  t.equal(messages.headers['request-id'], messagesId, 'the header the anthropic SDK reads');
+});
+
 t.test('chunk extensions over node\'s limit are answered 413 with the body-size code, on both planes', async (t) => {
   const { server } = await start(t);
   const { keyValue } = await seedRoute(server.store, { channel: 'ch02', baseUrl: 'http://127.0.0.1:9', models: [{ external: 'chat', upstream: 'v-chat' }], protocols: ['x-completions'] });
@@ -136,6 +153,7 @@ t.test('chunk extensions over node\'s limit are answered 413 with the body-size 
   await server.logs.flush();
   const { items } = await server.logs.list({}, { limit: 5 });
   t.match(items, [{ status: 413, error_code: 'request_too_large', operation: 'chat-completions' }], 'the record says what the client was answered');
+  t.equal(data.headers['x-switchyard-request-id'], items[0]?.request_id, 'the answer names its record');
   const api = await answerTo(t, server, `POST /api/groups HTTP/1.1\r\nhost: gw\r\nauthorization: Bearer ${AUTH_KEY}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n${chunk}`);
   t.equal(api.status, 413);
   t.equal(api.json['code'], 'REQUEST_TOO_LARGE');
