@@ -38,6 +38,7 @@ import { newRequestId } from './new-request-id.ts';
 import { UpgradeClientWatch } from './watch-upgrade-client.ts';
 import { upstreamSwitchingHeaders } from './upstream-switching-headers.ts';
 import { cappedModelName } from './body/index.ts';
+import { withinModelCap } from './body/model-name-cap.ts';
 import { maskedOrUndecodable } from './undecodable-answer.ts';
 import { followSessionKey, type AdmittedKey, type SessionPricing } from './follow-session-key.ts';
 import { followSessionCredential, type SessionCredential } from './follow-session-credential.ts';
@@ -132,6 +133,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       if (closing) throw new DataPlaneError('shutting_down');
       log.protocol = op.protocol;
       log.operation = op.id;
+      const given = query.get('model') || undefined;
+      // As on HTTP: a refusal's record names the model the query gives (one over the cap is left out, and refused below).
+      if (given !== undefined && withinModelCap(given)) log.external_model = given;
       const protocols = checkClientHandshake(req);
       // The client's own credentials (its key, an OAuth token it sent) never go upstream, nor, in
       // the generate style, a response filter that would hide the usage (as on the HTTP path).
@@ -147,7 +151,6 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       checkAccessKey(key, op.protocol, started);
       refuseUnreadableFormat(op.error_style, query);
       await quota.enforce(key, started, log);
-      const given = query.get('model') || undefined;
       if (given === undefined) throw new DataPlaneError('model_missing', 'Pass the model as the `model` query parameter.');
       const model = cappedModelName(given, 'query');
       log.external_model = model;
