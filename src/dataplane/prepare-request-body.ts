@@ -6,7 +6,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import { continueBody } from '../http/expect-continue.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, caseVariantOf, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, formStreamRefusal, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseCaseVariants, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, caseVariantOf, checkRepeatedMembers, CutShortBody, FollowedSpoolFile, formModelSplice, formStreamRefusal, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseCaseVariants, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -94,7 +94,10 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
     return op.model === 'none' ? rawBody(req, record, limits, idleTimeoutMs) : streamMultipart(req, contentType, declared, record, limits, idleTimeoutMs);
   }
   // Most requests: a small JSON body read whole, with one promise less than the async path below.
-  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedJson(raw, record), idleTimeoutMs);
+  if (declared !== undefined && declared <= limits.bufferedJsonBytes) {
+    const read = readBody(req, limits.bufferedJsonBytes, (raw) => bufferedJson(raw, record), idleTimeoutMs, record);
+    return record ? read.catch((err: unknown) => cutShortBody(err, declared)) : read;
+  }
   return receivedJson(req, op, record, limits, declared, idleTimeoutMs);
 }
 
@@ -110,6 +113,7 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
   } catch (err) {
     // As for a buffered body, a key that records bodies gets the refused one too (its first MiB).
     if (err instanceof RefusedJsonBody) return refusedBody(requestBodyFailure(err.reason)!, recordedBodyText(err.head, err.size));
+    if (err instanceof CutShortBody) return cutShortBody(err, declared);
     throw requestBodyFailure(err) ?? err;
   }
   return received.kind === 'buffered' ? bufferedJson(received.raw, record) : spooledJson(received.body, op, record);
@@ -127,7 +131,10 @@ function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits, idle
   if (declared === 0 || (declared === undefined && req.headers['transfer-encoding'] === undefined)) return NO_BODY;
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
   continueBody(req);
-  if (declared !== undefined && declared <= limits.bufferedJsonBytes) return readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record), idleTimeoutMs);
+  if (declared !== undefined && declared <= limits.bufferedJsonBytes) {
+    const read = readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record), idleTimeoutMs, record);
+    return record ? read.catch((err: unknown) => cutShortBody(err, declared)) : read;
+  }
   return spooledRaw(req, declared, record, limits, idleTimeoutMs);
 }
 
@@ -239,6 +246,15 @@ function spooledJson(spooled: SpooledJsonBody, op: OperationEntry, record: boole
 function recordedPrefix({ bytes, total, ended }: CapturedPrefix, declared: number | undefined): RecordedRequestBody {
   const whole = ended || (declared !== undefined && total >= declared);
   return recordedBodyText(bytes, whole ? total : (declared ?? total), whole);
+}
+
+/**
+ * A JSON or small passthrough body cut short (too large, silent, its client gone), for a key
+ * that records bodies: recorded as far as it arrived, truncated, as a form cut short is.
+ */
+function cutShortBody(err: unknown, declared: number | undefined): PreparedBody {
+  if (!(err instanceof CutShortBody)) throw err;
+  return { ...refusedBody(err.refusal, recordedPrefix({ bytes: err.head, total: err.arrived, ended: false }, declared)), cutShort: true };
 }
 
 function refusedBody(refusal: DataPlaneError, recorded: RecordedRequestBody | undefined): PreparedBody {

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { CutShortBody } from './body/cut-short-body.ts';
 import { watchBodySilence } from './body/watch-body-silence.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
@@ -6,9 +7,10 @@ import { DataPlaneError } from './data-plane-error.ts';
  * Reads a whole (small) request body, refusing one over `limit` bytes, and resolves with what
  * `finish` makes of it (a throw rejects). Plain 'data' events:
  * an async iterator costs a stream wrapper per request on the hot path. A body silent for
- * `idleTimeoutMs` is refused (`request_timeout`).
+ * `idleTimeoutMs` is refused (`request_timeout`). With `keepCutShort`, a body that did not all
+ * arrive rejects with a CutShortBody holding what did, for a key that records bodies.
  */
-export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: Buffer) => T, idleTimeoutMs?: number): Promise<T> {
+export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: Buffer) => T, idleTimeoutMs?: number, keepCutShort = false): Promise<T> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) return Promise.reject(new DataPlaneError('request_too_large'));
   return new Promise((resolve, reject) => {
@@ -20,7 +22,7 @@ export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: B
       if (size <= limit) return void chunks.push(chunk);
       cleanup();
       req.resume();
-      reject(new DataPlaneError('request_too_large'));
+      reject(cutShort(new DataPlaneError('request_too_large'), keepCutShort, chunks, size));
     };
     // The listeners stay after the end: only 'close' can follow, which onGone ignores once the
     // body ended, and removing four listeners on every request cost more than leaving them.
@@ -37,7 +39,7 @@ export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: B
     const onGone = () => {
       if (req.readableEnded) return;
       cleanup();
-      reject(new DataPlaneError('client_closed', 'Its body had not ended.'));
+      reject(cutShort(new DataPlaneError('client_closed', 'Its body had not ended.'), keepCutShort, chunks, size));
     };
     const cleanup = () => {
       silence.stop();
@@ -46,10 +48,15 @@ export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: B
     const silence = watchBodySilence(req, idleTimeoutMs, (error) => {
       cleanup();
       req.resume();
-      reject(error);
+      reject(cutShort(error, keepCutShort, chunks, size));
     });
     req.on('data', onData).on('end', onEnd).on('error', onGone).on('close', onGone);
   });
+}
+
+/** A module function, not a closure: the hot path makes none for a failure it rarely has. */
+function cutShort(error: DataPlaneError, keep: boolean, chunks: Buffer[], size: number): Error {
+  return keep ? new CutShortBody(error, Buffer.concat(chunks), size) : error;
 }
 
 /** A JSON body (decoded) must be one object; anything else is refused in the client's protocol. */

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { DataPlaneError } from '../data-plane-error.ts';
 import { BodyRewriteError } from './body-rewrite-error.ts';
+import { CutShortBody } from './cut-short-body.ts';
 import { spliceDelta, type Splice } from './json-body-splices.ts';
 import { JsonMemberScanner, MAX_SCANNED_MEMBERS, type ScannedObject } from './json-member-scanner.ts';
 import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
@@ -51,7 +52,8 @@ export class RefusedJsonBody extends Error {
  * `bufferedJsonBytes` comes back whole, as if it had declared its length. A larger one goes to
  * a temporary file while JsonMemberScanner checks it and notes the members routing needs, so
  * that memory holds at most `bufferedJsonBytes` plus what the scanner keeps. Rejects with
- * DataPlaneError (request_too_large, request_timeout, client_closed), BodyRewriteError (malformed JSON;
+ * DataPlaneError (request_too_large, request_timeout, client_closed; CutShortBody instead when
+ * `keepBytes` asks for its prefix), BodyRewriteError (malformed JSON;
  * RefusedJsonBody instead when `keepBytes` asks for its prefix) or SpoolFailure (the
  * temporary file could not be opened or written); the file is then already being removed.
  */
@@ -79,8 +81,11 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       // Drained, not destroyed: the socket still has to carry the error response.
       if (!req.readableEnded && !req.destroyed) req.resume();
       if (refused !== undefined) return reject(new RefusedJsonBody(refused, Buffer.concat(kept), options.declared ?? size));
+      // A body cut short (too large, silent, its client gone) keeps what arrived for the log too.
+      const cutShort = error instanceof DataPlaneError && options.keepBytes > 0;
+      const arrived = cutShort ? (spool === undefined ? Buffer.concat(head).subarray(0, options.keepBytes) : Buffer.concat(kept)) : undefined;
       if (spool !== undefined) discardSpoolFile(spool);
-      reject(error);
+      reject(arrived !== undefined ? new CutShortBody(error as DataPlaneError, arrived, size) : error);
     };
     // The gateway's disk, not the client nor a bug: answered spool_unavailable. Reported once,
     // not again by a file already given up (end's callback repeats the stream's error).
