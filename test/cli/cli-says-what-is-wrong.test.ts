@@ -29,6 +29,22 @@ t.test('resolve with nothing names all three', async (t) => {
   t.match(r.stderr.split('\n')[0], /^switchyard: resolve needs --protocol \(one of: x-completions, .*\), --operation \(.+\) and --channel \(ch01 to ch\d\d\)$/);
 });
 
+t.test('resolve with a protocol, operation or channel the manifests do not declare: a usage error naming what it takes, exit 2', async (t) => {
+  // A typo is not the engine's refusal of a real cell: a script would take its exit 1 for one.
+  const cases: [string[], string][] = [
+    [['--protocol', 'x-foo', '--operation', 'chat-completions', '--channel', 'ch09'], 'switchyard: --protocol must be one of x-completions, '],
+    [['--protocol', 'x-completions', '--operation', 'messages-create', '--channel', 'ch09'], 'switchyard: --operation of x-completions must be one of chat-completions, not "messages-create"'],
+    [['--protocol', 'x-completions', '--operation', 'chat-completions', '--channel', 'ch9'], 'switchyard: --channel must be one of ch01 to ch'],
+  ];
+  for (const [args, said] of cases) {
+    const r = await cli(['resolve', ...args, '--json']);
+    t.equal(r.status, 2, args.join(' '));
+    t.equal(r.stdout, '', 'nothing on stdout for a script to parse as an answer');
+    t.equal(r.stderr.slice(0, said.length), said);
+    t.match(r.stderr, /^usage: switchyard resolve /m, 'the usage line follows');
+  }
+});
+
 t.test('inspect without --access-key names it, exit 2', async (t) => {
   const r = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model']);
   t.equal(r.status, 2);

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { resolve, type Resolution } from '../../engine/index.ts';
 import { unservedReason } from '../../dataplane/served-route.ts';
 import { CHANNEL_IDS, PROTOCOL_IDS, PROTOCOLS, type ProtocolId } from '../../generated/index.ts';
+import { CliError } from '../cli-error.ts';
 import { requiredOptions } from '../required-options.ts';
 
 const USAGE = 'usage: switchyard resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]';
@@ -24,11 +25,23 @@ export function runResolve(argv: string[]): number {
     operation: operationsOf(values.protocol),
     channel: `${CHANNEL_IDS[0]} to ${CHANNEL_IDS.at(-1)}`,
   });
+  checkDeclared(protocol, operation, channel);
   const answer = resolve({ protocol, operation, channel, ...(values.model ? { model: values.model } : {}), ...(values.stream ? { features: { stream: true } } : {}) });
   const unserved = unservedReason(answer);
   const shown = unserved ? { ...answer, served: false, unserved_reason: unserved } : answer;
   process.stdout.write(values.json ? `${JSON.stringify(shown, null, 2)}\n` : `${describe(answer, unserved)}\n`);
   return answer.ok && !unserved ? 0 : 1;
+}
+
+/**
+ * A protocol, operation or channel the manifests do not declare is a usage error (exit 2), as
+ * for inspect: the engine's unknown_* answer would exit 1 like a refusal of a real cell.
+ */
+function checkDeclared(protocol: string, operation: string, channel: string): void {
+  if (!Object.hasOwn(PROTOCOLS, protocol)) throw new CliError(`--protocol must be one of ${PROTOCOL_IDS.join(', ')}, not "${protocol}"\n${USAGE}`);
+  const operations: readonly string[] = PROTOCOLS[protocol as ProtocolId].operations;
+  if (!operations.includes(operation)) throw new CliError(`--operation of ${protocol} must be one of ${operations.join(', ')}, not "${operation}"\n${USAGE}`);
+  if (!(CHANNEL_IDS as readonly string[]).includes(channel)) throw new CliError(`--channel must be one of ${CHANNEL_IDS[0]} to ${CHANNEL_IDS.at(-1)}, not "${channel}"\n${USAGE}`);
 }
 
 /** What --operation takes: the protocol's operations when the protocol is known. */
