@@ -9,6 +9,7 @@ import { DATA_FILES, openLowdbConfigStore, StoreFileError } from '../../store/lo
 import { PROTOCOL_IDS } from '../../generated/index.ts';
 import { CliError } from '../cli-error.ts';
 import { parseDecimalOption } from '../parse-decimal-option.ts';
+import { postJson, type TextAnswer } from '../post-json.ts';
 import { requiredOptions } from '../required-options.ts';
 
 const USAGE = 'usage: switchyard inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL]';
@@ -96,17 +97,13 @@ function unreadable(err: unknown, file: string): unknown {
 async function inspectRemote(url: string, authKey: string | undefined, input: object): Promise<RouteInspection> {
   if (!authKey) throw new CliError('--url needs the AUTH_KEY in the environment variable AUTH_KEY');
   const endpoint = managementEndpoint(url, 'route/inspect');
-  let res: Response;
+  let res: TextAnswer;
   try {
-    res = await fetch(endpoint, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${authKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(input),
-    });
+    res = await postJson(endpoint, { authorization: `Bearer ${authKey}` }, JSON.stringify(input));
   } catch (err) {
-    throw new CliError(`cannot reach ${url}: ${(err as Error).message}`, 1);
+    throw new CliError(`cannot reach ${url}: ${connectionFailure(err)}`, 1);
   }
-  const envelope = (await res.json().catch(() => undefined)) as unknown;
+  const envelope = parsedOrUndefined(res.text);
   if (!isEnvelope(envelope)) throw new CliError(`${endpoint} answered ${res.status} but did not answer as a switchyard management API`, 1);
   const unknown = unknownAccessKey(envelope.code, envelope.data);
   if (unknown !== undefined) throw new CliError(`${unknown} at ${url}`, 1);
@@ -114,6 +111,32 @@ async function inspectRemote(url: string, authKey: string | undefined, input: ob
   const said = res.status === 401 ? "the AUTH_KEY in the environment is not this server's" : `${envelope.message}${envelope.data === undefined ? '' : ` ${JSON.stringify(envelope.data)}`}`;
   if (envelope.code !== 0) throw new CliError(`${endpoint} answered ${res.status} ${String(envelope.code)}: ${said}`, 1);
   return envelope.data as RouteInspection;
+}
+
+/** Why a server could not be asked, in words for the codes an operator meets most. */
+function connectionFailure(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  return (code !== undefined && CONNECTION_FAILURES[code]) || String((err as Error).message).split('\n')[0]!;
+}
+
+const CONNECTION_FAILURES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'the connection was reset',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'name resolution failed for now',
+  ETIMEDOUT: 'the connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  // OpenSSL's own text of it is a line of internals ("ssl3_get_record:wrong version number:...").
+  EPROTO: 'the TLS handshake failed (a plain http server there? then its URL starts with http://)',
+};
+
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The management plane is under `{base_url}/api`, so a base URL's path (a proxy's prefix) is kept. */
@@ -124,7 +147,7 @@ function managementEndpoint(url: string, route: string): URL {
   } catch {
     throw new CliError(`--url "${url}" is not a URL\n${USAGE}`);
   }
-  // fetch refuses both, and its error would be printed as an unreachable server, password included.
+  // The AUTH_KEY goes in the environment: a password in the URL would be sent as Basic and printed with it.
   if (base.username !== '' || base.password !== '') throw new CliError(`--url must not carry a user or password (the AUTH_KEY goes in the environment variable AUTH_KEY)\n${USAGE}`);
   if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new CliError(`--url must be an http or https URL, not "${url}"\n${USAGE}`);
   base.pathname = base.pathname.replace(/\/*$/, '/');

@@ -1,0 +1,54 @@
+import { execFile } from 'node:child_process';
+import { createServer } from 'node:net';
+import t, { type Test } from 'tap';
+import { AUTH_KEY, seedAccessKey, startGateway, type Gateway } from '../management/support/gateway.ts';
+import { REPO_ROOT } from '../helpers/repo-copy.ts';
+
+// inspect --url reaches a server on any port serve takes, and says why one cannot be reached.
+
+function inspect(url: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const options = { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY, TAP: undefined, TAP_CHILD_ID: undefined } };
+    execFile(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--json', '--url', url], options, (err, stdout, stderr) => {
+      resolve({ status: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * Ports the Fetch standard calls bad (fetch refuses them before connecting) that `serve --port`
+ * takes. None is in the ephemeral range port 0 draws from: a test that binds port 0 never takes
+ * one, and one in use is passed over.
+ */
+const FETCH_BLOCKED_PORTS = [6666, 6667, 6668, 6669, 6679, 6697, 10080, 6000, 5060];
+
+async function gatewayOnFetchBlockedPort(t: Test): Promise<Gateway | undefined> {
+  for (const port of FETCH_BLOCKED_PORTS) {
+    try {
+      return await startGateway(t, { port });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    }
+  }
+  return undefined;
+}
+
+t.test('inspect --url asks a server listening on a port fetch refuses (6666 and the like)', async (t) => {
+  const gw = await gatewayOnFetchBlockedPort(t);
+  if (gw === undefined) return t.plan(0, 'every fetch-blocked port tried is in use');
+  await seedAccessKey(gw);
+  const r = await inspect(gw.url);
+  t.equal(r.status, 1, r.stderr);
+  t.equal(r.stderr, '', 'the server answered');
+  t.match(JSON.parse(r.stdout), { routable: false, reason_code: 'model_not_visible', access_key: { id: 1 } });
+});
+
+t.test('inspect --url to a port nothing listens on says the connection was refused', async (t) => {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  const r = await inspect(`http://127.0.0.1:${port}`);
+  t.equal(r.status, 1);
+  t.equal(r.stderr, `switchyard: cannot reach http://127.0.0.1:${port}: connection refused\n`);
+});
