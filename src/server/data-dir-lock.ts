@@ -44,6 +44,16 @@ export function lockDataDir(dataDir: string): Promise<DataDirLock> {
 }
 
 /**
+ * The pid of a running process that holds `dataDir` (a server), or undefined: none, or a lock
+ * this user cannot read (another user's server). Takes nothing: for commands that only read.
+ */
+export async function runningHolder(dataDir: string): Promise<number | undefined> {
+  const file = path.resolve(dataDir, LOCK_FILE);
+  const holder = await readHolder(file).catch(() => undefined);
+  return holder !== undefined && isRunning(holder, file) ? holder : undefined;
+}
+
+/**
  * Starts in this process on the same lock, in turn: the lock file is there with our pid a turn
  * of the event loop before heldHere names it, and another start reading it then would take it
  * for one left by an earlier process with our pid, remove it, and make a second holder.

@@ -7,6 +7,7 @@ import { LOG_DB_FILE } from '../../store/logs/index.ts';
 import { LogFileError, openSqliteLogReader, type SqliteLogReader } from '../../store/logs/sqlite-log-reader.ts';
 import { DATA_FILES, openLowdbConfigStore, StoreFileError } from '../../store/lowdb/index.ts';
 import { PROTOCOL_IDS } from '../../generated/index.ts';
+import { runningHolder } from '../../server/data-dir-lock.ts';
 import { CliError } from '../cli-error.ts';
 import { parseDecimalOption } from '../parse-decimal-option.ts';
 import { postJson, type TextAnswer } from '../post-json.ts';
@@ -44,6 +45,7 @@ export async function runInspect(argv: string[], env: Readonly<Record<string, st
   const input = { protocol, external_model: model, access_key_id: accessKeyId };
   const result = values.url !== undefined ? await inspectRemote(values.url, env.AUTH_KEY, input) : await inspectOffline(values.data ?? './data', input);
   process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : describe(result));
+  if (values.url === undefined) await noteRunningServer(values.data ?? './data');
   return result.routable ? 0 : 1;
 }
 
@@ -75,6 +77,15 @@ async function inspectOffline(dataDir: string, input: { protocol: string; extern
       await store.close();
     }
   }
+}
+
+/**
+ * A server running on the directory writes its cooldown verdicts a window after it takes them
+ * (COOLDOWN_FLUSH_MS): the file may not show its latest yet. Said on stderr, after the answer.
+ */
+async function noteRunningServer(dataDir: string): Promise<void> {
+  const pid = await runningHolder(dataDir);
+  if (pid !== undefined) process.stderr.write(`switchyard: note: a running server (pid ${pid}) holds ${dataDir}; this reads what it has written, which may lack its latest credential cooldowns: --url asks the server itself\n`);
 }
 
 /** Inspection's refusal of an AccessKey id that does not exist (NOT_FOUND), in words; undefined for any other. */
