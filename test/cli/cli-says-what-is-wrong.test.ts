@@ -78,3 +78,10 @@ t.test('inspect --url with an AUTH_KEY the server refuses says so, without an em
   t.equal(r.stderr, `switchyard: ${gw.url}/api/route/inspect answered 401 UNAUTHORIZED: the AUTH_KEY in the environment is not this server's\n`);
   t.notMatch(r.stderr, /not-this-servers/, 'the key itself is not echoed');
 });
+
+t.test('inspect --url with an AUTH_KEY no header can carry (a line break) says so, without the key, not that the server cannot be reached, exit 2', async (t) => {
+  const gw = await startGateway(t);
+  const r = await cli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--url', gw.url], { AUTH_KEY: `${AUTH_KEY}\nsecond-line` });
+  t.equal(r.status, 2);
+  t.equal(r.stderr, 'switchyard: the AUTH_KEY in the environment holds a character an HTTP header cannot carry (a line break, say)\n');
+});

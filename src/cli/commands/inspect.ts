@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import { validateHeaderValue } from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiError } from '../../http/api-error.ts';
@@ -107,6 +108,12 @@ function unreadable(err: unknown, file: string): unknown {
 
 async function inspectRemote(url: string, authKey: string | undefined, input: object): Promise<RouteInspection> {
   if (!authKey) throw new CliError('--url needs the AUTH_KEY in the environment variable AUTH_KEY');
+  // Else the request is not even sent, and the failure would read as an unreachable server.
+  try {
+    validateHeaderValue('authorization', `Bearer ${authKey}`);
+  } catch {
+    throw new CliError('the AUTH_KEY in the environment holds a character an HTTP header cannot carry (a line break, say)');
+  }
   const endpoint = managementEndpoint(url, 'route/inspect');
   let res: TextAnswer;
   try {
