@@ -1,5 +1,5 @@
 import type { OperationEntry } from '../generated/index.ts';
-import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, type QuotaLine, type QuotaUsage } from '../management/quota.ts';
+import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, type QuotaLine, type QuotaStatus, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { addCost } from '../usage/index.ts';
@@ -116,6 +116,20 @@ export class QuotaMeter {
     if (admission.at >= places.periodStart) places.period += 1;
     this.#inFlight.set(key.id, places);
     this.#admitted.set(log, admission);
+  }
+
+  /**
+   * Every limit of the key beside what it used, as enforce() weighs them: the requests in flight
+   * hold their places toward a requests limit (route inspection, which must answer as a request
+   * would be). Null for a key without a quota.
+   */
+  async status(key: AccessKeyRecord, now: number): Promise<QuotaStatus | null> {
+    if (key.quota === null) return null;
+    if (!quotaHasLimits(key.quota)) return { exceeded: false, lines: [] };
+    const meter = await this.#loadedMeter(key, now);
+    const held = this.#held(key.id, meter);
+    const lines = quotaLines(key.quota, withPlaces(meter.total, held?.admissions.size ?? 0), withPlaces(meter.period, held?.period ?? 0));
+    return { exceeded: lines.some((l) => l.used >= l.limit), lines };
   }
 
   /** The first limit the key has reached, requests in flight included, if any. */
@@ -291,8 +305,12 @@ export function answersToRequestLimitsOnly(op: Pick<OperationEntry, 'counts_toke
 
 /** The first line reached, with `total` and `period` places in flight added to the requests; only requests lines unless `usesTokens`. */
 function firstReached(key: AccessKeyRecord, meter: Meter, total: number, period: number, usesTokens = true): QuotaLine | undefined {
-  const held = (used: QuotaUsage, places: number) => ({ ...used, requests: used.requests + places });
-  return quotaLines(key.quota!, held(meter.total, total), held(meter.period, period)).find((l) => l.used >= l.limit && (usesTokens || l.metric === 'requests'));
+  return quotaLines(key.quota!, withPlaces(meter.total, total), withPlaces(meter.period, period)).find((l) => l.used >= l.limit && (usesTokens || l.metric === 'requests'));
+}
+
+/** Usage with `places` requests in flight counted as requests. */
+function withPlaces(used: QuotaUsage, places: number): QuotaUsage {
+  return { ...used, requests: used.requests + places };
 }
 
 function add(meter: Meter, log: LogRecord, sessions: Set<Session> | undefined): void {

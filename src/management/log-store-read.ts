@@ -17,7 +17,8 @@ export function logReadsAnswered(logs: LogReader): LogReader {
   };
 }
 
-async function answered<T>(read: Promise<T>): Promise<T> {
+/** A read of the log store made elsewhere (the quota meter's), answered as the routes' own are. */
+export async function answered<T>(read: Promise<T>): Promise<T> {
   try {
     return await read;
   } catch (error) {

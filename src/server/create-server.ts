@@ -22,6 +22,7 @@ import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
 import { loadAuthKey } from './auth-key.ts';
 import { authKeyLine } from './auth-key-line.ts';
 import { ConnectionDrain } from './connection-drain.ts';
+import { quotaMeterFor } from '../dataplane/quota-meter.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 import { disableAllocationSitePretenuring } from './disable-allocation-site-pretenuring.ts';
 import { hourlyRetention, startLogRetention, type RetentionSchedule } from './log-retention.ts';
@@ -159,6 +160,8 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       priceCatalog: parsePriceList(BUNDLED_PRICE_LIST, validator.compile<PriceList>(priceListSchema)),
       modelDiscovery: options.modelDiscovery,
       credentialFlows: options.credentialFlows,
+      // The data plane's meter (one per log store): inspection counts the requests in flight as it does.
+      quotaStatus: (key, now) => quotaMeterFor(openLogs).status(key, now),
       requestLogHealth: () => ({ buffered: openLogs.buffered ?? 0, buffered_bytes: openLogs.bufferedBytes ?? 0, dropped: openLogs.dropped ?? 0, bodies_dropped: openLogs.bodiesDropped ?? 0 }),
     };
     const management = createManagementApp(deps, { authKey: source.authKey, lockout: new Lockout(clock, options.lockoutPolicy) });

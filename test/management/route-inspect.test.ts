@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { quotaMeterFor } from '../../src/dataplane/quota-meter.ts';
 import { MemoryLogStore } from '../../src/store/memory/memory-log-store.ts';
 import { logRecord } from './support/log-records.ts';
 import { AUTH_KEY, seedAccessKey, startGateway, type Gateway } from './support/gateway.ts';
@@ -70,9 +71,15 @@ t.test('every reason a request is not routable', async (t) => {
   t.match(await reason({ external_model: 'decider' }), { reason_code: 'not_a_conversation_channel', candidates: [{ group_id: ch01, route: { ok: false, reason_code: 'not_a_conversation_channel', note: 7 } }] });
 
   await gw.api('PATCH', `/api/access-keys/${key.id}`, { body: { quota: { total: { requests: 2 } } } });
-  logs.append(logRecord({ request_id: 'q1', access_key_id: key.id }));
+  // As the data plane writes a record: its quota meter, which inspection reads, sees it too.
+  const served = (request_id: string) => {
+    const record = logRecord({ request_id, access_key_id: key.id });
+    quotaMeterFor(logs).record(record);
+    logs.append(record);
+  };
+  served('q1');
   t.match(await reason({}), { routable: true, access_key: { quota: { exceeded: false, lines: [{ scope: 'total', metric: 'requests', limit: 2, used: 1 }] } } });
-  logs.append(logRecord({ request_id: 'q2', access_key_id: key.id }));
+  served('q2');
   t.match(await reason({}), { routable: false, reason_code: 'quota_exceeded' });
   await gw.api('PATCH', `/api/access-keys/${key.id}`, { body: { quota: null } });
 

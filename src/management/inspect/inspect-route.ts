@@ -6,7 +6,7 @@ import { PROTOCOLS, type ProtocolId } from '../../generated/index.ts';
 import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { AccessKeyStore, CredentialStore, GroupStore } from '../../store/config-store.ts';
 import type { LogReader } from '../../store/log-store.ts';
-import type { CredentialView } from '../../store/records.ts';
+import type { AccessKeyRecord, CredentialView } from '../../store/records.ts';
 import { quotaStatus, type QuotaStatus } from '../quota.ts';
 
 export interface InspectInput {
@@ -21,6 +21,11 @@ export interface InspectSources {
   accessKeys: Pick<AccessKeyStore, 'get'>;
   /** Without a usage store (offline inspection) quotas are not evaluated. */
   logs: LogReader | undefined;
+  /**
+   * The running data plane's view of a key's quota (its meter, with the requests in flight);
+   * without it (offline) the quota is read from `logs`.
+   */
+  quotaOf?: (key: AccessKeyRecord, now: number) => Promise<QuotaStatus | null>;
   now: number;
 }
 
@@ -77,7 +82,7 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
 
   const expired = accessKeyExpired(key, src.now);
   const protocolAllowed = key.protocols.includes(protocol.id);
-  const quota = key.quota === null ? null : src.logs ? await quotaStatus(key, src.logs, src.now) : 'not_evaluated';
+  const quota = key.quota === null ? null : src.quotaOf ? await src.quotaOf(key, src.now) : src.logs ? await quotaStatus(key, src.logs, src.now) : 'not_evaluated';
 
   const planned = planCandidates({ protocol: protocol.id, operation: protocol.primary_operation, model: input.external_model, key, groups: await src.groups.list() });
   const pool = new CredentialPool(src.credentials);
