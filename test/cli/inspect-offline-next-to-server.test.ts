@@ -29,7 +29,7 @@ t.test('offline inspect of a directory a running server holds says that it reads
   const running = await inspect(gw.dataDir, key.id);
   t.equal(running.code, 0, running.stderr);
   t.match(JSON.parse(running.stdout), { routable: true }, 'stdout is the inspection alone');
-  t.equal(running.stderr, `switchyard: note: a running server (pid ${process.pid}) holds ${gw.dataDir}; this reads what it has written, which may lack its latest credential cooldowns: --url asks the server itself\n`);
+  t.equal(running.stderr, `switchyard: note: a running server (pid ${process.pid}) holds ${gw.dataDir}; this reads what it has written, which lacks its requests in flight and may lack its latest credential cooldowns: --url asks the server itself\n`);
 
   await gw.stop();
   const stopped = await inspect(gw.dataDir, key.id);

@@ -82,11 +82,12 @@ async function inspectOffline(dataDir: string, input: { protocol: string; extern
 
 /**
  * A server running on the directory writes its cooldown verdicts a window after it takes them
- * (COOLDOWN_FLUSH_MS): the file may not show its latest yet. Said on stderr, after the answer.
+ * (COOLDOWN_FLUSH_MS), and its requests in flight, which hold places toward a quota, are in no
+ * file: the answer may not be the server's. Said on stderr, after the answer.
  */
 async function noteRunningServer(dataDir: string): Promise<void> {
   const pid = await runningHolder(dataDir);
-  if (pid !== undefined) process.stderr.write(`switchyard: note: a running server (pid ${pid}) holds ${dataDir}; this reads what it has written, which may lack its latest credential cooldowns: --url asks the server itself\n`);
+  if (pid !== undefined) process.stderr.write(`switchyard: note: a running server (pid ${pid}) holds ${dataDir}; this reads what it has written, which lacks its requests in flight and may lack its latest credential cooldowns: --url asks the server itself\n`);
 }
 
 /** Inspection's refusal of an AccessKey id that does not exist (NOT_FOUND), in words; undefined for any other. */
