@@ -1,5 +1,5 @@
 import type { OperationEntry } from '../generated/index.ts';
-import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, type QuotaLine, type QuotaStatus, type QuotaUsage } from '../management/quota.ts';
+import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, quotaReachedDetail, type QuotaLine, type QuotaStatus, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { addCost } from '../usage/index.ts';
@@ -106,7 +106,7 @@ export class QuotaMeter {
     const own = admitted?.keyId === key.id ? admitted : undefined;
     const held = this.#held(key.id, meter);
     const line = firstReached(key, meter, (held?.admissions.size ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0), usesTokens);
-    if (line) throw new DataPlaneError('quota_exceeded', `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`, quotaRefusalHeaders(line, this.#latest));
+    if (line) throw new DataPlaneError('quota_exceeded', quotaReachedDetail(line), quotaRefusalHeaders(line, this.#latest));
     if (own) return;
     // No await since the check: no other request can take the same place, and `held` is for this meter's period.
     const places = held ?? { admissions: new Set<Admission>(), period: 0, periodStart: meter.periodStart };

@@ -63,6 +63,11 @@ export function quotaLines(quota: AccessKeyQuota, total: QuotaUsage, period: Quo
   return lines;
 }
 
+/** What a refusal for a reached limit says of it: the data plane's message and route inspection's detail. */
+export function quotaReachedDetail(line: QuotaLine): string {
+  return `${line.scope === 'total' ? 'Total' : `Per ${line.period}`} ${line.metric} limit ${line.limit} reached.`;
+}
+
 /** Whether the quota sets any limit; `{ total: {} }` or a period alone limits nothing. */
 export function quotaHasLimits(quota: AccessKeyQuota | null | undefined): quota is AccessKeyQuota {
   const sets = (limits: QuotaLimits | undefined) => limits !== undefined && METRICS.some((metric) => limits[metric] !== undefined);

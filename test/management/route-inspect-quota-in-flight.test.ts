@@ -35,8 +35,11 @@ t.test('inspection while the only request a quota allows is in flight: quota_exc
   await reached;
   const second = await send();
   t.equal(second.status, 429, 'the data plane refuses a second request while the first is in flight');
-  t.match(await second.json(), { error: { code: 'quota_exceeded' } });
-  t.match(await inspect(), { routable: false, reason_code: 'quota_exceeded', access_key: { quota: { exceeded: true, lines: [{ metric: 'requests', limit: 1, used: 1 }] } } }, 'inspection agrees');
+  const refused = (await second.json()) as { error: { message: string } };
+  t.match(refused, { error: { code: 'quota_exceeded' } });
+  t.match(await inspect(), { routable: false, reason_code: 'quota_exceeded', detail: 'Total requests limit 1 reached.', access_key: { quota: { exceeded: true, lines: [{ metric: 'requests', limit: 1, used: 1 }] } } }, 'inspection agrees');
+
+  t.ok(refused.error.message.endsWith('Total requests limit 1 reached.'), 'the detail is the data plane\'s own');
 
   held[0]!.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'c1', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
   t.equal((await first).status, 200);
