@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry, ResourceEntry } from '../generated/index.ts';
-import { routeTable, firstSegment, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
+import { routeTable, firstSegment, matchResourceName, matchRoute, type CompiledRoute, type RouteMatch, type RouteTarget } from '../handlers/compile-route-table.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
 import type { LogRecord } from '../store/logs/index.ts';
 import { computeCost, hasTokens, loggedUsage, requestStreamUsage } from '../usage/index.ts';
@@ -378,10 +378,20 @@ function modelListHead(routes: readonly CompiledRoute[], method: string | undefi
 function answeredPreflight(routes: readonly CompiledRoute[], req: IncomingMessage, res: ServerResponse, requestId: string): boolean {
   const { path } = splitTarget(req);
   const match = matchRoute(routes, 'OPTIONS', path);
-  const methods = match.found ? requestedMethod(req) : match.allowed.length > 0 ? allowHeader(routes, match.allowed, path) : undefined;
+  const methods = match.found ? requestedMethod(req) : match.allowed.length > 0 ? allowHeader(routes, match.allowed, path) : resourceNameMethods(routes, path);
   if (methods === undefined) return false;
   answerPreflight(req, res, requestId, methods);
   return true;
+}
+
+/**
+ * The methods of a model list's resource name spanning segments (`GET /v1/models/org/name`,
+ * withResourceName), HEAD its GET: served to a request in generate style, which its preflight
+ * cannot show (it names the headers, without them). Another client's request gets its 404 then,
+ * which the page can read.
+ */
+function resourceNameMethods(routes: readonly CompiledRoute[], path: string): string | undefined {
+  return matchResourceName(routes, 'GET', path)?.found ? 'GET, HEAD' : undefined;
 }
 
 /** The methods a path takes: a model list's GET brings its HEAD (modelListHead), which the route table does not hold. */

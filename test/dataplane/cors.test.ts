@@ -78,6 +78,23 @@ t.test('a preflight of a data-plane endpoint is answered 204 with its methods, w
   t.same(upstream.requests, [], 'the upstream saw none');
 });
 
+t.test('a preflight of genai models.get() under /v1 of a name with a slash is answered: the data plane serves that path', async (t) => {
+  const { server } = await serve(t);
+  await server.store.groups.create({ name: 'gen', channel: 'ch15', base_url: 'http://127.0.0.1:9', models: [{ external: 'org/name', upstream: 'u' }] });
+  const key = (await server.store.accessKeys.create({ name: 'gen', protocols: ['x-generate'] })).value;
+  // What Chromium sends before the genai SDK's GET: the headers it adds, lowercased and sorted.
+  const asked = 'content-type,x-goog-api-client,x-goog-api-key';
+  const pre = await preflight(`${server.url}/v1/models/org/name`, 'GET', { 'access-control-request-headers': asked });
+  t.equal(pre.status, 204);
+  t.equal(pre.headers.get('access-control-allow-origin'), '*');
+  t.equal(pre.headers.get('access-control-allow-methods'), 'GET, HEAD');
+  t.equal(pre.headers.get('access-control-allow-headers'), asked);
+  const read = await fetch(`${server.url}/v1/models/org/name`, { headers: { origin: ORIGIN, 'content-type': 'application/json', 'x-goog-api-key': key, 'x-goog-api-client': 'google-genai-sdk/2.32.0 gl-node/web' } });
+  t.equal(read.status, 200);
+  t.equal(read.headers.get('access-control-allow-origin'), '*');
+  t.match(await read.json(), { name: 'models/org/name' });
+});
+
 t.test('a preflight asking for headers that are no header-name list gets no Access-Control-Allow-Headers', async (t) => {
   const { server } = await serve(t);
   const res = await preflight(`${server.url}/v1/chat/completions`, 'POST', { 'access-control-request-headers': 'authorization, bad(name)' });
