@@ -676,6 +676,19 @@ t.test('an upstream that breaks inside an SSE event too large to hold ends the c
   t.equal(record.error_code, 'upstream_stream_broken');
 });
 
+t.test('an upstream that ends its body cleanly inside an SSE event too large to hold cuts the client connection: the event was cut short', async (t) => {
+  // completions owes no [DONE]: only the unfinished event says the stream was cut.
+  const style = STYLES[0]!;
+  const s = await scenario(t, style, (res) => {
+    res.end(`data: {"id":"c1","choices":[{"index":0,"delta":{"content":"${'x'.repeat(MAX_HELD_EVENT_BYTES + 1024)}`);
+  });
+  const res = await send(s, style);
+  const outcome = await withTimeout(res.text().then((text) => `ended after ${text.length} chars`, () => 'cut'), 20_000, 'the client stream to end');
+  t.equal(outcome, 'cut', 'the client cannot take half an event for a whole stream');
+  const record = await waitForLog(s.gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: 'upstream_stream_broken', client_aborted: false });
+});
+
 // A final event too large to hold (a responses `response.completed` carrying a generated image)
 // is passed on in pieces: its type is read from its first, since its last does not show it.
 const PADDING = 'A'.repeat(MAX_HELD_EVENT_BYTES + 1024 * 1024);

@@ -76,8 +76,10 @@ export class SseRelay extends StreamRelay {
   // A field line left unfinished is a cut event: half an event in any style, a whole one where a
   // final event is owed (completions and generate may end with any event). Else not
   // completions': some compatible upstreams omit its `[DONE]`. Nor a resumed stream's until an
-  // event passed (one resumed at or past its end sends none).
+  // event passed (one resumed at or past its end sends none). An event too large to hold that
+  // the end leaves unfinished is cut in every style: its start went on, its blank line never came.
   protected owesEnd(): boolean {
+    if (this.#passingLargeEvent) return true;
     const { options } = this.relay;
     const owed = owesFinalEvent(options.streamEnd);
     if (this.#rest !== undefined && holdsFieldLine(this.#rest) && (owed || !holdsWholeDataEvent(this.#rest))) return true;
