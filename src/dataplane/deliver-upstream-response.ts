@@ -20,9 +20,10 @@ export type { DeliveryOptions, DeliveryOutcome } from './relay/relay-context.ts'
 const HEAD_HOLD_MS = 2000;
 
 /**
- * How long the upstream is read on for its usage after a client left with the whole answer
- * (StreamRelay.awaitsOnlyUsage): the usage chunk follows the finish at once, and a client that
- * stops reading at the finish must not go unbilled, nor past its quota.
+ * How long the upstream is read on for its usage after a client left once the upstream's work
+ * was done (StreamRelay.awaitsOnlyUsage, BodyRelay.awaitsOnlyUsage): the usage chunk follows the
+ * finish at once, a plain body's rest is already on its way, and a client that stops reading
+ * there must not go unbilled, nor past its quota.
  */
 const USAGE_AFTER_CLIENT_LEFT_MS = 2000;
 
@@ -80,7 +81,7 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
     const onClose = () => {
       if (res.writableFinished) return;
       relay.clientLeft();
-      if (relay.stream?.awaitsOnlyUsage() === true) usageWait = setTimeout(() => reply.abort(), USAGE_AFTER_CLIENT_LEFT_MS);
+      if (relay.usageRelay?.awaitsOnlyUsage() === true) usageWait = setTimeout(() => reply.abort(), USAGE_AFTER_CLIENT_LEFT_MS);
       else reply.abort();
     };
     const { onClientGone } = options;

@@ -92,3 +92,54 @@ t.test('a client that leaves after the finish of a stream whose usage never come
   t.match(record, { status: 200, error_code: 'client_closed', client_aborted: true });
   t.notOk(record.usage?.output_tokens, 'no usage was seen');
 });
+
+// A plain (non-streamed) answer is whole at the upstream before its first byte is sent: the
+// upstream billed all of it. A client that leaves mid-body (a large answer, the usage member
+// last) must not leave the request unbilled and outside its quota.
+const BIG_CONTENT = 'x'.repeat(512 * 1024);
+const PLAIN_HEAD = `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"${BIG_CONTENT}`;
+const PLAIN_TAIL = '"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":4000,"total_tokens":5000}}';
+
+t.test('a client that leaves a plain answer mid-body: the rest is still read for its usage, billed and counted against the quota', async (t) => {
+  const release = deferred();
+  const upstreamEnd = deferred<UpstreamEnd>();
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
+    res.on('close', () => upstreamEnd.resolve({ finished: res.writableFinished }));
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write(PLAIN_HEAD);
+    await release.promise;
+    if (!res.destroyed) res.end(PLAIN_TAIL);
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-plain'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'], quota: { total: { tokens: 100 } } });
+
+  const controller = new AbortController();
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
+    body: chatBody('team-m'),
+    signal: controller.signal,
+  });
+  t.equal(res.status, 200);
+  const sawBody = deferred();
+  const reading = readIncrementally(res, (text) => {
+    if (text.length > 0) sawBody.resolve();
+  }).catch(() => undefined);
+  await withTimeout(sawBody.promise, 5000, 'the first body bytes at the client');
+  controller.abort();
+  await reading;
+  await eventually(async () => ((await gw.connections()) === 0 ? true : undefined), 'the gateway to see the client leave');
+  release.resolve();
+  t.same(await withTimeout(upstreamEnd.promise, 5000, 'the upstream response to close'), { finished: true }, 'the upstream sent the rest of its answer');
+
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: 'client_closed', client_aborted: true }, 'the record still says the client left');
+  t.match(record.usage, { input_tokens: 1000, output_tokens: 4000 }, 'and carries the usage read after it left');
+  const next = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
+    body: chatBody('team-m'),
+  });
+  t.equal(next.status, 429, "the 5,000 tokens used up the key's 100-token quota");
+  await next.arrayBuffer();
+});

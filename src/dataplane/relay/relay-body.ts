@@ -35,6 +35,16 @@ export class BodyRelay implements UpstreamBodySink {
     if (isJson) this.#kept = [];
     // No watcher for an answer read in one turn: one only for a body still open after it (RelayContext.flush).
     relay.watchesAfterFirstTurn = true;
+    if (isJson && relay.options.usageStyle !== undefined && relay.reply.status < 300) relay.usageRelay = this;
+  }
+
+  /**
+   * A plain answer is whole at the upstream before it is sent (and billed in full): once its
+   * body began to reach the client, a client leaving need not stop the rest, which carries the
+   * usage. One that leaves before is recorded 499 and stops it at once.
+   */
+  awaitsOnlyUsage(): boolean {
+    return this.#relay.started;
   }
 
   onData(chunk: Buffer): void {

@@ -98,8 +98,11 @@ export class RelayContext {
    * `upstream_idle_timeout`, a client that reads nothing for it `client_stalled`.
    */
   watchesAfterFirstTurn = false;
-  /** The stream relay while the answer is relayed as one: asked, when the client leaves, whether that must stop the upstream. */
-  stream: { awaitsOnlyUsage(): boolean } | undefined;
+  /**
+   * The relay of an answer whose usage may still come once the client has left (a stream, a
+   * successful plain JSON body): asked, when the client leaves, whether that must stop the upstream.
+   */
+  usageRelay: { awaitsOnlyUsage(): boolean } | undefined;
   /** Its place among the in-flight streams (InFlightRequests), -1 while not one. */
   slot = -1;
   #first = true;
@@ -243,6 +246,8 @@ export class RelayContext {
   clientLeft(): void {
     this.outcome.clientAborted = true;
     this.#stopHeadTimer();
+    // No drain is to come: an upstream held back for the client is read on (for its usage) or aborted.
+    if (this.#waitingForDrain) this.#resume?.();
     if (this.#heldHead !== undefined) this.outcome.answeredStatus = REFUSAL_REASONS.client_closed.status;
   }
 

@@ -37,7 +37,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.upstreamErrors = relay.reply.status < 400 ? UpstreamErrorDetector.of(relay.options.streamStyle) : undefined;
     // Also the relay's, which holds it while the client's buffer is full.
     this.idle = relay.idle = watchUpstreamIdle(relay);
-    relay.stream = this;
+    relay.usageRelay = this;
     relay.options.inFlight?.addStream(relay);
   }
 
@@ -83,7 +83,7 @@ export abstract class StreamRelay implements UpstreamBodySink {
   protected leaveToBody(): () => void {
     this.idle.stop();
     this.relay.idle = undefined;
-    this.relay.stream = undefined;
+    this.relay.usageRelay = undefined;
     this.upstreamErrors = undefined;
     this.relay.options.inFlight?.deleteStream(this.relay);
     return this.#done;
