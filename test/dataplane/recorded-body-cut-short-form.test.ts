@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import type { DataPlaneOptions } from '../../src/dataplane/data-plane-deps.ts';
 import type { LogRecord } from '../../src/store/logs/index.ts';
 import { startUpstream, startDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { createKey, eventually, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { createKey, recordOfKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // A form cut short mid-upload (silent: 408, its client gone: 499, a chunked one past
 // maxBodyBytes: 413) is recorded as far as it arrived, truncated, for a key that records
@@ -53,17 +53,6 @@ function openUpload(gw: Gateway, keyValue: string, framing: Record<string, strin
   return { req, answer };
 }
 
-/** The one record of a key with that status (a client that left has no request id to find it by). */
-async function recordOf(gw: Gateway, keyId: number, status: number): Promise<LogRecord> {
-  const item = await eventually(async () => {
-    await gw.logs.flush();
-    return (await gw.logs.list({ access_key_id: keyId }, { limit: 10 })).items.find((r) => r.status === status);
-  }, `a ${status} record`);
-  const record = await gw.logs.get(item.request_id);
-  if (record === undefined) throw new Error('the listed record is not found');
-  return record;
-}
-
 /** `someArrived`: the gateway read part of the form before it failed (a chunk past the limit is not kept). */
 function checkTruncated(t: Test, record: LogRecord, originalBytes: number, someArrived = true): void {
   const recorded = record.request_body as { state: string; original_bytes: number; body: string; encoding?: string } | undefined;
@@ -96,7 +85,7 @@ t.test('a file-first form whose client leaves mid-upload: 499, recorded truncate
     // Cut once what was written has left for the gateway.
     req.write(SENT, () => req.destroy());
     t.equal((await answer).status, 0, 'no answer: the client left');
-    const record = await recordOf(gw, key.id, 499);
+    const record = await recordOfKey(gw, key.id, 499);
     t.match(record, { error_code: 'client_closed', client_aborted: true });
     if (key === recording) checkTruncated(t, record, DECLARED);
     else t.notOk('request_body' in record, 'no body for a key that does not record');

@@ -2,7 +2,7 @@ import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import t, { type Test } from 'tap';
 import type { LogRecord } from '../../src/store/logs/index.ts';
 import { startUpstream, startDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { createKey, eventually, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { createKey, recordOfKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // A JSON body, and a passthrough body small enough to be read whole, cut short mid-upload
 // (silent: 408, its client gone: 499, a chunked one past maxBodyBytes: 413) is recorded as far
@@ -53,17 +53,6 @@ function openUpload(gw: Gateway, route: RouteName, keyValue: string, framing: Re
   return { req, answer };
 }
 
-/** The one record of a key with that status (a client that left has no request id to find it by). */
-async function recordOf(gw: Gateway, keyId: number, status: number): Promise<LogRecord> {
-  const item = await eventually(async () => {
-    await gw.logs.flush();
-    return (await gw.logs.list({ access_key_id: keyId }, { limit: 10 })).items.find((r) => r.status === status);
-  }, `a ${status} record`);
-  const record = await gw.logs.get(item.request_id);
-  if (record === undefined) throw new Error('the listed record is not found');
-  return record;
-}
-
 /** `someArrived`: the gateway read part of the body before it failed (a chunk past the limit is not kept). */
 function checkRecorded(t: Test, record: LogRecord, records: boolean, sent: Buffer, originalBytes: number, someArrived = true): void {
   if (!records) return void t.notOk('request_body' in record, 'no body for a key that does not record');
@@ -93,7 +82,7 @@ for (const route of Object.keys(ROUTES) as RouteName[]) {
         // Cut once what was written has left for the gateway, and the gateway has read it.
         leaving.req.write(sent, () => setTimeout(() => leaving.req.destroy(), 50));
         t.equal((await leaving.answer).status, 0, 'no answer: the client left');
-        const gone = await recordOf(gw, key.id, 499);
+        const gone = await recordOfKey(gw, key.id, 499);
         t.match(gone, { error_code: 'client_closed', client_aborted: true });
         checkRecorded(t, gone, key.records, sent, size);
       }

@@ -152,6 +152,17 @@ export async function waitForLog(gw: Gateway, requestId: string | null | undefin
   }, `log record ${requestId}`);
 }
 
+/** The one record of a key with that status (a client that left has no request id to find it by). */
+export async function recordOfKey(gw: Gateway, keyId: number, status: number): Promise<LogRecord> {
+  const item = await eventually(async () => {
+    await gw.logs.flush();
+    return (await gw.logs.list({ access_key_id: keyId }, { limit: 10 })).items.find((r) => r.status === status);
+  }, `a ${status} record`);
+  const record = await gw.logs.get(item.request_id);
+  if (record === undefined) throw new Error('the listed record is not found');
+  return record;
+}
+
 /** A URL on 127.0.0.1 whose port was just free: connections to it are refused. */
 export async function closedPortUrl(): Promise<string> {
   const server = createServer();
