@@ -342,28 +342,18 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         let failure: UpstreamErrorReply | DataPlaneError | undefined;
         // A success is not judged: nothing of this is made for it.
         if (upstream.status >= 400) {
-          // When another credential may follow, a body that stalls is cut at the idle timeout
-          // rather than the body timeout's backstop (a last one is the client's answer, read as
-          // any is); a client that leaves meanwhile ends the read.
-          const othersFollow = listed !== credentials.at(-1) || routed !== input.candidates[input.candidates.length - 1];
-          const readFailure = async () => {
-            watch.point(() => upstream.abort());
-            const read = await readUpstreamError(upstream, secret, othersFollow ? deps.idleTimeoutMs : undefined).catch((err: unknown) => undecodableAnswer(err, attempt));
-            watch.point(undefined);
-            return read;
-          };
           // An error body that says more than its status (Google's shape, an OpenAI 401/403's code)
           // is read before the verdict: it is read whole for the client anyway, and successful answers never are.
           // Google types its error to an `alt=sse` request `text/event-stream` (its JSON object all the
           // same): read too, or a 403 about a file would be judged by its status and disable every key in turn.
-          failure = judgedByBody(input.op, upstream.status) && isReadableError(upstream, input.op.error_style === 'generate') ? await readFailure() : undefined;
+          failure = judgedByBody(input.op, upstream.status) && isReadableError(upstream, input.op.error_style === 'generate') ? await readErrorAnswer(upstream, secret, deps.idleTimeoutMs, watch, attempt) : undefined;
           const body = failure === undefined || failure instanceof DataPlaneError || failure.stream !== undefined ? undefined : failure.body;
           const answer = judgeUpstreamAnswer(upstream.status, upstream.headers, input.op, body, input.req.headers, deps.cooldowns, deps.now());
           if (answer.failsOver) {
             judged.push(await deps.pool.apply(credential, access, answer.verdict, deps.now()));
             const mayRetry = !bodyConsumed && (input.op.replay_safe || answer.rejectedBeforeProcessing);
             if (mayRetry && counted() < deps.maxAttempts) {
-              failure ??= await readFailure();
+              failure ??= await readErrorAnswer(upstream, secret, deps.idleTimeoutMs, watch, attempt);
               if (failure instanceof DataPlaneError) {
                 // Undecodable: this attempt failed as the status says, the next credential may still answer.
                 lastTransportError = { error: failure, candidate, credential };
@@ -385,7 +375,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           break;
         }
         if (failure !== undefined || isReadableError(upstream)) {
-          failure ??= await readUpstreamError(upstream, secret).catch((err: unknown) => undecodableAnswer(err, attempt));
+          failure ??= await readErrorAnswer(upstream, secret, deps.idleTimeoutMs, watch, attempt);
           if (failure instanceof DataPlaneError) return answerTransportFailure(input, result, { error: failure, candidate, credential }, hintOfLastAnswer(input, deps, counted(), judged));
           if (clientGone(input)) {
             failure.stream?.abort();
@@ -685,6 +675,19 @@ function answerTransportFailure(input: ForwardInput, result: ForwardResult, last
   const answer = hint === undefined || error.headers['x-should-retry'] === 'false' ? error : { status: error.status, code: error.code, message: error.message, headers: replaceRetryHint({ ...error.headers }, hint) };
   sendGatewayError(input.res, input.op.error_style, answer, input.requestId);
   return result;
+}
+
+/**
+ * Reads an error answer whole (its first MiB), to judge it and to mask it for the client. A body
+ * that stalls is cut at the idle timeout, as a plain answer's is, rather than at the body
+ * timeout's backstop (590 s with the defaults), whether another credential follows or it is the
+ * client's answer; a client that leaves meanwhile ends the read.
+ */
+async function readErrorAnswer(upstream: UpstreamReply, secret: string, idleTimeoutMs: number, watch: RequestWatch, attempt: AttemptRecord): Promise<UpstreamErrorReply | DataPlaneError> {
+  watch.point(() => upstream.abort());
+  const read = await readUpstreamError(upstream, secret, idleTimeoutMs).catch((err: unknown) => undecodableAnswer(err, attempt));
+  watch.point(undefined);
+  return read;
 }
 
 /**
