@@ -2,6 +2,7 @@ import { clientResponseHeaders, type OutgoingHeaders, type UpstreamReply } from 
 import { decodable, decodedReply } from './decode-reply-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 import { maskSecretInHeaders } from './mask-upstream-secret.ts';
+import { awaitAnswerTail } from './relay/await-answer-tail.ts';
 import { BodyRelay } from './relay/relay-body.ts';
 import { CompressedBodyRelay } from './relay/relay-compressed-body.ts';
 import { RelayContext, type DeliveryOptions, type DeliveryOutcome } from './relay/relay-context.ts';
@@ -85,11 +86,15 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
       else reply.abort();
     };
     const { onClientGone } = options;
+    const settle = () => resolve(relay.outcome);
     const done = () => {
       clearTimeout(usageWait);
-      onClientGone(undefined);
       relay.end();
-      resolve(relay.outcome);
+      // The usual answer is in the kernel's hands once ended; one whose tail waits on a client
+      // not reading is recorded only once the tail went out, the client left or stalled.
+      if (res.writableLength > 0 && !res.destroyed) return awaitAnswerTail(relay, settle);
+      onClientGone(undefined);
+      settle();
     };
     onClientGone(onClose);
     reply.consume(
