@@ -1,15 +1,17 @@
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { AUTH_KEY, seedAccessKey, startGateway, type Gateway } from '../management/support/gateway.ts';
 import { REPO_ROOT } from '../helpers/repo-copy.ts';
 
 // inspect --url reaches a server on any port serve takes, and says why one cannot be reached.
 
-function inspect(url: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/** `url` undefined: offline, on a data directory that does not exist. */
+function inspect(url: string | undefined, extra: string[] = []): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const options = { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY, TAP: undefined, TAP_CHILD_ID: undefined } };
-    execFile(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--json', '--url', url], options, (err, stdout, stderr) => {
+    const where = url === undefined ? ['--data', '/nonexistent-switchyard-data'] : ['--url', url];
+    execFile(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--json', ...where, ...extra], options, (err, stdout, stderr) => {
       resolve({ status: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
     });
   });
@@ -51,4 +53,30 @@ t.test('inspect --url to a port nothing listens on says the connection was refus
   const r = await inspect(`http://127.0.0.1:${port}`);
   t.equal(r.status, 1);
   t.equal(r.stderr, `switchyard: cannot reach http://127.0.0.1:${port}: connection refused\n`);
+});
+
+t.test('inspect --url to a server that never answers gives up after --timeout and says so', async (t) => {
+  const sockets: Socket[] = [];
+  const silent = createServer((socket) => {
+    sockets.push(socket.on('error', () => undefined));
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const { port } = silent.address() as { port: number };
+  const r = await inspect(`http://127.0.0.1:${port}`, ['--timeout', '1']);
+  for (const socket of sockets) socket.destroy();
+  await new Promise((resolve) => silent.close(resolve));
+  t.equal(sockets.length, 1, 'the CLI connected');
+  t.equal(r.status, 1);
+  t.equal(r.stderr, `switchyard: cannot reach http://127.0.0.1:${port}: no answer within 1 s (--timeout)\n`);
+});
+
+t.test('inspect --timeout is refused without --url, and when it is not whole seconds from 1 to 3600', async (t) => {
+  const offline = await inspect(undefined, ['--timeout', '5']);
+  t.equal(offline.status, 2);
+  t.match(offline.stderr, /--timeout applies to --url only/);
+  for (const bad of ['0', '1.5', '3601', 'x']) {
+    const r = await inspect('http://127.0.0.1:1', ['--timeout', bad]);
+    t.equal(r.status, 2, bad);
+    t.match(r.stderr, new RegExp(`--timeout must be the seconds to wait for the server, decimal digits from 1 to 3600, not "${bad.replace('.', '\\.')}"`), bad);
+  }
 });

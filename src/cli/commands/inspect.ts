@@ -14,7 +14,10 @@ import { parseDecimalOption } from '../parse-decimal-option.ts';
 import { postJson, type TextAnswer } from '../post-json.ts';
 import { requiredOptions } from '../required-options.ts';
 
-const USAGE = 'usage: switchyard inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL]';
+const USAGE = 'usage: switchyard inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL [--timeout SECONDS]]';
+
+/** How long `--url` waits for the server's answer by default (route inspection answers in milliseconds). */
+const DEFAULT_TIMEOUT_S = 30;
 
 /**
  * Route inspection from the command line: the same answer as POST /api/route/inspect,
@@ -31,6 +34,7 @@ export async function runInspect(argv: string[], env: Readonly<Record<string, st
       json: { type: 'boolean', default: false },
       data: { type: 'string' },
       url: { type: 'string' },
+      timeout: { type: 'string' },
     },
     strict: true,
   });
@@ -43,8 +47,10 @@ export async function runInspect(argv: string[], env: Readonly<Record<string, st
   const accessKeyId = parseDecimalOption('access-key', 'an AccessKey id', accessKey, 1, Number.MAX_SAFE_INTEGER);
   if (!(PROTOCOL_IDS as readonly string[]).includes(protocol)) throw new CliError(`--protocol must be one of ${PROTOCOL_IDS.join(', ')}, not "${protocol}"\n${USAGE}`);
   if (values.url !== undefined && values.data !== undefined) throw new CliError(`--data and --url exclude each other\n${USAGE}`);
+  if (values.timeout !== undefined && values.url === undefined) throw new CliError(`--timeout applies to --url only\n${USAGE}`);
+  const timeoutS = values.timeout === undefined ? DEFAULT_TIMEOUT_S : parseDecimalOption('timeout', 'the seconds to wait for the server', values.timeout, 1, 3600);
   const input = { protocol, external_model: model, access_key_id: accessKeyId };
-  const result = values.url !== undefined ? await inspectRemote(values.url, env.AUTH_KEY, input) : await inspectOffline(values.data ?? './data', input);
+  const result = values.url !== undefined ? await inspectRemote(values.url, env.AUTH_KEY, input, timeoutS) : await inspectOffline(values.data ?? './data', input);
   process.stdout.write(values.json ? `${JSON.stringify(result, null, 2)}\n` : describe(result));
   if (values.url === undefined) await noteRunningServer(values.data ?? './data');
   return result.routable ? 0 : 1;
@@ -107,7 +113,7 @@ function unreadable(err: unknown, file: string): unknown {
   return new CliError(`cannot read ${fsError.path ?? file}: ${reason}`, 1);
 }
 
-async function inspectRemote(url: string, authKey: string | undefined, input: object): Promise<RouteInspection> {
+async function inspectRemote(url: string, authKey: string | undefined, input: object, timeoutS: number): Promise<RouteInspection> {
   if (!authKey) throw new CliError('--url needs the AUTH_KEY in the environment variable AUTH_KEY');
   // Else the request is not even sent, and the failure would read as an unreachable server.
   try {
@@ -118,7 +124,7 @@ async function inspectRemote(url: string, authKey: string | undefined, input: ob
   const endpoint = managementEndpoint(url, 'route/inspect');
   let res: TextAnswer;
   try {
-    res = await postJson(endpoint, { authorization: `Bearer ${authKey}` }, JSON.stringify(input));
+    res = await postJson(endpoint, { authorization: `Bearer ${authKey}` }, JSON.stringify(input), timeoutS * 1000);
   } catch (err) {
     throw new CliError(`cannot reach ${url}: ${connectionFailure(err)}`, 1);
   }
