@@ -6,7 +6,7 @@ import type { SchemaValidator } from '../http/schema-validator.ts';
 import type { Clock } from '../store/clock.ts';
 import type { ConfigStore } from '../store/config-store.ts';
 import type { LogReader } from '../store/log-store.ts';
-import type { AccessKeyRecord } from '../store/records.ts';
+import type { AccessKeyRecord, Settings } from '../store/records.ts';
 import type { CredentialFlowProvider } from './credential-flows.ts';
 import type { ModelDiscovery } from './model-discovery.ts';
 import type { PriceCatalogEntry } from './price-catalog.ts';
@@ -54,4 +54,6 @@ export interface ManagementDeps {
   requestLogHealth?: () => RequestLogHealth;
   /** Provided by the adapters; without it stages wait for a manual import. */
   credentialFlows: CredentialFlowProvider | undefined;
+  /** Told the settings after each save, for what the server holds itself rather than reads per request. */
+  settingsSaved?: (settings: Settings) => void;
 }

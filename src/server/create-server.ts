@@ -21,6 +21,7 @@ import { openLowdbConfigStore } from '../store/lowdb/index.ts';
 import { MemoryLogStore } from '../store/memory/memory-log-store.ts';
 import { loadAuthKey } from './auth-key.ts';
 import { authKeyLine } from './auth-key-line.ts';
+import { ClientKeepAlive } from './client-keep-alive.ts';
 import { ConnectionDrain } from './connection-drain.ts';
 import { quotaMeterFor } from '../dataplane/quota-meter.ts';
 import { lockDataDir } from './data-dir-lock.ts';
@@ -148,6 +149,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       channel_id: () => CHANNEL_IDS,
       credential_kind_id: () => CREDENTIAL_KIND_IDS,
     });
+    const keepAlive = new ClientKeepAlive(await openStore.settings.get());
     const deps: ManagementDeps = {
       store: openStore,
       logs,
@@ -160,6 +162,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       priceCatalog: parsePriceList(BUNDLED_PRICE_LIST, validator.compile<PriceList>(priceListSchema)),
       modelDiscovery: options.modelDiscovery,
       credentialFlows: options.credentialFlows,
+      settingsSaved: (saved) => keepAlive.apply(saved),
       // The data plane's meter (one per log store): inspection counts the requests in flight as it does.
       quotaStatus: (key, now) => quotaMeterFor(openLogs).status(key, now),
       requestLogHealth: () => ({ buffered: openLogs.buffered ?? 0, buffered_bytes: openLogs.bufferedBytes ?? 0, dropped: openLogs.dropped ?? 0, bodies_dropped: openLogs.bodiesDropped ?? 0 }),
@@ -197,6 +200,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       }
     };
     const server = createHttpServer({ requestTimeout: 0, headersTimeout: CLIENT_SILENCE_MS, connectionsCheckingInterval: CLIENT_SILENCE_CHECK_MS }, (req, res) => serve(req, res, false));
+    keepAlive.serve(server);
     // `Expect: 100-continue`: without this listener node sends the 100 before any handler runs.
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => serve(req, res, true));
     const drain = new ConnectionDrain(server);

@@ -120,6 +120,8 @@ export interface Settings {
   request_timeout_seconds: number;
   /** An upstream stream silent this long is ended with the protocol's error event. */
   stream_idle_timeout_seconds: number;
+  /** How long an idle client connection is kept open for its next request (node's keepAliveTimeout). */
+  client_keep_alive_timeout_seconds: number;
   credential_cooldown_seconds: number;
   /** The cooldown of a 5xx or failed connection without the upstream's own hint: its health, back in seconds. */
   server_error_cooldown_seconds: number;

@@ -35,6 +35,10 @@ export interface SettingsBody {
    * An upstream stream silent this long is ended with the protocol's error event (upstream_idle_timeout); a client that reads nothing of an answer this long is cut (client_stalled); a request body silent this long is answered 408 (request_timeout).
    */
   stream_idle_timeout_seconds?: number;
+  /**
+   * How long an idle client connection is kept open for its next request; behind a reverse proxy or load balancer, set it above the proxy's idle timeout for its upstream connections.
+   */
+  client_keep_alive_timeout_seconds?: number;
   credential_cooldown_seconds?: number;
   /**
    * How long a credential cools down after a 5xx (or 529) or a failed connection when the upstream gives no retry hint: the upstream's health, not the key's.

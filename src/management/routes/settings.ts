@@ -25,7 +25,9 @@ export function settingsRoutes(deps: ManagementDeps): RouteDef[] {
           if (!isAddressOrCidr(entry)) throw validationFailed(`trusted_proxies[${i}]`, 'invalid_value', { expected: 'IP address or CIDR' });
         });
         checkProxyUrlUsable(body.proxy_url);
-        return { data: await deps.store.settings.save(body) };
+        const saved = await deps.store.settings.save(body);
+        deps.settingsSaved?.(saved);
+        return { data: saved };
       },
     }),
   ];
