@@ -156,8 +156,11 @@ export interface ModelPriceStore {
   list(): Promise<ModelPriceRecord[]>;
   get(model: string): Promise<ModelPriceRecord | undefined>;
   put(model: string, price: ModelPrice, source: PriceSource): Promise<ModelPriceRecord>;
-  /** Upserts many in one write; returns how many were new and how many changed. */
-  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number }>;
+  /**
+   * Upserts many in one write, except the models priced by hand (`source: manual`) as that
+   * write finds them, which it keeps; returns how many were new, changed and kept.
+   */
+  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number; kept_manual: number }>;
   delete(model: string): Promise<boolean>;
 }
 

@@ -1,9 +1,8 @@
 import { readFileSync, statSync } from 'node:fs';
-import fsPromises from 'node:fs/promises';
-import { syncBuiltinESMExports } from 'node:module';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { fillTheDisk } from '../helpers/fill-the-disk.ts';
+import { holdTheNextWrite } from '../helpers/hold-the-next-write.ts';
 import { ConfigStoreUnavailableError } from '../../src/store/config-store-unavailable-error.ts';
 import { openLowdbConfigStore, type ConfigStore, type CredentialStateOptions, type CredentialView } from '../../src/store/index.ts';
 import { underIdempotencyKey } from '../../src/store/lowdb/idempotency-journal.ts';
@@ -37,27 +36,6 @@ const cool = (store: ConfigStore, groupId: number, c: CredentialView, until: str
 async function until(condition: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
   if (!condition()) throw new Error(`gave up waiting for ${what}`);
-}
-
-/** Holds the next write of config.json's temporary file until the returned function is called. */
-function holdTheNextWrite(t: Test): () => void {
-  const original = fsPromises.writeFile;
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const restore = () => {
-    fsPromises.writeFile = original;
-    syncBuiltinESMExports();
-  };
-  fsPromises.writeFile = (async (target: Parameters<typeof original>[0], data: Parameters<typeof original>[1], options?: Parameters<typeof original>[2]) => {
-    if (String(target).endsWith('.config.json.tmp')) {
-      restore();
-      await released;
-    }
-    return original(target, data, options);
-  }) as typeof original;
-  syncBuiltinESMExports();
-  t.teardown(restore);
-  return release;
 }
 
 /** Reopens the data directory (after the store closed) and reads the credential there. */

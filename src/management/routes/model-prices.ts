@@ -78,11 +78,9 @@ export function modelPriceRoutes(deps: ManagementDeps): RouteDef[] {
           entries = remotePriceList(await fetchJson(deps.fetch, url), url);
           from = url;
         }
-        // Prices set by hand stay until reset or deleted; a sync never overwrites them.
-        const manual = new Set((await store.modelPrices.list()).filter((p) => p.source === 'manual').map((p) => p.model));
-        const applicable = entries.filter((e) => !manual.has(e.model));
-        const counts = await store.modelPrices.putMany(applicable, source === 'url' ? 'sync' : 'catalog');
-        return { data: { source: from, ...counts, kept_manual: entries.length - applicable.length } };
+        // Prices set by hand stay until reset or deleted; a sync never overwrites them (putMany keeps them).
+        const counts = await store.modelPrices.putMany(entries, source === 'url' ? 'sync' : 'catalog');
+        return { data: { source: from, ...counts } };
       },
     }),
   ];

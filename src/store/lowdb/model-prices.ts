@@ -25,30 +25,37 @@ export class LowdbModelPriceStore implements ModelPriceStore {
   }
 
   async put(model: string, price: ModelPrice, source: PriceSource): Promise<ModelPriceRecord> {
-    await this.putMany([{ model, price }], source);
+    await this.#doc.mutate((d) => this.#upsert(d, [{ model, price }], source));
     return (await this.get(model)) as ModelPriceRecord;
   }
 
-  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number }> {
+  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number; kept_manual: number }> {
     return this.#doc.mutate((d) => {
-      const now = new Date(this.#clock()).toISOString();
-      let added = 0;
-      let updated = 0;
-      for (const { model, price } of entries) {
-        const record: ModelPriceRecord = { model, input_per_mtok: price.input_per_mtok, output_per_mtok: price.output_per_mtok, source, updated_at: now };
-        for (const rate of OPTIONAL_PRICE_RATES) if (price[rate] !== undefined) record[rate] = price[rate];
-        const i = d.model_prices.findIndex((x) => x.model === model);
-        if (i < 0) {
-          d.model_prices.push(record);
-          added++;
-        } else {
-          d.model_prices[i] = record;
-          updated++;
-        }
-      }
-      d.model_prices.sort((a, b) => a.model.localeCompare(b.model));
-      return { added, updated };
+      // Read in the write itself: a manual price whose write was queued before this one is seen.
+      const manual = new Set(d.model_prices.filter((p) => p.source === 'manual').map((p) => p.model));
+      const applicable = entries.filter((e) => !manual.has(e.model));
+      return { ...this.#upsert(d, applicable, source), kept_manual: entries.length - applicable.length };
     });
+  }
+
+  #upsert(d: ConfigData, entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): { added: number; updated: number } {
+    const now = new Date(this.#clock()).toISOString();
+    let added = 0;
+    let updated = 0;
+    for (const { model, price } of entries) {
+      const record: ModelPriceRecord = { model, input_per_mtok: price.input_per_mtok, output_per_mtok: price.output_per_mtok, source, updated_at: now };
+      for (const rate of OPTIONAL_PRICE_RATES) if (price[rate] !== undefined) record[rate] = price[rate];
+      const i = d.model_prices.findIndex((x) => x.model === model);
+      if (i < 0) {
+        d.model_prices.push(record);
+        added++;
+      } else {
+        d.model_prices[i] = record;
+        updated++;
+      }
+    }
+    d.model_prices.sort((a, b) => a.model.localeCompare(b.model));
+    return { added, updated };
   }
 
   delete(model: string): Promise<boolean> {
