@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { computeCost } from '../../src/usage/index.ts';
 import { seedRoute, startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
-import { waitForLog } from './helpers/dataplane-scenarios.ts';
+import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 t.test('prices input, cached input and output per million tokens', async (t) => {
   const usage = { input_tokens: 1_000_000, output_tokens: 500_000, cached_tokens: 200_000, reasoning_tokens: 100_000 };
@@ -19,6 +19,39 @@ t.test('no price, no cost; small counts keep precision', async (t) => {
   const usage = { input_tokens: 7, output_tokens: 3, cached_tokens: 0, reasoning_tokens: 0 };
   t.equal(computeCost(usage, undefined), 0);
   t.equal(computeCost(usage, { input_per_mtok: 0.15, output_per_mtok: 0.6 }), 0.00000285);
+});
+
+// A price is looked up by the upstream model that answered (docs/management-api.md, Model
+// prices): two Groups map `team-m` to models of their own, and the external name's price never applies.
+
+t.test('priced by the upstream model that answered: after a failover, the other Group\'s; edits and deletions apply from the next request', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
+    const model = JSON.parse(req.body.toString()).model;
+    if (model === 'vendor-a') {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"down"}}');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ id: 'c', object: 'chat.completion', model, choices: [], usage: { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 } }));
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, priority: 10, models: [{ external: 'team-m', upstream: 'vendor-a' }], secrets: ['sk-up-a'] });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-b' }], secrets: ['sk-up-b'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  await gw.store.modelPrices.put('team-m', { input_per_mtok: 100, output_per_mtok: 100 }, 'manual');
+  await gw.store.modelPrices.put('vendor-a', { input_per_mtok: 2.5, output_per_mtok: 10 }, 'manual');
+  await gw.store.modelPrices.put('vendor-b', { input_per_mtok: 5, output_per_mtok: 20 }, 'manual');
+  const chat = async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [{ role: 'user', content: 'hi' }] }) });
+    t.equal(res.status, 200);
+    await res.text();
+    return waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  };
+  t.match(await chat(), { external_model: 'team-m', upstream_model: 'vendor-b', attempts: [{ group_id: '1', status: 500 }, { group_id: '2', status: 200 }], cost: 0.005 }, 'the Group failed over to prices it');
+  await gw.store.modelPrices.put('vendor-b', { input_per_mtok: 3, output_per_mtok: 20 }, 'manual');
+  t.match(await chat(), { upstream_model: 'vendor-b', cost: 0.003 }, 'an edited price applies from the next request');
+  await gw.store.modelPrices.delete('vendor-b');
+  t.match(await chat(), { upstream_model: 'vendor-b', cost: 0 }, 'no price of its own: 0, not the external name\'s');
 });
 
 // Through the real data plane: an image answer past the 4 MiB capture limit, its usage last.
