@@ -158,7 +158,8 @@ export interface ModelPriceStore {
   put(model: string, price: ModelPrice, source: PriceSource): Promise<ModelPriceRecord>;
   /**
    * Upserts many in one write, except the models priced by hand (`source: manual`) as that
-   * write finds them, which it keeps; returns how many were new, changed and kept.
+   * write finds them, which it keeps; a model named twice gets its last entry. Returns how many
+   * models were new, changed and kept.
    */
   putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number; kept_manual: number }>;
   delete(model: string): Promise<boolean>;

@@ -33,8 +33,10 @@ export class LowdbModelPriceStore implements ModelPriceStore {
     return this.#doc.mutate((d) => {
       // Read in the write itself: a manual price whose write was queued before this one is seen.
       const manual = new Set(d.model_prices.filter((p) => p.source === 'manual').map((p) => p.model));
-      const applicable = entries.filter((e) => !manual.has(e.model));
-      return { ...this.#upsert(d, applicable, source), kept_manual: entries.length - applicable.length };
+      // A model named twice is priced by its last entry and counted once, as a model.
+      const byModel = [...new Map(entries.map((e) => [e.model, e])).values()];
+      const applicable = byModel.filter((e) => !manual.has(e.model));
+      return { ...this.#upsert(d, applicable, source), kept_manual: byModel.length - applicable.length };
     });
   }
 
