@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { computeCost } from '../../src/usage/index.ts';
 import { seedRoute, startUpstreamAndDataPlane, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
-import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { createKey, deferred, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 t.test('prices input, cached input and output per million tokens', async (t) => {
   const usage = { input_tokens: 1_000_000, output_tokens: 500_000, cached_tokens: 200_000, reasoning_tokens: 100_000 };
@@ -52,6 +52,27 @@ t.test('priced by the upstream model that answered: after a failover, the other 
   t.match(await chat(), { upstream_model: 'vendor-b', cost: 0.003 }, 'an edited price applies from the next request');
   await gw.store.modelPrices.delete('vendor-b');
   t.match(await chat(), { upstream_model: 'vendor-b', cost: 0 }, 'no price of its own: 0, not the external name\'s');
+});
+
+t.test('a price edited while a request runs: that request keeps the price it was routed with', async (t) => {
+  const arrived = deferred();
+  const answer = deferred();
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, async (_req, res) => {
+    arrived.resolve();
+    await answer.promise;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"id":"c","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":0,"total_tokens":1000}}');
+  });
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-m'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 2.5, output_per_mtok: 10 }, 'manual');
+  const running = fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'team-m', messages: [] }) });
+  await arrived.promise;
+  await gw.store.modelPrices.put('vendor-m', { input_per_mtok: 7, output_per_mtok: 10 }, 'manual');
+  answer.resolve();
+  const res = await running;
+  await res.text();
+  t.equal((await waitForLog(gw, res.headers.get('x-switchyard-request-id'))).cost, 0.0025, '1000 input tokens at 2.5 per million');
 });
 
 // Through the real data plane: an image answer past the 4 MiB capture limit, its usage last.
