@@ -261,6 +261,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
    * deps.streamOptionsRefusals): not counted against maxAttempts either.
    */
   let optionsResends = 0;
+  /**
+   * Managed proxies that failed this request at the gateway's side (proxy_unreachable,
+   * proxy_misconfigured): the credentials behind the same one (a Group's or the global proxy)
+   * are passed over without an attempt. They would fail the same way and spend
+   * max_attempts_per_request before a Group behind another proxy, or none, had its turn.
+   */
+  const failedProxies = new Set<string>();
   /** Attempts that count: against maxAttempts, and for the last answer's hint (a resend asked no other credential). */
   const counted = () => attempts.length - renewals - optionsResends;
   /** No further attempt may be made. */
@@ -286,6 +293,10 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         const configured = await attemptTargetNow(routed, listed, attempts.length === 0, () => deps.credentialNow(routed.group.id, listed.id));
         if (configured === undefined) continue;
         const { candidate, credential, settings } = configured;
+        if (failedProxies.size > 0) {
+          const proxy = deps.proxyFor(candidate, credential, settings);
+          if (proxy !== undefined && failedProxies.has(proxy)) continue;
+        }
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
         const { secret } = access;
@@ -324,6 +335,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
+          if (failed.failedProxy !== undefined) failedProxies.add(failed.failedProxy);
           // The same credential again, on a new connection (the stale one is gone from the pool).
           if (failed.renew) {
             renewals++;
@@ -601,12 +613,13 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
     if (bodyFailure.code === 'model_mapping_unusable') return { error: bodyFailure, candidate, credential, notDelivered: true, skipGroup: true };
     return answerTransportFailure(input, result, { error: bodyFailure, candidate, credential });
   }
-  const failure = classifyUpstreamError(err, { viaProxy: deps.proxyFor(candidate, credential, at.settings) !== undefined });
+  const proxy = deps.proxyFor(candidate, credential, at.settings);
+  const failure = classifyUpstreamError(err, { viaProxy: proxy !== undefined });
   attempt.error_code = failure.code;
   // A stored proxy URL the gateway cannot use, or a proxy that is down or refuses the gateway's
   // login: the gateway's side is at fault, not the credential (a shared proxy would otherwise
   // shelve every credential behind it), and nothing was sent.
-  if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true };
+  if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true, ...(proxy !== undefined && failure.kind !== 'credential_unusable' ? { failedProxy: proxy } : {}) };
   // The upstream's certificate was refused: the gateway's trust store or the upstream's
   // certificate, the same for every credential, so no verdict (as for a failing proxy); nothing
   // was sent. A credential at the Group's address leaves the Group (its others would reach the
@@ -657,6 +670,8 @@ interface FailedAttempt extends AttemptFailure {
   skipGroup?: true;
   /** Sent on a stale pooled connection: send it again to the same credential. */
   renew?: true;
+  /** The managed proxy that failed at the gateway's side: no other credential behind it is tried. */
+  failedProxy?: string;
 }
 
 /**

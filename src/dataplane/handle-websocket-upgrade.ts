@@ -174,6 +174,9 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const groups = ordered.map((c) => c.group);
       const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
       const hint = () => lastAnswerHint(pool, groups, credentialsOf, judgedCredentials, log.attempts.length, deps.clock());
+      // As forward-native: a managed proxy that failed at the gateway's side is not tried again
+      // for another credential behind it (a Group's or the global one); another proxy, or none, is.
+      const failedProxies = new Set<string>();
       attempts: for (const routed of ordered) {
         for (const listed of pool.usable(routed.group, credentialsOf(routed.group.id), deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
@@ -182,6 +185,8 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const configured = await attemptTargetNow(routed, listed, log.attempts.length === 0, () => snapshot.credentialNow(routed.group.id, listed.id, deps.clock()));
           if (configured === undefined) continue;
           const { candidate, credential } = configured;
+          const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, configured.settings ?? settings);
+          if (proxy !== undefined && failedProxies.has(proxy)) continue;
           const access = await pool.accessOf(credential);
           if (access === undefined) continue;
           const { secret } = access;
@@ -206,7 +211,6 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             lastFailure = { error, candidate, credential };
             continue attempts;
           }
-          const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, configured.settings ?? settings);
           let handshake: UpstreamHandshake;
           try {
             handshake = openUpstreamWebSocket(target, offered, headers, { agent: proxy === undefined ? undefined : proxyTunnelAgent(proxy, target.startsWith('wss:')), handshakeTimeoutMs, answerIdleTimeoutMs, maxPayload: deps.options.sessionMessageMaxBytes });
@@ -215,6 +219,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             const failure = classifyUpstreamError(error);
             const misconfigured = failedAtGateway(failure);
             attempt.error_code = misconfigured ? failure.kind : 'upstream_connect_failed';
+            if (misconfigured && failure.kind !== 'credential_unusable' && proxy !== undefined) failedProxies.add(proxy);
             lastFailure = { error: misconfigured ? new DataPlaneError(failure.kind) : new DataPlaneError('upstream_unreachable', '(upstream_connect_failed)'), candidate, credential };
             continue;
           }
@@ -237,6 +242,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           if (outcome.kind === 'failed' && outcome.gatewaySide !== undefined) {
             // As forward-native: the proxy in front of the credential failed, not the credential; nothing was sent.
             attempt.error_code = outcome.code;
+            if (outcome.gatewaySide !== 'credential_unusable' && proxy !== undefined) failedProxies.add(proxy);
             lastFailure = { error: new DataPlaneError(outcome.gatewaySide), candidate, credential };
             continue;
           }

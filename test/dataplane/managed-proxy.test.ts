@@ -181,11 +181,13 @@ for (const scope of ['group', 'global'] as const) {
       t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), {
         status: 502,
         error_code: 'proxy_unreachable',
-        attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }],
+        // The other credential is behind the same proxy: not tried, it would fail the same way.
+        attempt_count: 1,
+        attempts: [{ error_code: 'proxy_unreachable' }],
       });
       await gw.logs.flush();
       t.equal((await gw.logs.list({}, { limit: 10 })).items.length, 1, 'one log record');
-      if (proxy.connections !== undefined) t.ok(proxy.connections() <= 4, `the proxy saw a connection per attempt, not a loop (${proxy.connections()})`);
+      if (proxy.connections !== undefined) t.ok(proxy.connections() <= 2, `the proxy saw the one attempt, not a loop (${proxy.connections()})`);
 
       await setProxy(gw, scope, group.id, proxy.fixed);
       const again = await complete(gw, keyValue);
@@ -228,14 +230,15 @@ t.test('a SOCKS5 reply with an unknown address type: 502 proxy_unreachable, no c
   const res = await complete(gw, keyValue);
   t.equal(res.status, 502);
   t.match(await res.json(), { error: { message: String, type: String, code: 'proxy_unreachable', param: null } }, 'in the completions error shape');
-  t.equal(socks.destinations.length, 2, 'each credential tried through the proxy');
+  t.equal(socks.destinations.length, 1, 'the proxy tried once: the other credential is behind it too');
   t.equal(socks.bytesAfterReply(), 0, 'nothing sent into the tunnel');
   t.equal(upstream.requests.length, 0, 'nothing reached the upstream');
   await bothCredentialsActive(t, gw, group.id);
   t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), {
     status: 502,
     error_code: 'proxy_unreachable',
-    attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }],
+    attempt_count: 1,
+    attempts: [{ error_code: 'proxy_unreachable' }],
   });
 });
 
@@ -271,6 +274,29 @@ t.test('a Group whose proxy is down is passed over for the next Group, and its c
   t.equal(upstream.requests[0]!.headers.authorization, 'Bearer sk-direct');
   t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, group_id: String(second.group.id), attempts: [{ error_code: 'proxy_unreachable' }, { status: 200 }] });
   t.match(await gw.store.credentials.list(first.group.id), [{ state: 'active', cooldown_until: null }], 'the credential behind the dead proxy is untouched');
+});
+
+t.test('a Group proxy that is down is tried once, not once per credential: a Group of three still gives way to the next Group', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+  const first = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-behind-1', 'sk-behind-2', 'sk-behind-3'], priority: 10 });
+  const second = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-direct'], priority: 1 });
+  await setProxy(gw, 'group', first.group.id, await closedPortUrl());
+  // max_attempts_per_request is 3: the Group's other two credentials sit behind the same proxy.
+  const res = await complete(gw, second.keyValue);
+  t.equal(res.status, 200, 'served by the next Group');
+  t.same(upstream.requests.map((r) => r.headers.authorization), ['Bearer sk-direct']);
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, group_id: String(second.group.id), attempt_count: 2, attempts: [{ group_id: String(first.group.id), error_code: 'proxy_unreachable' }, { status: 200 }] });
+});
+
+t.test('a realtime session: a Group proxy that is down is tried once, and the next Group opens the session', async (t) => {
+  const upstream = await startWsUpstream();
+  t.teardown(() => upstream.close());
+  const { gw, group } = await realtimeRoute(t, upstream.url, { upstreamKeys: ['sk-behind-1', 'sk-behind-2', 'sk-behind-3'] });
+  await gw.store.groups.update(group.id, { priority: 10, proxy_url: await closedPortUrl() });
+  const second = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], upstreamKeys: ['sk-direct'], priority: 1 });
+  const res = await upgradeAnswer(`${gw.url.replace('http', 'ws')}/v1/audio/transcriptions/realtime?model=voice&key=${second.keyValue}`, { openedAs101: true });
+  t.equal(res, 101, 'the session opens through the next Group');
+  t.same(upstream.seen.map((r) => r.headers.authorization), ['Bearer sk-direct']);
 });
 
 for (const breakage of ['accept-then-close', 'garbage', 'untrusted-tls'] as const) {

@@ -44,9 +44,10 @@ for (const { label, breakage, scheme } of CASES) {
     t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
     const records = await logsOf(gw, key.id);
     t.equal(records.length, 1, 'one log record');
-    t.match(records[0], { status: 502, error_code: 'proxy_unreachable', attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }] });
+    // The other credential is behind the same proxy: not tried, it would fail the same way.
+    t.match(records[0], { status: 502, error_code: 'proxy_unreachable', attempt_count: 1, attempts: [{ error_code: 'proxy_unreachable' }] });
     t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
-    t.ok(proxy.connections() <= 4, `the proxy saw a connection per attempt, not a loop (${proxy.connections()})`);
+    t.ok(proxy.connections() <= 2, `the proxy saw the one attempt, not a loop (${proxy.connections()})`);
   });
 }
 

@@ -291,7 +291,8 @@ t.test('an unusable proxy URL already stored is the gateway\'s configuration fai
   t.equal(answer.status, 502);
   t.match(JSON.parse(answer.body), { error: { code: 'proxy_misconfigured' } });
   t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
-  t.match(await logOf(gw, key.id, 502), { error_code: 'proxy_misconfigured', attempts: [{ error_code: 'proxy_misconfigured' }, { error_code: 'proxy_misconfigured' }] });
+  // The other credential is behind the same proxy: not tried, it would fail the same way.
+  t.match(await logOf(gw, key.id, 502), { error_code: 'proxy_misconfigured', attempt_count: 1, attempts: [{ error_code: 'proxy_misconfigured' }] });
   t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
 });
 
@@ -304,7 +305,8 @@ t.test('a managed proxy that is down is the gateway\'s side failing: 502 proxy_u
   t.equal(answer.status, 502);
   t.match(JSON.parse(answer.body), { error: { code: 'proxy_unreachable' } });
   t.equal(upstream.seen.length, 0, 'nothing reached the upstream');
-  t.match(await logOf(gw, key.id, 502), { error_code: 'proxy_unreachable', attempts: [{ error_code: 'proxy_unreachable' }, { error_code: 'proxy_unreachable' }] });
+  // The other credential is behind the same proxy: not tried, it would fail the same way.
+  t.match(await logOf(gw, key.id, 502), { error_code: 'proxy_unreachable', attempt_count: 1, attempts: [{ error_code: 'proxy_unreachable' }] });
   t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
 });
 
