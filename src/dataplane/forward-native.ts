@@ -266,8 +266,9 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
    * proxy_misconfigured): the credentials behind the same one (a Group's or the global proxy)
    * are passed over without an attempt. They would fail the same way and spend
    * max_attempts_per_request before a Group behind another proxy, or none, had its turn.
+   * Made on the first such failure: the usual request makes none.
    */
-  const failedProxies = new Set<string>();
+  let failedProxies: Set<string> | undefined;
   /** Attempts that count: against maxAttempts, and for the last answer's hint (a resend asked no other credential). */
   const counted = () => attempts.length - renewals - optionsResends;
   /** No further attempt may be made. */
@@ -293,7 +294,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         const configured = await attemptTargetNow(routed, listed, attempts.length === 0, () => deps.credentialNow(routed.group.id, listed.id));
         if (configured === undefined) continue;
         const { candidate, credential, settings } = configured;
-        if (failedProxies.size > 0) {
+        if (failedProxies !== undefined) {
           const proxy = deps.proxyFor(candidate, credential, settings);
           if (proxy !== undefined && failedProxies.has(proxy)) continue;
         }
@@ -335,7 +336,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
-          if (failed.failedProxy !== undefined) failedProxies.add(failed.failedProxy);
+          if (failed.failedProxy !== undefined) (failedProxies ??= new Set()).add(failed.failedProxy);
           // The same credential again, on a new connection (the stale one is gone from the pool).
           if (failed.renew) {
             renewals++;
