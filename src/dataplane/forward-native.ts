@@ -2,13 +2,14 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, neverConnected, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import { asksStreamUsage, type TokenUsage, type UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView, Settings } from '../store/records.ts';
 import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
 import { verdictFor, type CredentialAccess, type CredentialPool, type VerdictCooldowns } from './credential-pool.ts';
+import { atGroupAddress } from './group-address.ts';
 import type { CredentialTurn } from './credential-rotation.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -281,6 +282,13 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       // Nothing more will be tried: a Group's rotation is not moved a turn it does not use.
       if (routed !== resumed?.candidate && spent()) break;
       const credentials = routed === resumed?.candidate ? resumed.credentials : deps.pool.usable(routed.group, credentialsToTry(input, deps, routed.group.id), deps.now());
+      /**
+       * The Group's address failed this request (a connection that never opened, a refused
+       * certificate) through the proxy `unreachedVia` (or none): its other credentials there, by
+       * the same way, would meet the same, and are passed over; the next Group has its turn.
+       */
+      let groupUnreached = false;
+      let unreachedVia: string | undefined;
       for (let turn = 0; turn < credentials.length; turn++) {
         const listed = credentials.at(turn)!;
         // The first attempt forwardNative made (after the same checks) is taken over here.
@@ -300,6 +308,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         }
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
+        if (groupUnreached && atGroupAddress(access, candidate.group) && deps.proxyFor(candidate, credential, settings) === unreachedVia) continue;
         const { secret } = access;
         // A first attempt already sent has its timeout set.
         const headersTimeoutMs = sent === undefined ? attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now, attempts.length === 0) : deps.headersTimeoutMs;
@@ -337,6 +346,10 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if ('status' in failed) return failed;
           lastTransportError = failed;
           if (failed.failedProxy !== undefined) (failedProxies ??= new Set()).add(failed.failedProxy);
+          if (failed.groupAddressFailed) {
+            groupUnreached = true;
+            unreachedVia = deps.proxyFor(candidate, credential, settings);
+          }
           // The same credential again, on a new connection (the stale one is gone from the pool).
           if (failed.renew) {
             renewals++;
@@ -623,12 +636,12 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true, ...(proxy !== undefined && failure.kind !== 'credential_unusable' ? { failedProxy: proxy } : {}) };
   // The upstream's certificate was refused: the gateway's trust store or the upstream's
   // certificate, the same for every credential, so no verdict (as for a failing proxy); nothing
-  // was sent. A credential at the Group's address leaves the Group (its others would reach the
-  // same certificate); one at its own address, the next credential. Nor one for the SDKs to send
-  // again: the certificate is refused the same way until it or the trust store changes.
+  // was sent. At the Group's address, the Group's other credentials there are passed over (they
+  // would reach the same certificate); at its own address, the next credential. Nor one for the
+  // SDKs to send again: the certificate is refused the same way until it or the trust store changes.
   if (failure.certificateRefused) {
     const error = new DataPlaneError('upstream_unreachable', `(${failure.code})`, NO_RETRY);
-    return { error, candidate, credential, notDelivered: true, ...(at.access.baseUrl === null ? { skipGroup: true as const } : {}) };
+    return { error, candidate, credential, notDelivered: true, ...(atGroupAddress(at.access, candidate.group) ? { groupAddressFailed: true as const } : {}) };
   }
   // The upstream took the request and has not answered in time: no verdict on the credential,
   // and no other attempt (it would send, and bill, the prompt again); the client's answer now,
@@ -654,6 +667,9 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   const mayHaveRun = lost.notDelivered !== true;
   const hint = mayHaveRun && !input.op.replay_safe ? NO_RETRY : undefined;
   const error = new DataPlaneError(lost.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${lost.code})`, hint);
+  // A connection that never opened at the Group's address: the Group's other credentials there
+  // would not reach it either (the credential keeps its cooldown, by which later requests recover).
+  if (neverConnected(lost) && atGroupAddress(at.access, candidate.group)) return { error, candidate, credential, notDelivered: true, groupAddressFailed: true };
   return { error, candidate, credential, notDelivered: !mayHaveRun };
 }
 
@@ -669,6 +685,8 @@ interface FailedAttempt extends AttemptFailure {
   notDelivered: boolean;
   /** No credential of this Group can serve the request: go on with the next Group. */
   skipGroup?: true;
+  /** The Group's address failed (see atGroupAddress): its other credentials there, behind the same proxy, are passed over. */
+  groupAddressFailed?: true;
   /** Sent on a stale pooled connection: send it again to the same credential. */
   renew?: true;
   /** The managed proxy that failed at the gateway's side: no other credential behind it is tried. */

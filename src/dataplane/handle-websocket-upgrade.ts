@@ -13,6 +13,7 @@ import { checkClientHandshake } from './check-client-handshake.ts';
 import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
 import { CredentialPool, verdictFor } from './credential-pool.ts';
+import { atGroupAddress } from './group-address.ts';
 import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
@@ -178,6 +179,10 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       // for another credential behind it (a Group's or the global one); another proxy, or none, is.
       const failedProxies = new Set<string>();
       attempts: for (const routed of ordered) {
+        // As forward-native: the Group's address failed this upgrade through the proxy `unreachedVia`
+        // (or none), so its other credentials there, by the same way, are passed over.
+        let groupUnreached = false;
+        let unreachedVia: string | undefined;
         for (const listed of pool.usable(routed.group, credentialsOf(routed.group.id), deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
           // As forward-native: a credential or Group deleted, disabled, rotated or changed during an
@@ -189,6 +194,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           if (proxy !== undefined && failedProxies.has(proxy)) continue;
           const access = await pool.accessOf(credential);
           if (access === undefined) continue;
+          if (groupUnreached && atGroupAddress(access, candidate.group) && proxy === unreachedVia) continue;
           const { secret } = access;
           if (closing) throw new DataPlaneError('shutting_down');
           if (watch.gone) break attempts;
@@ -253,11 +259,15 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
               noteAttemptRoute(log, candidate, credential);
               throw new DataPlaneError('upstream_timeout', `(${outcome.code})`);
             }
-            // As forward-native: a refused certificate is no credential's fault; no verdict, nothing
-            // was sent, and a credential at the Group's address leaves the Group.
+            // As forward-native: a connection that never opened at the Group's address (a refused
+            // certificate too) passes over the Group's other credentials there.
+            if (outcome.neverConnected === true && atGroupAddress(access, candidate.group)) {
+              groupUnreached = true;
+              unreachedVia = proxy;
+            }
+            // As forward-native: a refused certificate is no credential's fault; no verdict, and nothing was sent.
             if (outcome.certificateRefused === true) {
               lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`), candidate, credential };
-              if (access.baseUrl === null) break;
               continue;
             }
             judgedCredentials.push(await pool.apply(credential, access, verdictFor(null, undefined, settings, deps.clock()), deps.clock()));

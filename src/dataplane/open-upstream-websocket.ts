@@ -1,7 +1,7 @@
 import type { Agent, ClientRequest } from 'node:http';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { classifyUpstreamError, DEFAULT_CONNECT_TIMEOUT_MS, failedAtGateway, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, DEFAULT_CONNECT_TIMEOUT_MS, failedAtGateway, neverConnected, type GatewaySideKind, type HeaderMap, type OutgoingHeaders } from '../upstream/index.ts';
 import { SessionWebSocket } from './session-websocket.ts';
 
 /** How an upstream answered the opening handshake. */
@@ -20,9 +20,10 @@ export type HandshakeOutcome =
    * `timedOut`: the upstream was connected to and has not answered in time (overdue);
    * `notDelivered`: the upgrade request provably never reached the upstream (no connection was
    * made); `gatewaySide`: the gateway's proxy failed, not the credential; `certificateRefused`:
-   * the upstream's certificate was refused, no credential's fault either.
+   * the upstream's certificate was refused, no credential's fault either; `neverConnected`: the
+   * connection to the upstream's address never opened (see neverConnected), a refused certificate too.
    */
-  | { kind: 'failed'; timedOut: boolean; code: string; notDelivered: boolean; gatewaySide?: GatewaySideKind; certificateRefused?: boolean };
+  | { kind: 'failed'; timedOut: boolean; code: string; notDelivered: boolean; gatewaySide?: GatewaySideKind; certificateRefused?: boolean; neverConnected?: true };
 
 export interface UpstreamHandshake {
   outcome: Promise<HandshakeOutcome>;
@@ -36,7 +37,7 @@ const ANSWER_BODY_LIMIT = 1024 * 1024;
 const WS_HANDSHAKE_TIMEOUT = 'Opening handshake has timed out';
 const WS_NO_SUBPROTOCOL = 'Server sent no subprotocol';
 
-const CONNECT_TIMED_OUT: HandshakeOutcome = { kind: 'failed', timedOut: false, code: 'upstream_connect_timeout', notDelivered: true };
+const CONNECT_TIMED_OUT: HandshakeOutcome = { kind: 'failed', timedOut: false, code: 'upstream_connect_timeout', notDelivered: true, neverConnected: true };
 
 /**
  * Opens the upstream WebSocket offering the client's `protocols`; the opened socket's `protocol`
@@ -128,6 +129,7 @@ export function openUpstreamWebSocket(
         notDelivered: failure.notDelivered,
         ...(failedAtGateway(failure) ? { gatewaySide: failure.kind } : {}),
         ...(failure.certificateRefused ? { certificateRefused: true } : {}),
+        ...(neverConnected(failure) ? { neverConnected: true as const } : {}),
       });
     });
   });

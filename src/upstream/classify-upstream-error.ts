@@ -185,6 +185,15 @@ export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFa
 }
 
 /**
+ * A connection to the upstream's address that never opened: refused, no such host, out of reach,
+ * a connect (or TLS handshake) that failed or timed out, a proxy's word that the upstream is out
+ * of its reach. The address's failure, not the credential's. Not a connection lost once open.
+ */
+export function neverConnected(failure: UpstreamFailure): boolean {
+  return failure.kind === 'connect_failed' || failure.kind === 'connect_timeout';
+}
+
+/**
  * What a rejected upstream request (or a failed response body) means for failover.
  * `viaProxy`: the attempt went through a managed proxy, so a connection that failed may be the
  * proxy's rather than the upstream's.

@@ -202,26 +202,89 @@ t.test('5xx: the next credential, then the next Group by priority', async (t) =>
   t.equal((await credentialView(gw.store, low.group.id, low.credentials[0]!.id)).state, 'active');
 });
 
-t.test('connection refused: the next credential, then the next Group', async (t) => {
+t.test("connection refused at the Group's address: its other credentials there are passed over for the next Group, and tried by later requests", async (t) => {
   const upstream = await upstreamBySecret(t, {});
   const gw = await gateway(t);
   const dead = await seedGroup(gw.store, { channel: 'ch02', baseUrl: await closedPortUrl(), models: MODELS, secrets: ['sk-a', 'sk-b'], priority: 10 });
   const live = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-c'], priority: 5 });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const tried: string[] = [];
+  for (let i = 0; i < 2; i++) {
+    const { res } = await chat(gw, keyValue);
+    t.equal(res.status, 200);
+    const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+    t.match(record, {
+      group_id: String(live.group.id),
+      attempt_count: 2,
+      attempts: [
+        { group_id: String(dead.group.id), status: null, error_code: 'upstream_connect_failed' },
+        { group_id: String(live.group.id), status: 200 },
+      ],
+    });
+    tried.push(record.attempts[0]!.credential_id!);
+  }
+  t.same(upstream.secrets(), ['sk-c', 'sk-c']);
+  // The first request cooled its credential down: the second tried the other one.
+  t.same(tried.sort(), dead.credentials.map((c) => String(c.id)).sort(), 'each request tried one credential of the dead Group, a different one');
+  for (const c of dead.credentials) t.equal((await credentialView(gw.store, dead.group.id, c.id)).state, 'cooldown', 'a connection failure cools the credential tried down');
+});
+
+t.test("the Group's address refusing connections: the first request goes on to the backup Group at once, not spending its attempts on the Group's other credentials", async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  const dead = await seedGroup(gw.store, { channel: 'ch02', baseUrl: await closedPortUrl(), models: MODELS, secrets: ['sk-a', 'sk-b', 'sk-c'], priority: 10 });
+  const backup = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-d'], priority: 1 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { res } = await chat(gw, keyValue);
+  t.equal(res.status, 200, 'served by the backup Group');
+  t.same(upstream.secrets(), ['sk-d']);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, group_id: String(backup.group.id), credential_id: String(backup.credentials[0]!.id), attempt_count: 2 });
+  t.same(
+    record.attempts.map((a) => [a.group_id, a.status, a.error_code]),
+    [
+      [String(dead.group.id), null, 'upstream_connect_failed'],
+      [String(backup.group.id), 200, null],
+    ],
+  );
+  const states = await Promise.all(dead.credentials.map(async (c) => (await credentialView(gw.store, dead.group.id, c.id)).state));
+  t.same(states.sort(), ['active', 'active', 'cooldown'], 'the credential tried cools down, the ones passed over do not');
+});
+
+t.test('connection refused at a credential\'s own address: the next credential of the Group is tried', async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  // ch32's credentials carry their own base URL: each of these at a closed port of its own, the Group's address healthy.
+  const own = await seedGroup(gw.store, { channel: 'ch32', baseUrl: upstream.url, models: MODELS, secrets: ['sk-a', 'sk-b'], priority: 10 });
+  for (const [i, c] of own.credentials.entries()) await gw.store.credentials.update(own.group.id, c.id, { values: { api_key: `sk-${'ab'[i]}`, base_url: await closedPortUrl() }, secretFields: ['api_key'] });
+  const live = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-c'], priority: 5 });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
   const { res } = await chat(gw, keyValue);
   t.equal(res.status, 200);
-  t.same(upstream.secrets(), ['sk-c']);
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-  t.match(record, {
-    group_id: String(live.group.id),
-    attempt_count: 3,
-    attempts: [
-      { group_id: String(dead.group.id), credential_id: String(dead.credentials[0]!.id), status: null, error_code: 'upstream_connect_failed' },
-      { group_id: String(dead.group.id), credential_id: String(dead.credentials[1]!.id), status: null, error_code: 'upstream_connect_failed' },
-      { group_id: String(live.group.id), status: 200 },
+  t.same(
+    record.attempts.map((a) => [a.group_id, a.status, a.error_code]),
+    [
+      [String(own.group.id), null, 'upstream_connect_failed'],
+      [String(own.group.id), null, 'upstream_connect_failed'],
+      [String(live.group.id), 200, null],
     ],
-  });
-  for (const c of dead.credentials) t.equal((await credentialView(gw.store, dead.group.id, c.id)).state, 'cooldown', 'a connection failure cools the credential down');
+  );
+});
+
+t.test("the Group's address refusing connections: a credential of the Group with an address of its own is still tried", async (t) => {
+  const upstream = await upstreamBySecret(t, {});
+  const gw = await gateway(t);
+  // ch32's credentials carry a base URL, seeded as the Group's (at the Group's address): the second's is changed to a healthy one.
+  const mixed = await seedGroup(gw.store, { channel: 'ch32', baseUrl: await closedPortUrl(), models: MODELS, secrets: ['sk-a', 'sk-b', 'sk-c'] });
+  const own = mixed.credentials[1]!;
+  await gw.store.credentials.update(mixed.group.id, own.id, { values: { api_key: 'sk-b', base_url: upstream.url }, secretFields: ['api_key'] });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+  const { res } = await chat(gw, keyValue);
+  t.equal(res.status, 200);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { credential_id: String(own.id) });
+  t.ok(record.attempts.filter((a) => a.error_code === 'upstream_connect_failed').length <= 1, "at most one attempt at the Group's address");
 });
 
 t.test('attempts stop at max_attempts_per_request and the last upstream error is passed on', async (t) => {
@@ -521,10 +584,10 @@ t.test('every attempt failing to connect: 502 in the client protocol, and the lo
   t.match(record, {
     status: 502,
     error_code: 'upstream_unreachable',
-    attempt_count: 3,
+    // The first Group's other credential is at the same address: passed over.
+    attempt_count: 2,
     attempts: [
       { group_id: String(dead.group.id), credential_id: String(dead.credentials[0]!.id), status: null, error_code: 'upstream_connect_failed' },
-      { group_id: String(dead.group.id), credential_id: String(dead.credentials[1]!.id), status: null, error_code: 'upstream_connect_failed' },
       { group_id: String(dead2.group.id), credential_id: String(dead2.credentials[0]!.id), status: null, error_code: 'upstream_connect_failed' },
     ],
     group_id: String(dead2.group.id),

@@ -10,7 +10,7 @@ import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { createServer as createGateway } from '../../src/server/create-server.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startDataPlane, seedRoute } from './helpers/data-plane-harness.ts';
-import { closedPortUrl, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { closedPortUrl, eventually, seedGroup, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { gatewayWithUndecryptableCredential } from './helpers/undecryptable-credential.ts';
 import { startSocks5Server } from './helpers/socks5-server.ts';
@@ -269,16 +269,22 @@ t.test('a handshake that timed out may have reached the upstream: no second cred
   t.same((await gw.store.credentials.list(group.id)).map((c) => c.state), ['active', 'active'], 'no credential cooled down');
 });
 
-t.test('an upstream that refuses the connection saw nothing: the next credential is tried even though the operation is unsafe to replay', async (t) => {
-  const closedPort = createNetServer();
-  await new Promise<void>((r) => closedPort.listen(0, '127.0.0.1', r));
-  const port = (closedPort.address() as AddressInfo).port;
-  await new Promise<void>((r) => closedPort.close(() => r()));
-  const { gw, key, wsUrl } = await realtimeRoute(t, `http://127.0.0.1:${port}`, { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+t.test("an upstream that refuses the connection saw nothing: the next Group is tried even though the operation is unsafe to replay, not the Group's other credential at the same address", async (t) => {
+  const { gw, key, group, wsUrl } = await realtimeRoute(t, await closedPortUrl(), { upstreamKeys: ['sk-upstream-a', 'sk-upstream-b'] });
+  await gw.store.groups.update(group.id, { priority: 10 });
+  const next = await seedGroup(gw.store, { channel: 'ch03', baseUrl: await closedPortUrl(), models: [{ external: 'voice', upstream: 'voice-up' }], secrets: ['sk-upstream-c'] });
   const answer = await upgradeAnswer(wsUrl);
   t.equal(answer.status, 502);
   t.match(JSON.parse(answer.body), { error: { code: 'upstream_unreachable' } });
-  t.match(await logOf(gw, key.id, 502), { attempt_count: 2, attempts: [{ error_code: 'upstream_connect_failed' }, { error_code: 'upstream_connect_failed' }] });
+  const record = await logOf(gw, key.id, 502);
+  t.same(
+    record.attempts.map((a) => [a.group_id, a.error_code]),
+    [
+      [String(group.id), 'upstream_connect_failed'],
+      [String(next.group.id), 'upstream_connect_failed'],
+    ],
+  );
+  t.same((await gw.store.credentials.list(group.id)).map((c) => c.state).sort(), ['active', 'cooldown'], 'the credential tried cools down, the one passed over does not');
 });
 
 t.test('an unusable proxy URL already stored is the gateway\'s configuration failing: 502 proxy_misconfigured, nothing sent, no cooldown', async (t) => {
