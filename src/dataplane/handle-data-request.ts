@@ -123,8 +123,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     noteChunkedRequestId(req, requestId);
     let errorStyle: OperationEntry['error_style'] = 'completions';
     let prepared: PreparedBody | undefined;
-    // A recording key whose body was still arriving when it was routed: read again before the body is recorded.
-    let streamedUnder: StreamedUnder | undefined;
+    // A recording key whose body was still arriving when it was routed: read again when the upload ends.
+    let recordingAtUploadEnd: (() => Promise<boolean>) | undefined;
     deps.inFlight?.enter();
     try {
       const { path, search } = splitTarget(req);
@@ -207,7 +207,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       const reread = snapshot.currentAccessKey(presented!.value, key);
       // The same record is taken at once: no turn of the event loop for it.
       const current = reread === key ? key : await reread;
-      if (prepared.streamed && current?.record_request_body) streamedUnder = { presented: presented!.value, key: current };
+      if (prepared.streamed && current?.record_request_body) recordingAtUploadEnd = recordingOnceUploaded(req, snapshot, { presented: presented!.value, key: current }, deps.clock);
       if (current !== key) {
         if (!current?.record_request_body) prepared = unrecorded(prepared);
         if (prepared.cutShort) throw prepared.refusal;
@@ -309,7 +309,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     } finally {
       // A connection the shutdown cut looks to the relay like a client that left.
       if (log.error_code === 'client_closed' && deps.inFlight?.ended) cutByShutdown(log);
-      if (streamedUnder !== undefined && !(await stillRecording(snapshot, streamedUnder, deps.clock()))) prepared = unrecorded(prepared!);
+      if (recordingAtUploadEnd !== undefined && !(await recordingAtUploadEnd())) prepared = unrecorded(prepared!);
       const recorded = prepared?.recorded();
       if (recorded) log.request_body = recorded;
       log.timings.duration_ms = deps.clock() - started;
@@ -331,9 +331,22 @@ interface StreamedUnder {
 }
 
 /**
+ * Whether a body that was still arriving when it was routed is recorded, decided when its
+ * upload ends (not when the answer does, which may be long after): by stillRecording then. An
+ * upload that never ended (answered early, cut short) is decided when asked, at the request's end.
+ */
+function recordingOnceUploaded(req: IncomingMessage, snapshot: ConfigSnapshot, under: StreamedUnder, clock: () => number): () => Promise<boolean> {
+  let decided: Promise<boolean> | undefined;
+  const decide = (): Promise<boolean> => (decided ??= stillRecording(snapshot, under, clock()));
+  if (req.readableEnded) void decide();
+  else req.once('end', decide);
+  return decide;
+}
+
+/**
  * Whether a body that was still arriving when it was routed is recorded: its key, read again
- * now that the upload has ended, still records bodies, and is not deleted, rotated, disabled
- * or expired. A key that cannot be read now records none.
+ * once the upload has ended, still records bodies, and is not deleted, rotated, disabled or
+ * expired. A key that cannot be read then records none.
  */
 async function stillRecording(snapshot: ConfigSnapshot, { presented, key }: StreamedUnder, now: number): Promise<boolean> {
   try {

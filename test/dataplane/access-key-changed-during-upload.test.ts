@@ -231,3 +231,41 @@ for (const c of formChanges) {
     t.match(await onlyRecord(t, gw, key.id), { status: 200, has_request_body: c.recorded });
   });
 }
+
+// The key is read again when the upload ends, not when the answer does: a change made while the
+// upstream works on a form it has whole leaves the recording as the key had it then.
+
+/** A transcription upstream that tells when a form has reached it whole, and answers once `release` is resolved. */
+async function holdingFormUpstream(t: Test) {
+  const whole = deferred();
+  const release = deferred();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      whole.resolve();
+      void release.promise.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"ok"}'));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => {
+    release.resolve();
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, whole: whole.promise, release };
+}
+
+for (const c of formChanges.slice(1)) {
+  t.test(`a recording key ${c.name} after a form's upload ended, while the upstream works on it: the record holds the body`, async (t) => {
+    const upstream = await holdingFormUpstream(t);
+    const gw = await gateway(t);
+    const { key, keyValue } = await seedRoute(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'whisper-1', upstream: 'whisper-1' }], protocols: ['x-suite'], recordBody: true });
+    const form = Buffer.concat([FORM_HEAD, FORM_FILE, FORM_TAIL]);
+    const answered = fetch(`${gw.url}/v1/audio/transcriptions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': `multipart/form-data; boundary=${BOUNDARY}` }, body: form });
+    await withTimeout(upstream.whole, BOUND_MS, 'the form to reach the upstream whole');
+    await c.change(gw.store, key);
+    upstream.release.resolve();
+    t.equal((await withTimeout(answered, BOUND_MS, 'the answer')).status, 200);
+    t.match(await onlyRecord(t, gw, key.id), { status: 200, has_request_body: true });
+  });
+}
