@@ -3,6 +3,7 @@ import { SOCKS_CONNECT_FAILED } from './socks-connector.ts';
 import { PROXY_CONNECT_FAILED, PROXY_CONNECT_TIMEOUT } from './proxy-tunnel-pool.ts';
 import { failedAfterWritingMs, requestProgress, requestWritten } from './request-written.ts';
 import { endedReadConnection } from './reused-connection.ts';
+import { UNSUPPORTED_ANSWER_CODING } from './answer-transfer-coding.ts';
 
 export type UpstreamFailureKind =
   | 'aborted'
@@ -11,6 +12,7 @@ export type UpstreamFailureKind =
   | 'headers_timeout'
   | 'body_timeout'
   | 'connection_lost'
+  | 'answer_unreadable'
   | 'proxy_misconfigured'
   | 'proxy_unreachable'
   | 'credential_unusable'
@@ -115,6 +117,8 @@ const FAILURES: Readonly<Record<UpstreamFailureKind, UpstreamFailure>> = {
   headers_timeout: { kind: 'headers_timeout', notDelivered: false, overdue: true, code: 'upstream_timeout' },
   body_timeout: { kind: 'body_timeout', notDelivered: false, overdue: true, code: 'upstream_idle_timeout' },
   connection_lost: { kind: 'connection_lost', notDelivered: false, code: 'upstream_connection_lost' },
+  // The upstream answered, in a form the gateway's client cannot read (see isUnreadableAnswer).
+  answer_unreadable: { kind: 'answer_unreadable', notDelivered: false, code: 'upstream_answer_unreadable' },
   // The gateway's own configuration (a stored proxy URL it cannot use): no credential is to blame.
   proxy_misconfigured: { kind: 'proxy_misconfigured', notDelivered: true, code: 'proxy_misconfigured' },
   // The managed proxy is down or refused the gateway's login: the gateway's side again, not the credential's.
@@ -235,8 +239,20 @@ function classifyByCode(error: unknown, options: { viaProxy?: boolean }): Upstre
   if (name === 'AbortError' || code === 'UND_ERR_ABORTED' || code === 'ABORT_ERR') return FAILURES.aborted;
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return FAILURES.headers_timeout;
   if (code === 'UND_ERR_BODY_TIMEOUT') return FAILURES.body_timeout;
+  if (isUnreadableAnswer(code, name, message)) return FAILURES.answer_unreadable;
   if (code !== undefined && LOST_CONNECTION_CODES.has(code)) return FAILURES.connection_lost;
   return FAILURES.unknown;
+}
+
+/**
+ * undici refused the answer's head: one that breaks HTTP/1.1 (its parser's errors), a head over
+ * its size limit, two lengths that differ, a 100 Continue or 101 that nothing asked for (its
+ * `bad response` and `bad upgrade`, which would otherwise read as a connection lost, and as a
+ * stale one since it read bytes), or a transfer coding other than chunked (ExchangeHandler).
+ */
+function isUnreadableAnswer(code: string | undefined, name: unknown, message: string): boolean {
+  if (name === 'HTTPParserError' || code === 'UND_ERR_HEADERS_OVERFLOW' || code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' || code === UNSUPPORTED_ANSWER_CODING) return true;
+  return code === 'UND_ERR_SOCKET' && (message === 'bad response' || message === 'bad upgrade');
 }
 
 /**

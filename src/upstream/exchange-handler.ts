@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import type { HeaderMap } from './header-map.ts';
 import { UpstreamReply, type ReplyTransport } from './upstream-reply.ts';
 import { noteRequestWritten } from './request-written.ts';
+import { unsupportedAnswerCoding } from './answer-transfer-coding.ts';
 
 /**
  * One upstream exchange on undici's dispatch API: resolves with an UpstreamReply at the
@@ -68,6 +69,13 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: HeaderMap): void {
     // 1xx answers (100 Continue, 103 Early Hints) come before the real one.
     if (statusCode < 200 || this.#settled) return;
+    const unreadable = unsupportedAnswerCoding(headers);
+    if (unreadable !== undefined) {
+      // A failure before the answer, as undici's own of an answer it cannot parse (the reply's onResponseError is then not heard).
+      this.#fail(unreadable);
+      controller.abort(unreadable);
+      return;
+    }
     this.#settled = true;
     this.#controller = controller;
     this.#reply = new UpstreamReply(statusCode, headers, this);
@@ -95,11 +103,15 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
     if (this.#reply !== undefined && lengthOfNoBody(this.#reply.status, error)) this.#reply.pushEnd();
     else if (this.#reply !== undefined) this.#reply.pushError(error);
-    else if (!this.#settled) {
-      this.#settled = true;
-      noteRequestWritten(error, this.#started, this.#started && this.#bodyWritten(), this.#started ? performance.now() - this.#startedAt : undefined);
-      this.#reject(error);
-    }
+    else this.#fail(error);
+  }
+
+  /** Rejects the reply with a failure before its answer, noting how far the request was written. */
+  #fail(error: Error): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    noteRequestWritten(error, this.#started, this.#started && this.#bodyWritten(), this.#started ? performance.now() - this.#startedAt : undefined);
+    this.#reject(error);
   }
 }
 

@@ -1,9 +1,8 @@
-import t, { type Test } from 'tap';
-import net from 'node:net';
-import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import type net from 'node:net';
 import { request } from 'undici';
-import { startDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { clientAuthHeaders, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { COMPLETIONS, MESSAGES, rig, type Answer } from './helpers/raw-upstream.ts';
 
 // A plain (non-streamed) answer whose body breaks before its first byte reached the client is
 // answered with the gateway's 502 upstream_stream_broken in the client protocol's error shape,
@@ -11,80 +10,6 @@ import { clientAuthHeaders, createKey, seedGroup, waitForLog, withTimeout } from
 // A body that breaks after some bytes went out is still cut. A 304 (or 204) whose Content-Length
 // undici took for a body it never got ended whole; a 204 goes without that length, which undici
 // 7 (Node 22's fetch) would take for a body cut short.
-
-/** Writes `answer` to the socket of each request the raw upstream reads (whole head and body). */
-type Answer = (socket: net.Socket) => void;
-
-async function rawUpstream(t: Test, answer: Answer): Promise<{ url: string; requests: () => number }> {
-  let requests = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
-    let buffered = Buffer.alloc(0);
-    socket.on('data', (chunk) => {
-      buffered = Buffer.concat([buffered, chunk]);
-      const end = buffered.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const length = Number(/content-length:\s*(\d+)/i.exec(buffered.subarray(0, end).toString('latin1'))?.[1] ?? 0);
-      if (buffered.length < end + 4 + length) return;
-      buffered = buffered.subarray(end + 4 + length);
-      requests++;
-      answer(socket);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests: () => requests };
-}
-
-interface Style {
-  name: string;
-  protocol: string;
-  channel: string;
-  path: string;
-  body: Record<string, unknown>;
-  codeOf: (t: Test, body: unknown) => unknown;
-}
-
-const COMPLETIONS: Style = {
-  name: 'completions',
-  protocol: 'x-completions',
-  channel: 'ch02',
-  path: '/v1/chat/completions',
-  body: { model: 'team-m', messages: [{ role: 'user', content: 'hi' }] },
-  codeOf: (t, body) => {
-    t.match(body, { error: { message: String, type: String, param: null } }, 'the openai error shape');
-    return (body as { error: { code: unknown } }).error.code;
-  },
-};
-
-const MESSAGES: Style = {
-  name: 'messages',
-  protocol: 'x-messages',
-  channel: 'ch14',
-  path: '/v1/messages',
-  body: { model: 'team-m', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] },
-  codeOf: (t, body) => {
-    t.match(body, { type: 'error', error: { type: String, message: String } }, 'the messages error shape');
-    return (body as { error: { details: { error_code: unknown } } }).error.details.error_code;
-  },
-};
-
-/** The style's route with two credentials (a failover would show as a second upstream request). */
-async function rig(t: Test, style: Style, answer: Answer): Promise<{ gw: Gateway; keyValue: string; requests: () => number; send: () => Promise<Response> }> {
-  const upstream = await rawUpstream(t, answer);
-  const gw = await startDataPlane();
-  t.teardown(() => gw.close());
-  await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-first-000001', 'sk-second-00002'] });
-  const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
-  const send = () => fetch(`${gw.url}${style.path}`, { method: 'POST', headers: { ...clientAuthHeaders(style.protocol, keyValue), 'content-type': 'application/json' }, body: JSON.stringify(style.body) });
-  return { gw, keyValue, requests: upstream.requests, send };
-}
 
 const BREAKS_BEFORE_BODY: { what: string; answer: Answer }[] = [
   {

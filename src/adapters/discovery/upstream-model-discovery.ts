@@ -147,6 +147,7 @@ const FAILURE_DETAILS: Readonly<Record<UpstreamFailureKind, (timeouts: Discovery
   connect_timeout: () => 'could not connect to the upstream: the connection was not established in time',
   connect_failed: () => 'could not connect to the upstream (connection refused, host not found, TLS handshake failed, or the proxy could not reach it)',
   connection_lost: () => 'the connection to the upstream was lost before its list was read',
+  answer_unreadable: () => 'the upstream answered in a form that HTTP/1.1 does not allow or the gateway cannot read (a malformed or oversized head, or a transfer coding other than chunked)',
   credential_unusable: () => "the credential's secret holds a character an HTTP header cannot carry",
   proxy_misconfigured: () => 'the managed proxy URL cannot be used',
   proxy_unreachable: () => "the managed proxy could not be reached or refused the gateway's login",
