@@ -38,7 +38,8 @@ const USAGE_AFTER_CLIENT_LEFT_MS = 2000;
  * status, no credential header reaches the client and `secret` (the upstream's) is masked in
  * the header values; a body below 400 goes as sent (a stream compressed in a coding the gateway
  * decodes goes decoded, its events being read; a plain JSON body so compressed goes as sent,
- * decoded beside it for its usage).
+ * decoded beside it for its usage), but for the upstream's own error in a stream, and a JSON
+ * error object in place of a stream, in which `secret` is masked too.
  */
 export function deliverUpstreamResponse(upstream: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
   const { res } = options;
@@ -68,7 +69,7 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // ends, unless the answer says otherwise: a stream, or speech a player starts on as it comes,
   // must reach a client behind it as it arrives. A whole JSON answer is left to buffer.
   if (isSse || isJsonArrayStream || sniffs || (upstream.status < 300 && contentType.startsWith('audio/'))) headers['x-accel-buffering'] = 'no';
-  const relay = new RelayContext(reply, options);
+  const relay = new RelayContext(reply, options, secret);
   // A successful SSE stream's status and headers go with its first bytes, or after HEAD_HOLD_MS
   // without them: one that fails before is answered with the gateway's HTTP error, which an SDK
   // raises as such (its stream helpers expect the protocol's first event, not an error event, first).

@@ -103,6 +103,14 @@ export function maskSecretInText(text: string, secret: string): string {
   return pattern === undefined ? text : text.replace(pattern, () => masked);
 }
 
+/** The bytes with every occurrence of the upstream secret masked, as SecretMaskingStream masks them, over one chunk (a body read whole, an event). */
+export function maskSecretInBytes(bytes: Buffer, secret: string): Buffer {
+  const masking = new SecretMaskingStream(secret);
+  const head = masking.data(bytes);
+  const held = masking.end();
+  return held === undefined ? head : Buffer.concat([head, held]);
+}
+
 /**
  * Masks a secret out of a body as it streams (an UpstreamReply body map): every occurrence of
  * one of its forms (secretForms) becomes `maskedForClients(secret)`, one split across chunks

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { clientResponseHeaders, type OutgoingHeaders, type ReplyHead, type UpstreamReply } from '../upstream/index.ts';
 import { decodedReply, decodeWholeErrorBody, throwIfUndecodable } from './decode-reply-body.ts';
-import { maskSecretInHeaders, SecretMaskingStream } from './mask-upstream-secret.ts';
+import { maskSecretInBytes, maskSecretInHeaders, SecretMaskingStream } from './mask-upstream-secret.ts';
 import { drainIfBodyUnread } from './drain-if-body-unread.ts';
 import { withRequestId } from './request-id-headers.ts';
 
@@ -98,11 +98,7 @@ export function maskedUpstreamError(reply: UpstreamReply, secret: string): Upstr
 export function maskUpstreamSecret(headers: OutgoingHeaders, body: Buffer, secret: string): Buffer {
   const decoded = decodeWholeErrorBody(headers, body, ERROR_BODY_LIMIT);
   maskSecretInHeaders(headers, secret);
-  // The streamed errors' masking, over the one chunk a body read whole is.
-  const masking = new SecretMaskingStream(secret);
-  const head = masking.data(decoded);
-  const held = masking.end();
-  return held === undefined ? head : Buffer.concat([head, held]);
+  return maskSecretInBytes(decoded, secret);
 }
 
 /**

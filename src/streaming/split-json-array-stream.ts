@@ -126,6 +126,13 @@ export class JsonArrayStreamSplitter {
     return this.#takeElement();
   }
 
+  /** The element takeWhole would take, left held (its bytes may go on before its comma or `]`). */
+  peekWhole(): string | undefined {
+    if (this.boundary() !== 'after_element' || this.#skipping) return undefined;
+    const pieces = this.#element;
+    return (pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces)).toString('utf8').trim();
+  }
+
   /**
    * Where the stream stands, so that text can be appended that keeps the array valid:
    * before its `[`, inside an element, right after `[` or a comma, or after a whole element.

@@ -1,8 +1,10 @@
 import { UPSTREAM_STREAM_ERROR, withoutBom } from '../../streaming/index.ts';
 import { extractUsage, extractUsageFromBytes, extractUsageFromHead, extractUsageFromTail, type TokenUsage } from '../../usage/index.ts';
 import { classifyUpstreamError, type UpstreamBodySink } from '../../upstream/index.ts';
+import { maskSecretInBytes } from '../mask-upstream-secret.ts';
 import { idOf, parseOrUndefined } from './id-of.ts';
 import type { RelayContext } from './relay-context.ts';
+import { watchUpstreamIdle } from './stream-failure-of.ts';
 
 /** How much of a body past the capture limit is kept: its usage member is mostly last, and small. */
 const USAGE_TAIL_BYTES = 64 * 1024;
@@ -28,11 +30,18 @@ export class BodyRelay implements UpstreamBodySink {
   #tailOnly = false;
   /** Past the capture limit: the top-level usage member found in the head, if any. */
   #headUsage: TokenUsage | undefined;
+  /**
+   * A stream request answered 2xx with JSON: the body is held (in #kept) and passed on at its
+   * end, as only then is it known whether it is an error object, whose secret is masked. A
+   * body past the capture limit is no such error, and goes on as it arrives from then.
+   */
+  #holding: boolean;
 
   constructor(relay: RelayContext, isJson: boolean, done: () => void) {
     this.#relay = relay;
     this.done = done;
     if (isJson) this.#kept = [];
+    this.#holding = isJson && relay.options.streamRequested === true && relay.reply.status < 300 && relay.secret !== undefined;
     // No watcher for an answer read in one turn: one only for a body still open after it (RelayContext.flush).
     relay.watchesAfterFirstTurn = true;
     if (isJson && relay.options.usageStyle !== undefined && relay.reply.status < 300) relay.usageRelay = this;
@@ -48,14 +57,42 @@ export class BodyRelay implements UpstreamBodySink {
   }
 
   onData(chunk: Buffer): void {
+    if (this.#holding) return this.#hold(chunk);
     this.keep(chunk);
     if (this.#relay.clientOpen) this.#relay.write(chunk);
   }
 
   onEnd(): void {
+    if (this.#holding) this.#passOnHeld();
     this.endClient();
     this.readKept();
     this.done();
+  }
+
+  #hold(chunk: Buffer): void {
+    const relay = this.#relay;
+    // Nothing is flushed while held, which would make the watcher (RelayContext.flush): one that stalls is still ended at the idle timeout.
+    (relay.idle ??= watchUpstreamIdle(relay)).touch();
+    const kept = this.#kept!;
+    kept.push(chunk);
+    this.#keptBytes += chunk.length;
+    if (this.#keptBytes <= relay.options.captureLimitBytes) return;
+    this.#holding = false;
+    this.#kept = [];
+    this.#keptBytes = 0;
+    for (const held of kept) this.onData(held);
+  }
+
+  /** The held body, whole: an error object with the secret masked (and its length the masked one's), anything else as sent. */
+  #passOnHeld(): void {
+    const relay = this.#relay;
+    const kept = this.#kept!;
+    if (kept.length === 0) return;
+    const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
+    // Parsed once more by readKept: an answer in place of a stream is rare, and small when it is an error.
+    const out = holdsError(parseOrUndefined(withoutBom(body.toString('utf8')))) ? maskSecretInBytes(body, relay.secret!) : body;
+    if (out !== body) relay.resizeHeldBody(out.length);
+    if (relay.clientOpen) relay.write(out);
   }
 
   /** Keeps `chunk` of the body read for usage: all of it up to the capture limit, past it the tail. */
@@ -110,14 +147,15 @@ export class BodyRelay implements UpstreamBodySink {
 
   onError(error: Error): void {
     this.#relay.idle?.stop();
-    // The idle watcher ended it (upstream_idle_timeout, client_stalled): already recorded. The
+    // The idle watcher ended it (upstream_idle_timeout, client_stalled): already recorded, and
+    // the code a body held for its end (#hold) is answered with. The
     // shutdown's grace ran out and cut the body: the gateway stopped it, not the upstream. A body
     // that went silent past undici's body timeout (one silent before its first bytes, which no
     // watcher watches) is the upstream's stall, not a break. Before its first byte (its head
     // still held) it is answered with the gateway's HTTP error; after, a plain body cannot carry
     // an error event: the client's connection is cut.
     const relay = this.#relay;
-    const code = relay.options.inFlight?.ended ? 'shutting_down' : classifyUpstreamError(error).kind === 'body_timeout' ? 'upstream_idle_timeout' : 'upstream_stream_broken';
+    const code = relay.outcome.streamFailure ?? (relay.options.inFlight?.ended ? 'shutting_down' : classifyUpstreamError(error).kind === 'body_timeout' ? 'upstream_idle_timeout' : 'upstream_stream_broken');
     relay.fail(code);
     if (relay.outcome.streamFailure !== code || !relay.answerFailure(code)) relay.res.destroy();
     this.done();

@@ -4,6 +4,7 @@ import type { IdleWatcher, StreamErrorStyle } from '../../streaming/index.ts';
 import type { TokenUsage, UsageStyle } from '../../usage/index.ts';
 import type { OutgoingHeaders, UpstreamReply } from '../../upstream/index.ts';
 import { drainIfBodyUnread } from '../drain-if-body-unread.ts';
+import { SecretMaskingStream } from '../mask-upstream-secret.ts';
 import type { StreamEndStyle } from './final-stream-event.ts';
 import type { InFlightRequests } from '../in-flight-requests.ts';
 import { NO_RETRY } from '../retry-hints.ts';
@@ -87,6 +88,8 @@ export class RelayContext {
   readonly res: ServerResponse;
   readonly reply: UpstreamReply;
   readonly options: DeliveryOptions;
+  /** The secret the upstream was sent (undefined for an answer already masked): masked out of its own error (maskFromHere). */
+  readonly secret: string | undefined;
   /** A stream relay's idle watcher: held while the client's buffer is full, so that a client reading slowly is not taken for a silent upstream. */
   idle: IdleWatcher | undefined;
   /**
@@ -117,11 +120,28 @@ export class RelayContext {
   #heldHead: OutgoingHeaders | undefined;
   /** Sends the held headers when the first bytes are late (see releaseHeadAfter); made only then. */
   #headTimer: NodeJS.Timeout | undefined;
+  /** Masks what is written from the upstream's own error on (maskFromHere); made only then. */
+  #masking: SecretMaskingStream | undefined;
 
-  constructor(reply: UpstreamReply, options: DeliveryOptions) {
+  constructor(reply: UpstreamReply, options: DeliveryOptions, secret?: string) {
     this.reply = reply;
     this.options = options;
     this.res = options.res;
+    this.secret = secret;
+  }
+
+  /**
+   * The upstream's own error (an error event, an error element) is written next: it and all
+   * written after it have the secret masked, as an error answer's body has. Successful events
+   * before it are not scanned: masking every stream would cost every read.
+   */
+  maskFromHere(): void {
+    if (this.secret !== undefined) this.#masking ??= new SecretMaskingStream(this.secret);
+  }
+
+  /** A held head's length, for a body masked before its first byte went out (an answer whose head went out has no length). */
+  resizeHeldBody(length: number): void {
+    if (this.#heldHead?.['content-length'] !== undefined) this.#heldHead['content-length'] = String(length);
   }
 
   /**
@@ -177,7 +197,8 @@ export class RelayContext {
 
   write(data: Buffer | string): void {
     this.markFirstByte();
-    this.#queued.push(typeof data === 'string' ? Buffer.from(data) : data);
+    const bytes = typeof data === 'string' ? Buffer.from(data) : data;
+    this.#queued.push(this.#masking === undefined ? bytes : this.#masking.data(bytes));
     if (this.#flushScheduled) return;
     this.#flushScheduled = true;
     queueMicrotask(() => this.flush());
@@ -208,6 +229,9 @@ export class RelayContext {
   /** Ends the client's response with whatever is still queued. */
   end(): void {
     this.#stopHeadTimer();
+    // A tail the masking held, as it may have begun the secret: nothing more comes to finish it.
+    const held = this.#masking?.end();
+    if (held !== undefined) this.#queued.push(held);
     const data = this.#take();
     if (this.res.writableEnded || this.res.destroyed) return;
     if (this.#heldHead !== undefined) this.#writeHead(this.#heldHead);

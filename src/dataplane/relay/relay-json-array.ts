@@ -40,15 +40,21 @@ export class JsonArrayRelay extends StreamRelay {
     if (this.#plainBody !== undefined) return this.#plainBody.onData(chunk);
     if (!this.#framingKnown && this.#opensPlainBody(chunk)) return this.#relayAsBody(chunk);
     this.idle.touch();
-    for (const element of this.#splitter.push(chunk)) this.#inspect(element);
+    const elements = this.#splitter.push(chunk);
+    if (this.usage !== undefined) for (const element of elements) this.usage.push(element);
     const cut = this.#splitter.cut;
     if (cut === -1) return this.#hold(chunk);
     this.#passingLargeElement = false;
     const whole = cut === chunk.length ? chunk : chunk.subarray(0, cut);
-    if (this.#held.length === 0) this.#passOn(whole);
+    if (this.#held.length > 0) this.#held.push(whole);
+    const out = this.#held.length === 0 ? whole : Buffer.concat(this.#held, this.#heldBytes + whole.length);
+    const error = this.upstreamErrors === undefined ? -1 : this.#upstreamErrorIn(out, elements);
+    if (error === -1) this.#passOn(out);
     else {
-      this.#held.push(whole);
-      this.#passOn(Buffer.concat(this.#held, this.#heldBytes + whole.length));
+      // The elements before the upstream's error element go as they are; it and all after it masked.
+      if (error > 0) this.#passOn(out.subarray(0, error));
+      this.upstreamErrorSeen();
+      this.#passOn(error > 0 ? out.subarray(error) : out);
     }
     this.#held = [];
     this.#heldBytes = 0;
@@ -83,7 +89,9 @@ export class JsonArrayRelay extends StreamRelay {
   // An element is only handed over at the comma or `]` after it; one the client got whole before a stall or break still counts.
   protected override readHeld(): void {
     const element = this.#splitter.takeWhole();
-    if (element !== undefined) this.#inspect(element);
+    if (element === undefined) return;
+    // Its bytes went on at its closing bracket: were it an error, #upstreamErrorIn found it then.
+    this.usage?.push(element);
   }
 
   protected override completed(): boolean {
@@ -147,9 +155,22 @@ export class JsonArrayRelay extends StreamRelay {
     if (this.relay.clientOpen) this.relay.write(bytes);
   }
 
-  #inspect(element: string): void {
-    this.usage?.push(element);
-    const errors = this.upstreamErrors;
-    if (errors !== undefined && errors.mayHold(element) && errors.isErrorData(element)) this.upstreamErrorSeen();
+  /**
+   * Where in `bytes` (a read's whole elements, about to be passed on) the upstream's own error
+   * element starts; -1 when none is. An element's bytes go on once its closing bracket came,
+   * before the comma or `]` that hands it over: one still held whole (the splitter's) is looked
+   * into with those handed over, so that an error element is found before its bytes go on.
+   */
+  #upstreamErrorIn(bytes: Buffer, elements: readonly string[]): number {
+    const errors = this.upstreamErrors!;
+    if (errors.candidateIn(bytes) === -1) return -1;
+    const held = this.#splitter.peekWhole();
+    for (const element of held === undefined ? elements : [...elements, held]) {
+      if (!errors.isErrorData(element)) continue;
+      const at = bytes.indexOf(element);
+      // Not found: text the bytes did not decode to; then all of them are masked.
+      return at === -1 ? 0 : at;
+    }
+    return -1;
   }
 }

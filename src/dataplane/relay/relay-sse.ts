@@ -69,7 +69,7 @@ export class SseRelay extends StreamRelay {
     if (rest === undefined) return;
     if (this.#passingLargeEvent) return this.#passOn(rest);
     // The upstream's own error event ends the stream as the upstream's, not as a break.
-    this.#noteUpstreamError(rest);
+    if (this.#isUpstreamError(rest)) this.upstreamErrorSeen();
     this.#rest = rest;
   }
 
@@ -123,13 +123,29 @@ export class SseRelay extends StreamRelay {
     return !this.#passingLargeEvent && last !== undefined && (last === this.#largeFinalEnd || endsWithFinalEvent(style, last));
   }
 
-  /** Notes an event that is the upstream's own error event (once seen, none is looked for). */
-  #noteUpstreamError(event: Buffer): void {
+  /** Whether an event is the upstream's own error event (once one was seen, none is looked for). */
+  #isUpstreamError(event: Buffer): boolean {
     const errors = this.upstreamErrors;
-    if (errors !== undefined && errors.candidateIn(event) !== -1 && errors.isErrorEvent(event.toString('utf8'))) this.upstreamErrorSeen();
+    return errors !== undefined && errors.candidateIn(event) !== -1 && errors.isErrorEvent(event.toString('utf8'));
   }
 
+  /** Where among `events` the upstream's own error event is; -1 when none is (or one was seen before). */
+  #upstreamErrorAmong(events: Buffer[]): number {
+    if (this.upstreamErrors === undefined) return -1;
+    for (let i = 0; i < events.length; i++) if (this.#isUpstreamError(events[i]!)) return i;
+    return -1;
+  }
+
+  /** Events that may hold the upstream's own error event: those before it go as they are, it and those after it masked (upstreamErrorSeen). */
   #forward(events: Buffer[]): void {
+    const at = this.#upstreamErrorAmong(events);
+    if (at === -1) return this.#forwardEvents(events);
+    if (at > 0) this.#forwardEvents(events.slice(0, at));
+    this.upstreamErrorSeen();
+    this.#forwardEvents(at > 0 ? events.slice(at) : events);
+  }
+
+  #forwardEvents(events: Buffer[]): void {
     const { options } = this.relay;
     let kept: Buffer[] | undefined;
     let dropped = false;
@@ -138,7 +154,6 @@ export class SseRelay extends StreamRelay {
     for (let i = kept === undefined ? 0 : 1; i < events.length; i++) {
       const event = events[i]!;
       if (options.streamStyle === 'responses' && event.includes(SEQUENCE_MARK)) this.#lastSequenced = event;
-      this.#noteUpstreamError(event);
       dropped = this.#mayCarry(event) && !this.#inspect(event.toString('utf8'));
       if (dropped) kept ??= events.slice(0, i);
       else kept?.push(event);
@@ -152,17 +167,26 @@ export class SseRelay extends StreamRelay {
     this.relay.write(bytes);
   }
 
+  /** A block (see #forwardBlockEvents) that may hold the upstream's own error event: the events before it go as they are, it and those after it masked (upstreamErrorSeen). */
+  #forwardBlock(block: Buffer): void {
+    const at = this.upstreamErrors === undefined ? -1 : this.#upstreamErrorIn(block);
+    if (at === -1) return this.#forwardBlockEvents(block);
+    // The block's parts are whole events: each is a block of its own.
+    if (at > 0) this.#forwardBlockEvents(block.subarray(0, at));
+    this.upstreamErrorSeen();
+    this.#forwardBlockEvents(at > 0 ? block.subarray(at) : block);
+  }
+
   /**
    * Whole events with LF line ends (pushBlock's), most chunks of a stream: only the events a
    * marker is found in are cut out and inspected; the rest goes on as the block's own bytes.
    */
-  #forwardBlock(block: Buffer): void {
+  #forwardBlockEvents(block: Buffer): void {
     const { options, outcome } = this.relay;
     if (options.streamStyle === 'responses') {
       const at = block.lastIndexOf(SEQUENCE_MARK);
       if (at !== -1) this.#lastSequenced = block.subarray(eventStart(block, at), eventEnd(block, at));
     }
-    if (this.upstreamErrors !== undefined) this.#findUpstreamError(block);
     // The [start, end) ranges of the block to pass on, when an event is dropped.
     let kept: number[] | undefined;
     let from = 0;
@@ -191,15 +215,17 @@ export class SseRelay extends StreamRelay {
     this.relay.write(out);
   }
 
-  /** Looks into the block's events that may be the upstream's own error event. */
-  #findUpstreamError(block: Buffer): void {
+  /** Where in the block the upstream's own error event starts, looking only into the events a raw name stands in; -1 when none is. */
+  #upstreamErrorIn(block: Buffer): number {
     const errors = this.upstreamErrors!;
     let at = errors.candidateIn(block);
     while (at !== -1) {
+      const start = eventStart(block, at);
       const end = eventEnd(block, at);
-      if (errors.isErrorEvent(block.toString('utf8', eventStart(block, at), end))) return this.upstreamErrorSeen();
+      if (errors.isErrorEvent(block.toString('utf8', start, end))) return start;
       at = errors.candidateIn(block, end);
     }
+    return -1;
   }
 
   /** Passes on part of an event too large to hold: an event's bytes, kept for completed() unparsed (they may start mid-line). */

@@ -17,7 +17,7 @@ export const MAX_HELD_EVENT_BYTES = 16 * 1024 * 1024;
  * What the stream relays share: usage accumulated event by event, an idle watcher that breaks
  * off a silent upstream, an ending that writes the protocol's error element when the
  * gateway broke the stream off and the client is still there, and the record of an error
- * event the upstream sent itself (passed on as sent).
+ * event the upstream sent itself (passed on with the upstream's secret masked).
  */
 export abstract class StreamRelay implements UpstreamBodySink {
   protected readonly relay: RelayContext;
@@ -69,10 +69,14 @@ export abstract class StreamRelay implements UpstreamBodySink {
     this.#finish();
   }
 
-  /** The upstream sent its own error event: the stream ends as the upstream ends it, but failed. */
+  /**
+   * The upstream sent its own error event, which is written next: the stream ends as the
+   * upstream ends it, but failed, and the secret it may echo is masked from that event on.
+   */
   protected upstreamErrorSeen(): void {
     this.#upstreamErrorSeen = true;
     this.upstreamErrors = undefined;
+    this.relay.maskFromHere();
   }
 
   /**

@@ -39,16 +39,6 @@ export class UpstreamErrorDetector {
     return first;
   }
 
-  /** candidateIn for decoded text (a JSON-array element). */
-  mayHold(text: string): boolean {
-    for (const mark of this.#marks) {
-      for (let at = mark.indexInText(text); at !== -1; at = mark.indexInText(text, at + 1)) {
-        if (this.#standsInPlace((i) => text.charCodeAt(i), at, mark.length)) return true;
-      }
-    }
-    return false;
-  }
-
   /** Whether an SSE event's text is an error event. */
   isErrorEvent(text: string): boolean {
     const data = sseEventData(text);
