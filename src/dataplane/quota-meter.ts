@@ -1,5 +1,5 @@
 import type { OperationEntry } from '../generated/index.ts';
-import { nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, quotaReachedDetail, type QuotaLine, type QuotaStatus, type QuotaUsage } from '../management/quota.ts';
+import { firstReachedLine, nextPeriodStart, nothingUsed, periodStart, quotaHasLimits, quotaLines, quotaReachedDetail, type QuotaLine, type QuotaStatus, type QuotaUsage } from '../management/quota.ts';
 import type { LogReader, LogRecord } from '../store/log-store.ts';
 import type { AccessKeyRecord, QuotaPeriod } from '../store/records.ts';
 import { addCost } from '../usage/index.ts';
@@ -129,15 +129,7 @@ export class QuotaMeter {
     const meter = await this.#loadedMeter(key, now);
     const held = this.#held(key.id, meter);
     const lines = quotaLines(key.quota, withPlaces(meter.total, held?.admissions.size ?? 0), withPlaces(meter.period, held?.period ?? 0));
-    return { exceeded: lines.some((l) => l.used >= l.limit), lines };
-  }
-
-  /** The first limit the key has reached, requests in flight included, if any. */
-  async exceeded(key: AccessKeyRecord, now: number): Promise<QuotaLine | undefined> {
-    if (!quotaHasLimits(key.quota)) return undefined;
-    const meter = await this.#loadedMeter(key, now);
-    const held = this.#held(key.id, meter);
-    return firstReached(key, meter, held?.admissions.size ?? 0, held?.period ?? 0);
+    return { exceeded: firstReachedLine(lines) !== undefined, lines };
   }
 
   /**
@@ -305,7 +297,7 @@ export function answersToRequestLimitsOnly(op: Pick<OperationEntry, 'counts_toke
 
 /** The first line reached, with `total` and `period` places in flight added to the requests; only requests lines unless `usesTokens`. */
 function firstReached(key: AccessKeyRecord, meter: Meter, total: number, period: number, usesTokens = true): QuotaLine | undefined {
-  return quotaLines(key.quota!, withPlaces(meter.total, total), withPlaces(meter.period, period)).find((l) => l.used >= l.limit && (usesTokens || l.metric === 'requests'));
+  return firstReachedLine(quotaLines(key.quota!, withPlaces(meter.total, total), withPlaces(meter.period, period)), usesTokens);
 }
 
 /** Usage with `places` requests in flight counted as requests. */

@@ -90,5 +90,13 @@ export async function quotaStatus(key: AccessKeyRecord, logs: LogReader, now: nu
   const total = quota.total ? await logs.keyUsage(key.id) : nothingUsed();
   const period = pp ? await logs.keyUsage(key.id, periodStart(pp.period, now)) : nothingUsed();
   const lines = quotaLines(quota, total, period);
-  return { exceeded: lines.some((l) => l.used >= l.limit), lines };
+  return { exceeded: firstReachedLine(lines) !== undefined, lines };
+}
+
+/**
+ * The first limit reached among `lines` (only requests lines unless `usesTokens`): the one a
+ * request is refused by, which the data plane's refusal and route inspection both name.
+ */
+export function firstReachedLine(lines: readonly QuotaLine[], usesTokens = true): QuotaLine | undefined {
+  return lines.find((l) => l.used >= l.limit && (usesTokens || l.metric === 'requests'));
 }

@@ -2,6 +2,7 @@ import t from 'tap';
 import { QuotaMeter } from '../../src/dataplane/quota-meter.ts';
 import { openLogStore, tokenRecord as log } from './helpers/key-usage-stores.ts';
 import type { AccessKeyRecord } from '../../src/store/records.ts';
+import { reachedLine } from './helpers/quota-reached.ts';
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -20,6 +21,6 @@ for (const kind of ['sqlite', 'worker'] as const) {
     await meter.load(k, now);
     t.equal(meter.sessionOver(k, now, startedAt, 16, 0), undefined, '84 + 16 of the last hour\'s 100');
     t.match(meter.sessionOver(k, now, startedAt, 17, 0), { scope: 'per_period', metric: 'tokens', used: 101 }, '84 + 17 goes past it');
-    t.equal(await meter.exceeded(k, now), undefined, 'the new hour: 50 of 100');
+    t.equal(await reachedLine(meter, k, now), undefined, 'the new hour: 50 of 100');
   });
 }

@@ -7,7 +7,7 @@ import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { AccessKeyStore, CredentialStore, GroupStore } from '../../store/config-store.ts';
 import type { LogReader } from '../../store/log-store.ts';
 import type { AccessKeyRecord, CredentialView } from '../../store/records.ts';
-import { quotaReachedDetail, quotaStatus, type QuotaStatus } from '../quota.ts';
+import { firstReachedLine, quotaReachedDetail, quotaStatus, type QuotaStatus } from '../quota.ts';
 
 export interface InspectInput {
   protocol: string;
@@ -124,7 +124,7 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
           : null;
   let reason: string | null = keyReason;
   // The data plane's words for the limit it refuses by (the first reached, as its meter finds it).
-  const reached = reason === 'quota_exceeded' && quota !== null && quota !== 'not_evaluated' ? quota.lines.find((l) => l.used >= l.limit) : undefined;
+  const reached = reason === 'quota_exceeded' && quota !== null && quota !== 'not_evaluated' ? firstReachedLine(quota.lines) : undefined;
   let detail: string | null = reached ? quotaReachedDetail(reached) : null;
   if (reason === null && !candidates.some((c) => c.included)) {
     if (uncredentialed.size > 0) {
