@@ -41,7 +41,8 @@ for (const via of ['an HTTP proxy that never answers CONNECT', 'an https upstrea
 t.test('a client that leaves while the Group\'s proxy holds the CONNECT gets its record at once: client_closed, no cooldown', async (t) => {
   const silent = await startBrokenProxy('silent');
   t.teardown(() => silent.close());
-  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => void res.end('{}'));
+  // A connect timeout the test never reaches: the record can only come from the client's leaving.
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => void res.end('{}'), { upstreamOptions: { connectTimeoutMs: LONG_CONNECT_TIMEOUT_MS } });
   const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-upstream-1', 'sk-upstream-2'] });
   await gw.store.groups.update(group.id, { proxy_url: silent.url });
 

@@ -12,7 +12,7 @@ import { openLowdbConfigStore } from '../../../src/store/lowdb/index.ts';
 import { openSqliteLogStore } from '../../../src/store/logs/index.ts';
 import type { ConfigStore } from '../../../src/store/config-store.ts';
 import type { SqliteLogStore } from '../../../src/store/logs/index.ts';
-import { UpstreamClient } from '../../../src/upstream/index.ts';
+import { UpstreamClient, type UpstreamClientOptions } from '../../../src/upstream/index.ts';
 import type { Clock } from '../../../src/store/clock.ts';
 
 export interface RecordedUpstreamRequest {
@@ -59,10 +59,11 @@ export interface Gateway {
 }
 
 /**
- * The data plane's options, the clock it reads (the system's unless a test moves its own), and
- * how long the store holds cooldown verdicts before writing them (its default unless given).
+ * The data plane's options, the clock it reads (the system's unless a test moves its own), how
+ * long the store holds cooldown verdicts before writing them (its default unless given), and its
+ * upstream client's options (the defaults unless given).
  */
-export type DataPlaneHarnessOptions = Partial<DataPlaneOptions> & { clock?: Clock; cooldownFlushMs?: number };
+export type DataPlaneHarnessOptions = Partial<DataPlaneOptions> & { clock?: Clock; cooldownFlushMs?: number; upstreamOptions?: UpstreamClientOptions };
 
 /** A substitute upstream and the data plane in front of it, both stopped when the test ends. */
 export async function startUpstreamAndDataPlane(
@@ -83,14 +84,14 @@ export async function startUpstreamAndDataPlane(
 const HANDLERS_SETTLE_MS = 5000;
 
 /** The real data plane with real stores in a temporary data directory, on 127.0.0.1. */
-export async function startDataPlane({ clock = Date.now, cooldownFlushMs, ...options }: DataPlaneHarnessOptions = {}): Promise<Gateway> {
+export async function startDataPlane({ clock = Date.now, cooldownFlushMs, upstreamOptions, ...options }: DataPlaneHarnessOptions = {}): Promise<Gateway> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'switchyard-dp-'));
   // As the server's mount has it: bodies spool inside the gateway's own data directory.
   const spoolDir = path.join(dataDir, 'spool');
   mkdirSync(spoolDir, { mode: 0o700 });
   const store = await openLowdbConfigStore(dataDir, cooldownFlushMs === undefined ? {} : { cooldownFlushMs });
   const logs = openSqliteLogStore(dataDir);
-  const upstream = new UpstreamClient();
+  const upstream = new UpstreamClient(upstreamOptions);
   const inFlight = new InFlightRequests();
   const deps = { store, logs, upstream, clock, inFlight, options: { ...DEFAULT_DATA_PLANE_OPTIONS, spoolDir, ...options } };
   const handler = createDataPlaneHandler(deps);
