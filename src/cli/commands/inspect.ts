@@ -12,6 +12,7 @@ import { runningHolder } from '../../server/data-dir-lock.ts';
 import { CliError } from '../cli-error.ts';
 import { parseDecimalOption } from '../parse-decimal-option.ts';
 import { postJson, type TextAnswer } from '../post-json.ts';
+import { protocolOption } from '../protocol-option.ts';
 import { requiredOptions } from '../required-options.ts';
 
 const USAGE = 'usage: switchyard inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL [--timeout SECONDS]]';
@@ -45,7 +46,7 @@ export async function runInspect(argv: string[], env: Readonly<Record<string, st
   });
   // Checked before any work, as usage errors (exit 2): the id by its digits, the protocol against the manifests.
   const accessKeyId = parseDecimalOption('access-key', 'an AccessKey id', accessKey, 1, Number.MAX_SAFE_INTEGER);
-  if (!(PROTOCOL_IDS as readonly string[]).includes(protocol)) throw new CliError(`--protocol must be one of ${PROTOCOL_IDS.join(', ')}, not "${protocol}"\n${USAGE}`);
+  protocolOption(protocol, USAGE);
   if (values.url !== undefined && values.data !== undefined) throw new CliError(`--data and --url exclude each other\n${USAGE}`);
   if (values.timeout !== undefined && values.url === undefined) throw new CliError(`--timeout applies to --url only\n${USAGE}`);
   const timeoutS = values.timeout === undefined ? DEFAULT_TIMEOUT_S : parseDecimalOption('timeout', 'the seconds to wait for the server', values.timeout, 1, 3600);

@@ -3,6 +3,7 @@ import { resolve, type Resolution } from '../../engine/index.ts';
 import { unservedReason } from '../../dataplane/served-route.ts';
 import { CHANNEL_IDS, PROTOCOL_IDS, PROTOCOLS, type ProtocolId } from '../../generated/index.ts';
 import { CliError } from '../cli-error.ts';
+import { protocolOption } from '../protocol-option.ts';
 import { requiredOptions } from '../required-options.ts';
 
 const USAGE = 'usage: switchyard resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]';
@@ -38,8 +39,7 @@ export function runResolve(argv: string[]): number {
  * for inspect: the engine's unknown_* answer would exit 1 like a refusal of a real cell.
  */
 function checkDeclared(protocol: string, operation: string, channel: string): void {
-  if (!Object.hasOwn(PROTOCOLS, protocol)) throw new CliError(`--protocol must be one of ${PROTOCOL_IDS.join(', ')}, not "${protocol}"\n${USAGE}`);
-  const operations: readonly string[] = PROTOCOLS[protocol as ProtocolId].operations;
+  const operations: readonly string[] = PROTOCOLS[protocolOption(protocol, USAGE)].operations;
   if (!operations.includes(operation)) throw new CliError(`--operation of ${protocol} must be one of ${operations.join(', ')}, not "${operation}"\n${USAGE}`);
   if (!(CHANNEL_IDS as readonly string[]).includes(channel)) throw new CliError(`--channel must be one of ${CHANNEL_IDS[0]} to ${CHANNEL_IDS.at(-1)}, not "${channel}"\n${USAGE}`);
 }
