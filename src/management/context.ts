@@ -6,11 +6,11 @@ import type { SchemaValidator } from '../http/schema-validator.ts';
 import type { Clock } from '../store/clock.ts';
 import type { ConfigStore } from '../store/config-store.ts';
 import type { LogReader } from '../store/log-store.ts';
-import type { AccessKeyRecord, Settings } from '../store/records.ts';
+import type { Settings } from '../store/records.ts';
 import type { CredentialFlowProvider } from './credential-flows.ts';
 import type { ModelDiscovery } from './model-discovery.ts';
 import type { PriceCatalogEntry } from './price-catalog.ts';
-import type { QuotaStatus } from './quota.ts';
+import type { QuotaOf } from './quota.ts';
 
 export interface RequestLogHealth {
   /** Records appended but not yet written. */
@@ -49,7 +49,7 @@ export interface ManagementDeps {
    * A key's quota as the data plane's meter weighs it (requests in flight hold their places);
    * without it, read from `logs`.
    */
-  quotaStatus?: (key: AccessKeyRecord, now: number) => Promise<QuotaStatus | null>;
+  quotaOf?: QuotaOf;
   /** What /api/health shows of the request-log pipeline; without it, zeros. */
   requestLogHealth?: () => RequestLogHealth;
   /** Provided by the adapters; without it stages wait for a manual import. */

@@ -14,6 +14,9 @@ export interface QuotaStatus {
   lines: QuotaLine[];
 }
 
+/** A key's quota status at `now`, as one source weighs it (the data plane's meter, or the usage store). */
+export type QuotaOf = (key: AccessKeyRecord, now: number) => Promise<QuotaStatus | null>;
+
 /** Start (epoch ms, UTC) of the quota period containing `now`; weeks start on Monday. */
 export function periodStart(period: QuotaPeriod, now: number): number {
   const d = new Date(now);

@@ -164,7 +164,7 @@ export async function createServer(options: ServerOptions): Promise<RunningServe
       credentialFlows: options.credentialFlows,
       settingsSaved: (saved) => keepAlive.apply(saved),
       // The data plane's meter (one per log store): inspection counts the requests in flight as it does.
-      quotaStatus: (key, now) => quotaMeterFor(openLogs).status(key, now),
+      quotaOf: (key, now) => quotaMeterFor(openLogs).status(key, now),
       requestLogHealth: () => ({ buffered: openLogs.buffered ?? 0, buffered_bytes: openLogs.bufferedBytes ?? 0, dropped: openLogs.dropped ?? 0, bodies_dropped: openLogs.bodiesDropped ?? 0 }),
     };
     const management = createManagementApp(deps, { authKey: source.authKey, lockout: new Lockout(clock, options.lockoutPolicy) });

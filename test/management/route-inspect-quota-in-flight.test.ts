@@ -6,7 +6,7 @@ import { startUpstream } from '../dataplane/helpers/data-plane-harness.ts';
 import { seedAccessKey, startGateway } from './support/gateway.ts';
 
 // A request in flight holds its place toward its key's requests limit (the data plane's quota
-// meter refuses the next one): route inspection weighs the key as that meter does.
+// meter refuses the next one): route inspection, and the key's /api/home, weigh the key as that meter does.
 
 t.test('inspection while the only request a quota allows is in flight: quota_exceeded, as the data plane answers', async (t) => {
   const held: ServerResponse[] = [];
@@ -40,6 +40,8 @@ t.test('inspection while the only request a quota allows is in flight: quota_exc
   t.match(await inspect(), { routable: false, reason_code: 'quota_exceeded', detail: 'Total requests limit 1 reached.', access_key: { quota: { exceeded: true, lines: [{ metric: 'requests', limit: 1, used: 1 }] } } }, 'inspection agrees');
 
   t.ok(refused.error.message.endsWith('Total requests limit 1 reached.'), 'the detail is the data plane\'s own');
+  const home = await gw.api('GET', '/api/home', { token: key.value });
+  t.match(home.json.data.quota, { exceeded: true, lines: [{ metric: 'requests', limit: 1, used: 1 }] }, "the key's own /api/home weighs it as the data plane does");
 
   held[0]!.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'c1', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
   t.equal((await first).status, 200);

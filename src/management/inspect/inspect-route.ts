@@ -6,8 +6,8 @@ import { PROTOCOLS, type ProtocolId } from '../../generated/index.ts';
 import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { AccessKeyStore, CredentialStore, GroupStore } from '../../store/config-store.ts';
 import type { LogReader } from '../../store/log-store.ts';
-import type { AccessKeyRecord, CredentialView } from '../../store/records.ts';
-import { firstReachedLine, quotaReachedDetail, quotaStatus, type QuotaStatus } from '../quota.ts';
+import type { CredentialView } from '../../store/records.ts';
+import { firstReachedLine, quotaReachedDetail, quotaStatus, type QuotaOf, type QuotaStatus } from '../quota.ts';
 
 export interface InspectInput {
   protocol: string;
@@ -25,7 +25,7 @@ export interface InspectSources {
    * The running data plane's view of a key's quota (its meter, with the requests in flight);
    * without it (offline) the quota is read from `logs`.
    */
-  quotaOf?: (key: AccessKeyRecord, now: number) => Promise<QuotaStatus | null>;
+  quotaOf?: QuotaOf;
   now: number;
 }
 

@@ -14,8 +14,8 @@ export function routeInspectRoutes(deps: ManagementDeps): RouteDef[] {
       body: inspectSchema,
       async handle(_ctx, body) {
         const { store } = deps;
-        const { quotaStatus } = deps;
-        const quotaOf = quotaStatus && ((key: AccessKeyRecord, now: number) => answered(quotaStatus(key, now)));
+        const meter = deps.quotaOf;
+        const quotaOf = meter && ((key: AccessKeyRecord, now: number) => answered(meter(key, now)));
         return { data: await inspectRoute({ groups: store.groups, credentials: store.credentials, accessKeys: store.accessKeys, logs: deps.logs, ...(quotaOf ? { quotaOf } : {}), now: deps.clock() }, body) };
       },
     }),
