@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { OperationEntry } from '../generated/index.ts';
 import type { StreamErrorStyle } from '../streaming/index.ts';
-import { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, neverConnected, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
+import { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, failedAtProxy, neverConnected, upstreamRequestHeaders, type OutgoingHeaders, type UpstreamClient, type UpstreamExchange, type UpstreamReply } from '../upstream/index.ts';
 import { asksStreamUsage, type TokenUsage, type UsageStyle } from '../usage/index.ts';
 import type { AttemptRecord } from '../store/logs/index.ts';
 import type { CredentialView, Settings } from '../store/records.ts';
@@ -10,6 +10,7 @@ import { attemptTargetNow, type Candidate } from './plan-candidates.ts';
 import type { ConfiguredCredential } from './config-snapshot.ts';
 import { verdictFor, type CredentialAccess, type CredentialPool, type VerdictCooldowns } from './credential-pool.ts';
 import { atGroupAddress } from './group-address.ts';
+import { UnreachedTargets } from './unreached-targets.ts';
 import type { CredentialTurn } from './credential-rotation.ts';
 import { REFUSAL_REASONS } from '../engine/index.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -262,14 +263,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
    * deps.streamOptionsRefusals): not counted against maxAttempts either.
    */
   let optionsResends = 0;
-  /**
-   * Managed proxies that failed this request at the gateway's side (proxy_unreachable,
-   * proxy_misconfigured): the credentials behind the same one (a Group's or the global proxy)
-   * are passed over without an attempt. They would fail the same way and spend
-   * max_attempts_per_request before a Group behind another proxy, or none, had its turn.
-   * Made on the first such failure: the usual request makes none.
-   */
-  let failedProxies: Set<string> | undefined;
+  /** The proxies and Group address that failed this request (see UnreachedTargets): made on the first such failure, the usual request makes none. */
+  let unreached: UnreachedTargets | undefined;
   /** Attempts that count: against maxAttempts, and for the last answer's hint (a resend asked no other credential). */
   const counted = () => attempts.length - renewals - optionsResends;
   /** No further attempt may be made. */
@@ -282,13 +277,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
       // Nothing more will be tried: a Group's rotation is not moved a turn it does not use.
       if (routed !== resumed?.candidate && spent()) break;
       const credentials = routed === resumed?.candidate ? resumed.credentials : deps.pool.usable(routed.group, credentialsToTry(input, deps, routed.group.id), deps.now());
-      /**
-       * The Group's address failed this request (a connection that never opened, a refused
-       * certificate) through the proxy `unreachedVia` (or none): its other credentials there, by
-       * the same way, would meet the same, and are passed over; the next Group has its turn.
-       */
-      let groupUnreached = false;
-      let unreachedVia: string | undefined;
+      unreached?.nextGroup();
       for (let turn = 0; turn < credentials.length; turn++) {
         const listed = credentials.at(turn)!;
         // The first attempt forwardNative made (after the same checks) is taken over here.
@@ -302,13 +291,12 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
         const configured = await attemptTargetNow(routed, listed, attempts.length === 0, () => deps.credentialNow(routed.group.id, listed.id));
         if (configured === undefined) continue;
         const { candidate, credential, settings } = configured;
-        if (failedProxies !== undefined) {
-          const proxy = deps.proxyFor(candidate, credential, settings);
-          if (proxy !== undefined && failedProxies.has(proxy)) continue;
-        }
+        // Asked only once a failure is noted: none is for the usual request.
+        const proxy = unreached?.noted ? deps.proxyFor(candidate, credential, settings) : undefined;
+        if (unreached?.behindFailedProxy(proxy)) continue;
         const access = sent?.access ?? deps.pool.cachedAccess(credential) ?? (await deps.pool.accessOf(credential));
         if (access === undefined) continue;
-        if (groupUnreached && atGroupAddress(access, candidate.group) && deps.proxyFor(candidate, credential, settings) === unreachedVia) continue;
+        if (unreached?.atFailedGroupAddress(access, candidate.group, proxy)) continue;
         const { secret } = access;
         // A first attempt already sent has its timeout set.
         const headersTimeoutMs = sent === undefined ? attemptHeadersTimeout(deps.headersTimeoutMs, input.clientDeadline, deps.now, attempts.length === 0) : deps.headersTimeoutMs;
@@ -345,11 +333,8 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
           if (failed === 'client_closed') break;
           if ('status' in failed) return failed;
           lastTransportError = failed;
-          if (failed.failedProxy !== undefined) (failedProxies ??= new Set()).add(failed.failedProxy);
-          if (failed.groupAddressFailed) {
-            groupUnreached = true;
-            unreachedVia = deps.proxyFor(candidate, credential, settings);
-          }
+          if (failed.proxyFailed) (unreached ??= new UnreachedTargets()).proxyFailed(failed.proxy);
+          if (failed.groupAddressFailed) (unreached ??= new UnreachedTargets()).groupAddressFailed(failed.proxy);
           // The same credential again, on a new connection (the stale one is gone from the pool).
           if (failed.renew) {
             renewals++;
@@ -633,7 +618,7 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // A stored proxy URL the gateway cannot use, or a proxy that is down or refuses the gateway's
   // login: the gateway's side is at fault, not the credential (a shared proxy would otherwise
   // shelve every credential behind it), and nothing was sent.
-  if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true, ...(proxy !== undefined && failure.kind !== 'credential_unusable' ? { failedProxy: proxy } : {}) };
+  if (failedAtGateway(failure)) return { error: new DataPlaneError(failure.kind), candidate, credential, notDelivered: true, proxy, proxyFailed: failedAtProxy(failure) };
   // The upstream's certificate was refused: the gateway's trust store or the upstream's
   // certificate, the same for every credential, so no verdict (as for a failing proxy); nothing
   // was sent. At the Group's address, the Group's other credentials there are passed over (they
@@ -641,7 +626,7 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   // SDKs to send again: the certificate is refused the same way until it or the trust store changes.
   if (failure.certificateRefused) {
     const error = new DataPlaneError('upstream_unreachable', `(${failure.code})`, NO_RETRY);
-    return { error, candidate, credential, notDelivered: true, ...(atGroupAddress(at.access, candidate.group) ? { groupAddressFailed: true as const } : {}) };
+    return { error, candidate, credential, notDelivered: true, proxy, groupAddressFailed: atGroupAddress(at.access, candidate.group) };
   }
   // The upstream took the request and has not answered in time: no verdict on the credential,
   // and no other attempt (it would send, and bill, the prompt again); the client's answer now,
@@ -669,7 +654,7 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   const error = new DataPlaneError(lost.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${lost.code})`, hint);
   // A connection that never opened at the Group's address: the Group's other credentials there
   // would not reach it either (the credential keeps its cooldown, by which later requests recover).
-  if (neverConnected(lost) && atGroupAddress(at.access, candidate.group)) return { error, candidate, credential, notDelivered: true, groupAddressFailed: true };
+  if (neverConnected(lost) && atGroupAddress(at.access, candidate.group)) return { error, candidate, credential, notDelivered: true, proxy, groupAddressFailed: true };
   return { error, candidate, credential, notDelivered: !mayHaveRun };
 }
 
@@ -685,12 +670,14 @@ interface FailedAttempt extends AttemptFailure {
   notDelivered: boolean;
   /** No credential of this Group can serve the request: go on with the next Group. */
   skipGroup?: true;
-  /** The Group's address failed (see atGroupAddress): its other credentials there, behind the same proxy, are passed over. */
-  groupAddressFailed?: true;
+  /** The managed proxy the attempt went through, if any: the one to note when `proxyFailed` or `groupAddressFailed`. */
+  proxy?: string | undefined;
+  /** `proxy` failed at the gateway's side (failedAtProxy): no other credential behind it is tried. */
+  proxyFailed?: boolean;
+  /** The Group's address failed (see atGroupAddress): its other credentials there, through the same `proxy` (or none), are passed over. */
+  groupAddressFailed?: boolean;
   /** Sent on a stale pooled connection: send it again to the same credential. */
   renew?: true;
-  /** The managed proxy that failed at the gateway's side: no other credential behind it is tried. */
-  failedProxy?: string;
 }
 
 /**

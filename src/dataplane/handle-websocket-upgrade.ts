@@ -6,7 +6,7 @@ import { routeTable, matchRoute } from '../handlers/compile-route-table.ts';
 import type { AttemptRecord, LogRecord } from '../store/logs/index.ts';
 import type { CredentialView } from '../store/records.ts';
 import { computeCost, loggedUsage, SessionUsageAccumulator } from '../usage/index.ts';
-import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
+import { classifyUpstreamError, clientResponseHeaders, failedAtGateway, failedAtProxy, isClientCredentialSubprotocol, upstreamRequestHeaders, type OutgoingHeaders } from '../upstream/index.ts';
 import { answerUpgrade } from './answer-upgrade.ts';
 import { checkAccessKey } from './check-access-key.ts';
 import { checkClientHandshake } from './check-client-handshake.ts';
@@ -14,6 +14,7 @@ import { quotaMeterFor } from './quota-meter.ts';
 import { ConfigSnapshot } from './config-snapshot.ts';
 import { CredentialPool, verdictFor } from './credential-pool.ts';
 import { atGroupAddress } from './group-address.ts';
+import { UnreachedTargets } from './unreached-targets.ts';
 import { DataPlaneError, dataPlaneFailure } from './data-plane-error.ts';
 import type { DataPlaneDeps } from './data-plane-deps.ts';
 import { newLogDraft } from './log-draft.ts';
@@ -175,14 +176,11 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
       const groups = ordered.map((c) => c.group);
       const credentialsOf = (id: number) => snap.credentialsByGroup.get(id) ?? [];
       const hint = () => lastAnswerHint(pool, groups, credentialsOf, judgedCredentials, log.attempts.length, deps.clock());
-      // As forward-native: a managed proxy that failed at the gateway's side is not tried again
-      // for another credential behind it (a Group's or the global one); another proxy, or none, is.
-      const failedProxies = new Set<string>();
+      // As forward-native: a managed proxy that failed at the gateway's side, or the Group's address
+      // reached through the same proxy (or none), is not tried again for another credential.
+      const unreached = new UnreachedTargets();
       attempts: for (const routed of ordered) {
-        // As forward-native: the Group's address failed this upgrade through the proxy `unreachedVia`
-        // (or none), so its other credentials there, by the same way, are passed over.
-        let groupUnreached = false;
-        let unreachedVia: string | undefined;
+        unreached.nextGroup();
         for (const listed of pool.usable(routed.group, credentialsOf(routed.group.id), deps.clock())) {
           if (log.attempts.length >= settings.max_attempts_per_request || watch.gone) break attempts;
           // As forward-native: a credential or Group deleted, disabled, rotated or changed during an
@@ -191,10 +189,10 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           if (configured === undefined) continue;
           const { candidate, credential } = configured;
           const proxy = managedProxyUrl(candidate.group.channel, credential, candidate.group, configured.settings ?? settings);
-          if (proxy !== undefined && failedProxies.has(proxy)) continue;
+          if (unreached.behindFailedProxy(proxy)) continue;
           const access = await pool.accessOf(credential);
           if (access === undefined) continue;
-          if (groupUnreached && atGroupAddress(access, candidate.group) && proxy === unreachedVia) continue;
+          if (unreached.atFailedGroupAddress(access, candidate.group, proxy)) continue;
           const { secret } = access;
           if (closing) throw new DataPlaneError('shutting_down');
           if (watch.gone) break attempts;
@@ -225,7 +223,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             const failure = classifyUpstreamError(error);
             const misconfigured = failedAtGateway(failure);
             attempt.error_code = misconfigured ? failure.kind : 'upstream_connect_failed';
-            if (misconfigured && failure.kind !== 'credential_unusable' && proxy !== undefined) failedProxies.add(proxy);
+            if (failedAtProxy(failure)) unreached.proxyFailed(proxy);
             lastFailure = { error: misconfigured ? new DataPlaneError(failure.kind) : new DataPlaneError('upstream_unreachable', '(upstream_connect_failed)'), candidate, credential };
             continue;
           }
@@ -248,7 +246,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           if (outcome.kind === 'failed' && outcome.gatewaySide !== undefined) {
             // As forward-native: the proxy in front of the credential failed, not the credential; nothing was sent.
             attempt.error_code = outcome.code;
-            if (outcome.gatewaySide !== 'credential_unusable' && proxy !== undefined) failedProxies.add(proxy);
+            if (failedAtProxy({ kind: outcome.gatewaySide })) unreached.proxyFailed(proxy);
             lastFailure = { error: new DataPlaneError(outcome.gatewaySide), candidate, credential };
             continue;
           }
@@ -261,10 +259,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             }
             // As forward-native: a connection that never opened at the Group's address (a refused
             // certificate too) passes over the Group's other credentials there.
-            if (outcome.neverConnected === true && atGroupAddress(access, candidate.group)) {
-              groupUnreached = true;
-              unreachedVia = proxy;
-            }
+            if (outcome.neverConnected === true && atGroupAddress(access, candidate.group)) unreached.groupAddressFailed(proxy);
             // As forward-native: a refused certificate is no credential's fault; no verdict, and nothing was sent.
             if (outcome.certificateRefused === true) {
               lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`), candidate, credential };

@@ -189,6 +189,15 @@ export function failedAtGateway(failure: UpstreamFailure): failure is UpstreamFa
 }
 
 /**
+ * The managed proxy itself failed (its stored URL unusable, it down or refusing the gateway's
+ * login): every credential behind it would fail the same way. Not a secret no header can carry,
+ * which is one credential's.
+ */
+export function failedAtProxy(failure: Pick<UpstreamFailure, 'kind'>): boolean {
+  return failure.kind === 'proxy_unreachable' || failure.kind === 'proxy_misconfigured';
+}
+
+/**
  * A connection to the upstream's address that never opened: refused, no such host, out of reach,
  * a connect (or TLS handshake) that failed or timed out, a proxy's word that the upstream is out
  * of its reach. The address's failure, not the credential's. Not a connection lost once open.
@@ -225,7 +234,7 @@ function classifyByCode(error: unknown, options: { viaProxy?: boolean }): Upstre
   const message = String((error as { message?: unknown } | null)?.message ?? '');
   if (code === INVALID_PROXY_URL) return FAILURES.proxy_misconfigured;
   if ((code === 'UND_ERR_INVALID_ARG' && INVALID_HEADER_MESSAGE.test(message)) || code === 'ERR_INVALID_CHAR') return FAILURES.credential_unusable;
-  if (options.viaProxy === true && failedAtProxy(code, message)) return FAILURES.proxy_unreachable;
+  if (options.viaProxy === true && proxyConnectFailed(code, message)) return FAILURES.proxy_unreachable;
   // Through a proxy, a connect timeout not re-coded as the proxy's is the upstream's TLS handshake in the tunnel.
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === PROXY_CONNECT_TIMEOUT) return FAILURES.connect_timeout;
   // A proxy that refuses the tunnel surfaces as an aborted request; nothing reached the upstream.
@@ -260,7 +269,7 @@ function isUnreadableAnswer(code: string | undefined, name: unknown, message: st
  * the proxy's, and so is a refused tunnel, unless the proxy says the upstream was out of its reach.
  * Upstream TLS errors inside the tunnel are left to the upstream.
  */
-function failedAtProxy(code: string | undefined, message: string): boolean {
+function proxyConnectFailed(code: string | undefined, message: string): boolean {
   if (message.startsWith('Proxy response (')) return !PROXY_UPSTREAM_STATUSES.test(message);
   if (code === SOCKS_CONNECT_FAILED) return !SOCKS_UPSTREAM_REPLIES.test(message);
   return code !== undefined && PROXY_CONNECT_CODES.has(code);

@@ -21,7 +21,7 @@ export type { LiveUpstreams, UpstreamRequest, UpstreamResponse, UpstreamTarget }
 export { createOriginPool, createProxyDispatcher } from './create-dispatcher.ts';
 export { socksConnector } from './socks-connector.ts';
 export type { SocksConnectorOptions } from './socks-connector.ts';
-export { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, neverConnected } from './classify-upstream-error.ts';
+export { CONNECTION_LOST, classifyUpstreamError, failedAtGateway, failedAtProxy, neverConnected } from './classify-upstream-error.ts';
 export type { GatewaySideKind, UpstreamFailure, UpstreamFailureKind } from './classify-upstream-error.ts';
 export type { UpstreamExchange } from './upstream-client.ts';
 export { UpstreamReply, upstreamAbortError } from './upstream-reply.ts';
