@@ -37,23 +37,20 @@ export function isReadableError(reply: UpstreamReply, eventStreamToo = false): b
  * Reads an upstream error answer (up to its first MiB, decoded when it came compressed) and
  * masks the upstream secret out of its headers and body; a longer body has the rest masked as
  * it streams. A body that breaks off within that first MiB is answered empty, with the
- * upstream's status and headers; so is one silent for `idleTimeoutMs`, when given, which is
- * aborted then. One in a coding the gateway cannot decode, or that does not decode, throws
+ * upstream's status and headers; so is one silent for `idleTimeoutMs`, which is aborted then.
+ * One in a coding the gateway cannot decode, or that does not decode, throws
  * `upstream_unreachable`: its bytes cannot be masked.
  */
-export async function readUpstreamError(reply: UpstreamReply, secret: string, idleTimeoutMs?: number): Promise<UpstreamErrorReply> {
+export async function readUpstreamError(reply: UpstreamReply, secret: string, idleTimeoutMs: number): Promise<UpstreamErrorReply> {
   // Without content-length: masking (and decoding) changes the body's length.
   const headers = clientResponseHeaders(reply.headers, true);
   const decoded = decodedReply(reply, headers);
   let read: ReplyHead;
   let silence: NodeJS.Timeout | undefined;
   try {
-    if (idleTimeoutMs === undefined) read = await decoded.readHead(ERROR_BODY_LIMIT);
-    else {
-      silence = setTimeout(() => reply.abort(), idleTimeoutMs);
-      // Each chunk that arrives while the head is read restarts the wait; the body passes unchanged.
-      read = await decoded.mapped(decoded.headers, { data: (chunk) => (silence?.refresh(), chunk), end: () => undefined }).readHead(ERROR_BODY_LIMIT);
-    }
+    silence = setTimeout(() => reply.abort(), idleTimeoutMs);
+    // Each chunk that arrives while the head is read restarts the wait; the body passes unchanged.
+    read = await decoded.mapped(decoded.headers, { data: (chunk) => (silence?.refresh(), chunk), end: () => undefined }).readHead(ERROR_BODY_LIMIT);
   } catch (err) {
     throwIfUndecodable(err);
     read = { head: Buffer.alloc(0), rest: undefined };
