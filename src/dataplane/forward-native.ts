@@ -652,10 +652,9 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   const mayHaveRun = lost.notDelivered !== true;
   const hint = mayHaveRun && !input.op.replay_safe ? NO_RETRY : undefined;
   const error = new DataPlaneError(lost.kind.endsWith('timeout') ? 'upstream_timeout' : 'upstream_unreachable', `(${lost.code})`, hint);
-  // A connection that never opened at the Group's address: the Group's other credentials there
-  // would not reach it either (the credential keeps its cooldown, by which later requests recover).
-  if (neverConnected(lost) && atGroupAddress(at.access, candidate.group)) return { error, candidate, credential, notDelivered: true, proxy, groupAddressFailed: true };
-  return { error, candidate, credential, notDelivered: !mayHaveRun };
+  // A connection that never opened at the Group's address (never delivered, then): the Group's other
+  // credentials there would not reach it either (the credential keeps its cooldown, by which later requests recover).
+  return { error, candidate, credential, notDelivered: !mayHaveRun, proxy, groupAddressFailed: neverConnected(lost) && atGroupAddress(at.access, candidate.group) };
 }
 
 interface AttemptFailure {
