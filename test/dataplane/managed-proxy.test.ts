@@ -299,6 +299,63 @@ t.test('a realtime session: a Group proxy that is down is tried once, and the ne
   t.same(upstream.seen.map((r) => r.headers.authorization), ['Bearer sk-direct']);
 });
 
+t.test("the Group's address refusing a direct connection: its credential behind a proxy of its own is still tried there (another way to it)", async (t) => {
+  const proxy = await startHttpConnectProxy();
+  t.teardown(() => proxy.close());
+  const { gw } = await startUpstreamAndDataPlane(t, answer);
+  const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: await closedPortUrl(), models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-direct', 'sk-proxied'] });
+  const [, proxied] = await gw.store.credentials.list(group.id);
+  await gw.store.credentials.update(group.id, proxied!.id, { proxy_url: proxy.url });
+  const res = await complete(gw, keyValue);
+  t.equal(res.status, 502);
+  // The proxy reaches the closed port no better (its 502 to the CONNECT): each way to the address failed once.
+  t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { attempt_count: 2, attempts: [{ error_code: 'upstream_connect_failed' }, { error_code: 'upstream_connect_failed' }] });
+  t.equal(proxy.tunnels.length, 1, 'the credential behind its own proxy was tried');
+});
+
+t.test('a global proxy that is down passes over the credentials behind it in the other Groups too; a Group behind a working proxy of its own is tried', async (t) => {
+  const working = await startHttpConnectProxy();
+  t.teardown(() => working.close());
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+  const route = (upstreamKeys: string[], priority: number) => seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys, priority });
+  const first = await route(['sk-global-1'], 10);
+  const second = await route(['sk-global-2'], 5);
+  const own = await route(['sk-own-proxy'], 1);
+  await gw.store.groups.update(own.group.id, { proxy_url: working.url });
+  await setProxy(gw, 'global', first.group.id, await closedPortUrl());
+  const res = await complete(gw, own.keyValue);
+  t.equal(res.status, 200, 'served through the working proxy');
+  t.same(upstream.requests.map((r) => r.headers.authorization), ['Bearer sk-own-proxy']);
+  t.equal(working.tunnels.length, 1);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.same(
+    record.attempts.map((a) => [a.group_id, a.error_code]),
+    [
+      [String(first.group.id), 'proxy_unreachable'],
+      [String(own.group.id), null],
+    ],
+    `the second Group (${second.group.id}), behind the same global proxy, is passed over`,
+  );
+});
+
+t.test("a stored secret no header can carry says nothing of its proxy: the next credential behind the same proxy is tried", async (t) => {
+  const proxy = await startHttpConnectProxy();
+  t.teardown(() => proxy.close());
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, answer);
+  // Written straight into the store, as a secret stored before the management API refused it.
+  const { group, keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'm', upstream: 'm' }], protocols: ['x-completions'], upstreamKeys: ['sk-stored…0001', 'sk-good-0002'] });
+  await setProxy(gw, 'group', group.id, proxy.url);
+  // The round-robin starts each request at another credential: one of the two starts at the unsendable secret.
+  const codes: (string | null)[][] = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await complete(gw, keyValue);
+    t.equal(res.status, 200, `request ${i + 1} is served by the good credential`);
+    codes.push((await waitForLog(gw, res.headers.get('x-switchyard-request-id'))).attempts.map((a) => a.error_code));
+  }
+  t.same(codes.sort((a, b) => b.length - a.length), [['credential_unusable', null], [null]]);
+  t.same(upstream.requests.map((r) => r.headers.authorization), ['Bearer sk-good-0002', 'Bearer sk-good-0002']);
+});
+
 for (const breakage of ['accept-then-close', 'garbage', 'untrusted-tls'] as const) {
   t.test(`a credential's proxy broken (${breakage}) gives way to the next credential, which is not cooled down either`, async (t) => {
     const proxy = await startBrokenProxy(breakage);

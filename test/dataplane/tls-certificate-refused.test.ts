@@ -89,6 +89,26 @@ for (const [route, startProxy] of Object.entries(ROUTES)) {
   }
 }
 
+t.test("a refused certificate at the Group's address: the Group's credential there behind a proxy of its own is still tried", async (t) => {
+  const upstream = await httpsUpstream(t, loopbackCert);
+  const proxy = await startHttpConnectProxy();
+  t.teardown(() => proxy.close());
+  const gw = await gateway(t);
+  const { group, credentials } = await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: MODELS, secrets: ['sk-cert-direct', 'sk-cert-proxied'] });
+  await gw.store.credentials.update(group.id, credentials[1]!.id, { proxy_url: proxy.url });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
+
+  const res = await post(gw, '/v1/chat/completions', keyValue, { model: 'team-model', messages: [] });
+  t.equal(res.status, 502);
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  // Through the proxy the certificate is refused the same way: each way to the address was tried once.
+  t.same(
+    record.attempts.map((a) => a.error_code),
+    [CODE, CODE],
+  );
+  t.equal(proxy.tunnels.length, 1, 'the credential behind its own proxy was tried');
+});
+
 t.test('embeddings (unsafe to replay) go on to the next Group after a refused certificate: nothing was delivered', async (t) => {
   const refused = await httpsUpstream(t, loopbackCert);
   const healthy = await startUpstream((_req, res) => {
