@@ -4,8 +4,8 @@ import { waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { COMPLETIONS, MESSAGES, rig, type Answer } from './helpers/raw-upstream.ts';
 
 // Answers the gateway's HTTP client cannot read as sent: a transfer coding other than chunked
-// (never asked for: the gateway sends no TE), an unasked 100 Continue (undici refuses any), a
-// head that breaks HTTP/1.1 (an obs-fold) or one over the client's header limit. Each is a 502 in
+// (never asked for: the gateway sends no TE), an unasked 100 Continue or 101 (undici refuses any), a
+// head that breaks HTTP/1.1 (an obs-fold, two lengths that differ) or one over the client's header limit. Each is a 502 in
 // the client protocol's shape, recorded as `upstream_answer_unreadable` on every attempt; a
 // chat is safe to send again, so the second credential is tried, once each: no "stale
 // connection" renewal on the same credential, which had the request and answered it.
@@ -24,6 +24,9 @@ const ANSWERS: { what: string; answer: Answer }[] = [
   { what: 'an unasked 100 Continue before the answer', answer: (socket) => socket.write(`HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${CHAT.length}\r\n\r\n${CHAT}`) },
   { what: 'a folded header line', answer: (socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Folded: a\r\n  b\r\nContent-Length: ${CHAT.length}\r\n\r\n${CHAT}`) },
   { what: 'a head over 16 KiB', answer: (socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Big: ${'a'.repeat(20_000)}\r\nContent-Length: ${CHAT.length}\r\n\r\n${CHAT}`) },
+  // llhttp refuses the second length; undici reports a parser error after a Content-Length as UND_ERR_RES_CONTENT_LENGTH_MISMATCH.
+  { what: 'two different Content-Length values', answer: (socket) => socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${CHAT.length}\r\nContent-Length: ${CHAT.length + 1}\r\n\r\n${CHAT}`) },
+  { what: 'a 101 nothing asked for', answer: (socket) => socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n') },
 ];
 
 t.test('an answer in the withdrawn identity transfer coding, ended by close, goes to the client as sent', async (t) => {
