@@ -6,7 +6,7 @@ import type { OperationEntry } from '../generated/index.ts';
 import { continueBody } from '../http/expect-continue.ts';
 import type { RecordedRequestBody } from '../store/logs/index.ts';
 import { streamUsageMissing } from '../usage/index.ts';
-import { attemptSplices, BodyRewriteError, bodyModelKey, caseVariantOf, checkRepeatedMembers, CutShortBody, FollowedSpoolFile, formModelSplice, formStreamRefusal, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedJsonBody, refuseCaseVariants, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
+import { attemptSplices, BodyRewriteError, bodyModelKey, caseVariantOf, checkRepeatedMembers, FollowedSpoolFile, formModelSplice, formStreamRefusal, MODEL_FIELD_BYTES, modelNameTooLong, receiveJsonBody, RefusedBodyPrefix, refuseCaseVariants, refuseNonBooleanStream, refuseRepeatedMembers, ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS, spliceDelta, SpooledFormBody, SpoolFailure, type BodyModelMapping, type FormModel, type ScannedMember, type SpooledJsonBody } from './body/index.ts';
 import { capturePrefix, type CapturedPrefix } from './capture-prefix.ts';
 import { checkTransferCoding } from './check-transfer-coding.ts';
 import { DataPlaneError } from './data-plane-error.ts';
@@ -95,8 +95,7 @@ export function prepareRequestBody(req: IncomingMessage, op: OperationEntry, rec
   }
   // Most requests: a small JSON body read whole, with one promise less than the async path below.
   if (declared !== undefined && declared <= limits.bufferedJsonBytes) {
-    const read = readBody(req, limits.bufferedJsonBytes, (raw) => bufferedJson(raw, record), idleTimeoutMs, record);
-    return record ? read.catch((err: unknown) => cutShortBody(err, declared)) : read;
+    return readWhole(req, limits, (raw) => bufferedJson(raw, record), record, declared, idleTimeoutMs);
   }
   return receivedJson(req, op, record, limits, declared, idleTimeoutMs);
 }
@@ -112,8 +111,7 @@ async function receivedJson(req: IncomingMessage, op: OperationEntry, record: bo
     received = await receiveJsonBody(req, { declared, maxBodyBytes: limits.maxBodyBytes, bufferedJsonBytes: limits.bufferedJsonBytes, spoolDir: limits.spoolDir ?? tmpdir(), wanted, isCaseVariant, keepBytes: record ? RECORD_PREFIX_BYTES : 0, idleTimeoutMs });
   } catch (err) {
     // As for a buffered body, a key that records bodies gets the refused one too (its first MiB).
-    if (err instanceof RefusedJsonBody) return refusedBody(requestBodyFailure(err.reason)!, recordedBodyText(err.head, err.size));
-    if (err instanceof CutShortBody) return cutShortBody(err, declared);
+    if (err instanceof RefusedBodyPrefix) return refusedPrefix(err, declared);
     throw requestBodyFailure(err) ?? err;
   }
   return received.kind === 'buffered' ? bufferedJson(received.raw, record) : spooledJson(received.body, op, record);
@@ -132,8 +130,7 @@ function rawBody(req: IncomingMessage, record: boolean, limits: BodyLimits, idle
   if (declared !== undefined && declared > limits.maxBodyBytes) throw new DataPlaneError('request_too_large');
   continueBody(req);
   if (declared !== undefined && declared <= limits.bufferedJsonBytes) {
-    const read = readBody(req, limits.bufferedJsonBytes, (raw) => bufferedRaw(raw, record), idleTimeoutMs, record);
-    return record ? read.catch((err: unknown) => cutShortBody(err, declared)) : read;
+    return readWhole(req, limits, (raw) => bufferedRaw(raw, record), record, declared, idleTimeoutMs);
   }
   return spooledRaw(req, declared, record, limits, idleTimeoutMs);
 }
@@ -248,12 +245,20 @@ function recordedPrefix({ bytes, total, ended }: CapturedPrefix, declared: numbe
   return recordedBodyText(bytes, whole ? total : (declared ?? total), whole);
 }
 
+/** A body read whole, up to `bufferedJsonBytes`; for a key that records bodies, one cut short is recorded as far as it arrived. */
+function readWhole(req: IncomingMessage, limits: BodyLimits, finish: (raw: Buffer) => PreparedBody, record: boolean, declared: number, idleTimeoutMs: number): Promise<PreparedBody> {
+  const read = readBody(req, limits.bufferedJsonBytes, finish, idleTimeoutMs, record);
+  return record ? read.catch((err: unknown) => refusedPrefix(err, declared)) : read;
+}
+
 /**
- * A JSON or small passthrough body cut short (too large, silent, its client gone), for a key
- * that records bodies: recorded as far as it arrived, truncated, as a form cut short is.
+ * A JSON or small passthrough body refused with its first bytes, for a key that records
+ * bodies: a malformed one as far as it was read, its size the declared length; one cut short
+ * (too large, silent, its client gone) as far as it arrived, truncated, as a form cut short is.
  */
-function cutShortBody(err: unknown, declared: number | undefined): PreparedBody {
-  if (!(err instanceof CutShortBody)) throw err;
+function refusedPrefix(err: unknown, declared: number | undefined): PreparedBody {
+  if (!(err instanceof RefusedBodyPrefix)) throw err;
+  if (err.refusal instanceof BodyRewriteError) return refusedBody(requestBodyFailure(err.refusal)!, recordedBodyText(err.head, declared ?? err.arrived));
   return { ...refusedBody(err.refusal, recordedPrefix({ bytes: err.head, total: err.arrived, ended: false }, declared)), cutShort: true };
 }
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { CutShortBody } from './body/cut-short-body.ts';
+import { RefusedBodyPrefix } from './body/refused-body-prefix.ts';
 import { watchBodySilence } from './body/watch-body-silence.ts';
 import { DataPlaneError } from './data-plane-error.ts';
 
@@ -8,7 +8,7 @@ import { DataPlaneError } from './data-plane-error.ts';
  * `finish` makes of it (a throw rejects). Plain 'data' events:
  * an async iterator costs a stream wrapper per request on the hot path. A body silent for
  * `idleTimeoutMs` is refused (`request_timeout`). With `keepCutShort`, a body that did not all
- * arrive rejects with a CutShortBody holding what did, for a key that records bodies.
+ * arrive rejects with a RefusedBodyPrefix holding what did, for a key that records bodies.
  */
 export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: Buffer) => T, idleTimeoutMs?: number, keepCutShort = false): Promise<T> {
   const declared = Number(req.headers['content-length']);
@@ -56,7 +56,7 @@ export function readBody<T>(req: IncomingMessage, limit: number, finish: (raw: B
 
 /** A module function, not a closure: the hot path makes none for a failure it rarely has. */
 function cutShort(error: DataPlaneError, keep: boolean, chunks: Buffer[], size: number): Error {
-  return keep ? new CutShortBody(error, Buffer.concat(chunks), size) : error;
+  return keep ? new RefusedBodyPrefix(error, Buffer.concat(chunks), size) : error;
 }
 
 /** A JSON body (decoded) must be one object; anything else is refused in the client's protocol. */

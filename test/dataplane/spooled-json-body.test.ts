@@ -52,14 +52,14 @@ t.test('malformed JSON, a body over maxBodyBytes and a failing source leave no f
   const malformed = [Buffer.from(big), Buffer.from('", "b":}')];
   await t.rejects(receiveJsonBody(Readable.from(malformed), { ...o, keepBytes: 0 }), { name: 'BodyRewriteError', code: 'invalid_json' });
   // Kept for the log: the verdict comes with the body's first keepBytes and its size.
-  await t.rejects(receiveJsonBody(Readable.from(malformed), o), { name: 'RefusedJsonBody', reason: { code: 'invalid_json' }, head: Buffer.from(big.slice(0, 10)), size: big.length + 8 });
+  await t.rejects(receiveJsonBody(Readable.from(malformed), o), { name: 'RefusedBodyPrefix', refusal: { name: 'BodyRewriteError', code: 'invalid_json' }, head: Buffer.from(big.slice(0, 10)), arrived: big.length + 8 });
   await t.rejects(receiveJsonBody(Readable.from([Buffer.from(big), Buffer.from(big), Buffer.from(big)]), { ...o, keepBytes: 0 }), { code: 'request_too_large' });
   // Cut short: the refusal comes with what arrived (the chunk past the limit not kept) and its size.
-  await t.rejects(receiveJsonBody(Readable.from([Buffer.from(big), Buffer.from(big), Buffer.from(big)]), o), { name: 'CutShortBody', refusal: { code: 'request_too_large' }, head: Buffer.from(big.slice(0, 10)), arrived: big.length * 2 });
+  await t.rejects(receiveJsonBody(Readable.from([Buffer.from(big), Buffer.from(big), Buffer.from(big)]), o), { name: 'RefusedBodyPrefix', refusal: { code: 'request_too_large' }, head: Buffer.from(big.slice(0, 10)), arrived: big.length * 2 });
   const failing = new Readable({ read() {} });
   failing.push(big);
   setImmediate(() => failing.destroy(new Error('reset')));
-  await t.rejects(receiveJsonBody(failing, o), { name: 'CutShortBody', refusal: { code: 'client_closed' }, arrived: big.length });
+  await t.rejects(receiveJsonBody(failing, o), { name: 'RefusedBodyPrefix', refusal: { code: 'client_closed' }, arrived: big.length });
   await eventually(() => (readdirSync(o.spoolDir).length === 0 ? true : undefined), 'no file left');
 });
 

@@ -16,8 +16,8 @@ export { formStreamRefusal, refuseNonBooleanStream } from './refuse-non-boolean-
 export { ROUTING_INPUT_MEMBERS, ROUTING_SMALL_MEMBERS } from './routing-members.ts';
 export { applySplices, attemptSplices, spliceDelta } from './json-body-splices.ts';
 export type { Splice } from './json-body-splices.ts';
-export { CutShortBody } from './cut-short-body.ts';
-export { receiveJsonBody, RefusedJsonBody, SpooledJsonBody } from './receive-json-body.ts';
+export { RefusedBodyPrefix } from './refused-body-prefix.ts';
+export { receiveJsonBody, SpooledJsonBody } from './receive-json-body.ts';
 export type { ReceiveJsonOptions, ReceivedJson } from './receive-json-body.ts';
 export { bodyModelKey, bodyModelMapping } from './body-model-members.ts';
 export type { BodyModelMapping } from './body-model-members.ts';

@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import { DataPlaneError } from '../data-plane-error.ts';
 import { BodyRewriteError } from './body-rewrite-error.ts';
-import { CutShortBody } from './cut-short-body.ts';
 import { spliceDelta, type Splice } from './json-body-splices.ts';
 import { JsonMemberScanner, MAX_SCANNED_MEMBERS, type ScannedObject } from './json-member-scanner.ts';
+import { RefusedBodyPrefix } from './refused-body-prefix.ts';
 import { createSpoolFile, discardSpoolFile, readSpliced, removeSpoolFile, type SpoolFile } from './spool-file.ts';
 import { SpoolFailure, warnSpoolFailure } from './spool-failure.ts';
 import { watchBodySilence } from './watch-body-silence.ts';
@@ -31,31 +31,15 @@ export interface ReceiveJsonOptions {
 
 export type ReceivedJson = { readonly kind: 'buffered'; readonly raw: Buffer } | { readonly kind: 'spooled'; readonly body: SpooledJsonBody };
 
-/** A spooled body refused as malformed, with its first `keepBytes` for the request log. */
-export class RefusedJsonBody extends Error {
-  readonly reason: BodyRewriteError;
-  readonly head: Buffer;
-  /** The declared length, or the bytes read when the body has none. */
-  readonly size: number;
-
-  constructor(reason: BodyRewriteError, head: Buffer, size: number) {
-    super(reason.message);
-    this.name = 'RefusedJsonBody';
-    this.reason = reason;
-    this.head = head;
-    this.size = size;
-  }
-}
-
 /**
  * Reads a JSON body that has no content-length or a large one. A body that ends within
  * `bufferedJsonBytes` comes back whole, as if it had declared its length. A larger one goes to
  * a temporary file while JsonMemberScanner checks it and notes the members routing needs, so
  * that memory holds at most `bufferedJsonBytes` plus what the scanner keeps. Rejects with
- * DataPlaneError (request_too_large, request_timeout, client_closed; CutShortBody instead when
- * `keepBytes` asks for its prefix), BodyRewriteError (malformed JSON;
- * RefusedJsonBody instead when `keepBytes` asks for its prefix) or SpoolFailure (the
- * temporary file could not be opened or written); the file is then already being removed.
+ * DataPlaneError (request_too_large, request_timeout, client_closed), BodyRewriteError
+ * (malformed JSON), either of them in a RefusedBodyPrefix when `keepBytes` asks for the body's
+ * first bytes, or SpoolFailure (the temporary file could not be opened or written); the file
+ * is then already being removed.
  */
 export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Promise<ReceivedJson> {
   return new Promise((resolve, reject) => {
@@ -80,12 +64,12 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       detach();
       // Drained, not destroyed: the socket still has to carry the error response.
       if (!req.readableEnded && !req.destroyed) req.resume();
-      if (refused !== undefined) return reject(new RefusedJsonBody(refused, Buffer.concat(kept), options.declared ?? size));
+      if (refused !== undefined) return reject(new RefusedBodyPrefix(refused, Buffer.concat(kept), size));
       // A body cut short (too large, silent, its client gone) keeps what arrived for the log too.
       const cutShort = error instanceof DataPlaneError && options.keepBytes > 0;
       const arrived = cutShort ? (spool === undefined ? Buffer.concat(head).subarray(0, options.keepBytes) : Buffer.concat(kept)) : undefined;
       if (spool !== undefined) discardSpoolFile(spool);
-      reject(arrived !== undefined ? new CutShortBody(error as DataPlaneError, arrived, size) : error);
+      reject(arrived !== undefined ? new RefusedBodyPrefix(error as DataPlaneError, arrived, size) : error);
     };
     // The gateway's disk, not the client nor a bug: answered spool_unavailable. Reported once,
     // not again by a file already given up (end's callback repeats the stream's error).
