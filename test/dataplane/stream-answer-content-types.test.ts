@@ -1,8 +1,6 @@
-import t, { type Test } from 'tap';
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { createKey, seedGroup, sseBlocks, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
-import { bearer, STREAM_STYLES, type StreamStyle } from './helpers/stream-styles.ts';
+import t from 'tap';
+import { sseBlocks, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { bearer, STREAM_STYLES, streamScenario, type StreamStyle } from './helpers/stream-styles.ts';
 
 // A stream request whose successful answer is not typed text/event-stream: some compatible
 // upstreams send their event stream as text/plain, application/octet-stream, application/json
@@ -18,34 +16,13 @@ const DONE = 'data: [DONE]\n\n';
 const USAGE = { input_tokens: 5, output_tokens: 2, cached_tokens: 0, reasoning_tokens: 0 };
 const ERROR_BODY = JSON.stringify({ error: { message: 'Rate limit reached for requests', type: 'requests', code: 'rate_limit_exceeded' } });
 
-/** A Group whose upstream answers 200 with `headers`, writing `pieces` in separate reads (then `end`). */
-async function scenario(t: Test, style: StreamStyle, headers: OutgoingHttpHeaders, pieces: string[], end: (res: ServerResponse) => void = (res) => res.end(), gatewayOptions = {}) {
-  const { upstream, gw } = await startUpstreamAndDataPlane(
-    t,
-    async (_req, res) => {
-      res.writeHead(200, headers);
-      for (const piece of pieces) {
-        res.write(piece);
-        // Apart in time, so that the gateway reads them apart.
-        await new Promise((resolve) => setTimeout(resolve, 30));
-      }
-      end(res);
-    },
-    gatewayOptions,
-  );
-  await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up'] });
-  const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
-  const send = (body: Record<string, unknown> = style.body) => fetch(`${gw.url}${style.path}`, { method: 'POST', headers: { ...style.headers(keyValue), 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  return { gw, upstream, send, keyValue };
-}
-
 const completions = STREAM_STYLES.completions!;
 const WHOLE = CONTENT + USAGE_CHUNK + DONE;
 
 for (const contentType of ['text/plain; charset=utf-8', 'application/octet-stream', 'application/json', undefined]) {
   t.test(`completions stream answered as ${contentType ?? 'no content type'}: relayed as SSE, the usage chunk dropped and its usage recorded`, async (t) => {
     const headers = { 'content-length': String(Buffer.byteLength(WHOLE)), ...(contentType === undefined ? {} : { 'content-type': contentType }) };
-    const { gw, upstream, send } = await scenario(t, completions, headers, [WHOLE]);
+    const { gw, upstream, send } = await streamScenario(t, completions, headers, [WHOLE]);
     const res = await send();
     t.equal(await res.text(), CONTENT + DONE, 'the upstream\'s bytes without the usage-only chunk');
     t.equal(res.headers.get('content-type'), contentType ?? null, 'the content type as sent');
@@ -59,7 +36,7 @@ for (const contentType of ['text/plain; charset=utf-8', 'application/octet-strea
 
 t.test('a stream under text/plain opening with a BOM and blank lines, its first field split between reads, is still read as SSE', async (t) => {
   const pieces = ['\ufeff', '\r\n', 'da', `ta: ${CONTENT.slice(6)}${USAGE_CHUNK}${DONE}`];
-  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/plain' }, pieces);
+  const { gw, send } = await streamScenario(t, completions, { 'content-type': 'text/plain' }, pieces);
   const res = await send();
   // Read as bytes: text() would strip the BOM.
   t.equal(Buffer.from(await res.arrayBuffer()).toString('utf8'), `\ufeff\r\n${CONTENT}${DONE}`, 'all but the usage chunk, byte for byte');
@@ -68,7 +45,7 @@ t.test('a stream under text/plain opening with a BOM and blank lines, its first 
 });
 
 t.test('a stream under text/plain that goes silent is ended with the protocol\'s error event, as an SSE-typed one', async (t) => {
-  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/plain' }, [CONTENT], () => undefined, { streamIdleTimeoutMs: 300 });
+  const { gw, send } = await streamScenario(t, completions, { 'content-type': 'text/plain' }, [CONTENT], { end: () => undefined, gateway: { streamIdleTimeoutMs: 300 } });
   const res = await send();
   const text = await withTimeout(res.text(), 10_000, 'the client stream to end');
   const blocks = sseBlocks(text);
@@ -80,7 +57,7 @@ t.test('a stream under text/plain that goes silent is ended with the protocol\'s
 
 t.test('a stream request answered under text/plain with no event stream: passed on as sent, its length kept', async (t) => {
   const text = 'upstream says: no stream today\n';
-  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/plain', 'content-length': String(text.length) }, [text]);
+  const { gw, send } = await streamScenario(t, completions, { 'content-type': 'text/plain', 'content-length': String(text.length) }, [text]);
   const res = await send();
   t.equal(await res.text(), text);
   t.equal(res.headers.get('content-length'), String(text.length));
@@ -89,7 +66,7 @@ t.test('a stream request answered under text/plain with no event stream: passed 
 });
 
 t.test('a request that did not ask to stream is not read for a stream: an SSE body under text/plain goes whole, with its length', async (t) => {
-  const { gw, upstream, send } = await scenario(t, completions, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(WHOLE)) }, [WHOLE]);
+  const { gw, upstream, send } = await streamScenario(t, completions, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(WHOLE)) }, [WHOLE]);
   const res = await send({ model: 'team-m', messages: [{ role: 'user', content: 'hi' }] });
   t.equal(await res.text(), WHOLE);
   t.equal(res.headers.get('content-length'), String(Buffer.byteLength(WHOLE)));
@@ -100,7 +77,7 @@ t.test('a request that did not ask to stream is not read for a stream: an SSE bo
 
 for (const [name, style] of Object.entries(STREAM_STYLES)) {
   t.test(`${name} stream answered 200 with a JSON error object: passed on as sent, recorded as the upstream's error`, async (t) => {
-    const { gw, send } = await scenario(t, style, { 'content-type': 'application/json' }, [ERROR_BODY]);
+    const { gw, send } = await streamScenario(t, style, { 'content-type': 'application/json' }, [ERROR_BODY]);
     const res = await send();
     t.equal(res.status, 200);
     t.equal(await res.text(), ERROR_BODY, 'as sent');
@@ -112,11 +89,11 @@ for (const [name, style] of Object.entries(STREAM_STYLES)) {
 t.test('a JSON answer to a stream request whose error is null, or to a request that did not ask to stream, is no failure', async (t) => {
   const responses = STREAM_STYLES.responses!;
   const success = JSON.stringify({ id: 'resp_1', object: 'response', status: 'completed', error: null, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
-  const { gw, send } = await scenario(t, responses, { 'content-type': 'application/json' }, [success]);
+  const { gw, send } = await streamScenario(t, responses, { 'content-type': 'application/json' }, [success]);
   const res = await send();
   t.equal(await res.text(), success);
   t.match(await waitForLog(gw, res.headers.get('x-switchyard-request-id')), { status: 200, error_code: null }, 'error: null is a success');
-  const plain = await scenario(t, completions, { 'content-type': 'application/json' }, [ERROR_BODY]);
+  const plain = await streamScenario(t, completions, { 'content-type': 'application/json' }, [ERROR_BODY]);
   const unstreamed = await plain.send({ model: 'team-m', messages: [{ role: 'user', content: 'hi' }] });
   t.equal(await unstreamed.text(), ERROR_BODY);
   t.match(await waitForLog(plain.gw, unstreamed.headers.get('x-switchyard-request-id')), { status: 200, error_code: null }, 'a non-stream answer is judged by its status');
@@ -126,7 +103,7 @@ t.test('a CRLF stream whose dropped usage chunk\'s last LF comes in a read of it
   const crlf = (event: string) => event.replace(/\n/g, '\r\n');
   const usage = crlf(USAGE_CHUNK);
   const pieces = [crlf(CONTENT) + usage.slice(0, -1), usage.slice(-1), crlf(DONE)];
-  const { gw, send } = await scenario(t, completions, { 'content-type': 'text/event-stream' }, pieces);
+  const { gw, send } = await streamScenario(t, completions, { 'content-type': 'text/event-stream' }, pieces);
   const res = await send();
   t.equal(await res.text(), crlf(CONTENT) + crlf(DONE), 'the content event, then [DONE], with no stray LF between');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
@@ -143,7 +120,7 @@ t.test('a usage chunk without a choices member, or with a null one, is dropped t
   for (const [label, chunk] of Object.entries(chunks)) {
     for (const eol of ['\n', '\r\n']) {
       const framed = (event: string) => event.replace(/\n/g, eol);
-      const { gw, send } = await scenario(t, completions, { 'content-type': 'text/event-stream' }, [framed(CONTENT + chunk + DONE)]);
+      const { gw, send } = await streamScenario(t, completions, { 'content-type': 'text/event-stream' }, [framed(CONTENT + chunk + DONE)]);
       const res = await send();
       t.equal(await res.text(), framed(CONTENT + DONE), `${label}, ${JSON.stringify(eol)}: the usage chunk dropped`);
       t.same((await waitForLog(gw, res.headers.get('x-switchyard-request-id'))).usage, USAGE);
@@ -159,7 +136,7 @@ t.test('a spooled completions stream request answered under text/plain is relaye
   const messages = [{ role: 'user', content: 'x'.repeat(2 * BUFFERED_JSON_BYTES) }];
   for (const clientAsked of [true, false]) {
     const headers = { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(WHOLE)) };
-    const { gw, upstream, send } = await scenario(t, completions, headers, [WHOLE], undefined, { bufferedJsonBytes: BUFFERED_JSON_BYTES });
+    const { gw, upstream, send } = await streamScenario(t, completions, headers, [WHOLE], { gateway: { bufferedJsonBytes: BUFFERED_JSON_BYTES } });
     const body = { model: 'team-m', stream: true, messages, ...(clientAsked ? { stream_options: { include_usage: true } } : {}) };
     t.ok(Buffer.byteLength(JSON.stringify(body)) > BUFFERED_JSON_BYTES, 'the body is over the buffered limit: spooled, not parsed');
     const res = await send(body);
@@ -183,7 +160,7 @@ t.test('a transcription form with stream=true answered with an SSE body under te
     `data: ${JSON.stringify({ type: 'transcript.text.done', text: 'Hi', usage: { type: 'tokens', input_tokens: 14, output_tokens: 3, total_tokens: 17 } })}\n\n`,
   ].join('');
   const suite: StreamStyle = { protocol: 'x-suite', channel: 'ch03', path: '/v1/audio/transcriptions', body: {}, headers: bearer };
-  const { gw, keyValue } = await scenario(t, suite, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(events)) }, [events]);
+  const { gw, keyValue } = await streamScenario(t, suite, { 'content-type': 'text/plain', 'content-length': String(Buffer.byteLength(events)) }, [events]);
   const res = await fetch(`${gw.url}${suite.path}`, { method: 'POST', headers: { ...bearer(keyValue), 'content-type': `multipart/form-data; boundary=${boundary}` }, body: form });
   t.equal(await res.text(), events, 'the events as sent');
   t.equal(res.headers.get('content-length'), null, 'relayed as SSE, without the upstream\'s length');
@@ -197,7 +174,7 @@ t.test('a text/plain answer that only trickles whitespace past 4 KiB goes on as 
   const headSeen = new Promise<void>((resolve) => (clientHasHead = resolve));
   const blank = '\n'.repeat(5000);
   // The upstream says no more until the client has the head: held until the stream opens, it never would.
-  const { send } = await scenario(t, completions, { 'content-type': 'text/plain' }, [blank], (res) => void headSeen.then(() => res.end(WHOLE)));
+  const { send } = await streamScenario(t, completions, { 'content-type': 'text/plain' }, [blank], { end: (res) => void headSeen.then(() => res.end(WHOLE)) });
   const res = await withTimeout(send(), 5000, 'the head');
   clientHasHead();
   t.equal(res.status, 200);

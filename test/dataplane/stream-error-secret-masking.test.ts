@@ -1,8 +1,7 @@
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type { OutgoingHttpHeaders } from 'node:http';
-import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
-import { createKey, seedGroup, waitForLog, withTimeout, readIncrementally } from './helpers/dataplane-scenarios.ts';
-import { STREAM_STYLES, type StreamStyle } from './helpers/stream-styles.ts';
+import { waitForLog, withTimeout, readIncrementally } from './helpers/dataplane-scenarios.ts';
+import { STREAM_STYLES, streamScenario } from './helpers/stream-styles.ts';
 
 // Issue 4 item 2: the upstream credential never reaches a client. An upstream that answers a
 // stream 200 and then sends its own error event (or, in place of the stream, a JSON error
@@ -11,27 +10,6 @@ import { STREAM_STYLES, type StreamStyle } from './helpers/stream-styles.ts';
 
 const SECRET = 'sk-stream-canary-0123456789abcdef';
 const MASKED = '***cdef';
-
-/** A Group whose upstream answers 200 with `headers`, writing `pieces` in separate reads, then ends (or, `stall`, sends nothing more). */
-async function scenario(t: Test, style: StreamStyle, headers: OutgoingHttpHeaders, pieces: string[], stall = false, gatewayOptions = {}) {
-  const { upstream, gw } = await startUpstreamAndDataPlane(
-    t,
-    async (_req, res) => {
-      res.writeHead(200, headers);
-      for (const piece of pieces) {
-        res.write(piece);
-        // Apart in time, so that the gateway reads them apart.
-        await new Promise((resolve) => setTimeout(resolve, 30));
-      }
-      if (!stall) res.end();
-    },
-    gatewayOptions,
-  );
-  await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: [SECRET] });
-  const { keyValue } = await createKey(gw.store, { protocols: [style.protocol] });
-  const res = await fetch(`${gw.url}${style.path}`, { method: 'POST', headers: { ...style.headers(keyValue), 'content-type': 'application/json' }, body: JSON.stringify(style.body) });
-  return { gw, res };
-}
 
 const masked = (text: string): string => text.split(SECRET).join(MASKED);
 const SSE = { 'content-type': 'text/event-stream' };
@@ -90,7 +68,8 @@ const CASES: Record<string, Case> = {
 
 for (const [name, c] of Object.entries(CASES)) {
   t.test(`${name}: the upstream's secret in its own error event reaches the client masked, the stream otherwise as sent`, async (t) => {
-    const { gw, res } = await scenario(t, STREAM_STYLES[c.style]!, c.headers, c.pieces);
+    const { gw, send } = await streamScenario(t, STREAM_STYLES[c.style]!, c.headers, c.pieces, { secret: SECRET });
+    const res = await send();
     t.equal(res.status, 200);
     const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
     t.notOk(text.includes(SECRET), 'the secret does not reach the client');
@@ -102,7 +81,8 @@ for (const [name, c] of Object.entries(CASES)) {
 
 t.test('generate JSON array ending after an error element echoing the secret, without its `]`: masked, then closed as before', async (t) => {
   const pieces = [`[{"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}`, `,\r\n${JSON.stringify({ error: { code: 400, message: `API key not valid: ${SECRET}`, status: 'INVALID_ARGUMENT' } })}`];
-  const { gw, res } = await scenario(t, STREAM_STYLES['generate array']!, { 'content-type': 'application/json; charset=UTF-8' }, pieces);
+  const { gw, send } = await streamScenario(t, STREAM_STYLES['generate array']!, { 'content-type': 'application/json; charset=UTF-8' }, pieces, { secret: SECRET });
+  const res = await send();
   const text = await withTimeout(readIncrementally(res), 10_000, 'the client stream to end');
   t.notOk(text.includes(SECRET), 'the secret does not reach the client');
   t.ok(text.startsWith(masked(pieces.join(''))), 'the elements as sent, `***<last4>` in place of the secret');
@@ -115,7 +95,8 @@ const ERROR_BODY = JSON.stringify({ error: { message: `Incorrect API key provide
 
 for (const [name, style] of Object.entries(STREAM_STYLES)) {
   t.test(`${name} stream answered 200 with a JSON error object echoing the secret: masked, its length the masked body's`, async (t) => {
-    const { gw, res } = await scenario(t, style, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(ERROR_BODY)) }, [ERROR_BODY]);
+    const { gw, send } = await streamScenario(t, style, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(ERROR_BODY)) }, [ERROR_BODY], { secret: SECRET });
+    const res = await send();
     t.equal(res.status, 200);
     const text = await res.text();
     t.equal(text, masked(ERROR_BODY));
@@ -129,7 +110,8 @@ for (const [name, style] of Object.entries(STREAM_STYLES)) {
 t.test('a JSON answer to a stream request that is no error goes as sent, with its length', async (t) => {
   const responses = STREAM_STYLES.responses!;
   const success = JSON.stringify({ id: 'resp_1', object: 'response', status: 'completed', error: null, usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
-  const { gw, res } = await scenario(t, responses, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(success)) }, [success]);
+  const { gw, send } = await streamScenario(t, responses, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(success)) }, [success], { secret: SECRET });
+  const res = await send();
   t.equal(await res.text(), success);
   t.equal(res.headers.get('content-length'), String(Buffer.byteLength(success)));
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
@@ -139,8 +121,8 @@ t.test('a JSON answer to a stream request that is no error goes as sent, with it
 t.test('a JSON answer to a stream request held for its end that stalls is ended at the idle timeout, with the gateway\'s error', async (t) => {
   const completions = STREAM_STYLES.completions!;
   // The body timeout's backstop ten minutes off: the idle timeout is what ends it.
-  const answered = scenario(t, completions, { 'content-type': 'application/json' }, ['{"error": {"message": "half'], true, { streamIdleTimeoutMs: 300, headersTimeoutMs: 600_000 });
-  const { gw, res } = await withTimeout(answered, 10_000, 'the answer at the idle timeout');
+  const { gw, send } = await streamScenario(t, completions, { 'content-type': 'application/json' }, ['{"error": {"message": "half'], { end: () => undefined, secret: SECRET, gateway: { streamIdleTimeoutMs: 300, headersTimeoutMs: 600_000 } });
+  const res = await withTimeout(send(), 10_000, 'the answer at the idle timeout');
   t.equal(res.status, 504);
   const body = await withTimeout(res.text(), 10_000, 'the answer');
   t.match(JSON.parse(body), { error: { code: 'upstream_idle_timeout' } });
