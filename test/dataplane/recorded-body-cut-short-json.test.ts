@@ -1,8 +1,6 @@
-import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import t, { type Test } from 'tap';
-import type { LogRecord } from '../../src/store/logs/index.ts';
-import { startUpstream, startDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { createKey, recordOfKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { checkRecorded, cutShortGateway, openUpload } from './helpers/cut-short-upload.ts';
+import { recordOfKey, waitForLog } from './helpers/dataplane-scenarios.ts';
 
 // A JSON body, and a passthrough body small enough to be read whole, cut short mid-upload
 // (silent: 408, its client gone: 499, a chunked one past maxBodyBytes: 413) is recorded as far
@@ -12,25 +10,16 @@ import { createKey, recordOfKey, seedGroup, waitForLog } from './helpers/datapla
 const BUFFERED = 16 * 1024;
 const JSON_HEAD = '{"model":"m","messages":[{"role":"user","content":"';
 const ROUTES = {
-  json: { path: '/v1/chat/completions', channel: 'ch03', protocol: 'x-completions', contentType: 'application/json', head: JSON_HEAD },
-  passthrough: { path: '/v1/responses/vendor-ext/upload', channel: 'ch09', protocol: 'x-responses', contentType: 'application/octet-stream', head: '' },
+  json: { path: '/v1/chat/completions', channel: 'ch03', protocol: 'x-completions', model: 'm', contentType: 'application/json', head: JSON_HEAD },
+  passthrough: { path: '/v1/responses/vendor-ext/upload', channel: 'ch09', protocol: 'x-responses', model: 'm', contentType: 'application/octet-stream', head: '' },
 } as const;
 type RouteName = keyof typeof ROUTES;
 /** Read whole below bufferedJsonBytes, spooled (JSON) or streamed (passthrough) above it. */
 const SIZES = { buffered: 4 * 1024, spooled: 4 * BUFFERED } as const;
 
 async function gateway(t: Test, route: RouteName, maxBodyBytes?: number) {
-  const upstream = await startUpstream((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
-  const gw = await startDataPlane({ streamIdleTimeoutMs: 300, bufferedJsonBytes: BUFFERED, ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }) });
-  t.teardown(async () => {
-    await gw.close();
-    await upstream.close();
-  });
-  const { channel, protocol } = ROUTES[route];
-  await seedGroup(gw.store, { channel, baseUrl: upstream.url, models: [{ external: 'm', upstream: 'vendor-m' }], secrets: ['sk-a'] });
-  const recording = await createKey(gw.store, { name: 'recording', protocols: [protocol], record_request_body: true });
-  const silent = await createKey(gw.store, { name: 'silent', protocols: [protocol], record_request_body: false });
-  return { gw, upstreamRequests: () => upstream.requests.length, keys: [{ id: recording.key.id, value: recording.keyValue, records: true }, { id: silent.key.id, value: silent.keyValue, records: false }] };
+  const { gw, recording, silent, upstreamRequests } = await cutShortGateway(t, ROUTES[route], { streamIdleTimeoutMs: 300, bufferedJsonBytes: BUFFERED, ...(maxBodyBytes === undefined ? {} : { maxBodyBytes }) });
+  return { gw, upstreamRequests, keys: [recording, silent] };
 }
 
 /** The first half of a body of `size` bytes (text, so the record is text too). */
@@ -39,37 +28,13 @@ function firstHalf(route: RouteName, size: number): Buffer {
   return Buffer.from(head + 'a'.repeat(size / 2 - head.length));
 }
 
-function openUpload(gw: Gateway, route: RouteName, keyValue: string, framing: Record<string, string>): { req: ClientRequest; answer: Promise<{ status: number; requestId?: string }> } {
-  const u = new URL(gw.url);
-  const { path, contentType } = ROUTES[route];
-  const req = request({ host: u.hostname, port: u.port, path, method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': contentType, ...framing } });
-  const answer = new Promise<{ status: number; requestId?: string }>((resolve) => {
-    req.on('response', (res: IncomingMessage) => {
-      res.resume();
-      resolve({ status: res.statusCode ?? 0, requestId: res.headers['x-switchyard-request-id'] as string | undefined });
-    });
-    req.on('error', () => resolve({ status: 0 }));
-  });
-  return { req, answer };
-}
-
-/** `someArrived`: the gateway read part of the body before it failed (a chunk past the limit is not kept). */
-function checkRecorded(t: Test, record: LogRecord, records: boolean, sent: Buffer, originalBytes: number, someArrived = true): void {
-  if (!records) return void t.notOk('request_body' in record, 'no body for a key that does not record');
-  const recorded = record.request_body as { state: string; original_bytes: number; body: string; encoding?: string } | undefined;
-  t.match(recorded, { state: 'truncated', original_bytes: originalBytes }, 'recorded truncated, its size the declared length (or with none what arrived)');
-  t.equal(recorded?.encoding, undefined, 'as text');
-  t.ok(recorded !== undefined && sent.toString('utf8').startsWith(recorded.body), 'the start of the body as sent');
-  if (someArrived) t.ok(recorded !== undefined && recorded.body.length > 0, 'what arrived is kept');
-}
-
 for (const route of Object.keys(ROUTES) as RouteName[]) {
   for (const [kind, size] of Object.entries(SIZES)) {
     t.test(`a ${kind} ${route} body that goes silent: 408; one whose client leaves: 499; recorded truncated`, async (t) => {
       const { gw, keys, upstreamRequests } = await gateway(t, route);
       const sent = firstHalf(route, size);
       for (const key of keys) {
-        const silent = openUpload(gw, route, key.value, { 'content-length': String(size) });
+        const silent = openUpload(gw, ROUTES[route], key.value, { 'content-length': String(size) });
         silent.req.write(sent);
         const answered = await silent.answer;
         t.equal(answered.status, 408);
@@ -78,7 +43,7 @@ for (const route of Object.keys(ROUTES) as RouteName[]) {
         t.match(timedOut, { error_code: 'request_timeout', client_aborted: false });
         checkRecorded(t, timedOut, key.records, sent, size);
 
-        const leaving = openUpload(gw, route, key.value, { 'content-length': String(size) });
+        const leaving = openUpload(gw, ROUTES[route], key.value, { 'content-length': String(size) });
         // Cut once what was written has left for the gateway, and the gateway has read it.
         leaving.req.write(sent, () => setTimeout(() => leaving.req.destroy(), 50));
         t.equal((await leaving.answer).status, 0, 'no answer: the client left');
@@ -95,7 +60,7 @@ for (const route of Object.keys(ROUTES) as RouteName[]) {
 t.test('a chunked JSON body past maxBodyBytes: 413, recorded truncated, its size what arrived', async (t) => {
   const { gw, keys } = await gateway(t, 'json', 2 * BUFFERED);
   const sent = firstHalf('json', SIZES.spooled * 2);
-  const { req, answer } = openUpload(gw, 'json', keys[0]!.value, { 'transfer-encoding': 'chunked' });
+  const { req, answer } = openUpload(gw, ROUTES.json, keys[0]!.value, { 'transfer-encoding': 'chunked' });
   req.write(sent);
   const answered = await answer;
   t.equal(answered.status, 413);
