@@ -2,7 +2,7 @@ import { createServer, request, type IncomingMessage, type ServerResponse } from
 import t, { type Test } from 'tap';
 import type { ConfigStore } from '../../src/store/config-store.ts';
 import type { AccessKeyRecord } from '../../src/store/records.ts';
-import { seedRoute, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
+import { seedRoute, startUpstream, startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { gateway } from './helpers/gateway-per-test.ts';
 import { deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 
@@ -235,24 +235,20 @@ for (const c of formChanges) {
 // The key is read again when the upload ends, not when the answer does: a change made while the
 // upstream works on a form it has whole leaves the recording as the key had it then.
 
-/** A transcription upstream that tells when a form has reached it whole, and answers once `release` is resolved. */
+/** A transcription upstream that tells when a form has reached it whole (startUpstream answers only then), and answers once `release` is resolved. */
 async function holdingFormUpstream(t: Test) {
   const whole = deferred();
   const release = deferred();
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      whole.resolve();
-      void release.promise.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"ok"}'));
-    });
+  const upstream = await startUpstream(async (_req, res) => {
+    whole.resolve();
+    await release.promise;
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{"text":"ok"}');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => {
+  t.teardown(async () => {
     release.resolve();
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, whole: whole.promise, release };
+    await upstream.close();
+  });
+  return { url: upstream.url, whole: whole.promise, release };
 }
 
 for (const c of formChanges.slice(1)) {
