@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
 import { startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
 import { chatBody, clientAuthHeaders, createKey, deferred, eventually, readIncrementally, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
@@ -53,6 +53,17 @@ async function leaveAfterFinish(gw: Gateway, keyValue: string): Promise<string> 
   return res.headers.get('x-switchyard-request-id')!;
 }
 
+/** The key's next request is refused on its quota: the 5,000 tokens of the one before used up its 100. */
+async function nextRefusedOnQuota(t: Test, gw: Gateway, keyValue: string): Promise<void> {
+  const next = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
+    body: chatBody('team-m'),
+  });
+  t.equal(next.status, 429, "the 5,000 tokens used up the key's 100-token quota");
+  t.match(await next.json(), { error: { code: 'quota_exceeded' } });
+}
+
 t.test('a client that leaves after the finish: the usage chunk is still read, billed and counted against the quota', async (t) => {
   const release = deferred();
   const upstreamEnd = deferred<UpstreamEnd>();
@@ -70,13 +81,7 @@ t.test('a client that leaves after the finish: the usage chunk is still read, bi
   t.match(record, { status: 200, error_code: 'client_closed', client_aborted: true }, 'the record still says the client left');
   t.match(record.usage, { input_tokens: 1000, output_tokens: 4000 }, 'and carries the usage read after it left');
 
-  const next = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
-    body: chatBody('team-m'),
-  });
-  t.equal(next.status, 429, 'the 5,000 tokens used up the key\'s 100-token quota');
-  t.match(await next.json(), { error: { code: 'quota_exceeded' } });
+  await nextRefusedOnQuota(t, gw, keyValue);
   t.equal(upstream.requests.length, 1, 'the refused request never reached the upstream');
 });
 
@@ -135,11 +140,5 @@ t.test('a client that leaves a plain answer mid-body: the rest is still read for
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, { status: 200, error_code: 'client_closed', client_aborted: true }, 'the record still says the client left');
   t.match(record.usage, { input_tokens: 1000, output_tokens: 4000 }, 'and carries the usage read after it left');
-  const next = await fetch(`${gw.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' },
-    body: chatBody('team-m'),
-  });
-  t.equal(next.status, 429, "the 5,000 tokens used up the key's 100-token quota");
-  await next.arrayBuffer();
+  await nextRefusedOnQuota(t, gw, keyValue);
 });
