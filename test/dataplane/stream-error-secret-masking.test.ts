@@ -129,3 +129,21 @@ t.test('a JSON answer to a stream request held for its end that stalls is ended 
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
   t.match(record, { status: 504, error_code: 'upstream_idle_timeout' });
 });
+
+t.test('a JSON answer to a stream request past the capture limit is held no longer: it goes on as it arrives, whole and as sent', async (t) => {
+  // The relay's capture limit (forward-native.ts): a body past it is no error object in place of a stream.
+  const captureLimit = 4 * 1024 * 1024;
+  const head = `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","content":[{"type":"output_text","text":"${'x'.repeat(captureLimit)}`;
+  const tail = '"}]}],"error":null}';
+  let clientHasHead!: () => void;
+  const headSeen = new Promise<void>((resolve) => (clientHasHead = resolve));
+  // The upstream sends the rest only once the client has the first bytes: a body still held until its end never would.
+  const { gw, send } = await streamScenario(t, STREAM_STYLES.responses!, { 'content-type': 'application/json' }, [head], { secret: SECRET, end: (res) => void headSeen.then(() => res.end(tail)) });
+  const res = await withTimeout(send(), 10_000, 'the answer\'s head');
+  t.equal(res.status, 200);
+  const text = await withTimeout(readIncrementally(res, (soFar) => soFar.length > 0 && clientHasHead()), 10_000, 'the body, its first bytes before the upstream ends it');
+  t.equal(text.length, head.length + tail.length, 'every byte');
+  t.ok(text === head + tail, 'as sent');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 200, error_code: null });
+});
