@@ -1,20 +1,9 @@
-import { execFile } from 'node:child_process';
 import t from 'tap';
 import { AUTH_KEY, startGateway } from '../management/support/gateway.ts';
-import { REPO_ROOT } from '../helpers/repo-copy.ts';
+import { runCli as cli } from '../helpers/run-cli.ts';
 
 // A usage error names the option left out and what it takes, not only the usage line; an
 // unknown AccessKey id is said in words, not as an API error code and its JSON.
-
-/** Asynchronous, so that a gateway in this process answers the CLI's --url requests. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const options = { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY: '', TAP: undefined, TAP_CHILD_ID: undefined, ...env } };
-    execFile(process.execPath, ['--import=tsx', 'src/cli/main.ts', ...args], options, (err, stdout, stderr) => {
-      resolve({ status: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
-    });
-  });
-}
 
 t.test('resolve without --operation names it and the protocol\'s operations, exit 2', async (t) => {
   const r = await cli(['resolve', '--protocol', 'x-messages', '--channel', 'ch14']);

@@ -1,11 +1,6 @@
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import t from 'tap';
 import { seedAccessKey, startGateway } from '../management/support/gateway.ts';
-
-const run = promisify(execFile);
-const BIN = path.resolve(import.meta.dirname, '../../bin/switchyard.js');
+import { runCli } from '../helpers/run-cli.ts';
 
 // A credential disabled keeps the cooldown_until of an earlier cooldown (the store clears it
 // only on enable): the summary says why it is disabled, not until when it once cooled down.
@@ -28,7 +23,7 @@ t.test('switchyard inspect says why a credential once cooled down is disabled, a
   const key = await seedAccessKey(gw);
   await gw.stop();
 
-  const { stdout } = await run(process.execPath, [BIN, 'inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', String(key.id), '--data', gw.dataDir]).catch((e: { stdout: string }) => e);
+  const { stdout } = await runCli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', String(key.id), '--data', gw.dataDir]);
   const line = (id: number) => stdout.split('\n').find((l) => l.startsWith(`  credential #${id} `));
   t.equal(line(past!.id), `  credential #${past!.id} api_key disabled: credential_disabled (upstream answered 401)`, 'disabled after a cooldown long over');
   t.equal(line(running!.id), `  credential #${running!.id} api_key disabled: credential_disabled (upstream answered 403)`, 'disabled during a cooldown');

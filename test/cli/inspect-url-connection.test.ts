@@ -1,20 +1,14 @@
-import { execFile } from 'node:child_process';
 import { createServer, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import { AUTH_KEY, seedAccessKey, startGateway, type Gateway } from '../management/support/gateway.ts';
-import { REPO_ROOT } from '../helpers/repo-copy.ts';
+import { runCli, type CliRun } from '../helpers/run-cli.ts';
 
 // inspect --url reaches a server on any port serve takes, and says why one cannot be reached.
 
 /** `url` undefined: offline, on a data directory that does not exist. */
-function inspect(url: string | undefined, extra: string[] = []): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const options = { cwd: REPO_ROOT, env: { ...process.env, AUTH_KEY, TAP: undefined, TAP_CHILD_ID: undefined } };
-    const where = url === undefined ? ['--data', '/nonexistent-switchyard-data'] : ['--url', url];
-    execFile(process.execPath, ['--import=tsx', 'src/cli/main.ts', 'inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--json', ...where, ...extra], options, (err, stdout, stderr) => {
-      resolve({ status: err ? ((err as { code?: number }).code ?? null) : 0, stdout, stderr });
-    });
-  });
+function inspect(url: string | undefined, extra: string[] = []): Promise<CliRun> {
+  const where = url === undefined ? ['--data', '/nonexistent-switchyard-data'] : ['--url', url];
+  return runCli(['inspect', '--protocol', 'x-completions', '--model', 'chat-model', '--access-key', '1', '--json', ...where, ...extra], { AUTH_KEY });
 }
 
 /**
