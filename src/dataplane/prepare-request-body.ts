@@ -148,9 +148,12 @@ async function spooledRaw(req: IncomingMessage, declared: number | undefined, re
   } catch (err) {
     tee.stream.destroy();
     req.resume();
-    const refusal = requestBodyFailure(err);
-    if (refusal !== undefined) return refusedBody(refusal, recorded());
-    throw req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : err;
+    // As for a form: a spool file failure is ours, anything else the body cut short (too large,
+    // silent, its client gone) before the file opened, recorded as far as it arrived.
+    const refusal = requestBodyFailure(err) ?? (req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : undefined);
+    if (refusal === undefined) throw err;
+    if (err instanceof SpoolFailure) return refusedBody(refusal, recorded());
+    return { ...refusedBody(refusal, recorded()), cutShort: true };
   }
   return {
     body: { kind: 'stream', replayable: true, open: async () => (declared === undefined ? { stream: spooled.read() } : { stream: spooled.read(), length: declared }) },

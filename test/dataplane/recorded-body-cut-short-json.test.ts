@@ -1,4 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
 import t, { type Test } from 'tap';
+import type { OperationEntry } from '../../src/generated/index.ts';
+import { prepareRequestBody } from '../../src/dataplane/prepare-request-body.ts';
 import { checkRecorded, cutShortGateway, openUpload } from './helpers/cut-short-upload.ts';
 import { recordOfKey, waitForLog } from './helpers/dataplane-scenarios.ts';
 
@@ -70,4 +77,16 @@ t.test('a chunked JSON body past maxBodyBytes: 413, recorded truncated, its size
   const recorded = record.request_body as { original_bytes: number } | undefined;
   t.ok(recorded !== undefined && recorded.original_bytes > 2 * BUFFERED, 'its size is what arrived, past the limit');
   if (recorded !== undefined) checkRecorded(t, record, true, sent, recorded.original_bytes, false);
+});
+
+t.test('a passthrough body whose client leaves before its spool file is open is refused client_closed, and recorded truncated too', async (t) => {
+  const spoolDir = mkdtempSync(path.join(tmpdir(), 'switchyard-cut-short-'));
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
+  const req = Object.assign(new PassThrough(), { method: 'POST', headers: { 'content-length': String(SIZES.spooled) } }) as unknown as IncomingMessage;
+  const prepared = prepareRequestBody(req, { body: 'raw' } as OperationEntry, true, { maxBodyBytes: 1024 * 1024, bufferedJsonBytes: BUFFERED, spoolDir }, 60_000);
+  // Gone at once: the spool file opens on the thread pool, after the stream's failure.
+  req.destroy(new Error('aborted'));
+  const body = await prepared;
+  t.match(body, { refusal: { code: 'client_closed' }, cutShort: true });
+  t.match(body.recorded(), { state: 'truncated', original_bytes: SIZES.spooled });
 });
