@@ -50,9 +50,10 @@ for (const route of Object.keys(ROUTES) as RouteName[]) {
         t.match(timedOut, { error_code: 'request_timeout', client_aborted: false });
         checkRecorded(t, timedOut, key.records, sent, size);
 
-        const leaving = openUpload(gw, ROUTES[route], key.value, { 'content-length': String(size) });
-        // Cut once what was written has left for the gateway, and the gateway has read it.
-        leaving.req.write(sent, () => setTimeout(() => leaving.req.destroy(), 50));
+        // The gateway sends its 100 Continue once it reads the body: what is written after it is
+        // read as it arrives, before the client's close, which follows it once it has left.
+        const leaving = openUpload(gw, ROUTES[route], key.value, { 'content-length': String(size), expect: '100-continue' });
+        leaving.req.on('continue', () => leaving.req.write(sent, () => leaving.req.destroy()));
         t.equal((await leaving.answer).status, 0, 'no answer: the client left');
         const gone = await recordOfKey(gw, key.id, 499);
         t.match(gone, { error_code: 'client_closed', client_aborted: true });
