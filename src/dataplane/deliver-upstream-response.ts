@@ -39,7 +39,8 @@ const USAGE_AFTER_CLIENT_LEFT_MS = 2000;
  * the header values; a body below 400 goes as sent (a stream compressed in a coding the gateway
  * decodes goes decoded, its events being read; a plain JSON body so compressed goes as sent,
  * decoded beside it for its usage), but for the upstream's own error in a stream, and a JSON
- * error object in place of a stream, in which `secret` is masked too.
+ * error object in place of a stream (decoded, when it came so compressed), in which `secret`
+ * is masked too.
  */
 export function deliverUpstreamResponse(upstream: UpstreamReply, options: DeliveryOptions, secret?: string): Promise<DeliveryOutcome> {
   const { res } = options;
@@ -60,9 +61,10 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // length to send (RFC 9110 §8.6): an upstream's, wrong or not, would fail undici 7's client.
   const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream || upstream.status === 204);
   const reply = coded && (isSse || isJsonArrayStream) ? decodedReply(upstream, headers) : upstream;
-  // A plain answer so compressed goes as sent, decoded beside it for its usage. Decided once per
-  // answer: an uncompressed one pays this one test.
-  const decodedForUsage = coded && !opaque && !isSse && !isJsonArrayStream && isJson && upstream.status < 400 && (options.usageStyle !== undefined || options.captureResponseId);
+  // A plain answer so compressed goes as sent, decoded beside it for its usage, or, in place of a
+  // stream, to find an error object, which goes decoded and masked. Decided once per answer: an
+  // uncompressed one pays this one test.
+  const decodedBeside = coded && !opaque && !isSse && !isJsonArrayStream && isJson && upstream.status < 400 && (options.usageStyle !== undefined || options.captureResponseId || (secret !== undefined && upstream.status < 300 && options.streamRequested === true));
   if (secret !== undefined) maskSecretInHeaders(headers, secret);
   withRequestId(headers, options.requestId, options.streamStyle === 'messages');
   // nginx (proxy_buffering, on by default) holds a proxied answer until its buffers fill or it
@@ -103,7 +105,7 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
         ? new SseRelay(relay, done)
         : isJsonArrayStream
           ? new JsonArrayRelay(relay, done)
-          : decodedForUsage
+          : decodedBeside
             ? new CompressedBodyRelay(relay, upstream.headers, done)
             : sniffs
               ? new SniffedStreamRelay((sse) => (sse ? sniffedSse(relay, headers, done) : new BodyRelay(relay, isJson, done)))

@@ -31,17 +31,18 @@ export class BodyRelay implements UpstreamBodySink {
   /** Past the capture limit: the top-level usage member found in the head, if any. */
   #headUsage: TokenUsage | undefined;
   /**
-   * A stream request answered 2xx with JSON: the body is held (in #kept) and passed on at its
-   * end, as only then is it known whether it is an error object, whose secret is masked. A
-   * body past the capture limit is no such error, and goes on as it arrives from then.
+   * A stream request answered 2xx with JSON: the body is held (in #kept, a compressed one in
+   * CompressedBodyRelay's) and passed on at its end, as only then is it known whether it is an
+   * error object, whose secret is masked. A body past the capture limit is no such error, and
+   * goes on as it arrives from then.
    */
-  #holding: boolean;
+  protected holding: boolean;
 
   constructor(relay: RelayContext, isJson: boolean, done: () => void) {
     this.#relay = relay;
     this.done = done;
     if (isJson) this.#kept = [];
-    this.#holding = isJson && relay.options.streamRequested === true && relay.reply.status < 300 && relay.secret !== undefined;
+    this.holding = isJson && relay.options.streamRequested === true && relay.reply.status < 300 && relay.secret !== undefined;
     // No watcher for an answer read in one turn: one only for a body still open after it (RelayContext.flush).
     relay.watchesAfterFirstTurn = true;
     if (isJson && relay.options.usageStyle !== undefined && relay.reply.status < 300) relay.usageRelay = this;
@@ -57,13 +58,17 @@ export class BodyRelay implements UpstreamBodySink {
   }
 
   onData(chunk: Buffer): void {
-    if (this.#holding) return this.#hold(chunk);
+    if (this.holding) return this.#hold(chunk);
     this.keep(chunk);
     if (this.#relay.clientOpen) this.#relay.write(chunk);
   }
 
   onEnd(): void {
-    if (this.#holding) this.#passOnHeld();
+    if (this.holding && this.#kept!.length > 0) {
+      const kept = this.#kept!;
+      const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
+      this.passOnHeld(body, body);
+    }
     this.endClient();
     this.readKept();
     this.done();
@@ -71,27 +76,34 @@ export class BodyRelay implements UpstreamBodySink {
 
   #hold(chunk: Buffer): void {
     const relay = this.#relay;
-    // Nothing is flushed while held, which would make the watcher (RelayContext.flush): one that stalls is still ended at the idle timeout.
-    (relay.idle ??= watchUpstreamIdle(relay)).touch();
+    this.watchHeld();
     const kept = this.#kept!;
     kept.push(chunk);
     this.#keptBytes += chunk.length;
     if (this.#keptBytes <= relay.options.captureLimitBytes) return;
-    this.#holding = false;
+    this.holding = false;
     this.#kept = [];
     this.#keptBytes = 0;
     for (const held of kept) this.onData(held);
   }
 
-  /** The held body, whole: an error object with the secret masked (and its length the masked one's), anything else as sent. */
-  #passOnHeld(): void {
+  /** Nothing is flushed while held, which would make the watcher (RelayContext.flush): one that stalls is still ended at the idle timeout. */
+  protected watchHeld(): void {
     const relay = this.#relay;
-    const kept = this.#kept!;
-    if (kept.length === 0) return;
-    const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
+    (relay.idle ??= watchUpstreamIdle(relay)).touch();
+  }
+
+  /**
+   * The held body, whole (`sent`, as it came; `decoded`, what it decodes to, undefined when it
+   * does not decode within the capture limit): an error object goes with the secret masked and
+   * its length the masked one's (decoded, when it came compressed), anything else as sent.
+   */
+  protected passOnHeld(sent: Buffer, decoded: Buffer | undefined): void {
+    const relay = this.#relay;
     // Parsed once more by readKept: an answer in place of a stream is rare, and small when it is an error.
-    const out = holdsError(parseOrUndefined(withoutBom(body.toString('utf8')))) ? maskSecretInBytes(body, relay.secret!) : body;
-    if (out !== body) relay.resizeHeldBody(out.length);
+    const isError = decoded !== undefined && holdsError(parseOrUndefined(withoutBom(decoded.toString('utf8'))));
+    const out = isError ? maskSecretInBytes(decoded, relay.secret!) : sent;
+    if (isError) relay.resizeHeldBody(out.length, decoded !== sent);
     if (relay.clientOpen) relay.write(out);
   }
 

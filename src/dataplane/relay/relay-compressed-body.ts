@@ -10,7 +10,9 @@ import type { RelayContext } from './relay-context.ts';
  * body goes to BodyRelay's usage capture (bounded as for any body). A body within the capture
  * limit is kept compressed and decoded whole at its end, so that its outcome comes at once, as
  * an uncompressed one's; past it, a side decoder decodes it as it arrives, and the outcome waits
- * for the decoder's end. A body that does not decode leaves its usage unread.
+ * for the decoder's end. A body that does not decode leaves its usage unread. One in place of a
+ * stream (BodyRelay's holding) is held to its end within the capture limit, and goes decoded
+ * and masked when it is an error object.
  */
 export class CompressedBodyRelay extends BodyRelay {
   readonly #relay: RelayContext;
@@ -37,18 +39,25 @@ export class CompressedBodyRelay extends BodyRelay {
     if (compressed !== undefined) {
       compressed.push(chunk);
       this.#compressedBytes += chunk.length;
-      if (this.#compressedBytes > relay.options.captureLimitBytes) this.#startDecoder(compressed);
+      if (this.#compressedBytes <= relay.options.captureLimitBytes) {
+        if (this.holding) return this.watchHeld();
+      } else {
+        this.#startDecoder(compressed);
+        // Past the limit a held body is no error object: what was held goes on, and the rest as it comes.
+        if (this.holding) return this.#passOnAsSent(compressed);
+      }
     } else if (!this.#decodeFailed && !this.#stages![0]!.write(chunk)) relay.reply.pause();
     if (relay.clientOpen) relay.write(chunk);
   }
 
   override onEnd(): void {
-    this.endClient();
     this.#upstreamEnded = true;
     const compressed = this.#compressed;
     if (compressed !== undefined) {
       const body = compressed.length === 1 ? compressed[0]! : Buffer.concat(compressed);
       const decoded = decodedWithin(this.#headers, body, this.#relay.options.captureLimitBytes);
+      if (this.holding && body.length > 0) this.passOnHeld(body, typeof decoded === 'string' ? undefined : decoded);
+      this.endClient();
       if (decoded === 'over_limit') {
         this.#startDecoder([body]).end();
         return;
@@ -56,6 +65,7 @@ export class CompressedBodyRelay extends BodyRelay {
       if (decoded !== undefined) this.keep(decoded);
       return this.#settle(decoded !== undefined);
     }
+    this.endClient();
     if (this.#decodeFailed) this.#settle(false);
     else this.#stages![0]!.end();
   }
@@ -83,6 +93,12 @@ export class CompressedBodyRelay extends BodyRelay {
     stages.reduce((from, to) => from.pipe(to));
     for (const chunk of kept) first.write(chunk);
     return first;
+  }
+
+  #passOnAsSent(held: Buffer[]): void {
+    this.holding = false;
+    const relay = this.#relay;
+    for (const chunk of held) if (relay.clientOpen) relay.write(chunk);
   }
 
   /** The bytes are not what their content-encoding says: they still go to the client as sent. */

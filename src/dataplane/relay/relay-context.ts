@@ -139,9 +139,16 @@ export class RelayContext {
     if (this.secret !== undefined) this.#masking ??= new SecretMaskingStream(this.secret);
   }
 
-  /** A held head's length, for a body masked before its first byte went out (an answer whose head went out has no length). */
-  resizeHeldBody(length: number): void {
-    if (this.#heldHead?.['content-length'] !== undefined) this.#heldHead['content-length'] = String(length);
+  /**
+   * A held head's length, for a body masked before its first byte went out (an answer whose
+   * head went out has no length); `decoded`, a compressed one sent decoded: without its
+   * `content-encoding`, and with a length whether or not the upstream gave one.
+   */
+  resizeHeldBody(length: number, decoded = false): void {
+    const head = this.#heldHead;
+    if (head === undefined) return;
+    if (decoded) delete head['content-encoding'];
+    if (decoded || head['content-length'] !== undefined) head['content-length'] = String(length);
   }
 
   /**
