@@ -15,14 +15,15 @@ import { createKey, eventually, seedGroup, waitForLog } from './helpers/dataplan
  */
 const EVENT = `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(MAX_HELD_EVENT_BYTES - 64 * 1024) }, finish_reason: 'stop' }] })}\n\n`;
 
-async function stalledClient(t: Test) {
+/** A client whose response is paused once its head came: it reads nothing more until resumed. */
+async function stalledClient(t: Test, streamIdleTimeoutMs = 300) {
   const { upstream, gw } = await startUpstreamAndDataPlane(
     t,
     (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'content-length': String(Buffer.byteLength(EVENT)) });
       res.end(EVENT);
     },
-    { streamIdleTimeoutMs: 300 },
+    { streamIdleTimeoutMs },
   );
   await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-tail'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
@@ -54,4 +55,18 @@ t.test('a client that leaves while the tail waits for it is client_closed', asyn
   response.destroy();
   const record = await waitForLog(gw, String(response.headers['x-switchyard-request-id']));
   t.match(record, { status: 200, error_code: 'client_closed', client_aborted: true });
+});
+
+t.test('a client that reads the tail late, within the idle timeout, gets it whole, and the record is a clean success', async (t) => {
+  const { gw, response } = await stalledClient(t, 5000);
+  // Well within the idle timeout, and long enough for the upstream to have ended meanwhile.
+  await new Promise((resolve) => setTimeout(resolve, 800));
+  let received = 0;
+  response.on('data', (chunk: Buffer) => (received += chunk.length));
+  const ended = new Promise((resolve) => response.on('end', resolve));
+  response.resume();
+  await ended;
+  t.equal(received, Buffer.byteLength(EVENT), 'the whole event');
+  const record = await waitForLog(gw, String(response.headers['x-switchyard-request-id']));
+  t.match(record, { status: 200, error_code: null, client_aborted: false });
 });
