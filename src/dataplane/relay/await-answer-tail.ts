@@ -36,8 +36,6 @@ export function awaitAnswerTail(relay: RelayContext, settle: () => void): void {
     finish();
     res.destroy();
   });
-  // The silence from now on is the client's: nothing more comes from the upstream.
-  idle.hold();
   res.once('finish', onFinish);
   options.onClientGone(gone);
 }
