@@ -30,7 +30,7 @@ export class UpstreamErrorDetector {
     let first = -1;
     for (const mark of this.#marks) {
       for (let at = mark.indexIn(bytes, from); at !== -1 && (first === -1 || at < first); at = mark.indexIn(bytes, at + 1)) {
-        if (this.#standsInPlace((i) => bytes[i], at, mark.length)) {
+        if (this.#standsInPlace(bytes, at, mark.length)) {
           first = at;
           break;
         }
@@ -54,16 +54,16 @@ export class UpstreamErrorDetector {
     return this.#row.raw.some((name) => v[name] !== undefined && v[name] !== null);
   }
 
-  /** A member name is followed by its colon; a `type` value follows one. */
-  #standsInPlace(codeAt: (i: number) => number | undefined, at: number, length: number): boolean {
+  /** A member name is followed by its colon; a `type` value follows one (a byte outside `bytes` is undefined: neither). */
+  #standsInPlace(bytes: Buffer, at: number, length: number): boolean {
     if (this.#row.in === 'member') {
       let i = at + length;
-      while (isSpace(codeAt(i))) i++;
-      return codeAt(i) === COLON;
+      while (isSpace(bytes[i])) i++;
+      return bytes[i] === COLON;
     }
     let i = at - 1;
-    while (isSpace(codeAt(i))) i--;
-    return codeAt(i) === COLON;
+    while (isSpace(bytes[i])) i--;
+    return bytes[i] === COLON;
   }
 }
 
