@@ -31,7 +31,6 @@ export class QuotedNameSearch {
     }
     return -1;
   }
-
 }
 
 /** The position of the rarest letter inside the quotes (the first of equals); 1 when the name has no letter. */
