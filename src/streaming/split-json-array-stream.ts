@@ -129,8 +129,7 @@ export class JsonArrayStreamSplitter {
   /** The element takeWhole would take, left held (its bytes may go on before its comma or `]`). */
   peekWhole(): string | undefined {
     if (this.boundary() !== 'after_element' || this.#skipping) return undefined;
-    const pieces = this.#element;
-    return (pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces)).toString('utf8').trim();
+    return this.#elementText();
   }
 
   /**
@@ -157,9 +156,15 @@ export class JsonArrayStreamSplitter {
   }
 
   #takeElement(): string {
-    const pieces = this.#element;
+    const text = this.#elementText();
     this.#element = [];
     this.#elementBytes = 0;
+    return text;
+  }
+
+  /** The held element's text, without the whitespace around it. */
+  #elementText(): string {
+    const pieces = this.#element;
     if (pieces.length === 0) return '';
     return (pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces)).toString('utf8').trim();
   }
