@@ -37,6 +37,8 @@ export class BodyRelay implements UpstreamBodySink {
    * goes on as it arrives from then.
    */
   protected holding: boolean;
+  /** The held body as passOnHeld parsed it and its verdict, for readKept (made only for a body held to its end). */
+  #held: { parsed: unknown; isError: boolean } | undefined;
 
   constructor(relay: RelayContext, isJson: boolean, done: () => void) {
     this.#relay = relay;
@@ -65,8 +67,7 @@ export class BodyRelay implements UpstreamBodySink {
 
   onEnd(): void {
     if (this.holding && this.#kept!.length > 0) {
-      const kept = this.#kept!;
-      const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
+      const body = wholeOf(this.#kept!);
       this.passOnHeld(body, body);
     }
     this.endClient();
@@ -100,10 +101,16 @@ export class BodyRelay implements UpstreamBodySink {
    */
   protected passOnHeld(sent: Buffer, decoded: Buffer | undefined): void {
     const relay = this.#relay;
-    // Parsed once more by readKept: an answer in place of a stream is rare, and small when it is an error.
-    const isError = decoded !== undefined && holdsError(parseOrUndefined(withoutBom(decoded.toString('utf8'))));
-    const out = isError ? maskSecretInBytes(decoded, relay.secret!) : sent;
-    if (isError) relay.resizeHeldBody(out.length, decoded !== sent);
+    let out = sent;
+    if (decoded !== undefined) {
+      const parsed = parseOrUndefined(withoutBom(decoded.toString('utf8')));
+      const isError = holdsError(parsed);
+      this.#held = { parsed, isError };
+      if (isError) {
+        out = maskSecretInBytes(decoded, relay.secret!);
+        relay.resizeHeldBody(out.length, decoded !== sent);
+      }
+    }
     if (relay.clientOpen) relay.write(out);
   }
 
@@ -140,19 +147,20 @@ export class BodyRelay implements UpstreamBodySink {
       // A usage member in the tail is the last one, as JSON.parse would read it.
       if (usageStyle) relay.outcome.usage = extractUsageFromTail(usageStyle, this.#tail(kept)) ?? this.#headUsage;
     } else if (kept !== undefined && kept.length > 0) {
-      const body = kept.length === 1 ? kept[0]! : Buffer.concat(kept);
       // A stream request answered with one JSON object (rare, and small when it is an error).
       const inPlaceOfStream = relay.options.streamRequested === true && relay.reply.status < 300;
       if (captureResponseId || inPlaceOfStream) {
         // The created response's id is a member near the start: this body is parsed whole (past a
-        // BOM, which JSON.parse refuses where the byte scan of other bodies passes over it).
-        const parsed = parseOrUndefined(withoutBom(body.toString('utf8')));
+        // BOM, which JSON.parse refuses where the byte scan of other bodies passes over it), once:
+        // a body held to its end was parsed then.
+        const held = this.#held;
+        const parsed = held !== undefined ? held.parsed : parseOrUndefined(withoutBom(wholeOf(kept).toString('utf8')));
         if (usageStyle && parsed !== undefined) relay.outcome.usage = extractUsage(usageStyle, parsed);
         if (captureResponseId) relay.outcome.responseId = idOf(parsed);
         // An error object in place of the stream is the upstream's error, as its error event in a stream is.
-        if (inPlaceOfStream && holdsError(parsed)) relay.fail(UPSTREAM_STREAM_ERROR);
+        if (inPlaceOfStream && (held !== undefined ? held.isError : holdsError(parsed))) relay.fail(UPSTREAM_STREAM_ERROR);
       } else if (usageStyle) {
-        relay.outcome.usage = extractUsageFromBytes(usageStyle, body);
+        relay.outcome.usage = extractUsageFromBytes(usageStyle, wholeOf(kept));
       }
     }
   }
@@ -198,6 +206,11 @@ function holdsError(parsed: unknown): boolean {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return false;
   const { error } = parsed as { error?: unknown };
   return error !== null && typeof error === 'object';
+}
+
+/** The chunks as one buffer, copied only when there are several. */
+function wholeOf(chunks: readonly Buffer[]): Buffer {
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
 
 /** The first `bytes` of the chunks (all of them when shorter), copied only when they span several. */
