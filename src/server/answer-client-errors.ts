@@ -39,12 +39,13 @@ export function answerClientErrors(server: Server, dataPlane: ParserFailureAnswe
     const answering = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
     if (err.code === 'ECONNRESET' || !socket.writable || answering?.headersSent === true || drainingAfterAnswer(socket)) return void socket.destroy(err);
     try {
-      const inBody = answering !== undefined && !answering.req.complete;
-      const raw = failedRequestHead(err, inBody ? answering.req : undefined);
+      // The request whose body failed once its handler ran (the head was read from it), if it is one.
+      const inBody = answering !== undefined && !answering.req.complete ? answering.req : undefined;
+      const raw = failedRequestHead(err, inBody);
       const head = raw && { ...raw, target: originForm({ url: raw.target }) };
-      const failure = parserFailureOf(err.code, inBody);
+      const failure = parserFailureOf(err.code, inBody !== undefined);
       const management = dataPlane === undefined || (head !== undefined && isManagementPath(head.target));
-      const reply: ParserFailureReply = management ? parserFailureEnvelope(failure, head) : dataPlane(failure, head, inBody ? answering.req : undefined);
+      const reply: ParserFailureReply = management ? parserFailureEnvelope(failure, head) : dataPlane(failure, head, inBody);
       const { status, body, headers = {} } = reply;
       // Each plane's own headers: Koa's JSON type and `no-store` (every management answer's), or the data plane's type and request id.
       const own = management ? ['content-type: application/json; charset=utf-8', 'cache-control: no-store'] : ['content-type: application/json', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
