@@ -46,7 +46,7 @@ import { followSessionKey, type AdmittedKey, type SessionPricing } from './follo
 import { followSessionCredential, type SessionCredential } from './follow-session-credential.ts';
 import { SessionTicker } from './session-ticker.ts';
 import { droppedQueryName, refuseUnreadableFormat } from './forwarded-query.ts';
-import { lastAnswerHint, replaceRetryHint } from './retry-hints.ts';
+import { lastAnswerHint, NO_RETRY, replaceRetryHint } from './retry-hints.ts';
 import { splitTarget } from './split-request-target.ts';
 
 export interface UpgradeHandler {
@@ -262,7 +262,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
             if (outcome.neverConnected === true && atGroupAddress(access, candidate.group)) unreached.groupAddressFailed(proxy);
             // As forward-native: a refused certificate is no credential's fault; no verdict, and nothing was sent.
             if (outcome.certificateRefused === true) {
-              lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`), candidate, credential };
+              lastFailure = { error: new DataPlaneError('upstream_unreachable', `(${outcome.code})`, NO_RETRY), candidate, credential };
               continue;
             }
             judgedCredentials.push(await pool.apply(credential, access, verdictFor(null, undefined, settings, deps.clock()), deps.clock()));

@@ -44,10 +44,7 @@ export class ExchangeHandler implements Dispatcher.DispatchHandler, ReplyTranspo
     this.#pendingAbort ??= reason;
     // undici hands over its controller only once the request has a connection (through a proxy,
     // once CONNECT is answered), which may take the whole connect timeout: the caller hears now.
-    if (this.#settled) return;
-    this.#settled = true;
-    noteRequestWritten(reason, false);
-    this.#reject(reason);
+    this.#fail(reason);
   }
 
   /** The reply's transport: it exists only once undici has handed over its controller. */
