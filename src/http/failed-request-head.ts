@@ -11,9 +11,11 @@ export interface RequestHead {
 /**
  * `METHOD SP target SP HTTP/x.y`, loosely: a lowercase method or raw non-ASCII bytes are what was
  * refused. The method is the letters before the target, not the whole start of the line: the
- * end of a body pipelined just before, with no line end of its own, runs into it (`{}HEAD`).
+ * end of a body pipelined just before, with no line end of its own, runs into it (`{}HEAD`). Only
+ * what has no space may come before it, so that a header quoting a request line (`x-note: see GET
+ * /a HTTP/1.1`) or a target with a space in it (`GET /a b HTTP/1.1`) is no request line.
  */
-const REQUEST_LINE = /([A-Za-z][A-Za-z-]*) (\S+) HTTP\/\d\.\d$/;
+const REQUEST_LINE = /^[^ ]*?([A-Za-z][A-Za-z-]*) (\S+) HTTP\/\d\.\d$/;
 
 /**
  * The head of the request a parser error (`clientError`) is about: that of `inBody`, the

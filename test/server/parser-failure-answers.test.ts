@@ -76,6 +76,12 @@ t.test('refused heads are answered with node status, connection: close and a cod
     ],
     ['Transfer-Encoding: chunked, chunked', `${CHAT}transfer-encoding: chunked, chunked\r\n\r\n0\r\n\r\n`, 400, { error: { code: 'malformed_request' } }],
     ['a header over the limit', `GET /v1/models HTTP/1.1\r\nhost: gw\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, { error: { code: 'request_headers_too_large', type: 'invalid_request_error' } }],
+    [
+      'a header over the limit after a header that quotes a request line',
+      `GET /v1/models HTTP/1.1\r\nhost: gw\r\nx-note: see GET /api/health HTTP/1.1\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      431,
+      { error: { code: 'request_headers_too_large', type: 'invalid_request_error' } },
+    ],
     ['a lowercase method', 'get /v1/models HTTP/1.1\r\nhost: gw\r\n\r\n', 400, { error: { code: 'malformed_request' } }],
     ['raw non-ASCII bytes in the path, a key from the query', Buffer.concat([Buffer.from('GET /v1beta/mod'), Buffer.from([0xc3, 0xa9]), Buffer.from('ls?key=k HTTP/1.1\r\nhost: gw\r\n\r\n')]), 400, { error: { code: 400, details: [{ reason: 'malformed_request' }] } }],
     ['an absolute-form target', 'get http://gw/v1/messages HTTP/1.1\r\nhost: gw\r\nanthropic-version: 2023-06-01\r\n\r\n', 400, { type: 'error', error: { code: 'malformed_request' } }],
