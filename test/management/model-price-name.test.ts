@@ -42,8 +42,8 @@ t.test('a Group model of 300 emoji can be priced, and its requests are charged',
 
 t.test('a name no Group model can have is refused, and nothing is stored', async (t) => {
   const gw = await startGateway(t);
-  // A line break, a tab, NUL, DEL, and 301 emoji.
-  for (const [name, rule] of [['a%0Ab', 'pattern'], ['%09m', 'pattern'], ['a%00b', 'pattern'], ['a%7Fb', 'pattern'], [`${'%F0%9F%A6%99'.repeat(301)}`, 'maxLength']]) {
+  // A line break, a tab, NUL, DEL, 301 emoji, and spaces alone.
+  for (const [name, rule] of [['a%0Ab', 'pattern'], ['%09m', 'pattern'], ['a%00b', 'pattern'], ['a%7Fb', 'pattern'], [`${'%F0%9F%A6%99'.repeat(301)}`, 'maxLength'], ['%20%20', 'blank']]) {
     const refused = await gw.api('PUT', `/api/model-prices/${name}`, { body: PRICE });
     t.equal(refused.status, 400, `${name!.slice(0, 12)}: refused`);
     t.match(refused.json.data, { field: 'model', reason: 'invalid_value', rule }, `${name!.slice(0, 12)}: names the rule it broke`);

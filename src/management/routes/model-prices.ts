@@ -95,8 +95,10 @@ function priceModel(ctx: ManagementContext): string {
   const model = stringParam(ctx, 'model');
   // Characters as ajv's maxLength counts them, code points: a name of 300 emoji is one a Group holds.
   const length = [...model].length;
-  // As the schema validator names the rule a value broke.
-  if (model.trim() === '' || length > GROUP_MODEL.maxLength) throw validationFailed('model', 'invalid_value', { rule: 'maxLength', max_length: GROUP_MODEL.maxLength });
+  // As the schema validator names the rule a value broke; `blank` is this route's own (spaces
+  // alone, which the Group pattern lets through, are no vendor's model name).
+  if (model.trim() === '') throw validationFailed('model', 'invalid_value', { rule: 'blank' });
+  if (length > GROUP_MODEL.maxLength) throw validationFailed('model', 'invalid_value', { rule: 'maxLength', max_length: GROUP_MODEL.maxLength });
   if (!GROUP_MODEL_PATTERN.test(model)) throw validationFailed('model', 'invalid_value', { rule: 'pattern' });
   return model;
 }
