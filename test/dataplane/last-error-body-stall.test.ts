@@ -52,7 +52,7 @@ for (const status of STATUSES) {
     t.equal((await gw.api('PUT', '/api/settings', { body: { stream_idle_timeout_seconds: 1, request_timeout_seconds: 3600 } })).status, 200);
     const res = await withTimeout(chat(gw, keyValue), BOUND_MS, 'the stalled error answer to be given up on');
     t.equal(res.status, status, "the upstream's status");
-    await res.text();
+    t.equal(await res.text(), '', 'an empty body: the part that came is no whole answer to pass on');
     t.match(await onlyRecord(gw, keyId), { status, error_code: `upstream_${status}` });
   });
 
