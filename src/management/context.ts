@@ -46,10 +46,10 @@ export interface ManagementDeps {
   /** Provided by the adapters; without it discovery answers 503 SERVICE_UNAVAILABLE. */
   modelDiscovery: ModelDiscovery | undefined;
   /**
-   * A key's quota as the data plane's meter weighs it (requests in flight hold their places);
-   * without it, read from `logs`.
+   * A key's quota as the data plane's meter weighs it (requests in flight hold their places), for
+   * route inspection and a key's /api/home; the app answers its failing reads as `logs`' are.
    */
-  quotaOf?: QuotaOf;
+  quotaOf: QuotaOf;
   /** What /api/health shows of the request-log pipeline; without it, zeros. */
   requestLogHealth?: () => RequestLogHealth;
   /** Provided by the adapters; without it stages wait for a manual import. */

@@ -9,7 +9,7 @@ import { allowedMethods, buildManagementRouter } from './build-router.ts';
 import { isManagementPath } from './management-path.ts';
 import type { ManagementDeps } from './context.ts';
 import { IdempotencyGuard } from './idempotency.ts';
-import { logReadsAnswered } from './log-store-read.ts';
+import { answered, logReadsAnswered } from './log-store-read.ts';
 
 export interface ManagementApp {
   /** Handles /api and everything under it; passes other paths on. */
@@ -23,7 +23,8 @@ export interface ManagementApp {
  * lockout, then the router, with unknown paths and methods answered 404 / 405.
  */
 export function createManagementApp(deps: ManagementDeps, auth: { authKey: string; lockout: Lockout }): ManagementApp {
-  const router = buildManagementRouter(allRoutes({ ...deps, logs: logReadsAnswered(deps.logs) }), deps.validator, new IdempotencyGuard(deps.store.idempotency, deps.clock));
+  const routes = allRoutes({ ...deps, logs: logReadsAnswered(deps.logs), quotaOf: (key, now) => answered(deps.quotaOf(key, now)) });
+  const router = buildManagementRouter(routes, deps.validator, new IdempotencyGuard(deps.store.idempotency, deps.clock));
   const chain = runChain([
     errorMiddleware(deps.log),
     async (ctx, next) => {

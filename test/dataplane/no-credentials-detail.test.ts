@@ -24,7 +24,7 @@ async function refusal(t: Test, gw: Gateway) {
   const { key, keyValue } = await createKey(gw.store, { protocols: ['x-completions'] });
   const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { ...clientAuthHeaders('x-completions', keyValue), 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', messages: [] }) });
   const answer = (await res.json()) as { error: { message: string } };
-  const inspection = await inspectRoute({ groups: gw.store.groups, credentials: gw.store.credentials, accessKeys: gw.store.accessKeys, logs: undefined, now: Date.now() }, { protocol: 'x-completions', external_model: 'm', access_key_id: key.id });
+  const inspection = await inspectRoute({ groups: gw.store.groups, credentials: gw.store.credentials, accessKeys: gw.store.accessKeys, quotaOf: undefined, now: Date.now() }, { protocol: 'x-completions', external_model: 'm', access_key_id: key.id });
   t.equal(res.status, 503);
   t.equal(inspection.reason_code, 'no_available_credential');
   // The 503 leads with its code's general sentence; the detail follows it.

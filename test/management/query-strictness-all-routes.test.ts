@@ -22,6 +22,7 @@ function registeredRoutes(gw: Gateway): Array<{ method: string; path: string; qu
     priceCatalog: [],
     modelDiscovery: undefined,
     credentialFlows: undefined,
+    quotaOf: async () => null,
   });
   return gw.server.managementRoutes().map(({ method, path }) => {
     const def = defs.find((d) => d.method === method && `/api${d.path}` === path);

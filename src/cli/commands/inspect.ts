@@ -11,6 +11,8 @@ import { PROTOCOL_IDS } from '../../generated/index.ts';
 import { runningHolder } from '../../server/data-dir-lock.ts';
 import { CliError } from '../cli-error.ts';
 import { parseDecimalOption } from '../parse-decimal-option.ts';
+import { quotaStatus } from '../../management/quota.ts';
+import type { AccessKeyRecord } from '../../store/records.ts';
 import { postJson, type TextAnswer } from '../post-json.ts';
 import { protocolOption } from '../protocol-option.ts';
 import { requiredOptions } from '../required-options.ts';
@@ -73,8 +75,10 @@ async function inspectOffline(dataDir: string, input: { protocol: string; extern
   }
   let logs: SqliteLogReader | undefined;
   try {
-    logs = openSqliteLogReader(dataDir);
-    return await inspectRoute({ groups: store.groups, credentials: store.credentials, accessKeys: store.accessKeys, logs, now: Date.now() }, input);
+    const reader = openSqliteLogReader(dataDir);
+    logs = reader;
+    const quotaOf = reader && ((key: AccessKeyRecord, now: number) => quotaStatus(key, reader, now));
+    return await inspectRoute({ groups: store.groups, credentials: store.credentials, accessKeys: store.accessKeys, quotaOf, now: Date.now() }, input);
   } catch (err) {
     if (err instanceof ApiError) throw new CliError(`${unknownAccessKey(err.code, err.data) ?? `${err.code}: ${JSON.stringify(err.data)}`} in ${dataDir}`, 1);
     throw unreadable(err, path.join(dataDir, LOG_DB_FILE));

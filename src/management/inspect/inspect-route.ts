@@ -7,7 +7,7 @@ import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { AccessKeyStore, CredentialStore, GroupStore } from '../../store/config-store.ts';
 import type { LogReader } from '../../store/log-store.ts';
 import type { CredentialView } from '../../store/records.ts';
-import { firstReachedLine, quotaReachedDetail, quotaStatus, type QuotaOf, type QuotaStatus } from '../quota.ts';
+import { firstReachedLine, quotaReachedDetail, type QuotaOf, type QuotaStatus } from '../quota.ts';
 
 export interface InspectInput {
   protocol: string;
@@ -19,13 +19,11 @@ export interface InspectSources {
   groups: Pick<GroupStore, 'list'>;
   credentials: CredentialStore;
   accessKeys: Pick<AccessKeyStore, 'get'>;
-  /** Without a usage store (offline inspection) quotas are not evaluated. */
-  logs: LogReader | undefined;
   /**
-   * The running data plane's view of a key's quota (its meter, with the requests in flight);
-   * without it (offline) the quota is read from `logs`.
+   * A key's quota: the running data plane's meter (its requests in flight included), or offline
+   * the usage store's; without one, quotas are not evaluated.
    */
-  quotaOf?: QuotaOf;
+  quotaOf: QuotaOf | undefined;
   now: number;
 }
 
@@ -82,7 +80,7 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
 
   const expired = accessKeyExpired(key, src.now);
   const protocolAllowed = key.protocols.includes(protocol.id);
-  const quota = key.quota === null ? null : src.quotaOf ? await src.quotaOf(key, src.now) : src.logs ? await quotaStatus(key, src.logs, src.now) : 'not_evaluated';
+  const quota = key.quota === null ? null : src.quotaOf ? await src.quotaOf(key, src.now) : 'not_evaluated';
 
   const planned = planCandidates({ protocol: protocol.id, operation: protocol.primary_operation, model: input.external_model, key, groups: await src.groups.list() });
   const pool = new CredentialPool(src.credentials);

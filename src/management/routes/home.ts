@@ -2,8 +2,7 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 import type { Statistics } from '../../store/log-store.ts';
 import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { queryEnum } from '../params.ts';
-import { answered } from '../log-store-read.ts';
-import { periodStart, quotaStatus } from '../quota.ts';
+import { periodStart } from '../quota.ts';
 import { withRoundedCost } from '../../usage/index.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
@@ -35,8 +34,8 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
               access_key: key,
               models: visibleModelNames(key, groups).length,
               today: await todayStatistics(ctx),
-              // As the data plane weighs it (its requests in flight included) when the server has one.
-              quota: deps.quotaOf ? await answered(deps.quotaOf(key, deps.clock())) : await quotaStatus(key, logs, deps.clock()),
+              // As the data plane weighs it (its requests in flight included).
+              quota: await deps.quotaOf(key, deps.clock()),
             },
           };
         }

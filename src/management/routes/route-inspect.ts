@@ -1,7 +1,5 @@
 import type { RouteInspectBody } from '../../generated/management/route-inspect.ts';
-import type { AccessKeyRecord } from '../../store/records.ts';
 import type { ManagementDeps } from '../context.ts';
-import { answered } from '../log-store-read.ts';
 import { inspectRoute } from '../inspect/inspect-route.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import inspectSchema from '../schemas/route-inspect.json' with { type: 'json' };
@@ -14,9 +12,7 @@ export function routeInspectRoutes(deps: ManagementDeps): RouteDef[] {
       body: inspectSchema,
       async handle(_ctx, body) {
         const { store } = deps;
-        const meter = deps.quotaOf;
-        const quotaOf = meter && ((key: AccessKeyRecord, now: number) => answered(meter(key, now)));
-        return { data: await inspectRoute({ groups: store.groups, credentials: store.credentials, accessKeys: store.accessKeys, logs: deps.logs, ...(quotaOf ? { quotaOf } : {}), now: deps.clock() }, body) };
+        return { data: await inspectRoute({ groups: store.groups, credentials: store.credentials, accessKeys: store.accessKeys, quotaOf: deps.quotaOf, now: deps.clock() }, body) };
       },
     }),
   ];
