@@ -161,7 +161,7 @@ export interface ModelPriceStore {
    * write finds them, which it keeps; a model named twice gets its last entry. Returns how many
    * models were new, changed and kept.
    */
-  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number; kept_manual: number }>;
+  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: Exclude<PriceSource, 'manual'>): Promise<{ added: number; updated: number; kept_manual: number }>;
   delete(model: string): Promise<boolean>;
 }
 

@@ -29,7 +29,7 @@ export class LowdbModelPriceStore implements ModelPriceStore {
     return (await this.get(model)) as ModelPriceRecord;
   }
 
-  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: PriceSource): Promise<{ added: number; updated: number; kept_manual: number }> {
+  putMany(entries: ReadonlyArray<{ model: string; price: ModelPrice }>, source: Exclude<PriceSource, 'manual'>): Promise<{ added: number; updated: number; kept_manual: number }> {
     return this.#doc.mutate((d) => {
       // Read in the write itself: a manual price whose write was queued before this one is seen.
       const manual = new Set(d.model_prices.filter((p) => p.source === 'manual').map((p) => p.model));
