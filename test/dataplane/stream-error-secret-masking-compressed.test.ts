@@ -1,24 +1,27 @@
 import t, { type Test } from 'tap';
-import { gzipSync, gunzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync, gunzipSync } from 'node:zlib';
 import { request, type IncomingMessage } from 'node:http';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { STREAM_STYLES } from './helpers/stream-styles.ts';
 
-// A stream request answered 200 with a gzip-compressed JSON error object in place of the
-// stream, echoing the key it was sent: the client gets it decoded, with the secret masked (as
-// an uncompressed one: stream-error-secret-masking.test.ts); any other such answer goes as sent.
+// A stream request answered 200 with a compressed JSON error object in place of the stream,
+// echoing the key it was sent: the client gets it decoded, with the secret masked (as an
+// uncompressed one: stream-error-secret-masking.test.ts); any other such answer goes as sent.
 
 const SECRET = 'sk-stream-canary-0123456789abcdef';
 const MASKED = '***cdef';
 const ERROR_BODY = JSON.stringify({ error: { message: `Incorrect API key provided: ${SECRET}`, type: 'invalid_request_error', code: 'invalid_api_key' } });
 
-/** Posts the style's stream request to a Group whose upstream answers 200 with `body` gzipped; the raw answer (not decoded by the client). */
-async function scenario(t: Test, styleName: string, body: string) {
+/** The content codings the gateway decodes, and how each is applied. */
+const CODINGS: Record<string, (body: string) => Buffer> = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync };
+
+/** Posts the style's stream request to a Group whose upstream answers 200 with `body` in `coding`; the raw answer (not decoded by the client). */
+async function scenario(t: Test, styleName: string, body: string, coding = 'gzip') {
   const style = STREAM_STYLES[styleName]!;
-  const gz = gzipSync(body);
+  const gz = CODINGS[coding]!(body);
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'content-length': String(gz.length) });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': coding, 'content-length': String(gz.length) });
     res.end(gz);
   });
   await seedGroup(gw.store, { channel: style.channel, baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: [SECRET] });
@@ -34,15 +37,17 @@ async function scenario(t: Test, styleName: string, body: string) {
 }
 
 for (const name of ['completions', 'messages']) {
-  t.test(`${name} stream answered 200 with a gzip JSON error object echoing the secret: decoded and masked, its length the masked body's`, async (t) => {
-    const { gw, response, raw } = await scenario(t, name, ERROR_BODY);
-    t.equal(response.statusCode, 200);
-    t.equal(response.headers['content-encoding'], undefined, 'sent decoded');
-    t.equal(raw.toString('utf8'), ERROR_BODY.split(SECRET).join(MASKED), '`***<last4>` in place of the secret');
-    t.equal(response.headers['content-length'], String(raw.length), 'the masked body\'s length');
-    const record = await waitForLog(gw, String(response.headers['x-switchyard-request-id']));
-    t.match(record, { status: 200, error_code: 'upstream_stream_error' });
-  });
+  for (const coding of Object.keys(CODINGS)) {
+    t.test(`${name} stream answered 200 with a ${coding} JSON error object echoing the secret: decoded and masked, its length the masked body's`, async (t) => {
+      const { gw, response, raw } = await scenario(t, name, ERROR_BODY, coding);
+      t.equal(response.statusCode, 200);
+      t.equal(response.headers['content-encoding'], undefined, 'sent decoded');
+      t.equal(raw.toString('utf8'), ERROR_BODY.split(SECRET).join(MASKED), '`***<last4>` in place of the secret');
+      t.equal(response.headers['content-length'], String(raw.length), 'the masked body\'s length');
+      const record = await waitForLog(gw, String(response.headers['x-switchyard-request-id']));
+      t.match(record, { status: 200, error_code: 'upstream_stream_error' });
+    });
+  }
 }
 
 t.test('a gzip JSON answer to a stream request that is no error goes as sent, compressed', async (t) => {
