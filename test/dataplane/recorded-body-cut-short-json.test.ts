@@ -91,3 +91,23 @@ t.test('a passthrough body whose client leaves before its spool file is open is 
   t.match(body, { refusal: { code: 'client_closed' }, cutShort: true });
   t.match(body.recorded(), { state: 'truncated', original_bytes: SIZES.spooled });
 });
+
+t.test('a chunked passthrough body past maxBodyBytes before its spool file is open is refused request_too_large, and recorded truncated too', async (t) => {
+  const spoolDir = mkdtempSync(path.join(tmpdir(), 'switchyard-cut-short-'));
+  t.teardown(() => rmSync(spoolDir, { recursive: true, force: true }));
+  const upload = new PassThrough();
+  const req = Object.assign(upload, { method: 'POST', headers: { 'transfer-encoding': 'chunked' } }) as unknown as IncomingMessage;
+  const maxBodyBytes = 2 * BUFFERED;
+  const prepared = prepareRequestBody(req, { body: 'raw' } as OperationEntry, true, { maxBodyBytes, bufferedJsonBytes: BUFFERED, spoolDir }, 60_000);
+  // Past the limit at once: the spool file opens on the thread pool, after the stream's failure.
+  const sent = Buffer.from('a'.repeat(3 * BUFFERED));
+  upload.write(sent.subarray(0, BUFFERED / 2));
+  upload.write(sent.subarray(BUFFERED / 2));
+  const body = await prepared;
+  t.match(body, { refusal: { code: 'request_too_large' }, cutShort: true });
+  const recorded = body.recorded();
+  t.match(recorded, { state: 'truncated' });
+  t.ok(recorded !== undefined && recorded.original_bytes > maxBodyBytes, 'its size is what arrived, past the limit');
+  const text = recorded?.body;
+  t.ok(typeof text === 'string' && text.length > 0 && sent.toString('utf8').startsWith(text), 'what arrived within the limit, as sent');
+});
