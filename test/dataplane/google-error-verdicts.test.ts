@@ -132,19 +132,6 @@ t.test('429 RetryInfo.retryDelay is the cooldown when no Retry-After is given; a
   within('sk-header', 7);
 });
 
-t.test('another wire style keeps its status rules: a Google-shaped 403 to a chat completions route still disables', async (t) => {
-  const upstream = await startUpstream((req, res) => (secretOf(req) === 'sk-a' ? send(res, 403, FILE_DENIED) : send(res, 200, completionJson('vendor-gen'))));
-  t.teardown(() => upstream.close());
-  const gw: Gateway = await startGateway(t, { mountDataPlane: dataPlaneMount(), clock: Date.now });
-  const { group, credentials } = await seedGroup(gw.server.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-gen', upstream: 'vendor-gen' }], secrets: ['sk-a', 'sk-b'] });
-  const { keyValue } = await createKey(gw.server.store, { protocols: ['x-completions'] });
-  const chat = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-gen') });
-  t.same([(await chat()).status, (await chat()).status], [200, 200], 'failed over to the other credential');
-  t.equal(upstream.requests.filter((r) => secretOf(r) === 'sk-a').length, 1);
-  const rows = ((await gw.api('GET', `/api/groups/${group.id}/credentials`)).json as { data: CredentialRow[] }).data;
-  t.match(rows.find((c) => c.id === credentials[0]!.id), { state: 'disabled', disabled_reason: 'upstream answered 403' });
-});
-
 t.test('a client\'s own OAuth token never goes upstream, and 401 ACCESS_TOKEN_EXPIRED (about a token, never the gateway\'s key) goes to the client with no verdict', async (t) => {
   const expired = googleError(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', [errorInfo('ACCESS_TOKEN_EXPIRED')]);
   const { upstream, gw, keyValue, listed } = await setup(t, ['sk-a', 'sk-b'], (_req, res) => send(res, 401, expired));
@@ -205,20 +192,29 @@ for (const message of ['Your API key was reported as leaked. Please use another 
   });
 }
 
-t.test("Gemini's OpenAI-compatible endpoint refusing a key 400 in Google's shape (an array's one element) disables it on a chat route", async (t) => {
+// A Google-shaped refusal on a chat completions route: the credential is disabled as that
+// route's status rules say, and the other serves.
+const CHAT_ROUTE_REFUSALS = [
+  { name: 'another wire style keeps its status rules: a Google-shaped 403 to a chat completions route still disables', channel: 'ch02', status: 403, body: FILE_DENIED, reason: 'upstream answered 403' },
   // As continuedev/continue#8516 shows it: the object of the generate style, in a one-element array.
-  const body = `[${KEY_INVALID}\n]`;
-  const upstream = await startUpstream((req, res) => (secretOf(req) === 'sk-a' ? send(res, 400, body) : send(res, 200, completionJson('vendor-gen'))));
-  t.teardown(() => upstream.close());
-  const gw: Gateway = await startGateway(t, { mountDataPlane: dataPlaneMount(), clock: Date.now });
-  const { group, credentials } = await seedGroup(gw.server.store, { channel: 'ch20', baseUrl: upstream.url, models: [{ external: 'team-gen', upstream: 'vendor-gen' }], secrets: ['sk-a', 'sk-b'] });
-  const { keyValue } = await createKey(gw.server.store, { protocols: ['x-completions'] });
-  const chat = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-gen') });
-  t.same([(await chat()).status, (await chat()).status, (await chat()).status], [200, 200, 200], 'failed over to the other credential');
-  t.equal(upstream.requests.filter((r) => secretOf(r) === 'sk-a').length, 1);
-  const rows = ((await gw.api('GET', `/api/groups/${group.id}/credentials`)).json as { data: CredentialRow[] }).data;
-  t.match(rows.find((c) => c.id === credentials[0]!.id), { state: 'disabled', disabled_reason: 'upstream answered 400 API_KEY_INVALID' });
-});
+  { name: "Gemini's OpenAI-compatible endpoint refusing a key 400 in Google's shape (an array's one element) disables it on a chat route", channel: 'ch20', status: 400, body: `[${KEY_INVALID}\n]`, reason: 'upstream answered 400 API_KEY_INVALID' },
+];
+
+for (const c of CHAT_ROUTE_REFUSALS) {
+  t.test(c.name, async (t) => {
+    const upstream = await startUpstream((req, res) => (secretOf(req) === 'sk-a' ? send(res, c.status, c.body) : send(res, 200, completionJson('vendor-gen'))));
+    t.teardown(() => upstream.close());
+    const gw: Gateway = await startGateway(t, { mountDataPlane: dataPlaneMount(), clock: Date.now });
+    const { group, credentials } = await seedGroup(gw.server.store, { channel: c.channel, baseUrl: upstream.url, models: [{ external: 'team-gen', upstream: 'vendor-gen' }], secrets: ['sk-a', 'sk-b'] });
+    const { keyValue } = await createKey(gw.server.store, { protocols: ['x-completions'] });
+    const chat = () => fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' }, body: chatBody('team-gen') });
+    // Equal weights take turns: sk-a is met within two requests, and tried no more.
+    t.same([(await chat()).status, (await chat()).status, (await chat()).status], [200, 200, 200], 'failed over to the other credential');
+    t.equal(upstream.requests.filter((r) => secretOf(r) === 'sk-a').length, 1);
+    const rows = ((await gw.api('GET', `/api/groups/${group.id}/credentials`)).json as { data: CredentialRow[] }).data;
+    t.match(rows.find((cr) => cr.id === credentials[0]!.id), { state: 'disabled', disabled_reason: c.reason });
+  });
+}
 
 // Google refuses the gateway's egress address 400 FAILED_PRECONDITION (poenl/gemini-api#4): another
 // key's own proxy may go out elsewhere, so the next is tried and none is blamed, as for an OpenAI 403 region refusal.
