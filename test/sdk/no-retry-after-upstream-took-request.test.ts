@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import type { ServerResponse } from 'node:http';
 import OpenAI from 'openai';
 import Anthropic, { APIError as AnthropicAPIError } from '@anthropic-ai/sdk';
-import { seedRoute, startUpstreamAndDataPlane } from '../dataplane/helpers/data-plane-harness.ts';
+import { seedRoute, startUpstreamAndDataPlane, type Gateway, type Upstream } from '../dataplane/helpers/data-plane-harness.ts';
 import { withTimeout } from '../dataplane/helpers/dataplane-scenarios.ts';
 import { logOf } from './helpers/vendor-wire.ts';
 
@@ -30,28 +30,41 @@ async function gateway(t: Test, respond: (res: ServerResponse) => void, options:
   };
 }
 
+/**
+ * The openai SDK gave up at once on the gateway's `status` `code`: raised it, the answer saying
+ * not to retry, one upstream request; the record as `record` says too.
+ */
+async function openaiRaisedOnce(t: Test, call: Promise<unknown>, upstream: Upstream, gw: Gateway, status: number, code: string, record: Record<string, unknown> = {}) {
+  const err = await withTimeout(call.catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
+  t.type(err, OpenAI.InternalServerError);
+  const error = err as InstanceType<typeof OpenAI.InternalServerError>;
+  t.equal(error.status, status);
+  t.equal(error.code, code);
+  t.equal(error.headers.get('x-should-retry'), 'false');
+  t.equal(upstream.requests.length, 1, 'the request reached the upstream once');
+  t.match(await logOf(gw, error.requestID), { status, error_code: code, ...record });
+}
+
+/** The anthropic SDK gave up at once on the gateway's `status`: raised it, the answer saying not to retry, one upstream request. */
+async function anthropicRaisedOnce(t: Test, call: Promise<unknown>, upstream: Upstream, status: number) {
+  const err = await withTimeout(call.catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
+  t.type(err, AnthropicAPIError);
+  t.equal((err as AnthropicAPIError).status, status);
+  t.equal((err as AnthropicAPIError).headers?.get('x-should-retry'), 'false');
+  t.equal(upstream.requests.length, 1, 'the request reached the upstream once');
+}
+
 /** The upstream takes the request and never answers. */
 const silent = (): void => undefined;
 
 t.test('an overdue answer: the openai SDK raises 504 upstream_timeout after one upstream request', async (t) => {
   const { upstream, gw, openai } = await gateway(t, silent, { headersTimeoutMs: 250 });
-  const err = await withTimeout(openai.chat.completions.create(CHAT).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
-  t.type(err, OpenAI.InternalServerError);
-  const error = err as InstanceType<typeof OpenAI.InternalServerError>;
-  t.equal(error.status, 504);
-  t.equal(error.code, 'upstream_timeout');
-  t.equal(error.headers.get('x-should-retry'), 'false');
-  t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
-  t.match(await logOf(gw, error.requestID), { status: 504, error_code: 'upstream_timeout' });
+  await openaiRaisedOnce(t, openai.chat.completions.create(CHAT), upstream, gw, 504, 'upstream_timeout');
 });
 
 t.test('an overdue answer: the anthropic SDK raises 504 upstream_timeout after one upstream request', async (t) => {
   const { upstream, anthropic } = await gateway(t, silent, { headersTimeoutMs: 250 });
-  const err = await withTimeout(anthropic.messages.create(MESSAGE).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
-  t.type(err, AnthropicAPIError);
-  t.equal((err as AnthropicAPIError).status, 504);
-  t.equal((err as AnthropicAPIError).headers?.get('x-should-retry'), 'false');
-  t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
+  await anthropicRaisedOnce(t, anthropic.messages.create(MESSAGE), upstream, 504);
 });
 
 for (const failure of [
@@ -66,23 +79,12 @@ for (const failure of [
 
   t.test(`completions stream that ${failure.what} before its first byte: the openai SDK raises ${failure.status} ${failure.code} after one upstream request`, async (t) => {
     const { upstream, gw, openai } = await gateway(t, respond, { streamIdleTimeoutMs: 300 });
-    const err = await withTimeout(openai.chat.completions.create({ ...CHAT, stream: true }).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
-    t.type(err, OpenAI.InternalServerError);
-    const error = err as InstanceType<typeof OpenAI.InternalServerError>;
-    t.equal(error.status, failure.status);
-    t.equal(error.code, failure.code);
-    t.equal(error.headers.get('x-should-retry'), 'false');
-    t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
-    t.match(await logOf(gw, error.requestID), { status: failure.status, error_code: failure.code });
+    await openaiRaisedOnce(t, openai.chat.completions.create({ ...CHAT, stream: true }), upstream, gw, failure.status, failure.code);
   });
 
   t.test(`messages stream that ${failure.what} before its first byte: the anthropic SDK raises ${failure.status} after one upstream request`, async (t) => {
     const { upstream, anthropic } = await gateway(t, respond, { streamIdleTimeoutMs: 300 });
-    const err = await withTimeout(anthropic.messages.create({ ...MESSAGE, stream: true }).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
-    t.type(err, AnthropicAPIError);
-    t.equal((err as AnthropicAPIError).status, failure.status);
-    t.equal((err as AnthropicAPIError).headers?.get('x-should-retry'), 'false');
-    t.equal(upstream.requests.length, 1, 'the prompt reached the upstream once');
+    await anthropicRaisedOnce(t, anthropic.messages.create({ ...MESSAGE, stream: true }), upstream, failure.status);
   });
 }
 
@@ -98,13 +100,6 @@ for (const op of [
     const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => void res.socket?.destroy());
     const { keyValue } = await seedRoute(gw.store, { channel: 'ch09', baseUrl: upstream.url, models: [{ external: 'team-op', upstream: 'v-op' }], protocols: [op.protocol], upstreamKeys: ['sk-a', 'sk-b', 'sk-c'] });
     const openai = new OpenAI({ apiKey: keyValue, baseURL: `${gw.url}/v1` });
-    const err = await withTimeout(op.call(openai).catch((e: unknown) => e), BOUND_MS, 'the SDK to give up');
-    t.type(err, OpenAI.InternalServerError);
-    const error = err as InstanceType<typeof OpenAI.InternalServerError>;
-    t.equal(error.status, 502);
-    t.equal(error.code, 'upstream_unreachable');
-    t.equal(error.headers.get('x-should-retry'), 'false');
-    t.equal(upstream.requests.length, 1, 'the request reached the upstream once');
-    t.match(await logOf(gw, error.requestID), { status: 502, error_code: 'upstream_unreachable', attempts: [{ error_code: 'upstream_connection_lost' }] });
+    await openaiRaisedOnce(t, op.call(openai), upstream, gw, 502, 'upstream_unreachable', { attempts: [{ error_code: 'upstream_connection_lost' }] });
   });
 }
