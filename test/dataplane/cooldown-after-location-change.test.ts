@@ -7,6 +7,7 @@ import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { seedAccessKey, seedGroup, startGateway, type Gateway } from '../management/support/gateway.ts';
 import { startUpstream, type Upstream } from './helpers/data-plane-harness.ts';
 import { chatBody } from './helpers/dataplane-scenarios.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // A cooldown says the upstream could not be reached (or failed) at one address, through one
 // proxy: a new address or proxy for the credential ends it. A disable by a 401/403 is about the
@@ -16,9 +17,7 @@ const MODEL = 'chat-model';
 const KEY = 'sk-location-0000000001';
 
 function answer(res: ServerResponse, status: number): void {
-  const body = status === 200 ? JSON.stringify({ id: 'c', object: 'chat.completion', choices: [] }) : JSON.stringify({ error: { message: `upstream says ${status}` } });
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(body);
+  writeJson(res, status, status === 200 ? { id: 'c', object: 'chat.completion', choices: [] } : { error: { message: `upstream says ${status}` } });
 }
 
 async function upstreamAnswering(t: Test, status: number): Promise<Upstream> {

@@ -6,6 +6,7 @@ import { startUpstream } from './helpers/data-plane-harness.ts';
 import { chatBody, deferred, eventually, withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startHttpConnectProxy } from './helpers/http-connect-proxy.ts';
 import { secretOf } from './helpers/upstream-behaviours.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // A credential or Group the operator deletes, disables or rotates while an earlier attempt of a
 // request waits on its upstream: once the management API acknowledged the change, failover
@@ -17,9 +18,7 @@ const B_NEW = 'sk-failover-second-rotated-3';
 const MODEL = 'chat-model';
 
 function answer(res: ServerResponse, status: number): void {
-  const body = status === 200 ? JSON.stringify({ id: 'c', object: 'chat.completion', choices: [] }) : JSON.stringify({ error: { message: `upstream says ${status}` } });
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(body);
+  writeJson(res, status, status === 200 ? { id: 'c', object: 'chat.completion', choices: [] } : { error: { message: `upstream says ${status}` } });
 }
 
 /**

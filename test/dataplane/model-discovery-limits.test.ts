@@ -3,6 +3,7 @@ import t, { type Test } from 'tap';
 import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startDiscoveryServer } from './helpers/discovery-server.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 const AUTH_KEY = 'discovery-limits-auth-key-0123456789abcdef';
 const UPSTREAM_KEY = 'sk-up-discovery-limits-secret-000001';
@@ -34,17 +35,12 @@ async function startDiscovery(t: Test, channel: string, respond: (req: RecordedU
   return { upstream, server, discover: () => withTimeout(discover(), 60_000, 'the discovery answer') };
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
 /** A completions-style upstream that pages with `after` and never says it is done: page p holds `ids(p)`. */
 function endlessPages(ids: (page: number) => string[], lastPage = Infinity) {
   return (req: RecordedUpstreamRequest, res: ServerResponse) => {
     const after = new URL(req.url, 'http://upstream.test').searchParams.get('after');
     const page = after === null ? 0 : Number(after.split('-')[1]) + 1;
-    json(res, 200, { object: 'list', data: ids(page).map((id) => ({ id, object: 'model' })), has_more: page < lastPage });
+    writeJson(res, 200, { object: 'list', data: ids(page).map((id) => ({ id, object: 'model' })), has_more: page < lastPage });
   };
 }
 
@@ -64,7 +60,7 @@ t.test("DISC skips ids a Group's model mapping cannot take (300 characters) or l
   // '𝄞' is 4 bytes and 2 UTF-16 units: 256 of them are 256 characters and exactly 1 KiB.
   const listed = ['m-a', 'x'.repeat(MAX_UPSTREAM_CHARS), '𝄞'.repeat(MODEL_NAME_BYTES / 4), 'é'.repeat(MAX_UPSTREAM_CHARS), 'm-b'];
   const skipped = ['x'.repeat(MAX_UPSTREAM_CHARS + 1), 'é'.repeat(MAX_UPSTREAM_CHARS + 1), '𝄞'.repeat(MODEL_NAME_BYTES / 4 + 1)];
-  const { server, discover } = await startDiscovery(t, 'ch02', (_req, res) => json(res, 200, { object: 'list', data: [...listed.slice(0, 2), ...skipped, ...listed.slice(2)].map((id) => ({ id })) }));
+  const { server, discover } = await startDiscovery(t, 'ch02', (_req, res) => writeJson(res, 200, { object: 'list', data: [...listed.slice(0, 2), ...skipped, ...listed.slice(2)].map((id) => ({ id })) }));
   const { status, text, body } = await discover();
   t.equal(status, 200, text.slice(0, 300));
   t.same(
@@ -83,7 +79,7 @@ t.test("DISC skips ids a Group's model mapping cannot take (300 characters) or l
 t.test("DISC skips ids with a control character or DEL, which a Group's model mapping refuses, and lists the rest", async (t) => {
   const listed = ['m-a', 'm b\u0080é', 'm-b'];
   const skipped = ['m\u0000', 'm\tb', 'line\nbreak', 'm\u001f', 'm\u007f'];
-  const { server, discover } = await startDiscovery(t, 'ch02', (_req, res) => json(res, 200, { object: 'list', data: [listed[0], ...skipped, ...listed.slice(1)].map((id) => ({ id })) }));
+  const { server, discover } = await startDiscovery(t, 'ch02', (_req, res) => writeJson(res, 200, { object: 'list', data: [listed[0], ...skipped, ...listed.slice(1)].map((id) => ({ id })) }));
   const { status, text, body } = await discover();
   t.equal(status, 200, text.slice(0, 300));
   t.same(
@@ -102,7 +98,7 @@ t.test("DISC skips ids with a control character or DEL, which a Group's model ma
 
 t.test('DISC applies the caps to the name, after the generate-style models/ prefix', async (t) => {
   const atCap = 'g'.repeat(MAX_UPSTREAM_CHARS);
-  const { discover } = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, { models: [{ name: `models/${atCap}` }, { name: `models/${atCap}g` }, { name: 'models/m-a' }] }));
+  const { discover } = await startDiscovery(t, 'ch15', (_req, res) => writeJson(res, 200, { models: [{ name: `models/${atCap}` }, { name: `models/${atCap}g` }, { name: 'models/m-a' }] }));
   const { status, text, body } = await discover();
   t.equal(status, 200, text.slice(0, 300));
   t.same(

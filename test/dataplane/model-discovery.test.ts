@@ -3,6 +3,7 @@ import t, { type Test } from 'tap';
 import { startUpstream, type RecordedUpstreamRequest } from './helpers/data-plane-harness.ts';
 import { withTimeout } from './helpers/dataplane-scenarios.ts';
 import { startDiscoveryServer } from './helpers/discovery-server.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 const AUTH_KEY = 'discovery-test-auth-key-0123456789abcdef';
 const UPSTREAM_KEY = 'sk-up-discovery-secret-000001';
@@ -20,11 +21,6 @@ async function startDiscovery(t: Test, channel: string, respond: (req: RecordedU
     return { status: res.status, text, body: JSON.parse(text) as { code: number | string; data: { models: { id: string; configured: boolean }[]; truncated: boolean; reason?: string; upstream_status?: number; detail?: string } } };
   };
   return { upstream, server, discover };
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
 }
 
 const cases = [
@@ -49,7 +45,7 @@ const cases = [
 
 for (const c of cases) {
   t.test(`DISC on ${c.channel} lists upstream models through a Group's credential`, async (t) => {
-    const { upstream, discover } = await startDiscovery(t, c.channel, (_req, res) => json(res, 200, c.answer));
+    const { upstream, discover } = await startDiscovery(t, c.channel, (_req, res) => writeJson(res, 200, c.answer));
     const { status, text, body } = await discover();
     t.equal(status, 200, text);
     t.same(body.data.models, [
@@ -103,10 +99,10 @@ function pagedUpstream(p: (typeof PAGING)[number], pages: (page: number) => stri
     if (given !== null) {
       page = 1;
       while (pages(page - 1) !== undefined && p.cursorAfter(pages(page - 1)!, page - 1) !== given) page++;
-      if (pages(page) === undefined) return json(res, 400, { error: `unknown cursor ${given}` });
+      if (pages(page) === undefined) return writeJson(res, 400, { error: `unknown cursor ${given}` });
     }
     const ids = pages(page)!;
-    json(res, 200, p.answer(ids, !lastPage(page), p.cursorAfter(ids, page)));
+    writeJson(res, 200, p.answer(ids, !lastPage(page), p.cursorAfter(ids, page)));
   };
 }
 
@@ -149,7 +145,7 @@ for (const p of PAGING) {
 
 t.test('DISC stops when an upstream says there is more but hands out the same cursor again, and says the list is truncated', async (t) => {
   // Ignores after_id: always the first page, always has_more.
-  const { upstream, discover } = await startDiscovery(t, 'ch14', (_req, res) => json(res, 200, { data: [{ type: 'model', id: 'm-a' }, { type: 'model', id: 'm-b' }], has_more: true, first_id: 'm-a', last_id: 'm-b' }));
+  const { upstream, discover } = await startDiscovery(t, 'ch14', (_req, res) => writeJson(res, 200, { data: [{ type: 'model', id: 'm-a' }, { type: 'model', id: 'm-b' }], has_more: true, first_id: 'm-a', last_id: 'm-b' }));
   const { status, text, body } = await discover();
   t.equal(status, 200, text);
   t.same(
@@ -164,7 +160,7 @@ t.test('DISC stops when an upstream says there is more but hands out the same cu
 t.test('DISC with a key the upstream refuses: 502 discovery_failed with the upstream status, and the key is not in the answer', async (t) => {
   const { upstream, discover } = await startDiscovery(t, 'ch02', (req, res) =>
     // As some upstreams do: the refusal quotes the key it was given.
-    json(res, 401, { error: { message: `Incorrect API key provided: ${String(req.headers.authorization).slice(7)}`, type: 'invalid_request_error', code: 'invalid_api_key' } }),
+    writeJson(res, 401, { error: { message: `Incorrect API key provided: ${String(req.headers.authorization).slice(7)}`, type: 'invalid_request_error', code: 'invalid_api_key' } }),
   );
   const { status, text, body } = await discover();
   t.equal(status, 502);
@@ -189,7 +185,7 @@ t.test('DISC gives up on an upstream that never answers after request_timeout_se
 
 t.test('DISC on a 200 answer that is not a model list: 502 discovery_failed, not an empty list', async (t) => {
   // An error body sent with 200, as some upstreams and gateways in front of them do; it quotes the key.
-  const { discover } = await startDiscovery(t, 'ch02', (req, res) => json(res, 200, { error: { message: `quota exceeded for ${String(req.headers.authorization).slice(7)}`, type: 'insufficient_quota' } }));
+  const { discover } = await startDiscovery(t, 'ch02', (req, res) => writeJson(res, 200, { error: { message: `quota exceeded for ${String(req.headers.authorization).slice(7)}`, type: 'insufficient_quota' } }));
   const { status, text, body } = await discover();
   t.equal(status, 502, text);
   t.equal(body.code, 'BAD_GATEWAY');
@@ -202,18 +198,18 @@ t.test('DISC on a completions-style answer that is itself the array of models (T
     { id: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', object: 'model', created: 1733443200, type: 'chat', display_name: 'Llama 3.3 70B', context_length: 131072 },
     { id: 'm-a', object: 'model', type: 'embedding' },
   ];
-  const { upstream, discover } = await startDiscovery(t, 'ch21', (_req, res) => json(res, 200, answer), '/v1');
+  const { upstream, discover } = await startDiscovery(t, 'ch21', (_req, res) => writeJson(res, 200, answer), '/v1');
   const { status, text, body } = await discover();
   t.equal(status, 200, text);
   t.same(body.data.models, answer.map((m) => ({ id: m.id, configured: m.id === 'm-a' })));
   t.equal(body.data.truncated, false);
   t.equal(upstream.requests.length, 1, 'one list call: a bare array has no pages');
-  const bare = await startDiscovery(t, 'ch14', (_req, res) => json(res, 200, answer));
+  const bare = await startDiscovery(t, 'ch14', (_req, res) => writeJson(res, 200, answer));
   t.match((await bare.discover()).body.data, { reason: 'discovery_failed', detail: /no data array/ }, 'messages style has no bare list');
 });
 
 t.test('DISC lists only the entries whose id is a non-empty string', async (t) => {
-  const { discover } = await startDiscovery(t, 'ch02', (_req, res) => json(res, 200, { object: 'list', data: [{ id: { x: 1 } }, { id: 42 }, { id: 'm-a' }, { id: '' }, { id: null }, {}, null, { id: 'm-b' }] }));
+  const { discover } = await startDiscovery(t, 'ch02', (_req, res) => writeJson(res, 200, { object: 'list', data: [{ id: { x: 1 } }, { id: 42 }, { id: 'm-a' }, { id: '' }, { id: null }, {}, null, { id: 'm-b' }] }));
   const { status, text, body } = await discover();
   t.equal(status, 200, text);
   t.same(
@@ -225,7 +221,7 @@ t.test('DISC lists only the entries whose id is a non-empty string', async (t) =
 t.test('a base URL that ends with the version, as vendors document it, lists models at the same path', async (t) => {
   // A generate-style path keeps its staged version under a base URL that ends with a plain one (one address for every protocol).
   for (const [channel, base, expected] of [['ch02', '/v1', '/v1/models'], ['ch15', '/v1beta/', '/v1beta/models'], ['ch15', '/v1', '/v1beta/models'], ['ch02', '/v2ray', '/v2ray/v1/models']] as const) {
-    const { upstream, discover } = await startDiscovery(t, channel, (_req, res) => json(res, 200, channel === 'ch15' ? { models: [{ name: 'models/m-a' }] } : { object: 'list', data: [{ id: 'm-a' }] }), base);
+    const { upstream, discover } = await startDiscovery(t, channel, (_req, res) => writeJson(res, 200, channel === 'ch15' ? { models: [{ name: 'models/m-a' }] } : { object: 'list', data: [{ id: 'm-a' }] }), base);
     const { status, body } = await discover();
     t.equal(status, 200, channel);
     t.same(body.data.models, [{ id: 'm-a', configured: true }]);
@@ -235,13 +231,13 @@ t.test('a base URL that ends with the version, as vendors document it, lists mod
 
 t.test('DISC on generate style reads a page without `models` as empty, as proto3 JSON omits an empty list', async (t) => {
   // Google's list calls answer an empty list as `{}`; a page after the last token may be one too.
-  const empty = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, {}));
+  const empty = await startDiscovery(t, 'ch15', (_req, res) => writeJson(res, 200, {}));
   const alone = await empty.discover();
   t.equal(alone.status, 200, alone.text);
   t.same(alone.body.data.models, []);
   t.equal(alone.body.data.truncated, false);
   const paged = await startDiscovery(t, 'ch15', (req, res) =>
-    json(res, 200, new URL(req.url, 'http://upstream.test').searchParams.has('pageToken') ? {} : { models: [{ name: 'models/m-a' }], nextPageToken: 't-1' }),
+    writeJson(res, 200, new URL(req.url, 'http://upstream.test').searchParams.has('pageToken') ? {} : { models: [{ name: 'models/m-a' }], nextPageToken: 't-1' }),
   );
   const last = await paged.discover();
   t.equal(last.status, 200, last.text);
@@ -251,13 +247,13 @@ t.test('DISC on generate style reads a page without `models` as empty, as proto3
   // An empty page that still names a next page: followed to the end.
   const tokenOnly = await startDiscovery(t, 'ch15', (req, res) => {
     const token = new URL(req.url, 'http://upstream.test').searchParams.get('pageToken');
-    json(res, 200, token === null ? { models: [{ name: 'models/m-a' }], nextPageToken: 't-1' } : token === 't-1' ? { nextPageToken: 't-2' } : { models: [{ name: 'models/m-b' }] });
+    writeJson(res, 200, token === null ? { models: [{ name: 'models/m-a' }], nextPageToken: 't-1' } : token === 't-1' ? { nextPageToken: 't-2' } : { models: [{ name: 'models/m-b' }] });
   });
   const across = await tokenOnly.discover();
   t.equal(across.status, 200, across.text);
   t.same(across.body.data.models.map((m: { id: string }) => m.id), ['m-a', 'm-b']);
   t.equal(tokenOnly.upstream.requests.length, 3);
   // Anything more than the list's own members is not a list page: an error sent with 200 stays a failure.
-  const error = await startDiscovery(t, 'ch15', (_req, res) => json(res, 200, { error: { code: 429, status: 'RESOURCE_EXHAUSTED' } }));
+  const error = await startDiscovery(t, 'ch15', (_req, res) => writeJson(res, 200, { error: { code: 429, status: 'RESOURCE_EXHAUSTED' } }));
   t.match((await error.discover()).body.data, { reason: 'discovery_failed', detail: /no models array/ });
 });

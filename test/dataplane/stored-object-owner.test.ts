@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // A stored object the gateway remembers with its creator (a response, a voice) is reached by
 // that AccessKey only: another key is answered 404 resource_not_found before anything is
@@ -31,21 +32,17 @@ async function responses(t: Test, quota: Record<string, unknown> | null = null) 
   const made = new Set<string>();
   let n = 0;
   const { gw, upstream } = await startUpstreamAndDataPlane(t, (req, res) => {
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
     if (req.method === 'POST' && req.url === '/v1/responses') {
       const background = (JSON.parse(req.body.toString()) as { background?: boolean }).background === true;
       const id = `resp_${++n}`;
       made.add(id);
-      return json(200, { id, object: 'response', status: background ? 'queued' : 'completed', output: [], usage: background ? null : USAGE });
+      return writeJson(res, 200, { id, object: 'response', status: background ? 'queued' : 'completed', output: [], usage: background ? null : USAGE });
     }
     const id = /^\/v1\/responses\/([^/?]+)/.exec(req.url)?.[1] ?? '';
-    if (!made.has(id)) return json(404, { error: { message: `No response found with id '${id}'.`, type: 'invalid_request_error', code: null } });
-    if (req.url.endsWith('/input_items')) return json(200, { object: 'list', data: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'the prompt' }] }] });
-    if (req.method === 'DELETE') return json(200, { id, object: 'response.deleted', deleted: true });
-    return json(200, { id, object: 'response', status: req.url.endsWith('/cancel') ? 'cancelled' : 'completed', output: [], usage: USAGE });
+    if (!made.has(id)) return writeJson(res, 404, { error: { message: `No response found with id '${id}'.`, type: 'invalid_request_error', code: null } });
+    if (req.url.endsWith('/input_items')) return writeJson(res, 200, { object: 'list', data: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'the prompt' }] }] });
+    if (req.method === 'DELETE') return writeJson(res, 200, { id, object: 'response.deleted', deleted: true });
+    return writeJson(res, 200, { id, object: 'response', status: req.url.endsWith('/cancel') ? 'cancelled' : 'completed', output: [], usage: USAGE });
   });
   const { group } = await seedGroup(gw.store, { channel: 'ch31', baseUrl: upstream.url, models: [{ external: 'expensive', upstream: 'vendor-exp' }, { external: 'cheap', upstream: 'vendor-cheap' }], secrets: ['sk-account-one-0123456789', 'sk-account-two-0123456789'] });
   const a = await createKey(gw.store, { name: 'a', protocols: ['x-responses'], quota: quota as never });

@@ -8,6 +8,7 @@ import type { ServerOptions } from '../../src/server/create-server.ts';
 import { startGateway, type Gateway } from '../management/support/gateway.ts';
 import { startUpstream, type RecordedUpstreamRequest, type Upstream } from './helpers/data-plane-harness.ts';
 import { createKey, eventually, seedGroup } from './helpers/dataplane-scenarios.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // What the data plane remembers of the stored objects it saw created (holder, creator, a
 // background response's billing) outlives a restart: it is kept with the request logs
@@ -21,20 +22,16 @@ function responsesUpstream(prefix: string): Promise<Upstream> {
   const made = new Set<string>();
   let n = 0;
   return startUpstream((req: RecordedUpstreamRequest, res: ServerResponse) => {
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
     if (req.method === 'POST' && req.url === '/v1/responses') {
       const background = (JSON.parse(req.body.toString()) as { background?: boolean }).background === true;
       const id = `resp_${prefix}_${++n}`;
       made.add(id);
-      return json(200, { id, object: 'response', status: background ? 'queued' : 'completed', output: [], usage: background ? null : USAGE });
+      return writeJson(res, 200, { id, object: 'response', status: background ? 'queued' : 'completed', output: [], usage: background ? null : USAGE });
     }
     const id = /^\/v1\/responses\/([^/?]+)/.exec(req.url)?.[1] ?? '';
-    if (!made.has(id)) return json(404, { error: { message: `No response found with id '${id}'.`, type: 'invalid_request_error', code: null } });
-    if (req.url.endsWith('/input_items')) return json(200, { object: 'list', data: [] });
-    return json(200, { id, object: 'response', status: 'completed', output: [], usage: USAGE });
+    if (!made.has(id)) return writeJson(res, 404, { error: { message: `No response found with id '${id}'.`, type: 'invalid_request_error', code: null } });
+    if (req.url.endsWith('/input_items')) return writeJson(res, 200, { object: 'list', data: [] });
+    return writeJson(res, 200, { id, object: 'response', status: 'completed', output: [], usage: USAGE });
   });
 }
 

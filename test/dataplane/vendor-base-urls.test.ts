@@ -1,9 +1,9 @@
-import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
 import { managementApi, startDiscoveryServer } from './helpers/discovery-server.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // Vendors' documented base URL paths (docs/data-plane.md, "Base URLs by vendor"; the whole table
 // is test/upstream/vendor-base-urls.test.ts) behind a loopback origin, through the server as
@@ -12,21 +12,16 @@ import { managementApi, startDiscoveryServer } from './helpers/discovery-server.
 
 const AUTH_KEY = 'vendor-base-urls-auth-key-0123456789abcdef';
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
 /** An upstream answering each protocol in its own shape (by the path's end), recording each request's path. */
 async function vendorUpstream(t: Test) {
   const upstream = await startUpstream((req, res) => {
     const url = req.url;
-    if (req.method === 'GET') json(res, 200, { object: 'list', data: [{ id: 'vendor-model' }] });
-    else if (url.endsWith('/chat/completions')) json(res, 200, { id: 'c', object: 'chat.completion', created: 1, model: 'vendor-model', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
-    else if (url.endsWith('/responses')) json(res, 200, { id: 'resp_1', object: 'response', created_at: 1, status: 'completed', model: 'vendor-model', output: [], usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } });
-    else if (url.endsWith('/messages')) json(res, 200, { id: 'msg_1', type: 'message', role: 'assistant', model: 'vendor-model', content: [], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } });
-    else if (url.includes(':generateContent')) json(res, 200, { candidates: [], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } });
-    else json(res, 404, { error: { message: `no route ${url}` } });
+    if (req.method === 'GET') writeJson(res, 200, { object: 'list', data: [{ id: 'vendor-model' }] });
+    else if (url.endsWith('/chat/completions')) writeJson(res, 200, { id: 'c', object: 'chat.completion', created: 1, model: 'vendor-model', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } });
+    else if (url.endsWith('/responses')) writeJson(res, 200, { id: 'resp_1', object: 'response', created_at: 1, status: 'completed', model: 'vendor-model', output: [], usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2 } });
+    else if (url.endsWith('/messages')) writeJson(res, 200, { id: 'msg_1', type: 'message', role: 'assistant', model: 'vendor-model', content: [], stop_reason: 'end_turn', usage: { input_tokens: 1, output_tokens: 1 } });
+    else if (url.includes(':generateContent')) writeJson(res, 200, { candidates: [], usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1, totalTokenCount: 2 } });
+    else writeJson(res, 404, { error: { message: `no route ${url}` } });
   });
   t.teardown(() => upstream.close());
   return upstream;

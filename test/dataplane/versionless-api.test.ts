@@ -1,25 +1,20 @@
-import type { ServerResponse } from 'node:http';
 import t, { type Test } from 'tap';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
 import { openSqliteLogStore } from '../../src/store/logs/index.ts';
 import { startUpstream } from './helpers/data-plane-harness.ts';
 import { managementApi, startDiscoveryServer } from './helpers/discovery-server.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // A Group's versionless_api (docs/data-plane.md, "Choices made here"): an upstream whose API
 // paths have no version segment is reached at {base_url}/chat/completions.
 
 const AUTH_KEY = 'versionless-api-auth-key-0123456789abcdef';
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
 /** An upstream answering chat completions and model lists, recording each request's path. */
 async function recordingUpstream(t: Test) {
   const upstream = await startUpstream((req, res) => {
-    if (req.method === 'GET') json(res, 200, { object: 'list', data: [{ id: 'vendor-chat' }, { id: 'other' }] });
-    else json(res, 200, { id: 'c', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } });
+    if (req.method === 'GET') writeJson(res, 200, { object: 'list', data: [{ id: 'vendor-chat' }, { id: 'other' }] });
+    else writeJson(res, 200, { id: 'c', object: 'chat.completion', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1 } });
   });
   t.teardown(() => upstream.close());
   return upstream;

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import type { Gateway } from './helpers/data-plane-harness.ts';
 import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // A voice created through a Group of two credentials (two upstream accounts) is remembered with
 // the credential that created it: its retrieval, update and deletion go there only, as for a
@@ -15,27 +16,23 @@ async function setup(t: Test) {
   let created = 0;
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
     const account = String(req.headers.authorization);
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
     if (req.method === 'POST') {
       const id = `voice_${++created}`;
       voices.set(id, account);
-      return json(201, { id, name: 'mine' });
+      return writeJson(res, 201, { id, name: 'mine' });
     }
     const parts = req.url.split('/');
     const sample = parts.at(-1) === 'sample';
     const id = sample ? parts.at(-2)! : parts.at(-1)!;
-    if (id === 'voices') return json(200, { items: [...voices].filter(([, a]) => a === account).map(([v]) => v) });
-    if (voices.get(id) !== account) return json(404, { detail: 'voice not found' });
+    if (id === 'voices') return writeJson(res, 200, { items: [...voices].filter(([, a]) => a === account).map(([v]) => v) });
+    if (voices.get(id) !== account) return writeJson(res, 404, { detail: 'voice not found' });
     if (sample) {
       res.writeHead(200, { 'content-type': 'audio/wav' });
       res.end(SAMPLE_AUDIO);
       return;
     }
     if (req.method === 'DELETE') voices.delete(id);
-    return json(200, { id, name: 'mine' });
+    return writeJson(res, 200, { id, name: 'mine' });
   });
   const { group, credentials } = await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'up-tts' }], secrets: ['sk-account-a-0123456789', 'sk-account-b-0123456789'] });
   const { keyValue } = await createKey(gw.store, { protocols: ['x-suite'] });

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { startUpstreamAndDataPlane, type DataPlaneHarnessOptions } from './helpers/data-plane-harness.ts';
 import { createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
+import { writeJson } from '../sdk/helpers/vendor-wire.ts';
 
 // Speech naming a saved voice (`voice_id`, as Mistral's API names it) goes where the voice is
 // held, as the voice's own calls do (docs/data-plane.md): the substitute upstream keeps voices
@@ -12,22 +13,18 @@ async function setup(t: Test, options: DataPlaneHarnessOptions = {}) {
   let spoken = 0;
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (req, res) => {
     const account = String(req.headers.authorization);
-    const json = (status: number, body: unknown) => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
     if (req.url === '/v1/audio/voices' && req.method === 'POST') {
       const id = `voice_${++created}`;
       voices.set(id, account);
-      return json(201, { id, name: 'mine' });
+      return writeJson(res, 201, { id, name: 'mine' });
     }
     if (req.url === '/v1/audio/speech') {
       const voiceId = (JSON.parse(req.body.toString()) as { voice_id?: string }).voice_id;
-      if (voiceId !== undefined && voices.has(voiceId) && voices.get(voiceId) !== account) return json(404, { message: `Voice ${voiceId} not found`, type: 'invalid_request_error' });
+      if (voiceId !== undefined && voices.has(voiceId) && voices.get(voiceId) !== account) return writeJson(res, 404, { message: `Voice ${voiceId} not found`, type: 'invalid_request_error' });
       // An id of its own on the answer, as some upstreams add: it names no voice.
-      return json(200, { id: `speech_${++spoken}`, audio_data: 'UklGRg==' });
+      return writeJson(res, 200, { id: `speech_${++spoken}`, audio_data: 'UklGRg==' });
     }
-    return json(404, { detail: 'not found' });
+    return writeJson(res, 404, { detail: 'not found' });
   }, options);
   const { group } = await seedGroup(gw.store, { channel: 'ch03', baseUrl: upstream.url, models: [{ external: 'tts', upstream: 'up-tts' }], secrets: ['sk-account-a-0123456789', 'sk-account-b-0123456789'] });
   const a = await createKey(gw.store, { name: 'a', protocols: ['x-suite'] });
