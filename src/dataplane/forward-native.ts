@@ -639,8 +639,8 @@ async function attemptFailed(input: ForwardInput, deps: ForwardDeps, result: For
   if (failure.whileSending) return { error: new DataPlaneError('upstream_unreachable', CLOSED_WHILE_SENDING_DETAIL, NO_RETRY), candidate, credential, notDelivered: false };
   // A pooled connection the upstream closed as the request crossed its idle timeout: nothing
   // said of the credential. Sent again on a new connection when it may be; else the client's
-  // answer, no verdict. Once the renewals are spent (a connection cut after part of the request's
-  // own answer reads the same) it fails as any lost connection does.
+  // answer, no verdict. Once the renewals are spent (the pool's other idle connections were
+  // stale too) it fails as any lost connection does.
   if (failure.staleConnection && (!at.resendable || at.renewalsLeft)) {
     return { error: new DataPlaneError('upstream_unreachable', `(${failure.code})`), candidate, credential, notDelivered: false, ...(at.resendable ? { renew: true as const } : {}) };
   }

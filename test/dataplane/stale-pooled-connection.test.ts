@@ -158,17 +158,50 @@ t.test('control: an upstream that closes every request after the first, on new c
   t.match(record, { status: 502, error_code: 'upstream_unreachable', attempts: [{ error_code: 'upstream_stale_connection' }, { error_code: 'upstream_connection_lost' }] });
 });
 
-t.test('control: an upstream that cuts every answer after its first bytes is sent the request three times at most, then cools down', async (t) => {
+t.test('an answer cut after its first bytes on a fresh connection is a lost connection, not a stale one: the upstream took the request', async (t) => {
   const { upstream, gw, group, credential, keyValue } = await setup(t, 'ch02', 'x-completions', (socket) => {
     socket.end('HTTP/1.1 2');
   });
   const res = await chat(gw, keyValue);
   t.equal(res.status, 502);
-  t.equal(upstream.requests(), 3, 'two renewals, no more');
+  t.equal(upstream.requests(), 1, 'not sent again to the same credential');
   const view = await credentialView(gw.store, group.id, credential.id);
   t.not(view.cooldown_until, null, 'the credential is cooled down');
   const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
-  t.match(record, { attempt_count: 3, attempts: [{ error_code: 'upstream_stale_connection' }, { error_code: 'upstream_stale_connection' }, { error_code: 'upstream_connection_lost' }] });
+  t.match(record, { attempt_count: 1, attempts: [{ error_code: 'upstream_connection_lost' }] });
+});
+
+t.test('a warm connection whose next answer breaks off after its first bytes is a lost connection too: the next credential, not the same one again', async (t) => {
+  const { upstream, gw, keyValue } = await setup(t, 'ch02', 'x-completions', (socket, nth) => (nth === 1 ? answer(socket, completionJson('vendor-chat')) : socket.end('HTTP/1.1 2')), ['sk-first-key-123456', 'sk-second-key-123456']);
+  t.equal((await (await chat(gw, keyValue)).text()).length > 0, true);
+  const res = await chat(gw, keyValue);
+  t.equal(res.status, 200, 'answered by the next credential');
+  await res.text();
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { attempt_count: 2, attempts: [{ status: null, error_code: 'upstream_connection_lost' }, { status: 200 }] });
+  t.equal(upstream.requests(), 3, 'the cut request was sent once to its credential');
+});
+
+t.test('a request not replay-safe whose answer breaks off mid-head (a reset) ends with the lost connection: not for the SDKs to send again, the credential cooled down', async (t) => {
+  const { upstream, gw, group, credentials, keyValue } = await setup(
+    t,
+    'ch03',
+    'x-chat-embeddings',
+    (socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: appl');
+      setTimeout(() => socket.resetAndDestroy(), 20);
+    },
+    ['sk-first-key-123456', 'sk-second-key-123456'],
+  );
+  const res = await embeddings(gw, keyValue);
+  t.equal(res.status, 502);
+  t.equal(res.headers.get('x-should-retry'), 'false', 'the upstream may have run it: the SDKs are not to send it again');
+  t.match(await res.json(), { error: { code: 'upstream_unreachable' } });
+  t.equal(upstream.requests(), 1, 'sent once: to no other credential, nor again to the same');
+  const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
+  t.match(record, { status: 502, attempt_count: 1, attempts: [{ status: null, error_code: 'upstream_connection_lost' }] });
+  const tried = credentials.find((c) => String(c.id) === (record.attempts as Array<{ credential_id: string }>)[0]!.credential_id)!;
+  t.not((await credentialView(gw.store, group.id, tried.id)).cooldown_until, null, 'the credential it was lost on cools down');
 });
 
 t.test('idle upstream connections are kept 4 s by default, under the 5 s of uvicorn servers', async (t) => {
