@@ -4,6 +4,11 @@ import type { CredentialView, GroupRecord } from '../store/records.ts';
 export interface DiscoveredModels {
   models: string[];
   truncated: boolean;
+  /**
+   * The collection each id was listed under and stripped of (generate style's `models/`): a
+   * Group's upstream given with it (`models/m-a`) names the listed `m-a`, as the data plane calls both alike.
+   */
+  collection?: string;
 }
 
 /** How long discovery waits on the upstream, from the settings current when it starts. */

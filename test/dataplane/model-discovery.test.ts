@@ -257,3 +257,16 @@ t.test('DISC on generate style reads a page without `models` as empty, as proto3
   const error = await startDiscovery(t, 'ch15', (_req, res) => writeJson(res, 200, { error: { code: 429, status: 'RESOURCE_EXHAUSTED' } }));
   t.match((await error.discover()).body.data, { reason: 'discovery_failed', detail: /no models array/ });
 });
+
+t.test("DISC on generate style marks a model configured when the Group's upstream names it by Google's resource name (models/...)", async (t) => {
+  // The data plane calls `models/m-a` and `m-a` alike (/v1beta/models/m-a:verb); the list names it `m-a`.
+  const { server, discover } = await startDiscovery(t, 'ch15', (_req, res) => writeJson(res, 200, { models: [{ name: 'models/m-a' }, { name: 'models/m-b' }] }));
+  const [group] = await server.store.groups.list();
+  await server.store.groups.setModels(group!.id, [{ external: 'a', upstream: 'models/m-a' }]);
+  const { status, text, body } = await discover();
+  t.equal(status, 200, text);
+  t.same(body.data.models, [
+    { id: 'm-a', configured: true },
+    { id: 'm-b', configured: false },
+  ]);
+});

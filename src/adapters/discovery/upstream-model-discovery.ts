@@ -64,7 +64,8 @@ export function upstreamModelDiscovery(client: UpstreamClient): ModelDiscovery {
         deadline: AbortSignal.timeout(timeouts.totalMs),
       };
       try {
-        return await listPages(client, dialect, request);
+        const listed = await listPages(client, dialect, request);
+        return dialect.stripPrefix === '' ? listed : { ...listed, collection: dialect.stripPrefix };
       } catch (err) {
         throw err instanceof DiscoveryFailed ? err : failedToList(err, request);
       }

@@ -59,7 +59,8 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
           const upstreamStatus = failed?.upstreamStatus;
           throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed', ...(upstreamStatus === undefined ? {} : { upstream_status: upstreamStatus }), ...(failed ? { detail: failed.message } : {}) }, cause: err });
         }
-        const configured = new Set(group.models.map((m) => m.upstream));
+        const { collection } = discovered;
+        const configured = new Set(group.models.map((m) => (collection && m.upstream.startsWith(collection) ? m.upstream.slice(collection.length) : m.upstream)));
         const models = discovered.models.map((id) => ({ id, configured: configured.has(id) }));
         return { data: { group_id: group.id, credential_id: credential.id, models, truncated: discovered.truncated } };
       },
