@@ -210,3 +210,19 @@ t.test('DISC with a credential whose kind needs an authorization flow: 503 model
   t.equal(upstream.requests.length, 0);
   assertNoSecrets(t, text);
 });
+
+t.test('DISC without a credential_id lists with the first active credential of a kind it can list with, past those that need a flow', async (t) => {
+  // ch16 takes a static key and a directory identity; this provider lists with the key only.
+  const upstream = await startUpstream((_req, res) => void res.end(JSON.stringify({ object: 'list', data: [{ id: 'm-a' }] })));
+  t.teardown(() => upstream.close());
+  const directory = { endpoint: upstream.url, tenant_id: 'tenant', client_id: 'client', client_secret: 'directory-secret' };
+  const { server, group, discover } = await startGateway(t, upstream.url, directory, { channel: 'ch16', kind: 'directory_identity' });
+  const [keyed] = await server.store.credentials.createMany(group.id, [{ kind: 'api_key', values: { api_key: UPSTREAM_KEY }, secretFields: ['api_key'] }]);
+  if (!keyed || !('created' in keyed)) throw new Error('the key credential was not created');
+  const { status, text, body } = await discover();
+  t.equal(status, 200, text);
+  t.match(body.data, { credential_id: keyed.created.id, models: [{ id: 'm-a', configured: true }] });
+  t.equal(upstream.requests.length, 1);
+  t.equal(upstream.requests[0]!.headers['api-key'], UPSTREAM_KEY);
+  assertNoSecrets(t, text);
+});

@@ -4,6 +4,7 @@ import { channelOf } from '../channel-rules.ts';
 import type { ManagementDeps } from '../context.ts';
 import { DiscoveryFailed, DiscoveryRefused, type DiscoveredModels } from '../model-discovery.ts';
 import { requireGroup } from '../require-group.ts';
+import type { CredentialView } from '../../store/records.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import discoverSchema from '../schemas/model-discover.json' with { type: 'json' };
 import { visibleModelNames } from '../visibility.ts';
@@ -39,26 +40,29 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
         const group = await requireGroup(store.groups, body.group_id);
         if (!channelOf(group.channel).discovery) throw validationFailed('group_id', 'channel_without_discovery', { channel: group.channel });
         const credentials = await store.credentials.list(group.id);
-        const credential = body.credential_id === undefined ? credentials.find((c) => c.state === 'active') : credentials.find((c) => c.id === body.credential_id);
-        if (!credential) {
+        const candidates = body.credential_id === undefined ? credentials.filter((c) => c.state === 'active') : credentials.filter((c) => c.id === body.credential_id);
+        if (candidates.length === 0) {
           if (body.credential_id !== undefined) throw notFound('credential', body.credential_id);
           throw new ApiError('CONFLICT', { data: { reason: 'no_active_credential' } });
         }
-        if (!deps.modelDiscovery) throw new ApiError('SERVICE_UNAVAILABLE', { data: { reason: 'model_discovery_not_available' } });
-        const values = (await store.credentials.reveal(group.id, credential.id)) ?? {};
-        let discovered: DiscoveredModels;
-        try {
-          const settings = await store.settings.get();
+        const discovery = deps.modelDiscovery;
+        if (!discovery) throw new ApiError('SERVICE_UNAVAILABLE', { data: { reason: 'model_discovery_not_available' } });
+        const settings = await store.settings.get();
+        const timeouts = { headersMs: settings.request_timeout_seconds * 1000, bodyIdleMs: settings.stream_idle_timeout_seconds * 1000, totalMs: settings.request_timeout_seconds * 1000 };
+        let found: { credential: CredentialView; discovered: DiscoveredModels } | undefined;
+        for (const [i, credential] of candidates.entries()) {
+          const values = (await store.credentials.reveal(group.id, credential.id)) ?? {};
           const proxy = channelOf(group.channel).proxy ? (credential.proxy_url ?? group.proxy_url ?? settings.proxy_url) : null;
-          const timeouts = { headersMs: settings.request_timeout_seconds * 1000, bodyIdleMs: settings.stream_idle_timeout_seconds * 1000, totalMs: settings.request_timeout_seconds * 1000 };
-          discovered = await deps.modelDiscovery.list({ group, credential, values, proxy, timeouts });
-        } catch (err) {
-          if (err instanceof DiscoveryRefused) throw discoveryRefusal(err, credential.kind);
-          // The upstream's status says what went wrong (401: the key); its body is not passed on, as it may echo the key.
-          const failed = err instanceof DiscoveryFailed ? err : undefined;
-          const upstreamStatus = failed?.upstreamStatus;
-          throw new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed', ...(upstreamStatus === undefined ? {} : { upstream_status: upstreamStatus }), ...(failed ? { detail: failed.message } : {}) }, cause: err });
+          try {
+            found = { credential, discovered: await discovery.list({ group, credential, values, proxy, timeouts }) };
+            break;
+          } catch (err) {
+            // A Group may hold static keys and flow credentials both (ch16, ch17): the next active one may be a key to list with.
+            if (err instanceof DiscoveryRefused && err.reason === 'credential_needs_flow' && i < candidates.length - 1) continue;
+            throw discoveryError(err, credential.kind);
+          }
         }
+        const { credential, discovered } = found!;
         const { collection } = discovered;
         const configured = new Set(group.models.map((m) => (collection && m.upstream.startsWith(collection) ? m.upstream.slice(collection.length) : m.upstream)));
         const models = discovered.models.map((id) => ({ id, configured: configured.has(id) }));
@@ -66,6 +70,15 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
       },
     }),
   ];
+}
+
+/** Why discovery with a credential failed: the configuration (discoveryRefusal), else the upstream. */
+function discoveryError(err: unknown, kind: string): ApiError {
+  if (err instanceof DiscoveryRefused) return discoveryRefusal(err, kind);
+  // The upstream's status says what went wrong (401: the key); its body is not passed on, as it may echo the key.
+  const failed = err instanceof DiscoveryFailed ? err : undefined;
+  const upstreamStatus = failed?.upstreamStatus;
+  return new ApiError('BAD_GATEWAY', { data: { reason: 'discovery_failed', ...(upstreamStatus === undefined ? {} : { upstream_status: upstreamStatus }), ...(failed ? { detail: failed.message } : {}) }, cause: err });
 }
 
 /**
