@@ -270,3 +270,17 @@ t.test("DISC on generate style marks a model configured when the Group's upstrea
     { id: 'm-b', configured: false },
   ]);
 });
+
+t.test('DISC reads a list that opens with a byte order mark, as the data plane reads such an answer', async (t) => {
+  // RFC 8259 §8.1 lets a parser ignore it; some compatible upstreams write one.
+  const { discover } = await startDiscovery(t, 'ch02', (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`\uFEFF${JSON.stringify({ object: 'list', data: [{ id: 'm-a' }, { id: 'm-b' }] })}`);
+  });
+  const { status, text, body } = await discover();
+  t.equal(status, 200, text);
+  t.same(
+    body.data.models.map((m) => m.id),
+    ['m-a', 'm-b'],
+  );
+});

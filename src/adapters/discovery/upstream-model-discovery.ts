@@ -3,6 +3,7 @@ import { CHANNELS, CREDENTIAL_KINDS, type ChannelId, type CredentialKindId } fro
 import { DiscoveryFailed, DiscoveryRefused, type DiscoveredModels, type DiscoveryTimeouts, type ModelDiscovery } from '../../management/model-discovery.ts';
 import { classifyUpstreamError, joinBaseUrl, type UpstreamClient, type UpstreamFailureKind } from '../../upstream/index.ts';
 import { withinModelCap } from '../../dataplane/body/model-name-cap.ts';
+import { withoutBom } from '../../streaming/index.ts';
 import { credentialLocation } from '../../store/credential-location.ts';
 import groupModelsSchema from '../../management/schemas/group-models.json' with { type: 'json' };
 import {
@@ -112,7 +113,8 @@ async function listPages(client: UpstreamClient, dialect: Dialect, request: List
     }
     const page = await readCapped(response.body);
     if (nestedDeeperThan(page, MAX_DISCOVERY_PAGE_DEPTH)) throw new DiscoveryFailed(`the upstream list is nested more than ${MAX_DISCOVERY_PAGE_DEPTH} levels deep`);
-    const next = readPage(dialect, page.toString('utf8'), listing);
+    // A byte order mark some compatible upstreams open with is no part of the JSON (RFC 8259 §8.1), as on the data plane.
+    const next = readPage(dialect, withoutBom(page.toString('utf8')), listing);
     if (listing.full) return { models: [...listing.seen], truncated: true };
     if (!next.more) return { models: [...listing.seen], truncated: false };
     // "More" with no cursor to ask for it, or the cursor just followed (an upstream that ignores it): what was listed is all that can be had.
