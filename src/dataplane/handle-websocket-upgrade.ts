@@ -307,7 +307,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
           const pricing = { usage: usageStyle === undefined ? undefined : new SessionUsageAccumulator(usageStyle), price: snap.pricesByModel.get(candidate.upstream_model ?? model) };
           // An x-live setup names the model too: the upstream gets the one the session was routed and priced for.
           const firstClientMessage = op.protocol === 'x-live' ? (message: Buffer) => withSetupModel(message, candidate.upstream_model ?? model) : undefined;
-          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started }, { groupId: candidate.group.id, credential, access, address, versionless }, firstClientMessage);
+          const end = await relay(req, socket, head, outcome.socket, log, pricing, secret, answerIdleTimeoutMs, { key, presented: presented!.value, protocol: op.protocol, model, group: candidate.group, startedAt: started }, { groupId: candidate.group.id, credential, access, address, versionless }, firstClientMessage);
           if (end?.upstreamErrorCode !== undefined) {
             // The attempt holds the code the upstream failed the session with, as it holds a failed answer's status.
             attempt.error_code = `upstream_close_${end.upstreamErrorCode}`;
@@ -355,7 +355,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
    * Completes the client's upgrade and relays frames until either side closes; the session's
    * usage, up to the upstream's close, goes to its log record. Undefined: the client left before it was joined.
    */
-  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, admitted: AdmittedKey, used: SessionCredential, firstClientMessage: ((message: Buffer) => Buffer | undefined) | undefined): Promise<SessionEnd | undefined> {
+  async function relay(req: IncomingMessage, socket: Duplex, head: Buffer, upstream: SessionWebSocket, log: LogRecord, pricing: SessionPricing, secret: string, upstreamIdleMs: number, admitted: AdmittedKey, used: SessionCredential, firstClientMessage: ((message: Buffer) => Buffer | undefined) | undefined): Promise<SessionEnd | undefined> {
     const client = await completeUpgrade(wss, req, socket, head);
     if (!client) {
       upstream.terminate();
@@ -369,7 +369,7 @@ export function createUpgradeHandler(deps: DataPlaneDeps): UpgradeHandler {
     const follower = followSessionKey({ snapshot, quota, ticker, clock: deps.clock }, admitted, pricing, (code) => session.endForPolicy(code));
     const credentialFollower = followSessionCredential({ snapshot, ticker, accessOf: (view) => pool.accessOf(view) }, used, (code) => session.endWithdrawn(code));
     // An HTTP server's upgrade socket is a net.Socket (on https a TLSSocket, which is one too).
-    const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, follower.onUsage, firstClientMessage);
+    const session = relayWebSocketSession(client, socket as Socket, upstream, log, pricing.usage, secret, deps.options.sessionHeartbeatMs, upstreamIdleMs, follower.onUsage, firstClientMessage);
     void session.ended.then(() => {
       follower.stop();
       credentialFollower.stop();

@@ -5,6 +5,7 @@ import { ABNORMAL_CLOSURE, isErrorCloseCode, passedOnCloseCode } from './session
 import { closeSessionSocket, MAX_CLOSE_REASON_BYTES } from './close-session-socket.ts';
 import { maskSecretInText } from './mask-upstream-secret.ts';
 import { HEARTBEAT_PAYLOAD, watchSessionClient, type ClientConnection } from './session-heartbeat.ts';
+import { watchUpstreamIntake, type UpstreamIntake } from './session-upstream-intake.ts';
 import type { SessionWebSocket } from './session-websocket.ts';
 
 /**
@@ -66,12 +67,15 @@ interface Breakage {
 
 /**
  * `clientConnection`: the client's raw socket, and `heartbeatMs`: the client's liveness period
- * (`watchSessionClient`). `onUsage` runs after each upstream frame that carried usage (the
+ * (`watchSessionClient`); `upstreamIdleMs`: how long an upstream may take none of what waits
+ * for it before it is taken as stalled (`watchUpstreamIntake`). `onUsage` runs after each upstream frame that carried usage (the
  * session's quota check). `firstClientMessage` may give the client's first message another
  * content (x-live's setup model, `withSetupModel`); undefined leaves it as sent.
  */
-export function relayWebSocketSession(client: SessionWebSocket, clientConnection: ClientConnection, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, onUsage?: () => void, firstClientMessage?: (message: Buffer) => Buffer | undefined): RelaySession {
-  client.on('message', relay(client, upstream, firstClientMessage));
+export function relayWebSocketSession(client: SessionWebSocket, clientConnection: ClientConnection, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, upstreamIdleMs: number, onUsage?: () => void, firstClientMessage?: (message: Buffer) => Buffer | undefined): RelaySession {
+  // A stalled upstream is ended as a dropped one is (1014 to the client, 1011 to it), recorded as an HTTP upstream gone silent is.
+  const intake = watchUpstreamIntake(upstream, upstreamIdleMs, () => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), false, { code: 'upstream_idle_timeout', reason: 'upstream not reading', toUpstream: 1011 }));
+  client.on('message', relay(client, upstream, firstClientMessage, intake));
   upstream.on('message', relay(upstream, client));
   relayControlFrames(client, upstream);
   relayControlFrames(upstream, client);
@@ -93,6 +97,7 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
     if (done) return;
     done = true;
     stopHeartbeat();
+    intake.stop();
     // A client that sent a close frame, whatever its code, ended its session; one that dropped the connection left it.
     log.client_aborted = byClient && code === ABNORMAL_CLOSURE && !goingAway && broken === undefined;
     if (broken !== undefined) {
@@ -152,6 +157,7 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
     goAway() {
       if (goingAway) return;
       goingAway = true;
+      intake.stop();
       for (const ws of [client, upstream]) if (ws.readyState === WebSocket.OPEN) closeSessionSocket(ws, GOING_AWAY, 'going away');
       // As in finish: a side held back is read to its close frame (the upstream's usage counted, nothing relayed).
       for (const ws of [client, upstream]) ws.resume();
@@ -170,8 +176,9 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
  */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
-function relay(from: WebSocket, to: WebSocket, mapFirst?: (message: Buffer) => Buffer | undefined) {
+function relay(from: WebSocket, to: WebSocket, mapFirst?: (message: Buffer) => Buffer | undefined, intake?: UpstreamIntake) {
   const written = () => {
+    intake?.written();
     if (from.isPaused && to.bufferedAmount <= HIGH_WATER_BYTES) from.resume();
   };
   let first = true;
@@ -180,6 +187,7 @@ function relay(from: WebSocket, to: WebSocket, mapFirst?: (message: Buffer) => B
     if (first && mapFirst !== undefined && Buffer.isBuffer(data)) data = mapFirst(data) ?? data;
     first = false;
     to.send(data, { binary: isBinary }, written);
+    intake?.sent();
     if (to.bufferedAmount > HIGH_WATER_BYTES && !from.isPaused) from.pause();
   };
 }

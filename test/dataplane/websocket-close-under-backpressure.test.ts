@@ -34,8 +34,8 @@ async function sendAudioUntilHeld(ws: WebSocket): Promise<void> {
  * A session whose upstream reads nothing and whose client has sent 16 MiB: the gateway holds
  * the client back once 1 MiB waits for the upstream. `clientClose`: the client's side's close.
  */
-async function sessionToDeafUpstream(t: Test) {
-  const opened = await openSession(t, { upstream: { onMessage: () => {} } });
+async function sessionToDeafUpstream(t: Test, options?: NonNullable<Parameters<typeof openSession>[1]>['options']) {
+  const opened = await openSession(t, { upstream: { onMessage: () => {} }, options });
   opened.up.pause();
   const clientClose = closeOf(opened.client);
   await sendAudioUntilHeld(opened.client);
@@ -77,6 +77,25 @@ t.test('a client that closed while held back, then the upstream closes without r
   t.same(await withTimeout(clientClose, PROMPTLY_MS, "the client's side closed"), { code: 4000, reason: 'upstream done' });
   const record = await logOf(gw, key.id, 101);
   t.match(record, { status: 101, error_code: null, client_aborted: false, usage: { input_tokens: 90, output_tokens: 30 } });
+});
+
+t.test('an upstream that takes none of what waits for it for the idle timeout has stalled: 1014 to the client, the record says upstream_idle_timeout', async (t) => {
+  const { gw, key, client, up } = await openSession(t, { upstream: { onMessage: () => {} }, options: { streamIdleTimeoutMs: 300 } });
+  up.pause();
+  const clientClose = closeOf(client);
+  for (let i = 0; i < CHUNKS; i++) client.send(CHUNK, { binary: true });
+  t.same(await withTimeout(clientClose, PROMPTLY_MS, "the client's side closed"), { code: 1014, reason: 'upstream not reading' });
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: 'upstream_idle_timeout', client_aborted: false });
+});
+
+t.test('a client that drops while held back behind a stalled upstream: the session still ends and its record is written', async (t) => {
+  // The gateway does not read a client it holds back, so it cannot see it leave; the stalled upstream ends the session.
+  // The idle timeout leaves the gateway time to hold the client back first.
+  const { gw, key, client } = await sessionToDeafUpstream(t, { streamIdleTimeoutMs: 1500 });
+  client.terminate();
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: 'upstream_idle_timeout' });
 });
 
 t.test('the server shuts down while the upstream is held back: the upstream is read to its close and its usage recorded', async (t) => {
