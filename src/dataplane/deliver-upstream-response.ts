@@ -55,8 +55,9 @@ export function deliverUpstreamResponse(upstream: UpstreamReply, options: Delive
   // Framed as one JSON array; a body that does not open with `[` goes on as a plain body (JsonArrayRelay decides on its first bytes).
   const isJsonArrayStream = !opaque && !isSse && options.streamingOperation && upstream.status < 300 && isJson;
   // A stream request's answer under another content type (some upstreams send their streams as
-  // text/plain): its first bytes decide (SniffedStreamRelay). Never a text/event-stream answer.
-  const sniffs = !isSse && !isJsonArrayStream && !coded && upstream.status < 300 && options.streamRequested === true;
+  // text/plain): its first bytes decide (SniffedStreamRelay). Never a text/event-stream answer,
+  // nor media (streamed speech audio), whose arbitrary first bytes may read as a field line.
+  const sniffs = !isSse && !isJsonArrayStream && !coded && upstream.status < 300 && options.streamRequested === true && !isMedia(contentType);
   // An event may be dropped and an error event may follow: the length may change. A 204 has no
   // length to send (RFC 9110 §8.6): an upstream's, wrong or not, would fail undici 7's client.
   const headers = clientResponseHeaders(upstream.headers, isSse || isJsonArrayStream || upstream.status === 204);
@@ -130,4 +131,9 @@ function sniffedSse(relay: RelayContext, headers: OutgoingHeaders, done: () => v
   delete headers['content-length'];
   relay.releaseHeadAfter(HEAD_HOLD_MS);
   return new SseRelay(relay, done);
+}
+
+/** Whether a lower-cased content type is audio, an image or video: bytes, never an event stream. */
+function isMedia(contentType: string): boolean {
+  return contentType.startsWith('audio/') || contentType.startsWith('image/') || contentType.startsWith('video/');
 }
