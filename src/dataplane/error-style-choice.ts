@@ -35,7 +35,7 @@ const STYLE_BY_FIRST_SEGMENT = new Map(
  * apart (every SDK lists models): a list's alternate, then a key from the query, then the
  * endpoint nearest to the path, then the path's first segment.
  */
-export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string, keyFrom?: KeyLocation): OperationEntry['error_style'] {
+function unmatchedErrorStyle(near: RouteTarget | undefined, headers: IncomingHttpHeaders, path: string, keyFrom?: KeyLocation): OperationEntry['error_style'] {
   const alternate = ALTERNATE_STYLES.find((a) => headers[a.when_header] !== undefined);
   if (alternate) return alternate.style;
   if (keyFrom === 'query') return 'generate';
@@ -43,9 +43,15 @@ export function unmatchedErrorStyle(near: RouteTarget | undefined, headers: Inco
   return STYLE_BY_FIRST_SEGMENT.get(firstSegment(path)) ?? 'completions';
 }
 
-/** The error shape of a request refused before its route's own checks: its route's, else as for a path no endpoint takes. */
+/**
+ * The error shape of a request refused before its route's own checks: its route's, or that of
+ * the endpoint whose path it is under another method (a 405: the endpoint's protocol is known,
+ * whatever other SDK's headers the request carries), else as for a path no endpoint takes.
+ */
 export function errorStyleOfMatch(match: RouteMatch, headers: IncomingHttpHeaders, path: string, keyFrom?: KeyLocation): OperationEntry['error_style'] {
-  return match.found ? errorStyleOf(match.target, headers, keyFrom) : unmatchedErrorStyle(match.near, headers, path, keyFrom);
+  if (match.found) return errorStyleOf(match.target, headers, keyFrom);
+  if (match.allowed.length > 0 && match.near) return errorStyleOf(match.near, headers, keyFrom);
+  return unmatchedErrorStyle(match.near, headers, path, keyFrom);
 }
 
 /**

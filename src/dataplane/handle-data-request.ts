@@ -31,7 +31,7 @@ import type { AccessKeyRecord } from '../store/records.ts';
 import { STORED_OBJECTS_KEPT } from '../store/stored-object-store.ts';
 import { answersToRequestLimitsOnly, quotaMeterFor } from './quota-meter.ts';
 import { modelBody, modelListBody, sendJson } from './serve-model-list.ts';
-import { errorStyleOfMatch, listStyleOf, unmatchedErrorStyle, withResourceName } from './error-style-choice.ts';
+import { errorStyleOfMatch, listStyleOf, withResourceName } from './error-style-choice.ts';
 import { bodyFramingRefusal } from './check-transfer-coding.ts';
 import { USAGE_STYLE_BY_PROTOCOL } from './usage-style.ts';
 import { forwardedQuery } from './forwarded-query.ts';
@@ -139,7 +139,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       }
       const key = presented === undefined ? undefined : (snapshot.cachedAccessKey(presented.value) ?? (await snapshot.accessKey(presented.value)));
       if (!match.found) {
-        errorStyle = unmatchedErrorStyle(match.near, req.headers, path, presented?.from);
+        errorStyle = errorStyleOfMatch(match, req.headers, path, presented?.from);
         // Not checked (the path is the refusal), but named, so that the key's logs show its wrong calls too.
         if (key) log.access_key_id = key.id;
         if (match.invalidParameter) throw new DataPlaneError('invalid_path_parameter');

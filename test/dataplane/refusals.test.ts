@@ -27,7 +27,7 @@ interface RefusalCase {
   operation?: string;
 }
 
-const GENERATE_STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 503: 'UNAVAILABLE' };
+const GENERATE_STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 405: 'INVALID_ARGUMENT', 429: 'RESOURCE_EXHAUSTED', 503: 'UNAVAILABLE' };
 // Each vendor's own words: OpenAI names its 5xx `server_error`, Anthropic `api_error`, or `overloaded_error` when it is overloaded.
 const COMPLETIONS_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'server_error' };
 const MESSAGES_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'overloaded_error' };
@@ -128,6 +128,8 @@ async function setup(t: Test): Promise<{ gw: Gateway; upstream: Upstream }> {
 function checkErrorShape(t: Test, body: unknown, style: Style, status: number, code: string, message?: RegExp): void {
   if (style === 'completions') {
     t.match(body, { error: { code, type: COMPLETIONS_TYPE[status], message: String } }, 'completions-style error');
+    // The messages shape has these members too: its top-level `type` tells them apart.
+    t.notOk((body as { type?: unknown }).type, 'not the messages shape');
     if (message) t.match((body as { error?: { message?: string } }).error?.message, message);
   } else if (style === 'messages') {
     // A top-level request_id, as the vendor's error bodies carry.
@@ -241,6 +243,27 @@ t.test('a known path with another method is 405 with an Allow header naming the 
     checkErrorShape(t, body, protocol === 'x-messages' ? 'messages' : 'completions', 405, 'method_not_allowed');
     const record = await waitForLog(gw, res.headers.get('x-switchyard-request-id'));
     t.match(record, { status: 405, error_code: 'method_not_allowed', attempt_count: 0, access_key_id: key.id, protocol, operation }, 'the record names the key and the endpoint of that path');
+  }
+  t.same(upstream.requests, [], 'the upstream received nothing');
+});
+
+t.test("a 405 answers in its endpoint's protocol's shape, whichever other SDK's headers or key location the request carries", async (t) => {
+  const { gw, upstream } = await setup(t);
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-suite', 'decisions', 'x-chat-embeddings', 'x-embeddings'] });
+  // Each endpoint's other refusals (a bad key, a bad body) answer in its own shape: its 405 must too,
+  // as the upgrade handler's 405 of the same realtime path already does.
+  for (const [method, path, headers, style] of [
+    ['GET', `/v1/decisions?key=${keyValue}`, {}, 'completions'],
+    ['OPTIONS', `/v1/audio/transcriptions/realtime?model=m&key=${keyValue}`, {}, 'completions'],
+    ['GET', '/v1/ocr', { 'x-goog-api-key': keyValue }, 'completions'],
+    ['GET', '/v1/embeddings', { authorization: `Bearer ${keyValue}`, 'anthropic-version': '2023-06-01' }, 'completions'],
+    ['GET', '/v1beta/models/m:embedContent', { 'x-api-key': keyValue, 'anthropic-version': '2023-06-01' }, 'generate'],
+    // A model list's shape is the request's choice, its 405's too.
+    ['POST', '/v1/models', { 'x-api-key': keyValue, 'anthropic-version': '2023-06-01' }, 'messages'],
+  ] as const) {
+    const res = await fetch(`${gw.url}${path}`, { method, headers });
+    t.equal(res.status, 405, `${method} ${path}`);
+    checkErrorShape(t, await res.json(), style, 405, 'method_not_allowed');
   }
   t.same(upstream.requests, [], 'the upstream received nothing');
 });
