@@ -99,8 +99,10 @@ function compile(method: string, template: string, target: RouteTarget, resource
     if (rest) return '(.+)';
     if (name !== 'model' || !resourceName) return template[offset + part.length] === ':' ? '([^/:]+)' : '([^/]+)';
     wide = true;
-    // No empty segment: a doubled or trailing slash is respelled, as for every other route.
-    return '([^/]+(?:/[^/]+)*)';
+    // No empty segment: a doubled or trailing slash is respelled, as for every other route. An
+    // empty name before a `:verb` is the endpoint's (its model missing, a 400), not models.get's
+    // resource `:verb` (a 405).
+    return template[offset + part.length] === ':' ? '((?:[^/]+(?:/[^/]+)*)?)' : '([^/]+(?:/[^/]+)*)';
   });
   const open = template.indexOf('{');
   return { method, pattern: new RegExp(`^${source}$`), params, target, specificity, catchAll, wide, prefix: open < 0 ? template : template.slice(0, open), template };

@@ -110,6 +110,36 @@ t.test('a generate-style :verb no route declares is an unknown endpoint (404), n
   t.same(upstream.requests, []);
 });
 
+t.test('a declared generate-style :verb with an empty model is its endpoint\'s 400 model_missing, not a 405 of models.get', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  const { keyValue } = await createKey(gw.store, { protocols: ['x-generate', 'x-embeddings'] });
+  // `models/${model}:embedContent` built by hand with the model left empty: the endpoint is
+  // named, only its model is missing (an `Allow: GET, HEAD` would say the verb takes no POST).
+  for (const [verb, operation, protocol] of [
+    ['embedContent', 'embed-content', 'x-embeddings'],
+    ['batchEmbedContents', 'batch-embed-contents', 'x-embeddings'],
+    ['generateContent', 'generate-content', 'x-generate'],
+    ['countTokens', 'count-tokens', 'x-generate'],
+  ] as const) {
+    const res = await rawRequest(`${gw.url}/v1beta/models/:${verb}`, { method: 'POST', headers: { ...clientAuthHeaders(protocol, keyValue), 'content-type': 'application/json' }, body: '{}' });
+    t.equal(res.status, 400, `${verb}: status`);
+    t.match(JSON.parse(res.body.toString()), { error: { code: 400, status: 'INVALID_ARGUMENT', details: [{ reason: 'model_missing' }] } }, `${verb}: Google's error shape`);
+    t.equal(res.headers['allow'], undefined, `${verb}: no Allow naming models.get's methods`);
+    const record = await waitForLog(gw, res.headers['x-switchyard-request-id'] as string);
+    t.match(record, { status: 400, error_code: 'model_missing', protocol, operation, external_model: null }, `${verb}: the record`);
+  }
+  // Still no model list entry of the empty name, nor a doubled slash read as one.
+  const list = await rawRequest(`${gw.url}/v1beta/models/`, { method: 'GET', headers: clientAuthHeaders('x-generate', keyValue) });
+  t.equal(list.status, 200, 'a trailing slash is the list');
+  t.ok(Array.isArray(JSON.parse(list.body.toString()).models), 'the list');
+  const doubled = await rawRequest(`${gw.url}/v1beta/models//gem:embedContent`, { method: 'POST', headers: { ...clientAuthHeaders('x-embeddings', keyValue), 'content-type': 'application/json' }, body: '{}' });
+  t.match(await waitForLog(gw, doubled.headers['x-switchyard-request-id'] as string), { operation: 'embed-content', external_model: 'gem' }, 'a doubled slash is respelled, its model kept');
+  t.same(upstream.requests, []);
+});
+
 t.test('a model list retrieve of a name over the model-name cap: 400, its record without the name', async (t) => {
   const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
