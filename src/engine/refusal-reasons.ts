@@ -63,6 +63,9 @@ export const REFUSAL_REASONS = {
   // Ends an open WebSocket session (1012): its credential or Group was deleted, disabled or rotated; a new session is routed afresh.
   credential_withdrawn: { status: 503, message: 'The upstream credential or Group this session was routed to has been withdrawn; open a new session.' },
   upstream_timeout: { status: 504, message: 'The upstream did not answer in time.' },
+  // An answer the gateway ended (step 9): as a stream's error event, or as the HTTP error when it failed before its first byte.
+  upstream_idle_timeout: { status: 504, message: 'The upstream stopped sending; the answer was ended.' },
+  upstream_stream_broken: { status: 502, message: "The upstream's answer broke off." },
   // Never sent (the client is gone); 499 is the log's conventional "client closed request".
   client_closed: { status: 499, message: 'The client closed the request before it was answered.' },
 } as const satisfies Record<string, { status: number; message: string; retry?: false }>;

@@ -4,16 +4,13 @@ import { watchIdle, type IdleWatcher } from '../../streaming/index.ts';
 import { errorShapeOf } from '../error-shape-table.ts';
 import type { RelayContext } from './relay-context.ts';
 
-const MESSAGES: Readonly<Record<string, string>> = {
-  upstream_idle_timeout: 'The upstream stopped sending; the answer was ended.',
-  shutting_down: 'The gateway is shutting down; the answer was ended.',
-};
+// A shutdown's event ends an answer under way, which its refusal (a handshake's) does not.
+const SHUTDOWN_MESSAGE = 'The gateway is shutting down; the answer was ended.';
 
-/** The HTTP status a stream's failure is answered with when it comes before the stream's first byte; 502 for a break. */
-const STATUSES: Readonly<Record<string, number>> = {
-  upstream_idle_timeout: REFUSAL_REASONS.upstream_timeout.status,
-  shutting_down: REFUSAL_REASONS.shutting_down.status,
-};
+/** The reason a stream's failure is answered with: a silent upstream, a shutdown, else a break. */
+function reasonOf(code: string): 'upstream_idle_timeout' | 'shutting_down' | 'upstream_stream_broken' {
+  return code === 'upstream_idle_timeout' || code === 'shutting_down' ? code : 'upstream_stream_broken';
+}
 
 /**
  * A stream's failure as its error event names it, by the status its HTTP answer would have had;
@@ -21,11 +18,14 @@ const STATUSES: Readonly<Record<string, number>> = {
  */
 export function streamFailureOf(code: string): StreamFailure {
   const status = streamFailureStatus(code);
-  return { code, message: MESSAGES[code] ?? "The upstream's answer broke off.", status, words: errorShapeOf(status) };
+  const reason = reasonOf(code);
+  const message = reason === 'shutting_down' ? SHUTDOWN_MESSAGE : REFUSAL_REASONS[reason].message;
+  return { code, message, status, words: errorShapeOf(status) };
 }
 
+/** The HTTP status a stream's failure is answered with when it comes before the stream's first byte. */
 export function streamFailureStatus(code: string): number {
-  return STATUSES[code] ?? REFUSAL_REASONS.upstream_unreachable.status;
+  return REFUSAL_REASONS[reasonOf(code)].status;
 }
 
 /**
