@@ -5,7 +5,7 @@ import { upstreamModelDiscovery } from '../adapters/discovery/upstream-model-dis
 import { dataPlaneMount } from '../dataplane/mount-data-plane.ts';
 import { UpstreamClient } from '../upstream/index.ts';
 import { runCodegenCommand } from './commands/codegen.ts';
-import { runInspect } from './commands/inspect.ts';
+import { INSPECT_USAGE, runInspect } from './commands/inspect.ts';
 import { runManifestValidate } from './commands/manifest-validate.ts';
 import { runMatrix } from './commands/matrix.ts';
 import { runResolve } from './commands/resolve.ts';
@@ -16,7 +16,7 @@ const COMMAND_HELP: Record<string, { usage: string; does: string }> = {
   serve: { usage: 'serve [--port N] [--data DIR] [--host HOST]', does: 'run the gateway (port 8080, data ./data, host 127.0.0.1 by default)' },
   matrix: { usage: 'matrix [--format markdown|json]', does: 'the channel matrix from the generated tables' },
   resolve: { usage: 'resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]', does: 'the engine\'s answer for one cell' },
-  inspect: { usage: 'inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL]', does: 'route inspection' },
+  inspect: { usage: INSPECT_USAGE, does: 'route inspection' },
   codegen: { usage: 'codegen [--check]', does: 'manifests -> src/generated' },
   manifest: { usage: 'manifest validate', does: 'validate the manifests' },
 };

@@ -17,7 +17,9 @@ import { postJson, type TextAnswer } from '../post-json.ts';
 import { protocolOption } from '../protocol-option.ts';
 import { requiredOptions } from '../required-options.ts';
 
-const USAGE = 'usage: switchyard inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL [--timeout SECONDS]]';
+/** Its usage line, which `switchyard --help` and `inspect --help` print too. */
+export const INSPECT_USAGE = 'inspect --protocol P --model M --access-key ID [--json] [--data DIR | --url URL [--timeout SECONDS]]';
+const USAGE = `usage: switchyard ${INSPECT_USAGE}`;
 
 /** How long `--url` waits for the server's answer by default (route inspection answers in milliseconds). */
 const DEFAULT_TIMEOUT_S = 30;
