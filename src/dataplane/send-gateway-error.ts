@@ -4,7 +4,7 @@ import { drainIfBodyUnread } from './drain-if-body-unread.ts';
 import { renderErrorBody } from './render-error-body.ts';
 import { withRequestId } from './request-id-headers.ts';
 
-/** A DataPlaneError, or a stream's failure before its first byte (a reason code outside REFUSAL_REASONS). */
+/** A DataPlaneError, or a stream's failure before its first byte (streamFailureOf). */
 export interface GatewayError {
   status: number;
   code: string;
