@@ -59,6 +59,17 @@ t.test('a stored proxy_url the schema refuses is named without its password', as
   t.notMatch(message, 'relay', 'nor the user');
 });
 
+t.test('a stored proxy_url with no scheme is named without its user and password', async (t) => {
+  const dataDir = tempDataDir(t);
+  writeConfig(dataDir, { proxy_url: 'relay:s3cret pass@proxy.test:8080' });
+  const err = await createServer({ dataDir, host: '127.0.0.1', port: 0, authKey: AUTH_KEY, log: () => undefined }).catch((e: unknown) => e);
+  t.ok(err instanceof StoreFileError, 'a StoreFileError');
+  const { message } = err as Error;
+  t.match(message, 'settings.proxy_url is "***@proxy.test:8080", which must match format "uri"', 'the setting, its host and the problem');
+  t.notMatch(message, 's3cret', 'not the password');
+  t.notMatch(message, 'relay', 'nor the user');
+});
+
 // The schema takes any URI; the API also refuses a proxy the upstream client cannot use (as for
 // a Group's or a credential's, which the start refuses too), or every request through it would fail.
 for (const [stored, problem] of [

@@ -52,9 +52,13 @@ const SHOWN_CHARS = 80;
  * refuses is one `new URL` may not parse either, and its password is not to reach the console.
  */
 const USER_INFO = /\/\/(?:[^"\\]|\\.)*@/g;
+/** The same without a scheme's `//` (`user:pass@host:port`): from the string's start. */
+const BARE_USER_INFO = /^"(?:[^"\\]|\\.)*@/;
 
 function shown(value: unknown): string {
-  const text = (JSON.stringify(value) ?? String(value)).replace(USER_INFO, '//***@');
+  const json = JSON.stringify(value) ?? String(value);
+  const masked = json.replace(USER_INFO, '//***@');
+  const text = masked === json ? json.replace(BARE_USER_INFO, '"***@') : masked;
   return text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}...` : text;
 }
 
