@@ -76,6 +76,11 @@ export interface ForwardInput {
    * to): an upstream stores them per key, so another credential's answer would be a false 404.
    */
   onlyCredentialId?: number;
+  /**
+   * A created object's id as the answer's stream names it (`response.created`), with the
+   * credential that answered: the client holds the id from then on, long before a stream ends.
+   */
+  onCreatedId?: (id: string, candidate: Candidate, credential: CredentialView) => void;
   /** When the client's SDK gives up, less a margin (clientDeadline), if it sent its timeout: it bounds every attempt. */
   clientDeadline?: number | undefined;
 }
@@ -182,7 +187,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, access, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
-    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point), access.secret);
+    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point, { candidate, credential }), access.secret);
     return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
   } finally {
     watch.stop();
@@ -419,7 +424,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
               })
             : upstream;
         if (delivered instanceof DataPlaneError) return answerTransportFailure(input, result, { error: delivered, candidate, credential }, hint);
-        const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point), secret);
+        const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point, { candidate, credential }), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
     }
@@ -487,7 +492,9 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
   return result;
 }
 
-function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone']): DeliveryOptions {
+/** `answering`: the candidate and credential whose answer this is, when it is not an error kept from an earlier attempt. */
+function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone'], answering?: { candidate: Candidate; credential: CredentialView }): DeliveryOptions {
+  const { onCreatedId } = input;
   // Only a whole number resumes: any other `starting_after` would turn the break check off.
   const firstSequence = input.op.id === 'responses-retrieve' ? resumedFirstSequence(input.search) : undefined;
   return {
@@ -500,6 +507,7 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     dropUsageChunk,
     // A created object's id names it; a read's names the one it read. Another call that names one in its body (a continuation, speech in a voice) answers with no such id.
     captureResponseId: input.op.resource !== undefined && (input.op.resource.creates === true || input.op.resource.path_parameter !== undefined),
+    ...(onCreatedId !== undefined && answering !== undefined ? { onResponseId: (id: string) => onCreatedId(id, answering.candidate, answering.credential) } : {}),
     idleTimeoutMs: deps.idleTimeoutMs,
     onFirstByte: () => {
       result.ttfbAt ??= deps.now();

@@ -24,6 +24,7 @@ import { withinModelCap } from './body/model-name-cap.ts';
 import { presentedAccessKey } from './present-access-key.ts';
 import { requestFeatures } from './request-features.ts';
 import { heldConversationKey } from './held-conversation.ts';
+import { CreatedObject } from './created-object.ts';
 import { StreamOptionsRefusals } from './stream-options-refused.ts';
 import { owesUsageTo, resourceKey, ResponseAffinity, type RememberedResponse } from './response-affinity.ts';
 import { modelVisibleTo } from '../management/visibility.ts';
@@ -238,6 +239,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // A background response's tokens are counted from the first read by its creator that reports them (its create reported none).
       const billsBackground = remembered !== undefined && owesUsageTo(remembered, current.id) && BACKGROUND_BILLING_READS.has(op.id);
       const routable = attemptOrder(included);
+      const creating = resource?.creates === true ? new CreatedObject(affinity, resource.kind, { background: prepared.fields?.['background'] === true, externalModel: model ?? null, accessKeyId: current.id }) : undefined;
       // Only the Group that holds the response can answer for it: another one's "not found"
       // would be false, and so would the gateway's when that Group is gone or shut to the key.
       const ordered = remembered === undefined ? routable : routable.filter((c) => c.group.id === remembered.groupId);
@@ -269,6 +271,7 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
           usageStyle: op.counts_tokens || billsBackground ? USAGE_STYLE_BY_PROTOCOL[op.protocol] : undefined,
           requestStreamUsage: op.protocol === 'x-completions' ? requestStreamUsage : undefined,
           onlyCredentialId: remembered?.credentialId,
+          onCreatedId: creating === undefined ? undefined : (id, candidate, credential) => creating.named(id, candidate, credential),
           clientDeadline: clientDeadline(req.headers, started),
         },
         forwardDepsFor(snap),
@@ -277,9 +280,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
       // The object a successful answer names is held by the credential that gave it (an error's body names none).
       if (resource !== undefined && result.candidate && result.credential && result.responseId && result.status < 300) {
         // A background create that streamed to its end reported (and counted) its usage already.
-        const createCounted = result.usage !== undefined && hasTokens(result.usage);
-        const created = resource.creates ? { background: prepared.fields?.['background'] === true && !createCounted, upstreamModel: result.candidate.upstream_model, externalModel: model ?? null, accessKeyId: current.id } : undefined;
-        affinity.remember(resourceKey(resource.kind, result.responseId), result.candidate.group.id, result.credential.id, created);
+        if (creating !== undefined) creating.answered(result.responseId, result.candidate, result.credential, result.usage !== undefined && hasTokens(result.usage));
+        else affinity.remember(resourceKey(resource.kind, result.responseId), result.candidate.group.id, result.credential.id);
       }
       // The credential that answered for a conversation holds it: later calls naming it go there.
       // Written only when the holder is new or another: not one stored-object write per turn.

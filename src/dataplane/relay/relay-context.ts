@@ -22,6 +22,8 @@ export interface DeliveryOptions {
   dropUsageChunk: boolean;
   /** Look for the `id` of the stored object the answer names (a response, a voice), for routing later calls back. */
   captureResponseId: boolean;
+  /** Told the id a stream's `response.created` names as soon as it passes, while the stream still runs. */
+  onResponseId?: (id: string) => void;
   idleTimeoutMs: number;
   /**
    * The upstream's answer began to reach the client: its status and headers sent ahead of its

@@ -267,7 +267,10 @@ export class SseRelay extends StreamRelay {
     if (data === undefined) return true;
     const wantsId = options.captureResponseId && outcome.responseId === undefined && text.includes(RESPONSE_CREATED_TEXT);
     const parsed = this.usage?.push(data) ?? (wantsId ? parseOrUndefined(data) : undefined);
-    if (wantsId) outcome.responseId = idOf(parsed);
+    if (wantsId) {
+      outcome.responseId = idOf(parsed);
+      if (outcome.responseId !== undefined) options.onResponseId?.(outcome.responseId);
+    }
     return !(options.dropUsageChunk && parsed !== undefined && isUsageOnlyChunk(parsed));
   }
 
