@@ -54,6 +54,7 @@ const server = createServer((req, res) => {
             usageStyle: 'completions',
             dropUsageChunk: built.addedStreamUsage,
             captureResponseId: false,
+            onResponseId: undefined,
             idleTimeoutMs: DEFAULT_SETTINGS.stream_idle_timeout_seconds * 1000,
             onFirstByte: () => {},
             captureLimitBytes: CAPTURE_LIMIT_BYTES,

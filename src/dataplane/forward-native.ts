@@ -187,7 +187,7 @@ export async function forwardNative(input: ForwardInput, deps: ForwardDeps): Pro
       return await forwardWithFailover(input, deps, watch, { candidate, credentials, sent: { credential, access, attempt, request, exchange, got: { reply: upstream } } });
     }
     attempt.status = upstream.status;
-    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point, { candidate, credential }), access.secret);
+    const outcome = await deliverUpstreamResponse(upstream, deliveryOptions(input, deps, result, request.dropUsageChunk, watch.point, candidate, credential), access.secret);
     return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
   } finally {
     watch.stop();
@@ -424,7 +424,7 @@ async function forwardWithFailover(input: ForwardInput, deps: ForwardDeps, watch
               })
             : upstream;
         if (delivered instanceof DataPlaneError) return answerTransportFailure(input, result, { error: delivered, candidate, credential }, hint);
-        const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point, { candidate, credential }), secret);
+        const outcome = await deliverUpstreamResponse(delivered, deliveryOptions(input, deps, result, dropUsageChunk, watch.point, candidate, credential), secret);
         return recordDelivery(result, attempt, candidate, credential, upstream.status, outcome);
       }
     }
@@ -492,8 +492,8 @@ async function answerUpstreamError(input: ForwardInput, deps: ForwardDeps, resul
   return result;
 }
 
-/** `answering`: the candidate and credential whose answer this is, when it is not an error kept from an earlier attempt. */
-function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone'], answering?: { candidate: Candidate; credential: CredentialView }): DeliveryOptions {
+/** `candidate` and `credential`: whose answer this is, when it is not an error kept from an earlier attempt. */
+function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: ForwardResult, dropUsageChunk: boolean, onClientGone: DeliveryOptions['onClientGone'], candidate?: Candidate, credential?: CredentialView): DeliveryOptions {
   const { onCreatedId } = input;
   // Only a whole number resumes: any other `starting_after` would turn the break check off.
   const firstSequence = input.op.id === 'responses-retrieve' ? resumedFirstSequence(input.search) : undefined;
@@ -507,7 +507,8 @@ function deliveryOptions(input: ForwardInput, deps: ForwardDeps, result: Forward
     dropUsageChunk,
     // A created object's id names it; a read's names the one it read. Another call that names one in its body (a continuation, speech in a voice) answers with no such id.
     captureResponseId: input.op.resource !== undefined && (input.op.resource.creates === true || input.op.resource.path_parameter !== undefined),
-    ...(onCreatedId !== undefined && answering !== undefined ? { onResponseId: (id: string) => onCreatedId(id, answering.candidate, answering.credential) } : {}),
+    // Always present, so that every request's options have one shape.
+    onResponseId: onCreatedId !== undefined && candidate !== undefined && credential !== undefined ? (id: string) => onCreatedId(id, candidate, credential) : undefined,
     idleTimeoutMs: deps.idleTimeoutMs,
     onFirstByte: () => {
       result.ttfbAt ??= deps.now();

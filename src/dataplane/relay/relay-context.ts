@@ -23,7 +23,7 @@ export interface DeliveryOptions {
   /** Look for the `id` of the stored object the answer names (a response, a voice), for routing later calls back. */
   captureResponseId: boolean;
   /** Told the id a stream's `response.created` names as soon as it passes, while the stream still runs. */
-  onResponseId?: (id: string) => void;
+  onResponseId: ((id: string) => void) | undefined;
   idleTimeoutMs: number;
   /**
    * The upstream's answer began to reach the client: its status and headers sent ahead of its
