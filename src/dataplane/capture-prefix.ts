@@ -9,8 +9,10 @@ import { DataPlaneError } from './data-plane-error.ts';
  * FollowedSpoolFile, for forms and raw bodies alike) and, through its reads, the upstream
  * request streaming from it, which is then called off.
  * `captured()` also tells whether the body ended: an upstream may answer before it does.
+ * `readOn()` lets the rest through to nobody until the body ends, fails or passes `keepBytes`,
+ * for a body refused before its reader took all of it.
  */
-export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number, idleTimeoutMs?: number): { stream: Transform; captured(): CapturedPrefix } {
+export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number, idleTimeoutMs?: number): { stream: Transform; captured(): CapturedPrefix; readOn(): Promise<CapturedPrefix> } {
   const kept: Buffer[] = [];
   let keptBytes = 0;
   let total = 0;
@@ -39,7 +41,24 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
   source.on('data', () => silence.touch());
   source.once('end', () => silence.stop());
   stream.once('close', () => silence.stop());
-  return { stream, captured: () => ({ bytes: Buffer.concat(kept), total, ended: stream.writableFinished }) };
+  const captured = (): CapturedPrefix => ({ bytes: Buffer.concat(kept), total, ended: stream.writableFinished });
+  const readOn = (): Promise<CapturedPrefix> =>
+    new Promise((resolve) => {
+      const done = () => {
+        stream.off('data', onData).off('finish', done).off('close', done);
+        source.off('close', onSourceClose);
+        resolve(captured());
+      };
+      const onData = () => total > keepBytes && done();
+      // A client gone without an error leaves the stream open: its source's close says so.
+      const onSourceClose = () => !source.readableEnded && done();
+      if (stream.writableFinished || stream.destroyed || total > keepBytes) return done();
+      stream.on('data', onData).once('finish', done).once('close', done);
+      source.once('close', onSourceClose);
+      // Its reader paused it as it let go: a 'data' listener alone would not start it again.
+      stream.resume();
+    });
+  return { stream, captured, readOn };
 }
 
 export interface CapturedPrefix {

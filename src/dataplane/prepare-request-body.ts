@@ -304,19 +304,21 @@ async function streamMultipart(req: IncomingMessage, contentType: string, declar
     form = new SpooledFormBody(tee.stream, contentType, limits.spoolDir ?? tmpdir());
     model = await form.ready;
   } catch (err) {
-    tee.stream.destroy();
-    req.resume();
     // Anything but a verdict on the form or a spool file failure (spool_unavailable, ours)
     // comes from the client's connection, unless it is still there: then it is a bug of ours.
     const refusal = requestBodyFailure(err) ?? (req.destroyed ? new DataPlaneError('client_closed', 'Its body had not ended.') : undefined);
+    // Whatever the field order (docs: step 10): a malformed form is read on to its end or first
+    // MiB before the answer, as a spooled JSON body is, so that a chunked one is not recorded
+    // whole by the bytes that had arrived. One whose spool failed (answered at once, the
+    // gateway's failure) and one cut short (too large, silent, its client gone) are recorded
+    // as far as they arrived, truncated unless they had ended.
+    const captured = refusal !== undefined && record && err instanceof BodyRewriteError ? await tee.readOn() : tee.captured();
+    tee.stream.destroy();
+    req.resume();
     if (refusal === undefined) throw err;
     if (!record) throw refusal;
-    // Whatever the field order, as for a raw body (docs: step 10): a malformed form, or one whose
-    // spool failed, is recorded as far as it was read (truncated when it declared more); one cut
-    // short (too large, silent, its client gone) as far as it arrived, truncated.
-    const captured = tee.captured();
-    if (err instanceof BodyRewriteError || err instanceof SpoolFailure) return refusedBody(refusal, recordedBodyText(captured.bytes, declared ?? captured.total));
-    return { ...refusedBody(refusal, recordedPrefix(captured, declared)), cutShort: true };
+    const recorded = refusedBody(refusal, recordedPrefix(captured, declared));
+    return err instanceof BodyRewriteError || err instanceof SpoolFailure ? recorded : { ...recorded, cutShort: true };
   }
   const streamRefusal = formStreamRefusal(model.fields);
   if (streamRefusal !== undefined) {
