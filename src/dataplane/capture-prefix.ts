@@ -52,7 +52,7 @@ export function capturePrefix(source: Readable, keepBytes: number, maxBytes: num
       const onData = () => total > keepBytes && done();
       // A client gone without an error leaves the stream open: its source's close says so.
       const onSourceClose = () => !source.readableEnded && done();
-      if (stream.writableFinished || stream.destroyed || total > keepBytes) return done();
+      if (stream.writableFinished || stream.destroyed || total > keepBytes || (source.destroyed && !source.readableEnded)) return done();
       stream.on('data', onData).once('finish', done).once('close', done);
       source.once('close', onSourceClose);
       // Its reader paused it as it let go: a 'data' listener alone would not start it again.
