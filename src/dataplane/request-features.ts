@@ -11,8 +11,8 @@ export function requestFeatures(operationStream: string, body: Record<string, un
   // Operations that never stream still see a client's stream flag, so a rule can refuse it (note 5).
   else f.stream = body?.['stream'] === true || body?.['stream'] === 'true';
   if (!body) return f;
-  const n = Number(body['n']);
-  if (body['n'] !== undefined && Number.isFinite(n)) f.image_count = n;
+  const n = imageCount(body['n']);
+  if (n !== undefined) f.image_count = n;
   const format = body['response_format'];
   if (format === 'url') f.output_format = 'url';
   else if (format === 'b64_json') f.output_format = 'base64';
@@ -21,6 +21,16 @@ export function requestFeatures(operationStream: string, body: Record<string, un
   const kind = strongerKind(strongerKind(inputKindOf(body['input']), inputKindOf(body['query'])), inputKindOf(body['documents']));
   if (kind !== undefined) f.input_kind = kind;
   return f;
+}
+
+/**
+ * `n` as a count: a number, or a form's text field (`"2"`). An array or object is none: Number()
+ * would stringify it, and an array nested a few thousand deep overflows the stack doing so.
+ */
+function imageCount(n: unknown): number | undefined {
+  if (n === undefined || (n !== null && typeof n === 'object')) return undefined;
+  const count = Number(n);
+  return Number.isFinite(count) ? count : undefined;
 }
 
 /**
