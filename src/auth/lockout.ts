@@ -16,14 +16,24 @@ interface PeerState {
   lockedUntil: number;
 }
 
-const PRUNE_EVERY = 1024;
+/**
+ * The most peers kept. A flood of failures from distinct addresses (an IPv6 prefix holds
+ * billions) would otherwise keep one entry each (about 400 bytes) for the whole window: two
+ * million within 30 minutes held 700 MB. Past it the peers whose last failures are oldest go,
+ * an eighth of the table at once: a Map deleted from its front one entry per failure walks
+ * the deleted slots each time.
+ */
+export const MAX_LOCKOUT_PEERS = 50_000;
+const EVICTED_AT_ONCE = MAX_LOCKOUT_PEERS / 8;
+/** Expired entries are looked for at most this often: a pass reads the whole table. */
+const PRUNE_INTERVAL_MS = 60_000;
 
 /** The lockout state table of spec section 3, kept per direct peer address in memory. */
 export class Lockout {
   readonly #peers = new Map<string, PeerState>();
   readonly #clock: Clock;
   readonly #policy: LockoutPolicy;
-  #calls = 0;
+  #prunedAt = -Infinity;
 
   constructor(clock: Clock, policy: LockoutPolicy = DEFAULT_LOCKOUT_POLICY) {
     this.#clock = clock;
@@ -40,7 +50,8 @@ export class Lockout {
   /** Records a failed authentication; returns the lock it caused, if this was the fifth. */
   recordFailure(peer: string): LockStatus {
     const now = this.#clock();
-    this.#maybePrune(now);
+    // Either way: a clock set back must not stop pruning until it catches up.
+    if (Math.abs(now - this.#prunedAt) >= PRUNE_INTERVAL_MS) this.#prune(now);
     const state = this.#peers.get(peer) ?? { failures: [], lockedUntil: 0 };
     state.failures = state.failures.filter((t) => now - t < this.#policy.windowMs);
     state.failures.push(now);
@@ -48,7 +59,10 @@ export class Lockout {
       state.failures = [];
       state.lockedUntil = now + this.#policy.lockMs;
     }
+    // Kept in the order of last failures, the order peers are evicted in.
+    this.#peers.delete(peer);
     this.#peers.set(peer, state);
+    if (this.#peers.size > MAX_LOCKOUT_PEERS) this.#evictOldest();
     return this.status(peer);
   }
 
@@ -63,11 +77,24 @@ export class Lockout {
     return (this.#peers.get(peer)?.failures ?? []).filter((t) => now - t < this.#policy.windowMs).length;
   }
 
-  // Keeps memory bounded when many addresses fail once and never come back.
-  #maybePrune(now: number): void {
-    if (++this.#calls % PRUNE_EVERY !== 0) return;
+  /** For diagnostics (tests of churn): how many peers are kept. */
+  diagnosticSize(): number {
+    return this.#peers.size;
+  }
+
+  /** Drops the entries whose window and lock have passed, so that addresses failing once and never again are forgotten. */
+  #prune(now: number): void {
+    this.#prunedAt = now;
     for (const [peer, state] of this.#peers) {
       if (state.lockedUntil <= now && state.failures.every((t) => now - t >= this.#policy.windowMs)) this.#peers.delete(peer);
+    }
+  }
+
+  #evictOldest(): void {
+    let evicted = 0;
+    for (const peer of this.#peers.keys()) {
+      if (evicted++ === EVICTED_AT_ONCE) return;
+      this.#peers.delete(peer);
     }
   }
 }

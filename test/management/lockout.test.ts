@@ -1,5 +1,5 @@
 import t from 'tap';
-import { Lockout } from '../../src/auth/lockout.ts';
+import { Lockout, MAX_LOCKOUT_PEERS } from '../../src/auth/lockout.ts';
 import { peerAddress } from '../../src/auth/peer-address.ts';
 import { seedAccessKey, startGateway, type Gateway } from './support/gateway.ts';
 
@@ -129,6 +129,21 @@ t.test('Lockout state table on its own, with an injected clock', async (t) => {
   now += 30 * MINUTE;
   t.same(lockout.status('a'), { locked: false });
   t.equal(lockout.failureCount('a'), 0);
+});
+
+t.test('failures from more distinct peers than the table holds keep it bounded; the newest lock stands', async (t) => {
+  let now = 0;
+  const lockout = new Lockout(() => now);
+  for (let i = 0; i < MAX_LOCKOUT_PEERS + 1000; i++) lockout.recordFailure(`2001:db8::${i.toString(16)}`);
+  t.ok(lockout.diagnosticSize() <= MAX_LOCKOUT_PEERS, 'a flood of addresses within the window stops at the bound');
+  t.equal(lockout.failureCount('2001:db8::0'), 0, 'the peer whose last failure is oldest went');
+  t.equal(lockout.failureCount(`2001:db8::${(MAX_LOCKOUT_PEERS + 999).toString(16)}`), 1, 'the newest is kept');
+  for (let i = 0; i < 5; i++) lockout.recordFailure('203.0.113.9');
+  lockout.recordFailure('2001:db8::ffff:ffff');
+  t.equal(lockout.status('203.0.113.9').locked, true, 'a peer locked since the flood stays locked');
+  now += 30 * MINUTE;
+  lockout.recordFailure('198.51.100.1');
+  t.equal(lockout.diagnosticSize(), 1, 'entries whose window and lock have passed go at the next failure');
 });
 
 t.test('peer address resolution', async (t) => {
