@@ -48,17 +48,14 @@ function located(settings: object, error: ErrorObject): { name: string; value: u
 const SHOWN_CHARS = 80;
 
 /**
- * A URL's user info in JSON text, to the last `@` of its string: a stored value the schema
- * refuses is one `new URL` may not parse either, and its password is not to reach the console.
+ * A URL's user info in JSON text: from after its scheme's `//` (or the string's start, written
+ * without one: `user:pass@host`) to the last `@` of the string. A stored value the schema refuses
+ * is one `new URL` may not parse either, and its password is not to reach the console.
  */
-const USER_INFO = /\/\/(?:[^"\\]|\\.)*@/g;
-/** The same without a scheme's `//` (`user:pass@host:port`): from the string's start. */
-const BARE_USER_INFO = /^"(?:[^"\\]|\\.)*@/;
+const USER_INFO = /"([a-zA-Z][\w+.-]*:\/\/)?(?:[^"\\]|\\.)*@/g;
 
 function shown(value: unknown): string {
-  const json = JSON.stringify(value) ?? String(value);
-  const masked = json.replace(USER_INFO, '//***@');
-  const text = masked === json ? json.replace(BARE_USER_INFO, '"***@') : masked;
+  const text = (JSON.stringify(value) ?? String(value)).replace(USER_INFO, '"$1***@');
   return text.length > SHOWN_CHARS ? `${text.slice(0, SHOWN_CHARS)}...` : text;
 }
 
