@@ -20,8 +20,9 @@ interface PeerState {
  * The most peers kept. A flood of failures from distinct addresses (an IPv6 prefix holds
  * billions) would otherwise keep one entry each (about 400 bytes) for the whole window: two
  * million within 30 minutes held 700 MB. Past it the peers whose last failures are oldest go,
- * an eighth of the table at once: a Map deleted from its front one entry per failure walks
- * the deleted slots each time.
+ * an eighth of the table at once (a Map deleted from its front one entry per failure walks
+ * the deleted slots each time), locked ones last: a locked peer records no failures, so its
+ * entry drifts to the front, and a flood from other addresses is not to lift its lock.
  */
 export const MAX_LOCKOUT_PEERS = 50_000;
 const EVICTED_AT_ONCE = MAX_LOCKOUT_PEERS / 8;
@@ -62,7 +63,7 @@ export class Lockout {
     // Kept in the order of last failures, the order peers are evicted in.
     this.#peers.delete(peer);
     this.#peers.set(peer, state);
-    if (this.#peers.size > MAX_LOCKOUT_PEERS) this.#evictOldest();
+    if (this.#peers.size > MAX_LOCKOUT_PEERS) this.#evictOldest(now);
     return this.status(peer);
   }
 
@@ -90,8 +91,15 @@ export class Lockout {
     }
   }
 
-  #evictOldest(): void {
+  #evictOldest(now: number): void {
     let evicted = 0;
+    for (const [peer, state] of this.#peers) {
+      if (evicted === EVICTED_AT_ONCE) return;
+      if (state.lockedUntil > now) continue;
+      this.#peers.delete(peer);
+      evicted++;
+    }
+    // A table of locks alone: the oldest go after all.
     for (const peer of this.#peers.keys()) {
       if (evicted++ === EVICTED_AT_ONCE) return;
       this.#peers.delete(peer);

@@ -146,6 +146,22 @@ t.test('failures from more distinct peers than the table holds keep it bounded; 
   t.equal(lockout.diagnosticSize(), 1, 'entries whose window and lock have passed go at the next failure');
 });
 
+// The table holds MAX_LOCKOUT_PEERS + 1000 failures after one eviction of the oldest eighth.
+t.test('an eviction takes the peers whose last failures are oldest, and no live lock', async (t) => {
+  const lockout = new Lockout(() => 0);
+  for (let i = 0; i < 5; i++) lockout.recordFailure('203.0.113.9');
+  lockout.recordFailure('198.51.100.7');
+  for (let i = 0; i < MAX_LOCKOUT_PEERS + 1000; i++) {
+    // Past the oldest eighth by then: kept by this failure, not its first.
+    if (i === MAX_LOCKOUT_PEERS / 4) lockout.recordFailure('198.51.100.7');
+    lockout.recordFailure(`2001:db8::${i.toString(16)}`);
+  }
+  t.ok(lockout.diagnosticSize() <= MAX_LOCKOUT_PEERS, 'bounded');
+  t.equal(lockout.failureCount('2001:db8::0'), 0, 'the oldest failure went');
+  t.equal(lockout.failureCount('198.51.100.7'), 2, 'a peer that failed again is as recent as its last failure');
+  t.equal(lockout.status('203.0.113.9').locked, true, 'a lock set before a flood from other addresses outlasts it');
+});
+
 t.test('peer address resolution', async (t) => {
   t.equal(peerAddress('::ffff:127.0.0.1', undefined, []), '127.0.0.1', 'IPv4-mapped addresses are normalized');
   t.equal(peerAddress('10.0.0.1', '1.2.3.4', []), '10.0.0.1', 'no trusted proxies: socket address');
