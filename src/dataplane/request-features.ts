@@ -24,14 +24,16 @@ export function requestFeatures(operationStream: string, body: Record<string, un
 }
 
 /**
- * `n` as a count: a number, or a form's text field (`"2"`). An array or object is none: Number()
- * would stringify it, and an array nested a few thousand deep overflows the stack doing so.
+ * `n` as a count: a number, or a form's text field of digits (`"2"`). Anything else is none:
+ * `null`, `true` or `""` would read as 0 or 1, and Number() of an array stringifies it (one
+ * nested a few thousand deep overflows the stack doing so).
  */
 function imageCount(n: unknown): number | undefined {
-  if (n === undefined || (n !== null && typeof n === 'object')) return undefined;
-  const count = Number(n);
-  return Number.isFinite(count) ? count : undefined;
+  if (typeof n === 'number') return Number.isFinite(n) ? n : undefined;
+  return typeof n === 'string' && DIGITS.test(n) ? Number(n) : undefined;
 }
+
+const DIGITS = /^\d+$/;
 
 /**
  * The request continues state the upstream stored: a previous response (`previous_response_id`)

@@ -43,12 +43,13 @@ t.test('stream flag by the operation kind, and the other features read from the 
   t.notOk('background' in requestFeatures('optional', { background: 'true' }, NO_QUERY), 'only the boolean asks for a background response');
 });
 
-t.test('n counts images when it is a number or a text field; an array or object is no count', async (t) => {
+t.test('n counts images when it is a number or a text field of digits; anything else is no count', async (t) => {
   const count = (n: unknown) => requestFeatures('never', { n }, NO_QUERY).image_count;
   t.equal(count(3), 3);
   t.equal(count('2'), 2, "a form's text field");
   t.equal(count({ a: 1 }), undefined);
   t.equal(count([2]), undefined);
+  for (const notACount of [null, true, false, '', ' ', '2.5x']) t.equal(count(notACount), undefined, `${JSON.stringify(notACount)} is no count`);
   const deep = JSON.parse(`${'['.repeat(5000)}${']'.repeat(5000)}`) as unknown;
   t.equal(count(deep), undefined, 'nested deep enough to overflow a stringification');
 });
