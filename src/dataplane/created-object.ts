@@ -19,7 +19,8 @@ export interface Creation {
  * report the usage, which the create then counts; one that ends without it leaves it to a read.
  */
 export class CreatedObject {
-  #named: { id: string; groupId: number; credentialId: number } | undefined;
+  /** The id remembered while the answer ran: by the credential whose answer it is, which answered() is then told too. */
+  #namedId: string | undefined;
 
   constructor(
     readonly affinity: ResponseAffinity,
@@ -29,15 +30,14 @@ export class CreatedObject {
 
   /** The answer named the object while it still runs. */
   named(id: string, candidate: Candidate, credential: CredentialView): void {
-    this.#named = { id, groupId: candidate.group.id, credentialId: credential.id };
+    this.#namedId = id;
     this.#remember(id, candidate, credential, false);
   }
 
   /** The answer ended naming the object; `counted`: it reported the usage of the generation. */
   answered(id: string, candidate: Candidate, credential: CredentialView, counted: boolean): void {
     const unbilled = this.creation.background && !counted;
-    const named = this.#named;
-    if (named?.id === id && named.groupId === candidate.group.id && named.credentialId === credential.id && !unbilled) return;
+    if (id === this.#namedId && !unbilled) return;
     this.#remember(id, candidate, credential, unbilled);
   }
 
