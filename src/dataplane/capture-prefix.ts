@@ -10,7 +10,8 @@ import { DataPlaneError } from './data-plane-error.ts';
  * request streaming from it, which is then called off.
  * `captured()` also tells whether the body ended: an upstream may answer before it does.
  * `readOn()` lets the rest through to nobody until the body ends, fails or passes `keepBytes`,
- * for a body refused before its reader took all of it.
+ * for a body refused before its reader took all of it (as receiveJsonBody reads on a refused
+ * JSON body's, within its own reader).
  */
 export function capturePrefix(source: Readable, keepBytes: number, maxBytes: number, idleTimeoutMs?: number): { stream: Transform; captured(): CapturedPrefix; readOn(): Promise<CapturedPrefix> } {
   const kept: Buffer[] = [];

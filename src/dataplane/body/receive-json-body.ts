@@ -56,7 +56,8 @@ export function receiveJsonBody(req: Readable, options: ReceiveJsonOptions): Pro
       if (refused === undefined && error instanceof BodyRewriteError && options.keepBytes > 0) {
         refused = error;
         if (spool !== undefined) discardSpoolFile(spool);
-        // The verdict stands; the rest of the record's prefix is read before it is given.
+        // The verdict stands; the rest of the record's prefix is read before it is given (as
+        // capturePrefix's readOn reads on a refused form's).
         if (!req.readableEnded && size <= options.keepBytes) return void req.resume();
       }
       settled = true;
