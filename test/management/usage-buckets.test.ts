@@ -32,6 +32,9 @@ for (const [name, overrides] of Object.entries(STORES)) t.test(`${name}: buckets
   const cut = await usage(`bucket=day&from=${D1 + DAY + 1}&group_by=key`);
   t.same(cut.rows.map((r: { bucket_start: number; access_key_id: number | null; requests: number }) => [r.bucket_start, r.access_key_id, r.requests]), [[D1 + DAY, 1, 1], [D1 + 3 * DAY, 1, 1]], 'day 2 keeps its start; the record before from is out');
 
+  const byKey = await usage(`bucket=day&from=${D1 + DAY}&to=${D1 + 2 * DAY}&group_by=key`);
+  t.same(byKey.rows.map((r: { access_key_id: number | null; requests: number }) => [r.access_key_id, r.requests]).sort(), [[1, 1], [null, 1]].sort(), 'a record without a key is a row of its own, its key null');
+
   const ist = await usage('bucket=day&utc_offset_minutes=330&group_by=model');
   const istDay = (d: number) => D1 + d * DAY - 5.5 * 3_600_000;
   t.same(ist.rows.map((r: { bucket_start: number; model: string; requests: number }) => [r.bucket_start, r.model, r.requests]), [[istDay(1), 'chat-model', 2], [istDay(2), 'other', 1], [istDay(3), 'chat-model', 1]], 'local days start at 18:30 UTC');
