@@ -8,6 +8,7 @@ import type { CredentialView } from '../../store/records.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import discoverSchema from '../schemas/model-discover.json' with { type: 'json' };
 import { visibleModelNames } from '../visibility.ts';
+import { googleModelResource } from '../../dataplane/google-model-resource.ts';
 
 export function modelRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
@@ -64,12 +65,18 @@ export function modelRoutes(deps: ManagementDeps): RouteDef[] {
         }
         const { credential, discovered } = found!;
         const { collection } = discovered;
-        const configured = new Set(group.models.map((m) => (collection && m.upstream.startsWith(collection) ? m.upstream.slice(collection.length) : m.upstream)));
+        const configured = new Set(group.models.map((m) => configuredId(m.upstream, collection)));
         const models = discovered.models.map((id) => ({ id, configured: configured.has(id) }));
         return { data: { group_id: group.id, credential_id: credential.id, models, truncated: discovered.truncated } };
       },
     }),
   ];
+}
+
+/** A Group's upstream model as discovery lists it: a Google resource name in the listed collection is its id, as the data plane calls both alike. */
+function configuredId(upstream: string, collection: string | undefined): string {
+  const resource = collection === undefined ? undefined : googleModelResource(upstream);
+  return resource !== undefined && resource.collection === collection ? resource.id : upstream;
 }
 
 /** Why discovery with a credential failed: the configuration (discoveryRefusal), else the upstream. */
