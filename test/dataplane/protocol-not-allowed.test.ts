@@ -1,51 +1,30 @@
 import t, { type Test } from 'tap';
-import { WebSocket } from 'ws';
-import { OPERATIONS, PROTOCOL_IDS, type OperationId } from '../../src/generated/index.ts';
-import { startUpstreamAndDataPlane, type Gateway } from './helpers/data-plane-harness.ts';
-import { clientAuthHeaders, createKey, nativeChannelFor, seedGroup, waitForLog, withTimeout } from './helpers/dataplane-scenarios.ts';
+import { OPERATIONS, PROTOCOL_IDS } from '../../src/generated/index.ts';
+import { DECISIONS_ENDPOINTS } from '../fixtures/decisions-endpoints.ts';
+import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
+import { clientAuthHeaders, createKey, nativeChannelFor, seedGroup, waitForLog, type Operation } from './helpers/dataplane-scenarios.ts';
+import { clientBody, clientPath, externalModel, upstreamModel } from './helpers/native-requests.ts';
+import { upgradeAnswer } from './helpers/ws-upstream.ts';
 
-// Issue 4 item 8: an AccessKey that allows every protocol but one is refused 403
-// protocol_not_allowed on that one, in that protocol's error shape (decisions.md §6), before
-// anything is sent upstream. One case per protocol id of decisions.md §2, WebSocket ones
-// through an upgrade.
+// Issue 4 items 1 and 8, specification section 5 item 8, endpoint by endpoint: every registered
+// endpoint checks the protocol decisions.md §2 gives it (read from the hand transcription in
+// test/fixtures, not from the generated table), so a key allowing exactly that protocol gets
+// through and a key allowing every other one is refused 403 protocol_not_allowed in the
+// endpoint's error shape (§6) before anything is sent upstream; WebSocket ones through an upgrade.
 
 type Style = 'completions' | 'messages' | 'generate';
 
-interface Case {
-  protocol: string;
-  /** An operation of the protocol (only to find a channel whose route for it is native). */
-  operation: OperationId;
-  method: string;
-  path: string;
-  body?: unknown;
-  style: Style;
-  websocket?: boolean;
+/** The protocol §2 lists the endpoint under. */
+function protocolOfSection2(method: string, path: string): string | undefined {
+  const unnamed = (p: string) => p.replace(/\{\w+\*\}/g, '{*}').replace(/\{\w+\}/g, '{}');
+  return DECISIONS_ENDPOINTS.find((e) => (e.under ? path === e.path || path.startsWith(`${e.path}/`) : e.method === method && unnamed(e.path) === unnamed(path)))?.protocol;
 }
 
-// decisions.md §2 endpoints and §6 error styles, written out by hand.
-const CASES: Case[] = [
-  { protocol: 'x-completions', operation: 'chat-completions', method: 'POST', path: '/v1/chat/completions', body: { model: 'team-m', messages: [{ role: 'user', content: 'hi' }] }, style: 'completions' },
-  { protocol: 'x-responses', operation: 'responses-create', method: 'POST', path: '/v1/responses', body: { model: 'team-m', input: 'hi' }, style: 'completions' },
-  { protocol: 'x-messages', operation: 'messages-create', method: 'POST', path: '/v1/messages', body: { model: 'team-m', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }, style: 'messages' },
-  { protocol: 'x-generate', operation: 'generate-content', method: 'POST', path: '/v1beta/models/team-m:generateContent', body: { contents: [{ parts: [{ text: 'hi' }] }] }, style: 'generate' },
-  { protocol: 'x-images', operation: 'images-generations', method: 'POST', path: '/v1/images/generations', body: { model: 'team-m', prompt: 'a cat' }, style: 'completions' },
-  { protocol: 'x-chat-embeddings', operation: 'embeddings', method: 'POST', path: '/v1/embeddings', body: { model: 'team-m', input: 'hi' }, style: 'completions' },
-  { protocol: 'x-embeddings', operation: 'embed-content', method: 'POST', path: '/v1beta/models/team-m:embedContent', body: { content: { parts: [{ text: 'hi' }] } }, style: 'generate' },
-  { protocol: 'rerank', operation: 'rerank', method: 'POST', path: '/v1/rerank', body: { model: 'team-m', query: 'q', documents: ['a', 'b'] }, style: 'completions' },
-  { protocol: 'decisions', operation: 'decisions', method: 'POST', path: '/v1/decisions', body: { model: 'team-m', input: 'hi' }, style: 'completions' },
-  { protocol: 'x-live', operation: 'live', method: 'GET', path: '/v1/live?model=team-m', style: 'generate', websocket: true },
-  { protocol: 'x-suite', operation: 'ocr', method: 'POST', path: '/v1/ocr', body: { model: 'team-m', document: { type: 'document_url', document_url: 'https://example.invalid/a.pdf' } }, style: 'completions' },
-  { protocol: 'x-suite', operation: 'audio-transcriptions-realtime', method: 'GET', path: '/v1/audio/transcriptions/realtime?model=team-m', style: 'completions', websocket: true },
-];
-
-// x-live's only channel takes OAuth credentials, which need an authorization flow: its Group
-// gets none, which is fine since the refusal comes before any credential is chosen (a gateway
-// that skipped the check would answer 503 no_available_credential instead).
-const LIVE_CHANNEL = 'ch10';
-
-t.test('every protocol id of decisions.md §2 has a case', async (t) => {
-  t.same(new Set(CASES.map((c) => c.protocol)), new Set(PROTOCOL_IDS));
-});
+/** decisions.md §6: the shape each protocol's SDKs parse. */
+function styleOf(protocol: string): Style {
+  if (protocol === 'x-messages') return 'messages';
+  return protocol === 'x-generate' || protocol === 'x-embeddings' || protocol === 'x-live' ? 'generate' : 'completions';
+}
 
 function checkShape(t: Test, style: Style, body: unknown): void {
   if (style === 'messages') {
@@ -58,65 +37,85 @@ function checkShape(t: Test, style: Style, body: unknown): void {
   }
 }
 
-/** The refusal of an upgrade: status, request id and parsed body. */
-function upgradeRefusal(url: string): Promise<{ status: number; requestId: string | undefined; body: unknown }> {
-  return withTimeout(
-    new Promise((resolve, reject) => {
-      const ws = new WebSocket(url);
-      ws.once('unexpected-response', (_req, res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const id = res.headers['x-switchyard-request-id'];
-          resolve({ status: res.statusCode ?? 0, requestId: Array.isArray(id) ? id[0] : id, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-        });
-      });
-      ws.once('open', () => {
-        ws.terminate();
-        reject(new Error('the upgrade was accepted'));
-      });
-      ws.once('error', () => {});
-    }),
-    5000,
-    'the upgrade refusal',
-  );
+// Each endpoint by each method it takes.
+const CASES = Object.values(OPERATIONS).flatMap((op) => (op.method === 'ANY' ? ['GET', 'POST', 'PATCH', 'DELETE'] : [op.method]).map((method) => ({ op, method, protocol: protocolOfSection2(op.method, op.path) })));
+
+t.test('every protocol id of decisions.md §2 has a case', async (t) => {
+  t.same(new Set(CASES.map((c) => c.protocol)), new Set(PROTOCOL_IDS));
+});
+
+// x-live's only channel takes OAuth credentials, which need an authorization flow: its Group
+// gets none, so the key allowed x-live gets as far as choosing a credential.
+const LIVE_CHANNEL = 'ch10';
+
+interface Answer {
+  status: number;
+  body: string;
+  requestId: string | null | undefined;
 }
 
-async function seed(gw: Gateway, c: Case, baseUrl: string): Promise<string> {
-  const models = [{ external: 'team-m', upstream: 'vendor-m' }];
-  if (c.protocol === 'x-live') {
-    await gw.store.groups.create({ name: 'live', channel: LIVE_CHANNEL, base_url: baseUrl, models, priority: 0, weight: 1 });
-    return LIVE_CHANNEL;
+async function call(op: Operation, method: string, gatewayUrl: string, keyValue: string, protocol: string): Promise<Answer> {
+  if (op.body === 'websocket') {
+    const answer = await upgradeAnswer(`${gatewayUrl.replace('http', 'ws')}${op.path}?model=${externalModel(op)}&key=${keyValue}`, { openedAs101: true });
+    return answer === 101 ? { status: 101, body: '', requestId: undefined } : { status: answer.status, body: answer.body, requestId: answer.headers['x-switchyard-request-id'] };
   }
-  const channel = nativeChannelFor(OPERATIONS[c.operation]);
-  if (channel === undefined) throw new Error(`no native channel for ${c.operation}`);
-  await seedGroup(gw.store, { channel, baseUrl, models, secrets: ['sk-up-pna-0123456789'] });
-  return channel;
+  // A passthrough body is passed on unread: any JSON will do.
+  const { body, headers } = method === 'GET' || method === 'DELETE' ? { body: undefined, headers: {} } : clientBody(op.body === 'raw' ? { ...op, body: 'json' } : op, false);
+  const res = await fetch(`${gatewayUrl}${clientPath(op)}`, { method, headers: { ...clientAuthHeaders(protocol, keyValue), ...headers }, ...(body !== undefined ? { body } : {}) });
+  return { status: res.status, body: await res.text(), requestId: res.headers.get('x-switchyard-request-id') };
 }
 
-for (const c of CASES) {
-  t.test(`${c.protocol} ${c.operation}: a key allowing every other protocol is refused 403 protocol_not_allowed`, async (t) => {
-    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => void res.end('{}'));
-    const channel = await seed(gw, c, upstream.url);
-    const others = PROTOCOL_IDS.filter((p) => p !== c.protocol);
-    const { key, keyValue } = await createKey(gw.store, { protocols: others });
+for (const { op, method, protocol } of CASES) {
+  t.test(`${method} ${op.path}: only its §2 protocol lets a key through`, async (t) => {
+    if (protocol === undefined) return t.fail(`${op.method} ${op.path} is not in §2`);
+    const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{}');
+    });
+    const models = [{ external: externalModel(op), upstream: upstreamModel(op) }];
+    const channel = protocol === 'x-live' ? LIVE_CHANNEL : nativeChannelFor(op);
+    if (channel === undefined) return t.fail(`no native channel for ${op.id}`);
+    if (protocol === 'x-live') await gw.store.groups.create({ name: 'live', channel, base_url: upstream.url, models, priority: 0, weight: 1 });
+    else await seedGroup(gw.store, { channel, baseUrl: upstream.url, models, secrets: ['sk-up-per-endpoint-0123456789'] });
+    const only = await createKey(gw.store, { protocols: [protocol] });
+    const others = await createKey(gw.store, { protocols: PROTOCOL_IDS.filter((p) => p !== protocol) });
 
-    let status: number;
-    let body: unknown;
-    let requestId: string | null | undefined;
-    if (c.websocket) {
-      const refusal = await upgradeRefusal(`${gw.url.replace('http', 'ws')}${c.path}&key=${keyValue}`);
-      ({ status, body, requestId } = refusal);
+    const allowed = await call(op, method, gw.url, only.keyValue, protocol);
+    if (protocol === 'x-live') {
+      // docs/data-plane.md, Failover: 503 no_available_credential naming the Group without credentials.
+      t.equal(allowed.status, 503, `a key allowing only ${protocol} passes the protocol check`, { body: allowed.body });
+      t.match(JSON.parse(allowed.body), { error: { code: 503, status: 'UNAVAILABLE', message: /Group \d+ has no credentials/, details: [{ reason: 'no_available_credential' }] } }, 'generate shape');
+      t.match(await waitForLog(gw, allowed.requestId), { protocol, operation: op.id, status: 503, error_code: 'no_available_credential', access_key_id: only.key.id });
     } else {
-      const res = await fetch(`${gw.url}${c.path}`, { method: c.method, headers: { ...clientAuthHeaders(c.protocol, keyValue), 'content-type': 'application/json' }, body: JSON.stringify(c.body) });
-      status = res.status;
-      body = await res.json();
-      requestId = res.headers.get('x-switchyard-request-id');
+      t.equal(allowed.status, 200, `a key allowing only ${protocol} is answered the upstream's 200`, { body: allowed.body });
+      t.equal(upstream.requests.length, 1, `a key allowing only ${protocol} reaches the upstream`);
     }
 
-    t.equal(status, 403, `refused on ${channel}`);
-    checkShape(t, c.style, body);
-    t.equal(upstream.requests.length, 0, 'nothing sent upstream');
-    t.match(await waitForLog(gw, requestId), { error_code: 'protocol_not_allowed', status: 403, access_key_id: key.id, protocol: c.protocol });
+    const sent = upstream.requests.length;
+    const refused = await call(op, method, gw.url, others.keyValue, protocol);
+    t.equal(refused.status, 403, `a key allowing every protocol but ${protocol} is refused on ${channel}`, { body: refused.body });
+    t.equal(upstream.requests.length, sent, 'nothing sent upstream');
+    checkShape(t, styleOf(protocol), JSON.parse(refused.body));
+    t.match(await waitForLog(gw, refused.requestId), { protocol, operation: op.id, status: 403, error_code: 'protocol_not_allowed', access_key_id: others.key.id });
   });
 }
+
+t.test('the model lists need no protocol: a key allowing none lists and retrieves in each shape', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => void res.end('{}'));
+  await seedGroup(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-m', upstream: 'vendor-m' }], secrets: ['sk-up-per-endpoint-0123456789'] });
+  const { keyValue } = await createKey(gw.store, { protocols: [] });
+  const bearer = { authorization: `Bearer ${keyValue}` };
+  const cases: [string, Record<string, string>, unknown][] = [
+    ['/v1/models', bearer, { object: 'list', data: [{ id: 'team-m', object: 'model' }] }],
+    ['/v1/models', { 'x-api-key': keyValue, 'anthropic-version': '2023-06-01' }, { data: [{ type: 'model', id: 'team-m' }], has_more: false }],
+    ['/v1beta/models', { 'x-goog-api-key': keyValue }, { models: [{ name: 'models/team-m' }] }],
+    ['/v1/models/team-m', bearer, { id: 'team-m', object: 'model' }],
+    ['/v1beta/models/team-m', { 'x-goog-api-key': keyValue }, { name: 'models/team-m' }],
+  ];
+  for (const [path, headers, shape] of cases) {
+    const res = await fetch(`${gw.url}${path}`, { headers });
+    t.equal(res.status, 200, `${path} ${Object.keys(headers).join(', ')}`);
+    t.match(await res.json(), shape);
+  }
+  t.equal(upstream.requests.length, 0, 'no upstream asked');
+});
