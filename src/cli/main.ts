@@ -8,14 +8,14 @@ import { runCodegenCommand } from './commands/codegen.ts';
 import { INSPECT_USAGE, runInspect } from './commands/inspect.ts';
 import { runManifestValidate } from './commands/manifest-validate.ts';
 import { runMatrix } from './commands/matrix.ts';
-import { runResolve } from './commands/resolve.ts';
+import { RESOLVE_USAGE, runResolve } from './commands/resolve.ts';
 import { runServe } from './commands/serve.ts';
 
 /** One usage line and what it does per command: the top-level help and each command's --help. */
 const COMMAND_HELP: Record<string, { usage: string; does: string }> = {
   serve: { usage: 'serve [--port N] [--data DIR] [--host HOST]', does: 'run the gateway (port 8080, data ./data, host 127.0.0.1 by default)' },
   matrix: { usage: 'matrix [--format markdown|json]', does: 'the channel matrix from the generated tables' },
-  resolve: { usage: 'resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]', does: 'the engine\'s answer for one cell' },
+  resolve: { usage: RESOLVE_USAGE, does: 'the engine\'s answer for one cell' },
   inspect: { usage: INSPECT_USAGE, does: 'route inspection' },
   codegen: { usage: 'codegen [--check]', does: 'manifests -> src/generated' },
   manifest: { usage: 'manifest validate', does: 'validate the manifests' },

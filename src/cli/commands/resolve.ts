@@ -6,7 +6,9 @@ import { CliError } from '../cli-error.ts';
 import { protocolOption } from '../protocol-option.ts';
 import { requiredOptions } from '../required-options.ts';
 
-const USAGE = 'usage: switchyard resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]';
+/** Its usage line, which `switchyard --help` and `resolve --help` print too. */
+export const RESOLVE_USAGE = 'resolve --protocol P --operation O --channel chNN [--model M] [--stream] [--json]';
+const USAGE = `usage: switchyard ${RESOLVE_USAGE}`;
 
 export function runResolve(argv: string[]): number {
   const { values } = parseArgs({
