@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import { watchIdle, type IdleWatcher } from '../streaming/index.ts';
 
 /** What a session tells the watch of its writes to the upstream (watchUpstreamIntake). */
 export interface UpstreamIntake {
@@ -20,23 +21,24 @@ export interface UpstreamIntake {
  * own sends wait, which is then the client's doing (its heartbeat judges it).
  */
 export function watchUpstreamIntake(upstream: Pick<WebSocket, 'bufferedAmount' | 'isPaused'>, idleMs: number, onStalled: () => void): UpstreamIntake {
-  let timer: NodeJS.Timeout | undefined;
+  let watch: IdleWatcher | undefined;
+  // A deadline that finds the upstream held back is set again: a held watcher still fires (watchIdle), and here nothing is ended for it.
+  const start = () => {
+    watch = watchIdle(idleMs, () => (upstream.isPaused ? start() : onStalled()));
+  };
   const stop = () => {
-    clearTimeout(timer);
-    timer = undefined;
+    watch?.stop();
+    watch = undefined;
   };
   return {
     sent() {
-      // A write the socket took at once leaves nothing waiting: no timer per message on a flowing session.
-      if (timer !== undefined || upstream.bufferedAmount === 0) return;
-      timer = setTimeout(() => (upstream.isPaused ? timer?.refresh() : onStalled()), idleMs);
-      // The session's sockets keep the process alive, not this.
-      timer.unref();
+      // A write the socket took at once leaves nothing waiting: no watcher per message on a flowing session.
+      if (watch === undefined && upstream.bufferedAmount > 0) start();
     },
     written() {
-      if (timer === undefined) return;
+      if (watch === undefined) return;
       if (upstream.bufferedAmount === 0) stop();
-      else timer.refresh();
+      else watch.touch();
     },
     stop,
   };
