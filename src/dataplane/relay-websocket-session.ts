@@ -75,8 +75,8 @@ interface Breakage {
 export function relayWebSocketSession(client: SessionWebSocket, clientConnection: ClientConnection, upstream: SessionWebSocket, log: LogRecord, usage: SessionUsageAccumulator | undefined, secret: string, heartbeatMs: number, upstreamIdleMs: number, onUsage?: () => void, firstClientMessage?: (message: Buffer) => Buffer | undefined): RelaySession {
   // A stalled upstream is ended as a dropped one is (1014 to the client, 1011 to it), recorded as an HTTP upstream gone silent is.
   const intake = watchUpstreamIntake(upstream, upstreamIdleMs, () => finish(ABNORMAL_CLOSURE, Buffer.alloc(0), false, { code: 'upstream_idle_timeout', reason: 'upstream not reading', toUpstream: 1011 }));
-  client.on('message', relay(client, upstream, firstClientMessage, intake));
-  upstream.on('message', relay(upstream, client));
+  client.on('message', relay(client, upstream, { mapFirst: firstClientMessage, toIntake: intake }));
+  upstream.on('message', relay(upstream, client, { fromIntake: intake }));
   relayControlFrames(client, upstream);
   relayControlFrames(upstream, client);
   if (usage !== undefined) {
@@ -173,13 +173,18 @@ export function relayWebSocketSession(client: SessionWebSocket, clientConnection
  * Frames from one side to the other. A side that reads slower than the other sends is held
  * back (its peer's socket paused) once this much waits to be written to it, so that the
  * gateway does not buffer a session's output without bound for a client that stopped reading.
+ * The upstream's intake watch is told of writes to it (`toIntake`) and of its being held back (`fromIntake`).
  */
 const HIGH_WATER_BYTES = 1024 * 1024;
 
-function relay(from: WebSocket, to: WebSocket, mapFirst?: (message: Buffer) => Buffer | undefined, intake?: UpstreamIntake) {
+function relay(from: WebSocket, to: WebSocket, o: { mapFirst?: (message: Buffer) => Buffer | undefined; toIntake?: UpstreamIntake; fromIntake?: UpstreamIntake }) {
+  const { mapFirst, toIntake, fromIntake } = o;
   const written = () => {
-    intake?.written();
-    if (from.isPaused && to.bufferedAmount <= HIGH_WATER_BYTES) from.resume();
+    toIntake?.written();
+    if (from.isPaused && to.bufferedAmount <= HIGH_WATER_BYTES) {
+      from.resume();
+      fromIntake?.letGo();
+    }
   };
   let first = true;
   return (data: RawData, isBinary: boolean) => {
@@ -187,8 +192,11 @@ function relay(from: WebSocket, to: WebSocket, mapFirst?: (message: Buffer) => B
     if (first && mapFirst !== undefined && Buffer.isBuffer(data)) data = mapFirst(data) ?? data;
     first = false;
     to.send(data, { binary: isBinary }, written);
-    intake?.sent();
-    if (to.bufferedAmount > HIGH_WATER_BYTES && !from.isPaused) from.pause();
+    toIntake?.sent();
+    if (to.bufferedAmount > HIGH_WATER_BYTES && !from.isPaused) {
+      from.pause();
+      fromIntake?.heldBack();
+    }
   };
 }
 

@@ -7,6 +7,10 @@ export interface UpstreamIntake {
   sent(): void;
   /** One of them has been written: the upstream took it. */
   written(): void;
+  /** The gateway stopped reading the upstream: its client is slow. */
+  heldBack(): void;
+  /** The gateway reads the upstream again. */
+  letGo(): void;
   stop(): void;
 }
 
@@ -18,13 +22,16 @@ export interface UpstreamIntake {
  * written and the key's place toward a `requests` limit never given back. An upstream that only
  * sends nothing is not stalled (a live session waits for its user): only what waits for it counts.
  * Nor is one the gateway holds back for a slow client: an upstream may stop reading while its
- * own sends wait, which is then the client's doing (its heartbeat judges it).
+ * own sends wait, which is then the client's doing (its heartbeat judges it); once let go it has
+ * the whole `idleMs` again.
  */
-export function watchUpstreamIntake(upstream: Pick<WebSocket, 'bufferedAmount' | 'isPaused'>, idleMs: number, onStalled: () => void): UpstreamIntake {
+export function watchUpstreamIntake(upstream: Pick<WebSocket, 'bufferedAmount'>, idleMs: number, onStalled: () => void): UpstreamIntake {
   let watch: IdleWatcher | undefined;
-  // A deadline that finds the upstream held back is set again: a held watcher still fires (watchIdle), and here nothing is ended for it.
+  let held = false;
+  // A held watcher still fires (watchIdle): here nothing is ended for it, a new one watches on.
   const start = () => {
-    watch = watchIdle(idleMs, () => (upstream.isPaused ? start() : onStalled()));
+    watch = watchIdle(idleMs, (wasHeld) => (wasHeld ? start() : onStalled()));
+    if (held) watch.hold();
   };
   const stop = () => {
     watch?.stop();
@@ -39,6 +46,14 @@ export function watchUpstreamIntake(upstream: Pick<WebSocket, 'bufferedAmount' |
       if (watch === undefined) return;
       if (upstream.bufferedAmount === 0) stop();
       else watch.touch();
+    },
+    heldBack() {
+      held = true;
+      watch?.hold();
+    },
+    letGo() {
+      held = false;
+      watch?.release();
     },
     stop,
   };
