@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import type { WebSocket } from 'ws';
 import { dataPlaneMount } from '../../src/dataplane/mount-data-plane.ts';
@@ -34,12 +35,27 @@ async function sendAudioUntilHeld(ws: WebSocket): Promise<void> {
  * A session whose upstream reads nothing and whose client has sent 16 MiB: the gateway holds
  * the client back once 1 MiB waits for the upstream. `clientClose`: the client's side's close.
  */
-async function sessionToDeafUpstream(t: Test, options?: NonNullable<Parameters<typeof openSession>[1]>['options']) {
-  const opened = await openSession(t, { upstream: { onMessage: () => {} }, options });
+async function sessionToDeafUpstream(t: Test) {
+  const opened = await openSession(t, { upstream: { onMessage: () => {} } });
   opened.up.pause();
   const clientClose = closeOf(opened.client);
   await sendAudioUntilHeld(opened.client);
   return { ...opened, clientClose };
+}
+
+/**
+ * A session whose client and upstream both stopped reading, each with 16 MiB sent: the gateway
+ * holds the upstream back for its client first, then the client for its upstream. The
+ * upstream's intake is not judged while it is held back, so no deadline can end the session
+ * before the client's hold is proven.
+ */
+async function sessionHeldBothWays(t: Test, streamIdleTimeoutMs: number) {
+  const opened = await openSession(t, { upstream: { onMessage: () => {} }, options: { streamIdleTimeoutMs } });
+  opened.client.pause();
+  await sendAudioUntilHeld(opened.up);
+  opened.up.pause();
+  await sendAudioUntilHeld(opened.client);
+  return opened;
 }
 
 t.test('the client stops reading, the upstream closes, then the client closes: the upstream is read to its close and its usage recorded', async (t) => {
@@ -91,11 +107,50 @@ t.test('an upstream that takes none of what waits for it for the idle timeout ha
 
 t.test('a client that drops while held back behind a stalled upstream: the session still ends and its record is written', async (t) => {
   // The gateway does not read a client it holds back, so it cannot see it leave; the stalled upstream ends the session.
-  // The idle timeout leaves the gateway time to hold the client back first.
-  const { gw, key, client } = await sessionToDeafUpstream(t, { streamIdleTimeoutMs: 1500 });
+  const { gw, key, client } = await sessionHeldBothWays(t, 1500);
+  // The client reads all the upstream sent: the gateway lets the upstream go (its intake is judged from
+  // then) and has nothing left to write to the client, so only reading the client could show it gone.
+  let received = 0;
+  client.on('message', () => received++);
+  client.resume();
+  await eventually(() => (received === CHUNKS ? true : undefined), "the upstream's audio at the client");
+  t.equal(client.readyState, client.OPEN, 'the session is open as the client drops');
   client.terminate();
   const record = await logOf(gw, key.id, 101);
   t.match(record, { status: 101, error_code: 'upstream_idle_timeout' });
+});
+
+t.test('an upstream held back for a client that stopped reading, and that stops reading too: the session stays open past the idle timeout', async (t) => {
+  const { gw, key, client, up } = await sessionHeldBothWays(t, 200);
+  // Several idle timeouts pass while the gateway holds the upstream back (a wait, not a timing assertion).
+  await sleep(1000);
+  // Both read again: all that waited passes, and the session ends as its client ends it.
+  client.resume();
+  up.resume();
+  client.close(1000, 'done');
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: null, client_aborted: false });
+});
+
+t.test("a session that flows never ends for its upstream's intake, however long past the idle timeout", async (t) => {
+  const idleMs = 500;
+  const { gw, key, client, up } = await openSession(t, { upstream: { onMessage: () => {} }, options: { streamIdleTimeoutMs: idleMs } });
+  // Waits, not timing assertions: rounds through several idle timeouts, then a lull longer than one.
+  // Each round the upstream reads nothing for a tenth of the timeout while 16 MiB is sent to it, so some waits for it and its intake is watched.
+  const started = performance.now();
+  while (performance.now() - started < 4 * idleMs) {
+    up.pause();
+    for (let i = 0; i < CHUNKS; i++) client.send(CHUNK, { binary: true });
+    await sleep(idleMs / 10);
+    up.resume();
+    await eventually(() => (client.bufferedAmount === 0 ? true : undefined), "the client's audio sent");
+    await sleep(idleMs / 2);
+  }
+  await sleep(2 * idleMs);
+  t.equal(client.readyState, client.OPEN, 'the session is open');
+  client.close(1000, 'done');
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: null, client_aborted: false });
 });
 
 t.test('the server shuts down while the upstream is held back: the upstream is read to its close and its usage recorded', async (t) => {
