@@ -138,11 +138,11 @@ export async function logOf(gw: Gateway, accessKeyId: number, status: number) {
 
 export const REALTIME_PATH = '/v1/audio/transcriptions/realtime';
 
-/** The data plane with a realtime route (x-suite on ch03) to `baseUrl`; closed when the test ends. */
-export async function realtimeRoute(t: Test, baseUrl: string, o: { upstreamKeys?: string[]; options?: Parameters<typeof startDataPlane>[0]; quota?: Parameters<typeof seedRoute>[1]['quota'] } = {}) {
+/** The data plane with a realtime route (x-suite on ch03) to `baseUrl`; closed when the test ends. `recordBody`: the key's record_request_body. */
+export async function realtimeRoute(t: Test, baseUrl: string, o: { upstreamKeys?: string[]; options?: Parameters<typeof startDataPlane>[0]; quota?: Parameters<typeof seedRoute>[1]['quota']; recordBody?: boolean } = {}) {
   const gw = await startDataPlane(o.options);
   t.teardown(() => gw.close());
-  const seeded = await seedRoute(gw.store, { channel: 'ch03', baseUrl, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], upstreamKeys: o.upstreamKeys, quota: o.quota });
+  const seeded = await seedRoute(gw.store, { channel: 'ch03', baseUrl, models: [{ external: 'voice', upstream: 'voice-up' }], protocols: ['x-suite'], upstreamKeys: o.upstreamKeys, quota: o.quota, recordBody: o.recordBody });
   return { gw, ...seeded, wsUrl: `${gw.url.replace('http', 'ws')}${REALTIME_PATH}?model=voice&key=${seeded.keyValue}` };
 }
 
