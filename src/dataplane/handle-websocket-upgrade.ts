@@ -444,6 +444,13 @@ function completeUpgrade(wss: Server<typeof SessionWebSocket>, req: IncomingMess
   return new Promise((resolve) => {
     // ws answers a malformed handshake itself and then never calls back.
     socket.once('close', () => resolve(undefined));
-    wss.handleUpgrade(req, socket, head, (client) => resolve(client));
+    // ws writes its 101 as a string in the socket's default encoding, the upstream's header
+    // values among its lines (a character per byte, as node's parser read them): in latin1 they
+    // go as the upstream sent them, as node's writeHead sends an HTTP answer's. Its frames are buffers.
+    socket.setDefaultEncoding('latin1');
+    wss.handleUpgrade(req, socket, head, (client) => {
+      socket.setDefaultEncoding('utf8');
+      resolve(client);
+    });
   });
 }
