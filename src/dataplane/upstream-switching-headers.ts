@@ -6,7 +6,7 @@ const OWN_HANDSHAKE_PREFIX = 'sec-websocket-';
 
 /**
  * The end-to-end headers of an upstream's 101 that go on the client's 101 (request and
- * rate-limit headers, cookies), with the upstream secret masked: none of the upstream's own
+ * rate-limit headers), with the upstream secret masked: none of the upstream's own
  * handshake, hop-by-hop or credential headers.
  */
 export function upstreamSwitchingHeaders(upstream: HeaderMap, secret: string): OutgoingHeaders {
