@@ -109,7 +109,8 @@ export function createDataPlaneHandler(deps: DataPlaneDeps): DataPlaneHandler {
     if (snap === undefined) return;
     pool.retain(snap);
     deps.upstream.retain(liveUpstreams(snap, pool.cachedLocations()));
-    quota.retain(async () => (await deps.store.accessKeys.list()).map((k) => k.id)).catch(() => undefined);
+    // The ids alone: copying every record (10,000 keys naming models) held the event loop 100 to 200 ms per change.
+    quota.retain(() => deps.store.accessKeys.ids()).catch(() => undefined);
   };
 
   return Object.assign(async function handle(req: IncomingMessage, res: ServerResponse) {

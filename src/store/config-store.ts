@@ -135,6 +135,8 @@ export interface AccessKeyWithValue {
 
 export interface AccessKeyStore {
   list(): Promise<AccessKeyRecord[]>;
+  /** Every AccessKey's id, without copying the records (the data plane prunes by them after each change). */
+  ids(): Promise<number[]>;
   get(id: number): Promise<AccessKeyRecord | undefined>;
   /** `create` and `update` reject with UnknownGroupError, storing nothing, when a listed Group no longer exists. */
   create(input: NewAccessKey): Promise<AccessKeyWithValue>;

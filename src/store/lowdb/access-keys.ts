@@ -32,6 +32,10 @@ export class LowdbAccessKeyStore implements AccessKeyStore {
     return this.#doc.data.access_keys.map(toRecord);
   }
 
+  async ids(): Promise<number[]> {
+    return this.#doc.data.access_keys.map((k) => k.id);
+  }
+
   async get(id: number): Promise<AccessKeyRecord | undefined> {
     const k = this.#doc.data.access_keys.find((x) => x.id === id);
     return k && toRecord(k);
