@@ -90,7 +90,7 @@ export interface CredentialStore {
   list(groupId: number): Promise<CredentialView[]>;
   /**
    * Every credential, by Group id (a Group without credentials is absent), read in one pass: for
-   * the data plane's snapshot. The views may be the very objects an earlier call returned, for
+   * the data plane's snapshot and the listings that count them per Group. The views may be the very objects an earlier call returned, for
    * credentials unchanged since: read them, never edit them.
    */
   listAll(): Promise<Map<number, CredentialView[]>>;

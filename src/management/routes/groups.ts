@@ -2,7 +2,7 @@ import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { GroupCreateBody } from '../../generated/management/group-create.ts';
 import type { GroupModelsBody } from '../../generated/management/group-models.ts';
 import type { GroupSettingsBody } from '../../generated/management/group-settings.ts';
-import type { GroupModel, GroupRecord } from '../../store/records.ts';
+import type { CredentialView, GroupModel, GroupRecord } from '../../store/records.ts';
 import { MODEL_FIELD_BYTES, withinModelCap } from '../../dataplane/body/model-name-cap.ts';
 import { channelOf, channelRequiresBaseUrl, checkProxyAllowed } from '../channel-rules.ts';
 import { checkBaseUrl } from '../check-base-url.ts';
@@ -18,9 +18,7 @@ export function groupRoutes(deps: ManagementDeps): RouteDef[] {
   const { store } = deps;
 
   async function withCounts(g: GroupRecord) {
-    const credentials = await store.credentials.list(g.id);
-    const count = (state: string) => credentials.filter((c) => c.state === state).length;
-    return { ...g, credentials: { total: credentials.length, active: count('active'), disabled: count('disabled'), cooldown: count('cooldown') } };
+    return { ...g, credentials: countsByState(await store.credentials.list(g.id)) };
   }
 
   return [
@@ -28,7 +26,9 @@ export function groupRoutes(deps: ManagementDeps): RouteDef[] {
       method: 'GET',
       path: '/groups',
       async handle() {
-        return { data: await Promise.all((await store.groups.list()).map(withCounts)) };
+        // Every credential in one read: one per Group filtered them all each time (Groups × credentials).
+        const [groups, byGroup] = await Promise.all([store.groups.list(), store.credentials.listAll()]);
+        return { data: groups.map((g) => ({ ...g, credentials: countsByState(byGroup.get(g.id) ?? []) })) };
       },
     }),
     route<GroupCreateBody>({
@@ -125,4 +125,10 @@ function normalizeModels(models: ReadonlyArray<{ external: string; upstream?: st
     seen.add(m.external);
     return { external: m.external, upstream: m.upstream ?? m.external };
   });
+}
+
+/** A Group's credential counts, as its listing shows them. */
+function countsByState(credentials: readonly CredentialView[]) {
+  const count = (state: string) => credentials.filter((c) => c.state === state).length;
+  return { total: credentials.length, active: count('active'), disabled: count('disabled'), cooldown: count('cooldown') };
 }

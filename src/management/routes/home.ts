@@ -39,7 +39,9 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
             },
           };
         }
-        const credentials = (await Promise.all(groups.map((g) => store.credentials.list(g.id)))).flat();
+        // One read of every credential (one per Group filtered them all each time), in the Groups' order.
+        const byGroup = await store.credentials.listAll();
+        const credentials = groups.flatMap((g) => byGroup.get(g.id) ?? []);
         const keys = await store.accessKeys.list();
         const count = (state: string) => credentials.filter((c) => c.state === state).length;
         const subscriptionAccounts = credentials
