@@ -87,8 +87,10 @@ export async function inspectRoute(src: InspectSources, input: InspectInput): Pr
   const candidates: InspectedCandidate[] = [];
   /** Included Groups none of whose credentials is usable, with the credentials they hold. */
   const uncredentialed = new Map<number, { group: (typeof planned)[number]['group']; listed: readonly CredentialView[] }>();
+  // Every credential in one read: one per candidate filtered them all each time (a model most Groups serve: Groups × credentials).
+  const byGroup = planned.length === 0 ? new Map<number, CredentialView[]>() : await src.credentials.listAll();
   for (const c of planned) {
-    const listed = await src.credentials.list(c.group.id);
+    const listed = byGroup.get(c.group.id) ?? [];
     const usable = new Set(pool.servable(c.group, listed, src.now).map((u) => u.id));
     const credentials = listed.map((v) => availability(v, usable.has(v.id)));
     const reason = c.included ? (usable.size > 0 ? null : 'no_available_credential') : (c.excluded_because ?? null);
