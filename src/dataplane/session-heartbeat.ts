@@ -36,8 +36,10 @@ export function watchSessionClient(client: WebSocket, connection: ClientConnecti
     delivered = deliveredBytes(connection);
     backlogged = connection.writableLength > 0;
     drained = false;
-    // A client the gateway holds back (its upstream reads slower) is not being read: its silence says nothing.
-    if (progressed || client.isPaused || client.readyState !== WebSocket.OPEN) {
+    // A client the gateway holds back (its upstream reads slower) is not being read: its silence
+    // says nothing, unless what waits for it does not move either. Else a client and an upstream
+    // that both stopped reading held each other's side back, each excused, and nothing ended the session.
+    if (progressed || (client.isPaused && !backlogged) || client.readyState !== WebSocket.OPEN) {
       pinged = false;
       return;
     }

@@ -49,8 +49,8 @@ async function sessionToDeafUpstream(t: Test) {
  * upstream's intake is not judged while it is held back, so no deadline can end the session
  * before the client's hold is proven.
  */
-async function sessionHeldBothWays(t: Test, streamIdleTimeoutMs: number) {
-  const opened = await openSession(t, { upstream: { onMessage: () => {} }, options: { streamIdleTimeoutMs } });
+async function sessionHeldBothWays(t: Test, streamIdleTimeoutMs: number, sessionHeartbeatMs?: number) {
+  const opened = await openSession(t, { upstream: { onMessage: () => {} }, options: { streamIdleTimeoutMs, ...(sessionHeartbeatMs === undefined ? {} : { sessionHeartbeatMs }) } });
   opened.client.pause();
   await sendAudioUntilHeld(opened.up);
   opened.up.pause();
@@ -130,6 +130,15 @@ t.test('an upstream held back for a client that stopped reading, and that stops 
   client.close(1000, 'done');
   const record = await logOf(gw, key.id, 101);
   t.match(record, { status: 101, error_code: null, client_aborted: false });
+});
+
+t.test('a client and an upstream that both stopped reading for good: the client is judged stalled by the heartbeat, and the record written', async (t) => {
+  // Each side is held back for the other: the upstream's intake is not judged while it is held,
+  // and the client, held back too, is judged by what waits for it, which does not move.
+  const { gw, key, client } = await sessionHeldBothWays(t, 300, 200);
+  const record = await logOf(gw, key.id, 101);
+  t.match(record, { status: 101, error_code: 'client_stalled' });
+  await eventually(() => (client.readyState === client.CLOSED ? true : undefined), "the client's side cut");
 });
 
 t.test("a session that flows never ends for its upstream's intake, however long past the idle timeout", async (t) => {
