@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import { watchIdle, type IdleWatcher } from '../streaming/index.ts';
+import { systemClock, watchIdle, type IdleClock, type IdleWatcher } from '../streaming/index.ts';
 
 /** What a session tells the watch of its writes to the upstream (watchUpstreamIntake). */
 export interface UpstreamIntake {
@@ -25,36 +25,37 @@ export interface UpstreamIntake {
  * own sends wait, which is then the client's doing (its heartbeat judges it); once let go it has
  * the whole `idleMs` again.
  */
-export function watchUpstreamIntake(upstream: Pick<WebSocket, 'bufferedAmount'>, idleMs: number, onStalled: () => void): UpstreamIntake {
+export function watchUpstreamIntake(upstream: Pick<WebSocket, 'bufferedAmount'>, idleMs: number, onStalled: () => void, clock: IdleClock = systemClock): UpstreamIntake {
   let watch: IdleWatcher | undefined;
+  // Held back for a slow client: not watched. Once let go, it has the whole idleMs again.
   let held = false;
-  // A held watcher still fires (watchIdle): here nothing is ended for it, a new one watches on.
-  const start = () => {
-    watch = watchIdle(idleMs, (wasHeld) => (wasHeld ? start() : onStalled()));
-    if (held) watch.hold();
+  let ended = false;
+  const watchIfWaiting = () => {
+    if (watch === undefined && !held && !ended && upstream.bufferedAmount > 0) watch = watchIdle(idleMs, onStalled, clock);
   };
-  const stop = () => {
+  const unwatch = () => {
     watch?.stop();
     watch = undefined;
   };
   return {
-    sent() {
-      // A write the socket took at once leaves nothing waiting: no watcher per message on a flowing session.
-      if (watch === undefined && upstream.bufferedAmount > 0) start();
-    },
+    // A write the socket took at once leaves nothing waiting: no watcher per message on a flowing session.
+    sent: watchIfWaiting,
     written() {
       if (watch === undefined) return;
-      if (upstream.bufferedAmount === 0) stop();
+      if (upstream.bufferedAmount === 0) unwatch();
       else watch.touch();
     },
     heldBack() {
       held = true;
-      watch?.hold();
+      unwatch();
     },
     letGo() {
       held = false;
-      watch?.release();
+      watchIfWaiting();
     },
-    stop,
+    stop() {
+      ended = true;
+      unwatch();
+    },
   };
 }

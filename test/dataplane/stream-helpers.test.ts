@@ -1,5 +1,6 @@
 import t from 'tap';
 import { JsonArrayStreamSplitter, watchIdle, type IdleClock } from '../../src/streaming/index.ts';
+import { fakeClock } from './helpers/fake-idle-clock.ts';
 
 t.test('JSON array splitter: elements at any split point', async (t) => {
   const elements = [
@@ -40,34 +41,6 @@ t.test('JSON array splitter: an element longer than the limit is skipped, not he
   t.equal(unended.boundary(), 'after_element');
   t.equal(unended.takeWhole(), undefined, 'an element past the limit is not handed back without its comma or ] either');
 });
-
-function fakeClock() {
-  let now = 0;
-  const timers: Array<{ at: number; fn: () => void; live: boolean }> = [];
-  const clock: IdleClock = {
-    now: () => now,
-    setTimeout: (fn, ms) => {
-      const timer = { at: now + ms, fn, live: true };
-      timers.push(timer);
-      return timer;
-    },
-    clearTimeout: (handle) => {
-      (handle as { live: boolean }).live = false;
-    },
-  };
-  const advance = (ms: number) => {
-    const target = now + ms;
-    for (;;) {
-      const due = timers.filter((x) => x.live && x.at <= target).sort((a, b) => a.at - b.at)[0];
-      if (due === undefined) break;
-      now = due.at;
-      due.live = false;
-      due.fn();
-    }
-    now = target;
-  };
-  return { clock, advance, liveTimers: () => timers.filter((x) => x.live).length };
-}
 
 t.test('idle watcher fires after the timeout without activity', async (t) => {
   const { clock, advance } = fakeClock();
