@@ -2,13 +2,14 @@ import { notFound, validationFailed } from '../../http/api-error.ts';
 import type { GroupCreateBody } from '../../generated/management/group-create.ts';
 import type { GroupModelsBody } from '../../generated/management/group-models.ts';
 import type { GroupSettingsBody } from '../../generated/management/group-settings.ts';
-import type { CredentialView, GroupModel, GroupRecord } from '../../store/records.ts';
+import type { GroupModel, GroupRecord } from '../../store/records.ts';
 import { MODEL_FIELD_BYTES, withinModelCap } from '../../dataplane/body/model-name-cap.ts';
 import { channelOf, channelRequiresBaseUrl, checkProxyAllowed } from '../channel-rules.ts';
 import { checkBaseUrl } from '../check-base-url.ts';
 import type { ManagementDeps } from '../context.ts';
 import { idParam } from '../params.ts';
 import { requireGroupInPath } from '../require-group.ts';
+import { countsByState } from '../credential-counts.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import groupCreateSchema from '../schemas/group-create.json' with { type: 'json' };
 import groupModelsSchema from '../schemas/group-models.json' with { type: 'json' };
@@ -125,10 +126,4 @@ function normalizeModels(models: ReadonlyArray<{ external: string; upstream?: st
     seen.add(m.external);
     return { external: m.external, upstream: m.upstream ?? m.external };
   });
-}
-
-/** A Group's credential counts, as its listing shows them. */
-function countsByState(credentials: readonly CredentialView[]) {
-  const count = (state: string) => credentials.filter((c) => c.state === state).length;
-  return { total: credentials.length, active: count('active'), disabled: count('disabled'), cooldown: count('cooldown') };
 }

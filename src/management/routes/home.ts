@@ -4,6 +4,7 @@ import type { ManagementContext, ManagementDeps } from '../context.ts';
 import { queryEnum } from '../params.ts';
 import { periodStart } from '../quota.ts';
 import { withRoundedCost } from '../../usage/index.ts';
+import { countsByState } from '../credential-counts.ts';
 import { route, type RouteDef } from '../route-def.ts';
 import { scopedKeyId } from '../scope.ts';
 import { visibleModelNames } from '../visibility.ts';
@@ -43,14 +44,13 @@ export function homeRoutes(deps: ManagementDeps): RouteDef[] {
         const byGroup = await store.credentials.listAll();
         const credentials = groups.flatMap((g) => byGroup.get(g.id) ?? []);
         const keys = await store.accessKeys.list();
-        const count = (state: string) => credentials.filter((c) => c.state === state).length;
         const subscriptionAccounts = credentials
           .filter((c) => SUBSCRIPTION_FLOWS.includes(CREDENTIAL_KINDS[c.kind as CredentialKindId]?.flow ?? ''))
           .map((c) => ({ group_id: c.group_id, credential_id: c.id, kind: c.kind, name: c.name, state: c.state, disabled_reason: c.disabled_reason, cooldown_until: c.cooldown_until, reset_credits_consumed: c.reset_credits_consumed }));
         return {
           data: {
             groups: { total: groups.length, enabled: groups.filter((g) => g.enabled).length, channels: new Set(groups.map((g) => g.channel).filter((c): c is ChannelId => Object.hasOwn(CHANNELS, c))).size },
-            credentials: { total: credentials.length, active: count('active'), disabled: count('disabled'), cooldown: count('cooldown') },
+            credentials: countsByState(credentials),
             access_keys: { total: keys.length, enabled: keys.filter((k) => k.enabled).length },
             models: new Set(groups.flatMap((g) => g.models.map((m) => m.external))).size,
             today: await todayStatistics(ctx),
