@@ -16,6 +16,12 @@ export interface RequestHead {
  * /a HTTP/1.1`) or a target with a space in it (`GET /a b HTTP/1.1`) is no request line.
  */
 const REQUEST_LINE = /^[^ ]*?([A-Za-z][A-Za-z-]*) (\S+) HTTP\/\d\.\d$/;
+/**
+ * A request line at the end of a line whatever comes before it: the last line of a pipelined
+ * body that has spaces (`{"model": "m"}HEAD ...`, as python's json.dumps writes), which only
+ * counts in a body (liesInBody).
+ */
+const ENDING_REQUEST_LINE = /([A-Za-z][A-Za-z-]*) (\S+) HTTP\/\d\.\d$/;
 
 /**
  * The head of the request a parser error (`clientError`) is about: that of `inBody`, the
@@ -35,10 +41,21 @@ export function failedRequestHead(err: { rawPacket?: unknown; bytesParsed?: unkn
   let last = 0;
   while (last < lines.length - 1 && at + lines[last]!.length + 1 <= stop) at += lines[last++]!.length + 1;
   for (let i = last; i >= 0; i--) {
-    const line = REQUEST_LINE.exec(lines[i]!.replace(/\r$/, ''));
+    const text = lines[i]!.replace(/\r$/, '');
+    const line = REQUEST_LINE.exec(text) ?? (liesInBody(lines, i) ? ENDING_REQUEST_LINE.exec(text) : null);
     if (line !== null) return { method: line[1]!, target: line[2]!, headers: headerFields(lines.slice(i + 1)) };
   }
   return undefined;
+}
+
+/** Whether line `i` lies in a body: a head's blank line comes before it, and no request line between. */
+function liesInBody(lines: readonly string[], i: number): boolean {
+  for (let k = i - 1; k >= 0; k--) {
+    const text = lines[k]!.replace(/\r$/, '');
+    if (text === '') return true;
+    if (ENDING_REQUEST_LINE.test(text)) return false;
+  }
+  return false;
 }
 
 /** The header fields up to the head's end, names lowercased; the first of a repeated name, as node keeps most. */
