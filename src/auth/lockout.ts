@@ -63,7 +63,7 @@ export class Lockout {
     // Kept in the order of last failures, the order peers are evicted in.
     this.#peers.delete(peer);
     this.#peers.set(peer, state);
-    if (this.#peers.size > MAX_LOCKOUT_PEERS) this.#evictOldest(now);
+    if (this.#peers.size > MAX_LOCKOUT_PEERS) this.#evictOldest(now, peer);
     return this.status(peer);
   }
 
@@ -91,15 +91,16 @@ export class Lockout {
     }
   }
 
-  #evictOldest(now: number): void {
+  /** `failing`: the peer whose failure this is, never evicted by it (else, among locks alone, it could fail on without ever being locked). */
+  #evictOldest(now: number, failing: string): void {
     let evicted = 0;
     for (const [peer, state] of this.#peers) {
       if (evicted === EVICTED_AT_ONCE) return;
-      if (state.lockedUntil > now) continue;
+      if (state.lockedUntil > now || peer === failing) continue;
       this.#peers.delete(peer);
       evicted++;
     }
-    // A table of locks alone: the oldest go after all.
+    // Fewer unlocked peers than an eviction takes: the oldest locks go too, so that locks alone cannot grow the table.
     for (const peer of this.#peers.keys()) {
       if (evicted++ === EVICTED_AT_ONCE) return;
       this.#peers.delete(peer);

@@ -162,6 +162,15 @@ t.test('an eviction takes the peers whose last failures are oldest, and no live 
   t.equal(lockout.status('203.0.113.9').locked, true, 'a lock set before a flood from other addresses outlasts it');
 });
 
+t.test('a table of locks alone stays bounded, the oldest locks going, and a peer failing then is still locked at its fifth failure', async (t) => {
+  const lockout = new Lockout(() => 0);
+  const locked = (i: number) => `2001:db8:2::${i.toString(16)}`;
+  for (let i = 0; i <= MAX_LOCKOUT_PEERS; i++) for (let f = 0; f < 5; f++) lockout.recordFailure(locked(i));
+  t.ok(lockout.diagnosticSize() <= MAX_LOCKOUT_PEERS, 'bounded');
+  t.equal(lockout.status(locked(0)).locked, false, 'the oldest lock went');
+  t.equal(lockout.status(locked(MAX_LOCKOUT_PEERS)).locked, true, 'the peer that failed past the bound is locked: its own entry was not the one evicted');
+});
+
 t.test('peer address resolution', async (t) => {
   t.equal(peerAddress('::ffff:127.0.0.1', undefined, []), '127.0.0.1', 'IPv4-mapped addresses are normalized');
   t.equal(peerAddress('10.0.0.1', '1.2.3.4', []), '10.0.0.1', 'no trusted proxies: socket address');
