@@ -30,8 +30,13 @@ export function watchUpstreamIntake(upstream: Pick<WebSocket, 'bufferedAmount'>,
   // Held back for a slow client: not watched. Once let go, it has the whole idleMs again.
   let held = false;
   let ended = false;
+  // What waited may have gone out with no callback telling (a relayed ping or pong queued behind it): nothing waits, nothing stalled.
+  const onDue = () => {
+    watch = undefined;
+    if (upstream.bufferedAmount > 0) onStalled();
+  };
   const watchIfWaiting = () => {
-    if (watch === undefined && !held && !ended && upstream.bufferedAmount > 0) watch = watchIdle(idleMs, onStalled, clock);
+    if (watch === undefined && !held && !ended && upstream.bufferedAmount > 0) watch = watchIdle(idleMs, onDue, clock);
   };
   const unwatch = () => {
     watch?.stop();
