@@ -105,7 +105,7 @@ export class QuotaMeter {
     const admitted = this.#admitted.get(log);
     const own = admitted?.keyId === key.id ? admitted : undefined;
     const held = this.#held(key.id, meter);
-    const line = firstReached(key, meter, (held?.admissions.size ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0), usesTokens);
+    const line = firstReachedLine(linesWithPlaces(key, meter, (held?.admissions.size ?? 0) - (own ? 1 : 0), (held?.period ?? 0) - (own && own.at >= meter.periodStart ? 1 : 0)), usesTokens);
     if (line) throw new DataPlaneError('quota_exceeded', quotaReachedDetail(line), quotaRefusalHeaders(line, this.#latest));
     if (own) return;
     // No await since the check: no other request can take the same place, and `held` is for this meter's period.
@@ -128,7 +128,7 @@ export class QuotaMeter {
     if (!quotaHasLimits(key.quota)) return { exceeded: false, lines: [] };
     const meter = await this.#loadedMeter(key, now);
     const held = this.#held(key.id, meter);
-    const lines = quotaLines(key.quota, withPlaces(meter.total, held?.admissions.size ?? 0), withPlaces(meter.period, held?.period ?? 0));
+    const lines = linesWithPlaces(key, meter, held?.admissions.size ?? 0, held?.period ?? 0);
     return { exceeded: firstReachedLine(lines) !== undefined, lines };
   }
 
@@ -295,9 +295,9 @@ export function answersToRequestLimitsOnly(op: Pick<OperationEntry, 'counts_toke
   return op.resource?.path_parameter !== undefined && !op.counts_tokens;
 }
 
-/** The first line reached, with `total` and `period` places in flight added to the requests; only requests lines unless `usesTokens`. */
-function firstReached(key: AccessKeyRecord, meter: Meter, total: number, period: number, usesTokens = true): QuotaLine | undefined {
-  return firstReachedLine(quotaLines(key.quota!, withPlaces(meter.total, total), withPlaces(meter.period, period)), usesTokens);
+/** The key's quota lines, with `total` and `period` places in flight added to the requests used. */
+function linesWithPlaces(key: AccessKeyRecord, meter: Meter, total: number, period: number): QuotaLine[] {
+  return quotaLines(key.quota!, withPlaces(meter.total, total), withPlaces(meter.period, period));
 }
 
 /** Usage with `places` requests in flight counted as requests. */
