@@ -5,6 +5,7 @@ import { startUpstreamAndDataPlane } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, nativeChannelFor, seedGroup, waitForLog, type Operation } from './helpers/dataplane-scenarios.ts';
 import { clientBody, clientPath, externalModel, upstreamModel } from './helpers/native-requests.ts';
 import { upgradeAnswer } from './helpers/ws-upstream.ts';
+import { checkErrorShape, type Style } from './helpers/error-shape.ts';
 
 // Issue 4 items 1 and 8, specification section 5 item 8, endpoint by endpoint: every registered
 // endpoint checks the protocol decisions.md §2 gives it (read from the hand transcription in
@@ -12,7 +13,6 @@ import { upgradeAnswer } from './helpers/ws-upstream.ts';
 // through and a key allowing every other one is refused 403 protocol_not_allowed in the
 // endpoint's error shape (§6) before anything is sent upstream; WebSocket ones through an upgrade.
 
-type Style = 'completions' | 'messages' | 'generate';
 
 /** The protocol §2 lists the endpoint under. */
 function protocolOfSection2(method: string, path: string): string | undefined {
@@ -24,17 +24,6 @@ function protocolOfSection2(method: string, path: string): string | undefined {
 function styleOf(protocol: string): Style {
   if (protocol === 'x-messages') return 'messages';
   return protocol === 'x-generate' || protocol === 'x-embeddings' || protocol === 'x-live' ? 'generate' : 'completions';
-}
-
-function checkShape(t: Test, style: Style, body: unknown): void {
-  if (style === 'messages') {
-    t.match(body, { type: 'error', error: { type: 'permission_error', code: 'protocol_not_allowed' } }, 'messages shape');
-  } else if (style === 'generate') {
-    t.match(body, { error: { code: 403, status: 'PERMISSION_DENIED', message: String, details: [{ reason: 'protocol_not_allowed' }] } }, 'generate shape');
-  } else {
-    t.match(body, { error: { type: 'permission_error', code: 'protocol_not_allowed', message: String } }, 'completions shape');
-    t.notOk((body as { type?: unknown }).type, 'not the messages shape');
-  }
 }
 
 // Each endpoint by each method it takes.
@@ -95,7 +84,7 @@ for (const { op, method, protocol } of CASES) {
     const refused = await call(op, method, gw.url, others.keyValue, protocol);
     t.equal(refused.status, 403, `a key allowing every protocol but ${protocol} is refused on ${channel}`, { body: refused.body });
     t.equal(upstream.requests.length, sent, 'nothing sent upstream');
-    checkShape(t, styleOf(protocol), JSON.parse(refused.body));
+    checkErrorShape(t, JSON.parse(refused.body), styleOf(protocol), 403, 'protocol_not_allowed');
     t.match(await waitForLog(gw, refused.requestId), { protocol, operation: op.id, status: 403, error_code: 'protocol_not_allowed', access_key_id: others.key.id });
   });
 }

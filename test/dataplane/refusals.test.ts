@@ -2,12 +2,12 @@ import t, { type Test } from 'tap';
 import { startDataPlane, startUpstream, startUpstreamAndDataPlane, type Gateway, type Upstream } from './helpers/data-plane-harness.ts';
 import { clientAuthHeaders, createKey, seedGroup, waitForLog } from './helpers/dataplane-scenarios.ts';
 import type { NewAccessKey } from '../../src/store/config-store.ts';
+import { checkErrorShape, type Style } from './helpers/error-shape.ts';
 
 // Refusals happen before any upstream call (decisions.md §3): every case below asserts the
 // status, the reason code in the client protocol's error shape (decisions.md §6), the log
 // record's error code, and that the substitute upstream received nothing at all.
 
-type Style = 'completions' | 'messages' | 'generate';
 
 interface RefusalCase {
   name: string;
@@ -26,11 +26,6 @@ interface RefusalCase {
   /** The operation the log record names (the path's spelling decides it). */
   operation?: string;
 }
-
-const GENERATE_STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 405: 'INVALID_ARGUMENT', 429: 'RESOURCE_EXHAUSTED', 503: 'UNAVAILABLE' };
-// Each vendor's own words: OpenAI names its 5xx `server_error`, Anthropic `api_error`, or `overloaded_error` when it is overloaded.
-const COMPLETIONS_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'server_error' };
-const MESSAGES_TYPE: Record<number, string> = { 400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error', 405: 'invalid_request_error', 429: 'rate_limit_error', 503: 'overloaded_error' };
 
 const json = (protocol: string, path: string, body: unknown, method = 'POST') => ({ method, path, protocol, body });
 
@@ -127,21 +122,6 @@ async function setup(t: Test): Promise<{ gw: Gateway; upstream: Upstream }> {
   return { gw, upstream };
 }
 
-function checkErrorShape(t: Test, body: unknown, style: Style, status: number, code: string, message?: RegExp): void {
-  if (style === 'completions') {
-    t.match(body, { error: { code, type: COMPLETIONS_TYPE[status], message: String } }, 'completions-style error');
-    // The messages shape has these members too: its top-level `type` tells them apart.
-    t.notOk((body as { type?: unknown }).type, 'not the messages shape');
-    if (message) t.match((body as { error?: { message?: string } }).error?.message, message);
-  } else if (style === 'messages') {
-    // A top-level request_id, as the vendor's error bodies carry.
-    t.match(body, { type: 'error', error: { code, type: MESSAGES_TYPE[status], message: String }, request_id: String }, 'messages-style error');
-    if (message) t.match((body as { error?: { message?: string } }).error?.message, message);
-  } else {
-    t.match(body, { error: { code: status, status: GENERATE_STATUS[status], message: String, details: [{ reason: code }] } }, 'generate-style error');
-    if (message) t.match((body as { error?: { message?: string } }).error?.message, message);
-  }
-}
 
 for (const c of CASES) {
   t.test(`refused before any upstream call: ${c.name}`, async (t) => {
