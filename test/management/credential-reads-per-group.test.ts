@@ -28,6 +28,7 @@ t.test('the Group listing and home read the credentials as often with four Group
   const first = await seedGroup(gw, ['m1']);
   await gw.create(`/api/groups/${first}/credentials/import`, { credentials: 'sk-counts-000000001\nsk-counts-000000002' });
   const withOne = { groups: await credentialReads(gw, '/api/groups'), home: await credentialReads(gw, '/api/home') };
+  t.same(withOne, { groups: 1, home: 1 }, 'one read each');
   const others = [await seedGroup(gw, ['m2']), await seedGroup(gw, ['m3']), await seedGroup(gw, ['m4'])];
   await gw.create(`/api/groups/${others[1]}/credentials/import`, { credentials: 'sk-counts-000000003' });
   t.same({ groups: await credentialReads(gw, '/api/groups'), home: await credentialReads(gw, '/api/home') }, withOne);
@@ -48,6 +49,7 @@ t.test('route inspection reads the credentials as often with four candidate Grou
   const first = await seedGroup(gw, ['shared']);
   await gw.create(`/api/groups/${first}/credentials/import`, { credentials: 'sk-inspect-000000001' });
   const withOne = await credentialReads(gw, '/api/route/inspect', inspect);
+  t.equal(withOne, 1, 'one read');
   const others = [await seedGroup(gw, ['shared']), await seedGroup(gw, ['shared']), await seedGroup(gw, ['shared'])];
   await gw.create(`/api/groups/${others[2]}/credentials/import`, { credentials: 'sk-inspect-000000002\nsk-inspect-000000003' });
   t.equal(await credentialReads(gw, '/api/route/inspect', inspect), withOne);
