@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import OpenAI from 'openai';
 import t from 'tap';
 import { WebSocket } from 'ws';
@@ -220,6 +220,33 @@ t.test('through the server: the client\'s cookies and forwarding headers do not 
   t.equal(seen['x-trace'], 'kept', 'other client headers still go');
   for (const name of Object.keys(UPSTREAM_ONLY)) t.equal(res.headers.get(name), null, `no ${name} to the client`);
   t.equal(res.headers.get('x-request-id'), 'up-1', 'other upstream headers still come back');
+});
+
+// docs/data-plane.md step 9: a repeated header goes as its several lines; a chunked answer's trailer fields (and its Trailer header) are not passed on.
+t.test('through the server: repeated link headers come back as several lines; an upstream trailer does not', async (t) => {
+  const { upstream, gw } = await startUpstreamAndDataPlane(t, (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', link: ['<https://a.example>; rel="a"', '<https://b.example>; rel="b"'], trailer: 'x-upstream-digest' });
+    res.write(completionJson('vendor-chat'));
+    res.addTrailers({ 'x-upstream-digest': 'sha=1' });
+    res.end();
+  });
+  const { keyValue } = await seedRoute(gw.store, { channel: 'ch02', baseUrl: upstream.url, models: [{ external: 'team-chat', upstream: 'vendor-chat' }], protocols: ['x-completions'] });
+  const answer = await new Promise<{ status: number; raw: string[]; trailers: string[]; body: string }>((resolve, reject) => {
+    const req = request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${keyValue}`, 'content-type': 'application/json' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, raw: res.rawHeaders, trailers: res.rawTrailers, body }));
+    });
+    req.on('error', reject);
+    req.end(chatBody('team-chat'));
+  });
+  t.equal(answer.status, 200);
+  const links = answer.raw.filter((_v, i) => i % 2 === 1 && answer.raw[i - 1]!.toLowerCase() === 'link');
+  t.same(links, ['<https://a.example>; rel="a"', '<https://b.example>; rel="b"'], 'two link lines, as sent');
+  t.notOk(answer.raw.some((v, i) => i % 2 === 0 && v.toLowerCase() === 'trailer'), 'no Trailer header');
+  t.same(answer.trailers, [], 'no trailer fields');
+  t.equal(answer.body, completionJson('vendor-chat'), 'the body whole');
 });
 
 t.test('through the server: a WebSocket session the same way, on the upgrade and on the 101', async (t) => {
